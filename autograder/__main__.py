@@ -1,0 +1,77 @@
+"""Course commands (the Makefile's targets call these).
+
+  python -m autograder release                 student notebooks: source/ -> release/
+  python -m autograder solutions [--force]     executed solution notebooks: source/ -> solutions/
+  python -m autograder grade SUBMISSIONS       grade a class (see autograder/grade.py)
+  python -m autograder feedback                feedback HTML and reports again, after manual grading
+  python -m autograder example                 build the example class and grade it
+  python -m autograder fetch                   a student's copy of the release in notebooks/
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from .course import ROOT
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("release")
+    p = sub.add_parser("solutions")
+    p.add_argument("--force", action="store_true", help="rerun every solution, even the current ones")
+    for name in ("grade", "example"):
+        p = sub.add_parser(name)
+        if name == "grade":
+            p.add_argument("submissions", type=Path)
+        p.add_argument("--workers", type=int, default=None, help="parallel notebooks (default: all cores)")
+        p.add_argument("--force", action="store_true", help="regrade notebooks already graded")
+        p.add_argument("--sandbox", default="auto", help="auto, bwrap or none")
+        p.add_argument("--no-feedback", action="store_true")
+    sub.add_parser("feedback")
+    sub.add_parser("fetch")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    # nbgrader runs `alembic` (from this environment) when it creates a gradebook
+    bin_dir = str(Path(sys.executable).parent)
+    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+
+    if args.command == "release":
+        from .build import release
+        paths = release()
+        print(f"release: {len(paths)} student notebooks in {paths[0].parent.relative_to(ROOT)}/")
+    elif args.command == "solutions":
+        from .build import solutions
+        paths = solutions(force=args.force)
+        print(f"solutions: {len(paths)} notebooks executed and written" if paths
+              else "solutions: all current with the sources (nothing to run; --force reruns them)")
+        for path in paths:
+            print(f"  {path.relative_to(ROOT)}")
+    elif args.command in ("grade", "example"):
+        from .grade import grade
+        target = args.submissions if args.command == "grade" else None
+        if target is None:
+            from .example import build
+            target = build()
+            shown = target.relative_to(ROOT) if target.is_relative_to(ROOT) else target
+            print(f"example class: ada (all answers), blank (the release), half (half the answers) in {shown}/")
+        grade(target, workers=args.workers, force=args.force, sandbox=args.sandbox,
+              feedback=not args.no_feedback)
+    elif args.command == "feedback":
+        from .grade import refresh_from_gradebook
+        refresh_from_gradebook()
+    elif args.command == "fetch":
+        from .student import fetch
+        fetch()
+    print(f"({args.command}: {time.monotonic() - started:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

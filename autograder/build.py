@@ -1,0 +1,143 @@
+"""Build what students get from the instructor sources: the release and the solutions.
+
+    python -m autograder release      # nbgrader generate_assignment -> release/step-04
+    python -m autograder solutions    # solutions (hidden tests removed), executed
+                                      # -> solutions/step-04, and the catch-up solutions/step-03.ipynb
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+from .course import CATCH_UP, ROOT, STEP, kernel_env
+
+SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
+                    "BEGIN MARK SCHEME", "END MARK SCHEME")
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+def nbgrader(*args: str, root: Path = ROOT, db_url: str | None = None, quiet: bool = True) -> str:
+    """Run an nbgrader command on the course at `root` with this repository's configuration."""
+    cmd = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}"]
+    if db_url:
+        cmd.append(f"--CourseDirectory.db_url={db_url}")
+    env = kernel_env()
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    if proc.returncode != 0 or "[ERROR]" in log:
+        raise BuildError(f"`nbgrader {' '.join(args)}` failed:\n{log[-4000:]}")
+    if not quiet:
+        print(log)
+    return log
+
+
+def release(root: Path = ROOT, db_url: str | None = None, step: str = STEP) -> list[Path]:
+    """Generate release/<step> from source/<step>; return the notebooks written."""
+    nbgrader("generate_assignment", step, "--force", root=root, db_url=db_url)
+    out = sorted((root / "release" / step).glob("*.ipynb"))
+    for path in out:
+        text = path.read_text(encoding="utf-8")
+        for marker in SOLUTION_MARKERS:
+            if marker in text:
+                raise BuildError(f"{path} still contains {marker!r}: check the source cell's nbgrader metadata")
+    return out
+
+
+def solution_preprocessors():
+    """What turns an instructor notebook into a solution notebook, before it is run: the same list
+    nbgrader_config.py gives `nbgrader generate_solution` (minus its Execute step)."""
+    from nbgrader.preprocessors import (ClearHiddenTests, ClearMarkScheme, ClearOutput,
+                                        IncludeHeaderFooter, LockCells)
+    return [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme, ClearHiddenTests]
+
+
+def solution_notebook(source: Path, root: Path = ROOT):
+    """The unexecuted solution notebook of one instructor notebook."""
+    from traitlets.config import Config
+    nb = nbformat.read(source, as_version=4)
+    config = Config()
+    config.IncludeHeaderFooter.header = str(root / "source" / "header.ipynb")
+    resources = {}
+    for pp in solution_preprocessors():
+        nb, resources = pp(config=config).preprocess(nb, resources)
+    return nb
+
+
+def same_cells(a, b) -> bool:
+    """Two notebooks hold the same cells (type, source, nbgrader metadata); outputs not compared."""
+    def key(nb):
+        return [(c.cell_type, c.source, json.dumps(c.metadata.get("nbgrader", {}), sort_keys=True))
+                for c in nb.cells]
+    return key(a) == key(b)
+
+
+def solutions(root: Path = ROOT, step: str = STEP, force: bool = False) -> list[Path]:
+    """Write executed solution notebooks to solutions/<step>/ and the catch-up to solutions/step-03.ipynb.
+    A solution whose cells already match its source is left as it is (its outputs are kept),
+    unless `force`."""
+    written = []
+    for source in sorted((root / "source" / step).glob("*.ipynb")):
+        dest = root / "solutions" / step / source.name
+        fresh = solution_notebook(source, root)
+        if not force and dest.exists() and same_cells(fresh, nbformat.read(dest, as_version=4)):
+            continue
+        run_notebook(fresh, source.parent)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(fresh, dest)
+        check_executed(dest, root)
+        written.append(dest)
+    catch_up_src = root / "source" / CATCH_UP / f"{CATCH_UP}.ipynb"
+    catch_up = root / "solutions" / f"{CATCH_UP}.ipynb"
+    fresh = nbformat.read(catch_up_src, as_version=4)
+    if force or not catch_up.exists() or not same_cells(fresh, nbformat.read(catch_up, as_version=4)):
+        run_notebook(fresh, catch_up_src.parent)
+        nbformat.write(fresh, catch_up)
+        check_executed(catch_up, root)
+        written.append(catch_up)
+    return written
+
+
+def run_notebook(nb, cwd: Path, timeout: int = 600) -> None:
+    """Execute a notebook in place in a fresh kernel, stopping at the first error."""
+    from nbclient import NotebookClient
+    NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(cwd)}}).execute(env=kernel_env())
+
+
+def check_executed(path: Path, root: Path = ROOT) -> None:
+    """A solution notebook must have run every code cell without an error, and its outputs
+    must not reveal where this machine keeps the course."""
+    nb = nbformat.read(path, as_version=4)
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or not cell.source.strip():
+            continue
+        if cell.get("execution_count") is None:
+            raise BuildError(f"{path.name}: cell {index} did not run")
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                raise BuildError(f"{path.name}: cell {index} raised {output.get('ename')}: {output.get('evalue')}")
+        for text in _output_texts(cell):
+            if str(root) in text or str(Path.home()) + os.sep in text:
+                raise BuildError(f"{path.name}: cell {index} prints a path of this machine; "
+                                 "print paths relative to the course folder")
+
+
+def _output_texts(cell) -> list[str]:
+    texts = []
+    for output in cell.get("outputs", []):
+        if "text" in output:
+            texts.append(output["text"])
+        for key, value in output.get("data", {}).items():
+            if key.startswith("text/") and isinstance(value, str):
+                texts.append(value)
+        texts.extend(output.get("traceback", []))
+    return texts

@@ -1,0 +1,201 @@
+"""Wheats and chaffs: the heads and attention matrices a student's checks are tried on.
+
+A check written in 4.2 must return quietly on every wheat (a correct head or matrix) and
+raise AssertionError on every chaff (a head or matrix that breaks the property it checks).
+Each chaff is a real mistake, described in the words the feedback shows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+D, D_HEAD, T_MAX, B, T = 32, 16, 8, 4, 8
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    kind: str            # "wheat" (must pass) or "chaff" (must be caught)
+    description: str     # what the head or matrix does, as the feedback says it
+    build: Callable[[], object]
+
+
+class MutantHead(nn.Module):
+    """The handout's head, with one deliberate change selected by `variant`."""
+
+    def __init__(self, variant: str = "correct", seed: int = 0, d=D, d_head=D_HEAD, T_max=T_MAX):
+        super().__init__()
+        self.variant = variant
+        with torch.random.fork_rng():          # build with its own seed, leave the caller's RNG alone
+            torch.manual_seed(seed)
+            self.key = nn.Linear(d, d_head, bias=False)
+            self.query = nn.Linear(d, d_head, bias=False)
+            self.value = nn.Linear(d, d_head, bias=False)
+            self.constant = nn.Parameter(torch.randn(d_head))
+        self.register_buffer("tril", torch.tril(torch.ones(T_max, T_max)))
+
+    def forward(self, x):                                        # x: (B, T, d)
+        B, T, d = x.shape
+        q, k, v = self.query(x), self.key(x), self.value(x)      # (B, T, d_head)
+        variant = self.variant
+        if variant == "sdpa":
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)   # (B, T, d_head)
+            scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5           # (B, T, T)
+            self.A = F.softmax(scores.masked_fill(self.tril[:T, :T] == 0, float("-inf")), dim=-1).detach()
+            return out
+        scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5     # (B, T, T)
+        keep = self.tril[:T, :T] == 1                            # (T, T) True where j <= i
+        if variant == "triu":
+            keep = torch.triu(torch.ones(T, T, dtype=torch.bool))
+        elif variant == "diagonal_masked":
+            keep = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1)
+        elif variant == "one_future_token":
+            keep = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        if variant == "no_mask":
+            A = F.softmax(scores, dim=-1)
+        elif variant == "mask_zero":
+            A = F.softmax(scores.masked_fill(~keep, 0.0), dim=-1)
+        elif variant in ("mask_after_softmax", "mask_after_softmax_renorm"):
+            A = F.softmax(scores, dim=-1) * keep
+            if variant == "mask_after_softmax_renorm":
+                A = A / A.sum(dim=-1, keepdim=True)
+        elif variant == "batch_leak":
+            masked = scores.masked_fill(~keep, float("-inf"))
+            masked = torch.cat([masked[:1], scores[1:]], dim=0)   # only the first sequence is masked
+            A = F.softmax(masked, dim=-1)
+        else:
+            A = F.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)   # (B, T, T)
+        self.A = A.detach()
+        out = A @ v                                               # (B, T, d_head)
+        if variant == "tiny_leak":
+            out = out + 1e-7 * v.sum(dim=1, keepdim=True)          # every position sees the future, faintly
+        elif variant == "sequence_mean":
+            out = out + 0.1 * v.mean(dim=1, keepdim=True)         # mixes in the mean over all positions
+        elif variant == "ignores_input":
+            out = self.constant.expand(B, T, -1) + 0.0 * x[..., : out.shape[-1]]
+        elif variant == "last_leaks_back":
+            out = out + 0.01 * v[:, -1:, :]                        # the last position leaks into all others
+        return out
+
+
+def _head(variant, seed=0, **kw):
+    return lambda: MutantHead(variant, seed, **kw)
+
+
+CAUSAL_WHEATS = [
+    Case("correct_seed0", "wheat", "a correct head", _head("correct", 0)),
+    Case("correct_seed7", "wheat", "a correct head with other weights", _head("correct", 7)),
+    Case("correct_tmax16", "wheat", "a correct head whose mask buffer is larger than T", _head("correct", 3, T_max=16)),
+    Case("correct_sdpa", "wheat", "a correct head built on F.scaled_dot_product_attention", _head("sdpa", 5)),
+]
+
+COMMON_CAUSAL_CHAFFS = [
+    Case("no_mask", "chaff", "a head with no causal mask", _head("no_mask", 1)),
+    Case("mask_zero", "chaff", "a head that fills the mask with 0 instead of -inf", _head("mask_zero", 2)),
+    Case("mask_after_softmax", "chaff", "a head that masks after the softmax", _head("mask_after_softmax", 3)),
+    Case("triu", "chaff", "a head whose mask is upper- instead of lower-triangular", _head("triu", 4)),
+    Case("one_future_token", "chaff", "a head that lets each position see one future token", _head("one_future_token", 5)),
+    Case("tiny_leak", "chaff", "a head whose future leak (1e-7) is too small for allclose", _head("tiny_leak", 6)),
+    Case("sequence_mean", "chaff", "a head that mixes in the mean over the whole sequence", _head("sequence_mean", 7)),
+    Case("ignores_input", "chaff", "a head whose output ignores its input", _head("ignores_input", 8)),
+    Case("last_leaks_back", "chaff", "a head where only the last position leaks into the others", _head("last_leaks_back", 9)),
+    Case("mask_after_softmax_renorm", "chaff",
+         "a head that masks after the softmax and renormalises (the future leaks through rounding)",
+         _head("mask_after_softmax_renorm", 10)),
+]
+
+SUITES: dict[str, list[Case]] = {
+    "causal_perturbation": CAUSAL_WHEATS + COMMON_CAUSAL_CHAFFS + [
+        Case("batch_leak", "chaff", "a head that masks only the first sequence of the batch", _head("batch_leak", 11)),
+    ],
+    "causal_gradient": CAUSAL_WHEATS + COMMON_CAUSAL_CHAFFS + [
+        Case("diagonal_masked", "chaff", "a head that masks the diagonal too (no token sees itself)", _head("diagonal_masked", 12)),
+    ],
+}
+
+
+# ---- attention matrices for check_simplex(A) ---------------------------------------------
+
+def _scores(seed, b=B, t=T, scale=1.0, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    return (scale * torch.randn(b, t, t, generator=g)).to(dtype)
+
+
+def _causal_softmax(scores):
+    t = scores.shape[-1]
+    keep = torch.tril(torch.ones(t, t, dtype=torch.bool))
+    return F.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+
+
+def _good(seed, **kw):
+    return lambda: _causal_softmax(_scores(seed, **kw))
+
+
+def _negative_entry():
+    A = _causal_softmax(_scores(21)).clone()
+    shift = A[1, 5, 0] + 0.01
+    A[1, 5, 0] -= shift                     # one weight set to -0.01 ...
+    A[1, 5, 1] += shift                     # ... the row still sums to 1 and stays causal
+    return A
+
+
+def _row_scaled(factor, row=(2, 4)):
+    def build():
+        A = _causal_softmax(_scores(22)).clone()
+        A[row[0], row[1]] *= factor
+        return A
+    return build
+
+
+def _tiny_upper():
+    A = _causal_softmax(_scores(23)).clone()
+    A[0, 2, 6] = 1e-12                       # a weight on a future key, too small for allclose
+    return A
+
+
+def _mask_after_softmax():
+    s = _scores(24)
+    return F.softmax(s, dim=-1) * torch.tril(torch.ones(T, T))
+
+
+def _no_mask():
+    return F.softmax(_scores(25), dim=-1)
+
+
+def _nan_row():
+    s = _scores(26)
+    keep = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1)
+    return F.softmax(s.masked_fill(~keep, float("-inf")), dim=-1)     # row 0 has no key left: NaN
+
+
+def _bad_second_sequence():
+    A = _causal_softmax(_scores(27)).clone()
+    A[3] = F.softmax(_scores(28)[3], dim=-1)                          # the last sequence is unmasked
+    return A
+
+
+def _transposed():
+    return _causal_softmax(_scores(29)).transpose(-2, -1).contiguous()
+
+
+SUITES["simplex"] = [
+    Case("softmax_b4_t8", "wheat", "a correct attention matrix", _good(1)),
+    Case("softmax_b2_t64", "wheat", "a correct 64-token attention matrix (float32 row sums are 1 to about 1e-7)",
+         _good(2, b=2, t=64, scale=3.0)),
+    Case("softmax_saturated", "wheat", "a correct matrix with one-hot rows (large scores)", _good(3, scale=60.0)),
+    Case("softmax_float64", "wheat", "a correct float64 matrix", _good(4, dtype=torch.float64)),
+    Case("softmax_t1", "wheat", "a correct matrix of a one-token sequence", _good(5, t=1)),
+    Case("negative_entry", "chaff", "a matrix with a negative weight whose row still sums to 1", _negative_entry),
+    Case("row_sum_0.9", "chaff", "a matrix with one row summing to 0.9", _row_scaled(0.9)),
+    Case("row_sum_1.0002", "chaff", "a matrix with one row summing to 1.0002", _row_scaled(1.0002)),
+    Case("tiny_future_weight", "chaff", "a matrix with a 1e-12 weight above the diagonal", _tiny_upper),
+    Case("mask_after_softmax", "chaff", "masking after the softmax (rows sum to less than 1)", _mask_after_softmax),
+    Case("no_mask", "chaff", "an unmasked softmax (weights above the diagonal)", _no_mask),
+    Case("nan_row", "chaff", "a matrix with a NaN row (the diagonal was masked too)", _nan_row),
+    Case("bad_last_sequence", "chaff", "a matrix whose last sequence in the batch is unmasked", _bad_second_sequence),
+    Case("transposed", "chaff", "a transposed attention matrix (columns sum to 1, not rows)", _transposed),
+]

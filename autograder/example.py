@@ -1,0 +1,54 @@
+"""A small example class, built from the instructor notebooks, in the shapes instructors receive:
+
+  ada/            a folder per student: every answer filled in (the solutions)
+  blank.zip       a zip per student: the release, untouched
+  half_<nb>.ipynb loose files named with the student id: the first half of each notebook's
+                  answers filled in, the rest left as released
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+from .course import RELEASE, SOURCE, STEP, grader_home, notebook_names
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION")
+
+
+def answer_text(source_cell: dict) -> str:
+    """The instructor's answer as a student would type it: the solution without its markers."""
+    text = "".join(source_cell["source"]) if isinstance(source_cell["source"], list) else source_cell["source"]
+    return "\n".join(line for line in text.split("\n") if not any(m in line for m in MARKERS))
+
+
+def answer_ids(release: dict) -> list[str]:
+    return [c["id"] for c in release["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("solution")]
+
+
+def filled(name: str, keep) -> dict:
+    """The released notebook `name` with the instructor's answer in every answer cell for which
+    keep(cell_id, position) is true."""
+    release = json.loads((RELEASE / STEP / f"{name}.ipynb").read_text(encoding="utf-8"))
+    source = {c["id"]: c for c in json.loads((SOURCE / STEP / f"{name}.ipynb").read_text(encoding="utf-8"))["cells"]}
+    for position, cid in enumerate(answer_ids(release)):
+        if keep(cid, position):
+            cell = next(c for c in release["cells"] if c["id"] == cid)
+            cell["source"] = answer_text(source[cid])
+    return release
+
+
+def build(dest: Path | None = None) -> Path:
+    dest = dest or grader_home() / "example-class"
+    if dest.exists():
+        shutil.rmtree(dest)
+    (dest / "ada").mkdir(parents=True)
+    with zipfile.ZipFile(dest / "blank.zip", "w") as archive:
+        for name in notebook_names():
+            archive.write(RELEASE / STEP / f"{name}.ipynb", f"{STEP}/{name}.ipynb")
+    for name in notebook_names():
+        (dest / "ada" / f"{name}.ipynb").write_text(json.dumps(filled(name, lambda cid, i: True), indent=1))
+        release = json.loads((RELEASE / STEP / f"{name}.ipynb").read_text(encoding="utf-8"))
+        half = (len(answer_ids(release)) + 1) // 2
+        (dest / f"half_{name}.ipynb").write_text(json.dumps(filled(name, lambda cid, i: i < half), indent=1))
+    return dest

@@ -1,0 +1,221 @@
+"""Run one notebook to grade it: per-cell and per-notebook time limits, an output cap,
+resource limits on the kernel, and a kernel that dies is restarted and the rest still graded.
+
+`Launcher` decides how the kernel process starts (plain, or inside the sandbox of
+autograder/sandbox.py); `execute()` owns everything else.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from jupyter_client import AsyncKernelManager
+from jupyter_client.kernelspec import KernelSpec
+from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
+
+
+@dataclass
+class Limits:
+    cell_timeout: float = 120.0          # seconds one cell may run
+    notebook_timeout: float = 900.0      # seconds for the whole notebook, restarts included
+    output_bytes: int = 1_000_000        # output one cell may keep; the rest is dropped with a note
+    memory_bytes: int = 6 * 2**30        # address space of the kernel process
+    processes: int = 0                   # RLIMIT_NPROC for an unprivileged kernel user (0: leave)
+    file_bytes: int = 256 * 2**20        # largest file the kernel may write
+    restarts: int = 2                    # kernel restarts after a crash or a hung cell
+
+
+class Launcher:
+    """Starts a kernel without a sandbox, under resource limits."""
+    name = "none"
+    transport = "ipc"        # Unix sockets in the scratch folder: no TCP ports, nothing on the network
+
+    def argv(self, workdir: Path, limits: Limits) -> list[str]:
+        return [sys.executable, "-m", "autograder.limits",
+                f"--memory={limits.memory_bytes}", f"--cpu={int(limits.notebook_timeout * 2)}",
+                f"--processes={limits.processes}", f"--file-size={limits.file_bytes}", "--",
+                sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                "--HistoryManager.hist_file=:memory:"]
+
+    def connection_dir(self, workdir: Path) -> Path:
+        return workdir
+
+    def cleanup(self, workdir: Path) -> None:
+        pass
+
+
+@dataclass
+class Outcome:
+    events: list[str] = field(default_factory=list)   # restarts, time limits, truncated output
+    seconds: float = 0.0
+    kernel_starts: int = 0
+
+
+class _Client(NotebookClient):
+    """nbclient with a per-cell output cap."""
+
+    def __init__(self, nb, limits: Limits, **kw):
+        super().__init__(nb, timeout=int(limits.cell_timeout), allow_errors=True,
+                         interrupt_on_timeout=True, record_timing=False, **kw)
+        self._limit = limits.output_bytes
+        self._bytes: dict[int, int] = {}
+
+    def output(self, outs, msg, display_id, cell_index):
+        size = len(json.dumps(msg.get("content", {}), default=str))
+        used = self._bytes.get(cell_index, 0) + size
+        self._bytes[cell_index] = used
+        if used > self._limit:
+            if used - size <= self._limit:
+                outs.append(nbformat.v4.new_output(
+                    "stream", name="stdout",
+                    text=f"\n[output beyond {self._limit // 1000} kB was dropped by the grader]\n"))
+            return None
+        return super().output(outs, msg, display_id, cell_index)
+
+
+def _error(cell, ename: str, evalue: str) -> None:
+    cell.outputs.append(nbformat.v4.new_output("error", ename=ename, evalue=evalue,
+                                               traceback=[f"{ename}: {evalue}"]))
+
+
+async def _start(client: _Client, launcher: Launcher, workdir: Path, env: dict, limits: Limits):
+    km = AsyncKernelManager(kernel_name="python3")
+    km._kernel_spec = KernelSpec(argv=launcher.argv(workdir, limits), env={}, language="python",
+                                 display_name="grading kernel", interrupt_mode="signal")
+    km.transport = launcher.transport
+    conn_dir = launcher.connection_dir(workdir)
+    km.connection_file = str(conn_dir / "kernel.json")
+    if launcher.transport == "ipc":
+        km.ip = str(conn_dir / "kernel-ipc")
+    await km.start_kernel(env=env, cwd=str(workdir))
+    client.km = km
+    kc = km.client()
+    kc.start_channels()
+    try:
+        await kc.wait_for_ready(timeout=limits.cell_timeout)
+    except RuntimeError:
+        kc.stop_channels()
+        await km.shutdown_kernel(now=True)
+        raise
+    kc.allow_stdin = False
+    client.kc = kc
+
+
+async def _stop(client: _Client) -> None:
+    if client.kc is not None:
+        client.kc.stop_channels()
+    if client.km is not None:
+        try:
+            await client.km.shutdown_kernel(now=True)
+        except Exception:  # already gone
+            pass
+        try:
+            await client.km.cleanup_resources()
+        except Exception:
+            pass
+    client.kc = client.km = None
+
+
+async def execute(nb, workdir: Path, env: dict, launcher: Launcher | None = None,
+                  limits: Limits | None = None) -> Outcome:
+    """Execute `nb` in place. Errors go into the cells' outputs; nothing raises for student faults."""
+    launcher = launcher or Launcher()
+    limits = limits or Limits()
+    outcome = Outcome()
+    started = time.monotonic()
+    deadline = started + limits.notebook_timeout
+    client = _Client(nb, limits, resources={"metadata": {"path": str(workdir)}})
+    code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip()]
+    done: list[int] = []          # cells that ran to the end in some kernel
+    position = 0
+    restarts_left = limits.restarts
+    try:
+        while position < len(code):
+            try:
+                await _start(client, launcher, workdir, env, limits)
+                outcome.kernel_starts += 1
+            except Exception as err:
+                for i in code[position:]:
+                    _error(nb.cells[i], "KernelStartError", f"the grading kernel did not start: {err}")
+                outcome.events.append(f"kernel did not start: {err}")
+                break
+            if outcome.kernel_starts > 1 and done:
+                # bring the new kernel to the same state: run the earlier cells again, outputs discarded
+                ok = await _replay(client, nb, done, deadline, limits)
+                if not ok:
+                    for i in code[position:]:
+                        _error(nb.cells[i], "KernelRestartFailed",
+                               "the kernel was restarted but could not run the earlier cells again")
+                    outcome.events.append("replay after restart failed")
+                    break
+            failed_at = None
+            for i in code[position:]:
+                cell = nb.cells[i]
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    for j in code[code.index(i):]:
+                        _error(nb.cells[j], "NotebookTimeLimit",
+                               f"not run: the notebook's time limit ({limits.notebook_timeout:.0f} s) ran out")
+                    outcome.events.append("notebook time limit reached")
+                    position = len(code)
+                    break
+                cell_started = time.monotonic()
+                try:
+                    await asyncio.wait_for(client.async_execute_cell(cell, i, execution_count=i + 1),
+                                           timeout=min(limits.cell_timeout + 20, remaining))
+                except DeadKernelError:
+                    _error(cell, "DeadKernelError", "the kernel died while running this cell "
+                           "(sys.exit or os._exit, a crash, or the memory limit)")
+                    failed_at = i
+                except asyncio.TimeoutError:
+                    _error(cell, "CellTimeoutError",
+                           f"this cell ran longer than {limits.cell_timeout:.0f} s and was stopped")
+                    failed_at = i
+                else:
+                    if _timed_out(cell) or time.monotonic() - cell_started >= limits.cell_timeout:
+                        _error(cell, "CellTimeoutError", f"this cell ran longer than {limits.cell_timeout:.0f} s "
+                               "and was interrupted; the kernel was restarted")
+                        failed_at = i        # restart for a clean, responsive kernel
+                    else:
+                        done.append(i)
+                if failed_at is not None:
+                    position = code.index(i) + 1
+                    outcome.events.append(f"cell {i}: {cell.outputs[-1].get('ename', 'error')}; kernel restarted")
+                    break
+            else:
+                position = len(code)
+            await _stop(client)
+            if failed_at is not None:
+                if restarts_left == 0:
+                    for j in code[position:]:
+                        _error(nb.cells[j], "NotRun", "not run: the kernel failed too many times")
+                    break
+                restarts_left -= 1
+    finally:
+        await _stop(client)
+        launcher.cleanup(workdir)
+        outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def _timed_out(cell) -> bool:
+    return any(o.get("output_type") == "error" and o.get("ename") == "CellTimeoutError" for o in cell.outputs)
+
+
+async def _replay(client, nb, indices, deadline, limits) -> bool:
+    for i in indices:
+        scratch = nbformat.from_dict(json.loads(json.dumps(nb.cells[i])))
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        try:
+            await asyncio.wait_for(client.async_execute_cell(scratch, i), timeout=min(limits.cell_timeout + 20, remaining))
+        except (DeadKernelError, asyncio.TimeoutError):
+            return False
+    return True

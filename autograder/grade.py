@@ -1,0 +1,320 @@
+"""Grade a class: `python -m autograder grade SUBMISSIONS [--workers N] [--force]`.
+
+  1. read the submissions in whatever shape they came (collect.py);
+  2. keep each received notebook, unmodified, in nbgrader's layout under autograder/submitted/;
+  3. grade every (student, notebook) in parallel worker processes: rebuild the notebook from
+     the instructor's cells and the student's answers (assemble.py), run it in a fresh kernel
+     under limits (execute.py), judge the hidden checks outside the kernel (judging.py);
+  4. record the scores in the gradebook (only this process writes to it), write the graded
+     notebooks, the feedback HTML and autograder/grades.csv and grades.json.
+A notebook whose result is already recorded for the same submission and the same grader is
+not graded again (so a run killed halfway finishes where it stopped); --force regrades.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import json
+import multiprocessing
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .collect import Received, collect
+from .course import COURSE_ID, RELEASE, ROOT, SOURCE, STEP, db_url, grader_home, notebook_names
+
+
+@dataclass
+class Job:
+    student: str
+    notebook: str
+    submitted: str          # path of the received notebook (autograder/submitted/...)
+    key: str                # hash of everything the result depends on
+    sandbox: str
+    threads: int
+    limits: dict = field(default_factory=dict)
+
+
+def grader_fingerprint() -> str:
+    """Changes whenever the instructor notebooks or the grader's checks change."""
+    digest = hashlib.sha256()
+    here = Path(__file__).parent
+    paths = sorted((SOURCE / STEP).glob("*.ipynb")) + sorted((RELEASE / STEP).glob("*.ipynb")) \
+        + sorted((here / "checks").glob("*.py")) \
+        + [here / n for n in ("assemble.py", "judging.py", "execute.py", "sandbox.py", "headserver.py")]
+    for path in paths:
+        if path.exists():
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+# ---- in a worker process -------------------------------------------------------------------
+
+def run_job(job: Job) -> dict:
+    """Grade one notebook of one student. Runs in a worker process; returns plain data."""
+    import asyncio
+
+    import nbformat
+
+    from .assemble import assemble
+    from .checks.framework import GRADER_SOCKET
+    from .course import kernel_env
+    from .execute import Limits, execute
+    from .headserver import HeadServer
+    from .judging import judge_notebook
+    from .sandbox import make_launcher
+
+    started = time.monotonic()
+    student_nb = json.loads(Path(job.submitted).read_text(encoding="utf-8"))
+    release_nb = json.loads((RELEASE / STEP / f"{job.notebook}.ipynb").read_text(encoding="utf-8"))
+    source_nb = json.loads((SOURCE / STEP / f"{job.notebook}.ipynb").read_text(encoding="utf-8"))
+    graded, notes = assemble(student_nb, release_nb, source_nb)
+    nb = nbformat.from_dict(graded)
+    scratch = Path(tempfile.mkdtemp(prefix="grade-"))     # short path: Unix sockets live here
+    try:
+        workdir = scratch / "work"
+        workdir.mkdir()
+        socket_path = str(scratch / "heads.sock")
+        limits = Limits(**job.limits)
+        launcher = make_launcher(job.sandbox, scratch)
+        with HeadServer(socket_path) as server:
+            env = kernel_env({
+                GRADER_SOCKET: socket_path,
+                "DLCOURSE_CORPUS": str(ROOT / "data" / "tinyshakespeare.txt"),
+                "OMP_NUM_THREADS": str(job.threads), "MKL_NUM_THREADS": str(job.threads),
+                "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+                "HOME": str(workdir),
+            })
+            env.pop("JPY_PARENT_PID", None)
+            outcome = asyncio.run(execute(nb, workdir, env, launcher, limits))
+            cells = judge_notebook(nb, server)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return {
+        "student": job.student, "notebook": job.notebook, "key": job.key,
+        "notebook_json": nbformat.writes(nb),
+        "cells": [c.as_dict() for c in cells],
+        "notes": notes, "events": outcome.events,
+        "seconds": round(time.monotonic() - started, 2), "kernel_starts": outcome.kernel_starts,
+        "sandbox": launcher.name,
+    }
+
+
+# ---- in the main process -------------------------------------------------------------------
+
+def _atomic_write(path: Path, data: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def result_path(student: str, notebook: str) -> Path:
+    return grader_home() / "work" / "results" / student / f"{notebook}.json"
+
+
+def ensure_gradebook(url: str) -> None:
+    """The gradebook must know the step's notebooks and grade cells (nbgrader stores them when it
+    generates the release). If it does not, generate the release into a scratch folder to fill it."""
+    from nbgrader.api import Gradebook, MissingEntry
+    wanted = set(notebook_names())
+    try:
+        with Gradebook(url, COURSE_ID) as gb:
+            known = {nb.name for nb in gb.find_assignment(STEP).notebooks}
+    except MissingEntry:
+        known = set()
+    if known == wanted:
+        return
+    from .build import nbgrader
+    with tempfile.TemporaryDirectory() as tmp:
+        nbgrader("generate_assignment", STEP, "--force", f"--CourseDirectory.release_directory={tmp}",
+                 db_url=url)
+
+
+def record(result: dict, url: str, mtime: float) -> None:
+    """Write one graded notebook and its scores: autograded copy first, then the gradebook, then
+    the result file (its presence means: done)."""
+    import nbformat
+    from nbgrader.api import Gradebook
+    from nbgrader.preprocessors import SaveAutoGrades
+
+    sid, name = result["student"], result["notebook"]
+    stamp = datetime.fromtimestamp(mtime or time.time(), tz=timezone.utc)
+    graded_dir = grader_home() / "autograded" / sid / STEP
+    _atomic_write(graded_dir / f"{name}.ipynb", result["notebook_json"])
+    _atomic_write(graded_dir / "timestamp.txt", stamp.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
+    with Gradebook(url, COURSE_ID) as gb:
+        gb.update_or_create_student(sid)
+        gb.update_or_create_submission(STEP, sid, timestamp=stamp)
+    nb = nbformat.reads(result["notebook_json"], as_version=4)
+    SaveAutoGrades().preprocess(nb, {"nbgrader": {"notebook": name, "assignment": STEP,
+                                                  "student": sid, "db_url": url}})
+    stored = {k: v for k, v in result.items() if k != "notebook_json"}
+    _atomic_write(result_path(sid, name), json.dumps(stored, indent=1))
+
+
+def record_unreadable(sid: str, name: str, reason: str, url: str, key: str) -> dict:
+    """A notebook that is missing or cannot be read: zero on every grade cell, with the reason."""
+    from nbgrader.api import Gradebook
+    with Gradebook(url, COURSE_ID) as gb:
+        gb.update_or_create_student(sid)
+        gb.update_or_create_submission(STEP, sid)
+        submission = gb.find_submission_notebook(name, STEP, sid)
+        manual = {c.name for c in submission.notebook.solution_cells}
+        cells = []
+        for grade in submission.grades:
+            grade.auto_score = 0
+            grade.needs_manual_grade = False
+            cells.append({"grade_id": grade.name, "score": 0.0, "max_score": grade.max_score,
+                          "error": reason, "kind": "manual" if grade.name in manual else "auto"})
+        gb.db.commit()
+    result = {"student": sid, "notebook": name, "key": key, "cells": cells, "notes": [reason],
+              "events": [], "seconds": 0.0, "kernel_starts": 0}
+    _atomic_write(result_path(sid, name), json.dumps(result, indent=1))
+    return result
+
+
+def grade(submissions: Path, workers: int | None = None, force: bool = False, sandbox: str = "auto",
+          feedback: bool = True, limits: dict | None = None, quiet: bool = False) -> dict:
+    """Grade every submission under `submissions`; return {'results': [...], 'problems': [...]}."""
+    from .sandbox import resolve_sandbox
+    url = db_url()
+    sandbox = resolve_sandbox(sandbox)
+    names = notebook_names()
+    received = collect(Path(submissions), names)
+    say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
+    say(f"grade: {len(received)} files from {submissions}; sandbox: {sandbox}")
+    ensure_gradebook(url)
+
+    # keep the newest readable copy of each (student, notebook); report every other file
+    chosen: dict[tuple[str, str], Received] = {}
+    problems: list[dict] = []
+    for item in received:
+        if item.problem or item.notebook is None:
+            problems.append({"student": item.student, "notebook": item.notebook, "file": item.origin,
+                             "problem": item.problem})
+            continue
+        key = (item.student, item.notebook)
+        if key in chosen:
+            older, newer = sorted([chosen[key], item], key=lambda r: r.mtime)
+            problems.append({"student": item.student, "notebook": item.notebook, "file": older.origin,
+                             "problem": f"another copy ({newer.origin}) is newer and was graded instead"})
+            item = newer
+        chosen[key] = item
+
+    students = sorted({s for s, _ in chosen} | {p["student"] for p in problems if p["student"] != "unknown"})
+    fingerprint = grader_fingerprint()
+    workers = workers or os.cpu_count() or 1
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    jobs, results, mtimes = [], [], {}
+    for (sid, name), item in sorted(chosen.items()):
+        path = grader_home() / "submitted" / sid / STEP / f"{name}.ipynb"
+        if not path.exists() or path.read_bytes() != item.data:
+            _atomic_write(path, item.data)
+        stamp = datetime.fromtimestamp(item.mtime or time.time(), tz=timezone.utc)
+        _atomic_write(path.parent / "timestamp.txt", stamp.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
+        key = hashlib.sha256(item.data + fingerprint.encode()).hexdigest()
+        mtimes[(sid, name)] = item.mtime
+        done = result_path(sid, name)
+        if not force and done.exists():
+            previous = json.loads(done.read_text())
+            if previous.get("key") == key:
+                results.append(previous)
+                continue
+        jobs.append(Job(sid, name, str(path), key, sandbox, threads, dict(limits or {})))
+
+    # notebooks a student did not hand in (or handed in unreadable) score zero, with the reason
+    for sid in students:
+        for name in names:
+            if (sid, name) in chosen:
+                continue
+            bad = [p for p in problems if p["student"] == sid and p["notebook"] == name]
+            reason = f"{bad[-1]['file']}: {bad[-1]['problem']}" if bad else "not submitted"
+            results.append(record_unreadable(sid, name, reason, url, key="missing"))
+
+    if jobs:
+        say(f"grade: {len(jobs)} notebooks to grade with {workers} worker{'s' * (workers > 1)}"
+            f" ({len(results)} already recorded)")
+    started = time.monotonic()
+    ctx = multiprocessing.get_context("spawn")
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = {pool.submit(run_job, job): job for job in jobs}
+        for count, future in enumerate(cf.as_completed(futures), 1):
+            job = futures[future]
+            try:
+                result = future.result()
+            except Exception as err:   # a fault of the grader itself: never lose the rest of the class
+                import traceback
+                traceback.print_exception(err, file=sys.stderr)
+                result = record_unreadable(job.student, job.notebook,
+                                           f"the grader failed on this notebook ({type(err).__name__}: {err}); "
+                                           "rerun `make grade` to retry it", url, key="failed")
+            else:
+                record(result, url, mtimes[(job.student, job.notebook)])
+            results.append(result)
+            elapsed = time.monotonic() - started
+            eta = elapsed / count * (len(jobs) - count)
+            earned = sum(c["score"] or 0 for c in result["cells"])
+            total = sum(c["max_score"] for c in result["cells"] if c.get("kind") != "manual")
+            say(f"  [{count}/{len(jobs)}] {job.student:<16} {job.notebook:<28} "
+                f"{earned:5.1f} pts  {result.get('seconds', 0):5.1f} s   eta {eta:4.0f} s")
+
+    if feedback and students:
+        write_feedback(students, quiet=quiet)
+    from .report import write_reports
+    graded_students = set(students)
+    current = [r for r in results if r["student"] in graded_students]
+    write_reports(current, problems, say=say)
+    return {"results": current, "problems": problems}
+
+
+def write_feedback(students: list[str], quiet: bool = False) -> None:
+    """Feedback HTML for every graded student (nbgrader generate_feedback, hidden tests stripped)."""
+    from .build import nbgrader
+    home = grader_home()
+    nbgrader("generate_feedback", STEP, "--force", f"--CourseDirectory.autograded_directory={home / 'autograded'}",
+             f"--CourseDirectory.feedback_directory={home / 'feedback'}", db_url=db_url())
+    if not quiet:
+        print(f"feedback: HTML for {len(students)} students under {_show(home / 'feedback')}/")
+
+
+def _show(path: Path) -> str:
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def refresh_from_gradebook(quiet: bool = False) -> list[dict]:
+    """After manual grading (formgrader): feedback HTML and reports again, with the graders' scores."""
+    from nbgrader.api import Gradebook, MissingEntry
+    from .report import write_reports
+    results = [json.loads(p.read_text()) for p in sorted((grader_home() / "work" / "results").glob("*/*.json"))]
+    with Gradebook(db_url(), COURSE_ID) as gb:
+        for result in results:
+            try:
+                submission = gb.find_submission_notebook(result["notebook"], STEP, result["student"])
+            except MissingEntry:
+                continue
+            scores = {g.name: g for g in submission.grades}
+            for cell in result["cells"]:
+                grade = scores.get(cell["grade_id"])
+                if grade is None:
+                    continue
+                if grade.manual_score is not None:
+                    cell["score"] = float(grade.manual_score)
+                    cell["error"] = "" if grade.manual_score >= cell["max_score"] else cell.get("error", "")
+                elif cell.get("kind") == "manual":
+                    cell["score"] = None if grade.auto_score is None else float(grade.auto_score)
+    students = sorted({r["student"] for r in results})
+    write_feedback(students, quiet=quiet)
+    write_reports(results, [], say=(lambda *a: None) if quiet else print)
+    return results

@@ -1,0 +1,44 @@
+"""Start a program under resource limits: `python -m autograder.limits [options] -- program args…`.
+
+Used in front of every grading kernel, with or without a sandbox: a memory bomb, a fork bomb,
+a runaway loop or a huge file stop at these limits instead of taking the machine down.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+
+
+def apply(memory_bytes: int, cpu_seconds: int, processes: int, file_bytes: int) -> None:
+    limits = [
+        (resource.RLIMIT_AS, memory_bytes),
+        (resource.RLIMIT_CPU, cpu_seconds),
+        (resource.RLIMIT_FSIZE, file_bytes),
+        (resource.RLIMIT_CORE, 0),
+    ]
+    if processes:
+        limits.append((resource.RLIMIT_NPROC, processes))
+    for which, value in limits:
+        if value:
+            resource.setrlimit(which, (value, value))
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--memory", type=int, default=0, help="address-space limit in bytes")
+    parser.add_argument("--cpu", type=int, default=0, help="CPU-time limit in seconds")
+    parser.add_argument("--processes", type=int, default=0, help="limit on processes of this user")
+    parser.add_argument("--file-size", type=int, default=0, help="largest file it may write, in bytes")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command to run")
+    apply(args.memory, args.cpu, args.processes, args.file_size)
+    os.execvp(command[0], command)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
