@@ -1,0 +1,72 @@
+# Course commands. Each prints what it did and where the results are.
+#   make setup        environment, corpus, release, solutions, and an example class graded
+#   make test         the whole test-suite (make test-quick: the fast subset)
+# Instructor:  make release | make solutions | make grade SUBMISSIONS=<folder> | make feedback | make formgrader
+# Student:     make lab (JupyterLab in notebooks/, with your own copy of the released step)
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+WORKERS ?=
+SANDBOX ?= auto
+SUBMISSIONS ?=
+GRADE_FLAGS = $(if $(WORKERS),--workers $(WORKERS)) --sandbox $(SANDBOX) $(if $(FORCE),--force)
+
+.PHONY: setup install system-deps data release solutions example grade feedback formgrader fetch lab test test-quick clean-grades
+
+setup: install data release solutions example
+	@echo "setup: done. Student notebooks in release/step-04/, solutions in solutions/, example grades in autograder/grades.csv"
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+install: $(PY)
+	@$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	@echo "install: course environment ready in $(VENV)/ (torch $$($(PY) -c 'import torch; print(torch.__version__)'))"
+
+# Programs the grader's sandbox and the browser tests use (Debian packages; needs root).
+system-deps:
+	apt-get update -qq && apt-get install -y -qq bubblewrap chromium chromium-driver >/dev/null
+	@echo "system-deps: bubblewrap and chromium installed"
+
+data: $(PY)
+	$(PY) -m dlcourse.data
+
+release: $(PY)
+	$(PY) -m autograder release
+
+solutions: $(PY)
+	$(PY) -m autograder solutions $(if $(FORCE),--force)
+
+example: $(PY)
+	$(PY) -m autograder example $(GRADE_FLAGS)
+
+grade: $(PY)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder of submissions> [WORKERS=n] [FORCE=1]"; exit 2; }
+	$(PY) -m autograder grade "$(SUBMISSIONS)" $(GRADE_FLAGS)
+
+feedback: $(PY)
+	$(PY) -m autograder feedback
+
+formgrader: $(PY)
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. --ServerApp.default_url=/formgrader
+
+fetch: $(PY)
+	$(PY) -m autograder fetch
+
+lab: fetch
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks
+
+test: $(PY)
+	$(PY) -m pytest -n auto --dist loadgroup
+
+test-quick: $(PY)
+	$(PY) -m pytest -m "not slow and not browser" -x -q
+
+clean-grades:
+	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/work \
+	       autograder/gradebook.db autograder/grades.csv autograder/grades.json autograder/example-class
+	@echo "clean-grades: removed every grading result (the sources, release and solutions are untouched)"
