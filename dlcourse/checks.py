@@ -1,0 +1,52 @@
+"""Checks for "check your work" cells: each failure says what is wrong and what most likely caused it."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+
+
+@contextmanager
+def needs(*names: str):
+    """Run a provided cell that uses your answers; if one is not written yet, say so instead of crashing.
+
+        with needs("smoothing_attention"):
+            plot(smoothing_attention(64, 4.0))
+    """
+    try:
+        yield
+    except NotImplementedError:
+        print(f"(This cell uses {', '.join(names)}: fill in the answer above, run it, then run this cell again.)")
+    except NameError as err:
+        print(f"(This cell needs {err.name!r}, which is not defined yet: run the cells above first.)")
+
+
+def rel_error(x, y) -> float:
+    """max |x - y| / max(1e-8, |x| + |y|): 1e-7 is float32 agreement, 1e-3 a real difference."""
+    x, y = torch.as_tensor(x, dtype=torch.float64), torch.as_tensor(y, dtype=torch.float64)
+    return ((x - y).abs() / (x.abs() + y.abs()).clamp(min=1e-8)).max().item()
+
+
+def expect_attention_rows(A: torch.Tensor, tol: float = 1e-6) -> None:
+    """A (…, T, T) must be causal attention: finite, nonnegative, zero above the diagonal,
+    rows summing to 1. Raises AssertionError naming the first violation and its likely cause."""
+    T = A.shape[-1]
+    if torch.isnan(A).any():
+        rows = torch.isnan(A).any(dim=-1).nonzero()[0].tolist()
+        raise AssertionError(
+            f"A has NaN (first at index {rows}). A row of NaN means the softmax saw only -inf: "
+            "was the diagonal masked too (tril must keep j == i), or the mask filled with 0 and then renormalised?")
+    if (A < 0).any():
+        raise AssertionError(f"A has negative weights (min {A.min().item():.3g}): a softmax never does.")
+    above = torch.triu(torch.ones(T, T, dtype=torch.bool, device=A.device), diagonal=1)
+    if (A[..., above] != 0).any():
+        raise AssertionError(
+            f"A has weight above the diagonal (max {A[..., above].abs().max().item():.3g}): the future is visible. "
+            "Was the mask filled with 0 instead of -inf, or is it triu instead of tril?")
+    sums = A.sum(dim=-1)
+    worst = (sums - 1).abs().max().item()
+    if worst > tol:
+        low = sums.min().item()
+        raise AssertionError(
+            f"rows of A sum to between {low:.4f} and {sums.max().item():.4f}, not 1 (worst error {worst:.2e}). "
+            "Rows that sum to less than 1 usually mean the mask was applied after the softmax.")
