@@ -10,12 +10,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
-from .course import ROOT
+from .course import ROOT, use_environment_tools
 
 
 def main(argv=None) -> int:
@@ -37,10 +36,7 @@ def main(argv=None) -> int:
     sub.add_parser("fetch")
     args = parser.parse_args(argv)
     started = time.monotonic()
-    # nbgrader runs `alembic` (from this environment) when it creates a gradebook
-    bin_dir = str(Path(sys.executable).parent)
-    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+    use_environment_tools()
 
     if args.command == "release":
         from .build import release

@@ -69,7 +69,9 @@ def assemble(student: dict, release: dict, source: dict) -> tuple[dict, list[str
                 notes.append(f"answer cell {target!r} appears more than once: the first copy was graded")
             target = "__duplicate__"
         if target is None:
-            followers.setdefault(previous, []).append(_as_extra(cell))
+            extra = _as_extra(cell)
+            extra["id"] = f"added-{sum(len(v) for v in followers.values()) + 1}"
+            followers.setdefault(previous, []).append(extra)
         elif target != "__duplicate__":
             matched[target] = cell
             previous = target

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 import nbformat
+from nbgrader.preprocessors import (ClearHiddenTests, ClearMarkScheme, ClearOutput, IncludeHeaderFooter,
+                                    LockCells, NbGraderPreprocessor)
 
 from .course import CATCH_UP, ROOT, STEP, kernel_env
 
@@ -55,9 +57,18 @@ def release(root: Path = ROOT, db_url: str | None = None, step: str = STEP) -> l
 def solution_preprocessors():
     """What turns an instructor notebook into a solution notebook, before it is run: the same list
     nbgrader_config.py gives `nbgrader generate_solution` (minus its Execute step)."""
-    from nbgrader.preprocessors import (ClearHiddenTests, ClearMarkScheme, ClearOutput,
-                                        IncludeHeaderFooter, LockCells)
-    return [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme, ClearHiddenTests]
+    return [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme, ClearHiddenTests,
+            ClearSolutionMarkers]
+
+
+class ClearSolutionMarkers(NbGraderPreprocessor):
+    """Solutions read like code a student wrote: the BEGIN/END SOLUTION lines are dropped."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code" and "BEGIN SOLUTION" in cell.source:
+            cell.source = "\n".join(line for line in cell.source.split("\n")
+                                    if "BEGIN SOLUTION" not in line and "END SOLUTION" not in line)
+        return cell, resources
 
 
 def solution_notebook(source: Path, root: Path = ROOT):
@@ -106,11 +117,16 @@ def solutions(root: Path = ROOT, step: str = STEP, force: bool = False) -> list[
     return written
 
 
-def run_notebook(nb, cwd: Path, timeout: int = 600) -> None:
-    """Execute a notebook in place in a fresh kernel, stopping at the first error."""
+def run_notebook(nb, cwd: Path, timeout: int = 600, allow_errors: bool = False) -> None:
+    """Execute a notebook in place in a fresh kernel (errors stop it unless allow_errors)."""
+    import tempfile
+
     from nbclient import NotebookClient
-    NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(cwd)}}).execute(env=kernel_env())
+    from traitlets.config import Config
+    with tempfile.TemporaryDirectory(prefix="kernel-") as sockets:
+        config = Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "ipc")}})
+        NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=allow_errors, config=config,
+                       resources={"metadata": {"path": str(cwd)}}).execute(env=kernel_env())
 
 
 def check_executed(path: Path, root: Path = ROOT) -> None:

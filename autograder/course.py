@@ -44,6 +44,16 @@ def points_of(path: Path) -> dict[str, float]:
     return out
 
 
+def use_environment_tools() -> None:
+    """Put this Python environment's bin/ first on PATH: nbgrader runs `alembic` from there when it
+    creates a gradebook, and a shell that never activated the environment would not find it."""
+    import os
+    import sys
+    bin_dir = str(Path(sys.executable).parent)
+    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+
+
 def kernel_env(extra: dict | None = None) -> dict:
     """Environment for kernels that run course notebooks from this checkout: the checkout on the
     path (hidden tests import autograder.checks), pictures without a display."""

@@ -26,7 +26,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .collect import Received, collect
-from .course import COURSE_ID, RELEASE, ROOT, SOURCE, STEP, db_url, grader_home, notebook_names
+from .course import (COURSE_ID, RELEASE, ROOT, SOURCE, STEP, db_url, grader_home, notebook_names,
+                     use_environment_tools)
 
 
 @dataclass
@@ -186,6 +187,8 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
           feedback: bool = True, limits: dict | None = None, quiet: bool = False) -> dict:
     """Grade every submission under `submissions`; return {'results': [...], 'problems': [...]}."""
     from .sandbox import resolve_sandbox
+    use_environment_tools()
+    grader_home().mkdir(parents=True, exist_ok=True)
     url = db_url()
     sandbox = resolve_sandbox(sandbox)
     names = notebook_names()

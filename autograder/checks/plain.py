@@ -60,7 +60,7 @@ def _array(a: np.ndarray, budget) -> dict:
     budget[0] -= a.size
     if budget[0] < 0:
         raise NotPlain(f"the answer holds more than {MAX_ITEMS} values")
-    a = np.ascontiguousarray(a)
+    a = np.array(a, order="C", copy=True)   # keeps 0-d arrays 0-d (ascontiguousarray would not)
     return {"__array__": {"dtype": a.dtype.str, "shape": list(a.shape),
                           "b64": base64.b64encode(a.tobytes()).decode("ascii")}}
 

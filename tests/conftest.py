@@ -1,0 +1,58 @@
+"""Shared fixtures: the course's paths, a scratch grading home, and a notebook runner."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from autograder.build import run_notebook  # noqa: E402
+from autograder.course import STEP, notebook_names  # noqa: E402
+
+SOURCE_NOTEBOOKS = sorted((ROOT / "source" / STEP).glob("*.ipynb"))
+NOTEBOOK_NAMES = notebook_names()
+
+
+def load(path: Path) -> dict:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def nbgrader_meta(cell: dict) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def cell_text(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+@pytest.fixture
+def grading_home(tmp_path, monkeypatch):
+    """Grade into a temporary folder with its own gradebook: the instructor's autograder/ is untouched."""
+    home = tmp_path / "grader"
+    home.mkdir()
+    monkeypatch.setenv("GRADER_HOME", str(home))
+    monkeypatch.setenv("NBGRADER_DB_URL", f"sqlite:///{home / 'gradebook.db'}")
+    bin_dir = str(Path(sys.executable).parent)
+    monkeypatch.setenv("PATH", bin_dir + os.pathsep + os.environ.get("PATH", ""))
+    return home
+
+
+def execute(nb, cwd: Path, timeout: int = 300):
+    """Run a notebook like a student who presses Run All: errors are recorded, not raised."""
+    run_notebook(nb, cwd, timeout=timeout, allow_errors=True)
+    return nb
+
+
+def errors(cell) -> list[dict]:
+    return [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+
+
+def read_nb(path: Path):
+    return nbformat.read(path, as_version=4)

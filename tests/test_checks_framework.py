@@ -1,0 +1,74 @@
+"""Only plain data crosses from a student's kernel to the grader, and the judge survives bad data."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from autograder.checks import framework
+from autograder.checks.framework import Verdict, attempt, judge_data, outcome, unpack
+from autograder.checks.plain import NotPlain, from_plain, to_plain
+
+
+class AlwaysEqual:
+    def __eq__(self, other):
+        return True
+
+
+@pytest.mark.parametrize("value", [
+    1, 2.5, float("nan"), float("-inf"), True, None, "x", (1, 2), [1, (2, 3)], {"a": (4, 5)},
+    torch.arange(6, dtype=torch.float32).reshape(2, 3), np.float64(3.0), np.arange(4), torch.tensor(7),
+])
+def test_plain_round_trip(value):
+    back = from_plain(to_plain(value))
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        expected = value.numpy() if isinstance(value, torch.Tensor) else value
+        assert back.shape == expected.shape and back.dtype == expected.dtype and np.array_equal(back, expected)
+    elif isinstance(value, float) and math.isnan(value):
+        assert math.isnan(back)
+    else:
+        assert back == (value.item() if isinstance(value, np.generic) else value)
+        assert type(back) is (type(value.item()) if isinstance(value, np.generic) else type(value))
+
+
+@pytest.mark.parametrize("value", [AlwaysEqual(), {1: 2}, object(), [AlwaysEqual()], torch.zeros(3, dtype=torch.complex64)])
+def test_objects_that_only_pretend_cannot_cross(value):
+    with pytest.raises(NotPlain):
+        to_plain(value)
+    assert "error" in attempt(lambda: value)
+
+
+def test_subclasses_of_plain_types_cannot_cross():
+    class Sneaky(float):
+        def __eq__(self, other):
+            return True
+    with pytest.raises(NotPlain):
+        to_plain(Sneaky(1.0))
+
+
+def test_attempt_and_outcome_report_student_errors_without_raising():
+    assert attempt(lambda: 1 / 0)["error"].startswith("ZeroDivisionError")
+    def stub():
+        raise NotImplementedError()
+    assert unpack(attempt(stub))[1].startswith("raises NotImplementedError")
+    assert outcome(lambda: None) == "returned"
+    def fails():
+        assert False, "nope"
+    assert outcome(fails).startswith("assertion: nope")
+    assert outcome(lambda: [][1]).startswith("crashed: IndexError")
+
+
+def test_judge_gives_zero_with_a_reason_for_malformed_data():
+    check = framework.load_all()["shapes_hidden"]
+    verdict = judge_data(check, {"__array__": {"dtype": "<f4", "shape": [10], "b64": "AAAA"}}, None)
+    assert verdict.fraction == 0 and verdict.failures()
+    verdict = judge_data(check, {"__missing__": "`shapes` is not defined"}, None)
+    assert verdict.fraction == 0 and "not defined" in verdict.failures()[0].message
+
+
+def test_partial_credit_is_the_weighted_share_of_properties():
+    v = Verdict()
+    v.add("a", True)
+    v.add("b", False, "why", weight=3)
+    assert v.fraction == 0.25
+    assert "✗ b: why" in v.report(4) and "1 of 4 points" in v.report(4)

@@ -1,0 +1,57 @@
+"""The executor survives what students' code does to kernels, and grades the rest."""
+import asyncio
+
+import nbformat
+import pytest
+
+from autograder.course import kernel_env
+from autograder.execute import Limits, execute
+
+pytestmark = pytest.mark.slow
+
+
+def run(sources, tmp_path, **limits):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    nb.metadata.kernelspec = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    outcome = asyncio.run(execute(nb, tmp_path, kernel_env(), limits=Limits(**limits)))
+    return nb, outcome
+
+
+def text(cell):
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+def enames(cell):
+    return [o.ename for o in cell.outputs if o.output_type == "error"]
+
+
+def test_dead_kernel_is_restarted_and_the_state_replayed(tmp_path):
+    nb, outcome = run(["x = 41", "import os; os._exit(1)", "print(x + 1)"], tmp_path)
+    assert enames(nb.cells[1]) == ["DeadKernelError"]
+    assert text(nb.cells[2]) == "42\n"
+    assert outcome.kernel_starts == 2
+
+
+def test_runaway_cell_is_stopped_and_the_rest_still_runs(tmp_path):
+    nb, outcome = run(["y = 'kept'", "while True:\n    try:\n        pass\n    except KeyboardInterrupt:\n        pass",
+                       "print(y)"], tmp_path, cell_timeout=3)
+    assert "CellTimeoutError" in enames(nb.cells[1])
+    assert text(nb.cells[2]) == "kept\n"
+
+
+def test_flood_of_output_is_capped(tmp_path):
+    nb, _ = run(["for i in range(200_000):\n    print('spam' * 10)", "print('after')"], tmp_path, output_bytes=50_000)
+    assert len(text(nb.cells[0])) < 60_000 and "dropped by the grader" in text(nb.cells[0])
+    assert text(nb.cells[1]) == "after\n"
+
+
+def test_notebook_time_limit_marks_what_did_not_run(tmp_path):
+    nb, outcome = run(["import time; time.sleep(4)", "print('late')"], tmp_path, notebook_timeout=3, cell_timeout=10)
+    assert enames(nb.cells[-1]) and "time limit" in nb.cells[-1].outputs[-1].evalue
+    assert "notebook time limit reached" in outcome.events or "CellTimeoutError" in enames(nb.cells[0])
+
+
+def test_memory_limit_kills_the_bomb_not_the_grader(tmp_path):
+    nb, _ = run(["z = 7", "bomb = bytearray(8 * 2**30)", "print(z)"], tmp_path, memory_bytes=2 * 2**30)
+    assert enames(nb.cells[1]) == ["MemoryError"]
+    assert text(nb.cells[2]) == "7\n"

@@ -1,0 +1,113 @@
+"""Through `make grade`'s code path: the example class gets the grades it deserves."""
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+
+from autograder.example import build
+from autograder.grade import grade
+
+from conftest import NOTEBOOK_NAMES, ROOT
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    home = tmp_path_factory.mktemp("grader")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("GRADER_HOME", str(home))
+    mp.setenv("NBGRADER_DB_URL", f"sqlite:///{home / 'gradebook.db'}")
+    try:
+        run = grade(build(home / "class"), workers=2, sandbox="auto", quiet=True)
+        rerun = grade(home / "class", workers=2, sandbox="auto", quiet=True, feedback=False)
+        yield home, run, rerun
+    finally:
+        mp.undo()
+
+
+def rows(home):
+    with open(home / "grades.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_solutions_score_full_marks_on_every_autograded_cell(graded):
+    home, run, _ = graded
+    ada = [r for r in rows(home) if r["student"] == "ada" and r["kind"] == "auto"]
+    assert {r["notebook"] for r in ada} == set(NOTEBOOK_NAMES)
+    for r in ada:
+        assert float(r["score"]) == float(r["max_score"]), f"ada loses points in {r['notebook']}/{r['grade_id']}: {r['error']}"
+    manual = [r for r in rows(home) if r["student"] == "ada" and r["kind"] == "manual"]
+    assert manual and all(r["score"] == "" for r in manual), "written answers wait for a grader"
+
+
+def test_untouched_release_scores_zero_everywhere(graded):
+    home, _, _ = graded
+    blank = [r for r in rows(home) if r["student"] == "blank"]
+    assert {r["notebook"] for r in blank} == set(NOTEBOOK_NAMES)
+    for r in blank:
+        if float(r["max_score"]) > 0:
+            assert float(r["score"]) == 0, f"the untouched release earns points in {r['notebook']}/{r['grade_id']}"
+            assert r["error"], f"no reason given for {r['grade_id']}"
+
+
+def test_half_done_submission_scores_between(graded):
+    home, _, _ = graded
+    auto = [r for r in rows(home) if r["student"] == "half" and r["kind"] == "auto"]
+    got = sum(float(r["score"]) for r in auto)
+    assert 0 < got < sum(float(r["max_score"]) for r in auto)
+
+
+def test_gradebook_holds_the_same_scores_as_the_report(graded):
+    from nbgrader.api import Gradebook
+    home, _, _ = graded
+    with Gradebook(f"sqlite:///{home / 'gradebook.db'}", "dl-course") as gb:
+        for r in rows(home):
+            grade = gb.find_grade(r["grade_id"], r["notebook"], "step-04", r["student"])
+            if r["score"] == "":
+                assert grade.auto_score is None and grade.needs_manual_grade
+            else:
+                assert grade.auto_score == pytest.approx(float(r["score"]))
+
+
+def test_feedback_for_every_student_and_notebook_without_hidden_tests(graded):
+    home, _, _ = graded
+    for student in ("ada", "blank", "half"):
+        for name in NOTEBOOK_NAMES:
+            html = (home / "feedback" / student / "step-04" / f"{name}.html").read_text()
+            for secret in ("BEGIN HIDDEN TESTS", "hidden(", "autograder.checks", "BEGIN SOLUTION"):
+                assert secret not in html, f"{student}/{name} feedback shows {secret!r}"
+            assert "Hidden tests:" in html
+
+
+def test_regrading_without_force_reuses_every_result(graded):
+    home, run, rerun = graded
+    key = lambda results: sorted((r["student"], r["notebook"], json.dumps(r["cells"], sort_keys=True)) for r in results)
+    assert key(run["results"]) == key(rerun["results"])
+
+
+def test_make_grade_prints_the_table_and_writes_both_reports(tmp_path):
+    home = tmp_path / "grader"
+    submissions = tmp_path / "class"
+    (submissions / "ada").mkdir(parents=True)
+    first = NOTEBOOK_NAMES[0]
+    (submissions / "ada" / f"{first}.ipynb").write_bytes((ROOT / "release" / "step-04" / f"{first}.ipynb").read_bytes())
+    env = {"GRADER_HOME": str(home), "NBGRADER_DB_URL": f"sqlite:///{home / 'gradebook.db'}",
+           "PATH": f"{ROOT / '.venv' / 'bin'}:/usr/bin:/bin", "WORKERS": "1"}
+    proc = subprocess.run(["make", "-s", "grade", f"SUBMISSIONS={submissions}", "WORKERS=1", f"PYTHON={sys.executable}"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "student" in proc.stdout and "ada" in proc.stdout and "grades.csv" in proc.stdout
+    data = json.loads((home / "grades.json").read_text())
+    assert {g["notebook"] for g in data["grades"]} == set(NOTEBOOK_NAMES)
+    assert all(set(g) >= {"student", "notebook", "grade_id", "score", "max_score", "error"} for g in data["grades"])
+    missing = [g for g in data["grades"] if g["notebook"] != first]
+    assert len(missing) >= len(NOTEBOOK_NAMES) - 1
+    assert all(g["error"] == "not submitted" and g["score"] == 0 for g in missing)
+
+
+def test_make_grade_without_submissions_says_how_to_use_it():
+    proc = subprocess.run(["make", "-s", "grade"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode != 0 and "usage: make grade SUBMISSIONS=" in proc.stdout
