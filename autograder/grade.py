@@ -122,16 +122,28 @@ def result_path(student: str, notebook: str) -> Path:
     return grader_home() / "work" / "results" / student / f"{notebook}.json"
 
 
+def release_grade_cells() -> dict[str, dict[str, float]]:
+    """notebook -> {grade_id: points} of every graded cell in the release."""
+    out = {}
+    for name in notebook_names():
+        nb = json.loads((RELEASE / STEP / f"{name}.ipynb").read_text(encoding="utf-8"))
+        out[name] = {c["metadata"]["nbgrader"]["grade_id"]: float(c["metadata"]["nbgrader"].get("points", 0))
+                     for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
+    return out
+
+
 def ensure_gradebook(url: str) -> None:
-    """The gradebook must know the step's notebooks and grade cells (nbgrader stores them when it
-    generates the release). If it does not, generate the release into a scratch folder to fill it."""
+    """The gradebook must know the step's notebooks and grade cells, with the release's points
+    (nbgrader stores them when it generates the release). If it does not, generate the release
+    into a scratch folder to fill it in."""
     from nbgrader.api import Gradebook, MissingEntry
-    wanted = set(notebook_names())
+    wanted = release_grade_cells()
     try:
         with Gradebook(url, COURSE_ID) as gb:
-            known = {nb.name for nb in gb.find_assignment(STEP).notebooks}
+            known = {nb.name: {c.name: float(c.max_score) for c in nb.grade_cells}
+                     for nb in gb.find_assignment(STEP).notebooks}
     except MissingEntry:
-        known = set()
+        known = {}
     if known == wanted:
         return
     from .build import nbgrader
@@ -181,6 +193,34 @@ def record_unreadable(sid: str, name: str, reason: str, url: str, key: str) -> d
               "events": [], "seconds": 0.0, "kernel_starts": 0}
     _atomic_write(result_path(sid, name), json.dumps(result, indent=1))
     return result
+
+
+def run_jobs(jobs: list[Job], workers: int, attempts: int = 3):
+    """Run jobs in worker processes; yield (job, result dict) or (job, error text) as each finishes.
+    A worker that dies (a grader fault, never student code: that runs in kernels) takes only its
+    own job down: the pool is rebuilt and unfinished jobs run again, up to `attempts` times."""
+    import traceback
+    from concurrent.futures.process import BrokenProcessPool
+    tries = {i: 0 for i in range(len(jobs))}
+    pending = list(range(len(jobs)))
+    context = multiprocessing.get_context("spawn")
+    while pending:
+        with cf.ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=context) as pool:
+            futures = {pool.submit(run_job, jobs[i]): i for i in pending}
+            pending = []
+            for future in cf.as_completed(futures):
+                i = futures[future]
+                try:
+                    yield jobs[i], future.result()
+                except BrokenProcessPool:
+                    tries[i] += 1
+                    if tries[i] < attempts:
+                        pending.append(i)
+                    else:
+                        yield jobs[i], "its grading process died repeatedly"
+                except Exception as err:
+                    traceback.print_exception(err, file=sys.stderr)
+                    yield jobs[i], f"{type(err).__name__}: {err}"
 
 
 def grade(submissions: Path, workers: int | None = None, force: bool = False, sandbox: str = "auto",
@@ -247,28 +287,26 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
         say(f"grade: {len(jobs)} notebooks to grade with {workers} worker{'s' * (workers > 1)}"
             f" ({len(results)} already recorded)")
     started = time.monotonic()
-    ctx = multiprocessing.get_context("spawn")
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = {pool.submit(run_job, job): job for job in jobs}
-        for count, future in enumerate(cf.as_completed(futures), 1):
-            job = futures[future]
-            try:
-                result = future.result()
-            except Exception as err:   # a fault of the grader itself: never lose the rest of the class
-                import traceback
-                traceback.print_exception(err, file=sys.stderr)
-                result = record_unreadable(job.student, job.notebook,
-                                           f"the grader failed on this notebook ({type(err).__name__}: {err}); "
-                                           "rerun `make grade` to retry it", url, key="failed")
-            else:
-                record(result, url, mtimes[(job.student, job.notebook)])
-            results.append(result)
-            elapsed = time.monotonic() - started
-            eta = elapsed / count * (len(jobs) - count)
-            earned = sum(c["score"] or 0 for c in result["cells"])
-            total = sum(c["max_score"] for c in result["cells"] if c.get("kind") != "manual")
-            say(f"  [{count}/{len(jobs)}] {job.student:<16} {job.notebook:<28} "
-                f"{earned:5.1f} pts  {result.get('seconds', 0):5.1f} s   eta {eta:4.0f} s")
+    done_count = 0
+
+    def finished(job: Job, result: dict) -> None:
+        nonlocal done_count
+        results.append(result)
+        done_count += 1
+        elapsed = time.monotonic() - started
+        eta = elapsed / done_count * (len(jobs) - done_count)
+        earned = sum(c["score"] or 0 for c in result["cells"])
+        say(f"  [{done_count}/{len(jobs)}] {job.student:<16} {job.notebook:<28} "
+            f"{earned:5.1f} pts  {result.get('seconds', 0):5.1f} s   eta {eta:4.0f} s")
+
+    for job, outcome in run_jobs(jobs, workers):
+        if isinstance(outcome, dict):
+            record(outcome, url, mtimes[(job.student, job.notebook)])
+            finished(job, outcome)
+        else:   # a fault of the grader itself: zero with the reason, retried by the next run
+            finished(job, record_unreadable(job.student, job.notebook,
+                                            f"the grader failed on this notebook ({outcome}); "
+                                            "rerun `make grade` to retry it", url, key="failed"))
 
     if feedback and students:
         write_feedback(students, quiet=quiet)
