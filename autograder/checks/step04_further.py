@@ -172,7 +172,7 @@ class PermutationGaps(Check):
                 big_msgs.append(f"{label}: gap 4 = {value[3]:.4g}; {hint}")
         if tiny_ok and not measured_ok:     # small numbers typed in earn nothing
             tiny_ok = False
-            tiny_msgs.append("not credited while the gaps do not follow the inputs (see the last line)")
+            tiny_msgs.append("not credited while the gaps do not follow the inputs (see 'the gaps are measured')")
         first = lambda msgs: msgs[0] + (f" (and {len(msgs) - 1} more like it)" if len(msgs) > 1 else "") if msgs else ""
         verdict.add("gaps 1-3 are at rounding level (equivariance holds)", tiny_ok, first(tiny_msgs))
         verdict.add("gap 4 is the O(1) gap these inputs give (symmetry broken)", big_ok, first(big_msgs))
