@@ -43,11 +43,13 @@ def _cells():
             yield path, cell
 
 
-def test_grade_ids_are_unique_across_the_step():
+def test_graded_and_answer_ids_are_unique_across_the_step():
+    """Checks are registered by grade id, and the reports name cells by it: no two notebooks share one."""
     seen = {}
     for path, cell in _cells():
-        gid = nbgrader_meta(cell).get("grade_id")
-        if gid:
+        meta = nbgrader_meta(cell)
+        gid = meta.get("grade_id")
+        if gid and (meta.get("grade") or meta.get("solution") or meta.get("task")):
             assert gid not in seen, f"grade id {gid!r} is used in {seen[gid]} and {path.name}"
             seen[gid] = path.name
 
