@@ -146,10 +146,19 @@ def ensure_gradebook(url: str) -> None:
         known = {}
     if known == wanted:
         return
-    from .build import nbgrader
+    from .build import BuildError, nbgrader
     with tempfile.TemporaryDirectory() as tmp:
-        nbgrader("generate_assignment", STEP, "--force", f"--CourseDirectory.release_directory={tmp}",
-                 db_url=url)
+        try:
+            nbgrader("generate_assignment", STEP, "--force", f"--CourseDirectory.release_directory={tmp}",
+                     db_url=url)
+        except BuildError as err:
+            if "there are submissions associated" in str(err):
+                raise SystemExit(
+                    f"The gradebook ({url}) holds grades for another set of {STEP} notebooks than the release "
+                    f"has now ({', '.join(sorted(wanted))}). nbgrader will not change an assignment that has "
+                    "submissions. Grade this release with a new gradebook: move autograder/ aside (or run "
+                    "`make clean-grades`), or set NBGRADER_DB_URL to a new database.") from None
+            raise
 
 
 def _create_submission(gb, sid: str, **kwargs) -> None:
