@@ -76,6 +76,10 @@ class MutantHead(nn.Module):
         out = A @ v                                               # (B, T, d_head)
         if variant == "tiny_leak":
             out = out + 1e-7 * v.sum(dim=1, keepdim=True)          # every position sees the future, faintly
+        elif variant == "relative_leak":                           # a few ulps of each output: allclose never sees it
+            out = out * (1 + 3e-7 * torch.tanh(v.sum(dim=1, keepdim=True)))
+        elif variant == "tiny_grad_leak":                          # a gradient of 1e-10: below allclose's atol
+            out = out + 1e-10 * v.sum(dim=1, keepdim=True)
         elif variant == "sequence_mean":
             out = out + 0.1 * v.mean(dim=1, keepdim=True)         # mixes in the mean over all positions
         elif variant == "ignores_input":
@@ -90,10 +94,12 @@ def _head(variant, seed=0, **kw):
 
 
 CAUSAL_WHEATS = [
-    Case("correct_seed0", "wheat", "a correct head", _head("correct", 0)),
-    Case("correct_seed7", "wheat", "a correct head with other weights", _head("correct", 7)),
+    Case("correct_seed0", "wheat", "a correct head", _head("correct", 0),
+         hint="a token sees itself (tril keeps the diagonal), so out_i depends on x_i"),
+    Case("correct_seed7", "wheat", "a correct head with other weights", _head("correct", 7),
+         hint="a token sees itself (tril keeps the diagonal), so out_i depends on x_i"),
     Case("correct_tmax16", "wheat", "a correct head whose mask buffer is larger than T", _head("correct", 3, T_max=16),
-         hint="slice the mask to the sequence length T, and treat the head as a black box"),
+         hint="its mask buffer is 16 x 16 for 8 tokens: treat the head as a black box (call head(x), never head.tril)"),
     Case("correct_sdpa", "wheat", "a correct head built on F.scaled_dot_product_attention", _head("sdpa", 5),
          hint="call head(x) only: a correct head need not have the handout's attributes or code"),
 ]
@@ -107,7 +113,7 @@ COMMON_CAUSAL_CHAFFS = [
     Case("triu", "chaff", "a head whose mask is upper- instead of lower-triangular", _head("triu", 4)),
     Case("one_future_token", "chaff", "a head that lets each position see one future token", _head("one_future_token", 5),
          hint="compare every position before t, the one right before t included"),
-    Case("tiny_leak", "chaff", "a head whose future leak (1e-7) is too small for allclose", _head("tiny_leak", 6),
+    Case("tiny_leak", "chaff", "a head whose future leak is about 1e-7", _head("tiny_leak", 6),
          hint="'unchanged' and 'zero' mean exactly: torch.equal and == 0, not allclose"),
     Case("sequence_mean", "chaff", "a head that mixes in the mean over the whole sequence", _head("sequence_mean", 7)),
     Case("ignores_input", "chaff", "a head whose output ignores its input", _head("ignores_input", 8),
@@ -127,6 +133,9 @@ SUITES: dict[str, list[Case]] = {
              hint="its outputs move by about 1e-8 when the future changes: only a bitwise comparison sees it"),
         Case("batch_leak", "chaff", "a head that masks only the first sequence of the batch", _head("batch_leak", 11),
              hint="compare the whole batch, out[:, :t], not one sequence"),
+        Case("relative_leak", "chaff", "a head whose future leak is 3e-7 of each output, inside allclose's tolerance",
+             _head("relative_leak", 14),
+             hint="'unchanged' means bitwise: torch.equal, not allclose"),
     ],
     # masking after the softmax and renormalising leaks only through rounding in the backward pass too,
     # but whether that rounding error is exactly zero depends on the inputs: it is not a fair chaff here.
@@ -134,6 +143,9 @@ SUITES: dict[str, list[Case]] = {
         Case("diagonal_masked", "chaff", "a head that masks the diagonal too (no token sees itself)",
              _head("diagonal_masked", 12),
              hint="its first row is NaN: NaN is not zero, and a check must say so"),
+        Case("tiny_grad_leak", "chaff", "a head whose future gradient is about 1e-10, below allclose's tolerance",
+             _head("tiny_grad_leak", 15),
+             hint="'zero' means exactly zero: == 0, not allclose"),
     ],
 }
 
