@@ -58,11 +58,14 @@ def _name(check) -> str:
     return getattr(check, "__name__", "your check")
 
 
-def expect_accepts(check, what: str, *args, hint: str = "") -> None:
+def expect_accepts(check, what: str, *args, hint: str = "", crash_hint: str = "") -> None:
     """`check(*args)` must return quietly: `what` is correct. Prints ✓, or raises AssertionError
-    saying that the check rejects something correct (and `hint`, the most likely reason)."""
+    saying that the check rejects something correct, with `hint` (or `crash_hint` if it crashed):
+    the most likely reason."""
     try:
         check(*args)
+    except NotImplementedError:
+        raise
     except AssertionError as err:
         raise AssertionError(
             f"{_name(check)} rejects {what}, which is correct (it said: {str(err)[:200] or 'AssertionError'}). "
@@ -70,7 +73,7 @@ def expect_accepts(check, what: str, *args, hint: str = "") -> None:
     except Exception as err:
         raise AssertionError(
             f"{_name(check)} crashed on {what}: {type(err).__name__}: {str(err)[:200]}. "
-            + (hint or "A check must return quietly whenever the property holds.")) from None
+            + (crash_hint or hint or "A check must return quietly whenever the property holds.")) from None
     print(f"  ✓ returns quietly on {what}")
 
 
@@ -79,6 +82,8 @@ def expect_rejects(check, what: str, *args, hint: str = "") -> None:
     saying that the check lets the mistake through (or crashed on it, which is not a catch)."""
     try:
         check(*args)
+    except NotImplementedError:
+        raise
     except AssertionError:
         print(f"  ✓ raises AssertionError on {what}")
         return

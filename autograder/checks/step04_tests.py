@@ -70,6 +70,8 @@ def probe_input(p):
 
 
 def _crash_hint(text: str) -> str:
+    if "NotImplementedError" in text:
+        return "the answer cell is not filled in yet"
     if "does not require grad" in text or "grad_fn" in text or "'NoneType' object is not subscriptable" in text:
         return ("x arrives without requires_grad: make a leaf copy first, "
                 "x = x.clone().requires_grad_(True)")

@@ -89,8 +89,25 @@ class MutantHead(nn.Module):
         return out
 
 
+class BlackBox(nn.Module):
+    """A head as a student's check sees it: call it, read .A after a call; no parameters, no mask,
+    no code to inspect. The grader's head server serves heads like this too, so a check behaves
+    the same in JupyterLab and in grading."""
+
+    def __init__(self, head: nn.Module):
+        super().__init__()
+        object.__setattr__(self, "_hidden", head)      # not a submodule: its parameters stay out of sight
+
+    def forward(self, x):
+        return self._hidden(x)
+
+    @property
+    def A(self):
+        return getattr(self._hidden, "A", None)
+
+
 def _head(variant, seed=0, **kw):
-    return lambda: MutantHead(variant, seed, **kw)
+    return lambda: BlackBox(MutantHead(variant, seed, **kw))
 
 
 CAUSAL_WHEATS = [
