@@ -94,7 +94,8 @@ def test_the_head_cell_of_notebook_two_is_the_package_head():
         pytest.fail("source/step-04/02-the-head.ipynb is missing")
     package = (ROOT / "dlcourse" / "head.py").read_text()
     code = package[package.index("import torch, torch.nn as nn"):].strip()
-    cells = [cell_text(c).strip() for c in load(nb_path)["cells"] if "class Head(nn.Module)" in cell_text(c)]
+    cells = [cell_text(c).strip() for c in load(nb_path)["cells"]
+             if c["cell_type"] == "code" and "class Head(nn.Module):" in cell_text(c)]
     assert cells == [code], "the Head shown in 02-the-head must be exactly dlcourse/head.py's (one cell)"
 
 
