@@ -134,6 +134,17 @@ class ScoresEntrywise(Check):
         if close(got, ref / math.sqrt(d_head), loose):
             return False, ("your scores are divided by sqrt(d_k): this function computes the raw q kᵀ; "
                            "the head divides by sqrt(d_k) afterwards"), True
+        scale = _constant_factor(got, ref)
+        if scale is not None:
+            # the entries are right up to one factor: the loops work, the scaling is the mistake
+            if d_head > 1 and abs(scale * d_head - 1) < 1e-4:
+                what = "divided by d_k"
+            elif abs(scale) < 1:
+                what = "divided by a constant (the model width d, or its square root?)"
+            else:
+                what = "multiplied by a constant"
+            return False, (f"your scores are {what}: this function computes the raw q kᵀ with no scaling; "
+                           "the head divides by sqrt(d_k) afterwards"), True
         if T > 1 and close(got, np.swapaxes(ref, -2, -1), loose):
             return False, ("your scores are transposed: entry [b, i, j] is query i (a row) against key j "
                            "(a column), q[b, i] · k[b, j]"), True
@@ -142,6 +153,18 @@ class ScoresEntrywise(Check):
         wrong = int((np.abs(got - ref) > tol).sum())
         return False, (f"{wrong} of {got.size} entries are wrong: entry [b, i, j] should be the dot product "
                        "of q[b, i] and k[b, j], a sum over the d_head axis"), False
+
+
+def _constant_factor(got, ref):
+    """c if got = c * ref (c != 1) to float32 precision, else None."""
+    denom = float((ref * ref).sum())
+    if denom == 0 or got.shape != ref.shape:
+        return None
+    c = float((got * ref).sum()) / denom
+    if not math.isfinite(c) or c == 0 or abs(c - 1) < 1e-6:
+        return None
+    # float32 rounding of each entry is ~1e-7 of its size; 1e-5 of the largest entry is far above it
+    return c if np.abs(got - c * ref).max() <= 1e-5 * max(np.abs(c * ref).max(), 1e-30) else None
 
 
 def _plain_tensor(result):
@@ -157,7 +180,11 @@ def _plain_tensor(result):
 class CountParams(Check):
     grade_id = "count_params_hidden"
     points = 2
-    CASES = [(12, 5), (5, 12), (100, 7), (3, 1)]        # the visible test uses (32, 16) and (64, 8)
+    CASES = [(12, 5), (5, 12), (100, 7), (3, 1)]        # the visible test uses (32, 16) and (40, 24)
+    # the feedback names a case by its kind, never by its numbers: printed inputs and counts
+    # would let an answer return the hidden counts without computing them
+    LABELS = ["a head narrower than its input", "a head wider than its input",
+              "a wide input and a narrow head", "a head of width 1"]
 
     def probe(self, ns, ctx):
         fn = student(ns, "count_params")
@@ -165,9 +192,8 @@ class CountParams(Check):
 
     def judge(self, data, ctx):
         verdict = Verdict()
-        for (d, d_head), entry in zip(self.CASES, data):
+        for (d, d_head), label, entry in zip(self.CASES, self.LABELS, data):
             value, why = unpack(entry)
-            label = f"count_params(d={d}, d_head={d_head})"
             if why:
                 verdict.add(label, False, why)
                 continue
