@@ -139,17 +139,32 @@ class Examplar(Check):
         if rejected:
             order = {c.name: n for n, c in enumerate(SUITES[self.suite])}
             rejected.sort(key=lambda r: order.get(r[0].name, len(order)))
-            wheats = sum(1 for _, c in cases if c.kind == "wheat")
-            if len(rejected) == wheats > 1:
+            wheats = [c for _, c in cases if c.kind == "wheat"]
+            ordinary = wheats[0] if wheats else None       # the plainest correct case of the suite
+            if len(rejected) == len(wheats) > 1:
                 case, what, hint = rejected[0]
                 verdict.add(f"accepts correct {self.plural}", False,
                             f"your check {what} on every correct {self.thing}: {hint or case.hint or GENERIC}")
+            elif ordinary is not None and rejected[0][0] is ordinary:
+                # the edge cases' own hints would mislead when even the plainest correct case fails
+                case, what, hint = rejected[0]
+                others = len(rejected) - 1
+                verdict.add(f"accepts correct {self.plural}", False,
+                            f"your check {what} on {case.description}"
+                            + (f" (and on {others} other correct {self.plural})" if others else "")
+                            + f": {hint or case.hint or GENERIC}")
             else:
                 for case, what, hint in rejected:
                     verdict.add(f"accepts {case.description}", False,
                                 f"your check {what} on it, but it is correct: {hint or case.hint or GENERIC}")
             verdict.add(f"catches broken {self.plural}", False,
                         f"not counted: a check that rejects a correct {self.thing} scores 0, whatever it catches")
+            return verdict
+        if chaffs and all(outs is not None and all(o == "returned" for o in outs) for _, outs in chaffs):
+            verdict.add(f"catches broken {self.plural}", False,
+                        f"your check returned quietly on every broken {self.thing} ({len(chaffs)} of them): does it "
+                        "assert anything? A comparison on its own line or a print raises nothing: write "
+                        "`assert condition, message` for each part of the spec", weight=len(chaffs))
             return verdict
         for case, outs in chaffs:
             name = f"catches {case.description}"

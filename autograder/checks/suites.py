@@ -58,6 +58,9 @@ class MutantHead(nn.Module):
             keep = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=1)
         elif variant == "self_only":
             keep = torch.eye(T, dtype=torch.bool)
+        elif variant == "first_row_unmasked":                    # a mask loop that starts at row 1
+            keep = keep.clone()
+            keep[0] = True
         if variant == "no_mask":
             A = F.softmax(scores, dim=-1)
         elif variant == "mask_zero":
@@ -153,6 +156,11 @@ SUITES: dict[str, list[Case]] = {
         Case("relative_leak", "chaff", "a head whose future leak is 3e-7 of each output, inside allclose's tolerance",
              _head("relative_leak", 14),
              hint="'unchanged' means bitwise: torch.equal, not allclose"),
+        Case("first_row_unmasked", "chaff",
+             "a head whose mask leaves the first row open (position 0 sees the whole sequence)",
+             _head("first_row_unmasked", 16),
+             hint="only position 0 sees the future here: compare every output before t, out[:, :t], "
+                  "not only the one right before t"),
     ],
     # masking after the softmax and renormalising leaks only through rounding in the backward pass too,
     # but whether that rounding error is exactly zero depends on the inputs: it is not a fair chaff here.
@@ -238,7 +246,9 @@ def _mask_zero():
 
 
 SUITES["simplex"] = [
-    Case("softmax_b4_t8", "wheat", "a correct attention matrix", _good(1)),
+    Case("softmax_b4_t8", "wheat", "a correct attention matrix", _good(1),
+         hint="a correct A has entries >= 0, rows (A.sum(dim=-1)) summing to 1 within 1e-5, and zeros strictly "
+              "above the diagonal (j > i: torch.triu(..., diagonal=1)); the diagonal itself holds weight"),
     Case("softmax_b2_t64", "wheat", "a correct 64-token float32 matrix: row sums are 1 only to ~1e-7",
          _good(2, b=2, t=64, scale=3.0),
          hint="compare the row sums with 1 within a float32 tolerance (1e-5), never with =="),
