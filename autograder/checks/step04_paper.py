@@ -72,11 +72,22 @@ class DotVariance(Check):
 
     def judge(self, data, ctx):
         verdict = Verdict()
+        values = [unpack(entry) for entry in data["cases"]]
+        again, why_again = unpack(data["again"])
+        other, why_other = unpack(data["other_seed"])
+        first = values[1][0] if values[1][1] is None else None          # the d_k = 50 case, seed 12
+        # an estimate that ignores the seed, or is exactly d_k, was not sampled: its closeness to d_k is
+        # the formula typed in, and earns nothing (as typed-in numbers earn nothing elsewhere)
+        typed_in = (first is not None and why_other is None and other == first) or any(
+            why is None and value == d_k for (d_k, _), (value, why) in zip(self.CASES, values))
         estimates = {}
-        for (d_k, seed), label, entry in zip(self.CASES, self.LABELS, data["cases"]):
-            value, why = unpack(entry)
+        for (d_k, seed), label, (value, why) in zip(self.CASES, self.LABELS, values):
             if why:
                 verdict.add(f"Var(q·k) for {label}", False, why)
+                continue
+            if typed_in:
+                verdict.add(f"Var(q·k) for {label} is close to d_k", False,
+                            "not credited: the estimate does not come from samples (see below)")
                 continue
             # the sample variance of N draws of q·k has relative standard error sqrt((2 + 6/d_k)/N)
             tolerance = 6 * math.sqrt((2 + 6 / d_k) / self.N)
@@ -91,16 +102,12 @@ class DotVariance(Check):
             verdict.add(f"Var(q·k) for {label} is close to d_k", ok,
                         f"your estimate is {off:.0%} away from d_k; sampling error explains at most "
                         f"{tolerance:.0%}.{hint}")
-        again, why_again = unpack(data["again"])
-        other, why_other = unpack(data["other_seed"])
-        first = estimates.get(50)
-        accurate = first is not None and abs(first - 50) <= 6 * math.sqrt((2 + 6 / 50) / self.N) * 50
+        accurate = estimates.get(50) is not None and abs(first - 50) <= 6 * math.sqrt((2 + 6 / 50) / self.N) * 50
         later = "checked once the estimate is close to d_k"
         verdict.add("the same seed gives the same estimate", accurate and why_again is None and again == first,
                     later if not accurate else "calling twice with the same seed gave different numbers: seed a "
                     "torch.Generator (or torch.manual_seed) with `seed` before sampling")
-        verdict.add("the estimate comes from samples", accurate and why_other is None and other != first
-                    and first != 50.0,
-                    later if not accurate else "a different seed gave the same number, or the result is exactly "
-                    "d_k: estimate the variance from n sampled pairs, not from the formula", weight=2)
+        verdict.add("the estimate comes from samples", not typed_in and accurate,
+                    "a different seed gave the same number, or the result is exactly d_k: estimate the variance "
+                    "from n sampled pairs, not from the formula" if typed_in else later, weight=2)
         return verdict

@@ -256,8 +256,16 @@ def sampling_distribution(d_k, n=1000, chunk=250):
 class ScaleTable(Check):
     grade_id = "scale_table_hidden"
     points = 4
-    D_HEADS = [8, 32, 128]                     # the notebook prints 16, 64, 256
+    # the notebook prints 16, 64, 256. At d_k = 1024 most raw rows are one-hot, and a softmax over the
+    # wrong axis shows: its "one-hot rows" are the columns holding a one-hot row's peak, and two rows
+    # often peak in the same column (share about 0.52 instead of 0.70, with a spread of 0.08 per table)
+    D_HEADS = [8, 32, 128, 1024]
     SEEDS = list(range(1000, 1024))            # averages over 24 tables: the spread shrinks by sqrt(24)
+    NAMES = ["one row per d_k, with the eight keys", "sqrt_d_k is sqrt(d_k)", "scaled_std = raw_std / sqrt(d_k)",
+             "raw std tracks sqrt(d_k)", "max weights are consistent", "max weights match the sampling",
+             "one-hot shares are consistent", "one-hot shares match the sampling",
+             "the table comes from seeded samples"]
+    WEIGHTS = [1, 0.5, 0.5, 1, 0.5, 1, 0.5, 1, 1]
 
     def probe(self, ns, ctx):
         fn = student(ns, "scale_table")
@@ -266,6 +274,7 @@ class ScaleTable(Check):
 
     def judge(self, data, ctx):
         verdict = Verdict()
+        names, weights = self.NAMES, self.WEIGHTS
         tables, problem = [], None
         for entry in data["tables"]:
             value, why = unpack(entry)
@@ -276,11 +285,6 @@ class ScaleTable(Check):
             if problem:
                 break
             tables.append([{key: float(_number(row[key])) for key in SCALE_KEYS} for row in value])
-        names = ["one row per d_k, with the eight keys", "sqrt_d_k is sqrt(d_k)", "scaled_std = raw_std / sqrt(d_k)",
-                 "raw std tracks sqrt(d_k)", "max weights are consistent", "max weights match the sampling",
-                 "one-hot shares are consistent", "one-hot shares match the sampling",
-                 "the table comes from seeded samples"]
-        weights = [1, 0.5, 0.5, 1, 0.5, 1, 0.5, 1, 1]
         if problem:
             verdict.add(names[0], False, problem, weights[0])
             for name, w in zip(names[1:], weights[1:]):
@@ -288,38 +292,51 @@ class ScaleTable(Check):
             return verdict
         verdict.add(names[0], True, weight=weights[0])
         rows = [row for table in tables for row in table]
-
-        # exact: sqrt column; scaled std is the raw std divided by sqrt(d_k) (same scores, float32 rounding ~1e-7)
         verdict.add(names[1], all(abs(r["sqrt_d_k"] - math.sqrt(r["d_k"])) <= 1e-6 * math.sqrt(r["d_k"]) for r in rows),
                     "sqrt_d_k should be math.sqrt(d_k) exactly", weights[1])
-        verdict.add(names[2], all(abs(r["scaled_std"] - r["raw_std"] / math.sqrt(r["d_k"])) <= 1e-5 * r["scaled_std"] + 1e-12
-                                  for r in rows),
-                    "scaled_std should be the std of the same scores divided by sqrt(d_k), which is raw_std / sqrt(d_k): "
-                    "divide the raw scores you already have, do not draw new q and k", weights[2])
+
+        again, why = unpack(data["again"])
+        same = why is None and _table_problem(again, self.D_HEADS) is None and \
+            [{key: float(_number(row[key])) for key in SCALE_KEYS} for row in again] == tables[0]
+        differ = len({tuple(t[0][key] for key in ("raw_std", "max_weight_raw")) for t in tables}) > len(tables) // 2
+        if not differ:
+            # the same numbers whatever the seed: they are not measurements, so nothing they say is credited
+            for name, w in zip(names[2:-1], weights[2:-1]):
+                verdict.add(name, False, "not credited: the table is the same for every seed, so its numbers "
+                                         "were not measured (see 'the table comes from seeded samples')", w)
+            verdict.add(names[-1], False, "other seeds must give other tables: sample q and k with torch.randn "
+                                          "from a generator seeded with `seed`, do not type numbers in", weights[-1])
+            return verdict
+
+        # exact: scaled std is the raw std divided by sqrt(d_k) (same scores, float32 rounding ~1e-7)
+        ok = all(abs(r["scaled_std"] - r["raw_std"] / math.sqrt(r["d_k"])) <= 1e-5 * r["scaled_std"] + 1e-12 for r in rows)
+        verdict.add(names[2], ok, "" if ok else _scaled_std_hint(rows), weights[2])
 
         # statistical: average each statistic over the 24 seeds and compare with the sampling distribution
         # (mean and sd measured over 1000 simulated tables): the average of 24 independent tables has
         # sd/sqrt(24); allowing 6 of those (and the simulation's own error) makes a false failure
         # of a correct table about 1e-9 per statistic. The max weights have a long thin tail (one table in
         # thousands has a raw max of 0.9999 at large d_k), so no tolerance is below 1e-3.
+        # The feedback says in which direction a statistic is off, never the value sampling predicts.
         def averages(name_of_row):
             return [np.mean([table[n][name_of_row] for table in tables]) for n in range(len(self.D_HEADS))]
 
-        def within(stat, values, transform=lambda r, d: r):
+        def off(stat, values, transform=lambda r, d: r):
+            """[(key, 'high' or 'low', the student's average)] for the widths where a statistic is off."""
             bad = []
             for d_k, value in zip(self.D_HEADS, values):
                 mean, sd = sampling_distribution(d_k)[stat]
                 tol = max(6 * sd * math.sqrt(1 / len(self.SEEDS) + 1 / 1000), 1e-3)
-                if not abs(transform(value, d_k) - mean) <= tol:
-                    bad.append((transform(value, d_k), mean, tol))
+                v = transform(value, d_k)
+                if not abs(v - mean) <= tol:
+                    bad.append((stat, "high" if v > mean else "low", v))
             return bad
 
-        bad = within("ratio", averages("raw_std"), lambda v, d: v / math.sqrt(d))
+        bad = off("ratio", averages("raw_std"), lambda v, d: v / math.sqrt(d))
         verdict.add(names[3], not bad,
-                    (f"averaged over several seeds, raw_std / sqrt(d_k) is {bad[0][0]:.3f} at one of the widths, "
-                     f"the variance lemma predicts {bad[0][1]:.3f} ± {bad[0][2]:.3f}: are q and k drawn with "
-                     "unit-variance entries (torch.randn), and is raw_std the std of q kᵀ, unmasked and unscaled?")
-                    if bad else "", weights[3])
+                    (f"averaged over several seeds, raw_std / sqrt(d_k) is {bad[0][2]:.3f} at one of the widths, "
+                     "while the variance lemma says about 1: are q and k drawn with unit-variance entries "
+                     "(torch.randn), and is raw_std the std of q kᵀ, unmasked and unscaled?") if bad else "", weights[3])
 
         T = T_SCALE
         consistent = all(1 / T - 1e-6 <= r[key] <= 1 + 1e-6 for r in rows for key in ("max_weight_raw", "max_weight_scaled")) \
@@ -328,11 +345,8 @@ class ScaleTable(Check):
                     "every max weight lies in [1/T, 1] (a row of T weights summing to 1 has a largest weight >= 1/T), "
                     "and the raw one is at least the scaled one (dividing scores by sqrt(d_k) >= 1 flattens every row)",
                     weights[4])
-        bad = within("max_weight_raw", averages("max_weight_raw")) + within("max_weight_scaled", averages("max_weight_scaled"))
-        verdict.add(names[5], not bad,
-                    (f"averaged over several seeds, a max weight is {bad[0][0]:.3f} where sampling predicts "
-                     f"{bad[0][1]:.3f} ± {bad[0][2]:.3f}: the largest softmax weight over the whole batch, of the "
-                     "unmasked scores (a masked row 0 always has weight 1)") if bad else "", weights[5])
+        bad = off("max_weight_raw", averages("max_weight_raw")) + off("max_weight_scaled", averages("max_weight_scaled"))
+        verdict.add(names[5], not bad, _max_weight_hint(bad[0]) if bad else "", weights[5])
 
         consistent = all(0 <= r[key] <= 1 and abs(r[key] * B_SCALE * T - round(r[key] * B_SCALE * T)) <= 1e-6
                          for r in rows for key in ("one_hot_raw", "one_hot_scaled")) \
@@ -340,20 +354,46 @@ class ScaleTable(Check):
         verdict.add(names[6], consistent,
                     f"a share of rows is a count out of B·T = {B_SCALE * T} rows, in [0, 1], and the raw share is at "
                     "least the scaled one", weights[6])
-        bad = within("one_hot_raw", averages("one_hot_raw")) + within("one_hot_scaled", averages("one_hot_scaled"))
-        verdict.add(names[7], not bad,
-                    (f"averaged over several seeds, a one-hot share is {bad[0][0]:.3f} where sampling predicts "
-                     f"{bad[0][1]:.3f} ± {bad[0][2]:.3f}: the share of the B·T rows whose largest weight "
-                     f"is >= {ONE_HOT}") if bad else "", weights[7])
+        bad = off("one_hot_raw", averages("one_hot_raw")) + off("one_hot_scaled", averages("one_hot_scaled"))
+        verdict.add(names[7], not bad, _one_hot_hint(bad[0]) if bad else "", weights[7])
 
-        again, why = unpack(data["again"])
-        same = why is None and _table_problem(again, self.D_HEADS) is None and \
-            [{key: float(_number(row[key])) for key in SCALE_KEYS} for row in again] == tables[0]
-        differ = len({tuple(t[0][key] for key in ("raw_std", "max_weight_raw")) for t in tables}) > len(tables) // 2
-        verdict.add(names[8], same and differ,
-                    "the same seed must give the same table (seed a torch.Generator, or torch.manual_seed, with `seed`), "
-                    "and other seeds other tables (sample q and k, do not copy numbers)", weights[8])
+        verdict.add(names[8], same,
+                    "the same seed must give the same table: seed a torch.Generator (or torch.manual_seed) with "
+                    "`seed` before sampling", weights[8])
         return verdict
+
+
+def _scaled_std_hint(rows) -> str:
+    ratios = [(r["d_k"], r["scaled_std"] / r["raw_std"]) for r in rows if r["raw_std"] > 0]
+    if ratios and all(abs(q * d - 1) <= 1e-4 for d, q in ratios):
+        return "scaled_std / raw_std is 1/d_k: the scores are divided by d_k; the lemma's scale is sqrt(d_k)"
+    if ratios and all(abs(q - 1) <= 1e-4 for _, q in ratios):
+        return "scaled_std equals raw_std: the scaled scores are not divided by sqrt(d_k) at all"
+    if ratios and max(q for _, q in ratios) - min(q for _, q in ratios) <= 1e-4 * max(q for _, q in ratios):
+        return ("scaled_std / raw_std is the same at every width: the scores are divided by a constant (the model "
+                "width?), but the scale must follow the head: sqrt(d_k)")
+    return ("scaled_std should be the std of the same scores divided by sqrt(d_k), which is raw_std / sqrt(d_k): "
+            "divide the raw scores you already have, do not draw new q and k")
+
+
+def _max_weight_hint(bad) -> str:
+    stat, direction, value = bad
+    which = "raw" if stat.endswith("raw") else "scaled"
+    text = (f"averaged over several seeds, max_weight_{which} is {value:.3f} at one of the widths, too {direction} "
+            "for the largest softmax weight over the batch")
+    if which == "scaled" and direction == "low":
+        return text + ": the scaled rows are too flat. Are the scores divided by more than sqrt(d_k) (by d_k, say)?"
+    if which == "scaled":
+        return text + ": the scaled rows are too peaked. Are the scores divided by sqrt(d_k) (not by less, or not at all)?"
+    return text + ": the raw weights come from the softmax of q kᵀ itself, unscaled and unmasked (a masked row 0 always has weight 1)"
+
+
+def _one_hot_hint(bad) -> str:
+    stat, direction, value = bad
+    which = "raw" if stat.endswith("raw") else "scaled"
+    return (f"averaged over several seeds, one_hot_{which} is {value:.3f} at one of the widths, too {direction}: it is "
+            f"the share of the B·T rows whose largest weight is >= {ONE_HOT}, with the softmax over each row's "
+            "keys (dim=-1)" + (" and the raw scores unscaled" if which == "raw" else " and the scores divided by sqrt(d_k)"))
 
 
 def _number(v):
@@ -373,8 +413,11 @@ def _table_problem(value, d_heads):
             return f"a row lacks the keys {missing}; the keys are {list(SCALE_KEYS)}"
         for key in SCALE_KEYS:
             v = _number(row[key])
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                return f"row[{key!r}] should be a finite number (use .item() on a one-element tensor)"
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                return f"row[{key!r}] should be a number (use .item() on a one-element tensor)"
+            if not math.isfinite(v):
+                return (f"row[{key!r}] is {v}: every statistic of the table is finite. Are the scores masked "
+                        "(-inf above the diagonal)? The table is about the unmasked scores")
         if _number(row["d_k"]) != d_k:
             return "the rows should come in the order of d_heads, each with its own d_k"
     return None
