@@ -471,6 +471,9 @@ class MaskAfterSoftmax(Check):
                 continue
             upper = torch.triu(torch.ones(T, T, dtype=torch.float64))
             flipped = (F.softmax(scores, dim=-1) * upper).sum(dim=-1).numpy()
+            lower = torch.tril(torch.ones(T, T, dtype=torch.float64))
+            by_column = (F.softmax(scores, dim=-2) * lower).sum(dim=-1).numpy()
+            no_diagonal = (F.softmax(scores, dim=-1) * torch.tril(lower, diagonal=-1)).sum(dim=-1).numpy()
             if not np.isfinite(got).all():
                 hint = ("NaN or inf: after the softmax, set the future weights to 0 (multiply by the mask, or "
                         "masked_fill with 0.0), not to -inf")
@@ -479,6 +482,11 @@ class MaskAfterSoftmax(Check):
                         "softmax runs over all keys first, then the future weights are zeroed")
             elif T > 1 and np.allclose(got, flipped, atol=1e-5):
                 hint = "you kept the future and zeroed the past: tril keeps j <= i"
+            elif np.allclose(got, no_diagonal, atol=1e-5):
+                hint = "the diagonal was zeroed too: row i keeps keys j <= i, its own key j = i included (tril, not tril(-1))"
+            elif T > 1 and np.allclose(got, by_column, atol=1e-5):
+                hint = ("the softmax ran over the queries (dim=-2 or dim=1): each row is normalised over its keys, "
+                        "F.softmax(scores, dim=-1)")
             else:
                 hint = "row i keeps the softmax weights of keys j <= i (computed over all T keys) and sums them"
             verdict.add(label, False, hint)
