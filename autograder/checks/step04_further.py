@@ -430,6 +430,13 @@ def _compare_softmax(x: torch.Tensor, value, name):
     atol, rtol = (1e-12, 1e-10) if float64 else (2e-6, 2e-5)
     if np.all(np.abs(got - ref) <= atol + rtol * np.abs(ref)):
         return None
+    full = value.astype(np.float64)
+    for axis in range(x.dim() - 1):                     # a softmax along another axis than the keys'
+        other = torch.softmax(torch.from_numpy(x.numpy().astype(np.float64)), dim=axis).numpy()
+        if np.all(np.abs(full - other) <= atol + rtol * np.abs(other)):
+            return "axis", (f"The weights sum to 1 along axis {axis}, not along the last axis (the keys): visit the "
+                            "keys as scores[..., j], and keep one running max and sum per row, of shape "
+                            "scores.shape[:-1].")
     sums = got.sum(axis=-1)
     if np.all(got == 0, axis=-1).any():
         return "zero", "Some rows are all zeros."
@@ -471,12 +478,35 @@ ATTENTION_PARTS = {
 }
 
 
-def _attention_reference(q, k, v):
+def _attention_reference(q, k, v, scale=None, masked_score=NEG_INF):
+    """Causal softmax attention in float64; scores scaled by `scale` (default 1/sqrt(d_k)), the future
+    keys' scores set to `masked_score`."""
     q, k, v = (torch.as_tensor(np.asarray(t, dtype=np.float64)) for t in (q, k, v))
     T = q.shape[-2]
-    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5                     # (..., T, T)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    scores = q @ k.transpose(-2, -1) * scale                                  # (..., T, T)
     keep = torch.tril(torch.ones(T, T, dtype=torch.bool))
-    return (torch.softmax(scores.masked_fill(~keep, NEG_INF), dim=-1) @ v).numpy()   # (..., T, d_v)
+    return (torch.softmax(scores.masked_fill(~keep, masked_score), dim=-1) @ v).numpy()   # (..., T, d_v)
+
+
+def _score_scale(q, k, v, value, atol):
+    """The factor c such that `value` is causal attention with scores c·q·k (None if there is none).
+    A grid over c from 1e-3 to 10, then a local refinement: attention is smooth in c."""
+    if not isinstance(value, np.ndarray) or not np.isfinite(value).all():
+        return None
+    got = value.astype(np.float64)
+
+    def err(c):
+        return np.abs(got - _attention_reference(q, k, v, scale=c)).max()
+    grid = np.geomspace(1e-3, 10, 241)
+    errors = [err(c) for c in grid]
+    n = int(np.argmin(errors))
+    lo, hi = grid[max(n - 1, 0)], grid[min(n + 1, len(grid) - 1)]
+    for _ in range(40):                                                       # golden-section search
+        a, b = lo + 0.382 * (hi - lo), lo + 0.618 * (hi - lo)
+        lo, hi = (lo, b) if err(a) < err(b) else (a, hi)
+    c = (lo + hi) / 2
+    return c if err(c) <= atol else None
 
 
 def _compare_attention(q, k, v, value, name) -> str | None:
@@ -489,8 +519,20 @@ def _compare_attention(q, k, v, value, name) -> str | None:
     if q.dtype == torch.float64 and value.dtype != np.float64:
         return f"float64 inputs gave a {value.dtype} result: keep the running quantities in q.dtype"
     if np.isnan(value).any() or np.isinf(value).any():
+        # a mistake in the mask gives NaN in the same queries of every sequence; overflow or underflow
+        # gives NaN where the scores happen to be extreme
+        bad = np.isnan(value).any(axis=-1) | np.isinf(value).any(axis=-1)             # (..., T)
+        always = bad.reshape(-1, value.shape[-2]).all(axis=0)                         # (T,) NaN in every sequence
+        if not always[0] and always[1:].size and always[1:].all():
+            return ("the output is NaN for every query but the first: a query whose first keys are masked "
+                    "gets exp(-inf - (-inf)) = NaN. Is the mask reversed? Query i sees keys 0, 1, ..., i and not "
+                    "the keys after it")
+        # with scores in the hundreds, query 0's single score may underflow by itself: not evidence of a mask
+        if always[0] and not always[1:].any() and name != "large_scores":
+            return ("the output of query 0 is NaN: it sees only key 0, its own. Is the diagonal masked too? "
+                    "Query i sees keys j <= i, j = i included")
         return ("the output has NaN or inf: is the running max subtracted before exponentiating, and is the "
-                "running max started at -inf (not 0)?")
+                "running max started at -inf (not 0)? Scores in the hundreds make exp overflow or underflow")
     ref = _attention_reference(q, k, v)
     # float32 scores of size ~400 carry rounding ~4e-5, which the weights inherit; ordinary ones ~1e-7
     atol = {"large_scores": 1e-3}.get(name, 1e-11 if q.dtype == torch.float64 else 2e-5)
@@ -501,11 +543,30 @@ def _compare_attention(q, k, v, value, name) -> str | None:
                                               / q.shape[-1] ** 0.5), dim=-1).numpy() @ np.asarray(v, np.float64)
     if np.abs(value - noncausal).max() <= 1e-4:
         return "this is attention without the causal mask: query i may only see keys j ≤ i"
+    if np.abs(value - _attention_reference(q, k, v, masked_score=0.0)).max() <= 1e-4:
+        return ("the future keys get score 0 instead of -inf: exp(0) = 1 gives them weight. Mask the scores of "
+                "keys j > i with -inf (or skip those keys)")
+    d_k = q.shape[-1]
+    c = _score_scale(q, k, v, value, max(atol, 1e-5))
+    if c is not None:
+        if abs(c - 1) < 1e-3:
+            what = "are not divided by sqrt(d_k) at all"
+        elif abs(c * d_k - 1) < 1e-3:
+            what = "are divided by d_k"
+        else:
+            what = "are scaled by a constant that is not 1/sqrt(d_k) (the model width?)"
+        return f"right causal attention, but your scores {what}: the scores are q·k / sqrt(d_k), d_k = q.shape[-1]"
     if q.shape[-2] > 1 and np.abs(value[..., 0, :] - ref[..., 0, :]).max() > 1e-4:
         hint = "already the first query (which sees only key 0, so its output is v_0) is wrong. Scores are q·k/√d_k."
     else:
         hint = "the first rows are right and later ones drift: is the running output rescaled by exp(m - m') too?"
     return f"differs from causal softmax attention by up to {err:.2g}; {hint}"
+
+
+def _attention_like(q, k, v, value) -> bool:
+    """Right, or right but for the scale of the scores: the computation is attention either way."""
+    return _compare_attention(q, k, v, value, "ordinary") is None or \
+        _score_scale(q, k, v, value, 1e-5) is not None
 
 
 @register
@@ -543,7 +604,7 @@ class StreamingAttention(Check):
             q, k, v = attention_cases()["ordinary"][0]
             out = value.get("value") if isinstance(value, dict) else None
             flagged = value.get("flagged", []) if isinstance(value, dict) else ["no record"]
-            if _compare_attention(q, k, v, out, "ordinary"):
+            if not _attention_like(q, k, v, out):
                 verdict.add("keys and values visited one at a time", False,
                             "cannot tell: the result on the ordinary case is wrong (see above)", 1.5)
             else:
