@@ -52,8 +52,42 @@ def _strip_harmless_stderr(cell) -> None:
                             and re.search(HARMLESS_STDERR, o.get("text", "")))]
 
 
+def _machine_paths() -> list[tuple[str, str]]:
+    """(prefix, what students see instead): the course folder and the Python installation."""
+    import sys
+    from .course import ROOT
+    pairs = [(str(ROOT) + "/", "")]
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
+        pairs.append((prefix.rstrip("/") + "/", "<python>/"))
+    return sorted(pairs, key=lambda p: -len(p[0]))
+
+
+def hide_machine_paths(nb) -> None:
+    """Tracebacks of the grader's kernel name files by absolute paths (the course folder, the Python
+    installation): feedback shows them relative instead, as a student's own machine would."""
+    pairs = _machine_paths()
+
+    def clean(text):
+        if isinstance(text, list):
+            text = "".join(text)
+        for prefix, instead in pairs:
+            text = text.replace(prefix, instead)
+        return text
+
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                out["traceback"] = [clean(line) for line in out.get("traceback", [])]
+                out["evalue"] = clean(out.get("evalue", ""))
+            elif out.get("output_type") == "stream":
+                out["text"] = clean(out.get("text", ""))
+            elif "text/plain" in out.get("data", {}):
+                out["data"]["text/plain"] = clean(out["data"]["text/plain"])
+
+
 def judge_notebook(nb, ctx) -> list[CellResult]:
     load_all()
+    hide_machine_paths(nb)
     results = []
     for cell in nb.cells:
         nbg = cell.get("metadata", {}).get("nbgrader", {})
