@@ -1,22 +1,31 @@
 """The grader's proof corpus: submissions made from the solutions by editing answer cells.
 
 Each entry replaces some answers of one notebook and says which grade cells must lose points
-and exactly how many they keep (`expect`); every other autograded cell of that notebook must
-keep full marks. Correct variants expect nothing: full marks everywhere. tests/test_grader_proof.py
-grades the whole corpus through `make grade`'s code path and compares.
+and exactly how many they keep (`expect`), and which words the feedback of each of those cells
+must contain (`says`: the property and the likely cause); every other autograded cell of that
+notebook must keep full marks. Correct variants expect nothing: full marks everywhere.
+tests/test_grader_proof.py grades the whole corpus through `make grade`'s code path and compares.
+
+An expectation is the check's partial credit, worked out from its parts: a share of the points
+per property (weights in autograder/checks/step04_*.py), or, for a check a student wrote in
+notebook 3, an equal share per broken case it catches (0 if it rejects a correct case).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from autograder.example import answers_of
+
 
 @dataclass(frozen=True)
 class Entry:
-    name: str                                   # corpus id, also the student id when graded
+    name: str                                   # corpus id
     notebook: str
     answers: dict                               # answer grade_id -> source that replaces the solution
     expect: dict = field(default_factory=dict)  # grade cell -> exact points it must get
-    why: str = ""                               # the mistake, or why a different answer is still right
+    why: str = ""                               # the mistake and how the expectation follows, or why a
+                                                # different answer is still right
+    says: dict = field(default_factory=dict)    # grade cell -> words its feedback must contain
 
     @property
     def correct(self) -> bool:
@@ -27,7 +36,20 @@ def code(text: str) -> str:
     return text.strip("\n")
 
 
+def edit(notebook: str, answer: str, *changes: tuple[str, str]) -> dict:
+    """{answer: the solution's answer with each (old, new) replaced}: a mistake in one place."""
+    text = answers_of(notebook)[answer]
+    for old, new in changes:
+        assert text.count(old) == 1, f"{notebook}/{answer}: {old!r} is not in the solution exactly once"
+        text = text.replace(old, new)
+    return {answer: text}
+
+
 # ---- 01-on-paper -----------------------------------------------------------------------------
+
+# ---- 01-on-paper -----------------------------------------------------------------------------
+# shapes_hidden: 3 cases, one point-share each. dot_variance_hidden: 3 closeness parts (1 each),
+# "same seed, same estimate" (1), "comes from samples" (2): 6 shares.
 
 P01 = "01-on-paper"
 CORRECT = [
@@ -64,28 +86,515 @@ WRONG = [
 def shapes(T, d, d_k, d_v):
     return {"X": (T, d), "W_Q": (d, d_k), "W_K": (d, d_k), "W_V": (d, d_v), "Q": (T, d_k), "K": (T, d_k),
             "V": (T, d_v), "scores": (T, d_k), "A": (T, d_k), "out": (T, d_v)}
-''')}, expect={"shapes_hidden": 0.0}, why="scores as (T, d_k): q·k confused with q"),
+''')}, expect={"shapes_hidden": 0.0}, why="scores as (T, d_k): q·k confused with q; wrong in all 3 cases",
+          says={"shapes_hidden": ["scores", "every position with every position"]}),
     Entry("w01-values-width", P01, {"shapes": code('''
 def shapes(T, d, d_k, d_v):
     return {"X": (T, d), "W_Q": (d, d_k), "W_K": (d, d_k), "W_V": (d, d_k), "Q": (T, d_k), "K": (T, d_k),
             "V": (T, d_k), "scores": (T, T), "A": (T, T), "out": (T, d_k)}
-''')}, expect={"shapes_hidden": 0.67}, why="values assumed as wide as keys (d_v = d_k): "
-     "right only in the case where they are equal"),
+''')}, expect={"shapes_hidden": 0.67}, why="values assumed as wide as keys (d_v = d_k): right only in the case "
+     "where they are equal, 1 of 3 cases: 2 × 1/3 = 0.67",
+          says={"shapes_hidden": ["W_V", "own width d_v"]}),
     Entry("w01-variance-elementwise", P01, {"dot_variance": code('''
 def dot_variance(d_k, n, seed):
     g = torch.Generator().manual_seed(seed)
     q, k = torch.randn(n, d_k, generator=g), torch.randn(n, d_k, generator=g)
     return (q * k).var().item()
 ''')}, expect={"dot_variance_hidden": 0.0},
-          why="variance of the products q_m k_m, not of their sum"),
+          why="variance of the products q_m k_m (about 1), not of their sum: no case close, so the seed parts "
+              "are not judged either",
+          says={"dot_variance_hidden": ["close to d_k", "one product", "sum over the d_k axis"]}),
     Entry("w01-variance-formula", P01, {"dot_variance": code('''
 def dot_variance(d_k, n, seed):
     return float(d_k)
-''')}, expect={"dot_variance_hidden": 1.33}, why="the lemma's answer typed in, nothing sampled"),
+''')}, expect={"dot_variance_hidden": 0.0}, why="the lemma's answer typed in, nothing sampled: a number that "
+     "ignores the seed is not an estimate, so its closeness to d_k earns nothing",
+          says={"dot_variance_hidden": ["comes from samples", "not from the formula"]}),
+]
+
+
+# ---- 02-the-head -----------------------------------------------------------------------------
+# scores_entrywise_hidden: 4 cases (1 share each) and "one entry at a time" (2 shares): 6 shares of 3
+# points. The loops part is credited when no whole-matrix product is seen and the values are right up
+# to a transpose or a scale. count_params_hidden: 4 cases, one share each.
+
+P02 = "02-the-head"
+ENTRYWISE = "scores_entrywise"
+CORRECT += [
+    Entry("c02-entrywise-loops-jbi", P02, {ENTRYWISE: code('''
+def scores_entrywise(q, k):
+    B, T, d_head = q.shape
+    scores = q.new_zeros(B, T, T)
+    for j in range(T):                     # keys outermost
+        for b in range(B):
+            for i in range(T):
+                scores[b, i, j] = torch.dot(q[b, i], k[b, j])
+    return scores
+''')}, why="loops in another order (j, b, i), torch.dot of two vectors, q.new_zeros keeps the dtype"),
+    Entry("c02-entrywise-python-floats", P02, {ENTRYWISE: code('''
+def scores_entrywise(q, k):
+    B, T, d_head = q.shape
+    rows = [[[sum(q[b, i, m].item() * k[b, j, m].item() for m in range(d_head)) for j in range(T)]
+             for i in range(T)] for b in range(B)]
+    return torch.tensor(rows, dtype=q.dtype)
+''')}, why="every product in plain Python floats (double precision), the tensor built at the end"),
+    Entry("c02-count-from-a-head", P02, {"count_params": code('''
+def count_params(d, d_head):
+    head = Head(d, d_head, T_max=1)
+    return sum(p.numel() for p in head.parameters() if p.requires_grad)
+''')}, why="counted on a real Head instead of a formula"),
+]
+
+
+def _entrywise(line: str) -> dict:
+    return edit(P02, ENTRYWISE, ("scores[b, i, j] = (q[b, i] * k[b, j]).sum()", line))
+
+
+WRONG += [
+    Entry("w02-entrywise-scaled", P02, _entrywise("scores[b, i, j] = (q[b, i] * k[b, j]).sum() / d_head**0.5"),
+          expect={"scores_entrywise_hidden": 1.0},
+          why="divided by sqrt(d_k), which the head does afterwards: 4 cases wrong, the loops right: 3 × 2/6",
+          says={"scores_entrywise_hidden": ["divided by sqrt(d_k)", "raw"]}),
+    Entry("w02-entrywise-by-d_k", P02, _entrywise("scores[b, i, j] = (q[b, i] * k[b, j]).sum() / d_head"),
+          expect={"scores_entrywise_hidden": 1.0}, why="divided by d_k: 4 cases wrong, the loops right: 3 × 2/6",
+          says={"scores_entrywise_hidden": ["divided by d_k", "no scaling"]}),
+    Entry("w02-entrywise-by-width", P02, _entrywise("scores[b, i, j] = (q[b, i] * k[b, j]).sum() / 32**0.5"),
+          expect={"scores_entrywise_hidden": 1.0},
+          why="divided by the model width's square root: 4 cases wrong, the loops right: 3 × 2/6",
+          says={"scores_entrywise_hidden": ["model width", "no scaling"]}),
+    Entry("w02-entrywise-transposed", P02, edit(P02, ENTRYWISE, ("scores[b, i, j] = (q", "scores[b, j, i] = (q")),
+          expect={"scores_entrywise_hidden": 1.5},
+          why="row and column swapped: right only for T = 1 (1 share) and the loops (2): 3 × 3/6",
+          says={"scores_entrywise_hidden": ["transposed", "query i"]}),
+    Entry("w02-entrywise-float32", P02, edit(P02, ENTRYWISE, (", dtype=q.dtype)", ")")),
+          expect={"scores_entrywise_hidden": 2.5},
+          why="the result made in float32: the float64 case loses its precision: 3 × 5/6",
+          says={"scores_entrywise_hidden": ["float64", "dtype=q.dtype"]}),
+    Entry("w02-entrywise-matmul", P02, {ENTRYWISE: code('''
+def scores_entrywise(q, k):
+    return q @ k.transpose(-2, -1)          # (B, T, T) in one product
+''')}, expect={"scores_entrywise_hidden": 2.0},
+          why="right values from one matrix product: the task's one-entry-at-a-time part fails: 3 × 4/6",
+          says={"scores_entrywise_hidden": ["whole matrices", "loop over b, i and j"]}),
+    Entry("w02-entrywise-row-at-once", P02, {ENTRYWISE: code('''
+def scores_entrywise(q, k):
+    B, T, d_head = q.shape
+    scores = torch.zeros(B, T, T, dtype=q.dtype)
+    for b in range(B):
+        for i in range(T):
+            scores[b, i] = k[b] @ q[b, i]          # a whole row of scores at once
+    return scores
+''')}, expect={"scores_entrywise_hidden": 2.0},
+          why="one matrix-vector product per row: not one entry at a time: 3 × 4/6",
+          says={"scores_entrywise_hidden": ["rows at once", "one dot product"]}),
+    Entry("w02-params-biases", P02, {"count_params": code('''
+def count_params(d, d_head):
+    return 3 * (d * d_head + d_head)          # weights and biases
+''')}, expect={"count_params_hidden": 0.0}, why="biases counted: wrong for every width",
+          says={"count_params_hidden": ["biases", "bias=False"]}),
+    Entry("w02-params-tril", P02, {"count_params": code('''
+def count_params(d, d_head):
+    head = Head(d, d_head, T_max=8)
+    return sum(p.numel() for p in head.parameters()) + head.tril.numel()
+''')}, expect={"count_params_hidden": 0.0}, why="the tril buffer counted as parameters: wrong for every width",
+          says={"count_params_hidden": ["tril buffer", "not a parameter"]}),
+    Entry("w02-params-always-equal", P02, {"count_params": code('''
+class Count(int):
+    def __eq__(self, other):                 # equal to anything: passes `mine == actual`
+        return True
+    __hash__ = int.__hash__
+
+def count_params(d, d_head):
+    return Count(0)
+''')}, expect={"count_params_hidden": 0.0},
+          why="an object whose __eq__ is always true: it passes the visible check's ==, but only plain data "
+              "reaches the grader",
+          says={"count_params_hidden": ["Count object", "return numbers"]}),
+    Entry("w02-params-assumes-narrow", P02, {"count_params": code('''
+def count_params(d, d_head):
+    assert d_head <= d, "a head is never wider than the model"
+    return 3 * d * d_head
+''')}, expect={"count_params_hidden": 1.5},
+          why="a wrong assumption crashes the one case with d_head > d: 3 of 4 cases, 2 × 3/4 (partial credit)",
+          says={"count_params_hidden": ["wider than its input", "AssertionError"]}),
+]
+
+
+# ---- 03-the-tests ----------------------------------------------------------------------------
+# A student's check is run on its suite (autograder/checks/suites.py): rejecting a correct case
+# scores 0; otherwise each broken case caught earns an equal share. simplex: 10 broken matrices
+# (0.3 points each); perturbation: 14 broken heads (3/14 each); gradient: 12 (0.25 each).
+# scale_table_hidden: 9 parts weighing 7 (form 1, sqrt column 0.5, scaled = raw / sqrt 0.5, raw std
+# tracks sqrt(d_k) 1, max weights consistent 0.5 and sampled 1, one-hot shares consistent 0.5 and
+# sampled 1, seeded 1). mask_after_softmax_hidden: 3 cases; fails_on_mask_after_softmax_hidden: 3 names.
+
+P03 = "03-the-tests"
+SIMPLEX, PERTURB, GRADIENT = "check_simplex", "check_causality_perturbation", "check_causality_gradient"
+SCALE, ROW_SUMS, FAILS = "scale_table", "mask_after_softmax_row_sums", "fails_on_mask_after_softmax"
+
+CORRECT += [
+    Entry("c03-simplex-assert-close", P03, {SIMPLEX: code('''
+def check_simplex(A):
+    B, T, _ = A.shape
+    assert torch.all(A >= 0), "a negative (or NaN) weight"
+    # float32 row sums are 1 to ~1e-7: atol 1e-5 as the spec says, no relative part
+    torch.testing.assert_close(A.sum(dim=-1), torch.ones(B, T, dtype=A.dtype), rtol=0, atol=1e-5)
+    upper = torch.ones(T, T, dtype=torch.bool).triu(1)
+    assert torch.count_nonzero(A[:, upper]) == 0, "weight on a future key"
+''')}, why="torch.testing.assert_close (it raises AssertionError, NaN included), count_nonzero for the triangle"),
+    Entry("c03-simplex-isclose", P03, {SIMPLEX: code('''
+def check_simplex(A):
+    assert not torch.any(~(A >= 0)), "a negative or NaN weight"
+    sums = A.sum(-1)
+    assert torch.isclose(sums, torch.ones_like(sums), rtol=0.0, atol=1e-5).all(), "a row does not sum to 1"
+    assert torch.equal(torch.tril(A), A), "weight above the diagonal"
+''')}, why="torch.isclose for the row sums; the triangle as 'A equals its own lower triangle'"),
+    Entry("c03-simplex-numpy", P03, {SIMPLEX: code('''
+import numpy as np
+
+def check_simplex(A):
+    a = A.detach().cpu().numpy()
+    T = a.shape[-1]
+    assert np.all(a >= 0), "a negative (or NaN) weight"
+    assert np.all(np.abs(a.sum(axis=-1) - 1) <= 1e-5), "a row does not sum to 1"
+    i, j = np.triu_indices(T, k=1)
+    assert np.all(a[:, i, j] == 0), "weight above the diagonal"
+''')}, why="numpy throughout, triu_indices for the future entries"),
+    Entry("c03-perturb-numpy", P03, {PERTURB: code('''
+import numpy as np
+
+def check_causality_perturbation(head, x, t):
+    with torch.no_grad():
+        before = head(x).numpy()
+        changed = x.clone()
+        changed[:, t] += 1.0                                # a different token t: shifted, not redrawn
+        after = head(changed).numpy()
+    assert np.array_equal(before[:, :t], after[:, :t]), "an output before t moved"
+    for s in range(t, x.shape[1]):
+        assert not np.array_equal(before[:, s], after[:, s]), f"the output at {s} did not move"
+''')}, why="numpy's array_equal (bitwise), no_grad, the token shifted instead of redrawn"),
+    Entry("c03-grad-autograd-grad", P03, {GRADIENT: code('''
+def check_causality_gradient(head, x, i):
+    leaf = x.detach().clone().requires_grad_()
+    (g,) = torch.autograd.grad(head(leaf)[0, i].sum(), leaf)     # instead of .backward()
+    g = g[0]                                                     # (T, d)
+    assert not torch.isnan(g).any() and torch.count_nonzero(g[i + 1:]) == 0, "gradient from the future"
+    for j in range(i + 1):
+        assert g[j].abs().sum() > 0, f"no gradient from position {j}"
+''')}, why="torch.autograd.grad instead of .backward(); count_nonzero and a NaN test instead of == 0"),
+    Entry("c03-scale-numpy", P03, {SCALE: code('''
+import numpy as np
+
+def scale_table(d_heads, seed):
+    torch.manual_seed(seed)
+    table = []
+    for d_k in d_heads:
+        q, k = torch.randn(4, 8, d_k), torch.randn(4, 8, d_k)
+        raw = torch.einsum("bid,bjd->bij", q, k).numpy().astype(np.float64)
+        scaled = raw / np.sqrt(d_k)
+
+        def top(s):                                  # each row's largest softmax weight, (B, T)
+            e = np.exp(s - s.max(axis=-1, keepdims=True))
+            return (e / e.sum(axis=-1, keepdims=True)).max(axis=-1)
+        table.append(dict(d_k=d_k, raw_std=float(raw.std()), sqrt_d_k=float(np.sqrt(d_k)),
+                          scaled_std=float(scaled.std()), max_weight_raw=float(top(raw).max()),
+                          max_weight_scaled=float(top(scaled).max()),
+                          one_hot_raw=float((top(raw) >= 0.9995).mean()),
+                          one_hot_scaled=float((top(scaled) >= 0.9995).mean())))
+    return table
+''')}, why="torch.manual_seed instead of a generator, einsum, the statistics in float64 numpy with the biased "
+     "std (255/256 of the variance: 0.2% of the std, far inside the sampling tolerance)"),
+    Entry("c03-row-sums-cumsum", P03, {ROW_SUMS: code('''
+def mask_after_softmax_row_sums(scores):
+    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))          # (B, T, T)
+    kept = torch.cumsum(e, dim=-1).diagonal(dim1=-2, dim2=-1)           # row i: e[i, 0] + ... + e[i, i]
+    return kept / e.sum(dim=-1)                                         # (B, T)
+''')}, why="no mask at all: the kept weight of row i is a prefix sum of its exponentials"),
+    Entry("c03-fails-comprehension", P03, {FAILS: code('''
+CHECKS = ["check_simplex", "check_causality_gradient", "check_causality_perturbation"]
+FAILS_ON_MASK_AFTER_SOFTMAX = {name for name in CHECKS}
+''')}, why="the same set, built by a comprehension in another order"),
+]
+
+
+def _simplex(body: str) -> dict:
+    return {SIMPLEX: "def check_simplex(A):\n" + code(body)}
+
+
+def _perturbation(body: str) -> dict:
+    return {PERTURB: "def check_causality_perturbation(head, x, t):\n" + code(body)}
+
+
+def _gradient(body: str) -> dict:
+    return {GRADIENT: "def check_causality_gradient(head, x, i):\n" + code(body)}
+
+
+def _row_sums(body: str) -> dict:
+    return {ROW_SUMS: "def mask_after_softmax_row_sums(scores):\n    T = scores.shape[-1]\n" + code(body)}
+
+
+WRONG += [
+    # -- check_simplex: 10 broken matrices, 0.3 points each
+    Entry("w03-simplex-asserts-nothing", P03, _simplex('''
+    print("row sums:", A.sum(dim=-1))
+    (A >= 0).all()
+'''), expect={"check_simplex_hidden": 0.0}, why="a check that asserts nothing catches nothing",
+          says={"check_simplex_hidden": ["every broken matrix", "assert anything"]}),
+    Entry("w03-simplex-only-nonnegative", P03, _simplex('''
+    assert (A >= 0).all(), "a negative weight"
+'''), expect={"check_simplex_hidden": 0.6},
+          why="only nonnegativity: catches the negative weight and the NaN row, 2 of 10",
+          says={"check_simplex_hidden": ["one row summing to 0.9", "1e-12 weight above the diagonal"]}),
+    Entry("w03-simplex-no-triangle", P03, _simplex('''
+    assert (A >= 0).all(), "a negative weight"
+    assert ((A.sum(-1) - 1).abs() <= 1e-5).all(), "a row does not sum to 1"
+'''), expect={"check_simplex_hidden": 1.8},
+          why="no triangle test: a mask filled with 0 (rows still sum to 1), no mask, a tiny future weight and an "
+              "unmasked last sequence pass; 6 of 10 caught",
+          says={"check_simplex_hidden": ["mask filled with 0 instead of -inf", "upper triangle must be exactly zero"]}),
+    Entry("w03-simplex-allclose", P03, _simplex('''
+    T = A.shape[-1]
+    assert (A >= 0).all(), "a negative weight"
+    assert torch.allclose(A.sum(-1), torch.ones_like(A.sum(-1))), "a row does not sum to 1"
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    assert torch.allclose(A[:, future], torch.zeros_like(A[:, future])), "weight above the diagonal"
+'''), expect={"check_simplex_hidden": 2.7},
+          why="allclose where exact zeros are asked: a 1e-12 future weight passes; 9 of 10",
+          says={"check_simplex_hidden": ["1e-12 weight above the diagonal", "== 0, not allclose"]}),
+    Entry("w03-simplex-nan-blind", P03, _simplex('''
+    T = A.shape[-1]
+    assert not (A < 0).any(), "a negative weight"
+    assert not ((A.sum(-1) - 1).abs() > 1e-5).any(), "a row does not sum to 1"
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    assert not (A[:, future].abs() > 0).any(), "weight above the diagonal"
+'''), expect={"check_simplex_hidden": 2.7},
+          why="every assert says 'no bad entry', and every comparison with NaN is False: the NaN row (the "
+              "diagonal masked) passes; 9 of 10",
+          says={"check_simplex_hidden": ["NaN row", "(A >= 0).all()"]}),
+    Entry("w03-simplex-triu", P03, _simplex('''
+    T = A.shape[-1]
+    assert (A >= 0).all(), "a negative weight"
+    assert ((A.sum(-1) - 1).abs() <= 1e-5).all(), "a row does not sum to 1"
+    past = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1)
+    assert (A[:, past] == 0).all(), "weight outside the triangle"
+'''), expect={"check_simplex_hidden": 0.0},
+          why="tril for triu: demands zeros below the diagonal, so it rejects correct matrices",
+          says={"check_simplex_hidden": ["correct attention matrix", "strictly above the diagonal"]}),
+    Entry("w03-simplex-diagonal", P03, _simplex('''
+    T = A.shape[-1]
+    assert (A >= 0).all(), "a negative weight"
+    assert ((A.sum(-1) - 1).abs() <= 1e-5).all(), "a row does not sum to 1"
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool))
+    assert (A[:, future] == 0).all(), "weight on the diagonal or above"
+'''), expect={"check_simplex_hidden": 0.0},
+          why="the diagonal counted as future: rejects every correct matrix",
+          says={"check_simplex_hidden": ["every correct matrix", "the diagonal itself holds weight"]}),
+    Entry("w03-simplex-columns", P03, _simplex('''
+    T = A.shape[-1]
+    assert (A >= 0).all(), "a negative weight"
+    assert ((A.sum(dim=1) - 1).abs() <= 1e-5).all(), "a row does not sum to 1"
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    assert (A[:, future] == 0).all(), "weight above the diagonal"
+'''), expect={"check_simplex_hidden": 0.0},
+          why="sums over the wrong axis (columns): rejects correct matrices",
+          says={"check_simplex_hidden": ["correct attention matrix", "A.sum(dim=-1)"]}),
+
+    # -- check_causality_perturbation: 14 broken heads, 3/14 points each
+    Entry("w03-perturbation-asserts-nothing", P03, _perturbation('''
+    out = head(x)
+    x2 = x.clone()
+    x2[:, t] = 0
+    print("largest change:", (head(x2) - out).abs().max().item())
+'''), expect={"check_perturbation_hidden": 0.0}, why="prints the change, asserts nothing: catches nothing",
+          says={"check_perturbation_hidden": ["every broken head", "assert anything"]}),
+    Entry("w03-perturbation-allclose", P03, _perturbation('''
+    out = head(x)
+    x2 = x.clone()
+    x2[:, t] = torch.randn_like(x2[:, t])
+    out2 = head(x2)
+    assert torch.allclose(out[:, :t], out2[:, :t]), "the past moved"
+    for s in range(t, x.shape[1]):
+        assert not torch.allclose(out[:, s], out2[:, s]), "the present did not move"
+'''), expect={"check_perturbation_hidden": 2.79},
+          why="allclose where bitwise equality is asked: the leak of 3e-7 of each output passes; 13 of 14. (The "
+              "1e-7 and 1e-8 leaks show in outputs near 0, where allclose's atol of 1e-8 is all it allows)",
+          says={"check_perturbation_hidden": ["inside allclose's tolerance", "torch.equal, not allclose"]}),
+    Entry("w03-perturbation-only-before", P03, _perturbation('''
+    out = head(x)
+    x2 = x.clone()
+    x2[:, t] = torch.randn_like(x2[:, t])
+    out2 = head(x2)
+    assert torch.equal(out[:, t - 1], out2[:, t - 1]), "the position right before t moved"
+    for s in range(t, x.shape[1]):
+        assert not torch.equal(out[:, s], out2[:, s]), "the present did not move"
+'''), expect={"check_perturbation_hidden": 2.79},
+          why="only the position right before the perturbation: a head whose first row is unmasked leaks into "
+              "position 0 only; 13 of 14",
+          says={"check_perturbation_hidden": ["first row open", "out[:, :t]"]}),
+    Entry("w03-perturbation-past-only", P03, _perturbation('''
+    out = head(x)
+    x2 = x.clone()
+    x2[:, t] = torch.randn_like(x2[:, t])
+    assert torch.equal(out[:, :t], head(x2)[:, :t]), "the past moved"
+'''), expect={"check_perturbation_hidden": 2.57},
+          why="only half the property (the past does not move): a head that ignores its input and one that "
+              "ignores the past pass; 12 of 14",
+          says={"check_perturbation_hidden": ["ignores its input", "two halves"]}),
+    Entry("w03-perturbation-diagonal", P03, _perturbation('''
+    out = head(x)
+    x2 = x.clone()
+    x2[:, t] = torch.randn_like(x2[:, t])
+    assert torch.equal(out[:, :t + 1], head(x2)[:, :t + 1]), "an output up to t moved"
+'''), expect={"check_perturbation_hidden": 0.0},
+          why="the diagonal treated as masked: position t 'must not' see token t, so every correct head fails",
+          says={"check_perturbation_hidden": ["every correct head", "a token sees itself"]}),
+
+    # -- check_causality_gradient: 12 broken heads, 0.25 points each
+    Entry("w03-gradient-asserts-nothing", P03, _gradient('''
+    x = x.clone().requires_grad_(True)
+    head(x)[0, i].sum().backward()
+    x.grad[0, i + 1:] == 0
+'''), expect={"check_gradient_hidden": 0.0}, why="a comparison on its own line asserts nothing",
+          says={"check_gradient_hidden": ["every broken head", "assert anything"]}),
+    Entry("w03-gradient-future-only", P03, _gradient('''
+    x = x.clone().requires_grad_(True)
+    head(x)[0, i].sum().backward()
+    assert (x.grad[0, i + 1:] == 0).all(), "a gradient from the future"
+'''), expect={"check_gradient_hidden": 2.5},
+          why="only that future gradients are zero, never that past ones are not: the input-ignoring and the "
+              "self-only heads pass; 10 of 12",
+          says={"check_gradient_hidden": ["ignores its input", "two halves"]}),
+    Entry("w03-gradient-allclose", P03, _gradient('''
+    x = x.clone().requires_grad_(True)
+    head(x)[0, i].sum().backward()
+    g = x.grad[0]
+    assert torch.allclose(g[i + 1:], torch.zeros_like(g[i + 1:])), "a gradient from the future"
+    for j in range(i + 1):
+        assert not torch.allclose(g[j], torch.zeros_like(g[j])), f"no gradient from {j}"
+'''), expect={"check_gradient_hidden": 2.75},
+          why="allclose where exact zeros are asked: a future gradient of 1e-10 passes; 11 of 12",
+          says={"check_gradient_hidden": ["1e-10", "== 0, not allclose"]}),
+    Entry("w03-gradient-diagonal", P03, _gradient('''
+    x = x.clone().requires_grad_(True)
+    head(x)[0, i].sum().backward()
+    assert (x.grad[0, i:] == 0).all(), "a gradient from position i or later"
+'''), expect={"check_gradient_hidden": 0.0},
+          why="the diagonal treated as masked: out_i 'must not' depend on x_i, so every correct head fails",
+          says={"check_gradient_hidden": ["every correct head", "a token sees itself"]}),
+
+    # -- scale_table: parts weigh 7 in all, 4 points
+    Entry("w03-scale-by-d_k", P03, edit(P03, SCALE, ("scaled = raw / math.sqrt(d_k)", "scaled = raw / d_k")),
+          expect={"scale_table_hidden": 3.14},
+          why="scaled by d_k: loses scaled_std = raw_std / sqrt(d_k) (0.5) and the sampled max weights (1): 4 × 5.5/7",
+          says={"scale_table_hidden": ["divided by d_k", "max_weight_scaled", "too low"]}),
+    Entry("w03-scale-by-width", P03, edit(P03, SCALE, ("scaled = raw / math.sqrt(d_k)", "scaled = raw / math.sqrt(32)")),
+          expect={"scale_table_hidden": 2.57},
+          why="scaled by the model width's square root: loses scaled_std (0.5), the sampled max weights (1) and "
+              "one-hot shares (1; at d_k = 1024 the scaled rows saturate): 4 × 4.5/7",
+          says={"scale_table_hidden": ["model width", "max_weight_scaled"]}),
+    Entry("w03-scale-none", P03, edit(P03, SCALE, ("scaled = raw / math.sqrt(d_k)", "scaled = raw")),
+          expect={"scale_table_hidden": 2.57},
+          why="not scaled at all: loses scaled_std (0.5), the sampled max weights (1) and one-hot shares (1): "
+              "4 × 4.5/7",
+          says={"scale_table_hidden": ["not divided by sqrt(d_k) at all", "too peaked"]}),
+    Entry("w03-scale-softmax-axis", P03, edit(P03, SCALE, ("F.softmax(raw, dim=-1)", "F.softmax(raw, dim=-2)"),
+                                             ("F.softmax(scaled, dim=-1)", "F.softmax(scaled, dim=-2)")),
+          expect={"scale_table_hidden": 3.43},
+          why="softmax over the queries: the max weights have the same distribution (q and k play symmetric "
+              "roles), but the one-hot share at d_k = 1024 is too low: loses 1 of 7",
+          says={"scale_table_hidden": ["one_hot_raw", "too low", "dim=-1"]}),
+    Entry("w03-scale-unseeded", P03, edit(P03, SCALE, ("q = torch.randn(4, 8, d_k, generator=g)", "q = torch.randn(4, 8, d_k)"),
+                                          ("k = torch.randn(4, 8, d_k, generator=g)", "k = torch.randn(4, 8, d_k)")),
+          expect={"scale_table_hidden": 3.43},
+          why="sampled from the global generator, not seeded with `seed`: every statistic right, only the seeded "
+              "part (1 of 7) lost: partial credit",
+          says={"scale_table_hidden": ["same seed", "seed"]}),
+    Entry("w03-scale-masked", P03, edit(P03, SCALE, (
+              "raw = q @ k.transpose(-2, -1)",
+              "raw = (q @ k.transpose(-2, -1)).masked_fill(torch.ones(8, 8).triu(1) == 1, float('-inf'))")),
+          expect={"scale_table_hidden": 0.0},
+          why="the scores masked with -inf before the statistics: NaN stds, a table no part can be judged on",
+          says={"scale_table_hidden": ["masked", "unmasked scores"]}),
+    Entry("w03-scale-typed-in", P03, {SCALE: code('''
+def scale_table(d_heads, seed):
+    handout = {16: (4.12, 1.000, 0.798), 64: (7.95, 1.000, 0.684), 256: (18.00, 1.000, 0.467)}
+    rows = []
+    for d_k in d_heads:
+        raw, top_raw, top_scaled = handout.get(d_k, (math.sqrt(d_k), 1.0, 0.7))
+        rows.append({"d_k": d_k, "raw_std": raw, "sqrt_d_k": math.sqrt(d_k), "scaled_std": raw / math.sqrt(d_k),
+                     "max_weight_raw": top_raw, "max_weight_scaled": top_scaled,
+                     "one_hot_raw": 0.25, "one_hot_scaled": 0.0})
+    return rows
+''')}, expect={"scale_table_hidden": 0.86},
+          why="a hard-coded table (the handout's, sqrt(d_k) elsewhere): the same for every seed, so nothing "
+              "measured is credited; the form (1) and the sqrt column (0.5) remain: 4 × 1.5/7",
+          says={"scale_table_hidden": ["same for every seed", "do not type numbers in"]}),
+
+    # -- mask_after_softmax_row_sums: 3 cases; with one token (T = 1) every variant sums to 1 and is right
+    Entry("w03-row-sums-mask-before", P03, _row_sums('''
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    return F.softmax(scores.masked_fill(future, float("-inf")), dim=-1).sum(dim=-1)
+'''), expect={"mask_after_softmax_hidden": 0.67},
+          why="masked before the softmax (the head's order): rows sum to 1; right only for T = 1",
+          says={"mask_after_softmax_hidden": ["every row sums to 1", "masking before the softmax"]}),
+    Entry("w03-row-sums-zero-fill", P03, _row_sums('''
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    return F.softmax(scores.masked_fill(future, 0.0), dim=-1).sum(dim=-1)
+'''), expect={"mask_after_softmax_hidden": 0.67},
+          why="the mask filled with 0 (before the softmax): rows sum to 1; right only for T = 1",
+          says={"mask_after_softmax_hidden": ["every row sums to 1", "future weights are zeroed"]}),
+    Entry("w03-row-sums-renormalised", P03, _row_sums('''
+    A = F.softmax(scores, dim=-1) * torch.tril(torch.ones(T, T))
+    A = A / A.sum(dim=-1, keepdim=True)                   # renormalised: rows sum to 1 again
+    return A.sum(dim=-1)
+'''), expect={"mask_after_softmax_hidden": 0.67},
+          why="masked after the softmax, then renormalised: rows sum to 1; right only for T = 1",
+          says={"mask_after_softmax_hidden": ["every row sums to 1", "renormalising"]}),
+    Entry("w03-row-sums-triu", P03, _row_sums('''
+    return (F.softmax(scores, dim=-1) * torch.triu(torch.ones(T, T))).sum(dim=-1)
+'''), expect={"mask_after_softmax_hidden": 0.67},
+          why="triu for tril: keeps the future; right only for T = 1",
+          says={"mask_after_softmax_hidden": ["kept the future", "tril"]}),
+    Entry("w03-row-sums-diagonal", P03, _row_sums('''
+    return (F.softmax(scores, dim=-1) * torch.tril(torch.ones(T, T), diagonal=-1)).sum(dim=-1)
+'''), expect={"mask_after_softmax_hidden": 0.0},
+          why="the diagonal masked out too: wrong in every case, T = 1 included (a row keeps nothing)",
+          says={"mask_after_softmax_hidden": ["diagonal was zeroed", "j = i included"]}),
+    Entry("w03-row-sums-axis", P03, _row_sums('''
+    return (F.softmax(scores, dim=1) * torch.tril(torch.ones(T, T))).sum(dim=-1)
+'''), expect={"mask_after_softmax_hidden": 0.67},
+          why="softmax over the wrong axis (the queries); right only for T = 1",
+          says={"mask_after_softmax_hidden": ["over the queries", "dim=-1"]}),
+    Entry("w03-row-sums-squeezed", P03, _row_sums('''
+    return (F.softmax(scores, dim=-1) * torch.tril(torch.ones(T, T))).sum(dim=-1).squeeze()
+'''), expect={"mask_after_softmax_hidden": 1.33},
+          why="squeeze() drops the T = 1 axis: 2 of 3 cases right (partial credit)",
+          says={"mask_after_softmax_hidden": ["one token", "shape (2, 1)"]}),
+
+    # -- FAILS_ON_MASK_AFTER_SOFTMAX: 3 names, one share each
+    Entry("w03-fails-only-simplex", P03, {FAILS: 'FAILS_ON_MASK_AFTER_SOFTMAX = {"check_simplex"}'},
+          expect={"fails_on_mask_after_softmax_hidden": 0.67},
+          why="forgets that causality fails too (the softmax's denominator sees the future): 1 of 3",
+          says={"fails_on_mask_after_softmax_hidden": ["denominator", "future keys"]}),
+    Entry("w03-fails-always-equal", P03, {FAILS: code('''
+class Anything(set):
+    def __eq__(self, other):                  # equal to any set
+        return True
+    def __le__(self, other):
+        return True
+
+FAILS_ON_MASK_AFTER_SOFTMAX = Anything()
+''')}, expect={"fails_on_mask_after_softmax_hidden": 0.0},
+          why="an object whose __eq__ is always true: the grader reads its elements (none), never its ==",
+          says={"fails_on_mask_after_softmax_hidden": ["it fails", "denominator"]}),
 ]
 
 
 # ---- 06-going-further (bonus) ----------------------------------------------------------------
+# bonus_permutation_gaps: 3 parts. bonus_online_softmax: parts weighing 13 (ordinary 2, very negative 2,
+# very large 1, wide range 0.5, -inf entries 1, masked prefix 2, one key 0.5, float64 1, one key at a
+# time 3). bonus_streaming_attention: 6.5 (ordinary 2, large scores 1, T = 1 0.5, float64 1, other
+# ranks 0.5, one key at a time 1.5). bonus_fit_exponent: 4 parts.
 
 P06 = "06-going-further"
 ONLINE_ROWS_ONE_BY_ONE = code('''
@@ -110,6 +619,20 @@ def online_softmax(scores):
 CORRECT += [
     Entry("c06-online-rows-one-by-one", P06, {"online_softmax": "import math\n\n" + ONLINE_ROWS_ONE_BY_ONE},
           why="plain Python floats, one row at a time"),
+    Entry("c06-online-rows-vectorised", P06, {"online_softmax": code('''
+def online_softmax(scores):
+    m = scores.new_full(scores.shape[:-1], float("-inf"))          # running max, one per row
+    z = scores.new_zeros(scores.shape[:-1])                        # running sum
+    for j in range(scores.shape[-1]):                              # keys one at a time, all rows at once
+        s = scores[..., j]
+        m_new = torch.maximum(m, s)
+        safe = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))
+        z = z * torch.exp(m - safe) + torch.exp(s - safe)
+        m = m_new
+    safe = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    return torch.exp(scores - safe.unsqueeze(-1)) / z.unsqueeze(-1)
+''')}, why="keys looped, rows vectorised, with new_full / new_zeros and torch.isfinite instead of the "
+     "solution's == -inf test"),
     Entry("c06-fit-torch-log10", P06, {"fit_exponent": code('''
 def fit_exponent(Ts, times):
     x = torch.log10(torch.tensor(Ts, dtype=torch.float64))
@@ -130,7 +653,30 @@ def permutation_gaps(head, tok_emb, pos_emb, idx, perm):
                 gap(head(tok_emb(idx[:, perm])), head(e)[:, perm]),
                 gap(head(tok_emb(idx[:, perm]) + P), head(e + P)[:, perm])]
 ''')}, why="no_grad, the embedding table's rows instead of a lookup, a list instead of a tuple"),
+    Entry("c06-streaming-rows-one-by-one", P06, {"streaming_attention": code('''
+def streaming_attention(q, k, v):
+    T, d_k = q.shape[-2], q.shape[-1]
+    out = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
+    for i in range(T):                                  # one query row at a time
+        m = torch.full(q.shape[:-2], float("-inf"), dtype=q.dtype)
+        z = torch.zeros(q.shape[:-2], dtype=q.dtype)
+        acc = torch.zeros(*q.shape[:-2], v.shape[-1], dtype=q.dtype)
+        for j in range(i + 1):                          # keys j <= i only: the mask, by the loop's range
+            s = (q[..., i, :] * k[..., j, :]).sum(-1) / math.sqrt(d_k)
+            m_new = torch.maximum(m, s)
+            c, w = torch.exp(m - m_new), torch.exp(s - m_new)
+            z = z * c + w
+            acc = acc * c[..., None] + w[..., None] * v[..., j, :]
+            m = m_new
+        out[..., i, :] = acc / z[..., None]
+    return out
+''')}, why="one query at a time, the mask as the range of the key loop, math.sqrt"),
 ]
+
+
+def _streaming(*changes) -> dict:
+    return edit(P06, "streaming_attention", *changes)
+
 
 WRONG += [
     Entry("w06-running-max-zero", P06, {"online_softmax": code('''
@@ -143,21 +689,92 @@ def online_softmax(scores):
         running_sum = running_sum * torch.exp(running_max - new_max) + torch.exp(scores[..., j] - new_max)
         running_max = new_max
     return torch.exp(scores - running_max[..., None]) / running_sum[..., None]
-''')}, expect={"bonus_online_softmax": 2.54}, why="running max started at 0, not -inf: very negative rows underflow"),
+''')}, expect={"bonus_online_softmax": 2.54},
+          why="running max started at 0, not -inf: rows near -1e4 underflow (2 of 13): 3 × 11/13",
+          says={"bonus_online_softmax": ["very negative", "start at 0 instead of -inf"]}),
     Entry("w06-online-calls-softmax", P06, {"online_softmax": code('''
 def online_softmax(scores):
     return torch.softmax(scores, dim=-1)
-''')}, expect={"bonus_online_softmax": 2.31}, why="torch.softmax in one shot: right numbers, no streaming"),
+''')}, expect={"bonus_online_softmax": 2.31},
+          why="torch.softmax in one shot: right numbers, no streaming (3 of 13): 3 × 10/13",
+          says={"bonus_online_softmax": ["softmax(…) on a tensor with the whole key axis", "one at a time"]}),
+    Entry("w06-online-first-axis", P06, {"online_softmax": code('''
+def online_softmax(scores):
+    running_max = torch.full(scores.shape[1:], float('-inf'), dtype=scores.dtype)
+    running_sum = torch.zeros(scores.shape[1:], dtype=scores.dtype)
+    for j in range(scores.shape[0]):                  # the first axis, not the keys
+        s_j = scores[j]
+        new_max = torch.maximum(running_max, s_j)
+        shift = torch.where(new_max == float('-inf'), 0.0, new_max)
+        running_sum = running_sum * torch.exp(running_max - shift) + torch.exp(s_j - shift)
+        running_max = new_max
+    shift = torch.where(running_max == float('-inf'), 0.0, running_max)
+    return torch.exp(scores - shift[None]) / running_sum[None]
+''')}, expect={"bonus_online_softmax": 0.0},
+          why="streams over the wrong axis: a softmax along axis 0, wrong on every case with two or more axes",
+          says={"bonus_online_softmax": ["along axis 0", "scores[..., j]"]}),
     Entry("w06-fit-hard-coded", P06, {"fit_exponent": code('''
 def fit_exponent(Ts, times):
     return 2.0
-''')}, expect={"bonus_fit_exponent": 0.0}, why="the lecture's exponent typed in"),
+''')}, expect={"bonus_fit_exponent": 0.0}, why="the lecture's exponent typed in: wrong on every data set",
+          says={"bonus_fit_exponent": ["typed in"]}),
     Entry("w06-fit-two-points", P06, {"fit_exponent": code('''
 def fit_exponent(Ts, times):
     return math.log(times[-1] / times[0]) / math.log(Ts[-1] / Ts[0])
-''')}, expect={"bonus_fit_exponent": 0.5}, why="slope through the end points, not least squares"),
+''')}, expect={"bonus_fit_exponent": 0.5},
+          why="slope through the end points, not least squares: right on exact power laws only, 1 of 4",
+          says={"bonus_fit_exponent": ["two points", "least-squares"]}),
     Entry("w06-gaps-typed-in", P06, {"permutation_gaps": code('''
 def permutation_gaps(head, tok_emb, pos_emb, idx, perm):
     return 1e-7, 1e-7, 1e-7, 0.5
-''')}, expect={"bonus_permutation_gaps": 0.0}, why="the handout's numbers typed in"),
+''')}, expect={"bonus_permutation_gaps": 0.0}, why="the handout's numbers typed in: no part credited",
+          says={"bonus_permutation_gaps": ["identity permutation", "typed-in"]}),
+    Entry("w06-gaps-positions-permuted", P06, edit(P06, "permutation_gaps", (
+              "tokens_pos = gap(head(tok_emb(idx[:, perm]) + P),", "tokens_pos = gap(head(tok_emb(idx[:, perm]) + P[perm]),")),
+          expect={"bonus_permutation_gaps": 1.33},
+          why="P permuted along with the tokens in gap 4: the symmetry is never broken; 2 of 3 parts",
+          says={"bonus_permutation_gaps": ["gap 4", "P stays in place"]}),
+    Entry("w06-streaming-by-d_k", P06, _streaming(("/ d_k**0.5", "/ d_k")),
+          expect={"bonus_streaming_attention": 0.92},
+          why="scores divided by d_k: large scores (one-hot either way), T = 1 and the streaming part stay right, "
+              "3 of 6.5: 2 × 3/6.5",
+          says={"bonus_streaming_attention": ["divided by d_k", "q·k / sqrt(d_k)"]}),
+    Entry("w06-streaming-unscaled", P06, _streaming(("/ d_k**0.5", "")),
+          expect={"bonus_streaming_attention": 0.92},
+          why="scores not scaled at all: 3 of 6.5 as for d_k",
+          says={"bonus_streaming_attention": ["not divided by sqrt(d_k) at all"]}),
+    Entry("w06-streaming-triu", P06, _streaming(("query_pos < j", "query_pos > j")),
+          expect={"bonus_streaming_attention": 0.15},
+          why="triu for tril (queries after key j are masked): NaN from the masked prefixes; only T = 1 right, "
+              "0.5 of 6.5",
+          says={"bonus_streaming_attention": ["mask reversed", "keys 0, 1, ..., i"]}),
+    Entry("w06-streaming-diagonal", P06, _streaming(("query_pos < j", "query_pos <= j")),
+          expect={"bonus_streaming_attention": 0.0},
+          why="the diagonal masked out: query 0 sees no key (NaN), wrong everywhere, T = 1 included",
+          says={"bonus_streaming_attention": ["query 0 is NaN", "diagonal masked"]}),
+    Entry("w06-streaming-mask-zero", P06, _streaming(("s_j.masked_fill(query_pos < j, float('-inf'))",
+                                                      "s_j.masked_fill(query_pos < j, 0.0)")),
+          expect={"bonus_streaming_attention": 0.15},
+          why="the mask filled with 0 instead of -inf: the future gets weight; only T = 1 right",
+          says={"bonus_streaming_attention": ["score 0 instead of -inf", "exp(0) = 1"]}),
+    Entry("w06-streaming-max-zero", P06, _streaming((
+              "running_max = torch.full(q.shape[:-1], float('-inf'), dtype=q.dtype)",
+              "running_max = torch.zeros(q.shape[:-1], dtype=q.dtype)")),
+          expect={"bonus_streaming_attention": 1.69},
+          why="running max started at 0: only scores in the hundreds underflow; 5.5 of 6.5",
+          says={"bonus_streaming_attention": ["large scores", "started at -inf (not 0)"]}),
+    Entry("w06-streaming-no-rescale", P06, _streaming(("running_out = running_out * scale[..., None] +",
+                                                       "running_out = running_out +")),
+          expect={"bonus_streaming_attention": 0.15},
+          why="the running output is not rescaled when the max grows: only T = 1 right",
+          says={"bonus_streaming_attention": ["running output rescaled"]}),
+    Entry("w06-streaming-calls-softmax", P06, {"streaming_attention": code('''
+def streaming_attention(q, k, v):
+    T = q.shape[-2]
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5                        # (..., T, T)
+    scores = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+''')}, expect={"bonus_streaming_attention": 1.54},
+          why="the whole (T, T) matrix and torch.softmax: right numbers, not streamed (1.5 of 6.5)",
+          says={"bonus_streaming_attention": ["not streamed", "one at a time"]}),
 ]

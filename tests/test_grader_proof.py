@@ -1,22 +1,65 @@
 """Prove the grader: every corpus submission gets exactly the points it deserves in every grade cell.
 
 The corpus (tests/proof_corpus.py) is graded as one class through `make grade`'s code path, with
-the untouched release and a half-done submission beside it. The test prints the grader's false
-passes (a wrong answer scored higher than it deserves) and false fails (a right answer scored
-lower); both must be zero.
+the untouched release (`blank`) and the half-done example submission (`half`) beside it. The test
+prints the grader's false passes (a wrong answer scored higher than it deserves) and false fails
+(a right answer scored lower); both must be zero.
+
+Speed: a notebook of the corpus is one kernel run. Entries of the same notebook that edit
+different answer cells share one graded notebook (`pack`): a grade cell judges only the answer it
+follows, so each entry's expectations stay exact and are reported under the entry's own name.
 """
+from __future__ import annotations
+
 import json
+import re
+import shutil
+import time
 
 import pytest
 
+from autograder.build import nbgrader
+from autograder.course import STEP, db_url
 from autograder.example import answer_ids, build, with_answers
 from autograder.grade import grade
 
 from conftest import NOTEBOOK_NAMES, ROOT, load, nbgrader_meta
-from proof_corpus import CORRECT, WRONG
+from proof_corpus import CORRECT, WRONG, Entry
 
 pytestmark = pytest.mark.slow
 CORPUS = CORRECT + WRONG
+MAX_EDITS_PER_NOTEBOOK = 6
+
+# What the half-done example student (autograder.example.build: the first ceil(n/2) answer cells of
+# each notebook filled with the solutions, the rest as released) fills in, and what it must score.
+# Written answers (markdown) count among the answer cells but are graded by hand.
+HALF_FILLS = {
+    # 7 answers: map_written, shapes, coupling_expectation, simplex_proof | causality_proof, variance_proof, dot_variance
+    "01-on-paper": ["map_written", "shapes", "coupling_expectation", "simplex_proof"],
+    # 3 answers: scores_entrywise, count_params | scale_width
+    "02-the-head": ["scores_entrywise", "count_params"],
+    # 8 answers: the three checks, scale_table | mask_after_softmax_row_sums, fails_on_mask_after_softmax, two written
+    "03-the-tests": ["check_simplex", "check_causality_perturbation", "check_causality_gradient", "scale_table"],
+    # 7 answers: permutation_gaps, bonus_equivariance_sentence, online_softmax, streaming_attention | the rest
+    "06-going-further": ["permutation_gaps", "bonus_equivariance_sentence", "online_softmax", "streaming_attention"],
+}
+HALF_EXPECT = {
+    "01-on-paper": {"shapes_hidden": 2.0,            # shapes is filled: full marks
+                    "dot_variance_hidden": 0.0},     # dot_variance is not: NotImplementedError
+    "02-the-head": {"scores_entrywise_hidden": 3.0,  # both answers filled
+                    "count_params_hidden": 2.0},
+    "03-the-tests": {"check_simplex_hidden": 3.0, "check_perturbation_hidden": 3.0,   # the first four answers
+                     "check_gradient_hidden": 3.0, "scale_table_hidden": 4.0,
+                     "mask_after_softmax_hidden": 0.0,                                # not filled
+                     "fails_on_mask_after_softmax_hidden": 0.0},                      # not filled
+    "06-going-further": {"bonus_permutation_gaps": 2.0, "bonus_online_softmax": 3.0,
+                         "bonus_streaming_attention": 2.0,
+                         "bonus_fit_exponent": 0.0},                                  # fit_exponent not filled
+}
+
+# Never in a feedback message: hidden test source, grader internals, machine paths.
+LEAK_MARKERS = ("hidden(", "BEGIN HIDDEN", "autograder.checks", "step04_", "MutantHead", "REFERENCE",
+                "/work/", "/tmp/", "/root")
 
 
 def autograded_cells(name: str) -> dict[str, float]:
@@ -25,60 +68,225 @@ def autograded_cells(name: str) -> dict[str, float]:
             if nbgrader_meta(c).get("grade") and not nbgrader_meta(c).get("solution")}
 
 
+def manual_cells(name: str) -> list[str]:
+    nb = load(ROOT / "release" / "step-04" / f"{name}.ipynb")
+    return [nbgrader_meta(c)["grade_id"] for c in nb["cells"]
+            if nbgrader_meta(c).get("grade") and nbgrader_meta(c).get("solution")]
+
+
+def feeds(name: str) -> dict[str, list[str]]:
+    """answer grade_id -> the autograded cells that judge it: in the release, the grade cells after a
+    code answer cell, up to the next code answer cell (written answers are graded by hand)."""
+    nb = load(ROOT / "release" / "step-04" / f"{name}.ipynb")
+    out, current = {}, None
+    for cell in nb["cells"]:
+        meta = nbgrader_meta(cell)
+        if meta.get("solution") and cell["cell_type"] == "code":
+            current = meta["grade_id"]
+            out[current] = []
+        elif meta.get("grade") and not meta.get("solution") and current is not None:
+            out[current].append(meta["grade_id"])
+    return out
+
+
+def judged_by(entry: Entry) -> set[str]:
+    cells = feeds(entry.notebook)
+    return {gid for answer in entry.answers for gid in cells.get(answer, [])}
+
+
+def pack(entries: list[Entry]) -> list[tuple[str, list[Entry]]]:
+    """Graded notebooks: (student id, entries). Entries of one notebook share a notebook when they edit
+    different answer cells; first fit, in corpus order, so the packing is the same every run."""
+    bins: list[tuple[str, list[Entry]]] = []
+    for entry in entries:
+        for sid, members in bins:
+            if (members[0].notebook == entry.notebook and len(members) < MAX_EDITS_PER_NOTEBOOK
+                    and not any(set(m.answers) & set(entry.answers) for m in members)):
+                members.append(entry)
+                break
+        else:
+            bins.append((f"proof-{entry.notebook[:2]}-{len(bins):02d}", [entry]))
+    return bins
+
+
+PACKED = pack(CORPUS)
+
+
+def expected_scores() -> dict[tuple[str, str, str], tuple[float, str]]:
+    """(student, notebook, grade cell) -> (the exact score it deserves, who says so)."""
+    out = {}
+    for sid, members in PACKED:
+        name = members[0].notebook
+        owner = {gid: m for m in members for gid in judged_by(m)}
+        for gid, full in autograded_cells(name).items():
+            entry = owner.get(gid)
+            if entry is None:
+                out[(sid, name, gid)] = (full, "+".join(m.name for m in members) + " (an answer none of them edits)")
+            else:
+                out[(sid, name, gid)] = (entry.expect.get(gid, full), f"{entry.name} ({entry.why})")
+    for name in NOTEBOOK_NAMES:
+        for gid, full in autograded_cells(name).items():
+            out[("blank", name, gid)] = (0.0, "blank (the untouched release)")
+            out[("half", name, gid)] = (HALF_EXPECT[name][gid] if full else 0.0, "half (the first half of the answers)")
+    return out
+
+
+def write_class(folder, home):
+    for sid, members in PACKED:
+        answers = {k: v for m in members for k, v in m.answers.items()}
+        (folder / sid).mkdir(parents=True)
+        (folder / sid / f"{members[0].notebook}.ipynb").write_text(json.dumps(with_answers(members[0].notebook, answers)))
+    example = build(home / "example")
+    shutil.copy(example / "blank.zip", folder / "blank.zip")
+    for name in NOTEBOOK_NAMES:
+        shutil.copy(example / f"half_{name}.ipynb", folder / f"half_{name}.ipynb")
+
 
 @pytest.fixture(scope="module")
-def corpus_grades(tmp_path_factory):
+def graded(tmp_path_factory):
     home = tmp_path_factory.mktemp("proof")
     submissions = home / "class"
-    for entry in CORPUS:
-        (submissions / entry.name).mkdir(parents=True)
-        (submissions / entry.name / f"{entry.notebook}.ipynb").write_text(
-            json.dumps(with_answers(entry.notebook, entry.answers)))
+    write_class(submissions, home)
     mp = pytest.MonkeyPatch()
     mp.setenv("GRADER_HOME", str(home))
     mp.setenv("NBGRADER_DB_URL", f"sqlite:///{home / 'gradebook.db'}")
     try:
+        started = time.monotonic()
         run = grade(submissions, workers=2, quiet=True, feedback=False)
+        seconds = time.monotonic() - started
+        # grade a subset again from scratch (--force), with feedback HTML this time: one packed
+        # notebook of each notebook of the step, and the half-done student
+        again = home / "again"
+        again.mkdir()
+        firsts = {}
+        for sid, members in PACKED:
+            firsts.setdefault(members[0].notebook, sid)
+        for sid in firsts.values():
+            shutil.copytree(submissions / sid, again / sid)
+        for name in NOTEBOOK_NAMES:
+            shutil.copy(submissions / f"half_{name}.ipynb", again / f"half_{name}.ipynb")
+        rerun = grade(again, workers=2, force=True, quiet=True, feedback=False)
+        # feedback HTML for the regraded students (every notebook of the step is among them); the
+        # rest of the class is left out only to save time (grade() writes feedback for everyone)
+        others = sorted({sid for sid, _ in PACKED} - set(firsts.values()) | {"blank"})
+        nbgrader("generate_feedback", STEP, "--force",
+                 f"--CourseDirectory.autograded_directory={home / 'autograded'}",
+                 f"--CourseDirectory.feedback_directory={home / 'feedback'}",
+                 f"--CourseDirectory.student_id_exclude={','.join(others)}", db_url=db_url())
     finally:
         mp.undo()
-    scores = {(r["student"], r["notebook"], c["grade_id"]): (c["score"], c["error"])
-              for r in run["results"] for c in r["cells"]}
-    return scores
+    scores = {(r["student"], r["notebook"], c["grade_id"]): c for r in run["results"] for c in r["cells"]}
+    rescores = {(r["student"], r["notebook"], c["grade_id"]): c for r in rerun["results"] for c in r["cells"]}
+    print(f"\nproof: {len(PACKED)} corpus notebooks + blank + half graded in {seconds:.0f} s (2 workers)")
+    return {"home": home, "scores": scores, "rescores": rescores, "problems": run["problems"]}
 
 
-def test_corpus_is_large_enough_and_names_are_unique():
+def test_corpus_is_large_enough_and_well_formed():
     assert len(CORRECT) >= 10, f"only {len(CORRECT)} correct variants"
     assert len(WRONG) >= 25, f"only {len(WRONG)} wrong submissions"
     assert len({e.name for e in CORPUS}) == len(CORPUS)
     for entry in CORPUS:
         assert entry.notebook in NOTEBOOK_NAMES
         cells = autograded_cells(entry.notebook)
+        assert entry.answers, f"{entry.name} edits nothing"
         assert set(entry.expect) <= set(cells), f"{entry.name} expects unknown cells"
+        assert set(entry.expect) <= judged_by(entry), \
+            f"{entry.name}: expects points lost in a cell that does not judge the answers it edits"
         assert all(0 <= v < cells[k] for k, v in entry.expect.items()), \
             f"{entry.name}: an expectation must be below the full marks of a cell that has points"
         assert entry.why, f"{entry.name} does not say what it is"
+        if not entry.correct:
+            assert set(entry.says) == set(entry.expect), \
+                f"{entry.name}: say which words the feedback of each catching cell must contain"
+    # every autograded cell with points is shown both a right and a wrong answer
+    for name in {e.notebook for e in CORPUS}:
+        caught = {gid for e in WRONG if e.notebook == name for gid in e.expect}
+        varied = {gid for e in CORRECT if e.notebook == name for gid in judged_by(e)}
+        for gid, points in autograded_cells(name).items():
+            if points > 0:
+                assert gid in caught, f"no wrong submission is caught by {name} / {gid}"
+                assert gid in varied, f"no correct variant other than the solution reaches {name} / {gid}"
 
 
-def test_no_false_pass_and_no_false_fail(corpus_grades):
-    false_pass, false_fail = [], []
-    for entry in CORPUS:
-        for gid, full in autograded_cells(entry.notebook).items():
-            expected = entry.expect.get(gid, full)
-            got, error = corpus_grades[(entry.name, entry.notebook, gid)]
-            if got > expected + 1e-9:
-                false_pass.append(f"{entry.name} / {gid}: got {got}, deserves {expected} ({entry.why})")
-            elif got < expected - 1e-9:
-                false_fail.append(f"{entry.name} / {gid}: got {got}, deserves {expected} ({entry.why}): {error}")
-    print(f"\ncorpus: {len(CORRECT)} correct variants, {len(WRONG)} wrong submissions")
+def test_half_fills_what_the_comments_say():
+    for name in NOTEBOOK_NAMES:
+        ids = answer_ids(load(ROOT / "release" / "step-04" / f"{name}.ipynb"))
+        grade_ids = {c["id"]: nbgrader_meta(c).get("grade_id") for c in load(ROOT / "release" / "step-04" / f"{name}.ipynb")["cells"]}
+        half = [grade_ids[i] for i in ids[:(len(ids) + 1) // 2]]
+        assert half == HALF_FILLS[name], name
+        assert set(HALF_EXPECT[name]) == set(autograded_cells(name)) - {
+            g for g, p in autograded_cells(name).items() if p == 0}, name
+        filled_cells = {g for a in HALF_FILLS[name] for g in feeds(name).get(a, [])}
+        for gid, points in HALF_EXPECT[name].items():
+            assert points == (autograded_cells(name)[gid] if gid in filled_cells else 0.0), (name, gid)
+
+
+def test_no_false_pass_and_no_false_fail(graded):
+    scores = graded["scores"]
+    false_pass, false_fail, missing = [], [], []
+    for key, (expected, who) in expected_scores().items():
+        cell = scores.get(key)
+        if cell is None:
+            missing.append(f"{key}: not graded")
+            continue
+        got = cell["score"]
+        if got > expected + 1e-9:
+            false_pass.append(f"{key[0]} / {key[2]}: got {got}, deserves {expected}: {who}")
+        elif got < expected - 1e-9:
+            false_fail.append(f"{key[0]} / {key[2]}: got {got}, deserves {expected}: {who}: {cell['error']}")
+    print(f"\ncorpus: {len(CORRECT)} correct variants, {len(WRONG)} wrong submissions, in {len(PACKED)} "
+          f"graded notebooks; cells with points covered: "
+          f"{len({(e.notebook, g) for e in CORPUS for g in judged_by(e) if autograded_cells(e.notebook)[g] > 0})}")
     print(f"false passes: {len(false_pass)}" + "".join(f"\n  {x}" for x in false_pass))
     print(f"false fails: {len(false_fail)}" + "".join(f"\n  {x}" for x in false_fail))
+    assert not missing, missing
     assert not false_pass and not false_fail
 
 
-def test_every_lost_point_comes_with_a_reason_that_hides_the_tests(corpus_grades):
+def test_blank_and_half_written_answers(graded):
+    scores = graded["scores"]
+    for name in NOTEBOOK_NAMES:
+        for gid in manual_cells(name):
+            blank, half = scores[("blank", name, gid)], scores[("half", name, gid)]
+            assert blank["score"] == 0 and blank["error"] == "no answer given", (name, gid)
+            if gid in HALF_FILLS[name]:
+                assert half["score"] is None, f"{name} / {gid}: a written answer waits for a grader"
+            else:
+                assert half["score"] == 0, (name, gid)
+
+
+def test_every_lost_point_comes_with_a_reason_that_teaches_and_hides_the_tests(graded):
+    scores = graded["scores"]
+    sid_of = {m.name: sid for sid, members in PACKED for m in members}
+    problems = []
     for entry in WRONG:
         for gid in entry.expect:
-            score, error = corpus_grades[(entry.name, entry.notebook, gid)]
-            assert error, f"{entry.name} / {gid} lost points without a reason"
-            for secret in ("hidden(", "BEGIN HIDDEN", "autograder.checks"):
-                assert secret not in error
+            error = scores[(sid_of[entry.name], entry.notebook, gid)]["error"]
+            if not error:
+                problems.append(f"{entry.name} / {gid} lost points without a reason")
+            for secret in LEAK_MARKERS:
+                if secret in error:
+                    problems.append(f"{entry.name} / {gid}: the reason shows {secret!r}")
+            for word in entry.says[gid]:
+                if word.lower() not in error.lower():
+                    problems.append(f"{entry.name} / {gid}: the reason does not say {word!r}: {error}")
+    assert not problems, "\n".join(problems)
+
+
+def test_grading_twice_gives_the_same_scores_and_reasons(graded):
+    scores, rescores = graded["scores"], graded["rescores"]
+    assert rescores
+    differ = [f"{k}: {scores[k]} then {v}" for k, v in rescores.items() if scores.get(k) != v]
+    assert not differ, "\n".join(differ)
+
+
+def test_feedback_holds_no_hidden_test_source(graded):
+    feedback = graded["home"] / "feedback"
+    pages = sorted(feedback.rglob("*.html"))
+    seen = {p.stem for p in pages if not p.parts[-3] == "half"}
+    assert seen >= set(NOTEBOOK_NAMES), f"feedback on corpus notebooks {sorted(seen)} only"
+    for page in pages:
+        html = page.read_text()
+        for secret in ("BEGIN HIDDEN TESTS", "hidden(", "autograder.checks", "BEGIN SOLUTION", "/work/", "/tmp/"):
+            assert secret not in html, f"{page.relative_to(feedback)} shows {secret!r}"
+        assert "Hidden tests:" in html, page
