@@ -1,0 +1,59 @@
+"""The proof corpus, judged in-process: each entry's answers are defined in a namespace and the
+hidden checks that judge them are called as JupyterLab and nbgrader call them, `hidden(grade_id, ns)`.
+
+No kernel, no notebook: seconds per entry, for working on a check. The proof itself goes through
+grading (tests/test_grader_proof.py); this test also shows that the in-kernel path (JupyterLab,
+plain nbgrader) gives the same points as the grader's.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from autograder.checks import hidden
+from autograder.checks.framework import REGISTRY, load_all
+from autograder.course import RELEASE, STEP
+from autograder.example import answers_of
+from dlcourse.head import Head
+
+from proof_corpus import CORRECT, WRONG, Entry
+from test_grader_proof import judged_by
+
+load_all()
+
+
+def code_answers(notebook: str) -> list[str]:
+    release = json.loads((RELEASE / STEP / f"{notebook}.ipynb").read_text(encoding="utf-8"))
+    return [c["metadata"]["nbgrader"]["grade_id"] for c in release["cells"]
+            if c["cell_type"] == "code" and c.get("metadata", {}).get("nbgrader", {}).get("solution")]
+
+
+def namespace(entry: Entry) -> dict:
+    ns = {"torch": torch, "nn": nn, "F": F, "math": math, "np": np, "Head": Head, "__name__": "__main__"}
+    answers = {**answers_of(entry.notebook), **entry.answers}
+    for gid in code_answers(entry.notebook):
+        exec(compile(answers[gid], f"<{gid}>", "exec"), ns)
+    return ns
+
+
+@pytest.mark.parametrize("entry", CORRECT + WRONG, ids=lambda e: e.name)
+def test_in_process_points_match_the_corpus(entry):
+    ns = namespace(entry)
+    torch.manual_seed(0)
+    for gid in sorted(judged_by(entry)):
+        if gid not in REGISTRY:
+            continue                                # a visible check-your-work cell (0 points)
+        with contextlib.redirect_stdout(io.StringIO()) as report:
+            got = hidden(gid, ns)
+        expected = entry.expect.get(gid, REGISTRY[gid].points)
+        assert got == pytest.approx(expected, abs=1e-9), f"{entry.name} / {gid}: {entry.why}\n{report.getvalue()}"
+        for word in entry.says.get(gid, []):
+            assert word.lower() in report.getvalue().lower(), f"{entry.name} / {gid} does not say {word!r}"
