@@ -104,6 +104,12 @@ def dot_variance(d_k, n, seed):
           why="variance of the products q_m k_m (about 1), not of their sum: no case close, so the seed parts "
               "are not judged either",
           says={"dot_variance_hidden": ["close to d_k", "one product", "sum over the d_k axis"]}),
+    Entry("w01-variance-unseeded", P01, edit(P01, "dot_variance", ("q = torch.randn(n, d_k, generator=g)", "q = torch.randn(n, d_k)"),
+                                             ("k = torch.randn(n, d_k, generator=g)", "k = torch.randn(n, d_k)")),
+          expect={"dot_variance_hidden": 1.67},
+          why="sampled from the global generator, ignoring `seed`: every estimate close, only 'the same seed gives "
+              "the same estimate' (1 of 6) lost: partial credit",
+          says={"dot_variance_hidden": ["same seed", "manual_seed"]}),
     Entry("w01-variance-formula", P01, {"dot_variance": code('''
 def dot_variance(d_k, n, seed):
     return float(d_k)
@@ -419,6 +425,18 @@ WRONG += [
           why="allclose where bitwise equality is asked: the leak of 3e-7 of each output passes; 13 of 14. (The "
               "1e-7 and 1e-8 leaks show in outputs near 0, where allclose's atol of 1e-8 is all it allows)",
           says={"check_perturbation_hidden": ["inside allclose's tolerance", "torch.equal, not allclose"]}),
+    Entry("w03-perturbation-atol", P03, _perturbation('''
+    out = head(x)
+    x2 = x.clone()
+    x2[:, t] = torch.randn_like(x2[:, t])
+    out2 = head(x2)
+    assert torch.allclose(out[:, :t], out2[:, :t], atol=1e-6), "the past moved"
+    for s in range(t, x.shape[1]):
+        assert not torch.allclose(out[:, s], out2[:, s], atol=1e-6), "the present did not move"
+'''), expect={"check_perturbation_hidden": 2.36},
+          why="a tolerance where bitwise equality is asked: the heads that mask after the softmax and "
+              "renormalise (a leak of ~1e-8), leak 1e-7 or 3e-7 of each output pass; 11 of 14",
+          says={"check_perturbation_hidden": ["masks after the softmax and renormalises", "bitwise"]}),
     Entry("w03-perturbation-only-before", P03, _perturbation('''
     out = head(x)
     x2 = x.clone()

@@ -205,6 +205,9 @@ def test_corpus_is_large_enough_and_well_formed():
         for gid, points in autograded_cells(name).items():
             if points > 0:
                 assert gid in caught, f"no wrong submission is caught by {name} / {gid}"
+                # every check here scores several properties: show partial credit once for each
+                assert any(0 < e.expect.get(gid, 0) for e in WRONG if e.notebook == name), \
+                    f"no wrong submission gets partial credit in {name} / {gid}"
                 assert gid in varied, f"no correct variant other than the solution reaches {name} / {gid}"
 
 
