@@ -37,12 +37,13 @@ def masked_above_diagonal(weights: np.ndarray) -> np.ma.MaskedArray:
 
 
 def attention_heatmap(A, chars: str | None = None, ax=None, title: str | None = None,
-                      colorbar: bool = True, causal: bool = True, cmap: str = "Blues"):
+                      colorbar: bool = True, causal: bool = True, cmap: str = "Blues", vmax: float = 1.0):
     """Draw one attention matrix A (T, T) and return the Axes.
 
     Row i is query position i, column j is key position j. The colour range is fixed to
-    [0, 1] so pictures compare across seeds and bandwidths. With `causal=True` the entries
-    above the diagonal are drawn grey (masked), so a weight of 0.001 is never confused
+    [0, 1] so pictures compare across seeds and bandwidths (`vmax` below 1 stretches the scale
+    to show small departures from uniform; weights above it saturate). With `causal=True` the
+    entries above the diagonal are drawn grey (masked), so a weight of 0.001 is never confused
     with a weight the mask removed.
     """
     weights = as_matrix(A)
@@ -52,9 +53,10 @@ def attention_heatmap(A, chars: str | None = None, ax=None, title: str | None = 
         _, ax = plt.subplots(figsize=(size + (1 if colorbar else 0), size))
     colours = matplotlib.colormaps[cmap].with_extremes(bad=MASKED_COLOUR)
     shown = masked_above_diagonal(weights) if causal else weights
-    image = ax.imshow(shown, cmap=colours, vmin=0.0, vmax=1.0, interpolation="nearest")
+    image = ax.imshow(shown, cmap=colours, vmin=0.0, vmax=vmax, interpolation="nearest")
     if colorbar:
-        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
+        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, extend="max" if vmax < 1 else "neither",
+                           label="attention weight" + (f" (scale stretched to [0, {vmax:g}])" if vmax < 1 else ""))
     if chars is not None:
         if len(chars) != T:
             raise ValueError(f"{len(chars)} characters for a {T}x{T} matrix")
@@ -74,18 +76,21 @@ def heatmap_grid(matrices, titles, chars: str | None = None, ncols: int | None =
     n = len(matrices)
     ncols = ncols or n
     nrows = (n + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 3.3 * nrows), squeeze=False)
+    labelled = chars is not None and len(chars) <= 16          # character ticks only where they stay legible
+    size = 4.2 if labelled else 3.3
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols + 0.8, size * nrows), squeeze=False,
+                             layout="constrained")
     for ax, A, title in zip(axes.flat, matrices, titles):
         attention_heatmap(A, chars=None, ax=ax, title=title, colorbar=False)
         ax.set_xlabel("key j")
         ax.set_ylabel("query i")
-        if chars is not None and len(chars) <= 16:
-            ax.set_xticks(range(len(chars)), tick_labels(chars), rotation=90, fontsize=6)
-            ax.set_yticks(range(len(chars)), tick_labels(chars), fontsize=6)
+        if labelled:
+            ax.set_xticks(range(len(chars)), tick_labels(chars), rotation=90, fontsize=8)
+            ax.set_yticks(range(len(chars)), tick_labels(chars), fontsize=8)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     image = axes.flat[0].images[0]
-    fig.colorbar(image, ax=axes, fraction=0.02, pad=0.02, label="attention weight")
+    fig.colorbar(image, ax=axes, fraction=0.02, pad=0.01, label="attention weight")
     return fig
 
 

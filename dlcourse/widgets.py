@@ -107,9 +107,10 @@ class FrameRenderer:
 
         self.fig = fig
         self.canvas = FigureCanvasAgg(fig)
-        self.canvas.draw()                                  # the layout engine places everything once
-        if fig.get_layout_engine() is not None:
-            fig.set_layout_engine("none")                   # ... and the positions are kept from now on
+        engine = fig.get_layout_engine()
+        if engine is not None:
+            engine.execute(fig)                             # place everything once, as a drawing would ...
+            fig.set_layout_engine("none")                   # ... and keep those positions from now on
         self.dynamic = []
         for ax in axes:
             children = [a for a in ax.get_children() if not isinstance(a, Axis) and a is not ax.patch]
