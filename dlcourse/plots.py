@@ -113,11 +113,13 @@ def sequence_ticks(ax, chars: str, fontsize: float = 7) -> None:
 
 
 def smoothing_plot(ax, signal, curves: dict, chars: str | None = None, ylabel: str = "",
-                   reference: float | None = None):
+                   reference: float | None = None, legend: str = "right"):
     """A 0/1 (or real) signal along the sequence as grey bars, and smoothed versions of it as lines.
 
     `curves` maps a label (e.g. "s = 2") to a sequence of the same length. `reference` draws a
-    dotted horizontal line (say, the signal's mean over the whole corpus). Returns the Axes.
+    dotted horizontal line (say, the signal's mean over the whole corpus). The legend goes outside
+    the axes, never on a curve: to the right (`legend="right"`) or in a row above (`"above"`).
+    Returns the Axes.
     """
     values = np.asarray(signal.detach().cpu() if isinstance(signal, torch.Tensor) else signal, dtype=float)
     T = len(values)
@@ -133,5 +135,9 @@ def smoothing_plot(ax, signal, curves: dict, chars: str | None = None, ylabel: s
     ax.set_ylim(-0.02, 1.05)
     ax.set_xlabel("position i")
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=8, loc="upper right", ncols=min(len(curves) + 1 + (reference is not None), 6))
+    if legend == "above":
+        ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 1.01), borderaxespad=0.0,
+                  ncols=len(curves) + 1 + (reference is not None), frameon=False)
+    else:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0.0)
     return ax

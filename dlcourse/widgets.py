@@ -72,21 +72,20 @@ def bandwidth_figure(smoothing_fn: Callable[[int, float], torch.Tensor], s: floa
                      chars: str | None = None, fig: Figure | None = None,
                      ylabel: str = "signal", reference: float | None = None) -> Figure:
     """Two panels for one bandwidth s: the signal with its smoothed version A @ signal along the
-    sequence (top), and the matrix A = smoothing_fn(T, s) as a heatmap (bottom).
+    sequence (top), and the matrix A = smoothing_fn(T, s) as a heatmap with s in its title (bottom).
 
     With `fig` (one this function returned before), redraws in place and returns the same Figure.
     """
     A, out = smoothed(smoothing_fn, s, signal)
     if fig is None:
-        fig = Figure(figsize=(11, 12), layout="constrained")
-        top, bottom = fig.subplots(2, 1, height_ratios=[1, 2.4])
-        smoothing_plot(top, signal, {"A @ signal": out}, chars=chars, ylabel=ylabel, reference=reference)
-        top.set_title(f"the signal and its smoothed version, s = {s:.3g}")
+        fig = Figure(figsize=(10, 11.5), layout="constrained")
+        top, bottom = fig.subplots(2, 1, height_ratios=[1, 2.7])
+        smoothing_plot(top, signal, {f"A @ signal": out}, chars=chars, ylabel=ylabel, reference=reference,
+                       legend="above")
         attention_heatmap(A, chars=chars, ax=bottom, title=_bandwidth_title(s))
     else:
         top, bottom = fig.axes[0], fig.axes[1]
         top.lines[0].set_ydata(out)
-        top.set_title(f"the signal and its smoothed version, s = {s:.3g}")
         update_heatmap(bottom, A, title=_bandwidth_title(s))
     return fig
 
