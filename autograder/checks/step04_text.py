@@ -8,6 +8,20 @@ import torch
 
 from .framework import Check, Verdict, attempt, register, student, unpack
 
+
+def _unwritten(entries) -> str:
+    """The reason, if every call of the answer raised NotImplementedError (the cell is not filled in)."""
+    reasons = [unpack(e)[1] for e in entries]
+    if reasons and all(r and r.startswith("raises NotImplementedError") for r in reasons):
+        return reasons[0]
+    return ""
+
+
+def _unwritten_verdict(reason: str) -> Verdict:
+    verdict = Verdict()
+    verdict.add("the answer is written", False, reason)
+    return verdict
+
 T_TEXT, D_MODEL, D_HEAD = 64, 32, 16
 
 # ---- attention_on_text ---------------------------------------------------------------------
@@ -114,6 +128,8 @@ class AttentionOnText(Check):
         return results
 
     def judge(self, data, ctx):
+        if reason := _unwritten([data.get(str(seed)) for seed in TEXT_SEEDS] + [data.get("again")]):
+            return _unwritten_verdict(reason)
         verdict = Verdict()
         matrices, reasons = {}, {}
         for seed in TEXT_SEEDS:
@@ -290,6 +306,8 @@ class PatternStats(Check):
         cases = stat_cases()
         data = list(data) if isinstance(data, (list, tuple)) else []
         data += [None] * (len(cases) - len(data))
+        if reason := _unwritten(data):
+            return _unwritten_verdict(reason)
         values, errors = [], {}
         for (name, A), entry in zip(cases, data):
             value, why = unpack(entry)
