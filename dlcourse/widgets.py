@@ -148,12 +148,12 @@ def seed_slider(attention_fn: Callable[[int], torch.Tensor], chars: str | None =
     Returns the `interactive`; its `.result` is the Figure after the last move (the same Figure
     every time, redrawn in place).
     """
-    from ipywidgets import IntSlider, interactive
+    from ipywidgets import IntSlider, Layout, interactive
 
     fig = seed_figure(attention_fn, seed, chars)   # fails here, not inside the widget, if attention_fn does
     frames = FrameRenderer(fig, fig.axes[:1])      # only the heatmap's pixels and title change
     slider = IntSlider(value=seed, min=0, max=max_seed, step=1, description="seed",
-                       continuous_update=False, readout=True)
+                       continuous_update=False, readout=True, layout=Layout(width="560px"))
     slider.add_class(SEED_CLASS)
 
     def redraw(seed):
@@ -169,13 +169,14 @@ def bandwidth_slider(smoothing_fn: Callable[[int, float], torch.Tensor], signal,
                      ylabel: str = "signal", reference: float | None = None):
     """A logarithmic slider over the bandwidth s (CSS class "bandwidth-slider") that redraws the
     smoothed signal and the matrix A = smoothing_fn(T, s). Returns the `interactive`."""
-    from ipywidgets import FloatLogSlider, interactive
+    from ipywidgets import FloatLogSlider, Layout, interactive
 
     fig = bandwidth_figure(smoothing_fn, s, signal, chars, ylabel=ylabel, reference=reference)
     frames = FrameRenderer(fig, fig.axes[:2])      # the curve panel and the heatmap change; the colour bar does not
     slider = FloatLogSlider(value=s, base=10, min=float(np.log10(s_min)), max=float(np.log10(s_max)),
-                            step=0.05, description="s", readout=True, readout_format=".3g",
-                            continuous_update=False)
+                            step=0.05, description="bandwidth s", readout=True, readout_format=".3g",
+                            continuous_update=False, layout=Layout(width="560px"),
+                            style={"description_width": "initial"})
     slider.add_class(BANDWIDTH_CLASS)
 
     def redraw(s):
