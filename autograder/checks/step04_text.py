@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 import torch
@@ -37,15 +38,20 @@ TEXT_SEEDS = (7, 123, 2024)
 TEXT_ATOL = 1e-5
 
 
-def _text_ids(text_len: int = T_TEXT) -> torch.Tensor:
+@lru_cache(maxsize=1)
+def _vocab():
     from dlcourse.data import Vocab, load_text
     text = load_text()
-    return torch.tensor(Vocab(text).encode(text[:text_len]))[None, :]           # (1, 64)
+    return Vocab(text), text
+
+
+def _text_ids(text_len: int = T_TEXT) -> torch.Tensor:
+    vocab, text = _vocab()
+    return torch.tensor(vocab.encode(text[:text_len]))[None, :]                 # (1, 64)
 
 
 def _vocab_size() -> int:
-    from dlcourse.data import Vocab, load_text
-    return Vocab(load_text()).size
+    return _vocab()[0].size
 
 
 def text_attention(seed: int, variant: str = "handout") -> np.ndarray:
