@@ -45,6 +45,8 @@ def reference(T: int, s: float, variant: str = "correct") -> np.ndarray:
         "sign": d2 / (2 * s ** 2),
     }.get(variant, -d2 / (2 * s ** 2))
     above = np.triu(np.ones((T, T), dtype=bool), k=1)
+    if variant == "reversed_mask":
+        above = np.tril(np.ones((T, T), dtype=bool), k=-1)
     if variant in ("no_mask", "mask_after_softmax"):
         e = np.exp(scores - scores.max(axis=1, keepdims=True))
         A = e / e.sum(axis=1, keepdims=True)
@@ -70,6 +72,7 @@ MISTAKES = {
     "mask_after_softmax": "the mask is applied after the softmax: mask the scores with -inf, then take the softmax",
     "mask_zero": "the scores above the diagonal are set to 0 instead of -inf: exp(0) = 1 gives the future weight",
     "wrong_axis": "the softmax runs over the queries (dim=0): it must normalise each row, over the keys j (dim=-1)",
+    "reversed_mask": "the mask is reversed (tril for triu): the scores to fill with -inf are the future ones, j > i",
     "transposed": "the matrix is transposed: rows are queries i, columns keys j, and the weight sits at j <= i",
 }
 
@@ -120,7 +123,11 @@ class SmoothingAttention(Check):
                 shape = getattr(value, "shape", None)
                 why = f"returned shape {tuple(shape) if shape is not None else '?'}, not (T, T)"
             if why is None and not np.isfinite(a).all():
-                why = "the matrix holds NaN or inf (is s = 0 divided by, or a row fully masked?)"
+                if T > 1 and not np.isfinite(a[0]).any() and np.isfinite(a[1:]).all():
+                    why = ("gives a matrix whose row 0 is NaN: its only key is j = 0, itself, and it was masked too. "
+                           "The mask hides j > i (triu with diagonal=1): the diagonal stays")
+                else:
+                    why = "the matrix holds NaN or inf (is s = 0 divided by, or a row fully masked?)"
                 a = None
             if why:
                 problems[(T, s)] = f"smoothing_attention(T, s) {_label((T, s))} {why}"
