@@ -377,15 +377,6 @@ WRONG += [
           why="every assert says 'no bad entry', and every comparison with NaN is False: the NaN row (the "
               "diagonal masked) passes; 9 of 10",
           says={"check_simplex_hidden": ["NaN row", "(A >= 0).all()"]}),
-    Entry("w03-simplex-triu", P03, _simplex('''
-    T = A.shape[-1]
-    assert (A >= 0).all(), "a negative weight"
-    assert ((A.sum(-1) - 1).abs() <= 1e-5).all(), "a row does not sum to 1"
-    past = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1)
-    assert (A[:, past] == 0).all(), "weight outside the triangle"
-'''), expect={"check_simplex_hidden": 0.0},
-          why="tril for triu: demands zeros below the diagonal, so it rejects correct matrices",
-          says={"check_simplex_hidden": ["correct attention matrix", "strictly above the diagonal"]}),
     Entry("w03-simplex-diagonal", P03, _simplex('''
     T = A.shape[-1]
     assert (A >= 0).all(), "a negative weight"
@@ -395,15 +386,6 @@ WRONG += [
 '''), expect={"check_simplex_hidden": 0.0},
           why="the diagonal counted as future: rejects every correct matrix",
           says={"check_simplex_hidden": ["every correct matrix", "the diagonal itself holds weight"]}),
-    Entry("w03-simplex-columns", P03, _simplex('''
-    T = A.shape[-1]
-    assert (A >= 0).all(), "a negative weight"
-    assert ((A.sum(dim=1) - 1).abs() <= 1e-5).all(), "a row does not sum to 1"
-    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-    assert (A[:, future] == 0).all(), "weight above the diagonal"
-'''), expect={"check_simplex_hidden": 0.0},
-          why="sums over the wrong axis (columns): rejects correct matrices",
-          says={"check_simplex_hidden": ["correct attention matrix", "A.sum(dim=-1)"]}),
 
     # -- check_causality_perturbation: 14 broken heads, 3/14 points each
     Entry("w03-perturbation-asserts-nothing", P03, _perturbation('''
@@ -757,10 +739,6 @@ def permutation_gaps(head, tok_emb, pos_emb, idx, perm):
           why="scores divided by d_k: large scores (one-hot either way), T = 1 and the streaming part stay right, "
               "3 of 6.5: 2 × 3/6.5",
           says={"bonus_streaming_attention": ["divided by d_k", "q·k / sqrt(d_k)"]}),
-    Entry("w06-streaming-unscaled", P06, _streaming(("/ d_k**0.5", "")),
-          expect={"bonus_streaming_attention": 0.92},
-          why="scores not scaled at all: 3 of 6.5 as for d_k",
-          says={"bonus_streaming_attention": ["not divided by sqrt(d_k) at all"]}),
     Entry("w06-streaming-triu", P06, _streaming(("query_pos < j", "query_pos > j")),
           expect={"bonus_streaming_attention": 0.15},
           why="triu for tril (queries after key j are masked): NaN from the masked prefixes; only T = 1 right, "
@@ -770,11 +748,6 @@ def permutation_gaps(head, tok_emb, pos_emb, idx, perm):
           expect={"bonus_streaming_attention": 0.0},
           why="the diagonal masked out: query 0 sees no key (NaN), wrong everywhere, T = 1 included",
           says={"bonus_streaming_attention": ["query 0 is NaN", "diagonal masked"]}),
-    Entry("w06-streaming-mask-zero", P06, _streaming(("s_j.masked_fill(query_pos < j, float('-inf'))",
-                                                      "s_j.masked_fill(query_pos < j, 0.0)")),
-          expect={"bonus_streaming_attention": 0.15},
-          why="the mask filled with 0 instead of -inf: the future gets weight; only T = 1 right",
-          says={"bonus_streaming_attention": ["score 0 instead of -inf", "exp(0) = 1"]}),
     Entry("w06-streaming-max-zero", P06, _streaming((
               "running_max = torch.full(q.shape[:-1], float('-inf'), dtype=q.dtype)",
               "running_max = torch.zeros(q.shape[:-1], dtype=q.dtype)")),
@@ -795,4 +768,178 @@ def streaming_attention(q, k, v):
 ''')}, expect={"bonus_streaming_attention": 1.54},
           why="the whole (T, T) matrix and torch.softmax: right numbers, not streamed (1.5 of 6.5)",
           says={"bonus_streaming_attention": ["not streamed", "one at a time"]}),
+]
+
+
+# ---- 04-attention-on-text --------------------------------------------------------------------
+# attention_on_text_hidden: parts weighing 4.5 (a (64, 64) matrix per seed 0.5, causal attention 1,
+# same seed same matrix 0.5, seeds differ 0.5, agrees with the grader's construction 2), 3 points.
+# pattern_stats_hidden: diagonal 1, first column 1, entropy 2; 3 points.
+
+P04 = "04-attention-on-text"
+TEXT, STATS = "attention_on_text", "pattern_stats"
+CORRECT += [
+    Entry("c04-text-functional", P04, {TEXT: code('''
+def attention_on_text(seed):
+    torch.manual_seed(seed)
+    tok_emb = nn.Embedding(V, 32)
+    pos_emb = nn.Embedding(64, 32)
+    head = Head(32, 16, T_max=64)
+    ids = torch.tensor(encode(text[:64]))                            # (64,), no batch axis yet
+    x = torch.nn.functional.embedding(ids, tok_emb.weight) + pos_emb.weight   # (64, 32): rows 0..63 of pos_emb
+    with torch.no_grad():
+        head(x.unsqueeze(0))                                        # (1, 64, 32)
+    return head.A.squeeze(0).numpy()                                # a numpy array
+''')}, why="F.embedding on the weight matrix, pos_emb.weight instead of pos_emb(arange(64)), no_grad, numpy out"),
+    Entry("c04-stats-numpy", P04, {STATS: code('''
+import math
+import numpy as np
+
+def pattern_stats(A):
+    a = np.asarray(A, dtype=np.float64)
+    T = len(a)
+    H = np.array([-sum(p * math.log2(p) for p in row if p > 0) for row in a])    # bits; 0 log 0 skipped
+    return {"diagonal": float(np.trace(a) / T), "first_column": float(a[:, 0].mean()),
+            "entropy": float(np.mean(H[1:] / np.log2(np.arange(2, T + 1))))}     # the same base below
+''')}, why="numpy and a Python loop, entropy in bits (the ratio does not depend on the base)"),
+]
+
+
+def _text(*changes) -> dict:
+    return edit(P04, TEXT, *changes)
+
+
+def _stats(*changes) -> dict:
+    return edit(P04, STATS, *changes)
+
+
+WRONG += [
+    Entry("w04-text-no-position", P04, _text(("x = tok_emb(idx) + pos_emb(torch.arange(64))[None, :]", "x = tok_emb(idx)")),
+          expect={"attention_on_text_hidden": 1.67},
+          why="pos_emb built but not added: a causal, seeded matrix, not the handout's: loses 2 of 4.5",
+          says={"attention_on_text_hidden": ["not added to x"]}),
+    Entry("w04-text-head-first", P04, _text(("    tok_emb = nn.Embedding(V, 32)\n    pos_emb = nn.Embedding(64, 32)\n"
+                                             "    head = Head(32, 16, T_max=64)",
+                                             "    head = Head(32, 16, T_max=64)\n    tok_emb = nn.Embedding(V, 32)\n"
+                                             "    pos_emb = nn.Embedding(64, 32)")),
+          expect={"attention_on_text_hidden": 1.67},
+          why="the head built before the embeddings: other random numbers for every layer: loses 2 of 4.5",
+          says={"attention_on_text_hidden": ["before the embeddings"]}),
+    Entry("w04-text-transposed", P04, _text(("return head.A[0]", "return head.A[0].T")),
+          expect={"attention_on_text_hidden": 1.0},
+          why="transposed: weight above the diagonal (1) and not the handout's matrix (2): 3 × 1.5/4.5",
+          says={"attention_on_text_hidden": ["above the diagonal", "transposed"]}),
+    Entry("w04-text-unseeded", P04, _text(("    torch.manual_seed(seed)\n", "")),
+          expect={"attention_on_text_hidden": 1.33},
+          why="not seeded: the same seed gives another matrix (0.5) and none is the handout's (2): 3 × 2/4.5",
+          says={"attention_on_text_hidden": ["same seed gave different matrices", "torch.manual_seed(seed)"]}),
+    Entry("w04-text-seed-ignored", P04, _text(("torch.manual_seed(seed)", "torch.manual_seed(0)")),
+          expect={"attention_on_text_hidden": 1.33},
+          why="seeded with 0 whatever the seed: every seed the same matrix (0.5), not the handout's for the hidden "
+              "seeds (2): 3 × 2/4.5",
+          says={"attention_on_text_hidden": ["is `seed` passed to torch.manual_seed"]}),
+    Entry("w04-stats-log-zero", P04, _stats(("H = -torch.xlogy(A, A).sum(dim=-1)", "H = -(A * torch.log(A)).sum(dim=-1)")),
+          expect={"pattern_stats_hidden": 1.5},
+          why="A * log A: the masked zeros give 0 * (-inf) = NaN: entropy (2 of 4) lost",
+          says={"pattern_stats_hidden": ["NaN", "xlogy"]}),
+    Entry("w04-stats-log-T", P04, {STATS: "import math\n\n" + _stats(("(H[1:] / H_max[1:]).mean()", "(H[1:] / math.log(T)).mean()"))[STATS]},
+          expect={"pattern_stats_hidden": 1.5},
+          why="every row's entropy divided by log T: entropy (2 of 4) lost",
+          says={"pattern_stats_hidden": ["log(T)", "log(i + 1)"]}),
+    Entry("w04-stats-row-zero", P04, _stats(("(H[1:] / H_max[1:]).mean()", "(H / H_max.clamp(min=1e-12)).mean()")),
+          expect={"pattern_stats_hidden": 1.5},
+          why="the mean over all T rows, row 0 (one allowed key, entropy 0) included: entropy (2 of 4) lost",
+          says={"pattern_stats_hidden": ["row 0", "leave it out"]}),
+    Entry("w04-stats-first-row", P04, _stats(('A[:, 0].mean().item()', 'A[0].mean().item()')),
+          expect={"pattern_stats_hidden": 2.25},
+          why="the first row instead of the first column: first_column (1 of 4) lost: partial credit",
+          says={"pattern_stats_hidden": ["first_column", "not the row A[0]"]}),
+]
+
+
+# ---- 05-attention-as-smoothing ---------------------------------------------------------------
+# smoothing_attention_hidden: parts weighing 6 (simplex 1, causal 1, tiny s 0.75, huge s 0.75, the
+# kernel depends on i - j only 0.5, decays 0.5, the Gaussian's values 1.5), 4 points.
+
+P05 = "05-attention-as-smoothing"
+SMOOTH = "smoothing_attention"
+CORRECT += [
+    Entry("c05-smoothing-cdist", P05, {SMOOTH: code('''
+def smoothing_attention(T, s):
+    pos = torch.arange(T, dtype=torch.float32)[:, None]                  # (T, 1): one 1-D point per position
+    scores = -torch.cdist(pos, pos) ** 2 / (2 * s ** 2)                  # (T, T)
+    scores = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), -math.inf)
+    return torch.softmax(scores, dim=1)
+''')}, why="distances from torch.cdist (its square root then squared again: a few ulps), dim=1"),
+    Entry("c05-smoothing-python-loops", P05, {SMOOTH: code('''
+def smoothing_attention(T, s):
+    A = [[0.0] * T for _ in range(T)]
+    for i in range(T):
+        w = [math.exp(-(i - j) ** 2 / (2 * s * s)) for j in range(i + 1)]     # keys j <= i only
+        total = sum(w)
+        for j in range(i + 1):
+            A[i][j] = w[j] / total
+    return A                                                                   # nested lists
+''')}, why="plain Python loops and floats, the mask as the loop's range, a list of lists returned"),
+    Entry("c05-smoothing-renormalised", P05, {SMOOTH: code('''
+def smoothing_attention(T, s):
+    i = torch.arange(T, dtype=torch.float64)
+    A = torch.softmax(-(i[:, None] - i[None, :]) ** 2 / (2 * s ** 2), dim=-1)   # over all keys first
+    A = A * torch.tril(torch.ones(T, T, dtype=torch.float64))                   # then the future zeroed
+    return A / A.sum(dim=-1, keepdim=True)                                      # and the rows renormalised
+''')}, why="mask after the softmax, then renormalised: for scores that depend on positions only this IS the "
+     "masked softmax (exp(s_ij) / sum over j' <= i), and the diagonal's weight never underflows"),
+]
+
+
+def _smoothing(*changes) -> dict:
+    return edit(P05, SMOOTH, *changes)
+
+
+SCORES = "scores = -(i[:, None] - i[None, :]) ** 2 / (2 * s ** 2)"
+MASK_LINE = "    scores = scores.masked_fill(future, float('-inf'))\n"
+WRONG += [
+    Entry("w05-bandwidth-squared-twice", P05, _smoothing((SCORES, "scores = -(i[:, None] - i[None, :]) ** 2 / (2 * (s ** 2) ** 2)")),
+          expect={"smoothing_attention_hidden": 3.0},
+          why="s squared twice: still causal, on the simplex, decaying, with both limits (s^4 is tiny or huge when s "
+              "is); only the kernel's values (1.5 of 6) are wrong: 4 × 4.5/6",
+          says={"smoothing_attention_hidden": ["squared twice", "2 s^2"]}),
+    Entry("w05-no-factor-2", P05, _smoothing((SCORES, "scores = -(i[:, None] - i[None, :]) ** 2 / s ** 2")),
+          expect={"smoothing_attention_hidden": 3.0},
+          why="the factor 2 missing: only the kernel's values (1.5 of 6) are wrong: 4 × 4.5/6",
+          says={"smoothing_attention_hidden": ["factor 2 is missing"]}),
+    Entry("w05-hard-coded-bandwidth", P05, _smoothing((SCORES, "scores = -(i[:, None] - i[None, :]) ** 2 / (2 * 2.0 ** 2)")),
+          expect={"smoothing_attention_hidden": 2.0},
+          why="s = 2 typed in (the visible test's value): both limits (1.5) and the values (1.5) fail: 4 × 3/6",
+          says={"smoothing_attention_hidden": ["tiny s", "huge s"]}),
+    Entry("w05-triu", P05, _smoothing(("torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)",
+                                       "torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1)")),
+          expect={"smoothing_attention_hidden": 1.83},
+          why="the past masked instead of the future: not causal (1), no running mean at huge s (0.75), wrong values "
+              "(1.5): 4 × 2.75/6",
+          says={"smoothing_attention_hidden": ["above the diagonal", "mask is reversed"]}),
+    Entry("w05-diagonal-masked", P05, _smoothing(("diagonal=1)", "diagonal=0)")),
+          expect={"smoothing_attention_hidden": 0.0},
+          why="the diagonal masked out: row 0 has no key and is NaN in every case, so no part can be judged",
+          says={"smoothing_attention_hidden": ["row 0 is NaN", "the diagonal stays"]}),
+    Entry("w05-mask-zero", P05, _smoothing(("scores.masked_fill(future, float('-inf'))", "scores.masked_fill(future, 0.0)")),
+          expect={"smoothing_attention_hidden": 1.33},
+          why="the mask filled with 0: future weight (1), no identity (0.75) nor running mean (0.75), wrong values "
+              "(1.5): 4 × 2/6",
+          says={"smoothing_attention_hidden": ["set to 0 instead of -inf", "exp(0) = 1"]}),
+    Entry("w05-mask-after-softmax", P05, _smoothing((MASK_LINE, ""), (
+              "return torch.softmax(scores, dim=-1)", "return torch.softmax(scores, dim=-1).masked_fill(future, 0.0)")),
+          expect={"smoothing_attention_hidden": 1.83},
+          why="masked after the softmax (not renormalised): rows sum to less than 1 (1), no running mean (0.75), "
+              "wrong values (1.5): 4 × 2.75/6",
+          says={"smoothing_attention_hidden": ["does not sum to 1", "after the softmax"]}),
+    Entry("w05-no-mask", P05, _smoothing((MASK_LINE, "")),
+          expect={"smoothing_attention_hidden": 1.83},
+          why="no mask: future weight (1), no causal running mean (0.75), wrong values (1.5): 4 × 2.75/6",
+          says={"smoothing_attention_hidden": ["above the diagonal", "no causal mask"]}),
+    Entry("w05-softmax-axis", P05, _smoothing(("return torch.softmax(scores, dim=-1)", "return torch.softmax(scores, dim=0)")),
+          expect={"smoothing_attention_hidden": 1.5},
+          why="softmax over the queries: rows off the simplex (1), no running mean (0.75), the ratio changes from row "
+              "to row (0.5), wrong values (1.5): 4 × 2.25/6",
+          says={"smoothing_attention_hidden": ["over the queries (dim=0)", "dim=-1"]}),
 ]

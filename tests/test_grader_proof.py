@@ -5,6 +5,9 @@ the untouched release (`blank`) and the half-done example submission (`half`) be
 prints the grader's false passes (a wrong answer scored higher than it deserves) and false fails
 (a right answer scored lower); both must be zero.
 
+One graded notebook of each notebook of the step is graded a second time (--force): every score and
+reason must be the same, and its feedback HTML must hold no hidden test source or machine path.
+
 Speed: a notebook of the corpus is one kernel run. Entries of the same notebook that edit
 different answer cells share one graded notebook (`pack`): a grade cell judges only the answer it
 follows, so each entry's expectations stay exact and are reported under the entry's own name.
@@ -40,6 +43,10 @@ HALF_FILLS = {
     "02-the-head": ["scores_entrywise", "count_params"],
     # 8 answers: the three checks, scale_table | mask_after_softmax_row_sums, fails_on_mask_after_softmax, two written
     "03-the-tests": ["check_simplex", "check_causality_perturbation", "check_causality_gradient", "scale_table"],
+    # 3 answers: attention_on_text, pattern_stats | first_column_heavy
+    "04-attention-on-text": ["attention_on_text", "pattern_stats"],
+    # 2 answers: smoothing_attention | smoothing_as_s_grows
+    "05-attention-as-smoothing": ["smoothing_attention"],
     # 7 answers: permutation_gaps, bonus_equivariance_sentence, online_softmax, streaming_attention | the rest
     "06-going-further": ["permutation_gaps", "bonus_equivariance_sentence", "online_softmax", "streaming_attention"],
 }
@@ -52,6 +59,9 @@ HALF_EXPECT = {
                      "check_gradient_hidden": 3.0, "scale_table_hidden": 4.0,
                      "mask_after_softmax_hidden": 0.0,                                # not filled
                      "fails_on_mask_after_softmax_hidden": 0.0},                      # not filled
+    "04-attention-on-text": {"attention_on_text_hidden": 3.0,    # both code answers filled
+                             "pattern_stats_hidden": 3.0},       # (only the written answer is left)
+    "05-attention-as-smoothing": {"smoothing_attention_hidden": 4.0},   # the one code answer is filled
     "06-going-further": {"bonus_permutation_gaps": 2.0, "bonus_online_softmax": 3.0,
                          "bonus_streaming_attention": 2.0,
                          "bonus_fit_exponent": 0.0},                                  # fit_exponent not filled
@@ -154,8 +164,7 @@ def graded(tmp_path_factory):
         started = time.monotonic()
         run = grade(submissions, workers=2, quiet=True, feedback=False)
         seconds = time.monotonic() - started
-        # grade a subset again from scratch (--force), with feedback HTML this time: one packed
-        # notebook of each notebook of the step, and the half-done student
+        # grade a subset again from scratch (--force): one packed notebook of each notebook of the step
         again = home / "again"
         again.mkdir()
         firsts = {}
@@ -163,12 +172,10 @@ def graded(tmp_path_factory):
             firsts.setdefault(members[0].notebook, sid)
         for sid in firsts.values():
             shutil.copytree(submissions / sid, again / sid)
-        for name in NOTEBOOK_NAMES:
-            shutil.copy(submissions / f"half_{name}.ipynb", again / f"half_{name}.ipynb")
         rerun = grade(again, workers=2, force=True, quiet=True, feedback=False)
         # feedback HTML for the regraded students (every notebook of the step is among them); the
         # rest of the class is left out only to save time (grade() writes feedback for everyone)
-        others = sorted({sid for sid, _ in PACKED} - set(firsts.values()) | {"blank"})
+        others = sorted({sid for sid, _ in PACKED} - set(firsts.values()) | {"blank", "half"})
         nbgrader("generate_feedback", STEP, "--force",
                  f"--CourseDirectory.autograded_directory={home / 'autograded'}",
                  f"--CourseDirectory.feedback_directory={home / 'feedback'}",
@@ -177,7 +184,8 @@ def graded(tmp_path_factory):
         mp.undo()
     scores = {(r["student"], r["notebook"], c["grade_id"]): c for r in run["results"] for c in r["cells"]}
     rescores = {(r["student"], r["notebook"], c["grade_id"]): c for r in rerun["results"] for c in r["cells"]}
-    print(f"\nproof: {len(PACKED)} corpus notebooks + blank + half graded in {seconds:.0f} s (2 workers)")
+    print(f"\nproof: {len(PACKED)} corpus notebooks + blank + half graded in {seconds:.0f} s (2 workers); "
+          f"{len(firsts)} graded again in {time.monotonic() - started - seconds:.0f} s with their feedback")
     return {"home": home, "scores": scores, "rescores": rescores, "problems": run["problems"]}
 
 
@@ -286,7 +294,7 @@ def test_grading_twice_gives_the_same_scores_and_reasons(graded):
 def test_feedback_holds_no_hidden_test_source(graded):
     feedback = graded["home"] / "feedback"
     pages = sorted(feedback.rglob("*.html"))
-    seen = {p.stem for p in pages if not p.parts[-3] == "half"}
+    seen = {p.stem for p in pages}
     assert seen >= set(NOTEBOOK_NAMES), f"feedback on corpus notebooks {sorted(seen)} only"
     for page in pages:
         html = page.read_text()

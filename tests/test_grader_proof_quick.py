@@ -22,6 +22,7 @@ from autograder.checks import hidden
 from autograder.checks.framework import REGISTRY, load_all
 from autograder.course import RELEASE, STEP
 from autograder.example import answers_of
+from dlcourse.data import Vocab, load_text
 from dlcourse.head import Head
 
 from proof_corpus import CORRECT, WRONG, Entry
@@ -38,6 +39,9 @@ def code_answers(notebook: str) -> list[str]:
 
 def namespace(entry: Entry) -> dict:
     ns = {"torch": torch, "nn": nn, "F": F, "math": math, "np": np, "Head": Head, "__name__": "__main__"}
+    if entry.notebook.startswith("04"):                 # the corpus and vocabulary notebook 04 builds
+        vocab = Vocab(load_text())
+        ns.update(text=load_text(), vocab=vocab, encode=vocab.encode, V=vocab.size)
     answers = {**answers_of(entry.notebook), **entry.answers}
     for gid in code_answers(entry.notebook):
         exec(compile(answers[gid], f"<{gid}>", "exec"), ns)
