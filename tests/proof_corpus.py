@@ -464,6 +464,18 @@ WRONG += [
           why="only that future gradients are zero, never that past ones are not: the input-ignoring and the "
               "self-only heads pass; 10 of 12",
           says={"check_gradient_hidden": ["ignores its input", "two halves"]}),
+    Entry("w03-gradient-only-next", P03, _gradient('''
+    x = x.clone().requires_grad_(True)
+    head(x)[0, i].sum().backward()
+    g = x.grad[0]
+    if i + 1 < x.shape[1]:
+        assert (g[i + 1] == 0).all(), "a gradient from the next position"
+    for j in range(i + 1):
+        assert (g[j] != 0).any(), f"no gradient from position {j}"
+'''), expect={"check_gradient_hidden": 2.75},
+          why="only the position right after i: the head whose last position leaks into all others passes (it is "
+              "two or more steps after every i tried); 11 of 12",
+          says={"check_gradient_hidden": ["only the last position leaks", "not only the next one"]}),
     Entry("w03-gradient-allclose", P03, _gradient('''
     x = x.clone().requires_grad_(True)
     head(x)[0, i].sum().backward()

@@ -208,7 +208,7 @@ class CheckGradient(Examplar):
     grade_id = "check_gradient_hidden"
     points = 3
     suite, function, label = "causal_gradient", "check_causality_gradient", "i"
-    params = (0, 3, 6)
+    params = (0, 3, 5)                 # i = 5 < T - 2: a leak from the last position only is two steps away
 
     def arguments(self, head, i):
         return head, probe_input(10 + i), i

@@ -142,7 +142,8 @@ COMMON_CAUSAL_CHAFFS = [
          _head("self_only", 13),
          hint="the property has two halves: the future must not matter, and every position up to the boundary must"),
     Case("last_leaks_back", "chaff", "a head where only the last position leaks into the others", _head("last_leaks_back", 9),
-         hint="it leaks only from the last position: the check must hold for every t, the last one included"),
+         hint="it leaks only from the last position: test every future position, not only the next one "
+              "(every x.grad[0, j] for j > i; every t, the last one included)"),
 ]
 
 SUITES: dict[str, list[Case]] = {
