@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -35,8 +36,9 @@ class Launcher:
     """Starts a kernel without a sandbox, under resource limits."""
     name = "none"
     transport = "ipc"        # Unix sockets in the scratch folder: no TCP ports, nothing on the network
+    interrupt_mode = "signal"
 
-    def argv(self, workdir: Path, limits: Limits) -> list[str]:
+    def argv(self, workdir: Path, limits: Limits, env: dict | None = None) -> list[str]:
         return [sys.executable, "-m", "autograder.limits",
                 f"--memory={limits.memory_bytes}", f"--cpu={int(limits.notebook_timeout * 2)}",
                 f"--processes={limits.processes}", f"--file-size={limits.file_bytes}", "--",
@@ -45,6 +47,13 @@ class Launcher:
 
     def connection_dir(self, workdir: Path) -> Path:
         return workdir
+
+    def prepare(self, connection_file: Path) -> None:
+        """Called once the connection file is written, before the kernel starts."""
+
+    def log_file(self, workdir: Path) -> Path:
+        """Where the kernel process's own stdout and stderr go (not the cells' outputs)."""
+        return workdir.parent / "kernel.log"
 
     def cleanup(self, workdir: Path) -> None:
         pass
@@ -86,23 +95,28 @@ def _error(cell, ename: str, evalue: str) -> None:
 
 async def _start(client: _Client, launcher: Launcher, workdir: Path, env: dict, limits: Limits):
     km = AsyncKernelManager(kernel_name="python3")
-    km._kernel_spec = KernelSpec(argv=launcher.argv(workdir, limits), env={}, language="python",
-                                 display_name="grading kernel", interrupt_mode="signal")
+    km._kernel_spec = KernelSpec(argv=launcher.argv(workdir, limits, env), env={}, language="python",
+                                 display_name="grading kernel", interrupt_mode=launcher.interrupt_mode)
     km.transport = launcher.transport
     conn_dir = launcher.connection_dir(workdir)
     km.connection_file = str(conn_dir / "kernel.json")
     if launcher.transport == "ipc":
         km.ip = str(conn_dir / "kernel-ipc")
-    await km.start_kernel(env=env, cwd=str(workdir))
+    km.write_connection_file()          # start_kernel keeps this file; the launcher may hand it over
+    launcher.prepare(Path(km.connection_file))
+    log_path = launcher.log_file(workdir)
+    with open(log_path, "ab") as log:
+        await km.start_kernel(env=env, cwd=str(workdir), stdout=log, stderr=subprocess.STDOUT)
     client.km = km
     kc = km.client()
     kc.start_channels()
     try:
         await kc.wait_for_ready(timeout=limits.cell_timeout)
-    except RuntimeError:
+    except RuntimeError as err:
         kc.stop_channels()
         await km.shutdown_kernel(now=True)
-        raise
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-3:] if log_path.exists() else []
+        raise RuntimeError(" / ".join([str(err), *tail])) from None
     kc.allow_stdin = False
     client.kc = kc
 

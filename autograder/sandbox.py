@@ -1,29 +1,284 @@
 """How grading kernels are isolated.
 
-`none`: the kernel runs as this user under resource limits (autograder/limits.py) only.
-Further sandboxes plug in here by returning a Launcher (see execute.py).
+`none`:  the kernel runs as this user under resource limits (autograder/limits.py) only.
+`bwrap`: the kernel runs inside a bubblewrap sandbox (Debian package `bubblewrap`):
+  * a filesystem of its own that holds only what a kernel needs, read-only: the system's
+    /usr (and the /bin, /lib… links to it), a few files of /etc, the Python installation
+    the grading environment comes from, the environment itself, and of this repository
+    only dlcourse/, autograder/__init__.py, autograder/checks/ and the verified corpus;
+  * the job's scratch folder read-write (the kernel's working folder and HOME, its ipc
+    sockets and connection file, the head server's socket), a private /tmp and /dev/shm;
+  * its own network (only a loopback: no connection leaves the sandbox), PID, IPC, UTS
+    and cgroup namespaces, a new terminal session, and it dies with the grader;
+  * a cleared environment holding only the variables below;
+  * run by root (as the course machines do), the kernel drops to an unprivileged uid of
+    its own (a fresh one per notebook, in a range no account uses), so that RLIMIT_NPROC
+    bounds a fork bomb: the kernel ignores that limit for root, also for root mapped
+    into a user namespace. Run by another user, bwrap maps that user into a user
+    namespace and the limits apply to it.
+Not visible inside: the gradebook, the submissions and results, source/, release/,
+autograder/*.py other than the checks, .git, /root, /home, /work, the rest of /etc.
+
+`resolve_sandbox("auto")` picks bwrap when it works here, else `none` with a warning.
 """
 from __future__ import annotations
 
+import functools
+import os
+import pwd
+import secrets
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-from .execute import Launcher
+from .execute import Launcher, Limits
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Unprivileged uids for sandboxed kernels: one drawn at random per notebook, so that two
+# kernels graded side by side never share a process budget. No account uses this range.
+UID_RANGE = (1_500_000_000, 1_600_000_000)
+SANDBOX_PROCESSES = 256        # RLIMIT_NPROC (threads count too) when Limits.processes is 0
+TMP_BYTES = 512 * 2**20        # the private /tmp and /dev/shm are in memory: cap them
+
+# The kernel's environment: these variables are passed through from the grader, the rest
+# is cleared (no tokens, credentials or paths of the grader's own environment leak in).
+PASSED_ENV = ("PYTHONPATH", "GRADER_SOCKET", "DLCOURSE_CORPUS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+              "MPLBACKEND", "PYTHONHASHSEED", "TZ")
+
+_warned = False
+
+
+def _is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def _python_dirs() -> list[Path]:
+    """The Python installation and environment the kernel runs from: the environment
+    (sys.prefix), the installation it was made from (sys.base_prefix, and the `home` of the
+    environment's pyvenv.cfg), and wherever the interpreter binary really lives."""
+    dirs = [Path(sys.prefix), Path(sys.base_prefix)]
+    cfg = Path(sys.prefix) / "pyvenv.cfg"
+    if cfg.is_file():
+        for line in cfg.read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "home" and value.strip():
+                home = Path(value.strip())
+                dirs.append(home.parent if home.name == "bin" else home)
+    dirs.append(Path(os.path.realpath(sys.executable)).parent.parent)
+    return _outermost(d.resolve() for d in dirs if d.exists())
+
+
+def _outermost(paths) -> list[Path]:
+    """Drop duplicates, paths inside another path of the list, and paths under /usr (bound anyway)."""
+    out: list[Path] = []
+    for path in sorted(set(paths), key=lambda p: len(p.parts)):
+        if path == Path("/usr") or Path("/usr") in path.parents:
+            continue
+        if not any(path == p or p in path.parents for p in out):
+            out.append(path)
+    return out
+
+
+def course_files(env: dict) -> list[Path]:
+    """What of this repository a grading kernel may read: the course package, the hidden
+    checks (hidden test cells import them) and the verified corpus."""
+    files = [ROOT / "dlcourse", ROOT / "autograder" / "__init__.py", ROOT / "autograder" / "checks"]
+    corpus = env.get("DLCOURSE_CORPUS")
+    files.append(Path(corpus) if corpus else ROOT / "data" / "tinyshakespeare.txt")
+    return [f for f in files if f.exists()]
+
+
+class BwrapLauncher(Launcher):
+    """Starts the kernel inside bubblewrap (see the module's docstring)."""
+    name = "bwrap"
+    transport = "ipc"
+    # ipykernel interrupts itself when asked on the control channel; a SIGINT sent by the
+    # kernel manager would stop at bwrap, whose child runs in a session of its own
+    interrupt_mode = "message"
+
+    def __init__(self, scratch: Path, uid: int | None = None):
+        self.scratch = Path(scratch)
+        self.root = _is_root()
+        self.uid = uid if uid is not None else (_fresh_uid() if self.root else os.getuid())
+        self.gid = self.uid if self.root else os.getgid()
+        self.ipc = self.scratch / "ipc"
+        self._prepare_scratch()
+
+    # -- the scratch folder, as the kernel's user will see it ---------------------------------
+    def _prepare_scratch(self) -> None:
+        scratch = self.scratch
+        scratch.mkdir(parents=True, exist_ok=True)
+        os.chmod(scratch, 0o711)        # the kernel may pass through, not list, create or delete
+        for folder in (scratch / "work", self.ipc):
+            folder.mkdir(exist_ok=True)
+            os.chmod(folder, 0o700)
+            if self.root:
+                os.chown(folder, self.uid, self.gid)
+        # who the kernel is: some libraries ask (getpass, pwd), and nobody else is listed
+        (scratch / "passwd").write_text(f"student:x:{self.uid}:{self.gid}:student:{scratch / 'work'}:/usr/sbin/nologin\n"
+                                        "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n")
+        (scratch / "group").write_text(f"student:x:{self.gid}:\nroot:x:0:\n")
+        for name in ("passwd", "group"):
+            os.chmod(scratch / name, 0o644)
+
+    def connection_dir(self, workdir: Path) -> Path:
+        return self.ipc
+
+    def prepare(self, connection_file: Path) -> None:
+        """The connection file is written (mode 0600) by the grader: hand it to the kernel's user."""
+        if self.root:
+            os.chown(connection_file, self.uid, self.gid)
+
+    # -- the command ------------------------------------------------------------------------------
+    def argv(self, workdir: Path, limits: Limits, env: dict | None = None) -> list[str]:
+        # RLIMIT_NPROC counts the processes of a uid: only meaningful for the kernel's own uid
+        processes = limits.processes or (SANDBOX_PROCESSES if self.root else 0)
+        limit = [sys.executable, "-m", "autograder.limits",
+                 f"--memory={limits.memory_bytes}", f"--cpu={int(limits.notebook_timeout * 2)}",
+                 f"--processes={processes}", f"--file-size={limits.file_bytes}", "--"]
+        kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                  "--HistoryManager.hist_file=:memory:"]
+        return limit + self.command(workdir, env or {}) + kernel
+
+    def command(self, workdir: Path, env: dict) -> list[str]:
+        """bwrap and its options, up to the program to run in the sandbox."""
+        if self.root:
+            # no user namespace: the kernel becomes a real unprivileged uid (setpriv, util-linux),
+            # which needs these two capabilities for that one step; setuid clears every capability
+            namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                          "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+            drop = [shutil.which("setpriv") or "/usr/bin/setpriv", f"--reuid={self.uid}", f"--regid={self.gid}",
+                    "--clear-groups", "--"]
+        else:
+            namespaces = ["--unshare-all"]
+            drop = []
+        return [bwrap_path(), *namespaces,
+                "--die-with-parent", "--new-session", "--hostname", "grading",
+                *self._filesystem(env),
+                "--chdir", str(workdir),
+                *self._environment(workdir, env),
+                "--", *drop]
+
+    def _filesystem(self, env: dict) -> list[str]:
+        args = ["--proc", "/proc", "--dev", "/dev",
+                "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
+                "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/dev/shm"]
+        made = {Path("/"), Path("/tmp"), Path("/dev"), Path("/proc"), Path("/dev/shm")}
+
+        def parents(dest: Path) -> list[str]:
+            out = []
+            for parent in reversed(dest.parents):
+                if parent not in made:
+                    out += ["--perms", "0755", "--dir", str(parent)]
+                    made.add(parent)
+            return out
+
+        def bind(src: Path, dest: Path | None = None, mode: str = "--ro-bind") -> list[str]:
+            dest = dest or src
+            out = parents(dest) + [mode, str(src), str(dest)]
+            made.add(dest)
+            return out
+
+        # the system: /usr, and /bin, /lib… as they are here (links into /usr, or folders)
+        args += bind(Path("/usr"))
+        for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            top = Path("/") / name
+            if top.is_symlink():
+                args += ["--symlink", os.readlink(top), str(top)]
+                made.add(top)
+            elif top.is_dir():
+                args += bind(top)
+        for name in ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime"):
+            if (Path("/etc") / name).exists():
+                args += bind(Path("/etc") / name)
+        args += bind(self.scratch / "passwd", Path("/etc/passwd"))
+        args += bind(self.scratch / "group", Path("/etc/group"))
+        for folder in _python_dirs():
+            args += bind(folder)
+        for path in course_files(env):
+            args += bind(path)
+        # the job's scratch folder, writable (its top level stays the grader's: see _prepare_scratch)
+        args += bind(self.scratch, mode="--bind")
+        return args
+
+    def _environment(self, workdir: Path, env: dict) -> list[str]:
+        out = ["--clearenv", "--unsetenv", "JPY_PARENT_PID"]    # with --unshare-pid there is no parent to watch
+        kept = {k: env[k] for k in PASSED_ENV if k in env}
+        kept.update({
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+            "HOME": str(workdir), "TMPDIR": "/tmp", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1", "USER": "student", "LOGNAME": "student",
+        })
+        for key, value in sorted(kept.items()):
+            out += ["--setenv", key, str(value)]
+        return out
+
+
+def _fresh_uid() -> int:
+    while True:
+        uid = UID_RANGE[0] + secrets.randbelow(UID_RANGE[1] - UID_RANGE[0])
+        try:
+            pwd.getpwuid(uid)
+        except KeyError:
+            return uid
+
+
+def bwrap_path() -> str:
+    return shutil.which("bwrap") or "/usr/bin/bwrap"
+
+
+@functools.lru_cache(maxsize=1)
+def bwrap_problem() -> str | None:
+    """None if a bwrap sandbox can start here, else why not."""
+    if not shutil.which("bwrap"):
+        return "bwrap is not installed (Debian: apt-get install bubblewrap; `make system-deps`)"
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="bwrap-probe-") as tmp:
+        launcher = BwrapLauncher(Path(tmp))
+        command = launcher.command(Path(tmp) / "work", {})
+        command += [sys.executable, "-c", "import os; print(os.getuid())"]
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            return f"bwrap could not run: {err}"
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if proc.returncode != 0 or proc.stdout.strip() != str(launcher.uid):
+        detail = (proc.stderr or proc.stdout).strip().splitlines()
+        return f"bwrap is installed but a sandbox did not start here ({detail[-1] if detail else proc.returncode})"
+    return None
 
 
 def available() -> list[str]:
-    return ["none"]
+    return (["bwrap"] if bwrap_problem() is None else []) + ["none"]
 
 
 def resolve_sandbox(choice: str) -> str:
+    global _warned
     if choice == "auto":
-        return available()[0]
-    if choice not in available():
-        raise SystemExit(f"sandbox {choice!r} is not available here (available: {', '.join(available())})")
+        problem = bwrap_problem()
+        if problem is None:
+            return "bwrap"
+        if not _warned:
+            bar = "!" * 78
+            print(f"{bar}\nWARNING: grading WITHOUT a sandbox: {problem}.\n"
+                  "Student code will run with the grader's rights (it can read the gradebook and other\n"
+                  f"students' files). Install bubblewrap, or pass --sandbox none to silence this.\n{bar}",
+                  file=sys.stderr, flush=True)
+            _warned = True
+        return "none"
+    if choice == "bwrap" and bwrap_problem() is not None:
+        raise SystemExit(f"sandbox 'bwrap' is not available here: {bwrap_problem()}")
+    if choice not in ("bwrap", "none"):
+        raise SystemExit(f"unknown sandbox {choice!r} (available: {', '.join(available())}, auto)")
     return choice
 
 
 def make_launcher(choice: str, scratch: Path) -> Launcher:
     if choice == "none":
         return Launcher()
+    if choice == "bwrap":
+        return BwrapLauncher(scratch)
     raise ValueError(f"unknown sandbox {choice!r}")
