@@ -51,6 +51,9 @@ class Launcher:
     def prepare(self, connection_file: Path) -> None:
         """Called once the connection file is written, before the kernel starts."""
 
+    def started(self, workdir: Path) -> None:
+        """Called once the kernel answers, before any cell runs."""
+
     def log_file(self, workdir: Path) -> Path:
         """Where the kernel process's own stdout and stderr go (not the cells' outputs)."""
         return workdir.parent / "kernel.log"
@@ -119,6 +122,7 @@ async def _start(client: _Client, launcher: Launcher, workdir: Path, env: dict, 
         raise RuntimeError(" / ".join([str(err), *tail])) from None
     kc.allow_stdin = False
     client.kc = kc
+    launcher.started(workdir)
 
 
 async def _stop(client: _Client) -> None:

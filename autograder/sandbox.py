@@ -28,8 +28,10 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from .execute import Launcher, Limits
@@ -40,7 +42,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # kernels graded side by side never share a process budget. No account uses this range.
 UID_RANGE = (1_500_000_000, 1_600_000_000)
 SANDBOX_PROCESSES = 256        # RLIMIT_NPROC (threads count too) when Limits.processes is 0
-TMP_BYTES = 512 * 2**20        # the private /tmp and /dev/shm are in memory: cap them
+# Where the kernel may write, all in memory and capped: it never writes to the grader's disk.
+TMP_BYTES = 256 * 2**20        # /tmp
+SHM_BYTES = 64 * 2**20         # /dev/shm
+WORK_BYTES = 256 * 2**20       # its working folder and HOME
 
 # The kernel's environment: these variables are passed through from the grader, the rest
 # is cleared (no tokens, credentials or paths of the grader's own environment leak in).
@@ -108,14 +113,16 @@ class BwrapLauncher(Launcher):
 
     # -- the scratch folder, as the kernel's user will see it ---------------------------------
     def _prepare_scratch(self) -> None:
+        """scratch/ (the grader's: the kernel passes through) holds the head server's socket, the
+        passwd and group files and ipc/, where the kernel creates its sockets while it starts (then
+        ipc/ is locked: see started). The kernel's working folder is a tmpfs of its own."""
         scratch = self.scratch
         scratch.mkdir(parents=True, exist_ok=True)
-        os.chmod(scratch, 0o711)        # the kernel may pass through, not list, create or delete
-        for folder in (scratch / "work", self.ipc):
-            folder.mkdir(exist_ok=True)
-            os.chmod(folder, 0o700)
-            if self.root:
-                os.chown(folder, self.uid, self.gid)
+        os.chmod(scratch, 0o711)
+        (scratch / "work").mkdir(exist_ok=True)
+        self.ipc.mkdir(exist_ok=True)
+        if self.root:
+            os.chown(self.ipc, 0, self.gid)
         # who the kernel is: some libraries ask (getpass, pwd), and nobody else is listed
         (scratch / "passwd").write_text(f"student:x:{self.uid}:{self.gid}:student:{scratch / 'work'}:/usr/sbin/nologin\n"
                                         "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n")
@@ -127,9 +134,35 @@ class BwrapLauncher(Launcher):
         return self.ipc
 
     def prepare(self, connection_file: Path) -> None:
-        """The connection file is written (mode 0600) by the grader: hand it to the kernel's user."""
+        """Before a kernel starts: what is left of an earlier kernel of this job (a fork bomb's
+        children, say) is ended, ipc/ is opened to the kernel's group, and the connection file
+        (written by the grader, mode 0600) is made readable, not writable, for that group."""
+        self._end_leftovers()
         if self.root:
-            os.chown(connection_file, self.uid, self.gid)
+            os.chmod(self.ipc, 0o770)
+            os.chown(connection_file, 0, self.gid)
+            os.chmod(connection_file, 0o640)
+
+    def started(self, workdir: Path) -> None:
+        """Once the kernel has bound its sockets: ipc/ becomes read-only for it."""
+        if self.root:
+            os.chmod(self.ipc, 0o750)
+
+    def cleanup(self, workdir: Path) -> None:
+        self._end_leftovers()
+
+    def _end_leftovers(self) -> None:
+        """End every process of this job's uid (only sandboxed kernels of this job use it)."""
+        if not self.root:
+            return       # without a uid of its own, the PID namespace ends with bwrap (--die-with-parent)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            pids = processes_of(self.uid)
+            if not pids:
+                return
+            for pid in pids:
+                _kill(pid, self.uid)
+            time.sleep(0.05)
 
     # -- the command ------------------------------------------------------------------------------
     def argv(self, workdir: Path, limits: Limits, env: dict | None = None) -> list[str]:
@@ -164,7 +197,7 @@ class BwrapLauncher(Launcher):
     def _filesystem(self, env: dict) -> list[str]:
         args = ["--proc", "/proc", "--dev", "/dev",
                 "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
-                "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/dev/shm"]
+                "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
         made = {Path("/"), Path("/tmp"), Path("/dev"), Path("/proc"), Path("/dev/shm")}
 
         def parents(dest: Path) -> list[str]:
@@ -199,8 +232,10 @@ class BwrapLauncher(Launcher):
             args += bind(folder)
         for path in course_files(env):
             args += bind(path)
-        # the job's scratch folder, writable (its top level stays the grader's: see _prepare_scratch)
+        # the job's scratch folder (what the kernel may change there: see _prepare_scratch), and
+        # over its work/ the kernel's working folder, in memory
         args += bind(self.scratch, mode="--bind")
+        args += ["--perms", "0777", "--size", str(WORK_BYTES), "--tmpfs", str(self.scratch / "work")]
         return args
 
     def _environment(self, workdir: Path, env: dict) -> list[str]:
@@ -214,6 +249,38 @@ class BwrapLauncher(Launcher):
         for key, value in sorted(kept.items()):
             out += ["--setenv", key, str(value)]
         return out
+
+
+def _uid_of(pid: int) -> int | None:
+    """The real uid of a process, None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def processes_of(uid: int) -> list[int]:
+    """The processes whose real uid is `uid`."""
+    return [int(e.name) for e in os.scandir("/proc") if e.name.isdigit() and _uid_of(int(e.name)) == uid]
+
+
+def _kill(pid: int, uid: int) -> None:
+    """SIGKILL one process if it still is a process of `uid` (a pidfd pins it: no pid-reuse race)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return
+    try:
+        if _uid_of(pid) == uid:
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _fresh_uid() -> int:
