@@ -20,6 +20,10 @@ from jupyter_client.kernelspec import KernelSpec
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
+from .checks.framework import MIME as PROBE_MIME
+
+PROBE_OUTPUT_BYTES = 16 * 2**20     # the results of a cell's hidden tests (plain data, bounded by plain.py)
+
 
 @dataclass
 class Limits:
@@ -70,19 +74,29 @@ class Outcome:
 
 
 class _Client(NotebookClient):
-    """nbclient with a per-cell output cap."""
+    """nbclient with a per-cell output cap. A hidden test's result (a display of the probe's
+    MIME type) has a budget of its own, so that a student's printing cannot crowd it out."""
 
     def __init__(self, nb, limits: Limits, **kw):
         super().__init__(nb, timeout=int(limits.cell_timeout), allow_errors=True,
                          interrupt_on_timeout=True, record_timing=False, **kw)
         self._limit = limits.output_bytes
         self._bytes: dict[int, int] = {}
+        self._probe_bytes: dict[int, int] = {}
+        self.truncated: set[int] = set()      # cells whose output went beyond the cap
 
     def output(self, outs, msg, display_id, cell_index):
-        size = len(json.dumps(msg.get("content", {}), default=str))
+        content = msg.get("content", {})
+        size = len(json.dumps(content, default=str))
+        if msg.get("msg_type") == "display_data" and PROBE_MIME in (content.get("data") or {}):
+            used = self._probe_bytes.get(cell_index, 0) + size
+            self._probe_bytes[cell_index] = used
+            if used <= PROBE_OUTPUT_BYTES:
+                return super().output(outs, msg, display_id, cell_index)
         used = self._bytes.get(cell_index, 0) + size
         self._bytes[cell_index] = used
         if used > self._limit:
+            self.truncated.add(cell_index)
             if used - size <= self._limit:
                 outs.append(nbformat.v4.new_output(
                     "stream", name="stdout",
@@ -184,16 +198,27 @@ async def execute(nb, workdir: Path, env: dict, launcher: Launcher | None = None
                     position = len(code)
                     break
                 cell_started = time.monotonic()
+                budget = min(limits.cell_timeout + 20, remaining)
                 try:
                     await asyncio.wait_for(client.async_execute_cell(cell, i, execution_count=i + 1),
-                                           timeout=min(limits.cell_timeout + 20, remaining))
+                                           timeout=budget)
                 except DeadKernelError:
-                    _error(cell, "DeadKernelError", "the kernel died while running this cell "
-                           "(sys.exit or os._exit, a crash, or the memory limit)")
+                    if time.monotonic() - cell_started >= budget:
+                        # wait_for gave up on a cell that ignored the interrupt; nbclient reports
+                        # the cancellation as a dead kernel
+                        _error(cell, "CellTimeoutError", f"this cell ran longer than {limits.cell_timeout:.0f} s "
+                               "and did not stop when interrupted; the kernel was restarted")
+                    else:
+                        _error(cell, "DeadKernelError", "the kernel died while running this cell "
+                               "(os._exit, a crash, a signal, or the memory limit)")
                     failed_at = i
                 except asyncio.TimeoutError:
                     _error(cell, "CellTimeoutError",
                            f"this cell ran longer than {limits.cell_timeout:.0f} s and was stopped")
+                    failed_at = i
+                except Exception as err:    # the kernel sent something nbclient could not handle
+                    _error(cell, "GraderError", f"the grader could not process this cell's output "
+                           f"({type(err).__name__}); the kernel was restarted")
                     failed_at = i
                 else:
                     if _timed_out(cell) or time.monotonic() - cell_started >= limits.cell_timeout:
@@ -204,22 +229,35 @@ async def execute(nb, workdir: Path, env: dict, launcher: Launcher | None = None
                         done.append(i)
                 if failed_at is not None:
                     position = code.index(i) + 1
-                    outcome.events.append(f"cell {i}: {cell.outputs[-1].get('ename', 'error')}; kernel restarted")
+                    last = cell.outputs[-1]
+                    outcome.events.append(f"cell {_label(cell, i)}: {last.get('ename', 'error')}: {last.get('evalue', '')}")
                     break
             else:
                 position = len(code)
             await _stop(client)
-            if failed_at is not None:
+            if failed_at is not None and position < len(code):
                 if restarts_left == 0:
                     for j in code[position:]:
                         _error(nb.cells[j], "NotRun", "not run: the kernel failed too many times")
+                    outcome.events.append(f"the kernel failed {limits.restarts + 1} times: the cells after "
+                                          f"{_label(nb.cells[failed_at], failed_at)} were not run")
                     break
                 restarts_left -= 1
+                outcome.events.append("the kernel was restarted, the cells that had run were run again, "
+                                      "and grading went on")
     finally:
         await _stop(client)
         launcher.cleanup(workdir)
         outcome.seconds = time.monotonic() - started
+    for i in sorted(client.truncated):
+        outcome.events.append(f"cell {_label(nb.cells[i], i)}: its output went beyond "
+                              f"{limits.output_bytes // 1000} kB; the rest was dropped")
     return outcome
+
+
+def _label(cell, index: int) -> str:
+    nbg = cell.get("metadata", {}).get("nbgrader", {})
+    return repr(nbg.get("grade_id") or cell.get("id") or index)
 
 
 def _timed_out(cell) -> bool:
@@ -227,13 +265,19 @@ def _timed_out(cell) -> bool:
 
 
 async def _replay(client, nb, indices, deadline, limits) -> bool:
-    for i in indices:
-        scratch = nbformat.from_dict(json.loads(json.dumps(nb.cells[i])))
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        try:
-            await asyncio.wait_for(client.async_execute_cell(scratch, i), timeout=min(limits.cell_timeout + 20, remaining))
-        except (DeadKernelError, asyncio.TimeoutError):
-            return False
-    return True
+    # the replayed outputs are thrown away: they count neither against the cells' output caps
+    counters = (dict(client._bytes), dict(client._probe_bytes), set(client.truncated))
+    try:
+        for i in indices:
+            scratch = nbformat.from_dict(json.loads(json.dumps(nb.cells[i])))
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            try:
+                await asyncio.wait_for(client.async_execute_cell(scratch, i),
+                                       timeout=min(limits.cell_timeout + 20, remaining))
+            except Exception:       # dead kernel, time limit, unreadable output
+                return False
+        return True
+    finally:
+        client._bytes, client._probe_bytes, client.truncated = counters

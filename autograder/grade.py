@@ -89,6 +89,7 @@ def run_job(job: Job) -> dict:
                 "OMP_NUM_THREADS": str(job.threads), "MKL_NUM_THREADS": str(job.threads),
                 "MPLBACKEND": "module://matplotlib_inline.backend_inline",
                 "HOME": str(workdir),
+                "PYTHONHASHSEED": "0",      # set and dict order of strings: the same in every run
             })
             env.pop("JPY_PARENT_PID", None)
             outcome = asyncio.run(execute(nb, workdir, env, launcher, limits))
@@ -99,7 +100,7 @@ def run_job(job: Job) -> dict:
         "student": job.student, "notebook": job.notebook, "key": job.key,
         "notebook_json": nbformat.writes(nb),
         "cells": [c.as_dict() for c in cells],
-        "notes": notes, "events": outcome.events,
+        "notes": notes + outcome.events, "events": outcome.events,
         "seconds": round(time.monotonic() - started, 2), "kernel_starts": outcome.kernel_starts,
         "sandbox": launcher.name,
     }
@@ -186,6 +187,7 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
           feedback: bool = True, limits: dict | None = None, quiet: bool = False) -> dict:
     """Grade every submission under `submissions`; return {'results': [...], 'problems': [...]}."""
     from .sandbox import resolve_sandbox
+    grader_home().mkdir(parents=True, exist_ok=True)      # a new $GRADER_HOME: the gradebook goes there
     url = db_url()
     sandbox = resolve_sandbox(sandbox)
     names = notebook_names()
