@@ -239,7 +239,10 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
             if (sid, name) in chosen:
                 continue
             bad = [p for p in problems if p["student"] == sid and p["notebook"] == name]
-            reason = f"{bad[-1]['file']}: {bad[-1]['problem']}" if bad else "not submitted"
+            other = [p for p in problems if p["student"] == sid and p["notebook"] is None]
+            reason = (f"{bad[-1]['file']}: {bad[-1]['problem']}" if bad else
+                      "not submitted; files of this student that were not used: "
+                      + "; ".join(f"{p['file']}: {p['problem']}" for p in other) if other else "not submitted")
             results.append(record_unreadable(sid, name, reason, url, key="missing"))
 
     if jobs:
