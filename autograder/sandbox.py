@@ -130,6 +130,16 @@ class BwrapLauncher(Launcher):
         for name in ("passwd", "group"):
             os.chmod(scratch / name, 0o644)
 
+    def _readable(self, path: Path) -> Path:
+        """`path`, or a readable copy of it in the scratch folder if the kernel's user could not read
+        it (a corpus written by an older `make data` is private to its owner)."""
+        if not self.root or path.is_dir() or path.stat().st_mode & 0o004:
+            return path
+        copy = self.scratch / f"readable-{path.name}"
+        shutil.copyfile(path, copy)
+        os.chmod(copy, 0o644)
+        return copy
+
     def connection_dir(self, workdir: Path) -> Path:
         return self.ipc
 
@@ -231,7 +241,7 @@ class BwrapLauncher(Launcher):
         for folder in _python_dirs():
             args += bind(folder)
         for path in course_files(env):
-            args += bind(path)
+            args += bind(self._readable(path), path)
         # the job's scratch folder (what the kernel may change there: see _prepare_scratch), and
         # over its work/ the kernel's working folder, in memory
         args += bind(self.scratch, mode="--bind")

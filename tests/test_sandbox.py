@@ -223,3 +223,21 @@ def test_python_installation_found_from_the_environment():
     assert Path(sys.prefix).resolve() in dirs or Path("/usr") in Path(sys.prefix).resolve().parents
     real = Path(os.path.realpath(sys.executable))
     assert any(d == real.parent.parent or d in real.parents for d in dirs) or Path("/usr") in real.parents
+
+
+@needs_bwrap
+def test_course_files_are_readable_inside_even_a_private_corpus(tmp_path):
+    """The corpus written by an older `make data` was private to its owner (mkstemp, mode 0600):
+    the kernel's user gets a readable copy at the same path."""
+    corpus = tmp_path / "data" / "corpus.txt"
+    corpus.parent.mkdir()
+    corpus.write_text("To be, or not to be\n")
+    os.chmod(corpus, 0o600)
+    program = PROBE + f"""
+import dlcourse, autograder.checks.framework
+print(json.dumps({{"corpus": open({str(corpus)!r}).read(), "writable": os.access({str(corpus)!r}, os.W_OK),
+                  "dlcourse": dlcourse.__file__}}))
+"""
+    seen = run_inside(tmp_path, program, env={"DLCOURSE_CORPUS": str(corpus)})
+    assert seen == {"corpus": "To be, or not to be\n", "writable": False,
+                    "dlcourse": str(ROOT / "dlcourse" / "__init__.py")}
