@@ -6,16 +6,19 @@
     /usr (and the /bin, /lib… links to it), a few files of /etc, the Python installation
     the grading environment comes from, the environment itself, and of this repository
     only dlcourse/, autograder/__init__.py, autograder/checks/ and the verified corpus;
-  * the job's scratch folder read-write (the kernel's working folder and HOME, its ipc
-    sockets and connection file, the head server's socket), a private /tmp and /dev/shm;
+  * where it may write, all in memory and capped: its working folder (also HOME), /tmp and
+    /dev/shm. Of the job's scratch folder on disk it sees the head server's socket, its
+    connection file (read-only) and ipc/, where it creates its sockets while it starts
+    (read-only once it answers): student code cannot fill the grader's disk;
   * its own network (only a loopback: no connection leaves the sandbox), PID, IPC, UTS
     and cgroup namespaces, a new terminal session, and it dies with the grader;
   * a cleared environment holding only the variables below;
   * run by root (as the course machines do), the kernel drops to an unprivileged uid of
     its own (a fresh one per notebook, in a range no account uses), so that RLIMIT_NPROC
     bounds a fork bomb: the kernel ignores that limit for root, also for root mapped
-    into a user namespace. Run by another user, bwrap maps that user into a user
-    namespace and the limits apply to it.
+    into a user namespace, which is why root does not use --unshare-all (it adds a user
+    namespace) but every other namespace. Run by another user, bwrap maps that user into
+    a user namespace (--unshare-all) and the limits apply to that user.
 Not visible inside: the gradebook, the submissions and results, source/, release/,
 autograder/*.py other than the checks, .git, /root, /home, /work, the rest of /etc.
 
@@ -199,12 +202,12 @@ class BwrapLauncher(Launcher):
             drop = []
         return [bwrap_path(), *namespaces,
                 "--die-with-parent", "--new-session", "--hostname", "grading",
-                *self._filesystem(env),
+                *self._filesystem(workdir, env),
                 "--chdir", str(workdir),
                 *self._environment(workdir, env),
                 "--", *drop]
 
-    def _filesystem(self, env: dict) -> list[str]:
+    def _filesystem(self, workdir: Path, env: dict) -> list[str]:
         args = ["--proc", "/proc", "--dev", "/dev",
                 "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
                 "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
@@ -243,9 +246,9 @@ class BwrapLauncher(Launcher):
         for path in course_files(env):
             args += bind(self._readable(path), path)
         # the job's scratch folder (what the kernel may change there: see _prepare_scratch), and
-        # over its work/ the kernel's working folder, in memory
+        # the kernel's working folder, in memory
         args += bind(self.scratch, mode="--bind")
-        args += ["--perms", "0777", "--size", str(WORK_BYTES), "--tmpfs", str(self.scratch / "work")]
+        args += parents(workdir) + ["--perms", "0777", "--size", str(WORK_BYTES), "--tmpfs", str(workdir)]
         return args
 
     def _environment(self, workdir: Path, env: dict) -> list[str]:
