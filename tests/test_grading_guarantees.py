@@ -13,9 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -101,11 +103,18 @@ def _tree_hash(folder: Path) -> str:
     return digest.hexdigest()
 
 
-def _sandboxed_processes() -> list[int]:
-    """Processes running as one of the sandbox's kernel uids."""
-    lo, hi = sandbox.UID_RANGE
-    return [int(e.name) for e in os.scandir("/proc")
-            if e.name.isdigit() and lo <= (sandbox._uid_of(int(e.name)) or -1) < hi]
+def _processes_naming(folder: Path) -> list[str]:
+    """Command lines of the processes that name `folder` (a kernel names its connection file)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if str(folder) in cmdline:
+                found.append(f"{entry.name}: {cmdline[:200]}")
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -114,9 +123,12 @@ def killed_and_resumed(tmp_path_factory):
     submissions, home = base / "submissions", base / "home"
     _write_class(submissions)
     original = _tree_hash(submissions)
+    # the workers' scratch folders (and so every kernel's command line) under a folder of this test
+    scratch = Path(tempfile.mkdtemp(prefix="gg-", dir="/tmp"))
+    env = {**_env(home), "TMPDIR": str(scratch)}
 
     # 1. start grading, and kill -9 the grader's whole process group once a few notebooks are recorded
-    proc = subprocess.Popen(_grade_command(submissions), cwd=ROOT, env=_env(home), start_new_session=True,
+    proc = subprocess.Popen(_grade_command(submissions), cwd=ROOT, env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 600
     while len(_results(home)) < 3 and proc.poll() is None and time.monotonic() < deadline:
@@ -124,12 +136,15 @@ def killed_and_resumed(tmp_path_factory):
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     recorded = {s: (p.stat().st_mtime_ns, p.read_bytes()) for s, p in _results(home).items()}
-    # the kill takes the sandboxes with it (bwrap --die-with-parent)
-    time.sleep(2)
-    orphans = _sandboxed_processes() if SANDBOX == "bwrap" and os.geteuid() == 0 else []
+    # the kernels go with the grader (bwrap --die-with-parent; without bwrap, ipykernel watches its parent)
+    deadline = time.monotonic() + 15
+    while _processes_naming(scratch) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    orphans = _processes_naming(scratch)
 
     # 2. run it again: it finishes the class
-    rerun = subprocess.run(_grade_command(submissions), cwd=ROOT, env=_env(home), capture_output=True, text=True)
+    rerun = subprocess.run(_grade_command(submissions), cwd=ROOT, env=env, capture_output=True, text=True)
+    shutil.rmtree(scratch, ignore_errors=True)      # what the killed grader left there
     return {"submissions": submissions, "home": home, "original": original, "recorded": recorded,
             "orphans": orphans, "rerun": rerun}
 

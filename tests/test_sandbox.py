@@ -160,11 +160,7 @@ print(json.dumps({{
     assert seen["interfaces"] == ["lo"]
 
 
-@needs_bwrap
-def test_process_limit_holds_for_the_kernels_user(tmp_path):
-    """A fork bomb stops at RLIMIT_NPROC. Root ignores that limit (also root mapped into a user
-    namespace), which is why the sandboxed kernel runs as an unprivileged uid of its own."""
-    program = r"""
+FORK_COUNT = r"""
 import json, os, time, signal
 children = []
 try:
@@ -180,8 +176,14 @@ except OSError as err:
 for pid in children:
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
-print(json.dumps({"children": len(children), "outcome": outcome}))
 """
+
+
+@needs_bwrap
+def test_process_limit_holds_for_the_kernels_user(tmp_path):
+    """A fork bomb stops at RLIMIT_NPROC. Root ignores that limit (also root mapped into a user
+    namespace), which is why the sandboxed kernel runs as an unprivileged uid of its own."""
+    program = FORK_COUNT + '\nprint(json.dumps({"children": len(children), "outcome": outcome}))\n'
     seen = run_inside(tmp_path, program, limits=Limits(processes=40))
     assert seen["outcome"] == "BlockingIOError"
     assert 30 <= seen["children"] < 40, seen
@@ -190,13 +192,44 @@ print(json.dumps({"children": len(children), "outcome": outcome}))
     assert seen["outcome"] == "BlockingIOError" and seen["children"] < sandbox.SANDBOX_PROCESSES
 
 
+ESCAPE_LIMITS = r"""
+import ctypes, json, os, resource
+libc = ctypes.CDLL(None, use_errno=True)
+# a user namespace of its own: every capability inside it, none outside
+entered = libc.unshare(0x10000000) == 0            # CLONE_NEWUSER
+caps = int(open("/proc/self/status").read().split("CapEff:")[1].split()[0], 16)
+raised = {}
+for name in ("RLIMIT_NPROC", "RLIMIT_AS", "RLIMIT_CPU"):
+    which = getattr(resource, name)
+    soft, hard = resource.getrlimit(which)
+    try:
+        resource.setrlimit(which, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        raised[name] = "raised"
+    except (ValueError, OSError) as err:
+        raised[name] = type(err).__name__
+"""
+
+
 @needs_bwrap
+def test_limits_hold_in_a_user_namespace_of_the_kernels_own(tmp_path):
+    """Student code may create a user namespace (and hold every capability in it); it still cannot
+    raise its limits, and its processes still count against the kernel's RLIMIT_NPROC."""
+    program = ESCAPE_LIMITS + FORK_COUNT + r"""
+print(json.dumps({"entered": entered, "caps": caps, "raised": raised, "children": len(children), "outcome": outcome}))
+"""
+    seen = run_inside(tmp_path, program, limits=Limits(processes=40))
+    assert seen["entered"] and seen["caps"] != 0                 # the namespace was made, with capabilities
+    assert seen["raised"] == {"RLIMIT_NPROC": "ValueError", "RLIMIT_AS": "ValueError", "RLIMIT_CPU": "ValueError"}
+    assert seen["outcome"] == "BlockingIOError" and seen["children"] < 40, seen
+
+
 def test_every_sandboxed_kernel_gets_a_uid_of_its_own(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("the grader is not root here: bwrap maps the grader's own uid")
     uids = {sandbox.BwrapLauncher(tmp_path / f"s{i}").uid for i in range(20)}
-    assert len(uids) == 20
-    assert all(sandbox.UID_RANGE[0] <= uid < sandbox.UID_RANGE[1] for uid in uids)
+    if os.geteuid() == 0:
+        assert len(uids) == 20
+        assert all(sandbox.UID_RANGE[0] <= uid < sandbox.UID_RANGE[1] for uid in uids)
+    else:       # bwrap run by another user maps that user into the sandbox
+        assert uids == {os.getuid()}
 
 
 def test_auto_falls_back_to_none_with_one_loud_warning(monkeypatch, capsys):
