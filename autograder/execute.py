@@ -36,6 +36,15 @@ class Limits:
     restarts: int = 2                    # kernel restarts after a crash or a hung cell
 
 
+def kernel_command() -> list[str]:
+    """The kernel, as every launcher starts it (after its own wrapping). quit() and exit() in a
+    cell stop the kernel's event loop 0.1 s later, in whichever cell then runs: the grade would
+    depend on timing. The grading kernel ignores them (the shell's ask_exit does nothing)."""
+    return [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+            "--HistoryManager.hist_file=:memory:",
+            "--IPKernelApp.exec_lines=['get_ipython().ask_exit = lambda: None']"]
+
+
 class Launcher:
     """Starts a kernel without a sandbox, under resource limits."""
     name = "none"
@@ -46,8 +55,7 @@ class Launcher:
         return [sys.executable, "-m", "autograder.limits",
                 f"--memory={limits.memory_bytes}", f"--cpu={int(limits.notebook_timeout * 2)}",
                 f"--processes={limits.processes}", f"--file-size={limits.file_bytes}", "--",
-                sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-                "--HistoryManager.hist_file=:memory:"]
+                *kernel_command()]
 
     def connection_dir(self, workdir: Path) -> Path:
         return workdir

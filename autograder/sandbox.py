@@ -37,7 +37,7 @@ import sys
 import time
 from pathlib import Path
 
-from .execute import Launcher, Limits
+from .execute import Launcher, Limits, kernel_command
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -184,9 +184,7 @@ class BwrapLauncher(Launcher):
         limit = [sys.executable, "-m", "autograder.limits",
                  f"--memory={limits.memory_bytes}", f"--cpu={int(limits.notebook_timeout * 2)}",
                  f"--processes={processes}", f"--file-size={limits.file_bytes}", "--"]
-        kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-                  "--HistoryManager.hist_file=:memory:"]
-        return limit + self.command(workdir, env or {}) + kernel
+        return limit + self.command(workdir, env or {}) + kernel_command()
 
     def command(self, workdir: Path, env: dict) -> list[str]:
         """bwrap and its options, up to the program to run in the sandbox."""
