@@ -236,7 +236,7 @@ def runaway_cases(p: Profile) -> list[Case]:
         answers_case("sysexit-in-fn", "runaway", "sys.exit() inside the function", p,
                      lambda ctx: {t: inside(p, t, "import sys\nsys.exit(3)")}, lost,
                      reasons={tt: r"raised SystemExit: 3"}),
-        answers_case("quit", "runaway", "quit() and exit() in an answer cell (the kernel ignores them); answer correct",
+        answers_case("quit", "runaway", "quit() and exit() in an answer cell (the grading kernel ignores them); answer correct",
                      p, lambda ctx: {t: before("quit()\nexit()", p.answer(t))}, p.scores()),
         answers_case("osexit", "runaway", "os._exit(1) at the top of an answer cell", p,
                      lambda ctx: {t: before("import os\nos._exit(1)", p.answer(t))}, lost,
@@ -776,3 +776,31 @@ def corpus(profiles=None) -> list[Case]:
     names = [c.student for c in cases]
     assert len(names) == len(set(names)), "two cases share a student id"
     return cases
+
+
+# ---- one batch per test session ----------------------------------------------------------------------------------------
+
+def run_once(tmp_path_factory, name: str, build: Callable[[Path], dict]) -> tuple[Path, dict]:
+    """build(folder) -> JSON-able data, run once per test session although pytest-xdist may spread the
+    tests that need it over several workers (its xdist_group marks do not hold them together with
+    this pytest): the first worker to get here builds, the others wait for it and read the result."""
+    import fcntl
+    import traceback
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent                      # shared by the workers of this session
+    folder = base / name
+    with open(base / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done, failed = base / f"{name}.json", base / f"{name}.failed"
+        if failed.exists():
+            raise RuntimeError(f"building {name} failed in another worker:\n{failed.read_text()}")
+        if not done.exists():
+            folder.mkdir(exist_ok=True)
+            try:
+                data = build(folder)
+            except BaseException:
+                failed.write_text(traceback.format_exc())
+                raise
+            done.write_text(json.dumps(data))
+        return folder, json.loads(done.read_text())

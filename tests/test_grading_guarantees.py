@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from autograder import sandbox
-from redteam_corpus import PAPER, before
+from redteam_corpus import PAPER, before, run_once
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grading-guarantees")]
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 SANDBOX = "bwrap" if sandbox.bwrap_problem() is None else "none"
@@ -117,9 +117,20 @@ def _processes_naming(folder: Path) -> list[str]:
     return found
 
 
-@pytest.fixture(scope="module")
-def killed_and_resumed(tmp_path_factory):
-    base = tmp_path_factory.mktemp("guarantees")
+def _snapshot(home: Path) -> dict:
+    """What a run leaves: the results (text and mtime), grades.csv, the gradebook's rows."""
+    return {"results": {s: [p.stat().st_mtime_ns, p.read_text()] for s, p in _results(home).items()},
+            "csv": (home / "grades.csv").read_text() if (home / "grades.csv").exists() else None,
+            "gradebook": _gradebook(home) if (home / "gradebook.db").exists() else None}
+
+
+def _run(argv: list[str], env: dict) -> dict:
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
+    return {"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr[-3000:]}
+
+
+def grade_kill_resume_regrade(base: Path) -> dict:
+    """The whole story, run once: grade, kill -9, rerun, rerun again, rerun with --force."""
     submissions, home = base / "submissions", base / "home"
     _write_class(submissions)
     original = _tree_hash(submissions)
@@ -135,38 +146,47 @@ def killed_and_resumed(tmp_path_factory):
         time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    recorded = {s: (p.stat().st_mtime_ns, p.read_bytes()) for s, p in _results(home).items()}
+    killed = _snapshot(home)
     # the kernels go with the grader (bwrap --die-with-parent; without bwrap, ipykernel watches its parent)
     deadline = time.monotonic() + 15
     while _processes_naming(scratch) and time.monotonic() < deadline:
         time.sleep(0.2)
     orphans = _processes_naming(scratch)
 
-    # 2. run it again: it finishes the class
-    rerun = subprocess.run(_grade_command(submissions), cwd=ROOT, env=env, capture_output=True, text=True)
-    shutil.rmtree(scratch, ignore_errors=True)      # what the killed grader left there
-    return {"submissions": submissions, "home": home, "original": original, "recorded": recorded,
-            "orphans": orphans, "rerun": rerun}
+    # 2. run it again: it finishes the class; 3. again: nothing to do; 4. --force: everything regraded
+    resumed = _run(_grade_command(submissions), env)
+    after_resume = _snapshot(home)
+    again = _run(_grade_command(submissions), env)
+    after_again = _snapshot(home)
+    forced = _run(_grade_command(submissions, "--force"), env)
+    after_force = _snapshot(home)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return {"original": original, "final": _tree_hash(submissions), "killed": killed, "orphans": orphans,
+            "resumed": resumed, "after_resume": after_resume, "again": again, "after_again": after_again,
+            "forced": forced, "after_force": after_force}
 
 
-def _scores_from_results(home: Path) -> dict:
+@pytest.fixture(scope="module")
+def story(tmp_path_factory) -> dict:
+    return run_once(tmp_path_factory, "guarantees", grade_kill_resume_regrade)[1]
+
+
+def _scores(snapshot: dict) -> dict:
     out = {}
-    for student, path in _results(home).items():
-        result = json.loads(path.read_text())
-        out[student] = {c["grade_id"]: c["score"] for c in result["cells"] if c["kind"] == "auto"}
+    for student, (_, text) in snapshot["results"].items():
+        out[student] = {c["grade_id"]: c["score"] for c in json.loads(text)["cells"] if c["kind"] == "auto"}
     return out
 
 
-def test_a_killed_batch_resumes_with_no_grade_lost_or_doubled(killed_and_resumed):
-    state = killed_and_resumed
-    home = state["home"]
-    assert 0 < len(state["recorded"]) < len(CLASS), "the grader was not killed halfway"
-    assert state["orphans"] == []
-    assert state["rerun"].returncode == 0, state["rerun"].stderr[-3000:]
-    assert f"({len(state['recorded'])} already recorded)" in state["rerun"].stdout
+def test_a_killed_batch_resumes_with_no_grade_lost_or_doubled(story):
+    killed, resumed, after = story["killed"], story["resumed"], story["after_resume"]
+    assert 0 < len(killed["results"]) < len(CLASS), "the grader was not killed halfway"
+    assert story["orphans"] == []
+    assert resumed["returncode"] == 0, resumed["stderr"]
+    assert f"({len(killed['results'])} already recorded)" in resumed["stdout"]
     # every student graded once, with the expected scores
-    assert _scores_from_results(home) == EXPECTED
-    book = _gradebook(home)
+    assert _scores(after) == EXPECTED
+    book = after["gradebook"]
     assert book["counts"]["students"] == len(CLASS)
     assert book["counts"]["submissions"] == len(CLASS) and book["counts"]["notebooks"] == len(CLASS)
     grade_cells = [c for c in P.source["cells"] if c["metadata"].get("nbgrader", {}).get("grade")]
@@ -174,33 +194,24 @@ def test_a_killed_batch_resumes_with_no_grade_lost_or_doubled(killed_and_resumed
     for student, scores in EXPECTED.items():
         assert {k: v for k, v in book["scores"][student].items() if k in scores} == scores
     # the notebooks recorded before the kill were not graded again
-    for student, (mtime, data) in state["recorded"].items():
-        path = _results(home)[student]
-        assert path.stat().st_mtime_ns == mtime and path.read_bytes() == data
+    for student, recorded in killed["results"].items():
+        assert after["results"][student] == recorded
 
 
-def test_regrading_is_idempotent_and_deterministic(killed_and_resumed):
-    state = killed_and_resumed
-    home, submissions = state["home"], state["submissions"]
-    csv_before = (home / "grades.csv").read_bytes()
-    book_before = _gradebook(home)
-    results_before = {s: p.read_bytes() for s, p in _results(home).items()}
-
-    again = subprocess.run(_grade_command(submissions), cwd=ROOT, env=_env(home), capture_output=True, text=True)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert "notebooks to grade" not in again.stdout          # nothing regraded
-    assert (home / "grades.csv").read_bytes() == csv_before
-    assert _gradebook(home) == book_before
-    assert {s: p.read_bytes() for s, p in _results(home).items()} == results_before
-
-    forced = subprocess.run(_grade_command(submissions, "--force"), cwd=ROOT, env=_env(home),
-                            capture_output=True, text=True)
-    assert forced.returncode == 0, forced.stderr[-3000:]
-    assert f"{len(CLASS)} notebooks to grade" in forced.stdout
-    # the same scores and the same reasons, byte for byte; the gradebook holds the same rows
-    assert (home / "grades.csv").read_bytes() == csv_before
-    assert _gradebook(home) == book_before
+def test_regrading_is_idempotent_and_deterministic(story):
+    before, again, forced = story["after_resume"], story["again"], story["forced"]
+    assert again["returncode"] == 0, again["stderr"]
+    assert "notebooks to grade" not in again["stdout"]          # nothing regraded
+    assert story["after_again"] == before                       # results, grades.csv, gradebook: unchanged
+    assert forced["returncode"] == 0, forced["stderr"]
+    assert f"{len(CLASS)} notebooks to grade" in forced["stdout"]
+    # every notebook graded again (new result files), to the same scores and the same reasons, byte for
+    # byte; the gradebook holds the same rows
+    after = story["after_force"]
+    assert all(after["results"][s][0] != before["results"][s][0] for s in CLASS)
+    assert after["csv"] == before["csv"]
+    assert after["gradebook"] == before["gradebook"]
 
 
-def test_original_submissions_are_never_modified(killed_and_resumed):
-    assert _tree_hash(killed_and_resumed["submissions"]) == killed_and_resumed["original"]
+def test_original_submissions_are_never_modified(story):
+    assert story["final"] == story["original"]

@@ -30,10 +30,10 @@ from pathlib import Path
 import pytest
 
 from autograder import sandbox
-from redteam_corpus import STEP, Case, Ctx, corpus
+from redteam_corpus import STEP, Case, Ctx, corpus, run_once
 
-# one batch for the whole module: with pytest-xdist, keep its tests on one worker
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("redteam")]
+# one batch for the whole session, graded by whichever worker needs it first (run_once)
+pytestmark = pytest.mark.slow
 
 SANDBOX = "bwrap" if sandbox.bwrap_problem() is None else "none"
 NO_SANDBOX = f"needs the bwrap sandbox: {sandbox.bwrap_problem()}"
@@ -68,7 +68,8 @@ class Batch:
     before: dict          # hashes of every submitted file before grading
     after: dict
     accepted: list        # connections the loopback server received
-    returned: dict        # what grade() returned
+    problems: list        # the file problems grade() returned
+    students: list        # the students grade() returned results for
     left: list            # processes of the batch's kernels still running after it
 
 
@@ -86,10 +87,9 @@ def _hashes(folder: Path) -> dict:
     return out
 
 
-@pytest.fixture(scope="module")
-def batch(tmp_path_factory) -> Batch:
+def grade_the_corpus(base: Path) -> dict:
+    """Write the corpus into base/submissions, grade it into base/home; return what the tests read."""
     from autograder.grade import grade
-    base = tmp_path_factory.mktemp("redteam")
     submissions, home = base / "submissions", base / "home"
     submissions.mkdir()
     # the workers' scratch folders (and so every kernel's command line) under a folder of this batch
@@ -108,22 +108,35 @@ def batch(tmp_path_factory) -> Batch:
                 pass
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    ctx = Ctx(submissions=submissions, home=home, port=server.getsockname()[1])
+    port = server.getsockname()[1]
+    ctx = Ctx(submissions=submissions, home=home, port=port)
     for case in RUN:
         case.write(ctx, submissions / case.student)
     before = _hashes(submissions)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GRADER_HOME", str(home))
-        mp.delenv("NBGRADER_DB_URL", raising=False)
-        mp.setenv("TMPDIR", str(scratch))
-        # nbgrader runs `alembic` from this environment to create the gradebook (as `make` arranges)
-        mp.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
-        returned = grade(submissions, workers=2, sandbox=SANDBOX, feedback=False, limits=LIMITS, quiet=True)
-    stop.set()
-    thread.join()
-    server.close()
-    after = _hashes(submissions)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("GRADER_HOME", str(home))
+            mp.delenv("NBGRADER_DB_URL", raising=False)
+            mp.setenv("TMPDIR", str(scratch))
+            # nbgrader runs `alembic` from this environment to create the gradebook (as `make` arranges)
+            mp.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+            returned = grade(submissions, workers=2, sandbox=SANDBOX, feedback=False, limits=LIMITS, quiet=True)
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+    left = kernels_under(scratch)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return {"port": port, "before": before, "after": _hashes(submissions), "accepted": [str(a) for a in accepted],
+            "problems": returned["problems"], "graded": sorted({r["student"] for r in returned["results"]}),
+            "left": left}
 
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory) -> Batch:
+    base, data = run_once(tmp_path_factory, "redteam", grade_the_corpus)
+    submissions, home = base / "submissions", base / "home"
+    ctx = Ctx(submissions=submissions, home=home, port=data["port"])
     with open(home / "grades.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     report = json.loads((home / "grades.json").read_text(encoding="utf-8"))
@@ -138,9 +151,8 @@ def batch(tmp_path_factory) -> Batch:
             notes=report["notes"].get(f"{case.student}/{nb}", []),
             problems=[f"{p['file']}: {p['problem']}" for p in report["problems"] if p["student"] == case.student],
             home=home)
-    left = kernels_under(scratch)
-    shutil.rmtree(scratch, ignore_errors=True)
-    return Batch(ctx, graded, before, after, accepted, returned, left)
+    return Batch(ctx, graded, data["before"], data["after"], data["accepted"], data["problems"],
+                 data["graded"], data["left"])
 
 
 def kernels_under(folder: Path) -> list[str]:
@@ -207,14 +219,13 @@ def test_the_network_was_never_reached(batch):
 
 
 def test_bad_files_are_reported_by_name_and_the_batch_goes_on(batch):
-    problems = batch.returned["problems"]
+    problems = batch.problems
     assert problems
     for p in problems:
         assert p["file"] and p["problem"]
         assert (batch.ctx.submissions / p["file"].split(":", 1)[0]).exists() or \
             (batch.ctx.submissions / p["file"].split(":", 1)[0]).is_symlink(), p
-    graded_students = {r["student"] for r in batch.returned["results"]}
-    assert {c.student for c in RUN} <= graded_students
+    assert {c.student for c in RUN} <= set(batch.students)
 
 
 def test_every_grade_cell_has_a_score_in_the_gradebook(batch):
