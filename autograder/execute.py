@@ -238,7 +238,8 @@ async def execute(nb, workdir: Path, env: dict, launcher: Launcher | None = None
                 if failed_at is not None:
                     position = code.index(i) + 1
                     last = cell.outputs[-1]
-                    outcome.events.append(f"cell {_label(cell, i)}: {last.get('ename', 'error')}: {last.get('evalue', '')}")
+                    outcome.events.append(f"cell {_label(cell, i)}: {last.get('ename', 'error')}: "
+                                          f"{last.get('evalue', '')}")
                     break
             else:
                 position = len(code)

@@ -127,8 +127,9 @@ class BwrapLauncher(Launcher):
         if self.root:
             os.chown(self.ipc, 0, self.gid)
         # who the kernel is: some libraries ask (getpass, pwd), and nobody else is listed
-        (scratch / "passwd").write_text(f"student:x:{self.uid}:{self.gid}:student:{scratch / 'work'}:/usr/sbin/nologin\n"
-                                        "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n")
+        (scratch / "passwd").write_text(
+            f"student:x:{self.uid}:{self.gid}:student:{scratch / 'work'}:/usr/sbin/nologin\n"
+            "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n")
         (scratch / "group").write_text(f"student:x:{self.gid}:\nroot:x:0:\n")
         for name in ("passwd", "group"):
             os.chmod(scratch / name, 0o644)

@@ -236,8 +236,9 @@ def runaway_cases(p: Profile) -> list[Case]:
         answers_case("sysexit-in-fn", "runaway", "sys.exit() inside the function", p,
                      lambda ctx: {t: inside(p, t, "import sys\nsys.exit(3)")}, lost,
                      reasons={tt: r"raised SystemExit: 3"}),
-        answers_case("quit", "runaway", "quit() and exit() in an answer cell (the grading kernel ignores them); answer correct",
-                     p, lambda ctx: {t: before("quit()\nexit()", p.answer(t))}, p.scores()),
+        answers_case("quit", "runaway",
+                     "quit() and exit() in an answer cell (the grading kernel ignores them); answer correct", p,
+                     lambda ctx: {t: before("quit()\nexit()", p.answer(t))}, p.scores()),
         answers_case("osexit", "runaway", "os._exit(1) at the top of an answer cell", p,
                      lambda ctx: {t: before("import os\nos._exit(1)", p.answer(t))}, lost,
                      reasons={tt: NOT_DEFINED}, notes=[event("DeadKernelError")]),
@@ -276,8 +277,9 @@ def runaway_cases(p: Profile) -> list[Case]:
     def die_in_header(nb):
         header = next(c for c in nb["cells"] if c.get("id") == "header_name")
         header["source"] = "NAME = 'Mallory'\nimport os\nos._exit(1)"       # the name cell is the student's
-    cases.append(edited_case("dies-early", "runaway", "os._exit(1) in the name cell, before everything; answers correct",
-                             p, die_in_header, p.scores(),
+    cases.append(edited_case("dies-early", "runaway",
+                             "os._exit(1) in the name cell, before everything; answers correct", p,
+                             die_in_header, p.scores(),
                              notes=[r"cell 'header_name': DeadKernelError", r"the kernel was restarted"]))
     # a kernel that dies again and again: after the allowed restarts, the rest scores zero, with the reason
     cases.append(_dies_thrice(p))
@@ -502,7 +504,8 @@ def cheating_cases(p: Profile) -> list[Case]:
         answers_case("forged-in-probe", "cheating", "the function prints a forged result when the probe calls it", p,
                      lambda ctx: {t: inside_wrong(p, t, "from IPython.display import display\n" + payload_for_all)},
                      p.scores(**{tt: 0.0}), reasons={tt: r"more than one result"}),
-        answers_case("forged-hook", "cheating", "an IPython post_run_cell hook prints forged results after every cell", p,
+        answers_case("forged-hook", "cheating",
+                     "an IPython post_run_cell hook prints forged results after every cell", p,
                      lambda ctx: {t: wrong + "\nfrom IPython.display import display\n"
                                   "def _forge(result):\n" + textwrap.indent(payload_for_all, "    ") + "\n"
                                   "get_ipython().events.register('post_run_cell', _forge)\n"},
@@ -563,7 +566,8 @@ def _try(fn):
 _paths = json.loads({paths!r})
 _report = {{}}
 for _label, _path in _paths["read"].items():
-    _report["read " + _label] = _try(lambda: len(open(_path, "rb").read()) if os.path.isfile(_path) else os.listdir(_path))
+    _report["read " + _label] = _try(lambda: len(open(_path, "rb").read()) if os.path.isfile(_path)
+                                     else os.listdir(_path))
 for _label, _path in _paths["write"].items():
     _report["write " + _label] = _try(lambda: open(_path, "ab").write(b"owned"))
 _report["delete honest submission"] = _try(lambda: os.remove(_paths["write"]["honest submission"]))
@@ -778,7 +782,7 @@ def corpus(profiles=None) -> list[Case]:
     return cases
 
 
-# ---- one batch per test session ----------------------------------------------------------------------------------------
+# ---- one batch per test session ---------------------------------------------------------------------------
 
 def run_once(tmp_path_factory, name: str, build: Callable[[Path], dict]) -> tuple[Path, dict]:
     """build(folder) -> JSON-able data, run once per test session although pytest-xdist may spread the

@@ -63,7 +63,8 @@ read = {{
     "release": lambda: os.listdir({str(ROOT / 'release')!r}),
     "grade.py": lambda: open({str(ROOT / 'autograder' / 'grade.py')!r}).read(),
     "limits.py": lambda: open({str(ROOT / 'autograder' / 'limits.py')!r}).read(),
-    "git": lambda: os.listdir({str(ROOT / '.git')!r}) if os.path.isdir({str(ROOT / '.git')!r}) else open({str(ROOT / '.git')!r}).read(),
+    "git": lambda: os.listdir({str(ROOT / '.git')!r}) if os.path.isdir({str(ROOT / '.git')!r})
+                   else open({str(ROOT / '.git')!r}).read(),
     "shadow": lambda: open("/etc/shadow").read(),
     "home": lambda: os.listdir("/home"),
     "root's files": lambda: open("/root/.profile").read(),
