@@ -168,7 +168,7 @@ def check_notebook(data: bytes) -> str | None:
     try:
         nb = json.loads(text)
     except json.JSONDecodeError as err:
-        return f"not valid JSON ({err.msg} at line {err.lineno}): the file is damaged or truncated"
+        return f"not valid JSON ({err.msg}, line {err.lineno}): the file is damaged or truncated"
     except RecursionError:
         return f"not a notebook: its JSON is nested more than {MAX_DEPTH} levels deep"
     except ValueError as err:
