@@ -132,20 +132,20 @@ PAPER = Profile(
                         "Q": (T, d_k), "K": (T, d_k), "V": (T, d_v),
                         "scores": (T, d_k), "A": (T, d_k), "out": (T, d_v)}
             '''),
-        # the variance of one product q_m k_m instead of the dot product: about 1, not d_k
+        # the estimate is computed, but not returned: the classic forgotten `return`
         "dot_variance": textwrap.dedent('''\
             def dot_variance(d_k, n, seed):
                 g = torch.Generator().manual_seed(seed)
                 q = torch.randn(n, d_k, generator=g)
                 k = torch.randn(n, d_k, generator=g)
-                return float((q[:, 0] * k[:, 0]).var())
+                dots = (q * k).sum(dim=-1)
+                dots.var().item()
             '''),
     },
-    # the judge of dot_variance gives its two properties "same seed, same estimate" and "the estimate
-    # comes from samples" to this wrong answer: 2 of 5 parts of 2 points
-    wrong_scores={"shapes_hidden": 0.0, "dot_variance_hidden": 0.8},
+    # what the checks give these answers (tests/test_redteam_corpus.py asks them)
+    wrong_scores={"shapes_hidden": 0.0, "dot_variance_hidden": 0.0},
     wrong_reasons={"shapes_hidden": r"wrong or missing: scores, A",
-                   "dot_variance_hidden": r"A value near 1 is the variance of one product"},
+                   "dot_variance_hidden": r"raised TypeError: float\(\) argument must be"},
 )
 
 PROFILES = [PAPER]
@@ -586,7 +586,9 @@ _report["delete honest submission"] = _try(lambda: os.remove(_paths["write"]["ho
 _report["connect host loopback"] = _try(lambda: socket.create_connection(("127.0.0.1", {port}), timeout=3))
 _report["connect internet"] = _try(lambda: socket.create_connection(("1.1.1.1", 443), timeout=3))
 _report["resolve a name"] = _try(lambda: socket.getaddrinfo("pypi.org", 443))
-_report["other kernels' scratch"] = "visible: " + ", ".join(os.listdir("/tmp"))
+_scratch = os.path.dirname(os.environ["GRADER_SOCKET"])          # the kernel's own scratch folder
+_report["other kernels' scratch"] = "visible: " + ", ".join(os.listdir(os.path.dirname(_scratch)))
+_report["own scratch"] = "visible: " + os.path.basename(_scratch)
 print("REACH " + json.dumps(_report))
 '''
 
@@ -627,9 +629,9 @@ def check_reach(ctx: Ctx, graded) -> None:
     report = json.loads(found.group(1))
     leaks = {k: v for k, v in report.items() if not v.startswith(("blocked", "visible"))}
     assert leaks == {}, leaks
-    # /tmp is private: it holds the way to the kernel's own scratch folder, never another kernel's
+    # /tmp is private: beside its own scratch folder the kernel sees no other kernel's
     visible = report["other kernels' scratch"].split(": ", 1)[1].split(", ")
-    assert len(visible) == 1, visible
+    assert visible == [report["own scratch"].split(": ", 1)[1]], visible
 
 
 def reach_cases(p: Profile) -> list[Case]:

@@ -111,7 +111,7 @@ print(json.dumps({{
                                                            "PWD"}  # PWD: set by bwrap --chdir
     assert seen["cwd"] == str(tmp_path / "scratch" / "work")
     # a private /tmp (the host's is not visible: only the job's scratch folder is bound into it)
-    bound = [(tmp_path / "scratch").resolve(), *sandbox._python_dirs()]     # what is bound under /tmp, if any
+    bound = [(tmp_path / "scratch").resolve(), *sandbox._python_dirs(), *sandbox.course_files({})]  # under /tmp?
     expected = {b.relative_to("/tmp").parts[0] for b in bound if Path("/tmp") in b.parents}
     assert sorted(seen["tmp"]) == sorted(expected | {"mine.txt"}), seen["tmp"]   # mine.txt: written above
     # its own PID namespace: a handful of processes, none of the host's
