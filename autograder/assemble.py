@@ -58,7 +58,9 @@ def assemble(student: dict, release: dict, source: dict) -> tuple[dict, list[str
         if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
             continue
         grade_id = _nbgrader(cell).get("grade_id")
+        grade_id = grade_id if isinstance(grade_id, str) else None    # JSON may hold anything here
         cell_id = cell.get("id")
+        cell_id = cell_id if isinstance(cell_id, str) else None
         target = None
         if grade_id in answer_ids:
             target = answer_ids[grade_id]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20       # a Step 4 notebook with all its pictures is well under 5 MB
 MAX_ZIP_MEMBERS = 200
+MAX_DEPTH = 64                        # a notebook's JSON is about 10 levels deep (widget states a few more)
 IGNORED_PARTS = {".ipynb_checkpoints", "__MACOSX", ".git"}
 
 
@@ -30,6 +31,9 @@ class Received:
     data: bytes | None = None
     mtime: float = 0.0
     problem: str | None = None   # why this file cannot be graded
+
+
+SYMLINK = "a symbolic link, not a file: not read (hand in the notebook itself)"
 
 
 class SubmissionError(RuntimeError):
@@ -63,13 +67,18 @@ def collect(path: Path, notebooks: list[str]) -> list[Received]:
     for entry in sorted(path.iterdir()):
         if entry.name in IGNORED_PARTS or entry.name.startswith("."):
             continue
+        if entry.is_symlink():      # could point at another student's work, or anywhere
+            received.append(Received(student_id(entry.name) or "unknown", None, entry.name, problem=SYMLINK))
+            continue
         if entry.is_dir():
             sid = student_id(entry.name)
-            files = [p for p in sorted(entry.rglob("*")) if p.is_file()
+            files = [p for p in sorted(entry.rglob("*")) if (p.is_file() or p.is_symlink())
                      and not IGNORED_PARTS.intersection(p.relative_to(entry).parts)]
             for file in files:
                 origin = str(file.relative_to(path))
-                if file.suffix == ".zip":
+                if file.is_symlink():
+                    received.append(Received(sid, None, origin, problem=SYMLINK))
+                elif file.suffix == ".zip":
                     received += _from_zip(file, origin, sid, notebooks)
                 elif file.suffix == ".ipynb":
                     received.append(_from_file(file, origin, sid, notebooks))
@@ -121,7 +130,8 @@ def _from_zip(file: Path, origin: str, sid: str, notebooks: list[str]) -> list[R
             if IGNORED_PARTS.intersection(parts) or Path(member.filename).name.startswith("."):
                 continue
             if member.filename.startswith("/") or ".." in parts:
-                out.append(Received(sid, None, inner, problem="a path that leaves the zip (absolute or '..'): ignored"))
+                out.append(Received(sid, match_notebook(Path(member.filename).name, notebooks)[0], inner,
+                                    problem="a path that leaves the zip (absolute or '..'): ignored"))
                 continue
             if not member.filename.endswith(".ipynb"):
                 out.append(Received(sid, None, inner, problem="not a notebook (.ipynb): ignored"))
@@ -158,7 +168,13 @@ def check_notebook(data: bytes) -> str | None:
     try:
         nb = json.loads(text)
     except json.JSONDecodeError as err:
-        return f"not valid JSON ({err.msg} at line {err.lineno}): the file is damaged or truncated"
+        return f"not valid JSON ({err.msg}, line {err.lineno}): the file is damaged or truncated"
+    except RecursionError:
+        return f"not a notebook: its JSON is nested more than {MAX_DEPTH} levels deep"
+    except ValueError as err:
+        return f"not a notebook: the JSON could not be read ({err})"
+    if _depth(nb) > MAX_DEPTH:
+        return f"not a notebook: its JSON is nested more than {MAX_DEPTH} levels deep"
     if not isinstance(nb, dict) or not isinstance(nb.get("cells", None), list):
         if isinstance(nb, dict) and nb.get("nbformat") == 3:
             return "an old notebook (nbformat 3): open it in JupyterLab and save it again"
@@ -166,3 +182,16 @@ def check_notebook(data: bytes) -> str | None:
     if nb.get("nbformat") != 4:
         return f"nbformat {nb.get('nbformat')!r} is not supported: open it in JupyterLab and save it again"
     return None
+
+
+def _depth(value) -> int:
+    """How deeply lists and dicts nest in `value` (iteratively: no recursion limit to hit)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (list, dict)):
+            deepest = max(deepest, level)
+            if deepest > MAX_DEPTH:
+                break
+            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -66,6 +67,10 @@ class CourseNotebookClient(ShortPolls, NotebookClient):
 class Execute(ShortPolls, NbgraderExecute):
     """nbgrader's Execute preprocessor without the widget hang (used in nbgrader_config.py)."""
 
+from .checks.framework import MIME as PROBE_MIME
+
+PROBE_OUTPUT_BYTES = 16 * 2**20     # the results of a cell's hidden tests (plain data, bounded by plain.py)
+
 
 @dataclass
 class Limits:
@@ -78,20 +83,39 @@ class Limits:
     restarts: int = 2                    # kernel restarts after a crash or a hung cell
 
 
+def kernel_command() -> list[str]:
+    """The kernel, as every launcher starts it (after its own wrapping). quit() and exit() in a
+    cell stop the kernel's event loop 0.1 s later, in whichever cell then runs: the grade would
+    depend on timing. The grading kernel ignores them (the shell's ask_exit does nothing)."""
+    return [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+            "--HistoryManager.hist_file=:memory:",
+            "--IPKernelApp.exec_lines=['get_ipython().ask_exit = lambda: None']"]
+
+
 class Launcher:
     """Starts a kernel without a sandbox, under resource limits."""
     name = "none"
     transport = "ipc"        # Unix sockets in the scratch folder: no TCP ports, nothing on the network
+    interrupt_mode = "signal"
 
-    def argv(self, workdir: Path, limits: Limits) -> list[str]:
+    def argv(self, workdir: Path, limits: Limits, env: dict | None = None) -> list[str]:
         return [sys.executable, "-m", "autograder.limits",
                 f"--memory={limits.memory_bytes}", f"--cpu={int(limits.notebook_timeout * 2)}",
                 f"--processes={limits.processes}", f"--file-size={limits.file_bytes}", "--",
-                sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-                "--HistoryManager.hist_file=:memory:"]
+                *kernel_command()]
 
     def connection_dir(self, workdir: Path) -> Path:
         return workdir
+
+    def prepare(self, connection_file: Path) -> None:
+        """Called once the connection file is written, before the kernel starts."""
+
+    def started(self, workdir: Path) -> None:
+        """Called once the kernel answers, before any cell runs."""
+
+    def log_file(self, workdir: Path) -> Path:
+        """Where the kernel process's own stdout and stderr go (not the cells' outputs)."""
+        return workdir.parent / "kernel.log"
 
     def cleanup(self, workdir: Path) -> None:
         pass
@@ -105,19 +129,29 @@ class Outcome:
 
 
 class _Client(NotebookClient):
-    """nbclient with a per-cell output cap."""
+    """nbclient with a per-cell output cap. A hidden test's result (a display of the probe's
+    MIME type) has a budget of its own, so that a student's printing cannot crowd it out."""
 
     def __init__(self, nb, limits: Limits, **kw):
         super().__init__(nb, timeout=int(limits.cell_timeout), allow_errors=True,
                          interrupt_on_timeout=True, record_timing=False, **kw)
         self._limit = limits.output_bytes
         self._bytes: dict[int, int] = {}
+        self._probe_bytes: dict[int, int] = {}
+        self.truncated: set[int] = set()      # cells whose output went beyond the cap
 
     def output(self, outs, msg, display_id, cell_index):
-        size = len(json.dumps(msg.get("content", {}), default=str))
+        content = msg.get("content", {})
+        size = len(json.dumps(content, default=str))
+        if msg.get("msg_type") == "display_data" and PROBE_MIME in (content.get("data") or {}):
+            used = self._probe_bytes.get(cell_index, 0) + size
+            self._probe_bytes[cell_index] = used
+            if used <= PROBE_OUTPUT_BYTES:
+                return super().output(outs, msg, display_id, cell_index)
         used = self._bytes.get(cell_index, 0) + size
         self._bytes[cell_index] = used
         if used > self._limit:
+            self.truncated.add(cell_index)
             if used - size <= self._limit:
                 outs.append(nbformat.v4.new_output(
                     "stream", name="stdout",
@@ -133,14 +167,18 @@ def _error(cell, ename: str, evalue: str) -> None:
 
 async def _start(client: _Client, launcher: Launcher, workdir: Path, env: dict, limits: Limits):
     km = AsyncKernelManager(kernel_name="python3")
-    km._kernel_spec = KernelSpec(argv=launcher.argv(workdir, limits), env={}, language="python",
-                                 display_name="grading kernel", interrupt_mode="signal")
+    km._kernel_spec = KernelSpec(argv=launcher.argv(workdir, limits, env), env={}, language="python",
+                                 display_name="grading kernel", interrupt_mode=launcher.interrupt_mode)
     km.transport = launcher.transport
     conn_dir = launcher.connection_dir(workdir)
     km.connection_file = str(conn_dir / "kernel.json")
     if launcher.transport == "ipc":
         km.ip = str(conn_dir / "kernel-ipc")
-    await km.start_kernel(env=env, cwd=str(workdir))
+    km.write_connection_file()          # start_kernel keeps this file; the launcher may hand it over
+    launcher.prepare(Path(km.connection_file))
+    log_path = launcher.log_file(workdir)
+    with open(log_path, "ab") as log:
+        await km.start_kernel(env=env, cwd=str(workdir), stdout=log, stderr=subprocess.STDOUT)
     client.km = km
     kc = km.client()
     kc.start_channels()
@@ -148,12 +186,14 @@ async def _start(client: _Client, launcher: Launcher, workdir: Path, env: dict, 
     poll_in_short_steps(kc.iopub_channel)
     try:
         await kc.wait_for_ready(timeout=limits.cell_timeout)
-    except RuntimeError:
+    except RuntimeError as err:
         kc.stop_channels()
         await km.shutdown_kernel(now=True)
-        raise
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-3:] if log_path.exists() else []
+        raise RuntimeError(" / ".join([str(err), *tail])) from None
     kc.allow_stdin = False
     client.kc = kc
+    launcher.started(workdir)
 
 
 async def _stop(client: _Client) -> None:
@@ -215,16 +255,27 @@ async def execute(nb, workdir: Path, env: dict, launcher: Launcher | None = None
                     position = len(code)
                     break
                 cell_started = time.monotonic()
+                budget = min(limits.cell_timeout + 20, remaining)
                 try:
                     await asyncio.wait_for(client.async_execute_cell(cell, i, execution_count=i + 1),
-                                           timeout=min(limits.cell_timeout + 20, remaining))
+                                           timeout=budget)
                 except DeadKernelError:
-                    _error(cell, "DeadKernelError", "the kernel died while running this cell "
-                           "(sys.exit or os._exit, a crash, or the memory limit)")
+                    if time.monotonic() - cell_started >= budget:
+                        # wait_for gave up on a cell that ignored the interrupt; nbclient reports
+                        # the cancellation as a dead kernel
+                        _error(cell, "CellTimeoutError", f"this cell ran longer than {limits.cell_timeout:.0f} s "
+                               "and did not stop when interrupted; the kernel was restarted")
+                    else:
+                        _error(cell, "DeadKernelError", "the kernel died while running this cell "
+                               "(os._exit, a crash, a signal, or the memory limit)")
                     failed_at = i
                 except asyncio.TimeoutError:
                     _error(cell, "CellTimeoutError",
                            f"this cell ran longer than {limits.cell_timeout:.0f} s and was stopped")
+                    failed_at = i
+                except Exception as err:    # the kernel sent something nbclient could not handle
+                    _error(cell, "GraderError", f"the grader could not process this cell's output "
+                           f"({type(err).__name__}); the kernel was restarted")
                     failed_at = i
                 else:
                     if _timed_out(cell) or time.monotonic() - cell_started >= limits.cell_timeout:
@@ -235,22 +286,36 @@ async def execute(nb, workdir: Path, env: dict, launcher: Launcher | None = None
                         done.append(i)
                 if failed_at is not None:
                     position = code.index(i) + 1
-                    outcome.events.append(f"cell {i}: {cell.outputs[-1].get('ename', 'error')}; kernel restarted")
+                    last = cell.outputs[-1]
+                    outcome.events.append(f"cell {_label(cell, i)}: {last.get('ename', 'error')}: "
+                                          f"{last.get('evalue', '')}")
                     break
             else:
                 position = len(code)
             await _stop(client)
-            if failed_at is not None:
+            if failed_at is not None and position < len(code):
                 if restarts_left == 0:
                     for j in code[position:]:
                         _error(nb.cells[j], "NotRun", "not run: the kernel failed too many times")
+                    outcome.events.append(f"the kernel failed {limits.restarts + 1} times: the cells after "
+                                          f"{_label(nb.cells[failed_at], failed_at)} were not run")
                     break
                 restarts_left -= 1
+                outcome.events.append("the kernel was restarted, the cells that had run were run again, "
+                                      "and grading went on")
     finally:
         await _stop(client)
         launcher.cleanup(workdir)
         outcome.seconds = time.monotonic() - started
+    for i in sorted(client.truncated):
+        outcome.events.append(f"cell {_label(nb.cells[i], i)}: its output went beyond "
+                              f"{limits.output_bytes // 1000} kB; the rest was dropped")
     return outcome
+
+
+def _label(cell, index: int) -> str:
+    nbg = cell.get("metadata", {}).get("nbgrader", {})
+    return repr(nbg.get("grade_id") or cell.get("id") or index)
 
 
 def _timed_out(cell) -> bool:
@@ -258,13 +323,19 @@ def _timed_out(cell) -> bool:
 
 
 async def _replay(client, nb, indices, deadline, limits) -> bool:
-    for i in indices:
-        scratch = nbformat.from_dict(json.loads(json.dumps(nb.cells[i])))
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        try:
-            await asyncio.wait_for(client.async_execute_cell(scratch, i), timeout=min(limits.cell_timeout + 20, remaining))
-        except (DeadKernelError, asyncio.TimeoutError):
-            return False
-    return True
+    # the replayed outputs are thrown away: they count neither against the cells' output caps
+    counters = (dict(client._bytes), dict(client._probe_bytes), set(client.truncated))
+    try:
+        for i in indices:
+            scratch = nbformat.from_dict(json.loads(json.dumps(nb.cells[i])))
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            try:
+                await asyncio.wait_for(client.async_execute_cell(scratch, i),
+                                       timeout=min(limits.cell_timeout + 20, remaining))
+            except Exception:       # dead kernel, time limit, unreadable output
+                return False
+        return True
+    finally:
+        client._bytes, client._probe_bytes, client.truncated = counters

@@ -90,6 +90,7 @@ def run_job(job: Job) -> dict:
                 "OMP_NUM_THREADS": str(job.threads), "MKL_NUM_THREADS": str(job.threads),
                 "MPLBACKEND": "module://matplotlib_inline.backend_inline",
                 "HOME": str(workdir),
+                "PYTHONHASHSEED": "0",      # set and dict order of strings: the same in every run
             })
             env.pop("JPY_PARENT_PID", None)
             outcome = asyncio.run(execute(nb, workdir, env, launcher, limits))
@@ -100,7 +101,7 @@ def run_job(job: Job) -> dict:
         "student": job.student, "notebook": job.notebook, "key": job.key,
         "notebook_json": nbformat.writes(nb),
         "cells": [c.as_dict() for c in cells],
-        "notes": notes, "events": outcome.events,
+        "notes": notes + outcome.events, "events": outcome.events,
         "seconds": round(time.monotonic() - started, 2), "kernel_starts": outcome.kernel_starts,
         "sandbox": launcher.name,
     }
@@ -247,7 +248,7 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
     """Grade every submission under `submissions`; return {'results': [...], 'problems': [...]}."""
     from .sandbox import resolve_sandbox
     use_environment_tools()
-    grader_home().mkdir(parents=True, exist_ok=True)
+    grader_home().mkdir(parents=True, exist_ok=True)      # a new $GRADER_HOME: the gradebook goes there
     url = db_url()
     sandbox = resolve_sandbox(sandbox)
     names = notebook_names()
@@ -299,7 +300,10 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
             if (sid, name) in chosen:
                 continue
             bad = [p for p in problems if p["student"] == sid and p["notebook"] == name]
-            reason = f"{bad[-1]['file']}: {bad[-1]['problem']}" if bad else "not submitted"
+            other = [p for p in problems if p["student"] == sid and p["notebook"] is None]
+            reason = (f"{bad[-1]['file']}: {bad[-1]['problem']}" if bad else
+                      "not submitted; files of this student that were not used: "
+                      + "; ".join(f"{p['file']}: {p['problem']}" for p in other) if other else "not submitted")
             results.append(record_unreadable(sid, name, reason, url, key="missing"))
 
     if jobs:

@@ -23,6 +23,7 @@ from .checks.suites import SUITES
 MAX_ELEMENTS = 100_000     # one input tensor: the step's inputs are (4, 8, 32)
 MAX_REQUESTS = 20_000      # per notebook
 KEPT_GRAPHS = 256          # forward calls remembered for a later backward
+MAX_CONNECTIONS = 16       # open at once, per notebook (a probe uses one)
 
 
 class HeadServer:
@@ -33,6 +34,7 @@ class HeadServer:
         self._graphs: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()
         self._requests = 0
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(socket_path)
         os.chmod(socket_path, 0o666)   # the sandboxed kernel may run as another user
@@ -67,9 +69,18 @@ class HeadServer:
                 conn, _ = self._listener.accept()
             except OSError:
                 return
+            if not self._slots.acquire(blocking=False):    # a kernel opening connection after connection
+                conn.close()
+                continue
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn):
+        try:
+            self._serve_one(conn)
+        finally:
+            self._slots.release()
+
+    def _serve_one(self, conn):
         with conn:
             while True:
                 try:

@@ -37,9 +37,10 @@ class CellResult:
 
 
 def _error_text(cell) -> str:
+    errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    if errors:   # the last one: the grader's own (time limit, dead kernel) comes after the student's
+        return f"{errors[-1].get('ename')}: {errors[-1].get('evalue')}".strip(": ")
     for out in cell.get("outputs", []):
-        if out.get("output_type") == "error":
-            return f"{out.get('ename')}: {out.get('evalue')}".strip(": ")
         if out.get("output_type") == "stream" and out.get("name") == "stderr":
             lines = out.get("text", "").strip().splitlines()
             return "wrote to stderr" + (f": {lines[-1][:200]}" if lines else "")

@@ -1,29 +1,366 @@
 """How grading kernels are isolated.
 
-`none`: the kernel runs as this user under resource limits (autograder/limits.py) only.
-Further sandboxes plug in here by returning a Launcher (see execute.py).
+`none`:  the kernel runs as this user under resource limits (autograder/limits.py) only.
+`bwrap`: the kernel runs inside a bubblewrap sandbox (Debian package `bubblewrap`):
+  * a filesystem of its own that holds only what a kernel needs, read-only: the system's
+    /usr (and the /bin, /lib… links to it), a few files of /etc, the Python installation
+    the grading environment comes from, the environment itself, and of this repository
+    only dlcourse/, autograder/__init__.py, autograder/checks/ and the verified corpus;
+  * where it may write, all in memory and capped: its working folder (also HOME), /tmp and
+    /dev/shm. Of the job's scratch folder on disk it sees the head server's socket, its
+    connection file (read-only) and ipc/, where it creates its sockets while it starts
+    (read-only once it answers): student code cannot fill the grader's disk;
+  * its own network (only a loopback: no connection leaves the sandbox), PID, IPC, UTS
+    and cgroup namespaces, a new terminal session, and it dies with the grader;
+  * a cleared environment holding only the variables below;
+  * run by root (as the course machines do), the kernel drops to an unprivileged uid of
+    its own (a fresh one per notebook, in a range no account uses), so that RLIMIT_NPROC
+    bounds a fork bomb: the kernel ignores that limit for root, also for root mapped
+    into a user namespace, which is why root does not use --unshare-all (it adds a user
+    namespace) but every other namespace. Run by another user, bwrap maps that user into
+    a user namespace (--unshare-all) and the limits apply to that user.
+Not visible inside: the gradebook, the submissions and results, source/, release/,
+autograder/*.py other than the checks, .git, /root, /home, /work, the rest of /etc.
+
+`resolve_sandbox("auto")` picks bwrap when it works here, else `none` with a warning.
 """
 from __future__ import annotations
 
+import functools
+import os
+import pwd
+import secrets
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-from .execute import Launcher
+from .execute import Launcher, Limits, kernel_command
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Unprivileged uids for sandboxed kernels: one drawn at random per notebook, so that two
+# kernels graded side by side never share a process budget. No account uses this range.
+UID_RANGE = (1_500_000_000, 1_600_000_000)
+SANDBOX_PROCESSES = 256        # RLIMIT_NPROC (threads count too) when Limits.processes is 0
+# Where the kernel may write, all in memory and capped: it never writes to the grader's disk.
+TMP_BYTES = 256 * 2**20        # /tmp
+SHM_BYTES = 64 * 2**20         # /dev/shm
+WORK_BYTES = 256 * 2**20       # its working folder and HOME
+
+# The kernel's environment: these variables are passed through from the grader, the rest
+# is cleared (no tokens, credentials or paths of the grader's own environment leak in).
+PASSED_ENV = ("PYTHONPATH", "GRADER_SOCKET", "DLCOURSE_CORPUS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+              "MPLBACKEND", "PYTHONHASHSEED", "TZ")
+
+_warned = False
+
+
+def _is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def _python_dirs() -> list[Path]:
+    """The Python installation and environment the kernel runs from: the environment
+    (sys.prefix), the installation it was made from (sys.base_prefix, and the `home` of the
+    environment's pyvenv.cfg), and wherever the interpreter binary really lives."""
+    dirs = [Path(sys.prefix), Path(sys.base_prefix)]
+    cfg = Path(sys.prefix) / "pyvenv.cfg"
+    if cfg.is_file():
+        for line in cfg.read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "home" and value.strip():
+                home = Path(value.strip())
+                dirs.append(home.parent if home.name == "bin" else home)
+    dirs.append(Path(os.path.realpath(sys.executable)).parent.parent)
+    dirs.append(Path(os.path.abspath(sys.executable)).parent.parent)    # as the kernel command names it
+    # each as named (a bind follows a link: .venv -> elsewhere) and where it really is
+    return _outermost([Path(os.path.abspath(d)) for d in dirs if d.exists()] +
+                      [d.resolve() for d in dirs if d.exists()])
+
+
+def _outermost(paths) -> list[Path]:
+    """Drop duplicates, paths inside another path of the list, and paths under /usr (bound anyway)."""
+    out: list[Path] = []
+    for path in sorted(set(paths), key=lambda p: len(p.parts)):
+        if path == Path("/usr") or Path("/usr") in path.parents:
+            continue
+        if not any(path == p or p in path.parents for p in out):
+            out.append(path)
+    return out
+
+
+def course_files(env: dict) -> list[Path]:
+    """What of this repository a grading kernel may read: the course package, the hidden
+    checks (hidden test cells import them) and the verified corpus."""
+    files = [ROOT / "dlcourse", ROOT / "autograder" / "__init__.py", ROOT / "autograder" / "checks"]
+    corpus = env.get("DLCOURSE_CORPUS")
+    files.append(Path(corpus) if corpus else ROOT / "data" / "tinyshakespeare.txt")
+    return [f for f in files if f.exists()]
+
+
+class BwrapLauncher(Launcher):
+    """Starts the kernel inside bubblewrap (see the module's docstring)."""
+    name = "bwrap"
+    transport = "ipc"
+    # ipykernel interrupts itself when asked on the control channel; a SIGINT sent by the
+    # kernel manager would stop at bwrap, whose child runs in a session of its own
+    interrupt_mode = "message"
+
+    def __init__(self, scratch: Path, uid: int | None = None):
+        self.scratch = Path(scratch)
+        self.root = _is_root()
+        self.uid = uid if uid is not None else (_fresh_uid() if self.root else os.getuid())
+        self.gid = self.uid if self.root else os.getgid()
+        self.ipc = self.scratch / "ipc"
+        self._prepare_scratch()
+
+    # -- the scratch folder, as the kernel's user will see it ---------------------------------
+    def _prepare_scratch(self) -> None:
+        """scratch/ (the grader's: the kernel passes through) holds the head server's socket, the
+        passwd and group files and ipc/, where the kernel creates its sockets while it starts (then
+        ipc/ is locked: see started). The kernel's working folder is a tmpfs of its own."""
+        scratch = self.scratch
+        scratch.mkdir(parents=True, exist_ok=True)
+        os.chmod(scratch, 0o711)
+        (scratch / "work").mkdir(exist_ok=True)
+        self.ipc.mkdir(exist_ok=True)
+        if self.root:
+            os.chown(self.ipc, 0, self.gid)
+        # who the kernel is: some libraries ask (getpass, pwd), and nobody else is listed
+        (scratch / "passwd").write_text(
+            f"student:x:{self.uid}:{self.gid}:student:{scratch / 'work'}:/usr/sbin/nologin\n"
+            "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n")
+        (scratch / "group").write_text(f"student:x:{self.gid}:\nroot:x:0:\n")
+        for name in ("passwd", "group"):
+            os.chmod(scratch / name, 0o644)
+
+    def _readable(self, path: Path) -> Path:
+        """`path`, or a readable copy of it in the scratch folder if the kernel's user could not read
+        it (a corpus written by an older `make data` is private to its owner)."""
+        if not self.root or path.is_dir() or path.stat().st_mode & 0o004:
+            return path
+        copy = self.scratch / f"readable-{path.name}"
+        shutil.copyfile(path, copy)
+        os.chmod(copy, 0o644)
+        return copy
+
+    def connection_dir(self, workdir: Path) -> Path:
+        return self.ipc
+
+    def prepare(self, connection_file: Path) -> None:
+        """Before a kernel starts: what is left of an earlier kernel of this job (a fork bomb's
+        children, say) is ended, ipc/ is opened to the kernel's group, and the connection file
+        (written by the grader, mode 0600) is made readable, not writable, for that group."""
+        self._end_leftovers()
+        if self.root:
+            os.chmod(self.ipc, 0o770)
+            os.chown(connection_file, 0, self.gid)
+            os.chmod(connection_file, 0o640)
+
+    def started(self, workdir: Path) -> None:
+        """Once the kernel has bound its sockets: ipc/ becomes read-only for it."""
+        if self.root:
+            os.chmod(self.ipc, 0o750)
+
+    def cleanup(self, workdir: Path) -> None:
+        self._end_leftovers()
+
+    def _end_leftovers(self) -> None:
+        """End every process of this job's uid (only sandboxed kernels of this job use it)."""
+        if not self.root:
+            return       # without a uid of its own, the PID namespace ends with bwrap (--die-with-parent)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            pids = processes_of(self.uid)
+            if not pids:
+                return
+            for pid in pids:
+                _kill(pid, self.uid)
+            time.sleep(0.05)
+
+    # -- the command ------------------------------------------------------------------------------
+    def argv(self, workdir: Path, limits: Limits, env: dict | None = None) -> list[str]:
+        # RLIMIT_NPROC counts the processes of a uid: only meaningful for the kernel's own uid
+        processes = limits.processes or (SANDBOX_PROCESSES if self.root else 0)
+        limit = [sys.executable, "-m", "autograder.limits",
+                 f"--memory={limits.memory_bytes}", f"--cpu={int(limits.notebook_timeout * 2)}",
+                 f"--processes={processes}", f"--file-size={limits.file_bytes}", "--"]
+        return limit + self.command(workdir, env or {}) + kernel_command()
+
+    def command(self, workdir: Path, env: dict) -> list[str]:
+        """bwrap and its options, up to the program to run in the sandbox."""
+        if self.root:
+            # no user namespace: the kernel becomes a real unprivileged uid (setpriv, util-linux),
+            # which needs these two capabilities for that one step; setuid clears every capability
+            namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                          "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+            drop = [shutil.which("setpriv") or "/usr/bin/setpriv", f"--reuid={self.uid}", f"--regid={self.gid}",
+                    "--clear-groups", "--"]
+        else:
+            namespaces = ["--unshare-all"]
+            drop = []
+        return [bwrap_path(), *namespaces,
+                "--die-with-parent", "--new-session", "--hostname", "grading",
+                *self._filesystem(workdir, env),
+                "--chdir", str(workdir),
+                *self._environment(workdir, env),
+                "--", *drop]
+
+    def _filesystem(self, workdir: Path, env: dict) -> list[str]:
+        args = ["--proc", "/proc", "--dev", "/dev",
+                "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
+                "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
+        made = {Path("/"), Path("/tmp"), Path("/dev"), Path("/proc"), Path("/dev/shm")}
+
+        def parents(dest: Path) -> list[str]:
+            out = []
+            for parent in reversed(dest.parents):
+                if parent not in made:
+                    out += ["--perms", "0755", "--dir", str(parent)]
+                    made.add(parent)
+            return out
+
+        def bind(src: Path, dest: Path | None = None, mode: str = "--ro-bind") -> list[str]:
+            dest = dest or src
+            out = parents(dest) + [mode, str(src), str(dest)]
+            made.add(dest)
+            return out
+
+        # the system: /usr, and /bin, /lib… as they are here (links into /usr, or folders)
+        args += bind(Path("/usr"))
+        for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            top = Path("/") / name
+            if top.is_symlink():
+                args += ["--symlink", os.readlink(top), str(top)]
+                made.add(top)
+            elif top.is_dir():
+                args += bind(top)
+        for name in ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime"):
+            if (Path("/etc") / name).exists():
+                args += bind(Path("/etc") / name)
+        args += bind(self.scratch / "passwd", Path("/etc/passwd"))
+        args += bind(self.scratch / "group", Path("/etc/group"))
+        for folder in _python_dirs():
+            args += bind(folder)
+        for path in course_files(env):
+            args += bind(self._readable(path), path)
+        # the job's scratch folder (what the kernel may change there: see _prepare_scratch), and
+        # the kernel's working folder, in memory
+        args += bind(self.scratch, mode="--bind")
+        args += parents(workdir) + ["--perms", "0777", "--size", str(WORK_BYTES), "--tmpfs", str(workdir)]
+        return args
+
+    def _environment(self, workdir: Path, env: dict) -> list[str]:
+        out = ["--clearenv", "--unsetenv", "JPY_PARENT_PID"]    # with --unshare-pid there is no parent to watch
+        kept = {k: env[k] for k in PASSED_ENV if k in env}
+        kept.update({
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+            "HOME": str(workdir), "TMPDIR": "/tmp", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1", "USER": "student", "LOGNAME": "student",
+        })
+        for key, value in sorted(kept.items()):
+            out += ["--setenv", key, str(value)]
+        return out
+
+
+def _uid_of(pid: int) -> int | None:
+    """The real uid of a process, None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def processes_of(uid: int) -> list[int]:
+    """The processes whose real uid is `uid`."""
+    return [int(e.name) for e in os.scandir("/proc") if e.name.isdigit() and _uid_of(int(e.name)) == uid]
+
+
+def _kill(pid: int, uid: int) -> None:
+    """SIGKILL one process if it still is a process of `uid` (a pidfd pins it: no pid-reuse race)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return
+    try:
+        if _uid_of(pid) == uid:
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _fresh_uid() -> int:
+    while True:
+        uid = UID_RANGE[0] + secrets.randbelow(UID_RANGE[1] - UID_RANGE[0])
+        try:
+            pwd.getpwuid(uid)
+        except KeyError:
+            return uid
+
+
+def bwrap_path() -> str:
+    return shutil.which("bwrap") or "/usr/bin/bwrap"
+
+
+@functools.lru_cache(maxsize=1)
+def bwrap_problem() -> str | None:
+    """None if a bwrap sandbox can start here, else why not."""
+    if not shutil.which("bwrap"):
+        return "bwrap is not installed (Debian: apt-get install bubblewrap; `make system-deps`)"
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="bwrap-probe-") as tmp:
+        launcher = BwrapLauncher(Path(tmp))
+        command = launcher.command(Path(tmp) / "work", {})
+        command += [sys.executable, "-c", "import os; print(os.getuid())"]
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            return f"bwrap could not run: {err}"
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if proc.returncode != 0 or proc.stdout.strip() != str(launcher.uid):
+        detail = (proc.stderr or proc.stdout).strip().splitlines()
+        return f"bwrap is installed but a sandbox did not start here ({detail[-1] if detail else proc.returncode})"
+    return None
 
 
 def available() -> list[str]:
-    return ["none"]
+    return (["bwrap"] if bwrap_problem() is None else []) + ["none"]
 
 
 def resolve_sandbox(choice: str) -> str:
+    global _warned
     if choice == "auto":
-        return available()[0]
-    if choice not in available():
-        raise SystemExit(f"sandbox {choice!r} is not available here (available: {', '.join(available())})")
+        problem = bwrap_problem()
+        if problem is None:
+            return "bwrap"
+        if not _warned:
+            bar = "!" * 78
+            print(f"{bar}\nWARNING: grading WITHOUT a sandbox: {problem}.\n"
+                  "Student code will run with the grader's rights (it can read the gradebook and other\n"
+                  f"students' files). Install bubblewrap, or pass --sandbox none to silence this.\n{bar}",
+                  file=sys.stderr, flush=True)
+            _warned = True
+        return "none"
+    if choice == "bwrap" and bwrap_problem() is not None:
+        raise SystemExit(f"sandbox 'bwrap' is not available here: {bwrap_problem()}")
+    if choice not in ("bwrap", "none"):
+        raise SystemExit(f"unknown sandbox {choice!r} (available: {', '.join(available())}, auto)")
     return choice
 
 
 def make_launcher(choice: str, scratch: Path) -> Launcher:
     if choice == "none":
         return Launcher()
+    if choice == "bwrap":
+        return BwrapLauncher(scratch)
     raise ValueError(f"unknown sandbox {choice!r}")

@@ -99,6 +99,7 @@ def fetch(dest: Path | None = None, shared: Path | None = None, url: str = URL) 
             raise CorpusError(
                 f"The corpus from {source} has sha256 {found}, expected {SHA256}: refusing to use it."
             )
+        os.chmod(tmp, 0o644)        # mkstemp made it private; grading kernels run as another user
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)

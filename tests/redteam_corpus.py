@@ -1,0 +1,824 @@
+"""The red-team corpus: hostile and broken submissions, each with the grade it deserves.
+
+A `Case` is one student's submission of one notebook: how to write it into a submissions
+folder, the exact score expected on every autograded cell with points, and what the reasons
+must say. Cases are made from a notebook's `Profile` (its answer cells, hidden tests and a
+plausible wrong answer for each), so that the generic attacks (runaway code, tampering,
+cheating, broken files) apply to every notebook that has a profile: to cover a new notebook,
+add its profile to PROFILES.
+
+Attack code goes into answer cells, as a student would put it. Unless a case says otherwise,
+the hostile code sits in the answer cell of the profile's `target` (the last answer checked by
+a hidden test) and every other answer is correct, so the expected scores are: full marks on
+the hidden tests of the other answers, and on the target's hidden test what the attack earns.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import textwrap
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+STEP = "step-04"
+MIME = "application/vnd.dlcourse.probe+json"
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION")
+
+
+# ---- notebooks --------------------------------------------------------------------------------
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _text(cell) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _nbg(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def cell_of(nb: dict, grade_id: str) -> dict:
+    return next(c for c in nb["cells"] if _nbg(c).get("grade_id") == grade_id)
+
+
+@dataclass
+class Profile:
+    """What the corpus needs to know about one notebook."""
+    notebook: str
+    uses: dict[str, str]          # hidden test grade_id -> the answer cell (grade_id) it checks
+    functions: dict[str, str]     # answer grade_id -> the function it defines (wrapped by the in-function attacks)
+    # a plausible wrong answer per answer cell, what it earns on its hidden test and the reason given;
+    # left out, the released stub (raise NotImplementedError) is the wrong answer, earning 0
+    wrong: dict[str, str] = field(default_factory=dict)
+    wrong_scores: dict[str, float] = field(default_factory=dict)
+    wrong_reasons: dict[str, str] = field(default_factory=dict)
+    release: dict = field(default_factory=dict, repr=False)
+    source: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        self.release = _load(ROOT / "release" / STEP / f"{self.notebook}.ipynb")
+        self.source = _load(ROOT / "source" / STEP / f"{self.notebook}.ipynb")
+        for test, answer in self.uses.items():
+            if answer not in self.wrong:
+                self.wrong[answer] = _text(cell_of(self.release, answer))
+                self.wrong_scores[test] = 0.0
+                self.wrong_reasons[test] = r"raises NotImplementedError"
+
+    @property
+    def short(self) -> str:
+        return self.notebook.split("-", 1)[0]
+
+    @property
+    def points(self) -> dict[str, float]:
+        """Every autograded test cell of the notebook and its points (visible checks score 0)."""
+        return {_nbg(c)["grade_id"]: float(_nbg(c).get("points", 0)) for c in self.source["cells"]
+                if _nbg(c).get("grade") and not _nbg(c).get("solution")}
+
+    @property
+    def hidden(self) -> list[str]:
+        return list(self.uses)
+
+    @property
+    def target(self) -> str:
+        """The answer cell attacks go into: the one checked by the last hidden test."""
+        return self.uses[self.hidden[-1]]
+
+    @property
+    def target_test(self) -> str:
+        return self.hidden[-1]
+
+    def answer(self, grade_id: str) -> str:
+        """The instructor's answer, as a student would type it."""
+        cell = next(c for c in self.source["cells"] if _nbg(c).get("grade_id") == grade_id)
+        return "\n".join(line for line in _text(cell).split("\n") if not any(m in line for m in MARKERS))
+
+    def notebook_with(self, answers: dict[str, str] | None = None, correct: bool = True) -> dict:
+        """The release with the given answers (default: every answer correct, or none if not `correct`)."""
+        nb = copy.deepcopy(self.release)
+        for cell in nb["cells"]:
+            gid = _nbg(cell).get("grade_id")
+            if gid in (answers or {}):
+                cell["source"] = answers[gid]
+            elif correct and gid in self.functions:
+                cell["source"] = self.answer(gid)
+        return nb
+
+    def scores(self, **changed: float) -> dict[str, float]:
+        """Expected scores: full marks on every test cell unless changed (visible checks: 0)."""
+        out = dict(self.points)
+        out.update(changed)
+        return out
+
+    def zero(self) -> dict[str, float]:
+        return {gid: 0.0 for gid in self.points}
+
+
+PAPER = Profile(
+    notebook="01-on-paper",
+    uses={"shapes_hidden": "shapes", "dot_variance_hidden": "dot_variance"},
+    functions={"shapes": "shapes", "dot_variance": "dot_variance"},
+    wrong={
+        # the scores compare tokens with tokens: (T, d_k) is the classic slip
+        "shapes": textwrap.dedent('''\
+            def shapes(T, d, d_k, d_v):
+                return {"X": (T, d), "W_Q": (d, d_k), "W_K": (d, d_k), "W_V": (d, d_v),
+                        "Q": (T, d_k), "K": (T, d_k), "V": (T, d_v),
+                        "scores": (T, d_k), "A": (T, d_k), "out": (T, d_v)}
+            '''),
+        # the estimate is computed, but not returned: the classic forgotten `return`
+        "dot_variance": textwrap.dedent('''\
+            def dot_variance(d_k, n, seed):
+                g = torch.Generator().manual_seed(seed)
+                q = torch.randn(n, d_k, generator=g)
+                k = torch.randn(n, d_k, generator=g)
+                dots = (q * k).sum(dim=-1)
+                dots.var().item()
+            '''),
+    },
+    # what the checks give these answers (tests/test_redteam_corpus.py asks them)
+    wrong_scores={"shapes_hidden": 0.0, "dot_variance_hidden": 0.0},
+    wrong_reasons={"shapes_hidden": r"wrong or missing: scores, A",
+                   "dot_variance_hidden": r"raised TypeError: float\(\) argument must be"},
+)
+
+PROFILES = [PAPER]
+# Another notebook joins the corpus with a profile; the wrong answers may be left to the stub:
+#   Profile("05-attention-as-smoothing", uses={"smoothing_attention_hidden": "smoothing_attention"},
+#           functions={"smoothing_attention": "smoothing_attention"})
+
+
+# ---- cases ----------------------------------------------------------------------------------------
+
+@dataclass
+class Ctx:
+    """What a case may need to know when it writes its files (the attacks name real paths)."""
+    submissions: Path
+    home: Path               # the batch's GRADER_HOME
+    port: int                # a TCP server on the host's loopback that nobody should reach
+
+
+@dataclass
+class Case:
+    name: str                # unique; also the student id (with the notebook's number)
+    kind: str                # runaway, tampering, cheating, malformed, honest
+    what: str                # one line for the report
+    profile: Profile
+    write: Callable[[Ctx, Path], None]     # writes the submission into the student's folder
+    scores: dict[str, float]               # every test cell with its exact expected score
+    reasons: dict[str, str] = field(default_factory=dict)   # grade_id -> regex in its error
+    notes: list[str] = field(default_factory=list)          # regexes, each matching a note
+    problem: str | None = None             # regex: a file of this student reported as unusable
+    sandbox_only: bool = False             # only safe, or only meaningful, inside the sandbox
+    check: Callable | None = None          # more assertions: check(ctx, graded) (see test_redteam)
+
+    @property
+    def student(self) -> str:
+        return f"{self.name}-{self.profile.short}"
+
+
+def notebook_file(ctx: Ctx, folder: Path, profile: Profile, nb: dict) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{profile.notebook}.ipynb").write_text(json.dumps(nb, indent=1), encoding="utf-8")
+
+
+def answers_case(name, kind, what, p: Profile, answers: Callable[[Ctx], dict], scores, **kw) -> Case:
+    """A case whose submission is the release with `answers(ctx)` (the rest answered correctly)."""
+    return Case(name, kind, what, p, lambda ctx, folder: notebook_file(ctx, folder, p, p.notebook_with(answers(ctx))),
+                scores, **kw)
+
+
+def edited_case(name, kind, what, p: Profile, edit: Callable[[dict], None], scores, answers=None, **kw) -> Case:
+    """A case whose submission is an edited notebook: `edit(nb)` changes it in place."""
+    def write(ctx, folder):
+        nb = p.notebook_with(answers)
+        edit(nb)
+        notebook_file(ctx, folder, p, nb)
+    return Case(name, kind, what, p, write, scores, **kw)
+
+
+def before(hostile: str, answer: str) -> str:
+    """Hostile code at the top of an answer cell, before the (correct) answer."""
+    return textwrap.dedent(hostile).strip() + "\n\n" + answer
+
+
+def inside(p: Profile, grade_id: str, hostile: str) -> str:
+    """The correct answer, wrapped so that every call of the function runs the hostile code first."""
+    fn = p.functions[grade_id]
+    body = textwrap.indent(textwrap.dedent(hostile).strip(), "    ")
+    return (f"{p.answer(grade_id)}\n\n_original_{fn} = {fn}\n\n"
+            f"def {fn}(*args, **kwargs):\n{body}\n    return _original_{fn}(*args, **kwargs)\n")
+
+
+# ---- runaway code -------------------------------------------------------------------------------------
+
+NOT_DEFINED = r"is not defined: run the cell that defines it"
+
+
+def runaway_cases(p: Profile) -> list[Case]:
+    t, tt = p.target, p.target_test
+    lost = p.scores(**{tt: 0.0})
+    event = lambda what: rf"cell '{t}': {what}"       # noqa: E731  (a note on the cell that ran away)
+    cases = [
+        answers_case("loop", "runaway", "infinite loop at the top of an answer cell", p,
+                     lambda ctx: {t: before("while True:\n    pass", p.answer(t))}, lost,
+                     reasons={tt: NOT_DEFINED}, notes=[event("CellTimeoutError")]),
+        answers_case("sleep", "runaway", "sleeps past the cell time limit", p,
+                     lambda ctx: {t: before("import time\ntime.sleep(100_000)", p.answer(t))}, lost,
+                     reasons={tt: NOT_DEFINED}, notes=[event("CellTimeoutError")]),
+        answers_case("stubborn", "runaway", "ignores SIGINT, then loops forever", p,
+                     lambda ctx: {t: before("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                            "while True:\n    pass", p.answer(t))}, lost,
+                     reasons={tt: NOT_DEFINED}, notes=[event("CellTimeoutError")]),
+        answers_case("loop-in-fn", "runaway", "infinite loop inside the function the hidden test calls", p,
+                     lambda ctx: {t: inside(p, t, "while True:\n    pass")}, lost,
+                     reasons={tt: r"the hidden tests could not run: CellTimeoutError"},
+                     notes=[rf"cell '{tt}': CellTimeoutError"]),
+        answers_case("sysexit", "runaway", "sys.exit() at the top of an answer cell", p,
+                     lambda ctx: {t: before("import sys\nsys.exit(3)", p.answer(t))}, lost,
+                     reasons={tt: NOT_DEFINED}),
+        answers_case("sysexit-in-fn", "runaway", "sys.exit() inside the function", p,
+                     lambda ctx: {t: inside(p, t, "import sys\nsys.exit(3)")}, lost,
+                     reasons={tt: r"raised SystemExit: 3"}),
+        answers_case("quit", "runaway",
+                     "quit() and exit() in an answer cell (the grading kernel ignores them); answer correct", p,
+                     lambda ctx: {t: before("quit()\nexit()", p.answer(t))}, p.scores()),
+        answers_case("osexit", "runaway", "os._exit(1) at the top of an answer cell", p,
+                     lambda ctx: {t: before("import os\nos._exit(1)", p.answer(t))}, lost,
+                     reasons={tt: NOT_DEFINED}, notes=[event("DeadKernelError")]),
+        answers_case("osexit-in-fn", "runaway", "os._exit(1) inside the function", p,
+                     lambda ctx: {t: inside(p, t, "import os\nos._exit(1)")}, lost,
+                     reasons={tt: r"the hidden tests could not run: DeadKernelError"},
+                     notes=[rf"cell '{tt}': DeadKernelError"]),
+        answers_case("segfault", "runaway", "a segfault through ctypes", p,
+                     lambda ctx: {t: before("import ctypes\nctypes.string_at(0)", p.answer(t))}, lost,
+                     reasons={tt: NOT_DEFINED}, notes=[event("DeadKernelError")]),
+        answers_case("membomb", "runaway", "a memory bomb (touches every byte) at the top of an answer cell", p,
+                     lambda ctx: {t: before("blocks = []\nwhile True:\n    blocks.append(b'x' * 2**27)",
+                                            p.answer(t))}, lost,
+                     reasons={tt: NOT_DEFINED}),
+        answers_case("membomb-in-fn", "runaway", "a memory bomb inside the function", p,
+                     lambda ctx: {t: inside(p, t, "blocks = []\nwhile True:\n    blocks.append(b'x' * 2**27)")},
+                     lost, reasons={tt: r"raised MemoryError"}),
+        answers_case("print", "runaway", "prints 100 MB at the top of an answer cell, answer correct", p,
+                     lambda ctx: {t: before("for _ in range(1000):\n    print('x' * 100_000)", p.answer(t))},
+                     p.scores(), notes=[rf"cell '{t}': its output went beyond \d+ kB"]),
+        answers_case("print-in-fn", "runaway", "prints 4 MB on every call of a correct function", p,
+                     lambda ctx: {t: inside(p, t, "for _ in range(40):\n    print('y' * 100_000)")},
+                     p.scores(), notes=[rf"cell '{tt}': its output went beyond \d+ kB"]),
+        answers_case("forks", "runaway", "spawns children until fork fails (they sleep), answer correct", p,
+                     lambda ctx: {t: before(FORK_COUNT, p.answer(t))}, p.scores(),
+                     sandbox_only=True, check=check_fork_count),
+        answers_case("forkbomb", "runaway", "a fork bomb: every process forks forever", p,
+                     lambda ctx: {t: before("import os\nwhile True:\n    try:\n        os.fork()\n"
+                                            "    except OSError:\n        pass", p.answer(t))}, lost,
+                     reasons={tt: NOT_DEFINED}, notes=[event("CellTimeoutError")], sandbox_only=True),
+        answers_case("killall", "runaway", "kill -9 of its parent, of PID 1 and of every process it may signal "
+                     "(kill(-1)); answer correct", p,
+                     lambda ctx: {t: before(KILLALL, p.answer(t))}, p.scores(), sandbox_only=True, check=check_killall),
+    ]
+    # a kernel that dies early: restarted, and everything after it graded as usual
+    def die_in_header(nb):
+        header = next(c for c in nb["cells"] if c.get("id") == "header_name")
+        header["source"] = "NAME = 'Mallory'\nimport os\nos._exit(1)"       # the name cell is the student's
+    cases.append(edited_case("dies-early", "runaway",
+                             "os._exit(1) in the name cell, before everything; answers correct", p,
+                             die_in_header, p.scores(),
+                             notes=[r"cell 'header_name': DeadKernelError", r"the kernel was restarted"]))
+    # a kernel that dies again and again: after the allowed restarts, the rest scores zero, with the reason
+    # (the name cell and two answer cells: a notebook with two answers checked by hidden tests)
+    if len(set(p.uses.values())) > 1:
+        cases.append(_dies_thrice(p))
+    return cases
+
+
+def _dies_thrice(p: Profile) -> Case:
+    first = p.uses[p.hidden[0]]
+
+    def edit(nb):
+        header = next(c for c in nb["cells"] if c.get("id") == "header_name")
+        header["source"] = "NAME = 'Mallory'\nimport os\nos._exit(1)"       # the name cell is the student's
+    return edited_case(
+        "dies-thrice", "runaway", "the kernel dies in three cells: the restarts run out", p, edit, p.zero(),
+        answers={first: before("import os\nos._exit(1)", p.answer(first)),
+                 p.target: before("import os\nos._exit(1)", p.answer(p.target))},
+        reasons={p.hidden[-1]: r"NotRun: not run: the kernel failed too many times"},
+        notes=[r"the kernel failed 3 times"])
+
+
+KILLALL = '''
+import os, signal
+for _pid in (os.getppid(), 1, -1):
+    try:
+        os.kill(_pid, signal.SIGKILL)
+        print("KILL", _pid, "sent")
+    except OSError as err:
+        print("KILL", _pid, type(err).__name__)
+'''
+
+
+def check_killall(ctx: Ctx, graded) -> None:
+    """Inside the sandbox the kernel may signal no process but its own: not bwrap (its parent, PID 1),
+    not the grader, not another student's kernel (kill(-1) finds no process to signal)."""
+    text = graded.output_of(graded.case.profile.target)
+    assert len(re.findall(r"^KILL ", text, re.M)) == 3 and "sent" not in text, text[:500]
+    assert "KILL 1 PermissionError" in text and "KILL -1 ProcessLookupError" in text, text[:500]
+
+
+FORK_COUNT = '''
+import os, signal, time
+children = []
+try:
+    while len(children) < 100_000:
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(600)
+            os._exit(0)
+        children.append(pid)
+    print("FORKS: no limit")
+except OSError as err:
+    print(f"FORKS: {len(children)} children, then {type(err).__name__}")
+for pid in children:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+'''
+
+
+def check_fork_count(ctx: Ctx, graded) -> None:
+    from autograder.sandbox import SANDBOX_PROCESSES
+    text = graded.output_of(graded.case.profile.target)
+    found = re.search(r"FORKS: (\d+) children, then BlockingIOError", text)
+    assert found, text[:500]
+    assert 0 < int(found.group(1)) < SANDBOX_PROCESSES
+
+
+# ---- tampering ---------------------------------------------------------------------------------------------
+
+def tampering_cases(p: Profile) -> list[Case]:
+    """Every tampering is tried on a notebook whose target answer is left unanswered (the release's stub):
+    tampering must neither rescue the target's hidden test nor cost the other answers their marks."""
+    t, tt = p.target, p.target_test
+    first_test = p.hidden[0]
+    stub = {t: _text(cell_of(p.release, t))}
+    expected = p.scores(**{tt: 0.0})
+    unanswered = {tt: r"raises NotImplementedError"}
+
+    def edit_test(nb):
+        cell_of(nb, tt)["source"] = f"# my own test\n{p.points[tt]}"
+
+    def delete_test(nb):
+        nb["cells"].remove(cell_of(nb, tt))
+
+    def duplicate(nb):
+        cell = cell_of(nb, tt)
+        nb["cells"].insert(nb["cells"].index(cell), copy.deepcopy(cell) | {"source": "print('a copy')"})
+
+    def retype(nb):
+        cell = cell_of(nb, tt)
+        cell["cell_type"] = "markdown"
+        cell.pop("outputs", None)
+        cell.pop("execution_count", None)
+
+    def move(nb):
+        # the first hidden test moved to the very top, before anything it needs is defined
+        cell = cell_of(nb, first_test)
+        nb["cells"].remove(cell)
+        nb["cells"].insert(0, cell)
+
+    def points(nb):
+        _nbg(cell_of(nb, tt))["points"] = 0
+        _nbg(cell_of(nb, first_test))["points"] = 100
+
+    def rename(nb):
+        _nbg(cell_of(nb, tt))["grade_id"] = "my_own_test"
+
+    def rename_both(nb):
+        cell = cell_of(nb, tt)
+        _nbg(cell)["grade_id"] = "my_own_test"
+        cell["id"] = "my-own-test"
+        cell["source"] = "2"
+
+    def flags(nb):
+        nbg = _nbg(cell_of(nb, tt))
+        nbg.update(grade=False, solution=True, locked=False)
+        cell_of(nb, tt)["source"] = "# nothing to test here"
+        _nbg(cell_of(nb, first_test)).update(grade=False)
+
+    def strip(nb):
+        for cell in nb["cells"]:
+            cell["metadata"] = {}
+
+    def kernel(nb):
+        nb["metadata"]["kernelspec"] = {"name": "bash", "display_name": "Bash", "language": "bash"}
+        nb["metadata"]["language_info"] = {"name": "bash"}
+
+    def bonus(nb):
+        nb["cells"].append({"cell_type": "code", "id": "bonus", "execution_count": None, "outputs": [],
+                            "source": "100", "metadata": {"nbgrader": {
+                                "grade": True, "solution": False, "locked": True, "points": 100,
+                                "grade_id": "bonus", "schema_version": 3}}})
+
+    def provided(nb):
+        cell = next(c for c in nb["cells"] if _nbg(c).get("locked") and not _nbg(c).get("grade"))
+        cell["source"] += ("\nimport builtins\nbuiltins.NotImplementedError = type('NotImplementedError', "
+                           "(Warning,), {})")
+
+    restored = rf"test cell '{tt}' was changed and was restored"
+    put_back = rf"test cell '{tt}' was missing and was put back"
+    cases = [
+        ("edit", "a test cell's source replaced by its points", edit_test, [restored]),
+        ("delete", "a test cell deleted", delete_test, [put_back]),
+        ("duplicate", "a test cell duplicated (the copy edited)", duplicate, []),
+        ("retype", "a test cell turned into markdown", retype, [restored]),
+        ("move", "a test cell moved to the top of the notebook", move, []),
+        ("points", "points changed (0 on one test, 100 on another)", points, [restored]),
+        ("rename", "a grade_id renamed", rename, [restored]),
+        ("rename-id", "grade_id and cell id renamed, source replaced", rename_both, [put_back]),
+        ("flags", "nbgrader flags flipped (test made an answer, grade switched off)", flags, [restored]),
+        ("strip", "all cell metadata stripped", strip, [restored]),
+        ("kernel", "kernelspec switched to bash", kernel, [r"the notebook's kernel was changed"]),
+        ("bonus", "a test cell of its own added, worth 100 points", bonus, []),
+        ("provided", "a locked provided cell edited to disarm NotImplementedError", provided, []),
+    ]
+    out = [edited_case(f"tamper-{name}", "tampering", what, p, edit, expected, answers=stub,
+                       reasons=unanswered, notes=notes) for name, what, edit, notes in cases]
+    # metadata and cell ids stripped: nothing marks the answers any more; they still run, but the
+    # released answer cells (stubs) are put back after them and are what the hidden tests see
+    def strip_all(nb):
+        for cell in nb["cells"]:
+            cell["metadata"] = {}
+            cell.pop("id", None)
+        nb["nbformat_minor"] = 4
+    out.append(edited_case("tamper-strip-ids", "tampering", "metadata and cell ids stripped (answers correct)",
+                           p, strip_all, p.zero(),
+                           reasons={h: r"raises NotImplementedError" for h in p.hidden},
+                           notes=[rf"answer cell '{p.target}' is missing: graded as unanswered"]))
+    return out
+
+
+# ---- cheating at run time -------------------------------------------------------------------------------------
+
+def cheating_cases(p: Profile) -> list[Case]:
+    """The target answer is wrong, and the cheat tries to make it pass; each must earn exactly what the
+    wrong answer earns without the cheat (or zero, when the cheat breaks the hidden test itself)."""
+    t, tt = p.target, p.target_test
+    wrong = p.wrong[t]
+    as_wrong = p.scores(**{tt: p.wrong_scores[tt]})
+    why_wrong = {tt: p.wrong_reasons[tt]}
+    payload_for_all = "\n".join(
+        f"display({{{MIME!r}: {{'grade_id': {h!r}, 'data': {FORGED!r}}}}}, raw=True)" for h in p.hidden)
+
+    cases = [
+        answers_case("wrong", "cheating", "the wrong answer alone (the baseline of the cheats below)", p,
+                     lambda ctx: {t: wrong}, as_wrong, reasons=why_wrong),
+        answers_case("patch-torch", "cheating", "torch.allclose, torch.equal, torch.testing.assert_close patched", p,
+                     lambda ctx: {t: wrong + textwrap.dedent('''
+                         torch.allclose = lambda *a, **k: True
+                         torch.equal = lambda *a, **k: True
+                         torch.testing.assert_close = lambda *a, **k: None
+                         ''')}, as_wrong, reasons=why_wrong),
+        answers_case("patch-assert", "cheating", "AssertionError replaced in builtins", p,
+                     lambda ctx: {t: wrong + "\nimport builtins\nbuiltins.AssertionError = "
+                                  "type('AssertionError', (Warning,), {})\n"}, as_wrong, reasons=why_wrong),
+        answers_case("patch-builtins", "cheating", "builtins abs, isinstance, round and print patched", p,
+                     lambda ctx: {t: wrong + "\nimport builtins\nbuiltins.abs = lambda x: 0.0\n"
+                                  "builtins.round = lambda *a, **k: 0\nbuiltins.print = lambda *a, **k: None\n"},
+                     as_wrong, reasons=why_wrong),
+        answers_case("hidden-global", "cheating", "defines its own `hidden` that returns full points", p,
+                     lambda ctx: {t: wrong + "\ndef hidden(grade_id, ns):\n    print('Hidden tests: 2 of 2 points.')\n"
+                                  "    return 2\n"}, as_wrong, reasons=why_wrong),
+        answers_case("fake-module", "cheating", "a fake autograder.checks in sys.modules, returning full points", p,
+                     lambda ctx: {t: wrong + textwrap.dedent('''
+                         import sys, types
+                         fake = types.ModuleType("autograder.checks")
+                         fake.hidden = lambda grade_id, ns: 2
+                         sys.modules["autograder.checks"] = fake
+                         ''')}, p.scores(**{tt: 0.0}), reasons={tt: r"the hidden tests produced no result"}),
+        answers_case("fake-module-payload", "cheating",
+                     "a fake autograder.checks that prints a forged result", p,
+                     lambda ctx: {t: wrong + textwrap.dedent(f'''
+                         import sys, types
+                         from IPython.display import display
+                         fake = types.ModuleType("autograder.checks")
+                         fake.hidden = lambda grade_id, ns: display({{{MIME!r}: {{"grade_id": grade_id,
+                                                                    "data": {FORGED!r}}}}}, raw=True)
+                         sys.modules["autograder.checks"] = fake
+                         ''')}, p.scores(**{tt: 0.0}), reasons={tt: r"could not read this answer|no result reached"}),
+        answers_case("forged-output", "cheating", "prints forged results for every hidden test from an answer cell", p,
+                     lambda ctx: {t: wrong + "\nfrom IPython.display import display\n" + payload_for_all + "\n"},
+                     as_wrong, reasons=why_wrong),
+        answers_case("forged-in-probe", "cheating", "the function prints a forged result when the probe calls it", p,
+                     lambda ctx: {t: inside_wrong(p, t, "from IPython.display import display\n" + payload_for_all)},
+                     p.scores(**{tt: 0.0}), reasons={tt: r"more than one result"}),
+        answers_case("forged-hook", "cheating",
+                     "an IPython post_run_cell hook prints forged results after every cell", p,
+                     lambda ctx: {t: wrong + "\nfrom IPython.display import display\n"
+                                  "def _forge(result):\n" + textwrap.indent(payload_for_all, "    ") + "\n"
+                                  "get_ipython().events.register('post_run_cell', _forge)\n"},
+                     p.scores(**{tt: 0.0}), reasons={tt: r"more than one result"}),
+    ]
+    return cases
+
+
+# data a forger might send: well-formed for the transport, meaningless for the judges
+FORGED = {"__dict__": {"cases": [{"__dict__": {"value": 1.0}}]}}
+
+
+def inside_wrong(p: Profile, grade_id: str, hostile: str) -> str:
+    fn = p.functions[grade_id]
+    body = textwrap.indent(textwrap.dedent(hostile).strip(), "    ")
+    return (f"{p.wrong[grade_id]}\n\n_original_{fn} = {fn}\n\n"
+            f"def {fn}(*args, **kwargs):\n{body}\n    return _original_{fn}(*args, **kwargs)\n")
+
+
+def eq_cases(p: Profile) -> list[Case]:
+    """Answers that are not plain data: objects equal to everything."""
+    cases = []
+    first = p.uses[p.hidden[0]]
+    if first == "shapes":
+        cases.append(answers_case(
+            "always-equal", "cheating", "shapes() returns an object whose __eq__ is always true", p,
+            lambda ctx: {"shapes": textwrap.dedent('''
+                class Anything:
+                    def __eq__(self, other): return True
+                    def __ne__(self, other): return False
+                    def __iter__(self): return iter(())
+                    def __getitem__(self, key): return self
+                    def __contains__(self, key): return True
+                    def __len__(self): return 0
+                def shapes(T, d, d_k, d_v):
+                    return Anything()
+                ''')}, p.scores(shapes_hidden=0.0), reasons={"shapes_hidden": r"Anything object"}))
+        cases.append(answers_case(
+            "always-equal-values", "cheating", "a real dict whose values equal every shape", p,
+            lambda ctx: {"shapes": textwrap.dedent('''
+                class Anything(tuple):
+                    def __eq__(self, other): return True
+                def shapes(T, d, d_k, d_v):
+                    return {k: Anything() for k in ["X", "W_Q", "W_K", "W_V", "Q", "K", "V", "scores", "A", "out"]}
+                ''')}, p.scores(shapes_hidden=0.0), reasons={"shapes_hidden": r"wrong or missing: X, W_Q"}))
+    return cases
+
+
+# ---- reaching out of the sandbox ----------------------------------------------------------------------------------
+
+REACH = '''
+import json, os, socket
+def _try(fn):
+    try:
+        return "allowed: " + str(fn())[:80]
+    except BaseException as err:
+        return "blocked: " + type(err).__name__
+_paths = json.loads({paths!r})
+_report = {{}}
+for _label, _path in _paths["read"].items():
+    _report["read " + _label] = _try(lambda: len(open(_path, "rb").read()) if os.path.isfile(_path)
+                                     else os.listdir(_path))
+for _label, _path in _paths["write"].items():
+    _report["write " + _label] = _try(lambda: open(_path, "ab").write(b"owned"))
+_report["delete honest submission"] = _try(lambda: os.remove(_paths["write"]["honest submission"]))
+_report["connect host loopback"] = _try(lambda: socket.create_connection(("127.0.0.1", {port}), timeout=3))
+_report["connect internet"] = _try(lambda: socket.create_connection(("1.1.1.1", 443), timeout=3))
+_report["resolve a name"] = _try(lambda: socket.getaddrinfo("pypi.org", 443))
+_scratch = os.path.dirname(os.environ["GRADER_SOCKET"])          # the kernel's own scratch folder
+_report["other kernels' scratch"] = "visible: " + ", ".join(os.listdir(os.path.dirname(_scratch)))
+_report["own scratch"] = "visible: " + os.path.basename(_scratch)
+print("REACH " + json.dumps(_report))
+'''
+
+
+def honest_id(p: Profile) -> str:
+    """The honest student of a profile (see honest_cases): attacks aim at their files."""
+    return f"honest-{p.short}"
+
+
+def reach_paths(ctx: Ctx, p: Profile) -> dict:
+    honest = honest_id(p)
+    honest_sub = ctx.home / "submitted" / honest / STEP / f"{p.notebook}.ipynb"
+    return {
+        "read": {
+            "instructor source": str(ROOT / "source" / STEP / f"{p.notebook}.ipynb"),
+            "gradebook": str(ctx.home / "gradebook.db"),
+            "honest submission": str(honest_sub),
+            "honest original": str(ctx.submissions / honest / f"{p.notebook}.ipynb"),
+            "results": str(ctx.home / "work" / "results"),
+            "grader code": str(ROOT / "autograder" / "grade.py"),
+            "release": str(ROOT / "release" / STEP),
+            "repository": str(ROOT / ".git"),
+        },
+        "write": {
+            "gradebook": str(ctx.home / "gradebook.db"),
+            "honest submission": str(honest_sub),
+            "honest original": str(ctx.submissions / honest / f"{p.notebook}.ipynb"),
+            "a new file among the results": str(ctx.home / "work" / "results" / "owned.json"),
+            "the hidden checks": str(ROOT / "autograder" / "checks" / "__init__.py"),
+        },
+    }
+
+
+def check_reach(ctx: Ctx, graded) -> None:
+    text = graded.output_of(graded.case.profile.target)
+    found = re.search(r"REACH (\{.*\})", text)
+    assert found, text[:500]
+    report = json.loads(found.group(1))
+    leaks = {k: v for k, v in report.items() if not v.startswith(("blocked", "visible"))}
+    assert leaks == {}, leaks
+    # /tmp is private: beside its own scratch folder the kernel sees no other kernel's
+    visible = report["other kernels' scratch"].split(": ", 1)[1].split(", ")
+    assert visible == [report["own scratch"].split(": ", 1)[1]], visible
+
+
+def reach_cases(p: Profile) -> list[Case]:
+    t = p.target
+    return [answers_case(
+        "reach", "cheating", "reads and writes the gradebook, hidden tests and another student's files; "
+        "connects to the network", p,
+        lambda ctx: {t: p.answer(t) + "\n" + REACH.format(paths=json.dumps(reach_paths(ctx, p)), port=ctx.port)},
+        p.scores(), sandbox_only=True, check=check_reach)]
+
+
+def headserver_cases(p: Profile) -> list[Case]:
+    t = p.target
+    flood = textwrap.dedent('''
+        import os, socket, struct
+        _held = []
+        for _ in range(200):
+            try:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(os.environ["GRADER_SOCKET"])
+                _held.append(s)
+            except OSError:
+                break
+        for s in _held[:5]:
+            try:
+                s.sendall(struct.pack("!Q", 2**62) + b"{")      # a message far beyond the size limit
+                s.sendall(struct.pack("!Q", 5) + b"nope!")
+            except OSError:
+                pass
+        for s in _held:
+            s.close()
+        print("FLOOD", len(_held))
+        ''')
+    return [answers_case("headserver-flood", "cheating", "floods the grader's head server with connections and junk", p,
+                         lambda ctx: {t: p.answer(t) + "\n" + flood}, p.scores())]
+
+
+# ---- broken files ----------------------------------------------------------------------------------------------------
+
+def malformed_cases(p: Profile) -> list[Case]:
+    nb_name = f"{p.notebook}.ipynb"
+    good = lambda: json.dumps(p.notebook_with(), indent=1)      # noqa: E731
+    zero = p.zero()
+
+    def raw(data: bytes, name: str = nb_name):
+        def write(ctx, folder):
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(data)
+        return write
+
+    def sparse(ctx, folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / nb_name, "wb") as f:
+            f.truncate(2**30)                          # 1 GB, sparse: costs no disk
+
+    def other_step_renamed(ctx, folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        other = (ROOT / "source" / "step-03" / "step-03.ipynb").read_bytes()
+        (folder / nb_name).write_bytes(other)
+
+    def other_step(ctx, folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "step-03.ipynb").write_bytes((ROOT / "source" / "step-03" / "step-03.ipynb").read_bytes())
+
+    def zip_slip(ctx, folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(folder / "handin.zip", "w") as archive:
+            archive.writestr(f"../../escaped/{nb_name}", good())
+            archive.writestr(f"/tmp/escaped-{nb_name}", good())
+
+    def symlink(ctx, folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        os.symlink(ctx.submissions / honest_id(p) / nb_name, folder / nb_name)
+
+    def nested(ctx, folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / nb_name).write_text('{"nbformat": 4, "cells": ' + "[" * 100_000 + "]" * 100_000 + "}")
+
+    def hostile_json(ctx, folder):
+        nb = p.notebook_with()
+        nb["cells"] += [{"cell_type": "code", "id": ["not", "a", "string"], "source": 12, "metadata": []},
+                        {"cell_type": "code", "id": {"x": 1}, "source": ["a", 3],
+                         "metadata": {"nbgrader": {"grade_id": ["x"], "grade": True, "points": 1e9}}},
+                        None, 7, "cell"]
+        nb["metadata"] = ["not", "a", "dict"]
+        notebook_file(ctx, folder, p, nb)
+
+    latin1 = good().replace('"metadata": {', '"metadata": {"author": "Zoë", ', 1).encode("latin-1")
+    return [
+        Case("not-json", "malformed", "not JSON at all", p, raw(b"print('hello')\n"), zero,
+             problem=rf"{nb_name}: not valid JSON", reasons=_all(p, rf"{nb_name}: not valid JSON")),
+        Case("truncated", "malformed", "a notebook cut off halfway", p, raw(good().encode()[:5000]), zero,
+             problem=r"damaged or truncated", reasons=_all(p, rf"{nb_name}: not valid JSON.*truncated")),
+        Case("nbformat3", "malformed", "an nbformat 3 notebook", p,
+             raw(json.dumps({"nbformat": 3, "nbformat_minor": 0, "metadata": {},
+                             "worksheets": [{"cells": []}]}).encode()), zero,
+             problem=r"nbformat 3", reasons=_all(p, rf"{nb_name}: an old notebook \(nbformat 3\)")),
+        Case("empty", "malformed", "an empty file", p, raw(b""), zero,
+             problem=r"the file is empty", reasons=_all(p, rf"{nb_name}: the file is empty")),
+        Case("wrong-name", "malformed", "the notebook handed in under another name", p,
+             raw(good().encode(), "my_homework.ipynb"), zero,
+             problem=r"my_homework.ipynb: not a notebook of this step",
+             reasons=_all(p, r"not submitted; .*my_homework.ipynb: not a notebook of this step")),
+        Case("other-step", "malformed", "a notebook of another step (step-03.ipynb)", p, other_step, zero,
+             problem=r"step-03.ipynb: not a notebook of this step",
+             reasons=_all(p, r"not submitted; .*step-03.ipynb: not a notebook of this step")),
+        Case("other-step-renamed", "malformed", "another step's notebook renamed to this one", p,
+             other_step_renamed, zero, notes=[rf"answer cell '{p.target}' is missing: graded as unanswered"],
+             reasons={h: r"is not defined|NotImplementedError" for h in p.hidden}),
+        Case("zip-slip", "malformed", "a zip whose members are named ../../… and /tmp/…", p, zip_slip, zero,
+             problem=r"handin.zip:\.\./\.\./escaped/.*a path that leaves the zip",
+             reasons=_all(p, r"handin.zip:.*a path that leaves the zip"), check=check_no_escape),
+        Case("huge", "malformed", "a 1 GB file (sparse)", p, sparse, zero,
+             problem=r"1024 MB is too large", reasons=_all(p, rf"{nb_name}: 1024 MB is too large")),
+        Case("latin1", "malformed", "bytes that are not UTF-8 (latin-1)", p, raw(latin1), zero,
+             problem=r"not UTF-8", reasons=_all(p, rf"{nb_name}: not UTF-8 text")),
+        Case("nested", "malformed", "JSON nested 100,000 levels deep", p, nested, zero,
+             problem=r"nested", reasons=_all(p, rf"{nb_name}: not a notebook")),
+        Case("symlink", "malformed", "a symbolic link to another student's notebook", p, symlink, zero,
+             problem=r"a symbolic link", reasons=_all(p, r"a symbolic link")),
+        Case("hostile-json", "malformed", "valid JSON with cells of every wrong type (answers correct)", p,
+             hostile_json, p.scores()),
+    ]
+
+
+def _all(p: Profile, regex: str) -> dict[str, str]:
+    return {gid: regex for gid in p.points}
+
+
+def check_no_escape(ctx: Ctx, graded) -> None:
+    nb_name = f"{graded.case.profile.notebook}.ipynb"
+    for base in (ctx.submissions, ctx.submissions.parent, ctx.home):
+        assert not (base.parent / "escaped").exists() and not (base / "escaped").exists()
+    assert not Path(f"/tmp/escaped-{nb_name}").exists()
+
+
+# ---- the class -------------------------------------------------------------------------------------------------------
+
+def honest_cases(p: Profile) -> list[Case]:
+    return [
+        answers_case("honest", "honest", "every answer correct", p, lambda ctx: {}, p.scores(), check=check_clean),
+        Case("blank", "honest", "the release, untouched", p,
+             lambda ctx, folder: notebook_file(ctx, folder, p, p.notebook_with(correct=False)), p.zero(),
+             reasons={h: r"raises NotImplementedError" for h in p.hidden}),
+    ]
+
+
+def check_clean(ctx: Ctx, graded) -> None:
+    """Graded in the same batch as every attack: one kernel, no restarts, nothing noted."""
+    assert graded.result["kernel_starts"] == 1, graded.result["events"]
+    assert graded.result["events"] == [] and graded.result["notes"] == []
+
+
+def corpus(profiles=None) -> list[Case]:
+    cases = []
+    for p in profiles or PROFILES:
+        for make in (honest_cases, runaway_cases, tampering_cases, cheating_cases, eq_cases, reach_cases,
+                     headserver_cases, malformed_cases):
+            cases += make(p)
+    names = [c.student for c in cases]
+    assert len(names) == len(set(names)), "two cases share a student id"
+    return cases
+
+
+# ---- one batch per test session ---------------------------------------------------------------------------
+
+def run_once(tmp_path_factory, name: str, build: Callable[[Path], dict]) -> tuple[Path, dict]:
+    """build(folder) -> JSON-able data, run once per test session although pytest-xdist may spread the
+    tests that need it over several workers (its xdist_group marks do not hold them together with
+    this pytest): the first worker to get here builds, the others wait for it and read the result."""
+    import fcntl
+    import traceback
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent                      # shared by the workers of this session
+    folder = base / name
+    with open(base / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done, failed = base / f"{name}.json", base / f"{name}.failed"
+        if failed.exists():
+            raise RuntimeError(f"building {name} failed in another worker:\n{failed.read_text()}")
+        if not done.exists():
+            folder.mkdir(exist_ok=True)
+            try:
+                data = build(folder)
+            except BaseException:
+                failed.write_text(traceback.format_exc())
+                raise
+            done.write_text(json.dumps(data))
+        return folder, json.loads(done.read_text())

@@ -1,0 +1,246 @@
+"""Hostile and broken submissions, graded in one batch with an honest class (tests/redteam_corpus.py).
+
+The whole corpus is written into one submissions folder and graded once, the way `make grade`
+does it (autograder.grade.grade, two workers, a temporary GRADER_HOME), in the bwrap sandbox
+when it works here. Then every case is checked: the exact score of each test cell, the reason
+given for every lost point, the notes, the reported file problems; and the batch as a whole:
+the honest students get full marks, no grade is left empty, the submissions are unchanged.
+
+The batch runs under tighter limits than production (autograder.execute.Limits) so that the
+bombs and runaways are cheap: 20 s per cell instead of 120, 2 GiB of memory instead of 6.
+Cases marked sandbox_only (fork bombs, reading other students' files, the network) are not
+run without bwrap: without a sandbox a fork bomb of root is not bounded, and reading the
+gradebook succeeds (the field notes' tampering table), so those tests skip, saying why.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import re
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from autograder import sandbox
+from redteam_corpus import STEP, Case, Ctx, corpus, run_once
+
+# one batch for the whole session, graded by whichever worker needs it first (run_once)
+pytestmark = pytest.mark.slow
+
+SANDBOX = "bwrap" if sandbox.bwrap_problem() is None else "none"
+NO_SANDBOX = f"needs the bwrap sandbox: {sandbox.bwrap_problem()}"
+LIMITS = {"cell_timeout": 20, "notebook_timeout": 150, "memory_bytes": 2 * 2**30}
+CASES = corpus()
+RUN = [c for c in CASES if SANDBOX == "bwrap" or not c.sandbox_only]
+
+
+@dataclass
+class Graded:
+    """What grading made of one case."""
+    case: Case
+    rows: dict           # grade_id -> row of grades.csv
+    result: dict         # the result record (work/results/<student>/<notebook>.json)
+    notes: list
+    problems: list       # file problems reported for this student, as "file: problem"
+    home: Path
+
+    def output_of(self, grade_id: str) -> str:
+        """The text outputs of a cell of the graded notebook."""
+        path = self.home / "autograded" / self.case.student / STEP / f"{self.case.profile.notebook}.ipynb"
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        cell = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id)
+        return "".join("".join(o.get("text", "")) if isinstance(o.get("text"), list) else o.get("text", "")
+                       for o in cell.get("outputs", []))
+
+
+@dataclass
+class Batch:
+    ctx: Ctx
+    graded: dict          # student -> Graded
+    before: dict          # hashes of every submitted file before grading
+    after: dict
+    accepted: list        # connections the loopback server received
+    problems: list        # the file problems grade() returned
+    students: list        # the students grade() returned results for
+    left: list            # processes of the batch's kernels still running after it
+
+
+def _hashes(folder: Path) -> dict:
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_symlink():
+            out[str(path.relative_to(folder))] = "link:" + os.readlink(path)
+        elif path.is_file():
+            digest = hashlib.sha256()
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+            out[str(path.relative_to(folder))] = digest.hexdigest()
+    return out
+
+
+def grade_the_corpus(base: Path) -> dict:
+    """Write the corpus into base/submissions, grade it into base/home; return what the tests read."""
+    from autograder.grade import grade
+    submissions, home = base / "submissions", base / "home"
+    submissions.mkdir()
+    # the workers' scratch folders (and so every kernel's command line) under a folder of this batch
+    scratch = Path(tempfile.mkdtemp(prefix="rt-", dir="/tmp"))
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.2)
+    accepted, stop = [], threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept()[1])
+            except OSError:
+                pass
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    port = server.getsockname()[1]
+    ctx = Ctx(submissions=submissions, home=home, port=port)
+    for case in RUN:
+        case.write(ctx, submissions / case.student)
+    before = _hashes(submissions)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("GRADER_HOME", str(home))
+            mp.delenv("NBGRADER_DB_URL", raising=False)
+            mp.setenv("TMPDIR", str(scratch))
+            # nbgrader runs `alembic` from this environment to create the gradebook (as `make` arranges)
+            mp.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+            returned = grade(submissions, workers=2, sandbox=SANDBOX, feedback=False, limits=LIMITS, quiet=True)
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+    left = kernels_under(scratch)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return {"port": port, "before": before, "after": _hashes(submissions), "accepted": [str(a) for a in accepted],
+            "problems": returned["problems"], "graded": sorted({r["student"] for r in returned["results"]}),
+            "left": left}
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory) -> Batch:
+    base, data = run_once(tmp_path_factory, "redteam", grade_the_corpus)
+    submissions, home = base / "submissions", base / "home"
+    ctx = Ctx(submissions=submissions, home=home, port=data["port"])
+    with open(home / "grades.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    report = json.loads((home / "grades.json").read_text(encoding="utf-8"))
+    graded = {}
+    for case in RUN:
+        nb = case.profile.notebook
+        result_file = home / "work" / "results" / case.student / f"{nb}.json"
+        graded[case.student] = Graded(
+            case=case,
+            rows={r["grade_id"]: r for r in rows if r["student"] == case.student and r["notebook"] == nb},
+            result=json.loads(result_file.read_text()) if result_file.exists() else {},
+            notes=report["notes"].get(f"{case.student}/{nb}", []),
+            problems=[f"{p['file']}: {p['problem']}" for p in report["problems"] if p["student"] == case.student],
+            home=home)
+    return Batch(ctx, graded, data["before"], data["after"], data["accepted"], data["problems"],
+                 data["graded"], data["left"])
+
+
+def kernels_under(folder: Path) -> list[str]:
+    """Command lines of the processes that name `folder` (a kernel names its connection file)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if str(folder) in cmdline:
+                found.append(f"{entry.name}: {cmdline[:200]}")
+    return found
+
+
+def _score(row) -> float | None:
+    return None if row["score"] in ("", None) else float(row["score"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.student for c in CASES])
+def test_case_gets_the_grade_it_deserves(batch, case):
+    if case not in RUN:
+        pytest.skip(NO_SANDBOX)
+    graded = batch.graded[case.student]
+    scores = {gid: _score(graded.rows[gid]) for gid in case.scores if gid in graded.rows}
+    assert scores == case.scores, (graded.rows, graded.notes, graded.problems)
+    for gid, regex in case.reasons.items():
+        assert re.search(regex, graded.rows[gid]["error"]), (gid, regex, graded.rows[gid]["error"])
+    for regex in case.notes:
+        assert any(re.search(regex, note) for note in graded.notes), (regex, graded.notes)
+    if case.problem:
+        assert any(re.search(case.problem, p) for p in graded.problems), (case.problem, graded.problems)
+    if case.check:
+        case.check(batch.ctx, graded)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.student for c in CASES])
+def test_every_lost_point_has_a_reason(batch, case):
+    if case not in RUN:
+        pytest.skip(NO_SANDBOX)
+    for gid, row in batch.graded[case.student].rows.items():
+        if row["kind"] != "auto":
+            continue
+        assert _score(row) is not None, f"{gid}: no score"        # never an empty grade
+        if _score(row) < float(row["max_score"]):
+            assert row["error"].strip(), f"{gid}: points lost without a reason"
+
+
+def test_honest_students_get_full_marks_in_the_same_batch(batch):
+    honest = [c for c in RUN if c.kind == "honest" and c.name == "honest"]
+    assert honest
+    for case in honest:
+        rows = batch.graded[case.student].rows
+        assert all(_score(rows[g]) == float(rows[g]["max_score"]) for g in case.scores), rows
+
+
+def test_submissions_are_never_modified(batch):
+    assert batch.before == batch.after
+
+
+def test_the_network_was_never_reached(batch):
+    assert batch.accepted == []
+
+
+def test_bad_files_are_reported_by_name_and_the_batch_goes_on(batch):
+    problems = batch.problems
+    assert problems
+    for p in problems:
+        assert p["file"] and p["problem"]
+        assert (batch.ctx.submissions / p["file"].split(":", 1)[0]).exists() or \
+            (batch.ctx.submissions / p["file"].split(":", 1)[0]).is_symlink(), p
+    assert {c.student for c in RUN} <= set(batch.students)
+
+
+def test_every_grade_cell_has_a_score_in_the_gradebook(batch):
+    from nbgrader.api import Gradebook
+    url = f"sqlite:///{batch.ctx.home / 'gradebook.db'}"
+    with Gradebook(url, "dl-course") as gb:
+        for case in RUN:
+            submission = gb.find_submission_notebook(case.profile.notebook, STEP, case.student)
+            manual = {c.name for c in submission.notebook.solution_cells}
+            for grade in submission.grades:
+                if grade.name in manual:
+                    continue
+                assert grade.auto_score is not None, (case.student, grade.name)
+                assert grade.auto_score == case.scores[grade.name], (case.student, grade.name, grade.auto_score)
+
+
+def test_no_kernel_outlives_the_batch(batch):
+    assert batch.left == []

@@ -1,0 +1,277 @@
+"""The bwrap sandbox of grading kernels (autograder/sandbox.py), probed directly: a Python program
+runs in the same sandbox a grading kernel gets and reports what it can see and do.
+
+Fast (a sandbox starts in well under a second); the red-team batch (test_redteam.py) then shows
+the same walls hold around real kernels grading real notebooks."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from autograder import sandbox
+from autograder.execute import Launcher, Limits
+
+ROOT = Path(__file__).resolve().parents[1]
+
+needs_bwrap = pytest.mark.skipif(sandbox.bwrap_problem() is not None,
+                                 reason=f"no bwrap sandbox here: {sandbox.bwrap_problem()}")
+
+
+def run_inside(tmp_path: Path, program: str, env: dict | None = None, limits: Limits | None = None,
+               timeout: float = 60) -> dict:
+    """Run `program` (Python) in a fresh sandbox under the launcher's resource limits; it prints one
+    JSON object as its last line, returned here."""
+    scratch = tmp_path / "scratch"
+    launcher = sandbox.BwrapLauncher(scratch)
+    workdir = scratch / "work"
+    env = {"PYTHONPATH": str(ROOT), **(env or {})}
+    argv = launcher.argv(workdir, limits or Limits(), env)
+    # the launcher's command up to the kernel, then this program instead of ipykernel
+    argv = argv[:argv.index("ipykernel_launcher") - 2] + [sys.executable, "-c", program]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "SECRET_TOKEN": "grader-only"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+PROBE = r"""
+import json, os, sys
+def attempt(fn):
+    try:
+        return "allowed: " + str(fn())[:60]
+    except BaseException as err:
+        return "blocked: " + type(err).__name__
+paths = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+"""
+
+
+@needs_bwrap
+def test_the_kernel_sees_only_what_it_needs(tmp_path):
+    secret = tmp_path / "gradebook.db"
+    secret.write_text("grades")
+    program = PROBE + f"""
+read = {{
+    "gradebook": lambda: open({str(secret)!r}).read(),
+    "source": lambda: open({str(ROOT / 'source' / 'step-04' / '01-on-paper.ipynb')!r}).read(),
+    "release": lambda: os.listdir({str(ROOT / 'release')!r}),
+    "grade.py": lambda: open({str(ROOT / 'autograder' / 'grade.py')!r}).read(),
+    "limits.py": lambda: open({str(ROOT / 'autograder' / 'limits.py')!r}).read(),
+    "git": lambda: os.listdir({str(ROOT / '.git')!r}) if os.path.isdir({str(ROOT / '.git')!r})
+                   else open({str(ROOT / '.git')!r}).read(),
+    "shadow": lambda: open("/etc/shadow").read(),
+    "home": lambda: os.listdir("/home"),
+    "root's files": lambda: open("/root/.profile").read(),
+    "ssh": lambda: os.listdir("/root/.ssh"),
+    "pyenv shims": lambda: os.listdir("/root/.pyenv/shims"),
+    "pid1 environ": lambda: open("/proc/1/environ").read(),
+}}
+need = {{
+    "checks": lambda: os.listdir({str(ROOT / 'autograder' / 'checks')!r}),
+    "dlcourse": lambda: os.listdir({str(ROOT / 'dlcourse')!r}),
+    "import checks": lambda: __import__("autograder.checks").checks.__name__,
+    "import torch": lambda: __import__("torch").__version__,
+}}
+write = {{
+    "checks": lambda: open({str(ROOT / 'autograder' / 'checks' / 'x.py')!r}, "w"),
+    "venv": lambda: open(os.path.join(sys.prefix, "x"), "w"),
+    "usr": lambda: open("/usr/x", "w"),
+    "workdir": lambda: open("mine.txt", "w").write("ok"),
+    "tmp": lambda: open("/tmp/mine.txt", "w").write("ok"),
+}}
+print(json.dumps({{
+    "read": {{k: attempt(f) for k, f in read.items()}},
+    "need": {{k: attempt(f) for k, f in need.items()}},
+    "write": {{k: attempt(f) for k, f in write.items()}},
+    "uid": os.getuid(), "euid": os.geteuid(), "groups": os.getgroups(),
+    "caps": open("/proc/self/status").read().split("CapEff:")[1].split()[0],
+    "env": sorted(os.environ), "cwd": os.getcwd(), "tmp": os.listdir("/tmp"),
+    "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+}}))
+"""
+    seen = run_inside(tmp_path, program)
+    assert {k: v for k, v in seen["read"].items() if not v.startswith("blocked")} == {}
+    assert all(v.startswith("allowed") for v in seen["need"].values()), seen["need"]
+    assert seen["write"]["workdir"].startswith("allowed") and seen["write"]["tmp"].startswith("allowed")
+    assert all(seen["write"][k].startswith("blocked") for k in ("checks", "venv", "usr")), seen["write"]
+    # an unprivileged uid of its own, no capabilities, no supplementary groups
+    if os.geteuid() == 0:
+        assert sandbox.UID_RANGE[0] <= seen["uid"] < sandbox.UID_RANGE[1] and seen["euid"] == seen["uid"]
+        assert seen["groups"] == [] and int(seen["caps"], 16) == 0
+    # the environment was cleared: the grader's variables (a token, say) do not reach the kernel
+    assert "SECRET_TOKEN" not in seen["env"] and "JPY_PARENT_PID" not in seen["env"]
+    assert set(seen["env"]) <= set(sandbox.PASSED_ENV) | {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL",
+                                                           "PYTHONDONTWRITEBYTECODE", "USER", "LOGNAME",
+                                                           "PWD"}  # PWD: set by bwrap --chdir
+    assert seen["cwd"] == str(tmp_path / "scratch" / "work")
+    # a private /tmp (the host's is not visible: only the job's scratch folder is bound into it)
+    bound = [(tmp_path / "scratch").resolve(), *sandbox._python_dirs(), *sandbox.course_files({})]  # under /tmp?
+    expected = {b.relative_to("/tmp").parts[0] for b in bound if Path("/tmp") in b.parents}
+    assert sorted(seen["tmp"]) == sorted(expected | {"mine.txt"}), seen["tmp"]   # mine.txt: written above
+    # its own PID namespace: a handful of processes, none of the host's
+    assert len(seen["pids"]) <= 4, seen["pids"]
+
+
+@needs_bwrap
+def test_no_network_not_even_the_hosts_loopback(tmp_path):
+    accepted = []
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    server.settimeout(0.2)
+    port = server.getsockname()[1]
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept())
+            except OSError:
+                pass
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    program = PROBE + f"""
+import socket
+def udp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.sendto(b"x", ("8.8.8.8", 53))
+print(json.dumps({{
+    "host loopback": attempt(lambda: socket.create_connection(("127.0.0.1", {port}), timeout=3)),
+    "internet": attempt(lambda: socket.create_connection(("1.1.1.1", 80), timeout=3)),
+    "dns": attempt(lambda: socket.getaddrinfo("pypi.org", 443)),
+    "udp": attempt(udp),
+    "interfaces": [name for _, name in socket.if_nameindex()],
+}}))
+"""
+    try:
+        seen = run_inside(tmp_path, program)
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+    assert accepted == []
+    for what in ("host loopback", "internet", "dns", "udp"):
+        assert seen[what].startswith("blocked"), (what, seen[what])
+    assert seen["interfaces"] == ["lo"]
+
+
+FORK_COUNT = r"""
+import json, os, time, signal
+children = []
+try:
+    while len(children) < 2000:
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        children.append(pid)
+    outcome = "no limit"
+except OSError as err:
+    outcome = type(err).__name__
+for pid in children:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+"""
+
+
+@needs_bwrap
+def test_process_limit_holds_for_the_kernels_user(tmp_path):
+    """A fork bomb stops at RLIMIT_NPROC. Root ignores that limit (also root mapped into a user
+    namespace), which is why the sandboxed kernel runs as an unprivileged uid of its own."""
+    program = FORK_COUNT + '\nprint(json.dumps({"children": len(children), "outcome": outcome}))\n'
+    seen = run_inside(tmp_path, program, limits=Limits(processes=40))
+    assert seen["outcome"] == "BlockingIOError"
+    assert 30 <= seen["children"] < 40, seen
+    # and with the sandbox's default limit
+    seen = run_inside(tmp_path, program)
+    assert seen["outcome"] == "BlockingIOError" and seen["children"] < sandbox.SANDBOX_PROCESSES
+
+
+ESCAPE_LIMITS = r"""
+import ctypes, json, os, resource
+libc = ctypes.CDLL(None, use_errno=True)
+# a user namespace of its own: every capability inside it, none outside
+entered = libc.unshare(0x10000000) == 0            # CLONE_NEWUSER
+caps = int(open("/proc/self/status").read().split("CapEff:")[1].split()[0], 16)
+raised = {}
+for name in ("RLIMIT_NPROC", "RLIMIT_AS", "RLIMIT_CPU"):
+    which = getattr(resource, name)
+    soft, hard = resource.getrlimit(which)
+    try:
+        resource.setrlimit(which, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        raised[name] = "raised"
+    except (ValueError, OSError) as err:
+        raised[name] = type(err).__name__
+"""
+
+
+@needs_bwrap
+def test_limits_hold_in_a_user_namespace_of_the_kernels_own(tmp_path):
+    """Student code may create a user namespace (and hold every capability in it); it still cannot
+    raise its limits, and its processes still count against the kernel's RLIMIT_NPROC."""
+    program = ESCAPE_LIMITS + FORK_COUNT + r"""
+print(json.dumps({"entered": entered, "caps": caps, "raised": raised, "children": len(children), "outcome": outcome}))
+"""
+    seen = run_inside(tmp_path, program, limits=Limits(processes=40))
+    assert seen["entered"] and seen["caps"] != 0                 # the namespace was made, with capabilities
+    assert seen["raised"] == {"RLIMIT_NPROC": "ValueError", "RLIMIT_AS": "ValueError", "RLIMIT_CPU": "ValueError"}
+    assert seen["outcome"] == "BlockingIOError" and seen["children"] < 40, seen
+
+
+def test_every_sandboxed_kernel_gets_a_uid_of_its_own(tmp_path):
+    uids = {sandbox.BwrapLauncher(tmp_path / f"s{i}").uid for i in range(20)}
+    if os.geteuid() == 0:
+        assert len(uids) == 20
+        assert all(sandbox.UID_RANGE[0] <= uid < sandbox.UID_RANGE[1] for uid in uids)
+    else:       # bwrap run by another user maps that user into the sandbox
+        assert uids == {os.getuid()}
+
+
+def test_auto_falls_back_to_none_with_one_loud_warning(monkeypatch, capsys):
+    monkeypatch.setattr(sandbox, "bwrap_problem", lambda: "bwrap is not installed (test)")
+    monkeypatch.setattr(sandbox, "_warned", False)
+    assert sandbox.resolve_sandbox("auto") == "none"
+    assert sandbox.resolve_sandbox("auto") == "none"
+    err = capsys.readouterr().err
+    assert err.count("WARNING: grading WITHOUT a sandbox: bwrap is not installed (test)") == 1
+    with pytest.raises(SystemExit, match="not available here: bwrap is not installed"):
+        sandbox.resolve_sandbox("bwrap")
+    assert sandbox.resolve_sandbox("none") == "none"
+    assert type(sandbox.make_launcher("none", Path("/nonexistent"))) is Launcher
+
+
+@needs_bwrap
+def test_auto_picks_bwrap_when_it_works():
+    assert sandbox.resolve_sandbox("auto") == "bwrap"
+    assert sandbox.available() == ["bwrap", "none"]
+
+
+def test_python_installation_found_from_the_environment():
+    dirs = sandbox._python_dirs()
+    assert Path(sys.prefix).resolve() in dirs or Path("/usr") in Path(sys.prefix).resolve().parents
+    real = Path(os.path.realpath(sys.executable))
+    assert any(d == real.parent.parent or d in real.parents for d in dirs) or Path("/usr") in real.parents
+
+
+@needs_bwrap
+def test_course_files_are_readable_inside_even_a_private_corpus(tmp_path):
+    """The corpus written by an older `make data` was private to its owner (mkstemp, mode 0600):
+    the kernel's user gets a readable copy at the same path."""
+    corpus = tmp_path / "data" / "corpus.txt"
+    corpus.parent.mkdir()
+    corpus.write_text("To be, or not to be\n")
+    os.chmod(corpus, 0o600)
+    program = PROBE + f"""
+import dlcourse, autograder.checks.framework
+print(json.dumps({{"corpus": open({str(corpus)!r}).read(), "writable": os.access({str(corpus)!r}, os.W_OK),
+                  "dlcourse": dlcourse.__file__}}))
+"""
+    seen = run_inside(tmp_path, program, env={"DLCOURSE_CORPUS": str(corpus)})
+    assert seen == {"corpus": "To be, or not to be\n", "writable": False,
+                    "dlcourse": str(ROOT / "dlcourse" / "__init__.py")}
