@@ -1,6 +1,7 @@
 # Course commands. Each prints what it did and where the results are.
 #   make setup        environment, corpus, release, solutions, and an example class graded
-#   make test         the whole test-suite (make test-quick: the fast subset)
+#   make test         the whole test-suite, browser tests included (make test-quick: the fast subset;
+#                     make test-browser: only JupyterLab in Chromium)
 # Instructor:  make release | make solutions | make grade SUBMISSIONS=<folder> | make feedback | make formgrader
 # Student:     make lab (JupyterLab in notebooks/, with your own copy of the released step)
 
@@ -13,7 +14,7 @@ SANDBOX ?= auto
 SUBMISSIONS ?=
 GRADE_FLAGS = $(if $(WORKERS),--workers $(WORKERS)) --sandbox $(SANDBOX) $(if $(FORCE),--force)
 
-.PHONY: setup install system-deps data release solutions example grade feedback formgrader fetch lab test test-quick clean-grades
+.PHONY: setup install system-deps data release solutions example grade feedback formgrader fetch lab test test-browser test-quick clean-grades
 
 setup: install data release solutions example
 	@echo "setup: done. Student notebooks in release/step-04/, solutions in solutions/, example grades in autograder/grades.csv"
@@ -52,16 +53,19 @@ feedback: $(PY)
 	$(PY) -m autograder feedback
 
 formgrader: $(PY)
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. --ServerApp.default_url=/formgrader
+	$(PY) -m autograder lab --formgrader
 
 fetch: $(PY)
 	$(PY) -m autograder fetch
 
 lab: fetch
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks
+	$(PY) -m autograder lab
 
 test: $(PY)
 	$(PY) -m pytest -n auto --dist loadgroup
+
+test-browser: $(PY)
+	$(PY) -m pytest -m browser -n auto --dist loadgroup tests/browser
 
 test-quick: $(PY)
 	$(PY) -m pytest -m "not slow and not browser" -x -q

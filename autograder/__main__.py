@@ -6,6 +6,7 @@
   python -m autograder feedback                feedback HTML and reports again, after manual grading
   python -m autograder example                 build the example class and grade it
   python -m autograder fetch                   a student's copy of the release in notebooks/
+  python -m autograder lab [--formgrader]      the course's JupyterLab (students: notebooks/; instructors: formgrader)
 """
 from __future__ import annotations
 
@@ -34,7 +35,11 @@ def main(argv=None) -> int:
         p.add_argument("--no-feedback", action="store_true")
     sub.add_parser("feedback")
     sub.add_parser("fetch")
-    args = parser.parse_args(argv)
+    p = sub.add_parser("lab")
+    p.add_argument("--formgrader", action="store_true", help="the instructor's JupyterLab, opening nbgrader's formgrader")
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "lab":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     started = time.monotonic()
     use_environment_tools()
 
@@ -65,6 +70,9 @@ def main(argv=None) -> int:
     elif args.command == "fetch":
         from .student import fetch
         fetch()
+    elif args.command == "lab":
+        from .lab import run_lab
+        return run_lab(formgrader=args.formgrader, extra=extra)
     print(f"({args.command}: {time.monotonic() - started:.1f} s)")
     return 0
 
