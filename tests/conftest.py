@@ -56,3 +56,19 @@ def errors(cell) -> list[dict]:
 
 def read_nb(path: Path):
     return nbformat.read(path, as_version=4)
+
+
+# ---- measurements a test reports (record_property("measured", "...")): printed after the run ----
+_MEASURED: list[str] = []
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        _MEASURED.extend(value for key, value in getattr(report, "user_properties", []) if key == "measured")
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _MEASURED:
+        terminalreporter.section("measurements")
+        for line in _MEASURED:
+            terminalreporter.write_line(line)
