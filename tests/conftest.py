@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -17,6 +18,34 @@ from autograder.course import STEP, notebook_names  # noqa: E402
 
 SOURCE_NOTEBOOKS = sorted((ROOT / "source" / STEP).glob("*.ipynb"))
 NOTEBOOK_NAMES = notebook_names()
+
+
+# What a course copy needs: the code kernels import, the notebooks, the corpus, nbgrader's config.
+COURSE_PARTS = ("autograder", "dlcourse", "source", "release", "solutions", "data", "notebooks",
+                "nbgrader_config.py", "Makefile", "pyproject.toml")
+GRADING_OUTPUTS = ("submitted", "autograded", "feedback", "work", "example-class", "collected",
+                   "gradebook.db", "grades.csv", "grades.json")
+
+
+def copy_course(dest: Path) -> Path:
+    """A copy of the course in `dest` (without a student's notebooks, the exchange or grading results)."""
+    dest.mkdir(parents=True, exist_ok=True)
+
+    def ignore(folder, names):
+        skip = {n for n in names if n in ("__pycache__", ".ipynb_checkpoints") or n.endswith(".pyc")}
+        if Path(folder).resolve() == (ROOT / "autograder").resolve():
+            skip |= {n for n in names if n in GRADING_OUTPUTS}
+        if Path(folder).resolve() == (ROOT / "notebooks").resolve():
+            skip |= {n for n in names if n != "README.md"}
+        return skip
+
+    for part in COURSE_PARTS:
+        src = ROOT / part
+        if src.is_dir():
+            shutil.copytree(src, dest / part, ignore=ignore)
+        elif src.is_file():
+            shutil.copy2(src, dest / part)
+    return dest
 
 
 def load(path: Path) -> dict:

@@ -21,6 +21,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conftest import copy_course  # noqa: F401  (the tests import it from here too)
+
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 
@@ -28,13 +30,6 @@ SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--no-first-run"]
 VIEWPORT = {"width": 1400, "height": 1000}
-
-# What a course copy needs: the code kernels import, the notebooks, the corpus, nbgrader's config.
-COURSE_PARTS = ("autograder", "dlcourse", "source", "release", "solutions", "data", "notebooks",
-                "nbgrader_config.py", "Makefile", "pyproject.toml")
-GRADING_OUTPUTS = ("submitted", "autograded", "feedback", "work", "example-class", "collected",
-                   "gradebook.db", "grades.csv", "grades.json")
-
 
 def find_chromium() -> str | None:
     """The Chromium to drive: $CHROMIUM when set (CHROMIUM=none: no browser), else Debian's
@@ -47,27 +42,6 @@ def find_chromium() -> str | None:
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
             return candidate
     return None
-
-
-def copy_course(dest: Path) -> Path:
-    """A copy of the course to serve (students' notebooks/ and grading results left out)."""
-    dest.mkdir(parents=True, exist_ok=True)
-
-    def ignore(folder, names):
-        skip = {n for n in names if n in ("__pycache__", ".ipynb_checkpoints") or n.endswith(".pyc")}
-        if Path(folder).resolve() == (ROOT / "autograder").resolve():
-            skip |= {n for n in names if n in GRADING_OUTPUTS}
-        if Path(folder).resolve() == (ROOT / "notebooks").resolve():
-            skip |= {n for n in names if n != "README.md"}
-        return skip
-
-    for part in COURSE_PARTS:
-        src = ROOT / part
-        if src.is_dir():
-            shutil.copytree(src, dest / part, ignore=ignore)
-        elif src.is_file():
-            shutil.copy2(src, dest / part)
-    return dest
 
 
 def free_port() -> int:
