@@ -43,8 +43,15 @@ def nbgrader(*args: str, root: Path = ROOT, db_url: str | None = None, quiet: bo
 
 
 def release(root: Path = ROOT, db_url: str | None = None, step: str = STEP) -> list[Path]:
-    """Generate release/<step> from source/<step>; return the notebooks written."""
-    nbgrader("generate_assignment", step, "--force", root=root, db_url=db_url)
+    """Generate release/<step> from source/<step>; return the notebooks written.
+
+    The release depends on the sources only: it is generated against a scratch gradebook, so a
+    gradebook that already holds grades is never touched (grading brings its own gradebook up
+    to date with the release, see autograder/grade.py)."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="release-") as scratch:
+        nbgrader("generate_assignment", step, "--force", root=root,
+                 db_url=db_url or f"sqlite:///{Path(scratch) / 'gradebook.db'}")
     out = sorted((root / "release" / step).glob("*.ipynb"))
     for path in out:
         text = path.read_text(encoding="utf-8")

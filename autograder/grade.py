@@ -146,10 +146,29 @@ def ensure_gradebook(url: str) -> None:
         known = {}
     if known == wanted:
         return
-    from .build import nbgrader
+    from .build import BuildError, nbgrader
     with tempfile.TemporaryDirectory() as tmp:
-        nbgrader("generate_assignment", STEP, "--force", f"--CourseDirectory.release_directory={tmp}",
-                 db_url=url)
+        try:
+            nbgrader("generate_assignment", STEP, "--force", f"--CourseDirectory.release_directory={tmp}",
+                     db_url=url)
+        except BuildError as err:
+            if "there are submissions associated" in str(err):
+                raise SystemExit(
+                    f"The gradebook ({url}) holds grades for another set of {STEP} notebooks than the release "
+                    f"has now ({', '.join(sorted(wanted))}). nbgrader will not change an assignment that has "
+                    "submissions. Grade this release with a new gradebook: move autograder/ aside (or run "
+                    "`make clean-grades`), or set NBGRADER_DB_URL to a new database.") from None
+            raise
+
+
+def _create_submission(gb, sid: str, **kwargs) -> None:
+    """nbgrader's update_or_create_submission, without the SQLAlchemy 2 autoflush warning it
+    raises when it creates a submission (the rows are written correctly; the tests read them back)."""
+    import warnings
+    from sqlalchemy.exc import SAWarning
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=SAWarning, message=".*not in session.*")
+        gb.update_or_create_submission(STEP, sid, **kwargs)
 
 
 def record(result: dict, url: str, mtime: float) -> None:
@@ -166,7 +185,7 @@ def record(result: dict, url: str, mtime: float) -> None:
     _atomic_write(graded_dir / "timestamp.txt", stamp.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
     with Gradebook(url, COURSE_ID) as gb:
         gb.update_or_create_student(sid)
-        gb.update_or_create_submission(STEP, sid, timestamp=stamp)
+        _create_submission(gb, sid, timestamp=stamp)
     nb = nbformat.reads(result["notebook_json"], as_version=4)
     SaveAutoGrades().preprocess(nb, {"nbgrader": {"notebook": name, "assignment": STEP,
                                                   "student": sid, "db_url": url}})
@@ -179,7 +198,7 @@ def record_unreadable(sid: str, name: str, reason: str, url: str, key: str) -> d
     from nbgrader.api import Gradebook
     with Gradebook(url, COURSE_ID) as gb:
         gb.update_or_create_student(sid)
-        gb.update_or_create_submission(STEP, sid)
+        _create_submission(gb, sid)
         submission = gb.find_submission_notebook(name, STEP, sid)
         manual = {c.name for c in submission.notebook.solution_cells}
         cells = []

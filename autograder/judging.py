@@ -41,7 +41,8 @@ def _error_text(cell) -> str:
         if out.get("output_type") == "error":
             return f"{out.get('ename')}: {out.get('evalue')}".strip(": ")
         if out.get("output_type") == "stream" and out.get("name") == "stderr":
-            return "wrote to stderr: " + out.get("text", "").strip().splitlines()[-1][:200] if out.get("text", "").strip() else "wrote to stderr"
+            lines = out.get("text", "").strip().splitlines()
+            return "wrote to stderr" + (f": {lines[-1][:200]}" if lines else "")
     return ""
 
 
@@ -71,7 +72,9 @@ def judge_notebook(nb, ctx) -> list[CellResult]:
             results.append(_judge_hidden(cell, grade_id, points, ctx))
         else:
             score, _ = nbutils.determine_grade(cell)
-            results.append(CellResult(grade_id, float(score), points, "" if score >= points else _error_text(cell)))
+            # a check-your-work cell (0 points) that fails still says why: students read it in feedback
+            failed = score < points or any(o.get("output_type") == "error" for o in cell.get("outputs", []))
+            results.append(CellResult(grade_id, float(score), points, _error_text(cell) if failed else ""))
     return results
 
 

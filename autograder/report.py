@@ -11,7 +11,12 @@ import json
 
 from .course import ROOT, grader_home
 
-FIELDS = ["student", "notebook", "grade_id", "score", "max_score", "error", "kind"]
+FIELDS = ["student", "notebook", "grade_id", "score", "max_score", "error", "kind", "bonus"]
+
+
+def is_bonus(grade_id: str) -> bool:
+    """The optional notebook's cells (grade ids `bonus_…`) count apart from the step's required total."""
+    return grade_id.startswith("bonus_")
 
 
 def records(results: list[dict]) -> list[dict]:
@@ -21,32 +26,36 @@ def records(results: list[dict]) -> list[dict]:
             rows.append({"student": result["student"], "notebook": result["notebook"],
                          "grade_id": cell["grade_id"], "score": cell["score"],
                          "max_score": cell["max_score"], "error": cell.get("error", ""),
-                         "kind": cell.get("kind", "auto")})
+                         "kind": cell.get("kind", "auto"), "bonus": is_bonus(cell["grade_id"])})
     return rows
 
 
 def table(results: list[dict]) -> str:
-    """Per student: autograded points per notebook, the total, and what waits for a manual grade."""
+    """Per student: autograded points per notebook, the required total, the bonus, and the written
+    answers still waiting for a grader."""
     notebooks = sorted({r["notebook"] for r in results})
     students = sorted({r["student"] for r in results})
     by = {(r["student"], r["notebook"]): r for r in results}
     short = [n.split("-", 1)[0] for n in notebooks]
-    header = f"{'student':<18}" + "".join(f"{s:>9}" for s in short) + f"{'auto':>12}{'manual':>12}"
+    header = f"{'student':<18}" + "".join(f"{s:>7}" for s in short) + f"{'required':>13}{'bonus':>10}{'written':>16}"
     lines = [header, "-" * len(header)]
     for sid in students:
-        cells, total, maximum, manual_max, manual_open = [], 0.0, 0.0, 0.0, 0
+        cols, got, top, bonus, bonus_top, open_, written_top = [], 0.0, 0.0, 0.0, 0.0, 0, 0.0
         for name in notebooks:
-            result = by.get((sid, name))
-            auto = [c for c in (result or {}).get("cells", []) if c.get("kind") != "manual"]
-            got = sum(c["score"] or 0 for c in auto)
-            cells.append(f"{got:>9.1f}" if result else f"{'-':>9}")
-            total += got
-            maximum += sum(c["max_score"] for c in auto)
-            manual = [c for c in (result or {}).get("cells", []) if c.get("kind") == "manual"]
-            manual_max += sum(c["max_score"] for c in manual)
-            manual_open += sum(1 for c in manual if c["score"] is None)
-        lines.append(f"{sid:<18}" + "".join(cells) + f"{total:>7.1f}/{maximum:<4.0f}"
-                     + f"{manual_open:>4} open/{manual_max:<3.0f}")
+            cells = (by.get((sid, name)) or {}).get("cells", [])
+            auto = [c for c in cells if c.get("kind") != "manual"]
+            cols.append(f"{sum(c['score'] or 0 for c in auto):>7.1f}" if cells else f"{'-':>7}")
+            for c in cells:
+                if c.get("kind") == "manual":
+                    written_top += c["max_score"]
+                    open_ += c["score"] is None
+                elif is_bonus(c["grade_id"]):
+                    bonus, bonus_top = bonus + (c["score"] or 0), bonus_top + c["max_score"]
+                else:
+                    got, top = got + (c["score"] or 0), top + c["max_score"]
+        lines.append(f"{sid:<18}" + "".join(cols) + f"{got:>8.1f}/{top:<4.0f}{bonus:>6.1f}/{bonus_top:<3.0f}"
+                     + f"{open_:>5} open/{written_top:<3.0f}")
+    lines.append("(notebook columns: autograded points; written answers are graded by hand in the formgrader)")
     return "\n".join(lines)
 
 

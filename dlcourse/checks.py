@@ -50,3 +50,46 @@ def expect_attention_rows(A: torch.Tensor, tol: float = 1e-6) -> None:
         raise AssertionError(
             f"rows of A sum to between {low:.4f} and {sums.max().item():.4f}, not 1 (worst error {worst:.2e}). "
             "Rows that sum to less than 1 usually mean the mask was applied after the softmax.")
+
+
+# ---- trying a check you wrote (notebook 3) ------------------------------------------------
+
+def _name(check) -> str:
+    return getattr(check, "__name__", "your check")
+
+
+def expect_accepts(check, what: str, *args, hint: str = "", crash_hint: str = "") -> None:
+    """`check(*args)` must return quietly: `what` is correct. Prints ✓, or raises AssertionError
+    saying that the check rejects something correct, with `hint` (or `crash_hint` if it crashed):
+    the most likely reason."""
+    try:
+        check(*args)
+    except NotImplementedError:
+        raise
+    except AssertionError as err:
+        raise AssertionError(
+            f"{_name(check)} rejects {what}, which is correct (it said: {str(err)[:200] or 'AssertionError'}). "
+            + (hint or "A check must return quietly whenever the property holds.")) from None
+    except Exception as err:
+        raise AssertionError(
+            f"{_name(check)} crashed on {what}: {type(err).__name__}: {str(err)[:200]}. "
+            + (crash_hint or hint or "A check must return quietly whenever the property holds.")) from None
+    print(f"  ✓ returns quietly on {what}")
+
+
+def expect_rejects(check, what: str, *args, hint: str = "") -> None:
+    """`check(*args)` must raise AssertionError: `what` is broken. Prints ✓, or raises AssertionError
+    saying that the check lets the mistake through (or crashed on it, which is not a catch)."""
+    try:
+        check(*args)
+    except NotImplementedError:
+        raise
+    except AssertionError:
+        print(f"  ✓ raises AssertionError on {what}")
+        return
+    except Exception as err:
+        raise AssertionError(
+            f"{_name(check)} crashed on {what} with {type(err).__name__}: {str(err)[:200]}. A crash is not a catch: "
+            "when the property fails, the check must raise AssertionError (an `assert` with a message).") from None
+    raise AssertionError(f"{_name(check)} returns quietly on {what}, which breaks the property. "
+                         + (hint or "Which part of the property does it break? Assert that part."))

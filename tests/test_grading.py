@@ -111,3 +111,26 @@ def test_make_grade_prints_the_table_and_writes_both_reports(tmp_path):
 def test_make_grade_without_submissions_says_how_to_use_it():
     proc = subprocess.run(["make", "-s", "grade"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode != 0 and "usage: make grade SUBMISSIONS=" in proc.stdout
+
+
+def test_plain_nbgrader_autograde_agrees_with_the_grader_on_honest_submissions(graded, tmp_path):
+    """The same class through `nbgrader autograde` (hidden checks judged inside the kernel):
+    every autograded cell gets the same score, so instructors may use either."""
+    import shutil
+    from nbgrader.api import Gradebook
+    home, _, _ = graded
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    shutil.copytree(home / "submitted", plain / "submitted")
+    shutil.copy(home / "gradebook.db", plain / "gradebook.db")
+    env = {**__import__("os").environ, "GRADER_HOME": str(plain), "NBGRADER_DB_URL": f"sqlite:///{plain / 'gradebook.db'}"}
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", "step-04", "--force"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with Gradebook(env["NBGRADER_DB_URL"], "dl-course") as gb:
+        for r in rows(home):
+            if r["kind"] != "auto":
+                continue
+            theirs = gb.find_grade(r["grade_id"], r["notebook"], "step-04", r["student"]).auto_score
+            assert theirs == pytest.approx(float(r["score"])), \
+                f"{r['student']}/{r['notebook']}/{r['grade_id']}: nbgrader gives {theirs}, the grader {r['score']}"

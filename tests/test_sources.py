@@ -43,11 +43,13 @@ def _cells():
             yield path, cell
 
 
-def test_grade_ids_are_unique_across_the_step():
+def test_graded_and_answer_ids_are_unique_across_the_step():
+    """Checks are registered by grade id, and the reports name cells by it: no two notebooks share one."""
     seen = {}
     for path, cell in _cells():
-        gid = nbgrader_meta(cell).get("grade_id")
-        if gid:
+        meta = nbgrader_meta(cell)
+        gid = meta.get("grade_id")
+        if gid and (meta.get("grade") or meta.get("solution") or meta.get("task")):
             assert gid not in seen, f"grade id {gid!r} is used in {seen[gid]} and {path.name}"
             seen[gid] = path.name
 
@@ -92,7 +94,8 @@ def test_the_head_cell_of_notebook_two_is_the_package_head():
         pytest.fail("source/step-04/02-the-head.ipynb is missing")
     package = (ROOT / "dlcourse" / "head.py").read_text()
     code = package[package.index("import torch, torch.nn as nn"):].strip()
-    cells = [cell_text(c).strip() for c in load(nb_path)["cells"] if "class Head(nn.Module)" in cell_text(c)]
+    cells = [cell_text(c).strip() for c in load(nb_path)["cells"]
+             if c["cell_type"] == "code" and "class Head(nn.Module):" in cell_text(c)]
     assert cells == [code], "the Head shown in 02-the-head must be exactly dlcourse/head.py's (one cell)"
 
 

@@ -22,6 +22,7 @@ class Case:
     kind: str            # "wheat" (must pass) or "chaff" (must be caught)
     description: str     # what the head or matrix does, as the feedback says it
     build: Callable[[], object]
+    hint: str = ""       # the feedback's advice when a check gets this case wrong
 
 
 class MutantHead(nn.Module):
@@ -55,6 +56,8 @@ class MutantHead(nn.Module):
             keep = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1)
         elif variant == "one_future_token":
             keep = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        elif variant == "self_only":
+            keep = torch.eye(T, dtype=torch.bool)
         if variant == "no_mask":
             A = F.softmax(scores, dim=-1)
         elif variant == "mask_zero":
@@ -73,6 +76,10 @@ class MutantHead(nn.Module):
         out = A @ v                                               # (B, T, d_head)
         if variant == "tiny_leak":
             out = out + 1e-7 * v.sum(dim=1, keepdim=True)          # every position sees the future, faintly
+        elif variant == "relative_leak":                           # a few ulps of each output: allclose never sees it
+            out = out * (1 + 3e-7 * torch.tanh(v.sum(dim=1, keepdim=True)))
+        elif variant == "tiny_grad_leak":                          # a gradient of 1e-10: below allclose's atol
+            out = out + 1e-10 * v.sum(dim=1, keepdim=True)
         elif variant == "sequence_mean":
             out = out + 0.1 * v.mean(dim=1, keepdim=True)         # mixes in the mean over all positions
         elif variant == "ignores_input":
@@ -82,38 +89,80 @@ class MutantHead(nn.Module):
         return out
 
 
+class BlackBox(nn.Module):
+    """A head as a student's check sees it: call it, read .A after a call; no parameters, no mask,
+    no code to inspect. The grader's head server serves heads like this too, so a check behaves
+    the same in JupyterLab and in grading."""
+
+    def __init__(self, head: nn.Module):
+        super().__init__()
+        object.__setattr__(self, "_hidden", head)      # not a submodule: its parameters stay out of sight
+
+    def forward(self, x):
+        return self._hidden(x)
+
+    @property
+    def A(self):
+        return getattr(self._hidden, "A", None)
+
+
 def _head(variant, seed=0, **kw):
-    return lambda: MutantHead(variant, seed, **kw)
+    return lambda: BlackBox(MutantHead(variant, seed, **kw))
 
 
 CAUSAL_WHEATS = [
-    Case("correct_seed0", "wheat", "a correct head", _head("correct", 0)),
-    Case("correct_seed7", "wheat", "a correct head with other weights", _head("correct", 7)),
-    Case("correct_tmax16", "wheat", "a correct head whose mask buffer is larger than T", _head("correct", 3, T_max=16)),
-    Case("correct_sdpa", "wheat", "a correct head built on F.scaled_dot_product_attention", _head("sdpa", 5)),
+    Case("correct_seed0", "wheat", "a correct head", _head("correct", 0),
+         hint="a token sees itself (tril keeps the diagonal), so out_i depends on x_i"),
+    Case("correct_seed7", "wheat", "a correct head with other weights", _head("correct", 7),
+         hint="a token sees itself (tril keeps the diagonal), so out_i depends on x_i"),
+    Case("correct_tmax16", "wheat", "a correct head whose mask buffer is larger than T", _head("correct", 3, T_max=16),
+         hint="its mask buffer is 16 x 16 for 8 tokens: treat the head as a black box (call head(x), never head.tril)"),
+    Case("correct_sdpa", "wheat", "a correct head built on F.scaled_dot_product_attention", _head("sdpa", 5),
+         hint="call head(x) only: a correct head need not have the handout's attributes or code"),
 ]
 
 COMMON_CAUSAL_CHAFFS = [
     Case("no_mask", "chaff", "a head with no causal mask", _head("no_mask", 1)),
-    Case("mask_zero", "chaff", "a head that fills the mask with 0 instead of -inf", _head("mask_zero", 2)),
-    Case("mask_after_softmax", "chaff", "a head that masks after the softmax", _head("mask_after_softmax", 3)),
+    Case("mask_zero", "chaff", "a head that fills the mask with 0 instead of -inf", _head("mask_zero", 2),
+         hint="a score of 0 is not a weight of 0: exp(0) = 1"),
+    Case("mask_after_softmax", "chaff", "a head that masks after the softmax", _head("mask_after_softmax", 3),
+         hint="the softmax's denominator sums over every key, the future ones too"),
     Case("triu", "chaff", "a head whose mask is upper- instead of lower-triangular", _head("triu", 4)),
-    Case("one_future_token", "chaff", "a head that lets each position see one future token", _head("one_future_token", 5)),
-    Case("tiny_leak", "chaff", "a head whose future leak (1e-7) is too small for allclose", _head("tiny_leak", 6)),
+    Case("one_future_token", "chaff", "a head that lets each position see one future token", _head("one_future_token", 5),
+         hint="compare every position before t, the one right before t included"),
+    Case("tiny_leak", "chaff", "a head whose future leak is about 1e-7", _head("tiny_leak", 6),
+         hint="'unchanged' and 'zero' mean exactly: torch.equal and == 0, not allclose"),
     Case("sequence_mean", "chaff", "a head that mixes in the mean over the whole sequence", _head("sequence_mean", 7)),
-    Case("ignores_input", "chaff", "a head whose output ignores its input", _head("ignores_input", 8)),
-    Case("last_leaks_back", "chaff", "a head where only the last position leaks into the others", _head("last_leaks_back", 9)),
-    Case("mask_after_softmax_renorm", "chaff",
-         "a head that masks after the softmax and renormalises (the future leaks through rounding)",
-         _head("mask_after_softmax_renorm", 10)),
+    Case("ignores_input", "chaff", "a head whose output ignores its input", _head("ignores_input", 8),
+         hint="the property has two halves: the past must not move, and the present and past must matter"),
+    Case("self_only", "chaff", "a head where each token attends only to itself (the past is ignored)",
+         _head("self_only", 13),
+         hint="the property has two halves: the future must not matter, and every position up to the boundary must"),
+    Case("last_leaks_back", "chaff", "a head where only the last position leaks into the others", _head("last_leaks_back", 9),
+         hint="it leaks only from the last position: the check must hold for every t, the last one included"),
 ]
 
 SUITES: dict[str, list[Case]] = {
     "causal_perturbation": CAUSAL_WHEATS + COMMON_CAUSAL_CHAFFS + [
-        Case("batch_leak", "chaff", "a head that masks only the first sequence of the batch", _head("batch_leak", 11)),
+        Case("mask_after_softmax_renorm", "chaff",
+             "a head that masks after the softmax and renormalises (the future leaks through rounding)",
+             _head("mask_after_softmax_renorm", 10),
+             hint="its outputs move by about 1e-8 when the future changes: only a bitwise comparison sees it"),
+        Case("batch_leak", "chaff", "a head that masks only the first sequence of the batch", _head("batch_leak", 11),
+             hint="compare the whole batch, out[:, :t], not one sequence"),
+        Case("relative_leak", "chaff", "a head whose future leak is 3e-7 of each output, inside allclose's tolerance",
+             _head("relative_leak", 14),
+             hint="'unchanged' means bitwise: torch.equal, not allclose"),
     ],
+    # masking after the softmax and renormalising leaks only through rounding in the backward pass too,
+    # but whether that rounding error is exactly zero depends on the inputs: it is not a fair chaff here.
     "causal_gradient": CAUSAL_WHEATS + COMMON_CAUSAL_CHAFFS + [
-        Case("diagonal_masked", "chaff", "a head that masks the diagonal too (no token sees itself)", _head("diagonal_masked", 12)),
+        Case("diagonal_masked", "chaff", "a head that masks the diagonal too (no token sees itself)",
+             _head("diagonal_masked", 12),
+             hint="its first row is NaN: NaN is not zero, and a check must say so"),
+        Case("tiny_grad_leak", "chaff", "a head whose future gradient is about 1e-10, below allclose's tolerance",
+             _head("tiny_grad_leak", 15),
+             hint="'zero' means exactly zero: == 0, not allclose"),
     ],
 }
 
@@ -182,20 +231,40 @@ def _transposed():
     return _causal_softmax(_scores(29)).transpose(-2, -1).contiguous()
 
 
+def _mask_zero():
+    s = _scores(30)
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    return F.softmax(s.masked_fill(future, 0.0), dim=-1)               # rows sum to 1, future weights > 0
+
+
 SUITES["simplex"] = [
     Case("softmax_b4_t8", "wheat", "a correct attention matrix", _good(1)),
-    Case("softmax_b2_t64", "wheat", "a correct 64-token attention matrix (float32 row sums are 1 to about 1e-7)",
-         _good(2, b=2, t=64, scale=3.0)),
-    Case("softmax_saturated", "wheat", "a correct matrix with one-hot rows (large scores)", _good(3, scale=60.0)),
-    Case("softmax_float64", "wheat", "a correct float64 matrix", _good(4, dtype=torch.float64)),
-    Case("softmax_t1", "wheat", "a correct matrix of a one-token sequence", _good(5, t=1)),
+    Case("softmax_b2_t64", "wheat", "a correct 64-token float32 matrix: row sums are 1 only to ~1e-7",
+         _good(2, b=2, t=64, scale=3.0),
+         hint="compare the row sums with 1 within a float32 tolerance (1e-5), never with =="),
+    Case("softmax_saturated", "wheat", "a correct matrix with one-hot rows (large scores)", _good(3, scale=60.0),
+         hint="exp underflows to exactly 0 there: a weight of 0 below the diagonal is allowed (nonnegative, not positive)"),
+    Case("softmax_float64", "wheat", "a correct float64 matrix", _good(4, dtype=torch.float64),
+         hint="build anything you compare with from A itself (torch.ones_like, A.new_ones), so its dtype matches"),
+    Case("softmax_t1", "wheat", "a correct matrix of a one-token sequence (T = 1)", _good(5, t=1),
+         hint="take T from A.shape; with T = 1 the upper triangle is empty"),
+    Case("softmax_b1_t5", "wheat", "a correct matrix of a single 5-token sequence (B = 1)", _good(6, b=1, t=5),
+         hint="take B and T from A.shape"),
     Case("negative_entry", "chaff", "a matrix with a negative weight whose row still sums to 1", _negative_entry),
     Case("row_sum_0.9", "chaff", "a matrix with one row summing to 0.9", _row_scaled(0.9)),
-    Case("row_sum_1.0002", "chaff", "a matrix with one row summing to 1.0002", _row_scaled(1.0002)),
-    Case("tiny_future_weight", "chaff", "a matrix with a 1e-12 weight above the diagonal", _tiny_upper),
+    Case("row_sum_1.0002", "chaff", "a matrix with one row summing to 1.0002", _row_scaled(1.0002),
+         hint="a float32 row sum is 1 to about 1e-7: a tolerance of 1e-5 is plenty, 1e-3 lets real errors through"),
+    Case("tiny_future_weight", "chaff", "a matrix with a 1e-12 weight above the diagonal", _tiny_upper,
+         hint="'exactly zero' means == 0, not allclose"),
     Case("mask_after_softmax", "chaff", "masking after the softmax (rows sum to less than 1)", _mask_after_softmax),
+    Case("mask_zero", "chaff", "a mask filled with 0 instead of -inf (rows sum to 1, weights above the diagonal)",
+         _mask_zero, hint="the upper triangle must be exactly zero"),
     Case("no_mask", "chaff", "an unmasked softmax (weights above the diagonal)", _no_mask),
-    Case("nan_row", "chaff", "a matrix with a NaN row (the diagonal was masked too)", _nan_row),
-    Case("bad_last_sequence", "chaff", "a matrix whose last sequence in the batch is unmasked", _bad_second_sequence),
-    Case("transposed", "chaff", "a transposed attention matrix (columns sum to 1, not rows)", _transposed),
+    Case("nan_row", "chaff", "a matrix with a NaN row (the diagonal was masked too)", _nan_row,
+         hint="every comparison with NaN is False: assert that the good thing holds ((A >= 0).all()), "
+              "not that the bad thing is absent (not (A < 0).any())"),
+    Case("bad_last_sequence", "chaff", "a matrix whose last sequence in the batch is unmasked", _bad_second_sequence,
+         hint="check every A[b] of the batch, not only A[0]"),
+    Case("transposed", "chaff", "a transposed attention matrix (columns sum to 1, not rows)", _transposed,
+         hint="rows are A.sum(dim=-1)"),
 ]

@@ -1,0 +1,660 @@
+"""Hidden checks of notebook 06-going-further (optional: every point here is a bonus point).
+
+Grade ids start with `bonus_` so reports can tell these points from the step's required total.
+
+* bonus_permutation_gaps: the four gaps of the equivariance experiment, on heads and embeddings
+  the check builds (other seeds, sizes, a batch of two, float64, the identity permutation).
+* bonus_online_softmax: online_softmax against softmax on rows that break naive streaming code
+  (very negative, very large, -inf entries, fully masked prefixes, length 1, float64), and a
+  record of the torch calls it makes (a one-shot softmax or a reduction over the key axis).
+* bonus_streaming_attention: streaming_attention against causal softmax attention.
+* bonus_fit_exponent: fit_exponent on synthetic data only (never on timings).
+"""
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+
+from .framework import Check, Verdict, attempt, register, student, unpack
+
+def quiet(probe):
+    """A probe that silences warnings raised by the student's code: nbgrader scores a test cell that
+    writes anything to stderr as zero, and a deprecation warning is not a wrong answer."""
+    @functools.wraps(probe)
+    def wrapper(self, ns, ctx):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return probe(self, ns, ctx)
+    return wrapper
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Permutation equivariance
+# ---------------------------------------------------------------------------------------------
+
+V, D, D_HEAD = 65, 32, 16
+# (seed, batch, T, dtype, identity permutation?) -- the notebook uses one sequence of 32 real
+# characters in float32; these differ in seed, length, batch, precision and permutation.
+PERM_CASES = [
+    (401, 1, 12, torch.float32, False),
+    (402, 2, 20, torch.float32, False),
+    (403, 1, 9, torch.float64, False),
+    (404, 1, 10, torch.float32, True),
+]
+
+
+def _unmasked_head(d, d_head, T_max):
+    from dlcourse.head import Head
+
+    class _Unmasked(Head):
+        def forward(self, x):                                    # x: (B, T, d)
+            q, k, v = self.query(x), self.key(x), self.value(x)  # (B, T, d_head)
+            A = F.softmax(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, dim=-1)   # (B, T, T)
+            self.A = A.detach()
+            return A @ v                                         # (B, T, d_head)
+
+    return _Unmasked(d, d_head, T_max)
+
+
+def build_perm_case(seed, B, T, dtype, identity):
+    """(head, tok_emb, pos_emb, idx, perm), the same in the student's kernel and in the grader."""
+    with torch.random.fork_rng():          # leave the caller's random state alone
+        torch.manual_seed(seed)
+        head = _unmasked_head(D, D_HEAD, T)
+        tok_emb = nn.Embedding(V, D)
+        pos_emb = nn.Embedding(T, D)
+        idx = torch.randint(0, V, (B, T))                       # (B, T)
+        perm = torch.randperm(T)
+    if identity:
+        perm = torch.arange(T)
+    elif torch.equal(perm, torch.arange(T)):
+        perm = torch.roll(perm, 1)
+    return head.to(dtype), tok_emb.to(dtype), pos_emb.to(dtype), idx, perm
+
+
+@torch.no_grad()
+def reference_gaps(head, tok_emb, pos_emb, idx, perm):
+    T = idx.shape[1]
+    P = pos_emb(torch.arange(T))                                 # (T, d)
+    x = tok_emb(idx)                                             # (B, T, d)
+    gap = lambda a, b: (a - b).abs().max().item()
+    return [gap(head(x[:, perm]), head(x)[:, perm]),
+            gap(head((x + P)[:, perm]), head(x + P)[:, perm]),
+            gap(head(tok_emb(idx[:, perm])), head(tok_emb(idx))[:, perm]),
+            gap(head(tok_emb(idx[:, perm]) + P), head(tok_emb(idx) + P)[:, perm])]
+
+
+LABELS = ("rows, no positions", "rows, positions added to x", "tokens, no positions",
+          "tokens, positions added after embedding")
+
+
+@register
+class PermutationGaps(Check):
+    grade_id = "bonus_permutation_gaps"
+    points = 2
+
+    @quiet
+    def probe(self, ns, ctx):
+        fn = student(ns, "permutation_gaps")
+
+        def call(case):
+            result = fn(*build_perm_case(*case))
+            return [float(g) for g in result]
+
+        return [attempt(call, case) for case in PERM_CASES]
+
+    def judge(self, data, ctx):
+        verdict = Verdict()
+        tiny_ok, tiny_msgs = True, []
+        big_ok, big_msgs = True, []
+        measured_ok, measured_msgs = True, []
+        for case, entry in zip(PERM_CASES, data):
+            seed, B, T, dtype, identity = case
+            label = f"T={T}, batch {B}, {str(dtype).replace('torch.', '')}" + (", identity permutation" if identity else "")
+            value, why = unpack(entry)
+            if why is None and not (isinstance(value, list) and len(value) == 4
+                                    and all(isinstance(g, float) and math.isfinite(g) for g in value)):
+                why = f"expected four finite numbers (the four gaps, in the order of the docstring), got {value!r}"[:300]
+            if why:
+                tiny_ok = big_ok = measured_ok = False
+                if "index" in why.lower() or "size" in why.lower():
+                    why += (" (these inputs have other lengths than the notebook's: take T from idx.shape[1] "
+                            "and use the arguments, not the notebook's globals)")
+                for msgs in (tiny_msgs, big_msgs, measured_msgs):
+                    msgs.append(f"{label}: {why}")
+                continue
+            ref = reference_gaps(*build_perm_case(*case))
+            # float32 rounding in a head whose outputs are below 1 is ~1e-7; allow 100 times that.
+            # float64 rounding is ~1e-16; a gap typed in as "about 1e-7" is far above 1e-12.
+            tiny = 1e-12 if dtype == torch.float64 else 1e-5
+            if identity:
+                if max(value) > tiny:
+                    measured_ok = False
+                    measured_msgs.append(
+                        f"{label}: with perm = arange(T) nothing moves, so every gap must be 0 up to rounding, "
+                        f"but you return {[f'{g:.3g}' for g in value]}. Are the gaps computed from the "
+                        "arguments, or typed in?")
+                continue
+            for k in range(3):
+                if not (0 <= value[k] <= tiny):
+                    target = measured_msgs if dtype == torch.float64 and value[k] <= 1e-5 else tiny_msgs
+                    if target is measured_msgs:
+                        measured_ok = False
+                        measured_msgs.append(
+                            f"{label}: gap {k + 1} ({LABELS[k]}) is {value[k]:.3g}; in float64 rounding is "
+                            "about 1e-16. Is the gap measured on the arguments (no float32 copies, no typed-in "
+                            "numbers)?")
+                    else:
+                        tiny_ok = False
+                        tiny_msgs.append(
+                            f"{label}: gap {k + 1} ({LABELS[k]}) is {value[k]:.3g}, but attention without a mask "
+                            "is exactly equivariant. Permute axis 1 (positions) of a (B, T, d) tensor, on the "
+                            "input of one side and on the output of the other, and take the largest absolute "
+                            "difference.")
+            # the trap's gap: the same inputs give the same number up to float rounding
+            if not abs(value[3] - ref[3]) <= 1e-5 + 1e-4 * ref[3]:
+                big_ok = False
+                if value[3] <= 1e-3:
+                    hint = ("it is (nearly) zero: is P added after permuting on BOTH sides, or permuted with "
+                            "the tokens? P stays in place: head(tok(idx[:, perm]) + P) against "
+                            "head(tok(idx) + P)[:, perm].")
+                else:
+                    hint = ("it is not the largest absolute difference of head(tok(idx[:, perm]) + P) and "
+                            "head(tok(idx) + P)[:, perm] for these inputs, with P = pos_emb(arange(T)). "
+                            "Does the function use its arguments (not the notebook's head and embeddings)?")
+                big_msgs.append(f"{label}: gap 4 = {value[3]:.4g}; {hint}")
+        if tiny_ok and not measured_ok:     # small numbers typed in earn nothing
+            tiny_ok = False
+            tiny_msgs.append("not credited while the gaps do not follow the inputs (see 'the gaps are measured')")
+        first = lambda msgs: msgs[0] + (f" (and {len(msgs) - 1} more like it)" if len(msgs) > 1 else "") if msgs else ""
+        verdict.add("gaps 1-3 are at rounding level (equivariance holds)", tiny_ok, first(tiny_msgs))
+        verdict.add("gap 4 is the O(1) gap these inputs give (symmetry broken)", big_ok, first(big_msgs))
+        verdict.add("the gaps are measured (identity permutation, float64)", measured_ok, first(measured_msgs))
+        return verdict
+
+
+# ---------------------------------------------------------------------------------------------
+# Recording the torch calls a streaming answer makes
+# ---------------------------------------------------------------------------------------------
+
+SOFTMAX_LIKE = {"softmax", "log_softmax", "_softmax", "_log_softmax", "special_softmax",
+                "special_log_softmax", "softmin", "scaled_dot_product_attention"}
+# reductions and the position of their `dim` argument (after the tensor), and their default
+REDUCTIONS = {"sum": 1, "nansum": 1, "mean": 1, "nanmean": 1, "max": 1, "min": 1, "amax": 1, "amin": 1,
+              "aminmax": None, "logsumexp": 1, "prod": 1, "argmax": 1, "argmin": 1, "median": 1,
+              "nanmedian": 1, "std": 1, "var": 1, "norm": 2, "linalg_vector_norm": 2, "topk": 2,
+              "sort": 1, "kthvalue": 2, "cummax": 1, "cumsum": 1, "logcumsumexp": 1, "cumprod": 1}
+CONTRACTIONS = {"matmul", "__matmul__", "mm", "bmm", "mv", "dot", "vdot", "inner", "linear"}
+
+
+def _reduced_dims(name, args, kwargs):
+    """The axes a reduction call collapses, or None if the call is not a reduction."""
+    if not args or not isinstance(args[0], torch.Tensor):
+        return None
+    x = args[0]
+    pos = REDUCTIONS[name]
+    dim = kwargs.get("dim", kwargs.get("axis"))
+    if dim is None and pos is not None and len(args) > pos:
+        dim = args[pos]
+    if isinstance(dim, torch.Tensor):          # torch.max(a, b): elementwise, not a reduction
+        return None
+    if isinstance(dim, bool):                  # var(x, unbiased)
+        dim = None
+    if dim is None or dim == ():
+        if name in ("topk", "sort", "cummax", "cumsum", "logcumsumexp", "cumprod", "kthvalue"):
+            dim = -1
+        else:
+            return list(range(x.dim()))
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    return [d % max(x.dim(), 1) for d in dims if isinstance(d, int)]
+
+
+def _einsum_contracted_sizes(args):
+    if not args or not isinstance(args[0], str):
+        return []
+    operands = args[1:]
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = list(operands[0])
+    eq = args[0].replace(" ", "")
+    lhs, _, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    sizes = {}
+    for term, op in zip(terms, operands):
+        if not isinstance(op, torch.Tensor):
+            return []
+        if "..." in term:
+            head, tail = term.split("...")
+            letters = list(head) + [None] * (op.dim() - len(head) - len(tail)) + list(tail)
+        else:
+            letters = list(term)
+        for letter, size in zip(letters, op.shape):
+            if letter is not None:
+                sizes[letter] = size
+    if "->" not in eq:
+        counts = {c: lhs.count(c) for c in sizes}
+        rhs = "".join(c for c in sizes if counts[c] == 1)
+    return [size for letter, size in sizes.items() if letter not in rhs]
+
+
+class CallRecorder(TorchFunctionMode):
+    """Records every torch call that works on the whole key axis (of the distinctive size T) at once."""
+
+    def __init__(self, T):
+        super().__init__()
+        self.T = T
+        self.flagged: list[str] = []
+
+    def _flag(self, text):
+        if text not in self.flagged and len(self.flagged) < 5:
+            self.flagged.append(text)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        try:
+            if name in SOFTMAX_LIKE:
+                if any(isinstance(a, torch.Tensor) and self.T in a.shape for a in args):
+                    self._flag(f"{name}(…) on a tensor with the whole key axis")
+            elif name in REDUCTIONS:
+                dims = _reduced_dims(name, args, kwargs)
+                if dims is not None and any(args[0].shape[d] == self.T for d in dims if d < args[0].dim()):
+                    self._flag(f"{name}(…) over the key axis (all {self.T} keys at once)")
+            elif name in CONTRACTIONS:
+                a = args[0] if args else None
+                if isinstance(a, torch.Tensor) and a.dim() >= 1 and a.shape[-1] == self.T:
+                    self._flag(f"{name}(…) summing over all {self.T} keys at once")
+            elif name == "einsum":
+                if self.T in _einsum_contracted_sizes(args):
+                    self._flag(f"einsum(…) summing over all {self.T} keys at once")
+        except Exception:   # never let the recorder break a student's call
+            pass
+        return func(*args, **kwargs)
+
+
+def recorded_call(fn, T, *args):
+    """Call fn(*args) while recording one-shot work over an axis of size T: {'value', 'flagged'}."""
+    recorder = CallRecorder(T)
+    with recorder:
+        value = fn(*args)
+    return {"value": value, "flagged": list(recorder.flagged)}
+
+
+# ---------------------------------------------------------------------------------------------
+# 2a. online_softmax
+# ---------------------------------------------------------------------------------------------
+
+NEG_INF = float("-inf")
+
+
+def softmax_cases():
+    """name -> list of score tensors. The visible check uses other sizes and values."""
+    g = torch.Generator().manual_seed(4242)
+    r = lambda *shape, dtype=torch.float32: torch.randn(*shape, generator=g, dtype=dtype)
+    cases = {}
+    cases["ordinary"] = [3 * r(4, 6, 17), r(17), 0.5 * r(2, 3, 5, 8)]
+    cases["very_negative"] = [5 * r(5, 9) - 1e4, 2 * r(3, 17) - 3e4]
+    cases["very_large"] = [5 * r(5, 9) + 1e4, 2 * r(2, 2, 17) + 5e4]
+    cases["wide_range"] = [1e3 * r(6, 12)]
+    x = 4 * r(6, 17)
+    holes = torch.rand(6, 17, generator=g) < 0.4
+    holes[:, 0] = False                                     # -inf only after a finite key (prefixes: below)
+    holes[:, 5] = False
+    cases["neg_inf"] = [x.masked_fill(holes, NEG_INF)]
+    # fully masked prefixes: row i starts with i keys at -inf (the anti-causal pattern),
+    # and rows whose first finite key is large or very negative
+    T = 9
+    prefix = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1)     # row i: keys 0..i-1 masked
+    y = 3 * r(T, T)
+    z = torch.stack([torch.tensor([NEG_INF, NEG_INF, NEG_INF, 2.0, 3.0, -1.0]),
+                     torch.tensor([NEG_INF, 7e3, NEG_INF, 7e3 + 2.0, NEG_INF, 0.0])])
+    cases["masked_prefix"] = [y.masked_fill(prefix, NEG_INF), z]
+    cases["length_1"] = [r(4, 1), 3 * r(2, 3, 1)]
+    cases["float64"] = [4 * r(5, 17, dtype=torch.float64), 50 * r(3, 17, dtype=torch.float64)]
+    return cases
+
+
+def streaming_probe_scores():
+    g = torch.Generator().manual_seed(77)
+    return torch.randn(2, 3, 13, generator=g)           # the key axis (13) differs from every other axis
+
+
+SOFTMAX_PARTS = {   # name -> (what it tests, weight, {symptom: hint})
+    "ordinary": ("ordinary scores, 1-D to 4-D", 2.0, {}),
+    "very_negative": ("very negative scores (around -1e4)", 2.0, {
+        "nan": "On rows whose scores are all near -1e4, exp(score - running max) underflowed to 0 for every key, "
+               "so the sum was 0: does the running max start at 0 instead of -inf?",
+        "zero": "On rows whose scores are all near -1e4, exp(score - running max) underflowed to 0 for every key: "
+                "does the running max start at 0 instead of -inf?"}),
+    "very_large": ("very large scores (around +1e4)", 1.0, {
+        "nan": "exp of a score near 1e4 overflows to inf: subtract the running max before exponentiating.",
+        "inf": "exp of a score near 1e4 overflows to inf: subtract the running max before exponentiating."}),
+    "wide_range": ("scores spread over ±3000 (near one-hot rows)", 0.5, {
+        "nan": "exp of a score in the thousands overflows: subtract the running max before exponentiating."}),
+    "neg_inf": ("-inf entries among finite scores", 1.0, {
+        "nan": "keys at -inf must get weight exactly 0 without producing NaN."}),
+    "masked_prefix": ("rows that start with -inf keys (fully masked prefix)", 2.0, {
+        "nan": "While only -inf keys have been seen, the running max is -inf and exp(-inf - (-inf)) is NaN. "
+               "The running sum is still 0 then, so nothing needs rescaling: use a rescale factor of 0 (for "
+               "example, shift by 0 instead of by the max while the max is -inf)."}),
+    "length_1": ("a single key (T = 1)", 0.5, {
+        "any": "With one key, its weight is 1."}),
+    "float64": ("float64 in, float64 out, at float64 precision", 1.0, {
+        "dtype": "Create the running max and sum with dtype=scores.dtype, so float64 scores stay float64.",
+        "precision": "Keep every running quantity in scores.dtype (a float32 tensor somewhere costs the precision)."}),
+}
+
+
+def _softmax_reference(x: np.ndarray) -> np.ndarray:
+    t = torch.from_numpy(np.asarray(x, dtype=np.float64))
+    return torch.softmax(t, dim=-1).numpy()
+
+
+@register
+class OnlineSoftmax(Check):
+    grade_id = "bonus_online_softmax"
+    points = 3
+
+    @quiet
+    def probe(self, ns, ctx):
+        fn = student(ns, "online_softmax")
+        out = {name: [attempt(fn, x.clone()) for x in xs] for name, xs in softmax_cases().items()}
+        out["streaming"] = attempt(recorded_call, fn, 13, streaming_probe_scores())
+        return out
+
+    def judge(self, data, ctx):
+        verdict = Verdict()
+        for name, xs in softmax_cases().items():
+            label, weight, hint = SOFTMAX_PARTS[name]
+            problems = []
+            for x, entry in zip(xs, data.get(name, [])):
+                value, why = unpack(entry)
+                if why:
+                    problems.append(why)
+                    break
+                found = _compare_softmax(x, value, name)
+                if found:
+                    symptom, problem = found
+                    extra = hint.get(symptom) or hint.get("any")
+                    problems.append(problem + (" " + extra if extra else ""))
+                    break
+            if len(data.get(name, [])) != len(xs) and not problems:
+                problems.append("no result reached the grader")
+            verdict.add(label, not problems, problems[0] if problems else "", weight)
+        value, why = unpack(data.get("streaming"))
+        if why:
+            verdict.add("keys visited one at a time", False, why, 3.0)
+        else:
+            x = streaming_probe_scores()
+            wrong = _compare_softmax(x, value.get("value") if isinstance(value, dict) else None, "ordinary")
+            flagged = value.get("flagged", []) if isinstance(value, dict) else ["no record"]
+            if wrong:
+                verdict.add("keys visited one at a time", False,
+                            "cannot tell: the result on ordinary scores is wrong (see above)", 3.0)
+            else:
+                verdict.add("keys visited one at a time", not flagged,
+                            "the result is right, but it is not computed in one pass over the keys: we recorded "
+                            + "; ".join(flagged) + ". The exercise is to visit key j = 0, 1, …, T-1 one at a time, "
+                            "keeping a running max and running sum (the final division may be done on the whole "
+                            "row). (Recorded by watching torch calls on a (2, 3, 13) input, so a reduction over "
+                            "an axis of 13 counts.)", 3.0)
+        return verdict
+
+
+def _compare_softmax(x: torch.Tensor, value, name):
+    """None if `value` is softmax(x) over the last axis to the right precision;
+    else (symptom, what is wrong), symptom one of shape, dtype, nan, inf, zero, sums, precision, values."""
+    finite_rows = np.isfinite(x.numpy()).any(axis=-1)
+    if not isinstance(value, np.ndarray):
+        return "shape", f"expected a tensor, got {type(value).__name__}."
+    if value.shape != tuple(x.shape):
+        return "shape", (f"for scores of shape {tuple(x.shape)} the result has shape {value.shape}: "
+                         "it should be the same.")
+    ref = _softmax_reference(x.numpy())
+    got = value.astype(np.float64)
+    float64 = x.dtype == torch.float64
+    if float64 and value.dtype != np.float64:
+        return "dtype", f"float64 scores gave a {value.dtype} result."
+    got, ref = got[finite_rows], ref[finite_rows]
+    if np.isnan(got).any():
+        return "nan", "Some weights are NaN."
+    if np.isinf(got).any():
+        return "inf", "Some weights are inf."
+    # float32: each weight is exp(s - m) / sum with ~T roundings of 6e-8; float64: ~T * 1e-16
+    atol, rtol = (1e-12, 1e-10) if float64 else (2e-6, 2e-5)
+    if np.all(np.abs(got - ref) <= atol + rtol * np.abs(ref)):
+        return None
+    sums = got.sum(axis=-1)
+    if np.all(got == 0, axis=-1).any():
+        return "zero", "Some rows are all zeros."
+    if np.abs(sums - 1).max() > 1e-4:
+        return "sums", (f"Rows sum to between {sums.min():.4g} and {sums.max():.4g}, not 1. When the running max "
+                        "grows from m to m', the running sum must be multiplied by exp(m - m') before the new "
+                        "term is added (rescaling).")
+    err = np.abs(got - ref).max()
+    if float64 and err < 1e-5:
+        return "precision", f"The weights are right only to {err:.2g}, float32 precision."
+    return "values", (f"The rows sum to 1 but the weights differ from softmax by up to {err:.2g}. Is every weight "
+                      "exp(s_j - m) / sum with the FINAL running max m and sum?")
+
+
+# ---------------------------------------------------------------------------------------------
+# 2b. streaming_attention
+# ---------------------------------------------------------------------------------------------
+
+def attention_cases():
+    """name -> list of (q, k, v). The visible check uses a Head's q, k, v on real text."""
+    g = torch.Generator().manual_seed(5151)
+    r = lambda *shape, dtype=torch.float32: torch.randn(*shape, generator=g, dtype=dtype)
+    return {
+        "ordinary": [(r(2, 11, 5), r(2, 11, 5), r(2, 11, 3))],
+        "large_scores": [(20 * r(3, 9, 4), 20 * r(3, 9, 4), r(3, 9, 2))],
+        "single_position": [(r(2, 1, 4), r(2, 1, 4), r(2, 1, 6))],
+        "float64": [(r(3, 17, 4, dtype=torch.float64), r(3, 17, 4, dtype=torch.float64),
+                     r(3, 17, 6, dtype=torch.float64))],
+        "other_ranks": [(r(7, 4), r(7, 4), r(7, 2)), (r(2, 3, 6, 4), r(2, 3, 6, 4), r(2, 3, 6, 5))],
+    }
+
+
+ATTENTION_PARTS = {
+    "ordinary": ("causal attention, batch 2, T = 11, d_k = 5, d_v = 3", 2.0),
+    "large_scores": ("large scores (q·k/√d_k in the hundreds)", 1.0),
+    "single_position": ("T = 1: the output is v", 0.5),
+    "float64": ("float64 in, float64 out, at float64 precision", 1.0),
+    "other_ranks": ("no batch axis, and two batch axes", 0.5),
+}
+
+
+def _attention_reference(q, k, v):
+    q, k, v = (torch.as_tensor(np.asarray(t, dtype=np.float64)) for t in (q, k, v))
+    T = q.shape[-2]
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5                     # (..., T, T)
+    keep = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    return (torch.softmax(scores.masked_fill(~keep, NEG_INF), dim=-1) @ v).numpy()   # (..., T, d_v)
+
+
+def _compare_attention(q, k, v, value, name) -> str | None:
+    if not isinstance(value, np.ndarray):
+        return f"expected a tensor, got {type(value).__name__}"
+    expected_shape = tuple(v.shape[:-2]) + (q.shape[-2], v.shape[-1])
+    if value.shape != expected_shape:
+        return (f"for q, k of shape {tuple(q.shape)} and v of shape {tuple(v.shape)} the output should have "
+                f"shape {expected_shape} (one row per query, d_v wide), not {value.shape}")
+    if q.dtype == torch.float64 and value.dtype != np.float64:
+        return f"float64 inputs gave a {value.dtype} result: keep the running quantities in q.dtype"
+    if np.isnan(value).any() or np.isinf(value).any():
+        return ("the output has NaN or inf: is the running max subtracted before exponentiating, and is the "
+                "running max started at -inf (not 0)?")
+    ref = _attention_reference(q, k, v)
+    # float32 scores of size ~400 carry rounding ~4e-5, which the weights inherit; ordinary ones ~1e-7
+    atol = {"large_scores": 1e-3}.get(name, 1e-11 if q.dtype == torch.float64 else 2e-5)
+    err = np.abs(value.astype(np.float64) - ref).max()
+    if err <= atol:
+        return None
+    noncausal = torch.softmax(torch.as_tensor(np.asarray(q, np.float64) @ np.swapaxes(np.asarray(k, np.float64), -1, -2)
+                                              / q.shape[-1] ** 0.5), dim=-1).numpy() @ np.asarray(v, np.float64)
+    if np.abs(value - noncausal).max() <= 1e-4:
+        return "this is attention without the causal mask: query i may only see keys j ≤ i"
+    if q.shape[-2] > 1 and np.abs(value[..., 0, :] - ref[..., 0, :]).max() > 1e-4:
+        hint = "already the first query (which sees only key 0, so its output is v_0) is wrong. Scores are q·k/√d_k."
+    else:
+        hint = "the first rows are right and later ones drift: is the running output rescaled by exp(m - m') too?"
+    return f"differs from causal softmax attention by up to {err:.2g}; {hint}"
+
+
+@register
+class StreamingAttention(Check):
+    grade_id = "bonus_streaming_attention"
+    points = 2
+
+    @quiet
+    def probe(self, ns, ctx):
+        fn = student(ns, "streaming_attention")
+        out = {name: [attempt(fn, q.clone(), k.clone(), v.clone()) for q, k, v in triples]
+               for name, triples in attention_cases().items()}
+        q, k, v = attention_cases()["ordinary"][0]
+        out["streaming"] = attempt(recorded_call, fn, 11, q.clone(), k.clone(), v.clone())
+        return out
+
+    def judge(self, data, ctx):
+        verdict = Verdict()
+        for name, triples in attention_cases().items():
+            label, weight = ATTENTION_PARTS[name]
+            problem = None
+            entries = data.get(name, [])
+            if len(entries) != len(triples):
+                problem = "no result reached the grader"
+            for (q, k, v), entry in zip(triples, entries):
+                value, why = unpack(entry)
+                problem = why or _compare_attention(q, k, v, value, name)
+                if problem:
+                    break
+            verdict.add(label, problem is None, problem or "", weight)
+        value, why = unpack(data.get("streaming"))
+        if why:
+            verdict.add("keys and values visited one at a time", False, why, 1.5)
+        else:
+            q, k, v = attention_cases()["ordinary"][0]
+            out = value.get("value") if isinstance(value, dict) else None
+            flagged = value.get("flagged", []) if isinstance(value, dict) else ["no record"]
+            if _compare_attention(q, k, v, out, "ordinary"):
+                verdict.add("keys and values visited one at a time", False,
+                            "cannot tell: the result on the ordinary case is wrong (see above)", 1.5)
+            else:
+                verdict.add("keys and values visited one at a time", not flagged,
+                            "the output is right, but not streamed: we recorded " + "; ".join(flagged)
+                            + ". Visit key j (and value j) one at a time, updating a running max, running sum and "
+                            "running weighted sum of values for every query row. (Recorded by watching torch "
+                            "calls on inputs with T = 11, so a reduction or product over an axis of 11 counts.)",
+                            1.5)
+        return verdict
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. fit_exponent
+# ---------------------------------------------------------------------------------------------
+
+def _power_law(Ts, p, c, factors=None):
+    Ts = np.asarray(Ts, dtype=np.float64)
+    f = np.ones_like(Ts) if factors is None else np.asarray(factors, dtype=np.float64)
+    return c * Ts ** p * f
+
+
+_NOISY_T = [100, 200, 400, 800, 1600, 3200]
+_NOISY_F = [1.4, 0.9, 1.1, 1.0, 0.95, 0.7]        # end points alone give 1.80; least squares 1.86
+_NOISY2_T = [300, 1000, 3000, 10000, 30000]
+_NOISY2_F = [0.8, 1.25, 1.0, 0.9, 1.3]             # end points alone give 1.61; least squares 1.56
+_ORDER = [3, 0, 5, 1, 4, 2]
+
+
+def fit_cases():
+    """name -> list of (Ts, times) as the student's function receives them (lists or numpy arrays)."""
+    noisy_T, noisy_t = _NOISY_T, list(_power_law(_NOISY_T, 2.0, 2e-8, _NOISY_F))
+    return {
+        "exact": [
+            ([64, 128, 256, 512, 1024], [float(t) for t in _power_law([64, 128, 256, 512, 1024], 1.5, 3e-7)]),
+            ([10, 30, 100, 300, 1000], [float(t) for t in _power_law([10, 30, 100, 300, 1000], 3.0, 0.02)]),
+            ([5, 50, 500, 5000], [float(t) for t in _power_law([5, 50, 500, 5000], 0.5, 40.0)]),
+        ],
+        "noisy": [
+            (noisy_T, noisy_t),
+            (_NOISY2_T, [float(t) for t in _power_law(_NOISY2_T, 1.5, 5e-3, _NOISY2_F)]),
+        ],
+        "unsorted": [
+            ([noisy_T[i] for i in _ORDER], [noisy_t[i] for i in _ORDER]),
+        ],
+        "numpy": [
+            (np.array([256, 512, 1024, 2048]), _power_law([256, 512, 1024, 2048], 2.0, 1e-8, [1.1, 0.95, 1.0, 1.02])),
+            (np.array([1.5, 3.0, 6.0, 12.0, 24.0]), _power_law([1.5, 3.0, 6.0, 12.0, 24.0], 1.0, 7.0)),
+        ],
+    }
+
+
+FIT_PARTS = {
+    "exact": "exact power laws (exponents 1.5, 3, 0.5; different constants)",
+    "noisy": "noisy power laws: the least-squares slope over all points",
+    "unsorted": "points given in no particular order",
+    "numpy": "numpy arrays as well as lists",
+}
+
+
+def _least_squares_slope(Ts, times):
+    x = np.log(np.asarray(Ts, dtype=np.float64))
+    y = np.log(np.asarray(times, dtype=np.float64))
+    return float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
+
+
+def _fit_hint(Ts, times, got) -> str:
+    x = np.log(np.asarray(Ts, dtype=np.float64))
+    y = np.log(np.asarray(times, dtype=np.float64))
+    ref = _least_squares_slope(Ts, times)
+    close = lambda a: abs(got - a) <= 1e-3 * max(1.0, abs(a))
+    swapped = float(((x - x.mean()) * (y - y.mean())).sum() / ((y - y.mean()) ** 2).sum())
+    if close(2.0) and not close(ref):
+        return "got 2: is the exponent typed in rather than fitted?"
+    if close(swapped):
+        return "this is the slope of log T against log time: the exponent is the slope of log(time) against log(T)."
+    if close((y[-1] - y[0]) / (x[-1] - x[0])) or close((y[x.argmax()] - y[x.argmin()]) / (x.max() - x.min())):
+        return ("this is the slope through two points only; with noisy timings use the least-squares slope "
+                "through all of them (np.polyfit(log T, log time, 1)[0], say).")
+    if close(ref / math.log(10)) or close(ref * math.log(10)):
+        return "mixed bases: take the same logarithm (natural or base 10) of both T and time."
+    return f"expected the least-squares slope of log(time) against log(T); got {got:.4g}."
+
+
+@register
+class FitExponent(Check):
+    grade_id = "bonus_fit_exponent"
+    points = 2
+
+    @quiet
+    def probe(self, ns, ctx):
+        fn = student(ns, "fit_exponent")
+        return {name: [attempt(lambda a, b: float(fn(a, b)), Ts, times) for Ts, times in pairs]
+                for name, pairs in fit_cases().items()}
+
+    def judge(self, data, ctx):
+        verdict = Verdict()
+        for name, pairs in fit_cases().items():
+            problem = None
+            entries = data.get(name, [])
+            if len(entries) != len(pairs):
+                problem = "no result reached the grader"
+            for (Ts, times), entry in zip(pairs, entries):
+                value, why = unpack(entry)
+                if why:
+                    problem = why
+                    break
+                ref = _least_squares_slope(Ts, times)
+                # float32 logs and sums are good to ~1e-6 here; any real mistake is off by more than 0.01
+                if not (isinstance(value, float) and abs(value - ref) <= 1e-4):
+                    problem = _fit_hint(Ts, times, value)
+                    break
+            verdict.add(FIT_PARTS[name], problem is None, problem or "")
+        return verdict

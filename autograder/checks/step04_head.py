@@ -1,0 +1,204 @@
+"""Hidden checks of notebook 02-the-head."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .framework import Check, Verdict, attempt, register, student, unpack
+
+
+# ---- scores_entrywise ----------------------------------------------------------------------
+
+def entrywise_inputs(B, T, d_head, seed, dtype):
+    """The q, k a case is run on: the probe and the judge both build them from this recipe."""
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(B, T, d_head, generator=g, dtype=torch.float64).to(dtype)
+    k = torch.randn(B, T, d_head, generator=g, dtype=torch.float64).to(dtype)
+    return q, k
+
+
+# operations that multiply: called on operands of two or more axes, they compute many entries at once
+PRODUCTS = {"matmul", "__matmul__", "__rmatmul__", "bmm", "mm", "mv", "einsum", "baddbmm", "addbmm", "addmm",
+            "tensordot", "linear", "mul", "__mul__", "__rmul__", "prod", "inner", "outer", "cdist"}
+
+
+class _Spy(torch.Tensor):
+    """A tensor that records every product taken of operands with two or more axes."""
+    log: list = []
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name in PRODUCTS:
+            dims = []
+
+            def walk(a):
+                if isinstance(a, torch.Tensor):
+                    dims.append(a.dim())
+                elif isinstance(a, (list, tuple)):
+                    for b in a:
+                        walk(b)
+            walk(args)
+            walk(list(kwargs.values()))
+            if any(n >= 2 for n in dims):
+                cls.log.append(name)
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+@register
+class ScoresEntrywise(Check):
+    grade_id = "scores_entrywise_hidden"
+    points = 3
+    # (label, B, T, d_head, seed, dtype); the visible test uses (2, 3, 5)
+    CASES = [
+        ("one sequence of one token (B = 1, T = 1)", 1, 1, 4, 31, "float32"),
+        ("more tokens than features (T = 6 > d_head = 2)", 3, 6, 2, 32, "float32"),
+        ("a single sequence (B = 1, T = 5, d_head = 9)", 1, 5, 9, 33, "float32"),
+        ("float64 input (B = 2, T = 4, d_head = 7)", 2, 4, 7, 34, "float64"),
+    ]
+    SPY_CASE = (2, 3, 4, 35)
+
+    def probe(self, ns, ctx):
+        fn = student(ns, "scores_entrywise")
+        results = []
+        for _, B, T, d_head, seed, dtype in self.CASES:
+            q, k = entrywise_inputs(B, T, d_head, seed, getattr(torch, dtype))
+            results.append(attempt(lambda: _plain_tensor(fn(q, k))))
+        return {"cases": results, "spy": attempt(self._spy, fn)}
+
+    def _spy(self, fn):
+        B, T, d_head, seed = self.SPY_CASE
+        q, k = entrywise_inputs(B, T, d_head, seed, torch.float32)
+        _Spy.log = []
+        try:
+            fn(q.as_subclass(_Spy), k.as_subclass(_Spy))
+        finally:
+            log, _Spy.log = list(_Spy.log), []
+        return sorted(set(log))
+
+    def judge(self, data, ctx):
+        verdict = Verdict()
+        computed = False           # right on some case, at least up to a transpose or a scale
+        for (label, B, T, d_head, seed, dtype), entry in zip(self.CASES, data["cases"]):
+            q, k = entrywise_inputs(B, T, d_head, seed, torch.float64)   # the exact inputs, in float64
+            ok, message, near = self._judge_case(entry, q.numpy(), k.numpy(), dtype)
+            computed |= near
+            verdict.add(label, ok, message)
+        spy, why = unpack(data.get("spy"))
+        if why is None and isinstance(spy, list) and spy:
+            verdict.add("one entry at a time", False,
+                        f"your function multiplies whole matrices or rows at once ({', '.join(map(str, spy))} on "
+                        "operands with two or more axes). The task is to make each entry yourself: loop over b, i "
+                        "and j, and take one dot product of two vectors per entry.", weight=2)
+        else:
+            # no whole-matrix product seen (or the recording could not follow the code, e.g. numpy inside):
+            # the loops count once they compute the scores
+            verdict.add("one entry at a time", computed,
+                        "this part counts once your loops compute the scores: fix the values first", weight=2)
+        return verdict
+
+    @staticmethod
+    def _judge_case(entry, q, k, dtype):
+        """(ok, message, near): near means right up to a transpose, a scale or float32 rounding."""
+        value, why = unpack(entry)
+        if why:
+            return False, why, False
+        got = np.asarray(value)
+        B, T, d_head = q.shape
+        if got.shape != (B, T, T):
+            hint = ": one (T, T) matrix per sequence, so keep the batch axis b" if got.shape == (T, T) else ""
+            return False, f"q and k of shape {q.shape} give scores of shape {(B, T, T)}; yours has shape {got.shape}{hint}", False
+        if not np.isfinite(got).all():
+            return False, "your scores contain NaN or inf", False
+        ref = q @ np.swapaxes(k, -2, -1)                                  # float64 reference
+        # a float32 dot product of length d is off by at most about d * 6e-8 * sum_m |q_m k_m|;
+        # 1e-5 * sum_m |q_m k_m| leaves a margin of 10 or more for every length used here
+        size = (np.abs(q)[:, :, None, :] * np.abs(k)[:, None, :, :]).sum(-1)   # (B, T, T)
+        tol = (1e-5 if dtype == "float32" else 1e-12) * size + 1e-30
+        loose = 1e-5 * size + 1e-6
+
+        def close(a, b, t):
+            return bool((np.abs(a - b) <= t).all())
+
+        if close(got, ref, tol):
+            if dtype == "float64" and got.dtype != np.float64:
+                return False, ("float64 inputs gave float32 scores: create the result in the inputs' dtype, "
+                               "e.g. torch.zeros(B, T, T, dtype=q.dtype)"), True
+            return True, "", True
+        if dtype == "float64" and close(got, ref, loose):
+            return False, ("right to float32 precision only: float64 inputs lost precision. Create the result "
+                           "in the inputs' dtype, e.g. torch.zeros(B, T, T, dtype=q.dtype)"), True
+        if close(got, ref / math.sqrt(d_head), loose):
+            return False, ("your scores are divided by sqrt(d_k): this function computes the raw q kᵀ; "
+                           "the head divides by sqrt(d_k) afterwards"), True
+        if T > 1 and close(got, np.swapaxes(ref, -2, -1), loose):
+            return False, ("your scores are transposed: entry [b, i, j] is query i (a row) against key j "
+                           "(a column), q[b, i] · k[b, j]"), True
+        if B > 1 and close(got, np.broadcast_to(ref[:1], ref.shape), loose):
+            return False, "every sequence got the scores of the first one: use q[b] and k[b] for sequence b", False
+        wrong = int((np.abs(got - ref) > tol).sum())
+        return False, (f"{wrong} of {got.size} entries are wrong: entry [b, i, j] should be the dot product "
+                       "of q[b, i] and k[b, j], a sum over the d_head axis"), False
+
+
+def _plain_tensor(result):
+    """A tensor subclass or numpy array returned by the student becomes a plain tensor or array."""
+    if isinstance(result, torch.Tensor) and type(result) is not torch.Tensor:
+        return result.as_subclass(torch.Tensor)
+    return result
+
+
+# ---- count_params --------------------------------------------------------------------------
+
+@register
+class CountParams(Check):
+    grade_id = "count_params_hidden"
+    points = 2
+    CASES = [(12, 5), (5, 12), (100, 7), (3, 1)]        # the visible test uses (32, 16) and (64, 8)
+
+    def probe(self, ns, ctx):
+        fn = student(ns, "count_params")
+        return [attempt(fn, d, d_head) for d, d_head in self.CASES]
+
+    def judge(self, data, ctx):
+        verdict = Verdict()
+        for (d, d_head), entry in zip(self.CASES, data):
+            value, why = unpack(entry)
+            label = f"count_params(d={d}, d_head={d_head})"
+            if why:
+                verdict.add(label, False, why)
+                continue
+            number = _as_number(value)
+            right = 3 * d * d_head
+            verdict.add(label, number == right, _diagnose_count(number, d, d_head))
+        return verdict
+
+
+def _as_number(value):
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, np.ndarray) and value.size == 1:
+        return value.item()
+    return None
+
+
+def _diagnose_count(n, d, d_head):
+    right = 3 * d * d_head
+    if n is None:
+        return "return one number (an int)"
+    if n == right + 3 * d_head:
+        return "this counts biases too: the handout's three nn.Linear layers have bias=False"
+    if n == 3 * d * d or n == 3 * d_head * d_head:
+        return "each projection maps width d to width d_head: a (d_head, d) matrix, not a square one"
+    if n == d * d_head:
+        return "that is one projection: the head has three (query, key, value)"
+    extra = n - right
+    if extra > 0 and float(extra) ** 0.5 == int(float(extra) ** 0.5):
+        return ("this seems to count the tril buffer (T_max × T_max numbers): a buffer is state, "
+                "not a parameter, and head.parameters() does not yield it")
+    return "count the numbers in the three weight matrices of query, key and value, as a formula in d and d_head"
