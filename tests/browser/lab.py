@@ -282,11 +282,23 @@ def run_all(page, timeout_ms: int = 240_000) -> list[Cell]:
         if not waiting:
             return shown
         before = execution_state(page)["max"]
-        target = page.locator(".jp-Notebook .jp-Notebook-cell").nth(waiting[0].index)
-        target.locator(".jp-InputPrompt").first.click()
+        select_cell(page, waiting[0].index)
         menu(page, "Run", "Run Selected Cell and All Below")
         wait_until_done(page, before, timeout_ms)
     raise AssertionError("Run All never reached the end of the notebook")
+
+
+def select_cell(page, index: int) -> None:
+    """Make cell `index` the active cell, as a student does by clicking next to it. Cells above
+    may still grow while they render, so the click is checked and repeated if it missed."""
+    target = page.locator(".jp-Notebook .jp-Notebook-cell").nth(index)
+    for _ in range(10):
+        target.scroll_into_view_if_needed()
+        page.wait_for_timeout(200)
+        target.locator(".jp-InputPrompt").first.click()
+        if "jp-mod-active" in (target.get_attribute("class") or "").split():
+            return
+    raise AssertionError(f"could not select cell {index}")
 
 
 def scroll_to(page, index: int) -> None:

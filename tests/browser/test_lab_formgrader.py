@@ -72,4 +72,6 @@ def test_formgrader_lists_every_student_with_a_score(graded, page):
         total = totals[student]
         assert any(cell.replace(" ", "").startswith(f"{total:g}/") for cell in rows[student]), \
             f"{student}'s autograded total {total:g} is not on the row: {rows[student]}"
+        assert not any("needs autograding" in cell for cell in rows[student]), \
+            f"{student} was graded, but the formgrader says: {rows[student]}"
     assert totals["ada"] > totals["half"] > totals["blank"] == 0
