@@ -85,7 +85,8 @@ def test_run_all_on_a_solution_shows_no_error(ran, path):
                 if "Warning" not in text:
                     problems.append(f"cell {cell.index} writes to stderr: {text.strip()[:200]}")
         pictures = [c.index for c in shown if any(o["images"] for o in c.outputs)]
-        scroll_to(page, pictures[0] if pictures else 0)
+        with_output = [c.index for c in shown if c.outputs]
+        scroll_to(page, pictures[0] if pictures else with_output[-1] if with_output else 0)
         screenshot(page, f"solution-{path.stem}")
         assert not problems, f"{relpath(path)}:\n  " + "\n  ".join(problems)
         assert "Error displaying widget" not in page.content(), f"{relpath(path)}: a widget cannot be displayed"
