@@ -22,33 +22,46 @@ def tick_labels(chars: str) -> list[str]:
     return [f"{i} {glyph(ch)}" for i, ch in enumerate(chars)]
 
 
+def as_matrix(A) -> np.ndarray:
+    """One (T, T) attention matrix as a float numpy array (tensors are detached and copied)."""
+    weights = A.detach().cpu().numpy() if isinstance(A, torch.Tensor) else np.asarray(A)
+    if weights.ndim != 2 or weights.shape[0] != weights.shape[1]:
+        raise ValueError(f"an attention picture wants one (T, T) matrix, got shape {weights.shape}")
+    return weights.astype(float)
+
+
+def masked_above_diagonal(weights: np.ndarray) -> np.ma.MaskedArray:
+    """The entries above the diagonal marked as masked, so the colour map draws them grey."""
+    T = weights.shape[0]
+    return np.ma.masked_where(np.triu(np.ones((T, T), dtype=bool), k=1), weights)
+
+
 def attention_heatmap(A, chars: str | None = None, ax=None, title: str | None = None,
-                      colorbar: bool = True, causal: bool = True, cmap: str = "Blues"):
+                      colorbar: bool = True, causal: bool = True, cmap: str = "Blues", vmax: float = 1.0):
     """Draw one attention matrix A (T, T) and return the Axes.
 
     Row i is query position i, column j is key position j. The colour range is fixed to
-    [0, 1] so pictures compare across seeds and bandwidths. With `causal=True` the entries
-    above the diagonal are drawn grey (masked), so a weight of 0.001 is never confused
+    [0, 1] so pictures compare across seeds and bandwidths (`vmax` below 1 stretches the scale
+    to show small departures from uniform; weights above it saturate). With `causal=True` the
+    entries above the diagonal are drawn grey (masked), so a weight of 0.001 is never confused
     with a weight the mask removed.
     """
-    weights = A.detach().cpu().numpy() if isinstance(A, torch.Tensor) else np.asarray(A)
-    if weights.ndim != 2 or weights.shape[0] != weights.shape[1]:
-        raise ValueError(f"attention_heatmap wants one (T, T) matrix, got shape {weights.shape}")
+    weights = as_matrix(A)
     T = weights.shape[0]
     if ax is None:
-        size = 4.5 if T <= 16 else 7
+        size = 4.5 if T <= 16 else 8
         _, ax = plt.subplots(figsize=(size + (1 if colorbar else 0), size))
-    colours = matplotlib.colormaps[cmap].copy()
-    colours.set_bad(MASKED_COLOUR)
-    shown = np.ma.masked_where(np.triu(np.ones((T, T), dtype=bool), k=1), weights) if causal else weights
-    image = ax.imshow(shown, cmap=colours, vmin=0.0, vmax=1.0, interpolation="nearest")
+    colours = matplotlib.colormaps[cmap].with_extremes(bad=MASKED_COLOUR)
+    shown = masked_above_diagonal(weights) if causal else weights
+    image = ax.imshow(shown, cmap=colours, vmin=0.0, vmax=vmax, interpolation="nearest")
     if colorbar:
-        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
+        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, extend="max" if vmax < 1 else "neither",
+                           label="attention weight" + (f" (scale stretched to [0, {vmax:g}])" if vmax < 1 else ""))
     if chars is not None:
         if len(chars) != T:
             raise ValueError(f"{len(chars)} characters for a {T}x{T} matrix")
         labels = tick_labels(chars)
-        fontsize = 8 if T <= 16 else 5
+        fontsize = 8 if T <= 16 else 6
         ax.set_xticks(range(T), labels, rotation=90, fontsize=fontsize)
         ax.set_yticks(range(T), labels, fontsize=fontsize)
     ax.set_xlabel("key position j (attended to)")
@@ -63,16 +76,68 @@ def heatmap_grid(matrices, titles, chars: str | None = None, ncols: int | None =
     n = len(matrices)
     ncols = ncols or n
     nrows = (n + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 3.3 * nrows), squeeze=False)
+    labelled = chars is not None and len(chars) <= 16          # character ticks only where they stay legible
+    size = 4.2 if labelled else 3.3
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols + 0.8, size * nrows), squeeze=False,
+                             layout="constrained")
     for ax, A, title in zip(axes.flat, matrices, titles):
         attention_heatmap(A, chars=None, ax=ax, title=title, colorbar=False)
         ax.set_xlabel("key j")
         ax.set_ylabel("query i")
-        if chars is not None and len(chars) <= 16:
-            ax.set_xticks(range(len(chars)), tick_labels(chars), rotation=90, fontsize=6)
-            ax.set_yticks(range(len(chars)), tick_labels(chars), fontsize=6)
+        if labelled:
+            ax.set_xticks(range(len(chars)), tick_labels(chars), rotation=90, fontsize=8)
+            ax.set_yticks(range(len(chars)), tick_labels(chars), fontsize=8)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     image = axes.flat[0].images[0]
-    fig.colorbar(image, ax=axes, fraction=0.02, pad=0.02, label="attention weight")
+    fig.colorbar(image, ax=axes, fraction=0.02, pad=0.01, label="attention weight")
     return fig
+
+
+def update_heatmap(ax, A, title: str | None = None) -> None:
+    """Put a new matrix into a heatmap drawn by `attention_heatmap` (same size and masking):
+    only the pixels change, so a slider redraws in milliseconds."""
+    image = ax.images[0]
+    weights = as_matrix(A)
+    if weights.shape != image.get_array().shape:
+        raise ValueError(f"the heatmap shows a {image.get_array().shape} matrix, not {weights.shape}")
+    causal = np.ma.is_masked(image.get_array())
+    image.set_data(masked_above_diagonal(weights) if causal else weights)
+    if title is not None:
+        ax.set_title(title)
+
+
+def sequence_ticks(ax, chars: str, fontsize: float = 7) -> None:
+    """Label the x axis of a plot along the sequence with its characters (glyphs for space, newline)."""
+    ax.set_xticks(range(len(chars)), [glyph(ch) for ch in chars], fontsize=fontsize, family="monospace")
+
+
+def smoothing_plot(ax, signal, curves: dict, chars: str | None = None, ylabel: str = "",
+                   reference: float | None = None, legend: str = "right"):
+    """A 0/1 (or real) signal along the sequence as grey bars, and smoothed versions of it as lines.
+
+    `curves` maps a label (e.g. "s = 2") to a sequence of the same length. `reference` draws a
+    dotted horizontal line (say, the signal's mean over the whole corpus). The legend goes outside
+    the axes, never on a curve: to the right (`legend="right"`) or in a row above (`"above"`).
+    Returns the Axes.
+    """
+    values = np.asarray(signal.detach().cpu() if isinstance(signal, torch.Tensor) else signal, dtype=float)
+    T = len(values)
+    ax.bar(range(T), values, width=0.8, color="0.85", label="signal")
+    for label, curve in curves.items():
+        y = np.asarray(curve.detach().cpu() if isinstance(curve, torch.Tensor) else curve, dtype=float)
+        ax.plot(range(T), y, marker=".", markersize=3, linewidth=1.6, label=label)
+    if reference is not None:
+        ax.axhline(reference, color="0.3", linestyle=":", linewidth=1, label=f"corpus mean {reference:.2f}")
+    if chars is not None:
+        sequence_ticks(ax, chars)
+    ax.set_xlim(-0.6, T - 0.4)
+    ax.set_ylim(-0.02, 1.05)
+    ax.set_xlabel("position i")
+    ax.set_ylabel(ylabel)
+    if legend == "above":
+        ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 1.01), borderaxespad=0.0,
+                  ncols=len(curves) + 1 + (reference is not None), frameon=False)
+    else:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0.0)
+    return ax

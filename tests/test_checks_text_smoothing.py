@@ -1,0 +1,215 @@
+"""The hidden checks of notebooks 04 and 05: correct variants earn full marks, real mistakes lose
+points in the part that names them, and the feedback says what most likely went wrong."""
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from autograder.checks.contexts import LocalContext
+from autograder.checks.framework import REGISTRY, judge_data, load_all, run_probe
+from dlcourse.data import Vocab, load_text
+from dlcourse.head import Head
+
+load_all()
+
+
+def verdict(grade_id, **ns):
+    check, ctx = REGISTRY[grade_id], LocalContext()
+    return judge_data(check, run_probe(check, ns, ctx), ctx)
+
+
+def failed(v):
+    return {p.name: p.message for p in v.failures()}
+
+
+# ---- attention_on_text ------------------------------------------------------------------
+
+TEXT = load_text()
+VOCAB = Vocab(TEXT)
+
+
+def text_fn(order=("tok", "pos", "head"), add_pos=True, post=None, seeded=True):
+    def attention_on_text(seed):
+        if seeded:
+            torch.manual_seed(seed)
+        built = {}
+        for name in order:
+            built[name] = {"tok": lambda: nn.Embedding(VOCAB.size, 32), "pos": lambda: nn.Embedding(64, 32),
+                           "head": lambda: Head(32, 16, T_max=64)}[name]()
+        idx = torch.tensor(VOCAB.encode(TEXT[:64]))[None, :]
+        x = built["tok"](idx)
+        if add_pos:
+            x = x + built["pos"](torch.arange(64))[None, :]
+        built["head"](x)
+        A = built["head"].A[0]
+        return post(A) if post else A
+    return attention_on_text
+
+
+def text_no_batch(seed):
+    torch.manual_seed(seed)
+    tok_emb, pos_emb, head = nn.Embedding(VOCAB.size, 32), nn.Embedding(64, 32), Head(32, 16, T_max=64)
+    x = F.embedding(torch.tensor(VOCAB.encode(TEXT[:64])), tok_emb.weight) + pos_emb.weight   # (64, 32)
+    head(x[None])
+    return head.A.squeeze(0).numpy()
+
+
+@pytest.mark.parametrize("fn", [text_fn(), text_no_batch, text_fn(post=lambda A: A[None]),
+                                text_fn(post=lambda A: A.tolist())],
+                         ids=["handout", "F.embedding-numpy", "batch-of-one", "nested-lists"])
+def test_attention_on_text_correct_variants_get_full_marks(fn):
+    v = verdict("attention_on_text_hidden", attention_on_text=fn)
+    assert v.fraction == 1, failed(v)
+
+
+@pytest.mark.parametrize("fn, cause", [
+    (text_fn(add_pos=False), "not added"),
+    (text_fn(order=("tok", "head"), add_pos=False), "never built"),
+    (text_fn(order=("head", "tok", "pos")), "before the embeddings"),
+    (text_fn(order=("pos", "tok", "head")), "before tok_emb"),
+    (text_fn(post=lambda A: A.T), "transposed"),
+])
+def test_attention_on_text_mistakes_are_named(fn, cause):
+    v = verdict("attention_on_text_hidden", attention_on_text=fn)
+    failures = failed(v)
+    assert 0 < v.fraction < 1
+    assert cause in failures["agrees with the handout's construction for the hidden seeds"]
+
+
+def test_attention_on_text_without_seeding_loses_determinism():
+    v = verdict("attention_on_text_hidden", attention_on_text=text_fn(seeded=False))
+    assert "the same seed gives the same matrix" in failed(v)
+
+
+def test_attention_on_text_unwritten_gets_one_clear_reason():
+    def unwritten(seed):
+        raise NotImplementedError()
+    v = verdict("attention_on_text_hidden", attention_on_text=unwritten)
+    assert v.fraction == 0 and len(v.parts) == 1 and "not filled in" in v.parts[0].message
+
+
+# ---- pattern_stats -----------------------------------------------------------------------
+
+def stats_torch(A):
+    T = A.shape[0]
+    H = -torch.xlogy(A, A).sum(-1)
+    return {"diagonal": A.diagonal().mean().item(), "first_column": A[:, 0].mean().item(),
+            "entropy": (H[1:] / torch.log(torch.arange(2, T + 1, dtype=A.dtype))).mean().item()}
+
+
+def stats_numpy_log2(A):
+    A = np.asarray(A, dtype=np.float64)
+    T = len(A)
+    H = np.array([-sum(p * math.log2(p) for p in row if p > 0) for row in A])
+    return {"diagonal": np.trace(A) / T, "first_column": A[:, 0].mean(),
+            "entropy": float(np.mean(H[1:] / np.log2(np.arange(2, T + 1))))}
+
+
+def stats_tensors(A):
+    return {k: torch.tensor(v) for k, v in stats_torch(A).items()}
+
+
+@pytest.mark.parametrize("fn", [stats_torch, stats_numpy_log2, stats_tensors])
+def test_pattern_stats_correct_variants_get_full_marks(fn):
+    v = verdict("pattern_stats_hidden", pattern_stats=fn)
+    assert v.fraction == 1, failed(v)
+
+
+def with_entropy(entropy):
+    def pattern_stats(A):
+        d = stats_torch(A)
+        T = A.shape[0]
+        H = -torch.xlogy(A, A).sum(-1)
+        d["entropy"] = float(entropy(A, H, T))
+        return d
+    return pattern_stats
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (with_entropy(lambda A, H, T: (-(A * A.log()).sum(-1)[1:] / torch.log(torch.arange(2., T + 1))).mean()), "0 * log 0"),
+    (with_entropy(lambda A, H, T: torch.cat([torch.zeros(1), H[1:] / torch.log(torch.arange(2., T + 1))]).mean()), "row 0"),
+    (with_entropy(lambda A, H, T: H[1:].mean()), "not divided by its maximum"),
+    (with_entropy(lambda A, H, T: (H[1:] / math.log(T)).mean()), "log(T)"),
+])
+def test_pattern_stats_entropy_slips_lose_only_the_entropy_part(fn, hint):
+    v = verdict("pattern_stats_hidden", pattern_stats=fn)
+    failures = failed(v)
+    assert list(failures) == ["entropy: the mean normalised row entropy"]
+    assert hint in failures["entropy: the mean normalised row entropy"]
+
+
+def test_pattern_stats_column_sum_instead_of_mean_loses_the_column_part():
+    def summed(A):
+        return dict(stats_torch(A), first_column=A[:, 0].sum().item())
+    assert list(failed(verdict("pattern_stats_hidden", pattern_stats=summed))) == [
+        "first_column: the mean weight on column 0"]
+
+
+# ---- smoothing_attention -----------------------------------------------------------------
+
+def smoothing(T, s, scores_of=None, dim=-1, fill=float("-inf"), mask="before", post=None):
+    i = torch.arange(T, dtype=torch.float32)
+    d2 = (i[:, None] - i[None, :]) ** 2
+    scores = scores_of(d2, s) if scores_of else -d2 / (2 * s ** 2)
+    if mask == "after":
+        return torch.softmax(scores, dim=-1) * torch.tril(torch.ones(T, T))
+    if mask == "before":
+        scores = scores.masked_fill(torch.tril(torch.ones(T, T)) == 0, fill)
+    A = torch.softmax(scores, dim=dim)
+    return post(A) if post else A
+
+
+def smoothing_cdist(T, s):
+    pos = torch.arange(T, dtype=torch.float32)[:, None]
+    scores = -torch.cdist(pos, pos) ** 2 / (2 * s ** 2)
+    return torch.softmax(scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), -math.inf), dim=1)
+
+
+def smoothing_loops(T, s):
+    A = [[0.0] * T for _ in range(T)]
+    for i in range(T):
+        w = [math.exp(-(i - j) ** 2 / (2 * s * s)) for j in range(i + 1)]
+        for j in range(i + 1):
+            A[i][j] = w[j] / sum(w)
+    return A
+
+
+def smoothing_numpy(T, s):
+    i = np.arange(T)
+    scores = -np.subtract.outer(i, i) ** 2 / (2 * s ** 2)
+    scores[np.triu_indices(T, 1)] = -np.inf
+    e = np.exp(scores - scores.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+@pytest.mark.parametrize("fn", [smoothing, smoothing_cdist, smoothing_loops, smoothing_numpy,
+                                lambda T, s: smoothing(T, s, fill=-1e9)],
+                         ids=["broadcast", "cdist", "loops", "numpy", "big-negative-fill"])
+def test_smoothing_correct_variants_get_full_marks(fn):
+    v = verdict("smoothing_attention_hidden", smoothing_attention=fn)
+    assert v.fraction == 1, failed(v)
+
+
+KERNEL = "the weights of the Gaussian kernel for several T and s"
+
+
+@pytest.mark.parametrize("kw, lost, cause", [
+    (dict(scores_of=lambda d2, s: -d2 / (2 * s ** 4)), {KERNEL}, "squared twice"),
+    (dict(scores_of=lambda d2, s: -d2 / s ** 2), {KERNEL}, "factor 2"),
+    (dict(mask="none"), {"causal: exactly zero above the diagonal", KERNEL}, "no causal mask"),
+    (dict(mask="after"), {"rows are on the simplex (nonnegative, summing to 1)", KERNEL}, "after the softmax"),
+    (dict(dim=0), {"rows are on the simplex (nonnegative, summing to 1)",
+                   "the kernel depends only on the distance i - j", KERNEL}, "dim=0"),
+    (dict(post=lambda A: A.T), {"causal: exactly zero above the diagonal", KERNEL}, "transposed"),
+    (dict(scores_of=lambda d2, s: d2 / (2 * s ** 2)), {"the weight decays away from the diagonal", KERNEL},
+     "sign is flipped"),
+])
+def test_smoothing_mistakes_lose_the_right_parts(kw, lost, cause):
+    v = verdict("smoothing_attention_hidden", smoothing_attention=lambda T, s: smoothing(T, s, **kw))
+    failures = failed(v)
+    assert lost <= set(failures), failures
+    assert cause in failures[KERNEL]
+    assert 0 < v.fraction < 1
