@@ -4,8 +4,13 @@ tests) start it with.
     python -m autograder lab               # a student's JupyterLab on notebooks/ (after `make fetch`)
     python -m autograder lab --formgrader  # the instructor's, on the course folder, opening /formgrader
 
-JupyterLab is started from the course folder, so nbgrader's Validate button and formgrader read
-this course's nbgrader_config.py.
+JupyterLab is started from the course folder, so nbgrader's Validate button, its Assignments
+panel and the formgrader read this course's nbgrader_config.py.
+
+Each kind of user gets its own JupyterLab settings (lab_settings/<role>/): nobody is asked
+whether to fetch Jupyter's news or told about updates (a course pins its versions), and a
+student's JupyterLab leaves out nbgrader's instructor tools (the "Create Assignment" panel and the
+formgrader), keeping Validate and the Assignments panel.
 """
 from __future__ import annotations
 
@@ -16,16 +21,16 @@ from pathlib import Path
 
 from .course import NOTEBOOKS, ROOT
 
-# The course's JupyterLab settings (lab_settings/overrides.json): no pop-up asking a student
-# whether to fetch Jupyter's news, no update notices (a course pins its versions); and no
-# request for the news feed at all.
 SETTINGS = Path(__file__).resolve().parent / "lab_settings"
-QUIET = [f"--LabApp.app_settings_dir={SETTINGS}", "--LabApp.news_url=None"]
+ROLES = ("student", "instructor")
 
 
-def lab_arguments(root_dir: Path, default_url: str | None = None) -> list[str]:
-    """The options of the course's JupyterLab serving `root_dir`."""
-    args = [f"--ServerApp.root_dir={root_dir}", *QUIET]
+def lab_arguments(root_dir: Path, role: str = "student", default_url: str | None = None) -> list[str]:
+    """The options of the course's JupyterLab serving `root_dir` for a student or an instructor."""
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {ROLES}, not {role!r}")
+    args = [f"--ServerApp.root_dir={root_dir}", f"--LabApp.app_settings_dir={SETTINGS / role}",
+            "--LabApp.news_url=None"]
     if default_url:
         args.append(f"--ServerApp.default_url={default_url}")
     return args
@@ -33,8 +38,10 @@ def lab_arguments(root_dir: Path, default_url: str | None = None) -> list[str]:
 
 def run_lab(formgrader: bool = False, extra: list[str] | None = None) -> int:
     from .course import kernel_env
-    root_dir = ROOT if formgrader else NOTEBOOKS
-    args = lab_arguments(root_dir, "/formgrader" if formgrader else None)
+    if formgrader:
+        args = lab_arguments(ROOT, "instructor", "/formgrader")
+    else:
+        args = lab_arguments(NOTEBOOKS, "student")
     env = kernel_env()
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     return subprocess.call([sys.executable, "-m", "jupyterlab", *args, *(extra or [])], cwd=ROOT, env=env)

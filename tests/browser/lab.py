@@ -70,12 +70,13 @@ def lab_environment(course: Path, state: Path, extra: dict | None = None) -> dic
 
 
 class Lab:
-    """A JupyterLab server for the tests. Use as a context manager: it is always stopped."""
+    """A JupyterLab server for the tests, started with the options `make lab` (role "student") or
+    `make formgrader` (role "instructor") uses. A context manager: it is always stopped."""
 
     def __init__(self, root_dir: Path, state: Path, cwd: Path | None = None, env: dict | None = None,
-                 start_timeout: float = 120):
+                 role: str = "student", start_timeout: float = 120):
         from autograder.lab import lab_arguments
-        self.root_dir, self.state = Path(root_dir), Path(state)
+        self.root_dir, self.state, self.role = Path(root_dir), Path(state), role
         self.cwd = Path(cwd or root_dir)
         self.env = lab_environment(self.cwd, self.state, env)
         self.start_timeout = start_timeout
@@ -104,7 +105,7 @@ class Lab:
         self.stop()
 
     def _start(self) -> None:
-        args = [sys.executable, "-m", "jupyterlab", *self.lab_arguments(self.root_dir),
+        args = [sys.executable, "-m", "jupyterlab", *self.lab_arguments(self.root_dir, self.role),
                 "--no-browser", f"--port={self.port}", "--port-retries=0", "--ServerApp.ip=127.0.0.1",
                 "--IdentityProvider.token=", "--ServerApp.password="]
         if hasattr(os, "geteuid") and os.geteuid() == 0:

@@ -23,7 +23,7 @@ STUDENTS = ("ada", "blank", "half")
 
 
 @pytest.fixture(scope="module")
-def graded(chromium, tmp_path_factory):
+def graded(chromium_path, tmp_path_factory):
     home = tmp_path_factory.mktemp("grader")
     env = {"GRADER_HOME": str(home), "NBGRADER_DB_URL": f"sqlite:///{home / 'gradebook.db'}"}
     mp = pytest.MonkeyPatch()
@@ -39,7 +39,7 @@ def graded(chromium, tmp_path_factory):
             if row["score"] != "":
                 totals[row["student"]] = totals.get(row["student"], 0.0) + float(row["score"])
     course = copy_course(tmp_path_factory.mktemp("course"))
-    with Lab(course, tmp_path_factory.mktemp("jupyter"), env=env) as lab:
+    with Lab(course, tmp_path_factory.mktemp("jupyter"), env=env, role="instructor") as lab:
         yield lab, totals
 
 
@@ -75,3 +75,14 @@ def test_formgrader_lists_every_student_with_a_score(graded, page):
         assert not any("needs autograding" in cell for cell in rows[student]), \
             f"{student} was graded, but the formgrader says: {rows[student]}"
     assert totals["ada"] > totals["half"] > totals["blank"] == 0
+
+
+def test_the_instructor_has_nbgrader_s_tools(graded, page):
+    lab, _ = graded
+    page.goto(f"{lab.url}/lab?reset")
+    page.wait_for_selector(".jp-LabShell", timeout=60_000)
+    page.get_by_role("menuitem", name="Nbgrader", exact=True).click()
+    items = page.eval_on_selector_all('ul[role="menu"] .lm-Menu-itemLabel', "els => els.map(e => e.textContent)")
+    page.keyboard.press("Escape")
+    assert "Formgrader" in items, items
+    assert page.get_by_text("Create Assignment").count() >= 1
