@@ -13,7 +13,7 @@ def run_browser_test(**env):
     environment.pop("PYTEST_XDIST_WORKER", None)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "-rsE",
-         "tests/browser/test_lab_student.py", "-k", "solved"],
+         "tests/browser/test_lab_validate.py"],
         cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300)
 
 

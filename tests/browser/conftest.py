@@ -17,18 +17,28 @@ def unavailable(reason: str):
 
 
 @pytest.fixture(scope="session")
-def chromium():
-    """A headless Chromium (Debian's package, driven by the playwright package)."""
+def chromium_path() -> str:
+    """Debian's Chromium and the playwright package, or a skip (a failure with REQUIRE_BROWSER=1).
+    Fixtures that start a JupyterLab server ask for this first, so nothing starts in vain."""
     path = find_chromium()
     if path is None:
         unavailable("Chromium is not installed (`sudo make system-deps` installs Debian's chromium; "
                     "or set CHROMIUM=/path/to/chromium)")
     try:
-        from playwright.sync_api import sync_playwright
+        import playwright.sync_api  # noqa: F401
     except ImportError:
         unavailable("the Python package playwright is not installed (`make install`)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def chromium(chromium_path):
+    """A headless Chromium for one test module. Playwright's synchronous API keeps an asyncio loop
+    running on this thread while it is open, and other tests in the same worker call asyncio.run:
+    so it is opened per module and closed when the module is done."""
+    from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=path, headless=True, args=LAUNCH_ARGS)
+        browser = p.chromium.launch(executable_path=chromium_path, headless=True, args=LAUNCH_ARGS)
         try:
             yield browser
         finally:

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from conftest import ROOT, STEP
-from .lab import Lab, cells, copy_course, dialogs, open_notebook, run_all, screenshot, scroll_to
+from .lab import Lab, copy_course, dialogs, open_notebook, run_all, screenshot, scroll_to
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser-solutions")]
 
@@ -43,7 +43,7 @@ def relpath(path) -> str:
 
 
 @pytest.fixture(scope="module")
-def lab(chromium, tmp_path_factory):
+def lab(chromium_path, tmp_path_factory):
     course = copy_course(tmp_path_factory.mktemp("course"))
     with Lab(course, tmp_path_factory.mktemp("jupyter")) as server:
         yield server
