@@ -71,8 +71,17 @@ c.OverwriteCells.add_missing_cells = True
 # Solutions keep their answers and pictures but not the hidden tests (`make solutions` uses the
 # same list; this makes a plain `nbgrader generate_solution` agree with it).
 from autograder.build import solution_preprocessors  # noqa: E402
-from nbgrader.preprocessors import Execute  # noqa: E402
+from autograder.execute import Execute  # noqa: E402  (nbgrader's Execute, without the slider-cell hang)
 c.GenerateSolution.preprocessors = solution_preprocessors() + [Execute]
+
+# Every nbgrader command that runs notebooks uses that Execute: a cell that displays a slider
+# otherwise can wait out the whole cell timeout (see autograder/execute.py).
+from nbgrader.converters import Autograde  # noqa: E402
+from nbgrader.validator import Validator  # noqa: E402
+c.Autograde.autograde_preprocessors = [Execute if p.__name__ == "Execute" else p
+                                       for p in Autograde.class_traits()["autograde_preprocessors"].default()]
+c.Validator.preprocessors = [Execute if p.__name__ == "Execute" else p
+                             for p in Validator.class_traits()["preprocessors"].default()]
 
 # Feedback shows each grade cell's verdict, never the hidden test code behind it.
 c.GenerateFeedback.preprocessors = [

@@ -128,11 +128,12 @@ def run_notebook(nb, cwd: Path, timeout: int = 600, allow_errors: bool = False) 
     """Execute a notebook in place in a fresh kernel (errors stop it unless allow_errors)."""
     import tempfile
 
-    from nbclient import NotebookClient
     from traitlets.config import Config
+
+    from .execute import CourseNotebookClient
     with tempfile.TemporaryDirectory(prefix="kernel-") as sockets:
         config = Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "ipc")}})
-        NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=allow_errors, config=config,
+        CourseNotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=allow_errors, config=config,
                        resources={"metadata": {"path": str(cwd)}}).execute(env=kernel_env())
 
 

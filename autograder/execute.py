@@ -14,10 +14,57 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from queue import Empty
+
 from jupyter_client import AsyncKernelManager
 from jupyter_client.kernelspec import KernelSpec
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
+from nbgrader.preprocessors import Execute as NbgraderExecute
+
+POLL_STEP = 0.25   # seconds
+
+
+def poll_in_short_steps(channel) -> None:
+    """Make `channel.get_msg(timeout)` poll the socket in short steps instead of one long wait.
+
+    nbclient waits for a cell's reply on the shell socket while, for an ipywidgets Output widget
+    (every `interactive` slider has one), it also sends on that socket from another task. With
+    pyzmq's asyncio sockets that wait can miss its wake-up and sleep until the whole cell timeout
+    runs out (nbclient issue 312): a slider cell then takes the full timeout, 10 minutes with
+    ours. Short polls notice the waiting message within POLL_STEP.
+    """
+    wait = channel.get_msg
+
+    async def get_msg(timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            step = POLL_STEP if deadline is None else max(0.0, min(POLL_STEP, deadline - time.monotonic()))
+            try:
+                return await wait(timeout=step)
+            except Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+
+    channel.get_msg = get_msg
+
+
+class ShortPolls:
+    """Mixin for nbclient clients (nbgrader's Execute included): short polls on the shell and iopub channels."""
+
+    async def async_start_new_kernel_client(self):
+        kc = await super().async_start_new_kernel_client()
+        poll_in_short_steps(kc.shell_channel)
+        poll_in_short_steps(kc.iopub_channel)
+        return kc
+
+
+class CourseNotebookClient(ShortPolls, NotebookClient):
+    """nbclient's NotebookClient without the widget hang."""
+
+
+class Execute(ShortPolls, NbgraderExecute):
+    """nbgrader's Execute preprocessor without the widget hang (used in nbgrader_config.py)."""
 
 
 @dataclass
@@ -97,6 +144,8 @@ async def _start(client: _Client, launcher: Launcher, workdir: Path, env: dict, 
     client.km = km
     kc = km.client()
     kc.start_channels()
+    poll_in_short_steps(kc.shell_channel)
+    poll_in_short_steps(kc.iopub_channel)
     try:
         await kc.wait_for_ready(timeout=limits.cell_timeout)
     except RuntimeError:

@@ -1,0 +1,66 @@
+"""A cell that displays a slider must not wait out the cell timeout (nbclient issue 312)."""
+import asyncio
+import time
+from queue import Empty
+
+import nbformat
+
+from autograder.build import run_notebook
+from autograder.execute import Execute, ShortPolls, poll_in_short_steps
+
+
+class MissesWakeUps:
+    """A channel whose long waits never notice the message (the hang), but whose short polls do."""
+
+    def __init__(self, arrives_after: float):
+        self.ready_at = time.monotonic() + arrives_after
+        self.long_waits = 0
+
+    async def get_msg(self, timeout=None):
+        if timeout is None or timeout > 1:
+            self.long_waits += 1
+            raise Empty              # the real hang would sleep here for the whole timeout
+        await asyncio.sleep(timeout)
+        if time.monotonic() >= self.ready_at:
+            return {"msg": "reply"}
+        raise Empty
+
+
+def test_short_polls_find_a_message_a_long_wait_would_miss():
+    channel = MissesWakeUps(arrives_after=0.6)
+    poll_in_short_steps(channel)
+    assert asyncio.run(channel.get_msg(timeout=600)) == {"msg": "reply"}
+    assert asyncio.run(channel.get_msg(timeout=None)) == {"msg": "reply"}
+
+
+def test_short_polls_still_time_out():
+    channel = MissesWakeUps(arrives_after=60)
+    poll_in_short_steps(channel)
+    try:
+        asyncio.run(channel.get_msg(timeout=0.5))
+    except Empty:
+        pass
+    else:
+        raise AssertionError("a message that never comes must end in Empty")
+
+
+def test_every_notebook_runner_uses_short_polls():
+    from autograder.execute import CourseNotebookClient
+    assert issubclass(CourseNotebookClient, ShortPolls) and issubclass(Execute, ShortPolls)
+    from traitlets.config.loader import PyFileConfigLoader
+    from conftest import ROOT
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+    for runners in (config.Autograde.autograde_preprocessors, config.Validator.preprocessors,
+                    config.GenerateSolution.preprocessors):
+        assert Execute in runners
+
+
+def test_slider_cells_run(tmp_path):
+    cells = ["from ipywidgets import interactive, IntSlider\n"
+             "w = interactive(lambda seed: seed * 2, seed=IntSlider(value=3))\n"
+             "display(w)\nw.result"] * 5 + ["print('done')"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.metadata.kernelspec = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    run_notebook(nb, tmp_path, timeout=600)
+    assert nb.cells[-1].outputs[0]["text"] == "done\n"
+    assert all(c.outputs for c in nb.cells[:-1])
