@@ -163,6 +163,7 @@ def validate(step: str = STEP) -> int:
     import nbformat
     from nbgrader.validator import Validator
     from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
 
     os.environ.update(kernel_env())
     mine = sorted((NOTEBOOKS / step).glob("*.ipynb"))
@@ -170,9 +171,11 @@ def validate(step: str = STEP) -> int:
         raise ExchangeError(f"no notebooks in {_show(NOTEBOOKS / step)}/: run `make fetch` first")
     failing = 0
     with tempfile.TemporaryDirectory(prefix="validate-") as sockets:
-        # kernels talk over Unix sockets: no "running over TCP without encryption" warning
-        config = Config({"Execute": {"timeout": 120},
-                         "KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "kernel")}})
+        # the course's nbgrader configuration (time limits, the Execute that does not hang on a
+        # slider cell), and kernels that talk over Unix sockets: no "running over TCP without
+        # encryption" warning
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+        config.merge(Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "kernel")}}))
         for path in mine:
             problems = _validation_problems(Validator(config=config).validate(str(path)),
                                             nbformat.read(path, as_version=4).cells)
