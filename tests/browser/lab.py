@@ -7,7 +7,6 @@ student reads (prompts, error outputs, dialogs) from the DOM.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -30,6 +29,7 @@ SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--no-first-run"]
 VIEWPORT = {"width": 1400, "height": 1000}
+
 
 def find_chromium() -> str | None:
     """The Chromium to drive: $CHROMIUM when set (CHROMIUM=none: no browser), else Debian's
@@ -111,13 +111,14 @@ class Lab:
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             args.append("--allow-root")
         log = open(self.log_path, "ab")
+        logged_before = log.tell()
         self.proc = subprocess.Popen(args, cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                if "Address already in use" in self.log():
+                if "Address already in use" in self.log()[logged_before:]:
                     raise OSError(f"port {self.port} was taken")
                 raise RuntimeError(f"JupyterLab exited with {self.proc.returncode}:\n{self.log()[-3000:]}")
             try:
@@ -135,10 +136,6 @@ class Lab:
             return self.log_path.read_text(errors="replace")
         except OSError:
             return ""
-
-    def api(self, path: str):
-        with urllib.request.urlopen(f"{self.url}/api/{path}", timeout=10) as response:
-            return json.loads(response.read())
 
     def stop(self) -> None:
         """Stop the server (it shuts its kernels down first); kill it if it does not stop in time."""
