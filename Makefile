@@ -1,8 +1,11 @@
 # Course commands. Each prints what it did and where the results are.
 #   make setup        environment, corpus, release, solutions, and an example class graded
-#   make test         the whole test-suite (make test-quick: the fast subset)
+#   make test         the whole test-suite, browser tests included (make test-quick: the fast subset;
+#                     make test-browser: only JupyterLab in Chromium)
 # Instructor:  make release | make solutions | make grade SUBMISSIONS=<folder> | make feedback | make formgrader
+#              make collect (submissions from the exchange) | make return-feedback (feedback back to it)
 # Student:     make lab (JupyterLab in notebooks/, with your own copy of the released step)
+#              make fetch | make validate | make submit [STUDENT=id] | make my-feedback
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -11,9 +14,10 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 WORKERS ?=
 SANDBOX ?= auto
 SUBMISSIONS ?=
+STUDENT ?=
 GRADE_FLAGS = $(if $(WORKERS),--workers $(WORKERS)) --sandbox $(SANDBOX) $(if $(FORCE),--force)
 
-.PHONY: setup install system-deps data release solutions example grade feedback formgrader fetch lab test test-quick clean-grades
+.PHONY: setup install system-deps data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback lab test test-browser test-quick clean-grades
 
 setup: install data release solutions example
 	@echo "setup: done. Student notebooks in release/step-04/, solutions in solutions/, example grades in autograder/grades.csv"
@@ -52,16 +56,35 @@ feedback: $(PY)
 	$(PY) -m autograder feedback
 
 formgrader: $(PY)
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. --ServerApp.default_url=/formgrader
+	$(PY) -m autograder lab --formgrader
 
+# The course on one machine, through nbgrader's exchange in exchange/ (autograder/exchange.py).
 fetch: $(PY)
 	$(PY) -m autograder fetch
 
+validate: $(PY)
+	$(PY) -m autograder validate
+
+submit: $(PY)
+	$(PY) -m autograder submit $(if $(STUDENT),--student $(STUDENT))
+
+my-feedback: $(PY)
+	$(PY) -m autograder my-feedback
+
+collect: $(PY)
+	$(PY) -m autograder collect
+
+return-feedback: $(PY)
+	$(PY) -m autograder return-feedback
+
 lab: fetch
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks
+	$(PY) -m autograder lab
 
 test: $(PY)
 	$(PY) -m pytest -n auto --dist loadgroup
+
+test-browser: $(PY)
+	$(PY) -m pytest -m browser -n auto --dist loadgroup tests/browser
 
 test-quick: $(PY)
 	$(PY) -m pytest -m "not slow and not browser" -x -q

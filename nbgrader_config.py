@@ -8,6 +8,10 @@ Run nbgrader commands from this folder (the Makefile does). Folder map:
   autograder/autograded/      graded notebooks with outputs
   autograder/feedback/        feedback HTML for each student
   autograder/gradebook.db     the SQLite gradebook
+  autograder/collected/       submissions collected from the exchange (`make collect`)
+  exchange/                   nbgrader's exchange on one machine: released notebooks, submissions,
+                              returned feedback ($NBGRADER_EXCHANGE moves it to a shared folder)
+  notebooks/                  a student's working copies (`make fetch`)
 """
 import os
 import sys
@@ -39,6 +43,14 @@ c.CourseDirectory.submitted_directory = str(GRADER_HOME / "submitted")
 c.CourseDirectory.autograded_directory = str(GRADER_HOME / "autograded")
 c.CourseDirectory.feedback_directory = str(GRADER_HOME / "feedback")
 c.CourseDirectory.db_url = os.environ.get("NBGRADER_DB_URL") or f"sqlite:///{GRADER_HOME / 'gradebook.db'}"
+
+# The exchange through which notebooks go out, submissions come in and feedback goes back
+# (autograder/exchange.py; make fetch, submit, collect, return-feedback, my-feedback).
+from autograder.exchange import exchange_root  # noqa: E402
+c.Exchange.root = str(exchange_root())
+c.Exchange.assignment_dir = str(ROOT / "notebooks")              # where a student's fetched copies live
+c.Exchange.cache = str(ROOT / "notebooks" / ".nbgrader-cache")   # a student's record of their submissions
+c.CollectApp.check_owner = False     # on one machine every submission belongs to the same account
 
 # Every student notebook starts with the same header: name, collaborators, "restart and run all".
 c.IncludeHeaderFooter.header = "source/header.ipynb"

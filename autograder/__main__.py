@@ -5,7 +5,13 @@
   python -m autograder grade SUBMISSIONS       grade a class (see autograder/grade.py)
   python -m autograder feedback                feedback HTML and reports again, after manual grading
   python -m autograder example                 build the example class and grade it
-  python -m autograder fetch                   a student's copy of the release in notebooks/
+  python -m autograder fetch                   a student's copy of the release in notebooks/ (never overwrites)
+  python -m autograder validate                run a student's notebooks as the grader does: what is still to do
+  python -m autograder submit [--student ID]   hand notebooks/step-04 in through the exchange
+  python -m autograder my-feedback             a student's returned feedback -> notebooks/step-04/feedback/
+  python -m autograder collect                 instructor: newest submissions -> autograder/collected/
+  python -m autograder return-feedback         instructor: feedback of graded submissions -> the exchange
+  python -m autograder lab [--formgrader]      the course's JupyterLab (students: notebooks/; instructors: formgrader)
 """
 from __future__ import annotations
 
@@ -34,7 +40,17 @@ def main(argv=None) -> int:
         p.add_argument("--no-feedback", action="store_true")
     sub.add_parser("feedback")
     sub.add_parser("fetch")
-    args = parser.parse_args(argv)
+    sub.add_parser("validate")
+    p = sub.add_parser("submit")
+    p.add_argument("--student", default=None, help="your student id (default: your login name)")
+    sub.add_parser("my-feedback")
+    sub.add_parser("collect")
+    sub.add_parser("return-feedback")
+    p = sub.add_parser("lab")
+    p.add_argument("--formgrader", action="store_true", help="the instructor's JupyterLab, opening nbgrader's formgrader")
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "lab":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     started = time.monotonic()
     use_environment_tools()
 
@@ -62,9 +78,28 @@ def main(argv=None) -> int:
     elif args.command == "feedback":
         from .grade import refresh_from_gradebook
         refresh_from_gradebook()
-    elif args.command == "fetch":
-        from .student import fetch
-        fetch()
+    elif args.command in ("fetch", "validate", "submit", "my-feedback", "collect", "return-feedback"):
+        from . import exchange
+        try:
+            if args.command == "fetch":
+                exchange.fetch()
+            elif args.command == "validate":
+                if exchange.validate():
+                    return 1
+            elif args.command == "submit":
+                exchange.submit(args.student)
+            elif args.command == "my-feedback":
+                exchange.my_feedback()
+            elif args.command == "collect":
+                exchange.collect()
+            else:
+                exchange.return_feedback()
+        except exchange.ExchangeError as err:
+            print(f"{args.command}: {err}", file=sys.stderr)
+            return 1
+    elif args.command == "lab":
+        from .lab import run_lab
+        return run_lab(formgrader=args.formgrader, extra=extra)
     print(f"({args.command}: {time.monotonic() - started:.1f} s)")
     return 0
 

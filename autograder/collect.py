@@ -21,6 +21,7 @@ MAX_NOTEBOOK_BYTES = 20 * 2**20       # a Step 4 notebook with all its pictures 
 MAX_ZIP_MEMBERS = 200
 MAX_DEPTH = 64                        # a notebook's JSON is about 10 levels deep (widget states a few more)
 IGNORED_PARTS = {".ipynb_checkpoints", "__MACOSX", ".git"}
+NBGRADER_FILES = {"timestamp.txt", "submission_secret.txt"}   # what nbgrader's submit/collect put beside the notebooks
 
 
 @dataclass
@@ -82,7 +83,7 @@ def collect(path: Path, notebooks: list[str]) -> list[Received]:
                     received += _from_zip(file, origin, sid, notebooks)
                 elif file.suffix == ".ipynb":
                     received.append(_from_file(file, origin, sid, notebooks))
-                elif file.name != "timestamp.txt":
+                elif file.name not in NBGRADER_FILES:
                     received.append(Received(sid, None, origin, problem="not a notebook (.ipynb): ignored"))
         elif entry.suffix == ".zip":
             received += _from_zip(entry, entry.name, student_id(entry.stem), notebooks)

@@ -194,6 +194,19 @@ def record(result: dict, url: str, mtime: float) -> None:
     _atomic_write(result_path(sid, name), json.dumps(stored, indent=1))
 
 
+def sync_submission_times(submitted_at: dict[str, float], url: str) -> None:
+    """A student whose notebooks were partly graded before (a rerun regrades only what changed)
+    gets the submission's current time stamp in autograded/ and in the gradebook too."""
+    from nbgrader.api import Gradebook
+    with Gradebook(url, COURSE_ID) as gb:
+        for sid, mtime in sorted(submitted_at.items()):
+            stamp = datetime.fromtimestamp(mtime, tz=timezone.utc)
+            graded_dir = grader_home() / "autograded" / sid / STEP
+            if graded_dir.is_dir():
+                _atomic_write(graded_dir / "timestamp.txt", stamp.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
+            _create_submission(gb, sid, timestamp=stamp)
+
+
 def record_unreadable(sid: str, name: str, reason: str, url: str, key: str) -> dict:
     """A notebook that is missing or cannot be read: zero on every grade cell, with the reason."""
     from nbgrader.api import Gradebook
@@ -277,15 +290,20 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
     fingerprint = grader_fingerprint()
     workers = workers or os.cpu_count() or 1
     threads = max(1, (os.cpu_count() or 1) // workers)
-    jobs, results, mtimes = [], [], {}
+    jobs, results = [], []
+    # One time stamp per student's submission (its newest notebook), the same in submitted/,
+    # autograded/ and the gradebook: nbgrader's formgrader shows a submission whose stamps differ
+    # as "needs autograding".
+    submitted_at: dict[str, float] = {}
+    for (sid, _), item in chosen.items():
+        submitted_at[sid] = max(submitted_at.get(sid, 0.0), item.mtime or time.time())
     for (sid, name), item in sorted(chosen.items()):
         path = grader_home() / "submitted" / sid / STEP / f"{name}.ipynb"
         if not path.exists() or path.read_bytes() != item.data:
             _atomic_write(path, item.data)
-        stamp = datetime.fromtimestamp(item.mtime or time.time(), tz=timezone.utc)
+        stamp = datetime.fromtimestamp(submitted_at[sid], tz=timezone.utc)
         _atomic_write(path.parent / "timestamp.txt", stamp.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
         key = hashlib.sha256(item.data + fingerprint.encode()).hexdigest()
-        mtimes[(sid, name)] = item.mtime
         done = result_path(sid, name)
         if not force and done.exists():
             previous = json.loads(done.read_text())
@@ -324,13 +342,14 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
 
     for job, outcome in run_jobs(jobs, workers):
         if isinstance(outcome, dict):
-            record(outcome, url, mtimes[(job.student, job.notebook)])
+            record(outcome, url, submitted_at[job.student])
             finished(job, outcome)
         else:   # a fault of the grader itself: zero with the reason, retried by the next run
             finished(job, record_unreadable(job.student, job.notebook,
                                             f"the grader failed on this notebook ({outcome}); "
                                             "rerun `make grade` to retry it", url, key="failed"))
 
+    sync_submission_times(submitted_at, url)
     if feedback and students:
         write_feedback(students, quiet=quiet)
     from .report import write_reports

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -17,6 +18,34 @@ from autograder.course import STEP, notebook_names  # noqa: E402
 
 SOURCE_NOTEBOOKS = sorted((ROOT / "source" / STEP).glob("*.ipynb"))
 NOTEBOOK_NAMES = notebook_names()
+
+
+# What a course copy needs: the code kernels import, the notebooks, the corpus, nbgrader's config.
+COURSE_PARTS = ("autograder", "dlcourse", "source", "release", "solutions", "data", "notebooks",
+                "nbgrader_config.py", "Makefile", "pyproject.toml")
+GRADING_OUTPUTS = ("submitted", "autograded", "feedback", "work", "example-class", "collected",
+                   "gradebook.db", "grades.csv", "grades.json")
+
+
+def copy_course(dest: Path) -> Path:
+    """A copy of the course in `dest` (without a student's notebooks, the exchange or grading results)."""
+    dest.mkdir(parents=True, exist_ok=True)
+
+    def ignore(folder, names):
+        skip = {n for n in names if n in ("__pycache__", ".ipynb_checkpoints") or n.endswith(".pyc")}
+        if Path(folder).resolve() == (ROOT / "autograder").resolve():
+            skip |= {n for n in names if n in GRADING_OUTPUTS}
+        if Path(folder).resolve() == (ROOT / "notebooks").resolve():
+            skip |= {n for n in names if n != "README.md"}
+        return skip
+
+    for part in COURSE_PARTS:
+        src = ROOT / part
+        if src.is_dir():
+            shutil.copytree(src, dest / part, ignore=ignore)
+        elif src.is_file():
+            shutil.copy2(src, dest / part)
+    return dest
 
 
 def load(path: Path) -> dict:
@@ -56,3 +85,19 @@ def errors(cell) -> list[dict]:
 
 def read_nb(path: Path):
     return nbformat.read(path, as_version=4)
+
+
+# ---- measurements a test reports (record_property("measured", "...")): printed after the run ----
+_MEASURED: list[str] = []
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        _MEASURED.extend(value for key, value in getattr(report, "user_properties", []) if key == "measured")
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _MEASURED:
+        terminalreporter.section("measurements")
+        for line in _MEASURED:
+            terminalreporter.write_line(line)

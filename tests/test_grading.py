@@ -134,3 +134,18 @@ def test_plain_nbgrader_autograde_agrees_with_the_grader_on_honest_submissions(g
             theirs = gb.find_grade(r["grade_id"], r["notebook"], "step-04", r["student"]).auto_score
             assert theirs == pytest.approx(float(r["score"])), \
                 f"{r['student']}/{r['notebook']}/{r['grade_id']}: nbgrader gives {theirs}, the grader {r['score']}"
+
+
+def test_formgrader_counts_every_graded_submission_as_autograded(graded):
+    """nbgrader's formgrader calls a submission autograded only when the gradebook's time stamp
+    equals submitted/<student>/<step>/timestamp.txt (otherwise: "needs autograding")."""
+    from nbgrader.api import Gradebook, SubmittedAssignment
+    from nbgrader.utils import parse_utc
+    home, _, _ = graded
+    with Gradebook(f"sqlite:///{home / 'gradebook.db'}", "dl-course") as gb:
+        stamps = {s.student.id: s.timestamp for s in gb.db.query(SubmittedAssignment).all()}
+    assert set(stamps) == {"ada", "blank", "half"}
+    for student, stamp in stamps.items():
+        on_disk = parse_utc((home / "submitted" / student / "step-04" / "timestamp.txt").read_text().strip())
+        assert (home / "autograded" / student / "step-04").is_dir()
+        assert on_disk == stamp, f"{student}: submitted at {on_disk}, the gradebook says {stamp}"

@@ -1,0 +1,248 @@
+"""The course on one machine, without JupyterHub: nbgrader's own exchange in a course folder.
+
+nbgrader hands assignments out and in through its "exchange", a folder with an outbound part
+(released notebooks), an inbound part (submissions) and a feedback part. Here it lives in the
+course, in exchange/ (git-ignored; $NBGRADER_EXCHANGE points it at a shared folder instead), and
+nbgrader_config.py tells every nbgrader command, JupyterLab's Assignments panel and the formgrader
+where it is. The commands:
+
+  student     make fetch            the released notebooks -> notebooks/<step>/; only notebooks you do
+                                    not have yet are copied: your work is never overwritten
+              make validate         runs each of your notebooks as the grader would and lists the tests
+                                    that fail and the answers still missing
+              make submit           hands notebooks/<step>/ in (STUDENT=<id>, default: your login name)
+              make my-feedback      your feedback -> notebooks/<step>/feedback/<submission time>/
+  instructor  make collect          each student's newest submission -> autograder/collected/
+              make grade SUBMISSIONS=autograder/collected
+              make return-feedback  the feedback of every graded submission -> the exchange
+
+On one machine the course folder is also the instructor's: `make fetch` first puts the current
+release/<step> into the exchange (nbgrader release_assignment) when the exchange is the course's
+own folder and does not hold it yet.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .course import COURSE_ID, NOTEBOOKS, RELEASE, ROOT, STEP, grader_home, kernel_env
+
+COLLECTED = "collected"                 # under the grading home: what `make collect` brings in
+SECRET = "submission_secret.txt"        # written by `nbgrader submit`; feedback is found by it
+
+
+class ExchangeError(RuntimeError):
+    """An exchange command failed; the message says what to do."""
+
+
+def exchange_root() -> Path:
+    return Path(os.environ.get("NBGRADER_EXCHANGE") or ROOT / "exchange").resolve()
+
+
+def is_course_exchange() -> bool:
+    return exchange_root() == (ROOT / "exchange").resolve()
+
+
+def _show(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def nbgrader(*args: str) -> str:
+    """Run an nbgrader command from the course folder (so it reads nbgrader_config.py); return its
+    log; raise ExchangeError with nbgrader's own error lines when it fails."""
+    env = kernel_env()
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    if proc.returncode != 0 or re.search(r"\| (ERROR|CRITICAL)\]", log):
+        errors = [line for line in log.splitlines() if re.search(r"\| (ERROR|CRITICAL|FATAL)\]", line)]
+        raise ExchangeError(f"`nbgrader {args[0]}` failed: " + ("\n  ".join(errors) or log[-2000:]))
+    return log
+
+
+def _notebooks(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(Path(folder).glob("*.ipynb"))}
+
+
+# ---- instructor ----------------------------------------------------------------------------------
+
+def outbound(step: str = STEP) -> Path:
+    return exchange_root() / COURSE_ID / "outbound" / step
+
+
+def publish(step: str = STEP) -> bool:
+    """Put release/<step> into the exchange (nbgrader release_assignment) unless it holds it
+    already; return whether it did."""
+    if outbound(step).is_dir() and _notebooks(outbound(step)) == _notebooks(RELEASE / step):
+        return False
+    if not _notebooks(RELEASE / step):
+        raise ExchangeError(f"release/{step} holds no notebooks: run `make release` first")
+    nbgrader("release_assignment", step, "--force")
+    print(f"exchange: released {len(_notebooks(RELEASE / step))} notebooks of {step} to {_show(exchange_root())}/")
+    return True
+
+
+def collect(step: str = STEP) -> list[str]:
+    """Each student's newest submission -> <grading home>/collected/<student>/<step>/."""
+    dest = grader_home() / COLLECTED
+    inbound = exchange_root() / COURSE_ID / "inbound"
+    if not inbound.is_dir():
+        raise ExchangeError(f"no exchange at {_show(exchange_root())}: nothing was released or submitted yet")
+    log = nbgrader("collect", step, "--update", f"--CourseDirectory.submitted_directory={dest}")
+    new = re.findall(r"(?:Collecting|Updating) submission: (\S+) " + re.escape(step), log)
+    students = sorted(p.name for p in dest.glob("*") if (p / step).is_dir())
+    print(f"collect: {len(new)} new submissions ({', '.join(new) or 'none'}); "
+          f"{len(students)} students in {_show(dest)}/")
+    if students:
+        print(f"collect: grade them with  make grade SUBMISSIONS={_show(dest)}")
+    return new
+
+
+def return_feedback(step: str = STEP) -> list[str]:
+    """Release the feedback HTML of every graded submission that came through the exchange.
+
+    nbgrader finds a student's feedback by the secret their submission carried; the secret is
+    copied next to the feedback only when the graded notebooks are exactly the collected ones,
+    so feedback on an older submission is never handed out as if it were about a newer one."""
+    home = grader_home()
+    returned = []
+    for collected in sorted((home / COLLECTED).glob(f"*/{step}")):
+        sid = collected.parent.name
+        feedback = home / "feedback" / sid / step
+        graded = home / "submitted" / sid / step
+        if not (collected / SECRET).is_file():
+            continue
+        if not feedback.is_dir() or _notebooks(collected) != {
+                name: data for name, data in _notebooks(graded).items() if name in _notebooks(collected)}:
+            print(f"return-feedback: {sid}: the newest submission is not graded yet "
+                  f"(make grade SUBMISSIONS={_show(home / COLLECTED)})")
+            continue
+        shutil.copyfile(collected / SECRET, feedback / SECRET)
+        nbgrader("release_feedback", step, f"--student={sid}")
+        returned.append(sid)
+    if returned:
+        print(f"return-feedback: feedback for {len(returned)} students in the exchange: {', '.join(returned)}"
+              " (each fetches it with `make my-feedback`)")
+    else:
+        print("return-feedback: no graded submission from the exchange: `make collect`, then `make grade`")
+    return returned
+
+
+# ---- student -------------------------------------------------------------------------------------
+
+def fetch(step: str = STEP) -> list[str]:
+    """The released notebooks -> notebooks/<step>/, copying only those not there yet."""
+    if is_course_exchange():
+        publish(step)
+    elif not outbound(step).is_dir():
+        raise ExchangeError(f"{step} is not released in the exchange at {exchange_root()} yet: ask your instructor")
+    mine = NOTEBOOKS / step
+    before = set(_notebooks(mine)) if mine.is_dir() else set()
+    nbgrader("fetch_assignment", step, f"--course={COURSE_ID}", "--replace")
+    after = set(_notebooks(mine))
+    copied, kept = sorted(after - before), sorted(before)
+    if copied:
+        print(f"fetch: copied {len(copied)} notebooks to {_show(mine)}/: {', '.join(copied)}")
+    if kept:
+        print(f"fetch: kept your {len(kept)} notebooks already in {_show(mine)}/ (never overwritten)")
+    return copied
+
+
+def validate(step: str = STEP) -> int:
+    """Run each of the student's notebooks as nbgrader's Validate button does; print, per notebook,
+    the answers still missing and the tests that fail. Returns the number of notebooks that fail."""
+    import nbformat
+    from nbgrader.validator import Validator
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    os.environ.update(kernel_env())
+    mine = sorted((NOTEBOOKS / step).glob("*.ipynb"))
+    if not mine:
+        raise ExchangeError(f"no notebooks in {_show(NOTEBOOKS / step)}/: run `make fetch` first")
+    failing = 0
+    with tempfile.TemporaryDirectory(prefix="validate-") as sockets:
+        # the course's nbgrader configuration (time limits, the Execute that does not hang on a
+        # slider cell), and kernels that talk over Unix sockets: no "running over TCP without
+        # encryption" warning
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+        config.merge(Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "kernel")}}))
+        for path in mine:
+            problems = _validation_problems(Validator(config=config).validate(str(path)),
+                                            nbformat.read(path, as_version=4).cells)
+            if problems:
+                failing += 1
+                print(f"validate: {path.name}: {len(problems)} to do")
+                for problem in problems:
+                    print(f"    {problem[:160]}")
+            else:
+                print(f"validate: {path.name}: passes every test")
+    if failing:
+        print(f"validate: {failing} of {len(mine)} notebooks have work left "
+              "(written answers are graded by hand after you submit; the tests' verdicts are shown above)")
+    return failing
+
+
+def _validation_problems(result: dict, cells) -> list[str]:
+    """One line per problem nbgrader's Validator found, named by the cell's grade id. Its list
+    of failing cells is in notebook order; several cells may share a source ("YOUR ANSWER HERE")."""
+    problems = [f"a cell you may not change was changed: {item['source'][:60]!r}"
+                for kind in ("type_changed", "changed") for item in result.get(kind, [])]
+    position = 0
+    for item in result.get("failed", []):
+        cell = None
+        while position < len(cells):
+            position += 1
+            if cells[position - 1].source.strip() == item["source"].strip():
+                cell = cells[position - 1]
+                break
+        cid = cell.metadata.get("nbgrader", {}).get("grade_id", "?") if cell is not None else "?"
+        if cell is not None and cell.cell_type == "markdown":
+            problems.append(f"{cid}: no answer yet")
+        else:
+            error = re.sub(r"\x1b\[[0-9;]*m", "", item.get("raw_error", ""))      # no terminal colours
+            last = [line for line in error.strip().splitlines() if line.strip()]
+            problems.append(f"{cid}: {last[-1].rstrip(':') if last else 'fails'}")
+    return problems
+
+
+def submit(student: str | None = None, step: str = STEP) -> str:
+    """Hand notebooks/<step>/ in to the grader's inbox; return the submission's time stamp."""
+    mine = NOTEBOOKS / step
+    if not _notebooks(mine):
+        raise ExchangeError(f"nothing to submit in {_show(mine)}/: run `make fetch` and work there first")
+    args = ["submit", step, f"--course={COURSE_ID}"] + ([f"--student={student}"] if student else [])
+    log = nbgrader(*args)
+    stamp = re.search(r"Submitted as: \S+ \S+ (.+)", log)
+    who = student or re.search(r"inbound/([^+]+)\+", log)[1]
+    missing = re.findall(r"(\S+\.ipynb): MISSING", log)
+    print(f"submit: {len(_notebooks(mine))} notebooks of {step} handed in as {who}"
+          + (f" at {stamp[1].strip()}" if stamp else ""))
+    if missing:
+        print(f"submit: not handed in (not in {_show(mine)}/): {', '.join(missing)}")
+    return stamp[1].strip() if stamp else ""
+
+
+def my_feedback(step: str = STEP) -> list[Path]:
+    """Fetch the feedback on your submissions -> notebooks/<step>/feedback/<submission time>/."""
+    if not (exchange_root() / COURSE_ID / "feedback").is_dir():
+        print("my-feedback: no feedback has been returned yet")
+        return []
+    nbgrader("fetch_feedback", step, f"--course={COURSE_ID}")
+    found = sorted((NOTEBOOKS / step / "feedback").glob("*/*.html"))
+    if found:
+        newest = max(p.parent for p in found)
+        print(f"my-feedback: {len(found)} feedback pages; the newest in {_show(newest)}/: "
+              + ", ".join(p.name for p in sorted(newest.glob('*.html'))))
+    else:
+        print("my-feedback: no feedback on your submissions yet")
+    return found

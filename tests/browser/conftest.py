@@ -1,0 +1,79 @@
+"""Chromium for the browser tests, or a clear skip (a failure when REQUIRE_BROWSER=1, as in CI)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from .lab import LAUNCH_ARGS, VIEWPORT, find_chromium, screenshot
+
+REQUIRED = os.environ.get("REQUIRE_BROWSER") == "1"
+
+
+def unavailable(reason: str):
+    if REQUIRED:
+        pytest.fail(f"REQUIRE_BROWSER=1, but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    """Debian's Chromium and the playwright package, or a skip (a failure with REQUIRE_BROWSER=1).
+    Fixtures that start a JupyterLab server ask for this first, so nothing starts in vain."""
+    path = find_chromium()
+    if path is None:
+        unavailable("Chromium is not installed (`sudo make system-deps` installs Debian's chromium; "
+                    "or set CHROMIUM=/path/to/chromium)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        unavailable("the Python package playwright is not installed (`make install`)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def chromium(chromium_path):
+    """A headless Chromium for one test module. Playwright's synchronous API keeps an asyncio loop
+    running on this thread while it is open, and other tests in the same worker call asyncio.run:
+    so it is opened per module and closed when the module is done."""
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path, headless=True, args=LAUNCH_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def browser_context(chromium):
+    """One browser profile per module: pages share JupyterLab's cached scripts."""
+    context = chromium.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(60_000)
+    try:
+        yield context
+    finally:
+        context.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call":
+        item.browser_failed = report.failed
+
+
+@pytest.fixture
+def page(browser_context, request):
+    """A fresh tab; when the test fails, a screenshot of it is kept as FAILED-<test>.png."""
+    tab = browser_context.new_page()
+    try:
+        yield tab
+    finally:
+        if getattr(request.node, "browser_failed", False):
+            try:
+                screenshot(tab, f"FAILED-{request.node.name}")
+            except Exception:
+                pass
+        tab.close()
