@@ -275,3 +275,11 @@ print(json.dumps({{"corpus": open({str(corpus)!r}).read(), "writable": os.access
     seen = run_inside(tmp_path, program, env={"DLCOURSE_CORPUS": str(corpus)})
     assert seen == {"corpus": "To be, or not to be\n", "writable": False,
                     "dlcourse": str(ROOT / "dlcourse" / "__init__.py")}
+
+
+def test_the_sandbox_is_here_when_required():
+    """CI sets REQUIRE_SANDBOX=1 after installing bubblewrap: there, a sandbox that cannot start is a
+    failure, never a quiet skip of the sandbox and red-team tests."""
+    if os.environ.get("REQUIRE_SANDBOX") != "1":
+        pytest.skip("REQUIRE_SANDBOX is not set: the sandbox tests skip, saying why, where bwrap cannot run")
+    assert sandbox.bwrap_problem() is None, sandbox.bwrap_problem()
