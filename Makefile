@@ -81,10 +81,10 @@ lab: fetch
 	$(PY) -m autograder lab
 
 test: $(PY)
-	$(PY) -m pytest -n auto --dist loadgroup
+	$(PY) -m pytest -n auto --dist loadscope
 
 test-browser: $(PY)
-	$(PY) -m pytest -m browser -n auto --dist loadgroup tests/browser
+	$(PY) -m pytest -m browser -n auto --dist loadscope tests/browser
 
 test-quick: $(PY)
 	$(PY) -m pytest -m "not slow and not browser" -x -q

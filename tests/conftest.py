@@ -101,3 +101,31 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("measurements")
         for line in _MEASURED:
             terminalreporter.write_line(line)
+
+
+# ---- one expensive batch per test session ------------------------------------------------
+
+def run_once(tmp_path_factory, name: str, build) -> tuple[Path, dict]:
+    """build(folder) -> JSON-able data, run once per test session although pytest-xdist may spread the
+    tests that need it over several workers (its xdist_group marks do not hold them together with
+    this pytest): the first worker to get here builds, the others wait for it and read the result."""
+    import fcntl
+    import traceback
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent                      # shared by the workers of this session
+    folder = base / name
+    with open(base / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done, failed = base / f"{name}.json", base / f"{name}.failed"
+        if failed.exists():
+            raise RuntimeError(f"building {name} failed in another worker:\n{failed.read_text()}")
+        if not done.exists():
+            folder.mkdir(exist_ok=True)
+            try:
+                data = build(folder)
+            except BaseException:
+                failed.write_text(traceback.format_exc())
+                raise
+            done.write_text(json.dumps(data))
+        return folder, json.loads(done.read_text())

@@ -27,7 +27,7 @@ from autograder.course import STEP, db_url
 from autograder.example import answer_ids, build, with_answers
 from autograder.grade import grade
 
-from conftest import NOTEBOOK_NAMES, ROOT, load, nbgrader_meta
+from conftest import NOTEBOOK_NAMES, ROOT, load, nbgrader_meta, run_once
 from proof_corpus import CORRECT, WRONG, Entry
 
 pytestmark = pytest.mark.slow
@@ -154,9 +154,9 @@ def write_class(folder, home):
         shutil.copy(example / f"half_{name}.ipynb", folder / f"half_{name}.ipynb")
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    home = tmp_path_factory.mktemp("proof")
+def grade_the_corpus(home):
+    """Grade the corpus class (2 workers), then regrade one notebook of each kind from scratch with
+    its feedback: JSON-able results for run_once."""
     submissions = home / "class"
     write_class(submissions, home)
     mp = pytest.MonkeyPatch()
@@ -184,11 +184,19 @@ def graded(tmp_path_factory):
                  f"--CourseDirectory.student_id_exclude={','.join(others)}", db_url=db_url())
     finally:
         mp.undo()
-    scores = {(r["student"], r["notebook"], c["grade_id"]): c for r in run["results"] for c in r["cells"]}
-    rescores = {(r["student"], r["notebook"], c["grade_id"]): c for r in rerun["results"] for c in r["cells"]}
     print(f"\nproof: {len(PACKED)} corpus notebooks + blank + half graded in {seconds:.0f} s (2 workers); "
           f"{len(firsts)} graded again in {time.monotonic() - started - seconds:.0f} s with their feedback")
-    return {"home": home, "scores": scores, "rescores": rescores, "problems": run["problems"]}
+    cells = lambda results: [[r["student"], r["notebook"], c["grade_id"], c] for r in results for c in r["cells"]]  # noqa: E731
+    return {"scores": cells(run["results"]), "rescores": cells(rerun["results"]), "problems": run["problems"]}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """The corpus graded once per test session, whichever xdist worker asks first."""
+    home, data = run_once(tmp_path_factory, "proof", grade_the_corpus)
+    keyed = lambda rows: {(s, n, g): cell for s, n, g, cell in rows}  # noqa: E731
+    return {"home": home, "scores": keyed(data["scores"]), "rescores": keyed(data["rescores"]),
+            "problems": data["problems"]}
 
 
 def test_corpus_is_large_enough_and_well_formed():

@@ -25,7 +25,8 @@ import pytest
 
 from autograder import sandbox
 from autograder.course import STEP, notebook_names
-from redteam_corpus import PAPER, before, run_once
+from conftest import run_once
+from redteam_corpus import PAPER, before
 
 pytestmark = pytest.mark.slow
 

@@ -30,7 +30,8 @@ from pathlib import Path
 import pytest
 
 from autograder import sandbox
-from redteam_corpus import STEP, Case, Ctx, corpus, run_once
+from conftest import run_once
+from redteam_corpus import STEP, Case, Ctx, corpus
 
 # one batch for the whole session, graded by whichever worker needs it first (run_once)
 pytestmark = pytest.mark.slow
