@@ -6,7 +6,6 @@ import matplotlib
 import numpy as np
 import torch
 from matplotlib import pyplot as plt
-from matplotlib.colors import ListedColormap
 
 GLYPHS = {" ": "␣", "\n": "⏎", "\t": "⇥"}
 MASKED_COLOUR = "#d9d9d9"  # the causal mask's triangle: grey, never a shade of the colour scale

@@ -80,7 +80,7 @@ def bandwidth_figure(smoothing_fn: Callable[[int, float], torch.Tensor], s: floa
     if fig is None:
         fig = Figure(figsize=(10, 11.5), layout="constrained")
         top, bottom = fig.subplots(2, 1, height_ratios=[1, 2.7])
-        smoothing_plot(top, signal, {f"A @ signal": out}, chars=chars, ylabel=ylabel, reference=reference,
+        smoothing_plot(top, signal, {"A @ signal": out}, chars=chars, ylabel=ylabel, reference=reference,
                        legend="above")
         attention_heatmap(A, chars=chars, ax=bottom, title=_bandwidth_title(s))
     else:

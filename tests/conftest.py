@@ -129,3 +129,17 @@ def run_once(tmp_path_factory, name: str, build) -> tuple[Path, dict]:
                 raise
             done.write_text(json.dumps(data))
         return folder, json.loads(done.read_text())
+
+
+def kernels_under(folder: Path) -> list[str]:
+    """Command lines of the processes that name `folder` (a kernel names its connection file)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if str(folder) in cmdline:
+                found.append(f"{entry.name}: {cmdline[:200]}")
+    return found

@@ -3,8 +3,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from conftest import ROOT
 
 

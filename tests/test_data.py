@@ -1,5 +1,4 @@
 """The corpus: present and verified, refused with a clear message when missing or wrong."""
-import os
 import shutil
 
 import pytest

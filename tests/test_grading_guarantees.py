@@ -25,7 +25,7 @@ import pytest
 
 from autograder import sandbox
 from autograder.course import STEP, notebook_names
-from conftest import run_once
+from conftest import kernels_under, run_once
 from redteam_corpus import PAPER, before
 
 pytestmark = pytest.mark.slow
@@ -106,20 +106,6 @@ def _tree_hash(folder: Path) -> str:
     return digest.hexdigest()
 
 
-def _processes_naming(folder: Path) -> list[str]:
-    """Command lines of the processes that name `folder` (a kernel names its connection file)."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if str(folder) in cmdline:
-                found.append(f"{entry.name}: {cmdline[:200]}")
-    return found
-
-
 def _snapshot(home: Path) -> dict:
     """What a run leaves: the results (text and mtime), grades.csv, the gradebook's rows."""
     return {"results": {s: [p.stat().st_mtime_ns, p.read_text()] for s, p in _results(home).items()},
@@ -152,9 +138,9 @@ def grade_kill_resume_regrade(base: Path) -> dict:
     killed = _snapshot(home)
     # the kernels go with the grader (bwrap --die-with-parent; without bwrap, ipykernel watches its parent)
     deadline = time.monotonic() + 15
-    while _processes_naming(scratch) and time.monotonic() < deadline:
+    while kernels_under(scratch) and time.monotonic() < deadline:
         time.sleep(0.2)
-    orphans = _processes_naming(scratch)
+    orphans = kernels_under(scratch)
 
     # 2. run it again: it finishes the class; 3. again: nothing to do; 4. --force: everything regraded
     resumed = _run(_grade_command(submissions), env)

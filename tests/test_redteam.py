@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from autograder import sandbox
-from conftest import run_once
+from conftest import kernels_under, run_once
 from redteam_corpus import STEP, Case, Ctx, corpus
 
 # one batch for the whole session, graded by whichever worker needs it first (run_once)
@@ -154,20 +154,6 @@ def batch(tmp_path_factory) -> Batch:
             home=home)
     return Batch(ctx, graded, data["before"], data["after"], data["accepted"], data["problems"],
                  data["graded"], data["left"])
-
-
-def kernels_under(folder: Path) -> list[str]:
-    """Command lines of the processes that name `folder` (a kernel names its connection file)."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if str(folder) in cmdline:
-                found.append(f"{entry.name}: {cmdline[:200]}")
-    return found
 
 
 def _score(row) -> float | None:

@@ -152,6 +152,21 @@ def unpack(entry) -> tuple[Any, str | None]:
     return entry["value"], None
 
 
+def unwritten(entries) -> str:
+    """The reason, if every call of the answer raised NotImplementedError (the cell is not filled in)."""
+    reasons = [unpack(e)[1] for e in entries]
+    if reasons and all(r and r.startswith("raises NotImplementedError") for r in reasons):
+        return reasons[0]
+    return ""
+
+
+def unwritten_verdict(reason: str) -> Verdict:
+    """The one verdict for an answer cell left as released: nothing else can be judged."""
+    verdict = Verdict()
+    verdict.add("the answer is written", False, reason)
+    return verdict
+
+
 # ---- the entry point hidden test cells call ---------------------------------------------
 
 def run_probe(check: Check, ns: dict, ctx) -> Any:

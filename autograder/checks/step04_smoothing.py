@@ -4,21 +4,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .framework import Check, Verdict, attempt, register, student, unpack
+from .framework import Check, Verdict, attempt, register, student, unpack, unwritten, unwritten_verdict
 
-
-def _unwritten(entries) -> str:
-    """The reason, if every call of the answer raised NotImplementedError (the cell is not filled in)."""
-    reasons = [unpack(e)[1] for e in entries]
-    if reasons and all(r and r.startswith("raises NotImplementedError") for r in reasons):
-        return reasons[0]
-    return ""
-
-
-def _unwritten_verdict(reason: str) -> Verdict:
-    verdict = Verdict()
-    verdict.add("the answer is written", False, reason)
-    return verdict
 
 # (T, s) pairs. The visible test uses T = 8 with s in {2, 1e-3, 1e4}; these differ.
 MODERATE = ((13, 1.7), (50, 6.5), (7, 0.9), (2, 1.0), (1, 2.0))
@@ -113,8 +100,8 @@ class SmoothingAttention(Check):
         verdict = Verdict()
         data = list(data) if isinstance(data, (list, tuple)) else []
         data += [None] * (len(ALL_CASES) - len(data))
-        if reason := _unwritten(data):
-            return _unwritten_verdict(reason)
+        if reason := unwritten(data):
+            return unwritten_verdict(reason)
         got, problems = {}, {}
         for (T, s), entry in zip(ALL_CASES, data):
             value, why = unpack(entry)

@@ -7,21 +7,8 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from .framework import Check, Verdict, attempt, register, student, unpack
+from .framework import Check, Verdict, attempt, register, student, unpack, unwritten, unwritten_verdict
 
-
-def _unwritten(entries) -> str:
-    """The reason, if every call of the answer raised NotImplementedError (the cell is not filled in)."""
-    reasons = [unpack(e)[1] for e in entries]
-    if reasons and all(r and r.startswith("raises NotImplementedError") for r in reasons):
-        return reasons[0]
-    return ""
-
-
-def _unwritten_verdict(reason: str) -> Verdict:
-    verdict = Verdict()
-    verdict.add("the answer is written", False, reason)
-    return verdict
 
 T_TEXT, D_MODEL, D_HEAD = 64, 32, 16
 
@@ -134,8 +121,8 @@ class AttentionOnText(Check):
         return results
 
     def judge(self, data, ctx):
-        if reason := _unwritten([data.get(str(seed)) for seed in TEXT_SEEDS] + [data.get("again")]):
-            return _unwritten_verdict(reason)
+        if reason := unwritten([data.get(str(seed)) for seed in TEXT_SEEDS] + [data.get("again")]):
+            return unwritten_verdict(reason)
         verdict = Verdict()
         matrices, reasons = {}, {}
         for seed in TEXT_SEEDS:
@@ -312,8 +299,8 @@ class PatternStats(Check):
         cases = stat_cases()
         data = list(data) if isinstance(data, (list, tuple)) else []
         data += [None] * (len(cases) - len(data))
-        if reason := _unwritten(data):
-            return _unwritten_verdict(reason)
+        if reason := unwritten(data):
+            return unwritten_verdict(reason)
         values, errors = [], {}
         for (name, A), entry in zip(cases, data):
             value, why = unpack(entry)
