@@ -278,7 +278,7 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
     `students`); return {'results': [...], 'problems': [...]}."""
     from .sandbox import resolve_sandbox
     from .shards import available_cores, selector
-    only = selector(shard, students)
+    only, requested = selector(shard, students), students
     use_environment_tools()
     grader_home().mkdir(parents=True, exist_ok=True)      # a new $GRADER_HOME: the gradebook goes there
     url = db_url()
@@ -382,7 +382,7 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
         write_reports(current, problems, say=say)
     else:       # one piece of the class: its record for the merge (`python -m autograder report`)
         from .shards import shard_file, shard_label
-        _atomic_write(shard_file(shard_label(shard, students)), json.dumps({
+        _atomic_write(shard_file(shard_label(shard, requested)), json.dumps({
             "shard": list(shard) if shard else None, "students": sorted(graded_students),
             "problems": problems, "notebooks_graded": len(jobs), "workers": workers,
             "grading_seconds": round(seconds, 1)}, indent=1))

@@ -131,3 +131,23 @@ def test_readme_names_every_cluster_file():
     readme = (ROOT / "README.md").read_text()
     for path in SCRIPTS + MANIFESTS:
         assert f"autograder/cluster/{path.name}" in readme, path.name
+
+
+@pytest.mark.slow
+def test_grading_some_students_grades_only_them_and_leaves_the_class_reports_to_the_merge(grading_home, tmp_path):
+    """--students with notebooks that need no kernel (unreadable, or not handed in): quick."""
+    from autograder.grade import grade, refresh_from_gradebook
+    submissions = tmp_path / "class"
+    for sid in ("alice", "bob"):
+        (submissions / sid).mkdir(parents=True)
+        (submissions / sid / f"{NOTEBOOK_NAMES[0]}.ipynb").write_text("{ not json")
+    out = grade(submissions, students=["bob"], quiet=True, feedback=False)
+    assert {r["student"] for r in out["results"]} == {"bob"}
+    assert not (grading_home / "grades.csv").exists(), "a part of the class writes no class report"
+    (record,) = (grading_home / "work" / "shards").glob("students-*.json")
+    data = json.loads(record.read_text())
+    assert data["students"] == ["bob"] and data["problems"] and data["problems"][0]["student"] == "bob"
+    refresh_from_gradebook(quiet=True, feedback=False)
+    merged = json.loads((grading_home / "grades.json").read_text())
+    assert {g["student"] for g in merged["grades"]} == {"bob"}
+    assert merged["problems"] == data["problems"], "the merge lists the parts' unreadable files"
