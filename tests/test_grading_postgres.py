@@ -22,7 +22,7 @@ from autograder.shards import shard_of
 from conftest import NOTEBOOK_NAMES, ROOT
 from pgserver import PostgresServer, missing_reason
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("postgres")]   # one server, fixtures shared
 FIRST, SECOND = NOTEBOOK_NAMES[0], NOTEBOOK_NAMES[1]
 
 
