@@ -22,7 +22,9 @@ from autograder.shards import shard_of
 from conftest import NOTEBOOK_NAMES, ROOT
 from pgserver import PostgresServer, missing_reason
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("postgres")]   # one server, fixtures shared
+# Each graded class belongs to one test (pytest-xdist may spread a module's tests over workers,
+# and a module fixture would then grade its class once per worker).
+pytestmark = pytest.mark.slow
 FIRST, SECOND = NOTEBOOK_NAMES[0], NOTEBOOK_NAMES[1]
 
 
@@ -85,43 +87,27 @@ def report_rows(home: Path) -> list[tuple]:
                       for r in csv.DictReader(f))
 
 
-@pytest.fixture(scope="module")
-def both(pg, tmp_path_factory):
+def test_postgres_gradebook_matches_sqlite_and_regrading_changes_nothing(pg, tmp_path, monkeypatch):
     """The small class graded with 2 workers into SQLite, into PostgreSQL, and into PostgreSQL again
-    with --force."""
-    base = tmp_path_factory.mktemp("backends")
-    submissions = small_class(base / "class")
+    with --force: one grade per student, notebook and grade cell; the same scores; nothing changed."""
+    submissions = small_class(tmp_path / "class")
     out = {}
-    mp = pytest.MonkeyPatch()
-    try:
-        for name, url in (("sqlite", f"sqlite:///{base / 'sqlite' / 'gradebook.db'}"),
-                          ("postgres", pg.create_database("compare"))):
-            mp.setenv("GRADER_HOME", str(base / name))
-            mp.setenv("NBGRADER_DB_URL", url)
-            grade(submissions, workers=2, quiet=True, feedback=False)
-            out[name] = {"url": url, "home": base / name, "rows": gradebook_rows(url),
-                         "report": report_rows(base / name)}
-        grade(submissions, workers=2, quiet=True, feedback=False, force=True)
-        out["regraded"] = {"rows": gradebook_rows(out["postgres"]["url"]), "report": report_rows(base / "postgres")}
-        yield out
-    finally:
-        mp.undo()
+    for name, url in (("sqlite", f"sqlite:///{tmp_path / 'sqlite' / 'gradebook.db'}"),
+                      ("postgres", pg.create_database("compare"))):
+        monkeypatch.setenv("GRADER_HOME", str(tmp_path / name))
+        monkeypatch.setenv("NBGRADER_DB_URL", url)
+        grade(submissions, workers=2, quiet=True, feedback=False)
+        out[name] = {"url": url, "rows": gradebook_rows(url), "report": report_rows(tmp_path / name)}
+    grade(submissions, workers=2, quiet=True, feedback=False, force=True)
+    regraded = {"rows": gradebook_rows(out["postgres"]["url"]), "report": report_rows(tmp_path / "postgres")}
 
-
-def test_postgres_gradebook_holds_exactly_one_grade_per_student_notebook_and_cell(both):
-    assert_one_grade_per_cell(both["postgres"]["rows"], {"ada", "blank", "half"})
-
-
-def test_postgres_and_sqlite_give_the_same_scores(both):
-    assert both["postgres"]["rows"] == both["sqlite"]["rows"]
-    assert both["postgres"]["report"] == both["sqlite"]["report"]
-    ada = [r for r in both["postgres"]["rows"] if r[0] == "ada" and r[1] == FIRST and r[3] is not None]
+    assert_one_grade_per_cell(out["postgres"]["rows"], {"ada", "blank", "half"})
+    assert out["postgres"]["rows"] == out["sqlite"]["rows"]
+    assert out["postgres"]["report"] == out["sqlite"]["report"]
+    ada = [r for r in out["postgres"]["rows"] if r[0] == "ada" and r[1] == FIRST and r[3] is not None]
     assert ada and sum(r[3] for r in ada) > 0, "the solutions earn points"
-
-
-def test_regrading_into_postgres_changes_nothing(both):
-    assert both["regraded"]["rows"] == both["postgres"]["rows"]
-    assert both["regraded"]["report"] == both["postgres"]["report"]
+    assert regraded["rows"] == out["postgres"]["rows"], "a forced regrade changed the gradebook"
+    assert regraded["report"] == out["postgres"]["report"]
 
 
 # ---- the cluster recipe -----------------------------------------------------------------------
@@ -154,56 +140,45 @@ def run_shards_at_once(submissions: Path, home: Path, url: str, options: str = "
     return logs
 
 
-@pytest.fixture(scope="module")
-def sharded(pg, tmp_path_factory):
-    base = tmp_path_factory.mktemp("cluster")
-    submissions = base / "class"
+def test_cluster_recipe_shards_at_once_then_merge_then_rerun(pg, tmp_path):
+    """grade-shard.sh twice at once on a fresh database (one as Slurm array task 0 of 2, one as
+    Kubernetes Indexed Job pod 1), then `report --no-feedback`, then both shards again with --force."""
+    submissions = tmp_path / "class"
     for i, sid in enumerate(STUDENTS):        # every other student hands in the solutions
         nb = filled(FIRST, lambda cid, pos: True) if i % 2 == 0 else \
             json.loads((RELEASE / STEP / f"{FIRST}.ipynb").read_text())
         write(submissions / sid / f"{FIRST}.ipynb", nb)
     assert {shard_of(s, 2) for s in STUDENTS} == {0, 1}, "both shards get students"
-    home, url = base / "home", pg.create_database("cluster")    # a fresh database: the shards set it up
+    home, url = tmp_path / "home", pg.create_database("cluster")    # a fresh database: the shards set it up
     logs = run_shards_at_once(submissions, home, url)
     rows = gradebook_rows(url)
-    report = subprocess.run([sys.executable, "-m", "autograder", "report", "--no-feedback"], cwd=ROOT,
-                            env=recipe_env(home, url),
-                            capture_output=True, text=True, timeout=1200)
-    assert report.returncode == 0, report.stdout[-3000:] + report.stderr[-3000:]
-    again = run_shards_at_once(submissions, home, url, options="--force --no-feedback")
-    return {"home": home, "url": url, "logs": logs, "rows": rows, "rows_again": gradebook_rows(url),
-            "again": again, "report": report.stdout}
 
-
-def test_each_shard_grades_only_its_own_students(sharded):
-    for index, log in enumerate(sharded["logs"]):
-        record = json.loads((sharded["home"] / "work" / "shards" / f"shard-{index:04d}-of-0002.json").read_text())
+    # each shard graded its own students, and no grade is lost
+    for index, log in enumerate(logs):
+        record = json.loads((home / "work" / "shards" / f"shard-{index:04d}-of-0002.json").read_text())
         assert record["students"] == sorted(s for s in STUDENTS if shard_of(s, 2) == index), log[-2000:]
         assert f"shard {index} of 2" in log
-
-
-def test_shards_running_at_once_lose_no_grade(sharded):
-    assert_one_grade_per_cell(sharded["rows"], set(STUDENTS))
+    assert_one_grade_per_cell(rows, set(STUDENTS))
     for i, sid in enumerate(STUDENTS):
-        earned = sum(r[3] or 0 for r in sharded["rows"] if r[0] == sid and r[1] == FIRST)
+        earned = sum(r[3] or 0 for r in rows if r[0] == sid and r[1] == FIRST)
         assert (earned > 0) == (i % 2 == 0), f"{sid}: {earned} points on {FIRST}"
-
-
-def test_the_merge_reports_the_whole_class(sharded):
-    home = sharded["home"]
-    rows = report_rows(home)
-    assert {(r[0], r[1], r[2]) for r in rows} == {r[:3] for r in sharded["rows"]}
-    by_key = {r[:3]: r for r in sharded["rows"]}
-    for student, notebook, grade_id, score, _, kind in rows:
-        stored = by_key[(student, notebook, grade_id)]
-        if kind == "auto":
-            assert float(score) == pytest.approx(stored[3])
     for sid in STUDENTS:
-        assert (home / "feedback" / sid / STEP / f"{FIRST}.html").exists()
+        assert (home / "feedback" / sid / STEP / f"{FIRST}.html").exists(), f"no feedback for {sid}"
 
+    # the merge reports the whole class, with the gradebook's scores
+    report = subprocess.run([sys.executable, "-m", "autograder", "report", "--no-feedback"], cwd=ROOT,
+                            env=recipe_env(home, url), capture_output=True, text=True, timeout=1200)
+    assert report.returncode == 0, report.stdout[-3000:] + report.stderr[-3000:]
+    merged = report_rows(home)
+    assert {(r[0], r[1], r[2]) for r in merged} == {r[:3] for r in rows}
+    by_key = {r[:3]: r for r in rows}
+    for student, notebook, grade_id, score, _, kind in merged:
+        if kind == "auto":
+            assert float(score) == pytest.approx(by_key[(student, notebook, grade_id)][3])
 
-def test_rerunning_every_shard_with_force_changes_nothing(sharded):
-    assert sharded["rows_again"] == sharded["rows"]
+    # every shard again, at once, with --force: the gradebook is unchanged
+    run_shards_at_once(submissions, home, url, options="--force --no-feedback")
+    assert gradebook_rows(url) == rows
 
 
 def test_shards_setting_up_a_fresh_gradebook_at_once_agree(pg, tmp_path):
