@@ -31,10 +31,11 @@ install: $(PY)
 	$(PY) -m pip install --quiet --no-deps -e .
 	@echo "install: course environment ready in $(VENV)/ (torch $$($(PY) -c 'import torch; print(torch.__version__)'))"
 
-# Programs the grader's sandbox and the browser tests use (Debian packages; needs root).
+# Programs the grader's sandbox, the browser tests and the PostgreSQL gradebook test use
+# (Debian packages; needs root). The PostgreSQL test starts its own server in a temporary folder.
 system-deps:
-	apt-get update -qq && apt-get install -y -qq bubblewrap chromium chromium-driver >/dev/null
-	@echo "system-deps: bubblewrap and chromium installed"
+	apt-get update -qq && apt-get install -y -qq bubblewrap chromium chromium-driver postgresql >/dev/null
+	@echo "system-deps: bubblewrap, chromium and postgresql installed"
 
 data: $(PY)
 	$(PY) -m dlcourse.data

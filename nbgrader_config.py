@@ -7,7 +7,7 @@ Run nbgrader commands from this folder (the Makefile does). Folder map:
   autograder/submitted/       submissions as received (written by `make grade`)
   autograder/autograded/      graded notebooks with outputs
   autograder/feedback/        feedback HTML for each student
-  autograder/gradebook.db     the SQLite gradebook
+  autograder/gradebook.db     the SQLite gradebook ($NBGRADER_DB_URL names another: PostgreSQL on a cluster)
   autograder/collected/       submissions collected from the exchange (`make collect`)
   exchange/                   nbgrader's exchange on one machine: released notebooks, submissions,
                               returned feedback ($NBGRADER_EXCHANGE moves it to a shared folder)

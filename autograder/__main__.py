@@ -3,6 +3,9 @@
   python -m autograder release                 student notebooks: source/ -> release/
   python -m autograder solutions [--force]     executed solution notebooks: source/ -> solutions/
   python -m autograder grade SUBMISSIONS       grade a class (see autograder/grade.py)
+      [--shard I/N] [--students a,b]           only a part of it (a class graded on a cluster: autograder/shards.py)
+  python -m autograder gradebook               set the gradebook up for the step (once, before grading in shards)
+  python -m autograder report                  grades.csv/json (and feedback) for the whole class from the gradebook
   python -m autograder feedback                feedback HTML and reports again, after manual grading
   python -m autograder example                 build the example class and grade it
   python -m autograder fetch                   a student's copy of the release in notebooks/ (never overwrites)
@@ -34,10 +37,16 @@ def main(argv=None) -> int:
         p = sub.add_parser(name)
         if name == "grade":
             p.add_argument("submissions", type=Path)
+            p.add_argument("--shard", default=None, metavar="I/N",
+                           help="grade only shard I of N (0 <= I < N): the students whose id hashes to I")
+            p.add_argument("--students", default=None, metavar="A,B,...", help="grade only these students")
         p.add_argument("--workers", type=int, default=None, help="parallel notebooks (default: all cores)")
         p.add_argument("--force", action="store_true", help="regrade notebooks already graded")
         p.add_argument("--sandbox", default="auto", help="auto, bwrap or none")
         p.add_argument("--no-feedback", action="store_true")
+    sub.add_parser("gradebook", help="create the gradebook (NBGRADER_DB_URL) and enter the step's notebooks")
+    p = sub.add_parser("report", help="merge: reports for every student in the gradebook")
+    p.add_argument("--no-feedback", action="store_true", help="only grades.csv and grades.json")
     sub.add_parser("feedback")
     sub.add_parser("fetch")
     sub.add_parser("validate")
@@ -73,11 +82,26 @@ def main(argv=None) -> int:
             target = build()
             shown = target.relative_to(ROOT) if target.is_relative_to(ROOT) else target
             print(f"example class: ada (all answers), blank (the release), half (half the answers) in {shown}/")
+        part = {}
+        if args.command == "grade":
+            from .shards import parse_shard
+            try:
+                part["shard"] = parse_shard(args.shard) if args.shard else None
+            except ValueError as err:
+                parser.error(str(err))
+            part["students"] = [s for s in (args.students or "").split(",") if s] or None
         grade(target, workers=args.workers, force=args.force, sandbox=args.sandbox,
-              feedback=not args.no_feedback)
-    elif args.command == "feedback":
+              feedback=not args.no_feedback, **part)
+    elif args.command == "gradebook":
+        from .course import db_url, grader_home
+        from .grade import ensure_gradebook, release_grade_cells
+        grader_home().mkdir(parents=True, exist_ok=True)
+        ensure_gradebook(db_url())
+        cells = release_grade_cells()
+        print(f"gradebook: ready for {len(cells)} notebooks, {sum(map(len, cells.values()))} grade cells")
+    elif args.command in ("feedback", "report"):
         from .grade import refresh_from_gradebook
-        refresh_from_gradebook()
+        refresh_from_gradebook(feedback=not getattr(args, "no_feedback", False))
     elif args.command in ("fetch", "validate", "submit", "my-feedback", "collect", "return-feedback"):
         from . import exchange
         try:

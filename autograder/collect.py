@@ -56,8 +56,16 @@ def match_notebook(filename: str, notebooks: list[str]) -> tuple[str | None, str
     return None, stem
 
 
-def collect(path: Path, notebooks: list[str]) -> list[Received]:
+def collect(path: Path, notebooks: list[str], only=None) -> list[Received]:
+    """Every file under `path`, read and checked. `only(student_id)` (optional) picks the students
+    to read: the files of the others are not opened (a shard of a large class reads only its own)."""
     path = Path(path)
+    if only is not None:
+        return [item for item in _collect(path, notebooks, only) if only(item.student)]
+    return _collect(path, notebooks, lambda sid: True)
+
+
+def _collect(path: Path, notebooks: list[str], wanted) -> list[Received]:
     if not path.exists():
         raise SubmissionError(f"{path}: no such folder. Give SUBMISSIONS=<folder of submissions>.")
     if path.is_file():
@@ -73,6 +81,8 @@ def collect(path: Path, notebooks: list[str]) -> list[Received]:
             continue
         if entry.is_dir():
             sid = student_id(entry.name)
+            if not wanted(sid):
+                continue
             files = [p for p in sorted(entry.rglob("*")) if (p.is_file() or p.is_symlink())
                      and not IGNORED_PARTS.intersection(p.relative_to(entry).parts)]
             for file in files:
@@ -86,10 +96,13 @@ def collect(path: Path, notebooks: list[str]) -> list[Received]:
                 elif file.name not in NBGRADER_FILES:
                     received.append(Received(sid, None, origin, problem="not a notebook (.ipynb): ignored"))
         elif entry.suffix == ".zip":
-            received += _from_zip(entry, entry.name, student_id(entry.stem), notebooks)
+            if wanted(student_id(entry.stem)):
+                received += _from_zip(entry, entry.name, student_id(entry.stem), notebooks)
         elif entry.suffix == ".ipynb":
             name, rest = match_notebook(entry.name, notebooks)
             sid = student_id(rest)
+            if sid and not wanted(sid):
+                continue
             if not sid:
                 received.append(Received("unknown", name, entry.name,
                                          problem="the file name carries no student id (name it <student>_<notebook>.ipynb)"))

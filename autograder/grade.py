@@ -1,4 +1,4 @@
-"""Grade a class: `python -m autograder grade SUBMISSIONS [--workers N] [--force]`.
+"""Grade a class: `python -m autograder grade SUBMISSIONS [--workers N] [--force] [--shard I/N]`.
 
   1. read the submissions in whatever shape they came (collect.py);
   2. keep each received notebook, unmodified, in nbgrader's layout under autograder/submitted/;
@@ -9,6 +9,9 @@
      notebooks, the feedback HTML and autograder/grades.csv and grades.json.
 A notebook whose result is already recorded for the same submission and the same grader is
 not graded again (so a run killed halfway finishes where it stopped); --force regrades.
+With --shard I/N or --students a,b only those students are graded (one piece of a class graded
+on several machines against a shared gradebook, see shards.py); `python -m autograder report`
+then writes the reports for the whole class.
 """
 from __future__ import annotations
 
@@ -28,6 +31,10 @@ from pathlib import Path
 from .collect import Received, collect
 from .course import (COURSE_ID, RELEASE, ROOT, SOURCE, STEP, db_url, grader_home, notebook_names,
                      use_environment_tools)
+
+
+# The gradebook's address and credentials: never passed to a kernel (a PostgreSQL URL holds a password).
+GRADEBOOK_SECRETS = ("NBGRADER_DB_URL", "PGPASSWORD", "PGPASSFILE", "PGSERVICEFILE", "DATABASE_URL")
 
 
 @dataclass
@@ -93,6 +100,8 @@ def run_job(job: Job) -> dict:
                 "PYTHONHASHSEED": "0",      # set and dict order of strings: the same in every run
             })
             env.pop("JPY_PARENT_PID", None)
+            for secret in GRADEBOOK_SECRETS:     # student code gets no way into the gradebook
+                env.pop(secret, None)
             outcome = asyncio.run(execute(nb, workdir, env, launcher, limits))
             cells = judge_notebook(nb, server)
     finally:
@@ -137,6 +146,12 @@ def ensure_gradebook(url: str) -> None:
     """The gradebook must know the step's notebooks and grade cells, with the release's points
     (nbgrader stores them when it generates the release). If it does not, generate the release
     into a scratch folder to fill it in."""
+    from .shards import gradebook_lock
+    with gradebook_lock(url):       # shards that start together: one sets the gradebook up, the others wait
+        _ensure_gradebook(url)
+
+
+def _ensure_gradebook(url: str) -> None:
     from nbgrader.api import Gradebook, MissingEntry
     wanted = release_grade_cells()
     try:
@@ -257,17 +272,23 @@ def run_jobs(jobs: list[Job], workers: int, attempts: int = 3):
 
 
 def grade(submissions: Path, workers: int | None = None, force: bool = False, sandbox: str = "auto",
-          feedback: bool = True, limits: dict | None = None, quiet: bool = False) -> dict:
-    """Grade every submission under `submissions`; return {'results': [...], 'problems': [...]}."""
+          feedback: bool = True, limits: dict | None = None, quiet: bool = False,
+          shard: tuple[int, int] | None = None, students: list[str] | None = None) -> dict:
+    """Grade every submission under `submissions` (or only shard (I, N) of the students, or only
+    `students`); return {'results': [...], 'problems': [...]}."""
     from .sandbox import resolve_sandbox
+    from .shards import available_cores, selector
+    only, requested = selector(shard, students), students
     use_environment_tools()
     grader_home().mkdir(parents=True, exist_ok=True)      # a new $GRADER_HOME: the gradebook goes there
     url = db_url()
     sandbox = resolve_sandbox(sandbox)
     names = notebook_names()
-    received = collect(Path(submissions), names)
+    received = collect(Path(submissions), names, only=only)
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
-    say(f"grade: {len(received)} files from {submissions}; sandbox: {sandbox}")
+    part = (f" (shard {shard[0]} of {shard[1]})" if shard else "") + \
+        (f" (students: {', '.join(sorted(students))})" if students else "")
+    say(f"grade: {len(received)} files from {submissions}{part}; sandbox: {sandbox}")
     ensure_gradebook(url)
 
     # keep the newest readable copy of each (student, notebook); report every other file
@@ -288,8 +309,9 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
 
     students = sorted({s for s, _ in chosen} | {p["student"] for p in problems if p["student"] != "unknown"})
     fingerprint = grader_fingerprint()
-    workers = workers or os.cpu_count() or 1
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    cores = available_cores()
+    workers = workers or cores
+    threads = max(1, cores // workers)
     jobs, results = [], []
     # One time stamp per student's submission (its newest notebook), the same in submitted/,
     # autograded/ and the gradebook: nbgrader's formgrader shows a submission whose stamps differ
@@ -337,8 +359,8 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
         elapsed = time.monotonic() - started
         eta = elapsed / done_count * (len(jobs) - done_count)
         earned = sum(c["score"] or 0 for c in result["cells"])
-        say(f"  [{done_count}/{len(jobs)}] {job.student:<16} {job.notebook:<28} "
-            f"{earned:5.1f} pts  {result.get('seconds', 0):5.1f} s   eta {eta:4.0f} s")
+        say(f"  {progress_bar(done_count, len(jobs))} {job.student:<16} {job.notebook:<28} "
+            f"{earned:5.1f} pts  {result.get('seconds', 0):5.1f} s   left ~{clock(eta)}")
 
     for job, outcome in run_jobs(jobs, workers):
         if isinstance(outcome, dict):
@@ -350,21 +372,54 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
                                             "rerun `make grade` to retry it", url, key="failed"))
 
     sync_submission_times(submitted_at, url)
+    seconds = time.monotonic() - started
     if feedback and students:
-        write_feedback(students, quiet=quiet)
-    from .report import write_reports
+        write_feedback(students, quiet=quiet, only_these=only is not None)
+    from .report import table, write_reports
     graded_students = set(students)
     current = [r for r in results if r["student"] in graded_students]
-    write_reports(current, problems, say=say)
+    if only is None:
+        write_reports(current, problems, say=say)
+    else:       # one piece of the class: its record for the merge (`python -m autograder report`)
+        from .shards import shard_file, shard_label
+        _atomic_write(shard_file(shard_label(shard, requested)), json.dumps({
+            "shard": list(shard) if shard else None, "students": sorted(graded_students),
+            "problems": problems, "notebooks_graded": len(jobs), "workers": workers,
+            "grading_seconds": round(seconds, 1)}, indent=1))
+        if current:
+            say("\n" + table(current))
+        say(f"\ngrade: {len(graded_students)} students of this part graded; when every part is done, "
+            "`python -m autograder report` writes grades.csv and grades.json for the whole class")
     return {"results": current, "problems": problems}
 
 
-def write_feedback(students: list[str], quiet: bool = False) -> None:
-    """Feedback HTML for every graded student (nbgrader generate_feedback, hidden tests stripped)."""
+def progress_bar(done: int, total: int, width: int = 20) -> str:
+    """`[########------------]  8/20`: one line per graded notebook, readable in a cluster job's log."""
+    filled = width * done // max(total, 1)
+    return f"[{'#' * filled}{'-' * (width - filled)}] {done:>{len(str(total))}}/{total}"
+
+
+def clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 \
+        else f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def write_feedback(students: list[str], quiet: bool = False, only_these: bool = False) -> None:
+    """Feedback HTML for every graded student (nbgrader generate_feedback, hidden tests stripped).
+    only_these: for `students` alone (one shard of a class), through a folder that shows nbgrader
+    only their autograded notebooks; the other shards' feedback is left alone."""
     from .build import nbgrader
     home = grader_home()
-    nbgrader("generate_feedback", STEP, "--force", f"--CourseDirectory.autograded_directory={home / 'autograded'}",
-             f"--CourseDirectory.feedback_directory={home / 'feedback'}", db_url=db_url())
+    with tempfile.TemporaryDirectory(prefix="feedback-") as view:
+        autograded = home / "autograded"
+        if only_these:
+            autograded = Path(view)
+            for sid in students:
+                if (home / "autograded" / sid).is_dir():
+                    (autograded / sid).symlink_to(home / "autograded" / sid)
+        nbgrader("generate_feedback", STEP, "--force", f"--CourseDirectory.autograded_directory={autograded}",
+                 f"--CourseDirectory.feedback_directory={home / 'feedback'}", db_url=db_url())
     if not quiet:
         print(f"feedback: HTML for {len(students)} students under {_show(home / 'feedback')}/")
 
@@ -376,12 +431,16 @@ def _show(path: Path) -> str:
         return str(path)
 
 
-def refresh_from_gradebook(quiet: bool = False) -> list[dict]:
-    """After manual grading (formgrader): feedback HTML and reports again, with the graders' scores."""
+def refresh_from_gradebook(quiet: bool = False, feedback: bool = True) -> list[dict]:
+    """After manual grading (formgrader): feedback HTML and reports again, with the graders' scores.
+    Also the merge after a class graded in shards (`python -m autograder report`): every student in
+    the gradebook is reported, also one whose grader's result files are not in this grader home."""
     from nbgrader.api import Gradebook, MissingEntry
     from .report import write_reports
+    from .shards import shard_problems
     results = [json.loads(p.read_text()) for p in sorted((grader_home() / "work" / "results").glob("*/*.json"))]
     with Gradebook(db_url(), COURSE_ID) as gb:
+        results += _results_only_in_gradebook(gb, {(r["student"], r["notebook"]) for r in results})
         for result in results:
             try:
                 submission = gb.find_submission_notebook(result["notebook"], STEP, result["student"])
@@ -398,6 +457,26 @@ def refresh_from_gradebook(quiet: bool = False) -> list[dict]:
                 elif cell.get("kind") == "manual":
                     cell["score"] = None if grade.auto_score is None else float(grade.auto_score)
     students = sorted({r["student"] for r in results})
-    write_feedback(students, quiet=quiet)
-    write_reports(results, [], say=(lambda *a: None) if quiet else print)
+    if feedback and (grader_home() / "autograded").is_dir():
+        write_feedback(students, quiet=quiet)
+    write_reports(results, shard_problems(), say=(lambda *a: None) if quiet else print)
     return results
+
+
+def _results_only_in_gradebook(gb, known: set[tuple[str, str]]) -> list[dict]:
+    """Results rebuilt from the gradebook's rows for the notebooks that have no result file here
+    (graded by a shard that wrote to another grader home): scores without the reasons."""
+    from nbgrader.api import SubmittedNotebook
+    out, cell_order = [], release_grade_cells()
+    for submission in gb.db.query(SubmittedNotebook).all():
+        sid, name = submission.student.id, submission.notebook.name
+        if (sid, name) in known or submission.assignment.assignment.name != STEP:
+            continue
+        manual = {c.name for c in submission.notebook.solution_cells}
+        order = list(cell_order.get(name, {}))
+        grades = sorted(submission.grades, key=lambda g: (order.index(g.name) if g.name in order else len(order), g.name))
+        cells = [{"grade_id": g.name, "max_score": float(g.max_score),
+                  "score": None if g.score is None else float(g.score),
+                  "error": "", "kind": "manual" if g.name in manual else "auto"} for g in grades]
+        out.append({"student": sid, "notebook": name, "key": "gradebook", "cells": cells, "notes": []})
+    return out
