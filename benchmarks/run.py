@@ -114,14 +114,14 @@ def throughput_section(t: dict) -> tuple[list[str], list[tuple[str, bool, str]]]
 
 
 WHAT_WE_DID = {
-    "sandbox setup": "bwrap costs little per notebook (compare the two columns); kept: it is the isolation.",
-    "kernel start": "one fresh kernel per notebook (isolation between students); over Unix sockets, no TCP.",
-    "torch import": "paid by every kernel; the kernel imports nothing else before the notebook asks.",
-    "provided cells": "the notebook's own content (pictures, visible checks): kept as students run it.",
-    "student code": "the answers: as fast as the student wrote them.",
-    "hidden probes": "plain data only crosses from the kernel (no pickles).",
-    "judging": "judged in the grader process, outside the kernel.",
-    "rest": "assembling the notebook, head server, result file.",
+    "sandbox setup": "kept: the isolation; bwrap's whole cost per notebook is the difference of the two columns",
+    "kernel start": "not cut: a fresh kernel per notebook keeps students apart (see below)",
+    "torch import": "not cut: the largest share (see below)",
+    "provided cells": "unchanged: the notebook's own content, as students run it",
+    "student code": "unchanged: the answers",
+    "hidden probes": "unchanged",
+    "judging": "unchanged: in the grader process, outside the kernel",
+    "rest": "assembling the notebook, the head server, the result; imports trimmed (below)",
 }
 
 
@@ -138,6 +138,10 @@ def breakdown_section(b: dict) -> list[str]:
         cells = [fmt(stats([p[phase] for p in b["phases"][s]]), 2) for s in sandboxes]
         share = stats([p[phase] for p in b["phases"][sandboxes[-1]]])["median"] / total if total else 0
         lines.append(f"| {phase} | " + " | ".join(cells) + f" | {share:.0%} | {WHAT_WE_DID.get(phase, '')} |")
+    per_phase = {p: stats([x[p] for x in b["phases"][sandboxes[-1]]])["median"] for p in PHASES if p != "total"}
+    top = sorted(per_phase, key=per_phase.get, reverse=True)[:2]
+    lines += ["", f"Largest costs per notebook: {top[0]} ({per_phase[top[0]]:.2f} s) and {top[1]} "
+              f"({per_phase[top[1]]:.2f} s), of {total:.2f} s."]
     once = b["once"]
     lines += ["", "Once per grading process, not per notebook:", "",
               f"- importing the grader in a new worker process: {fmt(stats(once['worker imports']), 2)} s "
@@ -151,11 +155,11 @@ def breakdown_section(b: dict) -> list[str]:
               "and nbformat never checks). The grader's processes (the main one, each worker, each nbgrader "
               "command it runs) now go without it (`autograder/grade.py`, `autograder/build.py`). A new Python "
               f"process importing nbformat: {fmt(before, 2)} s before, {fmt(after, 2)} s after "
-              f"({before['median'] - after['median']:+.2f} s less per process, median).",
+              f"({before['median'] - after['median']:.2f} s less per process, median).",
               "- **Kernel start, torch import.** Each notebook gets a fresh kernel (students must not share one), and "
-              "every kernel imports torch: together the largest cost per notebook (table above). Not cut: a "
-              "pre-started kernel pool would overlap them with the previous notebook, but on 2 busy cores it "
-              "only moves CPU time around.",
+              "every kernel imports torch: together the largest cost per notebook (table above), and not cut in "
+              "this round. The next step would be a kernel started (and torch imported) while the previous "
+              "notebook is judged and recorded; it would overlap that cost with other work, not remove it.",
               "- **Sandbox.** Its cost per notebook is the difference of the two columns; kept as it is.",
               "- **New gradebook.** `ensure_gradebook` runs `alembic heads` and `nbgrader generate_assignment` in "
               "subprocesses once per new gradebook: the largest fixed cost of a small class; left to the gradebook "
@@ -261,6 +265,18 @@ def write_report(path: Path, results: dict, command: str) -> None:
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
 
 
+def load_raw(path: Path) -> dict:
+    """Raw figures read back from JSON, with the integer keys (class sizes, T) restored."""
+    results = json.loads(path.read_text())
+    if "throughput" in results:
+        results["throughput"]["sizes"] = {int(k): v for k, v in results["throughput"]["sizes"].items()}
+    if "head" in results:
+        h = results["head"]
+        h["memory"] = {int(k): v for k, v in h["memory"].items()}
+        h["time"] = {w: {int(k): v for k, v in by_t.items()} for w, by_t in h["time"].items()}
+    return results
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10,40,160", help="class sizes, comma-separated")
@@ -270,17 +286,31 @@ def main(argv=None) -> int:
     parser.add_argument("--parts", default=",".join(PARTS))
     parser.add_argument("--quick", action="store_true", help="tiny sizes, one repeat: proves the script runs end to end")
     parser.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md")
+    parser.add_argument("--from-json", type=Path, default=None,
+                        help="write the report again from the raw figures of an earlier run (nothing is measured)")
     parser.add_argument("--raw", type=Path, default=ROOT / "artifacts" / "bench.json", help="raw figures (JSON)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     parts = [p for p in args.parts.split(",") if p]
     repeats = args.repeats
-    command = "make bench" + (f" SIZES={args.sizes}" if args.sizes != "10,40,160" else "")
+    command = "make bench" + (f" SIZES={args.sizes}" if args.sizes != "10,40,160" else "") \
+        + (f" REPEATS={repeats}" if repeats != 3 else "")
     student_names, head_ts = None, None
     if args.quick:
         sizes, repeats, args.plain_max, args.serial_max = [2], 1, 2, 2
         student_names, head_ts = ["01-on-paper", "05-attention-as-smoothing"], [256, 512]
         command = "python benchmarks/run.py --quick"
+
+    if args.from_json:
+        results = load_raw(args.from_json)
+        if "command" not in results and "throughput" in results:     # raw figures of an older script
+            sizes = sorted(results["throughput"]["sizes"])
+            n = results["throughput"]["sizes"][sizes[0]]["repeats"]
+            results["command"] = "make bench" + (f" SIZES={','.join(map(str, sizes))}" if sizes != [10, 40, 160] else "") \
+                + (f" REPEATS={n}" if n != 3 else "")
+        write_report(args.out, results, results.get("command", command))
+        print(f"bench: wrote {args.out.name} from {args.from_json.name}")
+        return 0
 
     from sqlalchemy.exc import SAWarning
     warnings.filterwarnings("ignore", category=SAWarning)
@@ -315,6 +345,7 @@ def main(argv=None) -> int:
     part("breakdown", lambda: breakdown.measure(throughput.NOTEBOOK, repeats, say=say))
     part("throughput", lambda: throughput.measure(sizes, repeats, args.plain_max, args.serial_max, say=say))
     results["seconds"] = time.monotonic() - started
+    results["command"] = command
     results["load_end"] = os.getloadavg()
     raw = args.raw
     raw.parent.mkdir(parents=True, exist_ok=True)
