@@ -1,5 +1,6 @@
 # Course commands. Each prints what it did and where the results are.
 #   make setup        environment, corpus, release, solutions, and an example class graded
+#   make bench        the benchmarks: rewrites BENCHMARKS.md (SIZES=10,40,160 REPEATS=3)
 #   make test         the whole test-suite, browser tests included (make test-quick: the fast subset;
 #                     make test-browser: only JupyterLab in Chromium)
 # Instructor:  make release | make solutions | make grade SUBMISSIONS=<folder> | make feedback | make formgrader
@@ -17,7 +18,9 @@ SUBMISSIONS ?=
 STUDENT ?=
 GRADE_FLAGS = $(if $(WORKERS),--workers $(WORKERS)) --sandbox $(SANDBOX) $(if $(FORCE),--force)
 
-.PHONY: setup install system-deps data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback lab test test-browser test-quick clean-grades
+BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS))
+
+.PHONY: bench setup install system-deps data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback lab test test-browser test-quick clean-grades
 
 setup: install data release solutions example
 	@echo "setup: done. Student notebooks in release/step-04/, solutions in solutions/, example grades in autograder/grades.csv"
@@ -89,6 +92,14 @@ test-browser: $(PY)
 
 test-quick: $(PY)
 	$(PY) -m pytest -m "not slow and not browser" -x -q
+
+# Benchmarks: grading throughput against plain nbgrader, where a notebook's time goes, the student
+# side, the head against T. Rewrites BENCHMARKS.md. SIZES=10,40 REPEATS=2 took 27 min on 2 cores;
+# the defaults add 160 students (2 workers only; plain nbgrader and 1 worker are extrapolated there)
+# and a third repeat, about twice as long.
+#   make bench [SIZES=10,40,160] [REPEATS=3]
+bench: $(PY)
+	$(PY) benchmarks/run.py $(BENCH_FLAGS)
 
 clean-grades:
 	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/work \

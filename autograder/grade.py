@@ -28,8 +28,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .collect import Received, collect
-from .course import (COURSE_ID, RELEASE, ROOT, SOURCE, STEP, db_url, grader_home, notebook_names,
+# nbformat validates notebooks with jsonschema, whose import builds the grammars of the optional
+# package rfc3987_syntax (about 2 s of CPU in every grading process, far more on a loaded machine)
+# for the "iri" string formats, which the notebook schema never uses and nbformat never checks.
+# Grading processes (this one and its workers) go without it: jsonschema treats it as absent.
+sys.modules.setdefault("rfc3987_syntax", None)
+
+from .collect import Received, collect  # noqa: E402
+from .course import (COURSE_ID, RELEASE, ROOT, SOURCE, STEP, db_url, grader_home, notebook_names,  # noqa: E402
                      use_environment_tools)
 
 

@@ -36,6 +36,21 @@ def slider_classes(path) -> list[str]:
 
 
 WITH_SLIDERS = [p for p in SOLUTIONS if slider_classes(p)]
+LATENCIES = ROOT / "artifacts" / "slider-latency.json"     # read by `make bench` (benchmarks/student.py)
+
+
+def record_latencies(name: str, latencies: list[float]) -> None:
+    """Add this slider's latencies (ms) to artifacts/slider-latency.json, under today's date."""
+    import fcntl
+    import json
+    from datetime import datetime, timezone
+    LATENCIES.parent.mkdir(parents=True, exist_ok=True)
+    with open(LATENCIES.with_suffix(".lock"), "w") as lock:      # xdist workers may write at once
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = json.loads(LATENCIES.read_text()) if LATENCIES.exists() else {}
+        data["date"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        data.setdefault("sliders", {})[name] = latencies
+        LATENCIES.write_text(json.dumps(data, indent=1))
 
 
 def relpath(path) -> str:
@@ -162,3 +177,4 @@ def test_sliders_redraw_the_picture(ran, path, record_property):
         record_property("measured", f"slider latency {path.stem} {css}: "
                         + ", ".join(f"{ms:.0f} ms" for ms in latencies) + " (Enter to new picture)")
         print(f"{path.stem} {css}: Enter to new picture " + ", ".join(f"{ms:.0f} ms" for ms in latencies))
+        record_latencies(f"{path.stem} {css}", latencies)

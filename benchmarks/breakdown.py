@@ -1,0 +1,148 @@
+"""Where the time goes when one notebook is graded.
+
+The function the grader's workers run (autograder.grade.run_job) is timed phase by phase, with
+timers wrapped around the grader's own functions (nothing in the grader changes):
+  sandbox setup   making the launcher (scratch folder, bind list) and its cleanup;
+  kernel start    launching the kernel process until it answers (inside the sandbox for bwrap);
+  torch import    the first code cell that imports torch (the handout's Head cell);
+  provided cells  the other cells students do not write (pictures, visible checks...);
+  student code    the answer cells;
+  hidden probes   the hidden-test cells (the checks' probes, in the student's kernel);
+  judging         the checks' judges, in the grader;
+  rest            assembling the notebook, the head server, writing the result.
+Once per grading process (not per notebook): importing the grader in a worker process, and
+creating a new gradebook (`ensure_gradebook`, which runs nbgrader generate_assignment).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import ROOT
+
+PHASES = ["sandbox setup", "kernel start", "torch import", "provided cells", "student code",
+          "hidden probes", "judging", "rest", "total"]
+
+WORKER_IMPORTS = ("import nbformat\nfrom autograder import grade\nfrom autograder.assemble import assemble\n"
+                  "from autograder.execute import execute\nfrom autograder.headserver import HeadServer\n"
+                  "from autograder.judging import judge_notebook\nfrom autograder.sandbox import make_launcher\n")
+
+
+def _kind(cell) -> str:
+    meta = cell.metadata.get("nbgrader", {})
+    if meta.get("grade"):
+        return "hidden probes"
+    if meta.get("solution"):
+        return "student code"
+    return "torch import" if "import torch" in cell.source else "provided cells"
+
+
+def time_notebook(path: Path, notebook: str, sandbox: str) -> dict:
+    """Grade one notebook with run_job, timing each phase; returns {phase: seconds}."""
+    import autograder.execute as ex
+    import autograder.judging as judging
+    import autograder.sandbox as sb
+    from autograder.grade import Job, run_job
+
+    spent = {p: 0.0 for p in PHASES}
+    seen_torch = []
+    originals = (ex._start, ex._Client.async_execute_cell, judging.judge_notebook, sb.make_launcher)
+
+    async def start(*args, **kw):
+        t = time.monotonic()
+        try:
+            return await originals[0](*args, **kw)
+        finally:
+            spent["kernel start"] += time.monotonic() - t
+
+    async def execute_cell(self, cell, index, **kw):
+        t = time.monotonic()
+        try:
+            return await originals[1](self, cell, index, **kw)
+        finally:
+            kind = _kind(cell)
+            if kind == "torch import":
+                if seen_torch:
+                    kind = "provided cells"
+                seen_torch.append(index)
+            spent[kind] += time.monotonic() - t
+
+    def judge(*args, **kw):
+        t = time.monotonic()
+        try:
+            return originals[2](*args, **kw)
+        finally:
+            spent["judging"] += time.monotonic() - t
+
+    def make_launcher(choice, scratch):
+        t = time.monotonic()
+        launcher = originals[3](choice, scratch)
+        spent["sandbox setup"] += time.monotonic() - t
+        cleanup = launcher.cleanup
+
+        def timed_cleanup(workdir):
+            c = time.monotonic()
+            try:
+                cleanup(workdir)
+            finally:
+                spent["sandbox setup"] += time.monotonic() - c
+        launcher.cleanup = timed_cleanup
+        return launcher
+
+    ex._start, ex._Client.async_execute_cell, judging.judge_notebook, sb.make_launcher = \
+        start, execute_cell, judge, make_launcher
+    try:
+        t = time.monotonic()
+        result = run_job(Job("bench", notebook, str(path), "bench", sandbox, 1))
+        spent["total"] = time.monotonic() - t
+    finally:
+        ex._start, ex._Client.async_execute_cell, judging.judge_notebook, sb.make_launcher = originals
+    spent["rest"] = spent["total"] - sum(spent[p] for p in PHASES if p not in ("rest", "total"))
+    spent["points"] = sum(c["score"] or 0 for c in result["cells"])
+    return spent
+
+
+def once_per_process(repeats: int) -> dict:
+    """Seconds to import the grader in a new process, and to create a new gradebook."""
+    imports, gradebook, with_iri, without_iri = [], [], [], []
+    for r in range(repeats):
+        t = time.monotonic()
+        subprocess.run([sys.executable, "-c", WORKER_IMPORTS], cwd=ROOT, check=True)
+        imports.append(time.monotonic() - t)
+        # the effect of leaving out rfc3987_syntax (autograder/grade.py), side by side
+        for blocked in ((False, True) if r % 2 == 0 else (True, False)):
+            code = ("import sys; sys.modules['rfc3987_syntax'] = None; " if blocked else "") + "import nbformat"
+            t = time.monotonic()
+            subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+            (without_iri if blocked else with_iri).append(time.monotonic() - t)
+    for _ in range(max(1, repeats // 2)):
+        with tempfile.TemporaryDirectory(prefix="bench-db-") as tmp:
+            from autograder.course import use_environment_tools
+            from autograder.grade import ensure_gradebook
+            use_environment_tools()
+            t = time.monotonic()
+            ensure_gradebook(f"sqlite:///{tmp}/gradebook.db")
+            gradebook.append(time.monotonic() - t)
+    return {"worker imports": imports, "new gradebook": gradebook,
+            "import nbformat": with_iri, "import nbformat without rfc3987_syntax": without_iri}
+
+
+def measure(notebook: str, repeats: int, say=print) -> dict:
+    from autograder.example import filled
+    from autograder.sandbox import bwrap_problem
+    sandboxes = ["none"] + ([] if bwrap_problem() else ["bwrap"])
+    out = {"notebook": notebook, "sandboxes": sandboxes, "phases": {s: [] for s in sandboxes}}
+    with tempfile.TemporaryDirectory(prefix="bench-nb-") as tmp:
+        path = Path(tmp) / f"{notebook}.ipynb"
+        path.write_text(json.dumps(filled(notebook, lambda cid, i: True)), encoding="utf-8")
+        for r in range(repeats):
+            for sandbox in (sandboxes if r % 2 == 0 else sandboxes[::-1]):
+                say(f"  breakdown: {notebook}, sandbox {sandbox}, run {r + 1} of {repeats}")
+                out["phases"][sandbox].append(time_notebook(path, notebook, sandbox))
+    say("  breakdown: once per process")
+    out["once"] = once_per_process(repeats)
+    return out

@@ -1,0 +1,142 @@
+"""Grading throughput: a synthetic class graded by plain nbgrader and by `make grade`'s code path.
+
+Each synthetic student hands in ONE notebook of the step (NOTEBOOK), drawn round-robin from the
+proof corpus's variants of that notebook (tests/proof_corpus.py: correct variants and real
+mistakes, each a copy of the solutions with some answers edited) and the untouched solutions.
+
+* plain nbgrader: `nbgrader generate_assignment` (creates the gradebook, as a course must once)
+  then `nbgrader autograde` (serial, the real CLI) in a temporary course folder holding only that
+  notebook, with upstream nbgrader's own Execute preprocessor (the course's timeouts and warning
+  filter, nothing else of its configuration).
+* ours: `python -m autograder grade CLASS --workers N --no-feedback` with a fresh $GRADER_HOME
+  (the gradebook is created inside the run).
+Both are timed end to end as commands (interpreter start, gradebook creation and all).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from common import ROOT, run_measured
+
+NOTEBOOK = "02-the-head"
+PLAIN_CONFIG = '''
+c = get_config()
+c.CourseDirectory.course_id = "dl-course"
+c.CourseDirectory.root = {root!r}
+c.IncludeHeaderFooter.header = "source/header.ipynb"
+c.Execute.timeout = 120
+c.Execute.startup_timeout = 120
+c.IgnorePattern.enabled = True
+c.IgnorePattern.pattern = {pattern!r}
+c.OverwriteCells.add_missing_cells = True
+'''
+
+
+def variants(notebook: str = NOTEBOOK) -> list[tuple[str, dict]]:
+    """[(name, submitted notebook)]: the solutions, then every corpus entry of `notebook`."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from autograder.example import with_answers
+    from proof_corpus import CORRECT, WRONG
+    out = [("solutions", with_answers(notebook, {}))]
+    out += [(e.name, with_answers(notebook, e.answers)) for e in CORRECT + WRONG if e.notebook == notebook]
+    return out
+
+
+def build_class(folder: Path, size: int, notebook: str = NOTEBOOK) -> list[str]:
+    """`size` students, folder/<sid>/<notebook>.ipynb; returns the variant each one got."""
+    pool = variants(notebook)
+    used = []
+    for i in range(size):
+        name, nb = pool[i % len(pool)]
+        sid = f"s{i:03d}"
+        (folder / sid).mkdir(parents=True, exist_ok=True)
+        (folder / sid / f"{notebook}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+        used.append(name)
+    return used
+
+
+def _env(extra: dict | None = None) -> dict:
+    env = dict(os.environ)
+    env.pop("NBGRADER_DB_URL", None)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), env.get("PYTHONPATH", "")] if p)
+    env.update(extra or {})
+    return env
+
+
+def plain_nbgrader(cls: Path, work: Path, notebook: str = NOTEBOOK) -> dict:
+    """Grade the class with upstream nbgrader, serially, in a course folder of its own."""
+    from autograder.judging import HARMLESS_STDERR
+    course = work / "plain-course"
+    shutil.rmtree(course, ignore_errors=True)
+    (course / "source" / "step-04").mkdir(parents=True)
+    shutil.copy(ROOT / "source" / "header.ipynb", course / "source" / "header.ipynb")
+    shutil.copy(ROOT / "source" / "step-04" / f"{notebook}.ipynb", course / "source" / "step-04")
+    (course / "nbgrader_config.py").write_text(PLAIN_CONFIG.format(root=str(course), pattern=HARMLESS_STDERR))
+    env = _env()
+    nbgrader = [sys.executable, "-m", "nbgrader"]
+    setup = run_measured([*nbgrader, "generate_assignment", "step-04", "--force"], course, env)
+    if setup["returncode"]:
+        raise RuntimeError("nbgrader generate_assignment failed:\n" + setup["output"][-3000:])
+    students = sorted(p.name for p in cls.iterdir() if p.is_dir())
+    for sid in students:
+        dest = course / "submitted" / sid / "step-04"
+        dest.mkdir(parents=True)
+        shutil.copy(cls / sid / f"{notebook}.ipynb", dest)
+    run = run_measured([*nbgrader, "autograde", "step-04"], course, env)
+    graded = sum((course / "autograded" / sid / "step-04" / f"{notebook}.ipynb").exists() for sid in students)
+    if run["returncode"] or graded != len(students):
+        raise RuntimeError(f"nbgrader autograde graded {graded} of {len(students)}:\n" + run["output"][-3000:])
+    return {"seconds": setup["seconds"] + run["seconds"], "setup_seconds": setup["seconds"],
+            "autograde_seconds": run["seconds"], "peak_rss": max(setup["peak_rss"], run["peak_rss"]),
+            "graded": graded}
+
+
+def ours(cls: Path, work: Path, workers: int) -> dict:
+    """Grade the class with `python -m autograder grade` (make grade's command) in a fresh home."""
+    home = work / f"home-{workers}"
+    shutil.rmtree(home, ignore_errors=True)
+    env = _env({"GRADER_HOME": str(home)})
+    run = run_measured([sys.executable, "-m", "autograder", "grade", str(cls), "--workers", str(workers),
+                        "--no-feedback"], ROOT, env)
+    results = list((home / "work" / "results").glob(f"*/{NOTEBOOK}.json"))
+    students = sorted(p.name for p in cls.iterdir() if p.is_dir())
+    if run["returncode"] or len(results) != len(students):
+        raise RuntimeError(f"autograder grade graded {len(results)} of {len(students)}:\n" + run["output"][-3000:])
+    seconds = [json.loads(p.read_text()).get("seconds", 0.0) for p in results]
+    shutil.rmtree(home, ignore_errors=True)
+    return {"seconds": run["seconds"], "peak_rss": run["peak_rss"], "graded": len(results),
+            "notebook_seconds": seconds}
+
+
+def measure(sizes: list[int], repeats: int, plain_max: int, serial_max: int, say=print) -> dict:
+    """For each size: plain (up to plain_max students, else extrapolated), ours with 1 worker (up to
+    serial_max) and 2 workers. Repeats for the smallest size; one run per larger size. The runs of
+    one repeat alternate their order so that a change in the machine's load hits all alike."""
+    out = {"notebook": NOTEBOOK, "variants": [n for n, _ in variants()], "sizes": {}}
+    with tempfile.TemporaryDirectory(prefix="bench-class-") as tmp:
+        tmp = Path(tmp)
+        for size in sizes:
+            cls = tmp / f"class-{size}"
+            build_class(cls, size)
+            runs = {"plain": [], "ours-1": [], "ours-2": []}
+            n = repeats if size == min(sizes) else 1
+            for r in range(n):
+                order = ["plain", "ours-1", "ours-2"]
+                if r % 2:
+                    order.reverse()
+                for what in order:
+                    if what == "plain" and size > plain_max or what == "ours-1" and size > serial_max:
+                        continue
+                    say(f"  throughput: {size} students, {what}, run {r + 1} of {n}")
+                    if what == "plain":
+                        runs[what].append(plain_nbgrader(cls, tmp))
+                    else:
+                        runs[what].append(ours(cls, tmp, int(what[-1])))
+            out["sizes"][size] = {"runs": runs, "repeats": n, "load": os.getloadavg()}
+    return out
