@@ -37,25 +37,26 @@ def table(results: list[dict]) -> str:
     students = sorted({r["student"] for r in results})
     by = {(r["student"], r["notebook"]): r for r in results}
     short = [n.split("-", 1)[0] for n in notebooks]
-    header = f"{'student':<18}" + "".join(f"{s:>7}" for s in short) + f"{'required':>13}{'bonus':>10}{'written':>16}"
+    header = f"{'student':<18}" + "".join(f"{s:>7}" for s in short) + f"{'required':>13}{'bonus':>10}  written answers"
     lines = [header, "-" * len(header)]
     for sid in students:
-        cols, got, top, bonus, bonus_top, open_, written_top = [], 0.0, 0.0, 0.0, 0.0, 0, 0.0
+        cols, got, top, bonus, bonus_top, open_, written = [], 0.0, 0.0, 0.0, 0.0, 0, 0
         for name in notebooks:
             cells = (by.get((sid, name)) or {}).get("cells", [])
             auto = [c for c in cells if c.get("kind") != "manual"]
             cols.append(f"{sum(c['score'] or 0 for c in auto):>7.1f}" if cells else f"{'-':>7}")
             for c in cells:
                 if c.get("kind") == "manual":
-                    written_top += c["max_score"]
+                    written += 1
                     open_ += c["score"] is None
                 elif is_bonus(c["grade_id"]):
                     bonus, bonus_top = bonus + (c["score"] or 0), bonus_top + c["max_score"]
                 else:
                     got, top = got + (c["score"] or 0), top + c["max_score"]
         lines.append(f"{sid:<18}" + "".join(cols) + f"{got:>8.1f}/{top:<4.0f}{bonus:>6.1f}/{bonus_top:<3.0f}"
-                     + f"{open_:>5} open/{written_top:<3.0f}")
-    lines.append("(notebook columns: autograded points; written answers are graded by hand in the formgrader)")
+                     + f"  {open_} of {written} to grade")
+    lines.append("(notebook columns: autograded points; written answers: those left to grade by hand in the "
+                 "formgrader, an unanswered one is scored 0 already)")
     return "\n".join(lines)
 
 
