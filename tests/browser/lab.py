@@ -275,8 +275,10 @@ def run_all(page, timeout_ms: int = 240_000) -> list[Cell]:
     wait_until_done(page, before, timeout_ms)
     for _ in range(200):                                  # bounded: one round per failing cell
         shown = cells(page)
-        last_ran = max((c.index for c in shown if c.ran), default=-1)
-        waiting = [c for c in shown if c.kind == "code" and not c.ran and c.source.strip() and c.index > last_ran]
+        # every code cell that has not run, wherever it is: after an error the kernel aborts the
+        # requests queued in the next moment, so cells below may have run while the ones right
+        # after the failing cell were skipped
+        waiting = [c for c in shown if c.kind == "code" and not c.ran and c.source.strip()]
         if not waiting:
             return shown
         before = execution_state(page)["max"]
