@@ -67,10 +67,6 @@ class CourseNotebookClient(ShortPolls, NotebookClient):
 class Execute(ShortPolls, NbgraderExecute):
     """nbgrader's Execute preprocessor without the widget hang (used in nbgrader_config.py)."""
 
-from .checks.framework import MIME as PROBE_MIME
-
-PROBE_OUTPUT_BYTES = 16 * 2**20     # the results of a cell's hidden tests (plain data, bounded by plain.py)
-
 
 @dataclass
 class Limits:
@@ -129,25 +125,18 @@ class Outcome:
 
 
 class _Client(NotebookClient):
-    """nbclient with a per-cell output cap. A hidden test's result (a display of the probe's
-    MIME type) has a budget of its own, so that a student's printing cannot crowd it out."""
+    """nbclient with a per-cell output cap."""
 
     def __init__(self, nb, limits: Limits, **kw):
         super().__init__(nb, timeout=int(limits.cell_timeout), allow_errors=True,
                          interrupt_on_timeout=True, record_timing=False, **kw)
         self._limit = limits.output_bytes
         self._bytes: dict[int, int] = {}
-        self._probe_bytes: dict[int, int] = {}
         self.truncated: set[int] = set()      # cells whose output went beyond the cap
 
     def output(self, outs, msg, display_id, cell_index):
         content = msg.get("content", {})
         size = len(json.dumps(content, default=str))
-        if msg.get("msg_type") == "display_data" and PROBE_MIME in (content.get("data") or {}):
-            used = self._probe_bytes.get(cell_index, 0) + size
-            self._probe_bytes[cell_index] = used
-            if used <= PROBE_OUTPUT_BYTES:
-                return super().output(outs, msg, display_id, cell_index)
         used = self._bytes.get(cell_index, 0) + size
         self._bytes[cell_index] = used
         if used > self._limit:
@@ -211,9 +200,21 @@ async def _stop(client: _Client) -> None:
     client.kc = client.km = None
 
 
+class CellHooks:
+    """Told before and after each cell runs (not when cells are run again after a restart): the
+    probe server accepts a hidden test's session only while that test's cell runs."""
+
+    def before_cell(self, cell) -> None:
+        pass
+
+    def after_cell(self, cell) -> None:
+        pass
+
+
 async def execute(nb, workdir: Path, env: dict, launcher: Launcher | None = None,
-                  limits: Limits | None = None) -> Outcome:
+                  limits: Limits | None = None, hooks: CellHooks | None = None) -> Outcome:
     """Execute `nb` in place. Errors go into the cells' outputs; nothing raises for student faults."""
+    hooks = hooks or CellHooks()
     launcher = launcher or Launcher()
     limits = limits or Limits()
     outcome = Outcome()
@@ -256,6 +257,7 @@ async def execute(nb, workdir: Path, env: dict, launcher: Launcher | None = None
                     break
                 cell_started = time.monotonic()
                 budget = min(limits.cell_timeout + 20, remaining)
+                hooks.before_cell(cell)
                 try:
                     await asyncio.wait_for(client.async_execute_cell(cell, i, execution_count=i + 1),
                                            timeout=budget)
@@ -284,6 +286,7 @@ async def execute(nb, workdir: Path, env: dict, launcher: Launcher | None = None
                         failed_at = i        # restart for a clean, responsive kernel
                     else:
                         done.append(i)
+                hooks.after_cell(cell)
                 if failed_at is not None:
                     position = code.index(i) + 1
                     last = cell.outputs[-1]
@@ -324,7 +327,7 @@ def _timed_out(cell) -> bool:
 
 async def _replay(client, nb, indices, deadline, limits) -> bool:
     # the replayed outputs are thrown away: they count neither against the cells' output caps
-    counters = (dict(client._bytes), dict(client._probe_bytes), set(client.truncated))
+    counters = (dict(client._bytes), set(client.truncated))
     try:
         for i in indices:
             scratch = nbformat.from_dict(json.loads(json.dumps(nb.cells[i])))
@@ -338,4 +341,4 @@ async def _replay(client, nb, indices, deadline, limits) -> bool:
                 return False
         return True
     finally:
-        client._bytes, client._probe_bytes, client.truncated = counters
+        client._bytes, client.truncated = counters

@@ -60,7 +60,8 @@ def grader_fingerprint() -> str:
     here = Path(__file__).parent
     paths = sorted((SOURCE / STEP).glob("*.ipynb")) + sorted((RELEASE / STEP).glob("*.ipynb")) \
         + sorted((here / "checks").glob("*.py")) \
-        + [here / n for n in ("assemble.py", "judging.py", "execute.py", "sandbox.py", "headserver.py")]
+        + sorted((here / "runtime").glob("*.py")) \
+        + [here / n for n in ("assemble.py", "judging.py", "execute.py", "sandbox.py", "probeserver.py")]
     for path in paths:
         if path.exists():
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -76,10 +77,10 @@ def run_job(job: Job) -> dict:
     import nbformat
 
     from .assemble import assemble
-    from .checks.framework import GRADER_SOCKET
     from .course import kernel_env
     from .execute import Limits, execute
-    from .headserver import HeadServer
+    from .probeserver import ProbeServer
+    from .runtime import GRADER_SOCKET
     from .judging import judge_notebook
     from .sandbox import make_launcher
 
@@ -93,10 +94,10 @@ def run_job(job: Job) -> dict:
     try:
         workdir = scratch / "work"
         workdir.mkdir()
-        socket_path = str(scratch / "heads.sock")
+        socket_path = str(scratch / "probe.sock")
         limits = Limits(**job.limits)
         launcher = make_launcher(job.sandbox, scratch)
-        with HeadServer(socket_path) as server:
+        with ProbeServer(socket_path, answer_seconds=limits.cell_timeout + 30) as server:
             env = kernel_env({
                 GRADER_SOCKET: socket_path,
                 "DLCOURSE_CORPUS": str(ROOT / "data" / "tinyshakespeare.txt"),
@@ -108,7 +109,7 @@ def run_job(job: Job) -> dict:
             env.pop("JPY_PARENT_PID", None)
             for secret in GRADEBOOK_SECRETS:     # student code gets no way into the gradebook
                 env.pop(secret, None)
-            outcome = asyncio.run(execute(nb, workdir, env, launcher, limits))
+            outcome = asyncio.run(execute(nb, workdir, env, launcher, limits, hooks=server))
             cells = judge_notebook(nb, server)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -1,8 +1,9 @@
 """Turn an executed notebook into scores: hidden checks judged here, outside the student's kernel.
 
 For every grade cell of the executed notebook:
-  * a test cell that calls `hidden(...)`: its probe's plain data (a display output of type
-    MIME) is judged by the check's judge; the cell's outputs are replaced by the verdict, and
+  * a test cell that calls `hidden(...)`: the plain data its probe gathered from the kernel while
+    the cell ran (kept by the probe server) is judged by the check's judge; the cell's outputs are
+    replaced by the verdict, and
     a score below full marks is written as the cell's result, which is how nbgrader records
     partial credit;
   * any other test cell: nbgrader's own rule (an error or stderr output scores zero), after
@@ -11,14 +12,13 @@ For every grade cell of the executed notebook:
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass
 
 import nbformat
 from nbgrader import utils as nbutils
 
-from .checks.framework import MIME, REGISTRY, judge_data, load_all
+from .checks.framework import REGISTRY, judge_data, load_all
 
 # the same pattern as IgnorePattern.pattern in nbgrader_config.py (a test keeps them equal)
 HARMLESS_STDERR = r"(?s)^(\S+:\d+: )?(\w+Warning|Matplotlib is building the font cache)"
@@ -86,7 +86,7 @@ def hide_machine_paths(nb) -> None:
                 out["data"]["text/plain"] = clean(out["data"]["text/plain"])
 
 
-def judge_notebook(nb, ctx) -> list[CellResult]:
+def judge_notebook(nb, server) -> list[CellResult]:
     load_all()
     hide_machine_paths(nb)
     results = []
@@ -104,7 +104,7 @@ def judge_notebook(nb, ctx) -> list[CellResult]:
             continue
         _strip_harmless_stderr(cell)
         if grade_id in REGISTRY and "hidden(" in cell.source:
-            results.append(_judge_hidden(cell, grade_id, points, ctx))
+            results.append(_judge_hidden(cell, grade_id, points, server))
         else:
             score, _ = nbutils.determine_grade(cell)
             # a check-your-work cell (0 points) that fails still says why: students read it in feedback
@@ -113,20 +113,17 @@ def judge_notebook(nb, ctx) -> list[CellResult]:
     return results
 
 
-def _judge_hidden(cell, grade_id, points, ctx) -> CellResult:
-    payloads = [json.loads(json.dumps(o["data"][MIME]))          # plain dicts and lists, not NotebookNodes
-                for o in cell.outputs if o.get("output_type") == "display_data" and MIME in o.get("data", {})]
-    if len(payloads) == 1 and isinstance(payloads[0], dict) and payloads[0].get("grade_id") == grade_id:
-        verdict = judge_data(REGISTRY[grade_id], payloads[0].get("data"), ctx)
+def _judge_hidden(cell, grade_id, points, server) -> CellResult:
+    """The probe ran in the grader while this cell ran (autograder/probeserver.py): its data is there."""
+    if grade_id in server.results:
+        verdict = judge_data(REGISTRY[grade_id], server.results[grade_id], server)
         score = round(points * verdict.fraction, 2)
         report = verdict.report(points)
         error = "; ".join(f"{p.name}: {p.message}" if p.message else p.name for p in verdict.failures())
     else:
         score = 0.0
         why = _error_text(cell)
-        if len(payloads) > 1:
-            error = "the hidden tests produced more than one result (was the checking code changed?)"
-        elif why:
+        if why:
             error = f"the hidden tests could not run: {why}"
         else:
             error = "the hidden tests produced no result"

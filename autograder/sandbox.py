@@ -5,7 +5,8 @@
   * a filesystem of its own that holds only what a kernel needs, read-only: the system's
     /usr (and the /bin, /lib… links to it), a few files of /etc, the Python installation
     the grading environment comes from, the environment itself, and of this repository
-    only dlcourse/, autograder/__init__.py, autograder/checks/ and the verified corpus;
+    only dlcourse/, autograder/__init__.py, autograder/runtime/ (what a hidden test cell runs to
+    answer the grader) and the verified corpus: no check, case, reference or judge;
   * where it may write, all in memory and capped: its working folder (also HOME), /tmp and
     /dev/shm. Of the job's scratch folder on disk it sees the head server's socket, its
     connection file (read-only) and ipc/, where it creates its sockets while it starts
@@ -20,7 +21,7 @@
     namespace) but every other namespace. Run by another user, bwrap maps that user into
     a user namespace (--unshare-all) and the limits apply to that user.
 Not visible inside: the gradebook, the submissions and results, source/, release/,
-autograder/*.py other than the checks, .git, /root, /home, /work, the rest of /etc.
+the checks and every other file of autograder/, .git, /root, /home, /work, the rest of /etc.
 
 `resolve_sandbox("auto")` picks bwrap when it works here, else `none` with a warning.
 """
@@ -93,9 +94,10 @@ def _outermost(paths) -> list[Path]:
 
 
 def course_files(env: dict) -> list[Path]:
-    """What of this repository a grading kernel may read: the course package, the hidden
-    checks (hidden test cells import them) and the verified corpus."""
-    files = [ROOT / "dlcourse", ROOT / "autograder" / "__init__.py", ROOT / "autograder" / "checks"]
+    """What of this repository a grading kernel may read: the course package, the runtime that
+    hidden test cells import to answer the grader, and the verified corpus. Nothing of the
+    checks: they run in the grader (autograder/probeserver.py)."""
+    files = [ROOT / "dlcourse", ROOT / "autograder" / "__init__.py", ROOT / "autograder" / "runtime"]
     corpus = env.get("DLCOURSE_CORPUS")
     files.append(Path(corpus) if corpus else ROOT / "data" / "tinyshakespeare.txt")
     return [f for f in files if f.exists()]

@@ -1,29 +1,25 @@
-"""How a hidden test works: a probe in the student's kernel, a judge in the grader.
+"""How a hidden test works: the check runs in the grader; the student's kernel only answers.
 
-A hidden test cell is one line, `hidden("<grade_id>", globals())`. It looks up the check
-registered under that grade id and then:
+A hidden test cell is `from autograder.runtime import hidden` and `hidden("<grade_id>", globals())`.
+The check registered under that grade id runs in the grader process (autograder/probeserver.py):
+its probe asks the kernel over a socket whether the student's names are defined and calls the
+student's functions on the check's inputs (autograder/runtime/ answers in the kernel); what comes
+back is plain data, which the judge scores. Cases, seeds, references, judges and this code never
+enter the student's kernel, so no code of the student's can read, import or patch them; a forged
+answer can only be one the student's own code could have computed.
 
-* run by nbgrader or in JupyterLab (no grader around): probes the student's answer and
-  judges it right there, prints what passed and what failed, and returns the points earned
-  (nbgrader reads a number returned by a test cell as partial credit);
-* run by `make grade` (the environment variable GRADER_SOCKET is set): only probes, and
-  hands the plain-data result to the grader, which judges it outside the student's kernel.
-  Nothing the student's code patches (torch.allclose, AssertionError, builtins, the helpers
-  themselves) can change a verdict, and the heads a student's checks are tried on are served
-  by the grader under opaque names.
+Without a grader (JupyterLab, `make solutions`, plain nbgrader) `hidden_here` does the same in one
+process: a probe server on a socket of its own, the runtime answering from the notebook's namespace.
 """
 from __future__ import annotations
 
 import importlib
-import os
 import pkgutil
 from dataclasses import dataclass, field
 from typing import Any
 
-from .plain import NotPlain, from_plain, to_plain
+from ..runtime.plain import NotPlain, from_plain, to_plain
 
-GRADER_SOCKET = "GRADER_SOCKET"
-MIME = "application/vnd.dlcourse.probe+json"
 REGISTRY: dict[str, "Check"] = {}
 
 
@@ -93,13 +89,21 @@ def load_all() -> dict[str, Check]:
     return REGISTRY
 
 
-# ---- helpers for probes (kernel side) ----------------------------------------------------
+# ---- helpers for probes -------------------------------------------------------------------
 
 class Missing(Exception):
     pass
 
 
-def student(ns: dict, name: str):
+class StudentError(Exception):
+    """The student's code raised (or returned something that is not plain data): 'Type: message'."""
+
+
+class KernelGone(Exception):
+    """The kernel stopped answering (it died, was interrupted at its time limit, or hung up)."""
+
+
+def student(ns, name: str):
     """The student's object called `name`, or Missing with a message saying why not."""
     if name not in ns:
         raise Missing(f"`{name}` is not defined: run the cell that defines it (or write it)")
@@ -112,19 +116,29 @@ def attempt(fn, *args, **kwargs) -> dict:
     try:
         result = fn(*args, **kwargs)
         to_plain(result)
+    except KernelGone:
+        raise
     except Missing as err:
         return {"error": f"Missing: {err}"}
+    except StudentError as err:
+        return {"error": str(err)}
     except NotPlain as err:
         return {"error": f"NotPlain: {err}"}
-    except (Exception, SystemExit) as err:  # a student's error is an answer, not a crash
+    except (Exception, SystemExit) as err:  # the grader's reading of an answer that has the wrong form
         return {"error": f"{type(err).__name__}: {str(err)[:300]}"}
     return {"value": result}
 
 
-def outcome(fn, *args, **kwargs) -> str:
-    """Run one of the student's checks: 'returned', 'assertion: msg' or 'crashed: Type: msg'."""
+def outcome(fn, *args, seed: int | None = None) -> str:
+    """Run one of the student's checks: 'returned', 'assertion: msg' or 'crashed: Type: msg'.
+    `seed`: torch's global seed, set just before the call (in the kernel, for a student's function)."""
+    if hasattr(fn, "outcome"):                 # the student's function, run in the kernel
+        return fn.outcome(*args, seed=seed)
+    if seed is not None:                       # the grader's own reference checks
+        import torch
+        torch.manual_seed(seed)
     try:
-        fn(*args, **kwargs)
+        fn(*args)
     except AssertionError as err:
         return f"assertion: {str(err)[:200]}"
     except (Exception, SystemExit) as err:
@@ -167,9 +181,10 @@ def unwritten_verdict(reason: str) -> Verdict:
     return verdict
 
 
-# ---- the entry point hidden test cells call ---------------------------------------------
+# ---- running a check -------------------------------------------------------------------------
 
-def run_probe(check: Check, ns: dict, ctx) -> Any:
+def run_probe(check: Check, ns, ctx) -> Any:
+    """The probe's plain data. KernelGone propagates: a probe the kernel did not finish has no result."""
     try:
         return to_plain(check.probe(ns, ctx))
     except Missing as err:
@@ -181,27 +196,47 @@ def judge_data(check: Check, data: Any, ctx) -> Verdict:
         verdict = Verdict()
         verdict.add("answer present", False, str(data["__missing__"]))
         return verdict
+    if isinstance(data, dict) and "__grader_error__" in data:
+        verdict = Verdict()
+        verdict.add("the grader ran this check", False,
+                    f"the grader failed on this check ({data['__grader_error__']}): tell your instructor")
+        return verdict
     try:
         return check.judge(from_plain(data), ctx)
-    except Exception as err:  # malformed data from a tampered kernel: no points, a clear reason
+    except Exception as err:  # malformed data: no points, a clear reason
         verdict = Verdict()
         verdict.add("answer readable", False, f"the grader could not read this answer ({type(err).__name__})")
         return verdict
 
 
-def hidden(grade_id: str, ns: dict):
+def probe_and_judge(grade_id: str, ns: dict) -> Verdict:
+    """The whole hidden test in this process, through the same requests as in grading."""
+    import tempfile
+    from pathlib import Path
+
+    from ..probeserver import ProbeServer
+    from ..runtime import serve
+    load_all()
+    folder = tempfile.mkdtemp(prefix="probe-")
+    try:
+        with ProbeServer(str(Path(folder) / "probe.sock")) as server:
+            server.expect(grade_id)
+            serve(server.socket_path, grade_id, ns)
+            server.expect(None)
+            return judge_data(REGISTRY[grade_id], server.results.get(grade_id), server)
+    finally:
+        import shutil
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def hidden_here(grade_id: str, ns: dict):
+    """A hidden test cell run without a grader: prints the verdict, returns the points (nbgrader
+    reads a number returned by a test cell as partial credit)."""
     load_all()
     check = REGISTRY[grade_id]
-    socket_path = os.environ.get(GRADER_SOCKET)
-    if socket_path:
-        from .contexts import RemoteContext
-        from IPython.display import display
-        data = run_probe(check, ns, RemoteContext(socket_path))
-        display({MIME: {"grade_id": grade_id, "data": data}}, raw=True)
-        print("Recorded for the grader; your points and the reasons appear in your feedback.")
-        return None
-    from .contexts import LocalContext
-    ctx = LocalContext()
-    verdict = judge_data(check, run_probe(check, ns, ctx), ctx)
+    verdict = probe_and_judge(grade_id, ns)
     print(verdict.report(check.points))
     return round(check.points * verdict.fraction, 2)
+
+
+hidden = hidden_here

@@ -20,7 +20,6 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.overrides import TorchFunctionMode
 
 from .framework import Check, Verdict, attempt, register, student, unpack
 
@@ -194,20 +193,45 @@ REDUCTIONS = {"sum": 1, "nansum": 1, "mean": 1, "nanmean": 1, "max": 1, "min": 1
 CONTRACTIONS = {"matmul", "__matmul__", "mm", "bmm", "mv", "dot", "vdot", "inner", "linear"}
 
 
+class Shaped:
+    """A tensor of a traced call, as the trace describes it: its shape only."""
+
+    def __init__(self, shape):
+        self.shape = tuple(int(n) for n in shape)
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+
+def _is_tensor(x) -> bool:
+    return isinstance(x, (torch.Tensor, Shaped))
+
+
+def _rebuild(described, depth=0):
+    """Python values again from a trace's description: tensors as Shaped."""
+    if isinstance(described, dict) and "__tensor_shape__" in described:
+        return Shaped(described["__tensor_shape__"])
+    if isinstance(described, list) and depth < 4:
+        return [_rebuild(x, depth + 1) for x in described]
+    if isinstance(described, dict) and depth < 4:
+        return {k: _rebuild(v, depth + 1) for k, v in described.items()}
+    return described
+
+
 def _reduced_dims(name, args, kwargs):
     """The axes a reduction call collapses, or None if the call is not a reduction."""
-    if not args or not isinstance(args[0], torch.Tensor):
+    if not args or not _is_tensor(args[0]):
         return None
     x = args[0]
     pos = REDUCTIONS[name]
     dim = kwargs.get("dim", kwargs.get("axis"))
     if dim is None and pos is not None and len(args) > pos:
         dim = args[pos]
-    if isinstance(dim, torch.Tensor):          # torch.max(a, b): elementwise, not a reduction
+    if _is_tensor(dim):                        # torch.max(a, b): elementwise, not a reduction
         return None
     if isinstance(dim, bool):                  # var(x, unbiased)
         dim = None
-    if dim is None or dim == ():
+    if dim is None or dim == () or dim == []:
         if name in ("topk", "sort", "cummax", "cumsum", "logcumsumexp", "cumprod", "kthvalue"):
             dim = -1
         else:
@@ -227,7 +251,7 @@ def _einsum_contracted_sizes(args):
     terms = lhs.split(",")
     sizes = {}
     for term, op in zip(terms, operands):
-        if not isinstance(op, torch.Tensor):
+        if not _is_tensor(op):
             return []
         if "..." in term:
             head, tail = term.split("...")
@@ -243,11 +267,11 @@ def _einsum_contracted_sizes(args):
     return [size for letter, size in sizes.items() if letter not in rhs]
 
 
-class CallRecorder(TorchFunctionMode):
-    """Records every torch call that works on the whole key axis (of the distinctive size T) at once."""
+class CallRecorder:
+    """Finds, in a call's trace, every torch call that works on the whole key axis (of the
+    distinctive size T) at once."""
 
     def __init__(self, T):
-        super().__init__()
         self.T = T
         self.flagged: list[str] = []
 
@@ -255,12 +279,17 @@ class CallRecorder(TorchFunctionMode):
         if text not in self.flagged and len(self.flagged) < 5:
             self.flagged.append(text)
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
+    def replay(self, trace) -> list[str]:
+        for call in trace:
+            if isinstance(call, list) and len(call) == 3 and isinstance(call[0], str):
+                args, kwargs = _rebuild(call[1]), _rebuild(call[2])
+                self.record(call[0], args if isinstance(args, list) else [], kwargs if isinstance(kwargs, dict) else {})
+        return self.flagged
+
+    def record(self, name, args, kwargs):
         try:
             if name in SOFTMAX_LIKE:
-                if any(isinstance(a, torch.Tensor) and self.T in a.shape for a in args):
+                if any(_is_tensor(a) and self.T in a.shape for a in args):
                     self._flag(f"{name}(…) on a tensor with the whole key axis")
             elif name in REDUCTIONS:
                 dims = _reduced_dims(name, args, kwargs)
@@ -268,22 +297,20 @@ class CallRecorder(TorchFunctionMode):
                     self._flag(f"{name}(…) over the key axis (all {self.T} keys at once)")
             elif name in CONTRACTIONS:
                 a = args[0] if args else None
-                if isinstance(a, torch.Tensor) and a.dim() >= 1 and a.shape[-1] == self.T:
+                if _is_tensor(a) and a.dim() >= 1 and a.shape[-1] == self.T:
                     self._flag(f"{name}(…) summing over all {self.T} keys at once")
             elif name == "einsum":
                 if self.T in _einsum_contracted_sizes(args):
                     self._flag(f"einsum(…) summing over all {self.T} keys at once")
-        except Exception:   # never let the recorder break a student's call
+        except Exception:   # an odd call in the trace is not a finding
             pass
-        return func(*args, **kwargs)
 
 
 def recorded_call(fn, T, *args):
-    """Call fn(*args) while recording one-shot work over an axis of size T: {'value', 'flagged'}."""
-    recorder = CallRecorder(T)
-    with recorder:
-        value = fn(*args)
-    return {"value": value, "flagged": list(recorder.flagged)}
+    """Call the student's fn(*args), traced in the kernel; one-shot work over an axis of size T
+    found in the trace: {'value', 'flagged'}."""
+    value, trace = fn.traced(*args)
+    return {"value": value, "flagged": list(CallRecorder(T).replay(trace))}
 
 
 # ---------------------------------------------------------------------------------------------

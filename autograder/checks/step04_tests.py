@@ -15,7 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .framework import Check, Verdict, attempt, outcome, register, student, unpack
+from .framework import Check, StudentError, Verdict, attempt, outcome, register, student, unpack
 from .suites import SUITES, MutantHead
 
 
@@ -113,8 +113,8 @@ class Examplar(Check):
             outs = []
             for p in self.params:
                 args = self.arguments(obj, p)
-                torch.manual_seed(CALL_SEED + (p or 0))      # the check's own randomness is reproducible
-                outs.append(outcome(fn, *args))
+                # the check's own randomness is reproducible: the kernel's seed is set before each call
+                outs.append(outcome(fn, *args, seed=CALL_SEED + (p or 0)))
             results[token] = outs
         return results
 
@@ -518,7 +518,11 @@ class FailsOnMaskAfterSoftmax(Check):
     points = 2
 
     def probe(self, ns, ctx):
-        value = student(ns, "FAILS_ON_MASK_AFTER_SOFTMAX")
+        student(ns, "FAILS_ON_MASK_AFTER_SOFTMAX")
+        try:
+            value = ns.value("FAILS_ON_MASK_AFTER_SOFTMAX")
+        except StudentError as err:
+            return {"error": f"TypeError: FAILS_ON_MASK_AFTER_SOFTMAX should be a set of names ({err})"}
         if isinstance(value, (set, frozenset, list, tuple)):
             return {"value": sorted(str(v) for v in value)}
         return {"error": f"TypeError: FAILS_ON_MASK_AFTER_SOFTMAX should be a set of names, not {type(value).__name__}"}

@@ -1,0 +1,357 @@
+"""The grader's side of a hidden test: the probe server, one per notebook being graded.
+
+It listens on a Unix socket in the notebook's scratch folder. Two kinds of connection come in
+from the student's kernel (autograder/runtime/):
+
+* a **session**: the hidden test cell that is running says which test it is. If that is the
+  test the grader is running right now (`before_cell`), the check's probe runs here, in the
+  grader: it asks the kernel whether the student's names are defined and calls the student's
+  functions on the check's inputs; the answers, plain data, are kept in `results` for the judge.
+  Any other session (a cell run again after a restart, a student's own call) is refused.
+* **served objects**: heads, embeddings and the like that a probe hands to a student's function
+  (a check written in 4.2 is tried on wheat and chaff heads). They stay here: the kernel gets an
+  opaque token and sends inputs; forward and backward run here.
+
+The token -> object map, the suites and every check's code never leave this process.
+"""
+from __future__ import annotations
+
+import collections
+import copy
+import os
+import random
+import secrets
+import socket
+import threading
+
+import torch
+
+from .checks.framework import REGISTRY, KernelGone, Missing, StudentError, load_all, run_probe
+from .checks.suites import SUITES
+from .runtime.plain import NotPlain, from_plain, to_plain
+from .runtime.wire import receive, send
+
+MAX_ELEMENTS = 100_000     # one input tensor of a served object: the step's inputs are (4, 8, 32)
+MAX_REQUESTS = 20_000      # served-object calls per notebook
+KEPT_GRAPHS = 256          # forward calls remembered for a later backward
+MAX_CONNECTIONS = 16       # open at once, per notebook (a session and one link)
+ANSWER_SECONDS = 600.0     # longest wait for one answer of the kernel (the cell's own limit ends it sooner)
+
+
+class ProbeServer:
+    def __init__(self, socket_path: str, answer_seconds: float = ANSWER_SECONDS):
+        load_all()
+        self.socket_path = socket_path
+        self.answer_seconds = answer_seconds
+        self.results: dict[str, object] = {}                    # grade_id -> the probe's plain data
+        self._expected: str | None = None
+        self._claimed: set[str] = set()
+        self._drivers: dict[str, threading.Thread] = {}
+        self._issued: dict[str, list[tuple[str, object]]] = {}   # suite -> [(token, Case)]
+        self._objects: dict[str, object] = {}                    # token -> served object
+        self._tokens: dict[int, str] = {}                        # id(object) -> token
+        self._typed: dict[tuple[str, torch.dtype], object] = {}  # a served module in another precision
+        self._graphs: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._requests = 0
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(socket_path)
+        os.chmod(socket_path, 0o666)   # the sandboxed kernel may run as another user
+        self._listener.listen(8)
+        self._closed = False
+        self._thread = threading.Thread(target=self._accept_loop, daemon=True)
+        self._thread.start()
+
+    # -- the grader's hooks around each cell (autograder/execute.py) ---------------------------
+    def before_cell(self, cell) -> None:
+        nbg = cell.get("metadata", {}).get("nbgrader", {})
+        grade_id = nbg.get("grade_id")
+        self.expect(grade_id if nbg.get("grade") and grade_id in REGISTRY else None)
+
+    def after_cell(self, cell) -> None:
+        self.expect(None)
+
+    def expect(self, grade_id: str | None) -> None:
+        """The hidden test whose session is accepted from now on (None: none). Ending an expectation
+        waits a moment for a session still being judged to store its result."""
+        with self._lock:
+            previous, self._expected = self._expected, grade_id
+            driver = self._drivers.get(previous) if previous else None
+        if driver is not None:
+            driver.join(timeout=5)
+
+    # -- what probes and judges use -------------------------------------------------------------
+    def suite(self, name: str) -> list[tuple[str, object]]:
+        """[(token, object)] of a suite, in the shuffled order it is served in."""
+        with self._lock:
+            return [(token, self._objects[token]) for token, _case in self._issue(name)]
+
+    def cases(self, name: str):
+        """[(token, Case)] issued for a suite, or all its cases under fresh tokens if the probe
+        never asked (so a judge can still say what was missed)."""
+        with self._lock:
+            return list(self._issue(name))
+
+    def serve(self, obj) -> str:
+        """The token under which the kernel reaches `obj` (a module)."""
+        with self._lock:
+            token = self._tokens.get(id(obj))
+            if token is None:
+                token = secrets.token_hex(8)
+                self._objects[token] = obj
+                self._tokens[id(obj)] = token
+            return token
+
+    def _issue(self, name):
+        if name not in self._issued:
+            cases = list(SUITES[name])
+            random.SystemRandom().shuffle(cases)
+            issued = []
+            for case in cases:
+                token = secrets.token_hex(8)
+                obj = case.build()
+                self._objects[token] = obj
+                self._tokens[id(obj)] = token
+                issued.append((token, case))
+            self._issued[name] = issued
+        return self._issued[name]
+
+    # -- connections ----------------------------------------------------------------------------
+    def _accept_loop(self):
+        while not self._closed:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            if not self._slots.acquire(blocking=False):    # a kernel opening connection after connection
+                conn.close()
+                continue
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        try:
+            with conn:
+                conn.settimeout(self.answer_seconds)
+                try:
+                    first = receive(conn)
+                except (ConnectionError, OSError, ValueError):
+                    return
+                if first.get("op") == "session":
+                    self._session(conn, first.get("grade_id"))
+                else:
+                    self._link(conn, first)
+        finally:
+            self._slots.release()
+
+    def _session(self, conn, grade_id):
+        with self._lock:
+            accepted = isinstance(grade_id, str) and grade_id == self._expected and grade_id not in self._claimed
+            if accepted:
+                self._claimed.add(grade_id)
+                self._drivers[grade_id] = threading.current_thread()
+        if not accepted:
+            _quietly(send, conn, {"op": "refused", "why": "the grader runs each hidden test once, from its own cell"})
+            return
+        try:
+            data = run_probe(REGISTRY[grade_id], KernelNamespace(KernelSession(conn, self)), self)
+        except KernelGone:
+            return                                       # no result: the judge says why from the cell
+        except Exception as err:                         # a fault of the grader's, said as such
+            data = {"__grader_error__": f"{type(err).__name__}: {str(err)[:200]}"}
+        self.results[grade_id] = data
+        _quietly(send, conn, {"op": "done"})
+
+    def _link(self, conn, message):
+        while True:
+            try:
+                reply = self._handle(message)
+            except (KeyError, TypeError, ValueError, NotPlain, RuntimeError) as err:
+                reply = {"error": f"{type(err).__name__}: {err}"}
+            if not _quietly(send, conn, reply):
+                return
+            try:
+                message = receive(conn)
+            except (ConnectionError, OSError, ValueError):
+                return
+
+    def _handle(self, message: dict) -> dict:
+        with self._lock:
+            self._requests += 1
+            if self._requests > MAX_REQUESTS:
+                raise RuntimeError("too many requests to the grader's heads")
+            op = message.get("op")
+            if op == "forward":
+                token = message.get("token")
+                module = self._objects[token]
+                if not isinstance(module, torch.nn.Module):
+                    raise TypeError("that token names no module")
+                x = torch.from_numpy(_array(message["x"]))
+                if x.is_floating_point():
+                    module = self._in_precision(token, module, x.dtype)
+                    x.requires_grad_(True)
+                with torch.enable_grad():
+                    out = module(x)
+                call = secrets.token_hex(8)
+                self._graphs[call] = (x, out)
+                while len(self._graphs) > KEPT_GRAPHS:
+                    self._graphs.popitem(last=False)
+                A = getattr(module, "A", None)
+                return {"call": call, "out": to_plain(out.detach()),
+                        "A": to_plain(A.detach()) if isinstance(A, torch.Tensor) else None}
+            if op == "backward":
+                x, out = self._graphs[message["call"]]
+                grad = torch.from_numpy(_array(message["grad"]))
+                if grad.shape != out.shape:
+                    raise ValueError(f"gradient of shape {tuple(grad.shape)} for an output of shape {tuple(out.shape)}")
+                if not x.requires_grad:
+                    raise ValueError("this input has no gradient (it is not a floating-point tensor)")
+                (grad_x,) = torch.autograd.grad(out, x, grad.to(out.dtype), retain_graph=True, allow_unused=True)
+                if grad_x is None:
+                    grad_x = torch.zeros_like(x)
+                return {"grad_x": to_plain(grad_x)}
+            raise KeyError(f"unknown request {op!r}")
+
+    def _in_precision(self, token, module, dtype):
+        """The module as it computes on inputs of `dtype` (a real module turned `.double()` would)."""
+        current = next((t.dtype for t in list(module.parameters()) + list(module.buffers())
+                        if t.is_floating_point()), dtype)
+        if current == dtype:
+            return module
+        if (token, dtype) not in self._typed:
+            self._typed[(token, dtype)] = copy.deepcopy(module).to(dtype)
+        typed = self._typed[(token, dtype)]
+        return typed
+
+    def close(self):
+        self._closed = True
+        try:
+            self._listener.close()
+        finally:
+            if os.path.exists(self.socket_path):
+                os.unlink(self.socket_path)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _quietly(fn, *args) -> bool:
+    try:
+        fn(*args)
+        return True
+    except OSError:
+        return False
+
+
+def _array(data):
+    value = from_plain(data)
+    if not hasattr(value, "shape"):
+        raise TypeError("expected a tensor")
+    if value.size > MAX_ELEMENTS:
+        raise ValueError(f"a tensor of {value.size} elements is larger than any this step needs")
+    return value
+
+
+# ---- the student's namespace, as a probe sees it ---------------------------------------------
+
+class KernelSession:
+    """Requests to the student's kernel over one session's connection."""
+
+    def __init__(self, conn, server: ProbeServer):
+        self.conn = conn
+        self.server = server
+
+    def request(self, message: dict) -> dict:
+        try:
+            send(self.conn, message)
+            reply = receive(self.conn)
+        except (ConnectionError, OSError, ValueError) as err:
+            raise KernelGone(str(err)) from None
+        return reply
+
+
+class KernelNamespace:
+    """`name in ns`, `ns[name]` (a StudentFunction) and `ns.value(name)` over a session."""
+
+    def __init__(self, session: KernelSession):
+        self._session = session
+        self._known: dict[str, bool] = {}
+
+    def __contains__(self, name) -> bool:
+        if name not in self._known:
+            self._known[name] = self._session.request({"op": "has", "name": name}).get("value") is True
+        return self._known[name]
+
+    def __getitem__(self, name) -> "StudentFunction":
+        if name not in self:
+            raise KeyError(name)
+        return StudentFunction(self._session, name)
+
+    def value(self, name: str):
+        """The student's value called `name`, as plain data (StudentError if it is not plain)."""
+        return _read(self._session.request({"op": "get", "name": name}))
+
+
+class StudentFunction:
+    """A function of the student's: calling it runs it in the kernel on these inputs."""
+
+    def __init__(self, session: KernelSession, name: str):
+        self._session = session
+        self.name = name
+
+    def _request(self, args, kwargs, **extra) -> dict:
+        serve = self._session.server.serve
+        message = {"op": "call", "name": self.name, "args": _encode(list(args), serve),
+                   "kwargs": _encode(dict(kwargs), serve), **extra}
+        return self._session.request(message)
+
+    def __call__(self, *args, **kwargs):
+        return _read(self._request(args, kwargs))
+
+    def traced(self, *args, **kwargs):
+        """(result, trace): the trace lists the torch calls it made, [name, args, kwargs] described
+        by shape (autograder/runtime/__init__.py `_describe`)."""
+        reply = self._request(args, kwargs, trace=True)
+        trace = reply.get("trace") if isinstance(reply.get("trace"), list) else []
+        return _read(reply), trace
+
+    def outcome(self, *args, seed: int | None = None) -> str:
+        reply = self._request(args, {}, mode="outcome", seed=seed)
+        text = reply.get("outcome")
+        if isinstance(text, str) and (text == "returned" or text.startswith(("assertion: ", "crashed: "))):
+            return text
+        return f"crashed: {reply.get('error', 'no answer')}"
+
+
+def _read(reply: dict):
+    if "value" in reply:
+        try:
+            return from_plain(reply["value"])
+        except NotPlain as err:
+            raise StudentError(f"NotPlain: {err}") from None
+    error = reply.get("error")
+    if isinstance(error, str) and error.startswith("NameError: "):
+        raise Missing(f"`{error[len('NameError: '):].split(' ')[0]}` is not defined: run the cell that defines it "
+                      "(or write it)")
+    raise StudentError(str(error)[:400] if error else "no answer")
+
+
+def _encode(obj, serve, depth=0):
+    """A probe's inputs as plain data. An embedding or a linear layer is sent by value (its weights are
+    an input like any other); any other module stays here, served under a token."""
+    if type(obj) is torch.nn.Embedding:
+        return {"__module__": {"type": "Embedding", "weight": to_plain(obj.weight.detach())}}
+    if type(obj) is torch.nn.Linear:
+        return {"__module__": {"type": "Linear", "weight": to_plain(obj.weight.detach()),
+                               "bias": to_plain(obj.bias.detach()) if obj.bias is not None else None}}
+    if isinstance(obj, torch.nn.Module):
+        return {"__served__": {"token": serve(obj)}}
+    if type(obj) in (list, tuple) and depth < 8:
+        items = [_encode(v, serve, depth + 1) for v in obj]
+        return items if type(obj) is list else {"__tuple__": items}
+    if type(obj) is dict and depth < 8:
+        return {"__dict__": {str(k): _encode(v, serve, depth + 1) for k, v in obj.items()}}
+    return to_plain(obj)

@@ -1,0 +1,146 @@
+"""Plain data: the only thing that crosses between a student's kernel and the grader.
+
+Inputs go in and a student's results come out as JSON-safe plain data (numbers, strings,
+lists, dicts, sets, arrays and tensors as raw bytes). An object that only pretends to be a
+number or a tensor (an `__eq__` that is always true, say) cannot cross.
+
+A tensor and a numpy array stay apart on the wire (`__tensor__` and `__array__`): the kernel
+rebuilds tensors as tensors, so a student's function gets what it was written for; the grader
+reads both as numpy arrays.
+"""
+from __future__ import annotations
+
+import base64
+import math
+
+import numpy as np
+
+MAX_ITEMS = 200_000      # numbers in one answer: far above any honest answer of this step
+MAX_DEPTH = 8
+
+
+class NotPlain(TypeError):
+    """An answer holds something that is not plain data."""
+
+
+def to_plain(obj, _depth=0, _budget=None):
+    budget = _budget if _budget is not None else [MAX_ITEMS]
+    if _depth > MAX_DEPTH:
+        raise NotPlain("the answer is nested too deeply")
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise NotPlain(f"the answer holds more than {MAX_ITEMS} values")
+    t = type(obj)
+    if obj is None or t in (bool, str):
+        return obj
+    if t is int:
+        return obj
+    if t is float:
+        return obj if math.isfinite(obj) else {"__float__": repr(obj)}
+    if t in (list, tuple):
+        items = [to_plain(x, _depth + 1, budget) for x in obj]
+        return items if t is list else {"__tuple__": items}
+    if isinstance(obj, (set, frozenset)):      # read by its elements, whatever its == says
+        base = set if isinstance(obj, set) else frozenset
+        items = [to_plain(x, _depth + 1, budget) for x in base.__iter__(obj)]
+        return {"__set__": sorted(items, key=repr)}
+    if t is dict:
+        if not all(type(k) is str for k in obj):
+            raise NotPlain("a dict in the answer has keys that are not strings")
+        return {"__dict__": {k: to_plain(v, _depth + 1, budget) for k, v in obj.items()}}
+    if isinstance(obj, np.generic) and type(obj).__module__ == "numpy":
+        return to_plain(obj.item(), _depth, budget)
+    if t is np.ndarray:
+        return _array(obj, budget)
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        torch = None
+    if torch is not None and t is torch.Size:
+        return {"__tuple__": [int(n) for n in obj]}
+    if torch is not None and isinstance(obj, torch.Tensor):
+        plain = torch.Tensor.as_subclass(obj, torch.Tensor).detach().cpu()   # a subclass: its values only
+        if plain.is_complex() or plain.layout != torch.strided:
+            raise NotPlain(f"a {plain.dtype} {plain.layout} tensor is not a numeric answer")
+        return {"__tensor__": _array(plain.resolve_conj().resolve_neg().numpy(), budget)["__array__"]}
+    raise NotPlain(f"the answer holds a {t.__module__}.{t.__qualname__} object; "
+                   "return numbers, tuples, lists, dicts or tensors")
+
+
+def _array(a: np.ndarray, budget) -> dict:
+    if a.dtype.kind not in "biuf":
+        raise NotPlain(f"an array of dtype {a.dtype} is not a numeric answer")
+    budget[0] -= a.size
+    if budget[0] < 0:
+        raise NotPlain(f"the answer holds more than {MAX_ITEMS} values")
+    a = np.array(a, order="C", copy=True)   # keeps 0-d arrays 0-d (ascontiguousarray would not)
+    return {"__array__": {"dtype": a.dtype.str, "shape": list(a.shape),
+                          "b64": base64.b64encode(a.tobytes()).decode("ascii")}}
+
+
+def from_plain(data, _depth=0, tensors=False, served=None):
+    """Rebuild Python values. Arrays come back as numpy arrays; with `tensors` (the kernel's side),
+    what was a tensor comes back as a torch tensor. `served(entry)` rebuilds an object the grader
+    serves (a `__served__` entry); without it such an entry is refused."""
+    if _depth > MAX_DEPTH + 2:
+        raise NotPlain("nested too deeply")
+    if data is None or type(data) in (bool, int, float, str):
+        return data
+    again = lambda x: from_plain(x, _depth + 1, tensors, served)   # noqa: E731
+    if type(data) is list:
+        return [again(x) for x in data]
+    if type(data) is dict and len(data) == 1:
+        (key, value), = data.items()
+        if key == "__tuple__" and type(value) is list:
+            return tuple(again(x) for x in value)
+        if key == "__set__" and type(value) is list:
+            items = [again(x) for x in value]
+            try:
+                return set(items)
+            except TypeError:
+                raise NotPlain("a set of the answer holds unhashable items") from None
+        if key == "__dict__" and type(value) is dict:
+            return {str(k): again(v) for k, v in value.items()}
+        if key == "__float__" and value in ("nan", "inf", "-inf"):
+            return float(value)
+        if key == "__served__" and served is not None and type(value) is dict:
+            return served(value)
+        if key == "__module__" and tensors and type(value) is dict:
+            return _module(value, again)
+        if key == "__tensor__" and type(value) is dict:
+            array = from_plain({"__array__": value})
+            if tensors:
+                import torch
+                return torch.from_numpy(array)
+            return array
+        if key == "__array__" and type(value) is dict:
+            dtype = np.dtype(value["dtype"])
+            if dtype.kind not in "biuf":
+                raise NotPlain(f"dtype {dtype} is not numeric")
+            shape = [int(s) for s in value["shape"]]
+            raw = base64.b64decode(value["b64"], validate=True)
+            count = int(np.prod(shape)) if shape else 1
+            if count > MAX_ITEMS or len(raw) != count * dtype.itemsize:
+                raise NotPlain("an array's bytes do not match its shape")
+            return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+    raise NotPlain(f"unexpected data: {str(data)[:80]}")
+
+
+def _module(spec: dict, rebuild):
+    """A standard torch layer sent by value (the kernel's side): nn.Embedding or nn.Linear."""
+    import torch
+    weight = rebuild(spec.get("weight"))
+    if not isinstance(weight, torch.Tensor) or weight.dim() != 2:
+        raise NotPlain("a layer's weight is a matrix")
+    if spec.get("type") == "Embedding":
+        return torch.nn.Embedding.from_pretrained(weight, freeze=False)
+    if spec.get("type") == "Linear":
+        bias = rebuild(spec.get("bias"))
+        layer = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None,
+                                dtype=weight.dtype)
+        with torch.no_grad():
+            layer.weight.copy_(weight)
+            if bias is not None:
+                layer.bias.copy_(bias)
+        return layer
+    raise NotPlain(f"unknown layer {spec.get('type')!r}")
