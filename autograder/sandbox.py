@@ -8,7 +8,7 @@
     only dlcourse/, autograder/__init__.py, autograder/runtime/ (what a hidden test cell runs to
     answer the grader) and the verified corpus: no check, case, reference or judge;
   * where it may write, all in memory and capped: its working folder (also HOME), /tmp and
-    /dev/shm. Of the job's scratch folder on disk it sees the head server's socket, its
+    /dev/shm. Of the job's scratch folder on disk it sees the probe server's socket, its
     connection file (read-only) and ipc/, where it creates its sockets while it starts
     (read-only once it answers): student code cannot fill the grader's disk;
   * its own network (only a loopback: no connection leaves the sandbox), PID, IPC, UTS
@@ -121,7 +121,7 @@ class BwrapLauncher(Launcher):
 
     # -- the scratch folder, as the kernel's user will see it ---------------------------------
     def _prepare_scratch(self) -> None:
-        """scratch/ (the grader's: the kernel passes through) holds the head server's socket, the
+        """scratch/ (the grader's: the kernel passes through) holds the probe server's socket, the
         passwd and group files and ipc/, where the kernel creates its sockets while it starts (then
         ipc/ is locked: see started). The kernel's working folder is a tmpfs of its own."""
         scratch = self.scratch

@@ -9,7 +9,7 @@ timers wrapped around the grader's own functions (nothing in the grader changes)
   student code    the answer cells;
   hidden probes   the hidden-test cells (the checks' probes, in the student's kernel);
   judging         the checks' judges, in the grader;
-  rest            assembling the notebook, the head server, writing the result.
+  rest            assembling the notebook, the probe server, writing the result.
 Once per grading process (not per notebook): importing the grader in a worker process, and
 creating a new gradebook (`ensure_gradebook`, which runs nbgrader generate_assignment).
 """
@@ -28,7 +28,7 @@ PHASES = ["sandbox setup", "kernel start", "torch import", "provided cells", "st
           "hidden probes", "judging", "rest", "total"]
 
 WORKER_IMPORTS = ("import nbformat\nfrom autograder import grade\nfrom autograder.assemble import assemble\n"
-                  "from autograder.execute import execute\nfrom autograder.headserver import HeadServer\n"
+                  "from autograder.execute import execute\nfrom autograder.probeserver import ProbeServer\n"
                   "from autograder.judging import judge_notebook\nfrom autograder.sandbox import make_launcher\n")
 
 

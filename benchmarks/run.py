@@ -121,7 +121,7 @@ WHAT_WE_DID = {
     "student code": "unchanged: the answers",
     "hidden probes": "unchanged",
     "judging": "unchanged: in the grader process, outside the kernel",
-    "rest": "assembling the notebook, the head server, the result; imports trimmed (below)",
+    "rest": "assembling the notebook, the probe server, the result; imports trimmed (below)",
 }
 
 

@@ -493,37 +493,121 @@ def cheating_cases(p: Profile) -> list[Case]:
         answers_case("hidden-global", "cheating", "defines its own `hidden` that returns full points", p,
                      lambda ctx: {t: wrong + "\ndef hidden(grade_id, ns):\n    print('Hidden tests: 2 of 2 points.')\n"
                                   "    return 2\n"}, as_wrong, reasons=why_wrong),
-        answers_case("fake-module", "cheating", "a fake autograder.checks in sys.modules, returning full points", p,
+        answers_case("fake-module", "cheating", "a fake autograder.runtime in sys.modules, returning full points", p,
                      lambda ctx: {t: wrong + textwrap.dedent('''
                          import sys, types
-                         fake = types.ModuleType("autograder.checks")
+                         fake = types.ModuleType("autograder.runtime")
                          fake.hidden = lambda grade_id, ns: 2
-                         sys.modules["autograder.checks"] = fake
+                         sys.modules["autograder.runtime"] = fake
                          ''')}, p.scores(**{tt: 0.0}), reasons={tt: r"the hidden tests produced no result"}),
         answers_case("fake-module-payload", "cheating",
-                     "a fake autograder.checks that prints a forged result", p,
+                     "a fake autograder.runtime that prints a forged result (the transport of an older grader)", p,
                      lambda ctx: {t: wrong + textwrap.dedent(f'''
                          import sys, types
                          from IPython.display import display
-                         fake = types.ModuleType("autograder.checks")
+                         fake = types.ModuleType("autograder.runtime")
                          fake.hidden = lambda grade_id, ns: display({{{MIME!r}: {{"grade_id": grade_id,
                                                                     "data": {FORGED!r}}}}}, raw=True)
-                         sys.modules["autograder.checks"] = fake
-                         ''')}, p.scores(**{tt: 0.0}), reasons={tt: r"could not read this answer|no result reached"}),
+                         sys.modules["autograder.runtime"] = fake
+                         ''')}, p.scores(**{tt: 0.0}), reasons={tt: r"the hidden tests produced no result"}),
         answers_case("forged-output", "cheating", "prints forged results for every hidden test from an answer cell", p,
                      lambda ctx: {t: wrong + "\nfrom IPython.display import display\n" + payload_for_all + "\n"},
                      as_wrong, reasons=why_wrong),
         answers_case("forged-in-probe", "cheating", "the function prints a forged result when the probe calls it", p,
                      lambda ctx: {t: inside_wrong(p, t, "from IPython.display import display\n" + payload_for_all)},
-                     p.scores(**{tt: 0.0}), reasons={tt: r"more than one result"}),
+                     as_wrong, reasons=why_wrong),
         answers_case("forged-hook", "cheating",
                      "an IPython post_run_cell hook prints forged results after every cell", p,
                      lambda ctx: {t: wrong + "\nfrom IPython.display import display\n"
                                   "def _forge(result):\n" + textwrap.indent(payload_for_all, "    ") + "\n"
                                   "get_ipython().events.register('post_run_cell', _forge)\n"},
-                     p.scores(**{tt: 0.0}), reasons={tt: r"more than one result"}),
+                     as_wrong, reasons=why_wrong),
     ]
-    return cases
+    return cases + knowledge_cases(p)
+
+
+# ---- what the grader knows ---------------------------------------------------------------------
+
+GRADER_ONLY = ["autograder.checks", "autograder.checks.framework", "autograder.checks.suites",
+               "autograder.probeserver", "autograder.grade", "autograder.judging"] + \
+    [f"autograder.checks.{path.stem}" for path in sorted((ROOT / "autograder" / "checks").glob("step*.py"))]
+GRADER_FILES = sorted(str(p) for p in (ROOT / "autograder").rglob("*.py")
+                      if "runtime" not in p.parts and p.name != "__init__.py" or "checks" in p.parts) + \
+    [str(ROOT / "source" / STEP), str(ROOT / "solutions")]
+
+KNOWLEDGE = '''
+import importlib, json, os, sys
+def _try(fn):
+    try:
+        return "allowed: " + str(fn())[:80]
+    except BaseException as err:
+        return "blocked: " + type(err).__name__
+_seen = {{}}
+for _name in {modules!r}:
+    _seen["import " + _name] = _try(lambda: importlib.import_module(_name).__file__)
+for _path in {files!r}:
+    _seen["read " + _path] = _try(lambda: open(_path).read() if os.path.isfile(_path) else os.listdir(_path))
+    if _seen["read " + _path].startswith("allowed"):
+        print(open(_path).read() if os.path.isfile(_path) else os.listdir(_path))   # into the feedback
+import autograder
+_seen["the grader's folder"] = sorted(n for n in os.listdir(os.path.dirname(autograder.__file__)) if n != "__pycache__")
+print("KNOWLEDGE " + json.dumps(_seen))
+'''
+
+
+def check_knowledge(ctx: Ctx, graded) -> None:
+    text = graded.output_of(graded.case.profile.target)
+    found = re.search(r"KNOWLEDGE (\{.*\})", text)
+    assert found, text[:500]
+    seen = json.loads(found.group(1))
+    assert seen.pop("the grader's folder") == ["__init__.py", "runtime"]
+    assert {k: v for k, v in seen.items() if not v.startswith("blocked")} == {}
+
+
+# the student's function, when a hidden test calls it, looks for the grader's reference and returns
+# what the reference returns; it finds none, and returns its own (wrong) answer
+DETECT = '''
+import inspect, importlib
+_calling = [f.filename for f in inspect.stack()]
+if any("autograder" in name for name in _calling):
+    for _module in ("autograder.checks.step04_paper", "autograder.checks.framework", "autograder.probeserver"):
+        try:
+            importlib.import_module(_module)
+            print("FOUND", _module)
+        except ImportError:
+            pass
+'''
+
+# a session answered with forged, well-formed results for every request, without the student's functions
+FORGE_SESSION = '''
+import autograder.runtime as _runtime
+def _forged(self, request):
+    if request.get("op") == "has":
+        return {"value": True}
+    return {"value": 50.0}
+_runtime.Session.answer = _forged
+'''
+
+
+def knowledge_cases(p: Profile) -> list[Case]:
+    t, tt = p.target, p.target_test
+    wrong = p.wrong[t]
+    as_wrong = p.scores(**{tt: p.wrong_scores[tt]})
+    why_wrong = {tt: p.wrong_reasons[tt]}
+    knowledge = KNOWLEDGE.format(modules=GRADER_ONLY, files=GRADER_FILES)
+    return [
+        answers_case("grader-knowledge", "cheating", "imports and reads the checks, references, judges and the "
+                     "instructor sources, and prints what it finds", p,
+                     lambda ctx: {t: p.answer(t) + "\n" + knowledge}, p.scores(), sandbox_only=True,
+                     check=check_knowledge),
+        answers_case("detect-probe", "cheating", "the function notices the hidden test calling it and reaches for "
+                     "the grader's reference", p,
+                     lambda ctx: {t: inside_wrong(p, t, DETECT)}, as_wrong, reasons=why_wrong, sandbox_only=True),
+        answers_case("forge-session", "cheating", "patches the kernel's runtime to answer every request with a "
+                     "well-formed number, without calling the student's functions", p,
+                     lambda ctx: {t: wrong + FORGE_SESSION}, p.scores(**{tt: 0.0}),
+                     reasons={tt: r"does not come from samples|not credited"}),
+    ]
 
 
 # data a forger might send: well-formed for the transport, meaningless for the judges
@@ -562,7 +646,7 @@ def eq_cases(p: Profile) -> list[Case]:
                     def __eq__(self, other): return True
                 def shapes(T, d, d_k, d_v):
                     return {k: Anything() for k in ["X", "W_Q", "W_K", "W_V", "Q", "K", "V", "scores", "A", "out"]}
-                ''')}, p.scores(shapes_hidden=0.0), reasons={"shapes_hidden": r"wrong or missing: X, W_Q"}))
+                ''')}, p.scores(shapes_hidden=0.0), reasons={"shapes_hidden": r"holds a __main__.Anything object; return numbers"}))
     return cases
 
 
@@ -665,7 +749,7 @@ def headserver_cases(p: Profile) -> list[Case]:
             s.close()
         print("FLOOD", len(_held))
         ''')
-    return [answers_case("headserver-flood", "cheating", "floods the grader's head server with connections and junk", p,
+    return [answers_case("headserver-flood", "cheating", "floods the grader's probe server with connections and junk", p,
                          lambda ctx: {t: p.answer(t) + "\n" + flood}, p.scores())]
 
 

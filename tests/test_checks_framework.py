@@ -1,4 +1,4 @@
-"""Only plain data crosses from a student's kernel to the grader, and the judge survives bad data."""
+"""Only plain data crosses between a student's kernel and the grader, and the judge survives bad data."""
 import math
 
 import numpy as np
@@ -7,7 +7,7 @@ import torch
 
 from autograder.checks import framework
 from autograder.checks.framework import Verdict, attempt, judge_data, outcome, unpack
-from autograder.checks.plain import NotPlain, from_plain, to_plain
+from autograder.runtime.plain import NotPlain, from_plain, to_plain
 
 
 class AlwaysEqual:
@@ -36,6 +36,27 @@ def test_objects_that_only_pretend_cannot_cross(value):
     with pytest.raises(NotPlain):
         to_plain(value)
     assert "error" in attempt(lambda: value)
+
+
+def test_tensors_and_arrays_stay_apart_on_the_wire():
+    t, a = torch.arange(3.0), np.arange(3.0)
+    assert isinstance(from_plain(to_plain(t), tensors=True), torch.Tensor)
+    assert isinstance(from_plain(to_plain(a), tensors=True), np.ndarray)
+    assert isinstance(from_plain(to_plain(t)), np.ndarray)        # the grader reads both as arrays
+    assert from_plain(to_plain(torch.Size([2, 3]))) == (2, 3)
+
+
+def test_sets_and_tensor_subclasses_are_read_by_their_contents():
+    class Anything(set):
+        def __eq__(self, other):
+            return True
+    assert from_plain(to_plain(Anything())) == set()
+    assert from_plain(to_plain({"b", "a"})) == {"a", "b"}
+
+    class Marked(torch.Tensor):
+        pass
+    back = from_plain(to_plain(torch.ones(2).as_subclass(Marked)))
+    assert isinstance(back, np.ndarray) and back.tolist() == [1.0, 1.0]
 
 
 def test_subclasses_of_plain_types_cannot_cross():

@@ -231,3 +231,46 @@ def test_every_grade_cell_has_a_score_in_the_gradebook(batch):
 
 def test_no_kernel_outlives_the_batch(batch):
     assert batch.left == []
+
+
+def _check_source_lines() -> set[str]:
+    """Distinctive lines of the grader's checks: none is in anything a student is given."""
+    root = Path(__file__).resolve().parents[1]
+    given = "\n".join(p.read_text(encoding="utf-8") for folder in ("release", "dlcourse", "autograder/runtime")
+                      for p in sorted((root / folder).rglob("*")) if p.suffix in (".py", ".ipynb"))
+    lines = set()
+    for path in sorted((root / "autograder" / "checks").glob("*.py")) + [root / "autograder" / "probeserver.py"]:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            text = line.strip()
+            if len(text) >= 24 and text not in given:
+                lines.add(text)
+    return lines
+
+
+def test_no_line_of_a_check_reaches_a_graded_notebook_or_its_feedback(batch):
+    import html
+
+    from autograder.grade import write_feedback
+    lines = _check_source_lines()
+    assert len(lines) > 500                            # the checks are large: the test has something to find
+    home = batch.ctx.home
+    for path in sorted((home / "autograded").rglob("*.ipynb")) + sorted((home / "work" / "results").rglob("*.json")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        text = json.loads(text) if path.suffix == ".json" else json.loads(text)
+        flat = json.dumps(text, ensure_ascii=False).replace("\\n", "\n").replace('\\"', '"')
+        leaked = [line for line in lines if line in flat]
+        assert leaked == [], f"{path.relative_to(home)}: {leaked[:3]}"
+    # the feedback HTML of the students who tried hardest, written as `make feedback` writes it
+    students = sorted(s for s in batch.graded if s.startswith(("grader-knowledge", "detect-probe", "honest")))
+    assert students
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GRADER_HOME", str(home))
+        mp.delenv("NBGRADER_DB_URL", raising=False)
+        mp.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+        write_feedback(students, quiet=True, only_these=True)
+    pages = sorted((home / "feedback").rglob("*.html"))
+    assert {p.relative_to(home / "feedback").parts[0] for p in pages} == set(students)
+    for page in pages:
+        text = html.unescape(page.read_text(encoding="utf-8", errors="replace"))
+        leaked = [line for line in lines if line in text]
+        assert leaked == [], f"{page.name}: {leaked[:3]}"

@@ -1,5 +1,5 @@
 """Hidden checks of notebook 06-going-further: correct variants get full marks, real mistakes lose
-points in the part that names them. Probe and judge run here, as in nbgrader (no grader socket)."""
+points in the part that names them. Probe and judge run here, as in nbgrader, through the same requests as in grading."""
 from __future__ import annotations
 
 import math
@@ -9,18 +9,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.checks import REGISTRY, load_all
-from autograder.checks.contexts import LocalContext
-from autograder.checks.framework import judge_data, run_probe
+from autograder.checks.framework import probe_and_judge
 
 NEG = float("-inf")
 
 
 def verdict(grade_id, **answers):
-    load_all()
-    check = REGISTRY[grade_id]
-    ctx = LocalContext()
-    return judge_data(check, run_probe(check, answers, ctx), ctx)
+    return probe_and_judge(grade_id, answers)
 
 
 def failed(v):

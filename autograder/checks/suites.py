@@ -93,20 +93,19 @@ class MutantHead(nn.Module):
 
 
 class BlackBox(nn.Module):
-    """A head as a student's check sees it: call it, read .A after a call; no parameters, no mask,
-    no code to inspect. The grader's head server serves heads like this too, so a check behaves
-    the same in JupyterLab and in grading."""
+    """A head as a student's check sees it: call it, read .A after a call. It is served by the
+    grader (autograder/probeserver.py): the kernel holds a token, never this object."""
 
     def __init__(self, head: nn.Module):
         super().__init__()
-        object.__setattr__(self, "_hidden", head)      # not a submodule: its parameters stay out of sight
+        self.head = head
 
     def forward(self, x):
-        return self._hidden(x)
+        return self.head(x)
 
     @property
     def A(self):
-        return getattr(self._hidden, "A", None)
+        return getattr(self.head, "A", None)
 
 
 def _head(variant, seed=0, **kw):

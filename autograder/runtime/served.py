@@ -54,18 +54,20 @@ class ServedModule(torch.nn.Module):
         return "served by the grader"
 
 
-def _unwrapped(t: torch.Tensor) -> torch.Tensor:
-    """The plain tensor under torch.func's wrappers (a backward run under torch.func.grad gets one)."""
+def _plain(t: torch.Tensor) -> dict:
+    """A tensor's values as plain data, also from under torch.func's wrappers (a backward run under
+    torch.func.grad gets a wrapped gradient)."""
     functorch = torch._C._functorch
-    while functorch.is_functorch_wrapped_tensor(t):
-        t = functorch.get_unwrapped(t)
-    return t.detach()
+    with torch._C._DisableFuncTorch():
+        while functorch.is_functorch_wrapped_tensor(t):
+            t = functorch.get_unwrapped(t)
+        return to_plain(t.detach())
 
 
 class _ServedCall(torch.autograd.Function):
     @staticmethod
     def forward(module, x):
-        reply = module._link.request({"op": "forward", "token": module._token, "x": to_plain(_unwrapped(x))})
+        reply = module._link.request({"op": "forward", "token": module._token, "x": _plain(x)})
         module._last_call = reply["call"]
         module.A = from_plain(reply["A"], tensors=True) if reply.get("A") is not None else None
         return from_plain(reply["out"], tensors=True)
@@ -77,7 +79,7 @@ class _ServedCall(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out):
-        reply = ctx.link.request({"op": "backward", "call": ctx.call, "grad": to_plain(_unwrapped(grad_out))})
+        reply = ctx.link.request({"op": "backward", "call": ctx.call, "grad": _plain(grad_out)})
         return None, from_plain(reply["grad_x"], tensors=True)
 
     @staticmethod
