@@ -12,7 +12,7 @@ from conftest import ROOT, SOURCE_NOTEBOOKS, cell_text, load, nbgrader_meta
 HIDDEN_CELL = re.compile(
     r"\A# Hidden tests: .+ \((?P<points>[\d.]+) points?\)\n"
     r"### BEGIN HIDDEN TESTS\n"
-    r"from autograder\.checks import hidden\n"
+    r"from autograder\.runtime import hidden\n"
     r"hidden\(\"(?P<grade_id>[\w-]+)\", globals\(\)\)\n"
     r"### END HIDDEN TESTS\Z")
 ALL_SOURCES = SOURCE_NOTEBOOKS + [ROOT / "source" / "header.ipynb", ROOT / "source" / "step-03" / "step-03.ipynb"]

@@ -40,9 +40,9 @@ def serve(socket_path: str, grade_id: str, ns: dict) -> str:
     """Answer the grader's requests for one hidden test until it is done; what to print."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(socket_path)
-    with sock, _torch_rng_kept():
+    session = Session(ns, socket_path)
+    with sock, _torch_rng_kept(), contextlib.closing(session):
         send(sock, {"op": "session", "grade_id": grade_id})
-        session = Session(ns, socket_path)
         while True:
             request = receive(sock)
             op = request.get("op")
@@ -91,6 +91,10 @@ class Session:
         if op == "call":
             return self.call(request)
         return {"error": f"GraderError: unknown request {op!r}"}
+
+    def close(self) -> None:
+        if self._link is not None:
+            self._link.close()
 
     def _served(self, entry: dict):
         from .served import Link, ServedModule

@@ -36,6 +36,13 @@ class Link:
             raise RuntimeError(reply["error"])
         return reply
 
+    def close(self) -> None:
+        """Hang up; a served object called later connects again."""
+        with self._lock:
+            if self._sock is not None:
+                self._sock.close()
+                self._sock = None
+
 
 class ServedModule(torch.nn.Module):
     """A module that lives in the grader: call it like any module; `.A` holds the last weights."""
