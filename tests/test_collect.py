@@ -311,3 +311,36 @@ def test_grade_table_keeps_its_columns_with_ids_in_any_script():
         return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
     assert sorted(line.split()[0] for line in lines) == sorted(ids)
     assert {width(line.split("1.0")[0]) for line in lines} == {width(padded("ada", 18)) + 4}
+
+
+def test_a_zip_copys_time_is_the_same_on_every_grading_machine(tmp_path, monkeypatch):
+    """Which copy of a student's notebook is newest must not depend on the grader's time zone."""
+    import time
+    stamped = zipfile.ZipInfo("01-on-paper.ipynb", date_time=(2023, 11, 14, 23, 0, 0))
+    stamped.extra = struct_ut(1_700_000_500)                     # Info-ZIP's UTC time stamp
+    plain = zipfile.ZipInfo("02-the-head.ipynb", date_time=(2024, 1, 2, 3, 4, 6))
+    with zipfile.ZipFile(tmp_path / "Zoë.zip", "w") as z:
+        z.writestr(stamped, GOOD)
+        z.writestr(plain, GOOD)
+    write(tmp_path / "Zoë" / "01-on-paper.ipynb", GOOD, mtime=1_700_000_000)
+    seen = []
+    try:
+        for zone in ("UTC", "Asia/Tokyo", "America/Los_Angeles"):
+            monkeypatch.setenv("TZ", zone)
+            time.tzset()
+            received = collect(tmp_path, NAMES)
+            seen.append(sorted((r.origin, r.mtime) for r in received))
+            chosen, _ = pick_newest(received)
+            assert chosen[("Zoë", "01-on-paper")].origin == "Zoë.zip:01-on-paper.ipynb"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert seen[0] == seen[1] == seen[2]
+    times = dict(seen[0])
+    assert times["Zoë.zip:01-on-paper.ipynb"] == 1_700_000_500
+    assert times["Zoë.zip:02-the-head.ipynb"] == 1_704_164_646            # 2024-01-02 03:04:06 read as UTC
+
+
+def struct_ut(mtime: int) -> bytes:
+    import struct
+    return struct.pack("<HHBi", 0x5455, 5, 1, mtime)
