@@ -5,6 +5,7 @@ import json
 import os
 import random
 import re
+import struct
 import unicodedata
 import zipfile
 
@@ -342,5 +343,4 @@ def test_a_zip_copys_time_is_the_same_on_every_grading_machine(tmp_path, monkeyp
 
 
 def struct_ut(mtime: int) -> bytes:
-    import struct
     return struct.pack("<HHBi", 0x5455, 5, 1, mtime)
