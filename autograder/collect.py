@@ -4,15 +4,22 @@
   * one folder per student (`alice/01-on-paper.ipynb`, or nbgrader's `alice/step-04/…`),
   * one zip per student (`alice.zip`, notebooks anywhere inside),
   * loose notebooks whose names carry the student id (`alice_01-on-paper.ipynb`,
-    `01-on-paper-alice.ipynb`, `alice - 01-on-paper (2).ipynb`).
+    `01-on-paper-alice.ipynb`, `alice - 01-on-paper (2).ipynb`: all three are `alice`).
+A student's id is the name as written (`student_id`): letters of every script kept, in one Unicode
+form (NFC), so a name typed on Linux and the same name from a Mac are one student. A name that
+cannot be an id, or two names that would become one id (`Bob Smith` and `bob-smith`), are reported
+as problems and their files are not graded under any name (`assign_ids`).
 Nothing is extracted to disk or modified: every file is read into memory, size-capped,
 and checked; a bad file becomes a `Received` with a `problem` naming the file and the fault.
 """
 from __future__ import annotations
 
+import calendar
 import json
+import os
 import re
-import time
+import struct
+import unicodedata
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +29,9 @@ MAX_ZIP_MEMBERS = 200
 MAX_DEPTH = 64                        # a notebook's JSON is about 10 levels deep (widget states a few more)
 IGNORED_PARTS = {".ipynb_checkpoints", "__MACOSX", ".git"}
 NBGRADER_FILES = {"timestamp.txt", "submission_secret.txt"}   # what nbgrader's submit/collect put beside the notebooks
+MAX_ID_CHARS = 64                     # nbgrader's gradebook holds ids of up to 128 characters
+MAX_ID_BYTES = 128                    # the id is a folder name: well under a file system's 255 bytes
+NO_ID = "(no id)"                     # the student of a file whose name gives no usable id: never an id itself
 
 
 @dataclass
@@ -33,6 +43,9 @@ class Received:
     mtime: float = 0.0
     problem: str | None = None   # why this file cannot be graded
 
+    def __post_init__(self):     # a file name may hold terminal escapes: messages show them escaped
+        self.origin = printable(self.origin)
+
 
 SYMLINK = "a symbolic link, not a file: not read (hand in the notebook itself)"
 
@@ -41,9 +54,108 @@ class SubmissionError(RuntimeError):
     pass
 
 
+class UnusableId(ValueError):
+    """A name that cannot be a student id; the message says why."""
+
+
 def student_id(raw: str) -> str:
-    sid = re.sub(r"[^A-Za-z0-9_.@-]+", "-", raw).strip("-._")
-    return sid[:64]
+    """The student id that a folder's, zip's or (without its notebook name) file's name stands for.
+
+    Letters and digits of every script are kept, in Unicode's composed form (NFC); each run of
+    other characters (spaces, punctuation, symbols) becomes one `-`; `-`, `_`, `.` and `@` at either
+    end are dropped. `Zoë` stays `Zoë`, `李雷` stays `李雷`, `ü ñ` becomes `ü-ñ`, `Bob Smith` becomes
+    `Bob-Smith`; an ASCII id is what it has always been. The id is then safe as a folder name, a
+    gradebook key, a CSV field and a shell word (it never starts with `-`, `=`, `+` or `@`).
+    Raises UnusableId for a name that holds control characters, a path separator or bytes that are
+    not UTF-8, that is left with no letter or digit, or that is too long."""
+    name = unicodedata.normalize("NFC", raw)
+    if any(unicodedata.category(c) == "Cs" for c in name):
+        raise UnusableId("it is not UTF-8 text (the name was written in another encoding)")
+    if any(unicodedata.category(c) == "Cc" for c in name):
+        raise UnusableId("it holds control characters")
+    if "/" in name or "\\" in name:
+        raise UnusableId("it holds a path separator ('/' or '\\')")
+    kept = "".join(c if _id_char(c) else "\0" for c in name)
+    sid = re.sub("\0+", "-", kept).strip("-_.@")
+    if not sid:
+        raise UnusableId("it holds no letter or digit")
+    if len(sid) > MAX_ID_CHARS or len(sid.encode("utf-8")) > MAX_ID_BYTES:
+        raise UnusableId(f"it is too long for an id ({len(sid)} characters; at most {MAX_ID_CHARS}, "
+                         f"{MAX_ID_BYTES} bytes in UTF-8)")
+    return sid
+
+
+def _id_char(c: str) -> bool:
+    """Letters (with their combining marks: Devanagari, Arabic, decomposed accents), decimal digits,
+    and `_ . @ -`."""
+    return c in "_.@-" or unicodedata.category(c)[0] in "LM" or unicodedata.category(c) == "Nd"
+
+
+def id_key(sid: str) -> str:
+    """Ids equal under this key cannot be told apart everywhere an id is used: `Alice` and `alice`
+    are one folder on a case-insensitive file system (macOS, Windows shares), `ﬁ` looks like `fi`."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", sid).casefold())
+
+
+def assign_ids(raws) -> dict[str, str | UnusableId]:
+    """Each raw name of a class -> its student id, or UnusableId saying why it gets none.
+
+    Raw names equal after Unicode normalisation (NFC) are one student. Different raw names that
+    would become the same id (`Bob Smith`, `Bob-Smith`), or ids that differ only in case or
+    compatibility form (`Alice`, `alice`), would merge two students: none of them gets an id."""
+    out: dict[str, str | UnusableId] = {}
+    groups: dict[str, dict[str, list[str]]] = {}       # key -> NFC name -> its raw names
+    for raw in sorted(set(raws)):
+        try:
+            out[raw] = student_id(raw)
+        except UnusableId as err:
+            out[raw] = err
+            continue
+        groups.setdefault(id_key(out[raw]), {}).setdefault(unicodedata.normalize("NFC", raw), []).append(raw)
+    for names in groups.values():
+        if len(names) < 2:
+            continue
+        sids = {name: out[members[0]] for name, members in names.items()}
+        for name, members in names.items():
+            others = [n for n in sorted(names) if n != name]
+            if len(set(sids.values())) == 1:
+                why = f"it and {_listed(others)} would become the same id {sids[name]!r}"
+            else:
+                why = (f"its id {sids[name]!r} and the id{'s' * (len(others) > 1)} of {_listed(others)} "
+                       f"({_listed([sids[n] for n in others])}) differ only in upper and lower case or in the "
+                       "form of a letter (one folder on a case-insensitive file system; hard to tell apart)")
+            for raw in members:
+                out[raw] = UnusableId(f"{why}, and two students must never be merged")
+    return out
+
+
+def _listed(names) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
+def id_problem(raw: str, err: UnusableId, what: str) -> str:
+    return (f"no student id: the {what} name {raw!r} cannot be one because {err}; "
+            "not graded: rename it (letters, digits, '.', '_', '-') and grade again")
+
+
+def loose_raw_id(rest: str) -> str:
+    """The student's part of a loose notebook's name, without the separators around the notebook
+    name and the copy numbers browsers and file managers add (`alice - 01-on-paper (2)` -> `alice`)."""
+    rest = re.sub(r"\(\d{1,4}\)", " ", rest)                     # "name (2).ipynb"
+    rest = re.sub(r"(?i)[\s_-]+copy(?:\s+\d{1,4})?\s*$", " ", rest)  # "name copy 2", "name - Copy"
+    return rest.strip(" \t_-.")
+
+
+def printable(text: str) -> str:
+    r"""`text` with control and other unprintable characters escaped (`\x1b`, `\udceb`)."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+                   for c in text)
+
+
+def _utf8(name: str) -> str:
+    """A file name as UTF-8, whatever the locale the grader runs in (the same id on every machine);
+    bytes that are not UTF-8 stay as surrogates, which student_id rejects."""
+    return os.fsencode(name).decode("utf-8", "surrogateescape")
 
 
 def match_notebook(filename: str, notebooks: list[str]) -> tuple[str | None, str]:
@@ -58,10 +170,11 @@ def match_notebook(filename: str, notebooks: list[str]) -> tuple[str | None, str
 
 def collect(path: Path, notebooks: list[str], only=None) -> list[Received]:
     """Every file under `path`, read and checked. `only(student_id)` (optional) picks the students
-    to read: the files of the others are not opened (a shard of a large class reads only its own)."""
+    to read: the files of the others are not opened (a shard of a large class reads only its own).
+    Files whose name gives no usable id (student NO_ID) are reported whatever `only` picks."""
     path = Path(path)
     if only is not None:
-        return [item for item in _collect(path, notebooks, only) if only(item.student)]
+        return [item for item in _collect(path, notebooks, only) if item.student == NO_ID or only(item.student)]
     return _collect(path, notebooks, lambda sid: True)
 
 
@@ -70,19 +183,45 @@ def _collect(path: Path, notebooks: list[str], wanted) -> list[Received]:
         raise SubmissionError(f"{path}: no such folder. Give SUBMISSIONS=<folder of submissions>.")
     if path.is_file():
         if path.suffix == ".zip":
-            return _from_zip(path, path.name, student_id(path.stem), notebooks)
+            raw = _utf8(path.stem)
+            sid = assign_ids([raw])[raw]
+            if isinstance(sid, UnusableId):
+                return [Received(NO_ID, None, path.name, problem=id_problem(raw, sid, "zip's"))]
+            return _from_zip(path, path.name, sid, notebooks)
         raise SubmissionError(f"{path} is a file: give the folder that holds the submissions")
-    received: list[Received] = []
+    # every name first: ids are given to the whole class at once, so that no two names merge
+    entries = []            # (entry, kind, raw name of the student or None, notebook of a loose file)
     for entry in sorted(path.iterdir()):
         if entry.name in IGNORED_PARTS or entry.name.startswith("."):
             continue
-        if entry.is_symlink():      # could point at another student's work, or anywhere
-            received.append(Received(student_id(entry.name) or "unknown", None, entry.name, problem=SYMLINK))
+        if entry.is_symlink():
+            entries.append((entry, "link", _utf8(entry.name), None))
+        elif entry.is_dir():
+            entries.append((entry, "folder", _utf8(entry.name), None))
+        elif entry.suffix == ".zip":
+            entries.append((entry, "zip", _utf8(entry.stem), None))
+        elif entry.suffix == ".ipynb":
+            name, rest = match_notebook(_utf8(entry.name), notebooks)
+            entries.append((entry, "file", loose_raw_id(rest), name))
+        else:
+            entries.append((entry, "other", None, None))
+    ids = assign_ids(raw for _, kind, raw, _ in entries if raw)
+    received: list[Received] = []
+    for entry, kind, raw, name in entries:
+        sid = ids.get(raw) if raw else None
+        if kind == "other":
+            received.append(Received(NO_ID, None, entry.name, problem="not a notebook, a zip or a folder: ignored"))
+        elif kind == "file" and not raw:
+            received.append(Received(NO_ID, name, entry.name,
+                                     problem="the file name carries no student id (name it <student>_<notebook>.ipynb)"))
+        elif isinstance(sid, UnusableId):
+            what = {"link": "link's", "folder": "folder's", "zip": "zip's", "file": "file's student"}[kind]
+            received.append(Received(NO_ID, name, entry.name, problem=id_problem(raw, sid, what)))
+        elif not wanted(sid):
             continue
-        if entry.is_dir():
-            sid = student_id(entry.name)
-            if not wanted(sid):
-                continue
+        elif kind == "link":        # could point at another student's work, or anywhere
+            received.append(Received(sid, None, entry.name, problem=SYMLINK))
+        elif kind == "folder":
             files = [p for p in sorted(entry.rglob("*")) if (p.is_file() or p.is_symlink())
                      and not IGNORED_PARTS.intersection(p.relative_to(entry).parts)]
             for file in files:
@@ -95,22 +234,32 @@ def _collect(path: Path, notebooks: list[str], wanted) -> list[Received]:
                     received.append(_from_file(file, origin, sid, notebooks))
                 elif file.name not in NBGRADER_FILES:
                     received.append(Received(sid, None, origin, problem="not a notebook (.ipynb): ignored"))
-        elif entry.suffix == ".zip":
-            if wanted(student_id(entry.stem)):
-                received += _from_zip(entry, entry.name, student_id(entry.stem), notebooks)
-        elif entry.suffix == ".ipynb":
-            name, rest = match_notebook(entry.name, notebooks)
-            sid = student_id(rest)
-            if sid and not wanted(sid):
-                continue
-            if not sid:
-                received.append(Received("unknown", name, entry.name,
-                                         problem="the file name carries no student id (name it <student>_<notebook>.ipynb)"))
-            else:
-                received.append(_from_file(entry, entry.name, sid, notebooks))
+        elif kind == "zip":
+            received += _from_zip(entry, entry.name, sid, notebooks)
         else:
-            received.append(Received("unknown", None, entry.name, problem="not a notebook, a zip or a folder: ignored"))
+            received.append(_from_file(entry, entry.name, sid, notebooks))
     return received
+
+
+def pick_newest(received: list[Received]) -> tuple[dict[tuple[str, str], Received], list[dict]]:
+    """The copy of each (student, notebook) to grade: the newest readable one (on equal times, the
+    last by origin: the same choice in every run); and every other file as a problem."""
+    copies: dict[tuple[str, str], list[Received]] = {}
+    problems: list[dict] = []
+    for item in received:
+        if item.problem or item.notebook is None:
+            problems.append({"student": item.student, "notebook": item.notebook, "file": item.origin,
+                             "problem": item.problem})
+        else:
+            copies.setdefault((item.student, item.notebook), []).append(item)
+    chosen: dict[tuple[str, str], Received] = {}
+    for key, items in copies.items():
+        chosen[key] = newest = max(items, key=lambda r: (r.mtime, r.origin))
+        for item in sorted(items, key=lambda r: r.origin):
+            if item is not newest:
+                problems.append({"student": item.student, "notebook": item.notebook, "file": item.origin,
+                                 "problem": f"another copy ({newest.origin}) is newer and was graded instead"})
+    return chosen, problems
 
 
 def _from_file(file: Path, origin: str, sid: str, notebooks: list[str]) -> Received:
@@ -164,9 +313,24 @@ def _from_zip(file: Path, origin: str, sid: str, notebooks: list[str]) -> list[R
                     item.problem = f"could not be read from the zip ({err})"
                 else:
                     item.problem = check_notebook(item.data)
-                    item.mtime = time.mktime(member.date_time + (0, 0, -1))
+                    item.mtime = zip_mtime(member)
             out.append(item)
     return out
+
+
+def zip_mtime(member: zipfile.ZipInfo) -> float:
+    """When a zip member was last modified, the same on every grading machine: the UTC time of its
+    extended timestamp (extra field 0x5455, written by Info-ZIP and macOS) when it has one, else its
+    date and time as UTC (a zip stores them without a time zone: reading them in the grader's own
+    zone would make the newest of a student's copies depend on the machine)."""
+    extra = member.extra
+    while len(extra) >= 4:
+        kind, size = struct.unpack("<HH", extra[:4])
+        body = extra[4:4 + size]
+        if kind == 0x5455 and len(body) >= 5 and body[0] & 1:
+            return float(struct.unpack("<i", body[1:5])[0])
+        extra = extra[4 + size:]
+    return float(calendar.timegm(member.date_time + (0, 0, 0)))
 
 
 def check_notebook(data: bytes) -> str | None:

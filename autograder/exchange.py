@@ -113,10 +113,16 @@ def return_feedback(step: str = STEP) -> list[str]:
     nbgrader finds a student's feedback by the secret their submission carried; the secret is
     copied next to the feedback only when the graded notebooks are exactly the collected ones,
     so feedback on an older submission is never handed out as if it were about a newer one."""
+    from .collect import UnusableId, assign_ids
     home = grader_home()
     returned = []
-    for collected in sorted((home / COLLECTED).glob(f"*/{step}")):
-        sid = collected.parent.name
+    folders = sorted((home / COLLECTED).glob(f"*/{step}"))
+    ids = assign_ids(p.parent.name for p in folders)     # the ids grading gave these folders
+    for collected in folders:
+        sid = ids[collected.parent.name]
+        if isinstance(sid, UnusableId):
+            print(f"return-feedback: {collected.parent.name!r}: not graded, no student id ({sid})")
+            continue
         feedback = home / "feedback" / sid / step
         graded = home / "submitted" / sid / step
         if not (collected / SECRET).is_file():

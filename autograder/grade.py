@@ -34,7 +34,7 @@ from pathlib import Path
 # Grading processes (this one and its workers) go without it: jsonschema treats it as absent.
 sys.modules.setdefault("rfc3987_syntax", None)
 
-from .collect import Received, collect  # noqa: E402
+from .collect import NO_ID, collect, pick_newest  # noqa: E402
 from .course import (COURSE_ID, RELEASE, ROOT, SOURCE, STEP, db_url, grader_home, notebook_names,  # noqa: E402
                      use_environment_tools)
 
@@ -285,6 +285,8 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
     `students`); return {'results': [...], 'problems': [...]}."""
     from .sandbox import resolve_sandbox
     from .shards import available_cores, selector
+    if students:        # as ids are (`ü ñ` is `ü-ñ`; NFC, whatever form the terminal typed)
+        students = [_requested_id(s) for s in students]
     only, requested = selector(shard, students), students
     use_environment_tools()
     grader_home().mkdir(parents=True, exist_ok=True)      # a new $GRADER_HOME: the gradebook goes there
@@ -299,22 +301,8 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
     ensure_gradebook(url)
 
     # keep the newest readable copy of each (student, notebook); report every other file
-    chosen: dict[tuple[str, str], Received] = {}
-    problems: list[dict] = []
-    for item in received:
-        if item.problem or item.notebook is None:
-            problems.append({"student": item.student, "notebook": item.notebook, "file": item.origin,
-                             "problem": item.problem})
-            continue
-        key = (item.student, item.notebook)
-        if key in chosen:
-            older, newer = sorted([chosen[key], item], key=lambda r: r.mtime)
-            problems.append({"student": item.student, "notebook": item.notebook, "file": older.origin,
-                             "problem": f"another copy ({newer.origin}) is newer and was graded instead"})
-            item = newer
-        chosen[key] = item
-
-    students = sorted({s for s, _ in chosen} | {p["student"] for p in problems if p["student"] != "unknown"})
+    chosen, problems = pick_newest(received)
+    students = sorted({s for s, _ in chosen} | {p["student"] for p in problems if p["student"] != NO_ID})
     fingerprint = grader_fingerprint()
     cores = available_cores()
     workers = workers or cores
@@ -398,6 +386,14 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
         say(f"\ngrade: {len(graded_students)} students of this part graded; when every part is done, "
             "`python -m autograder report` writes grades.csv and grades.json for the whole class")
     return {"results": current, "problems": problems}
+
+
+def _requested_id(name: str) -> str:
+    from .collect import UnusableId, student_id
+    try:
+        return student_id(name)
+    except UnusableId as err:
+        raise SystemExit(f"--students: {name!r} cannot be a student id: {err}") from None
 
 
 def progress_bar(done: int, total: int, width: int = 20) -> str:

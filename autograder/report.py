@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import unicodedata
 
 from .course import ROOT, grader_home
 
@@ -53,11 +54,19 @@ def table(results: list[dict]) -> str:
                     bonus, bonus_top = bonus + (c["score"] or 0), bonus_top + c["max_score"]
                 else:
                     got, top = got + (c["score"] or 0), top + c["max_score"]
-        lines.append(f"{sid:<18}" + "".join(cols) + f"{got:>8.1f}/{top:<4.0f}{bonus:>6.1f}/{bonus_top:<3.0f}"
+        lines.append(padded(sid, 18) + "".join(cols) + f"{got:>8.1f}/{top:<4.0f}{bonus:>6.1f}/{bonus_top:<3.0f}"
                      + f"  {open_} of {written} to grade")
     lines.append("(notebook columns: autograded points; written answers: those left to grade by hand in the "
                  "formgrader, an unanswered one is scored 0 already)")
     return "\n".join(lines)
+
+
+def padded(text: str, width: int) -> str:
+    """`text` padded with spaces to `width` columns of a terminal: a Chinese character takes two
+    columns, a combining accent none (so ids in any script keep the table's columns straight)."""
+    used = sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+               for c in text)
+    return text + " " * max(0, width - used)
 
 
 def write_reports(results: list[dict], problems: list[dict], say=print) -> None:
