@@ -379,3 +379,23 @@ def test_the_tex_subset_rejects_what_does_not_render(span):
 
 def test_math_spans_skip_code_and_escaped_dollars():
     assert math_spans(r"cost \$5 and `x = $y$` but $a_1$ and $$\sum_i b$$") == ["a_1", r"\sum_i b"]
+
+
+# ---- the NaN message the notebooks show names the commonest cause ----------------------------------
+
+def test_a_nan_from_a_multiplied_mask_is_explained_as_such():
+    import torch
+    import torch.nn.functional as F
+
+    from dlcourse.checks import expect_attention_rows
+
+    T = 4
+    tril = torch.tril(torch.ones(T, T))                                     # (T, T)
+    scores = torch.randn(2, T, T)                                           # (B, T, T)
+    A = F.softmax(scores + (1 - tril) * float("-inf"), dim=-1)              # 0 * -inf = NaN on kept entries
+    assert torch.isnan(A).all()
+    with pytest.raises(AssertionError) as err:
+        expect_attention_rows(A)
+    message = str(err.value)
+    assert "0 * -inf" in message and "masked_fill" in message, message
+    assert "filled with 0 and then renormalised" not in message, "filling with 0 gives no NaN (e^0 = 1)"
