@@ -34,8 +34,10 @@ def expect_attention_rows(A: torch.Tensor, tol: float = 1e-6) -> None:
     if torch.isnan(A).any():
         rows = torch.isnan(A).any(dim=-1).nonzero()[0].tolist()
         raise AssertionError(
-            f"A has NaN (first at index {rows}). A row of NaN means the softmax saw only -inf: "
-            "was the diagonal masked too (tril must keep j == i), or the mask filled with 0 and then renormalised?")
+            f"A has NaN (first at index {rows}). Most often the mask was built by multiplying: "
+            "(1 - tril) * float('-inf') holds 0 * -inf = NaN on every kept entry; build it with "
+            "masked_fill(future, float('-inf')) instead. A whole row of NaN can also mean that the softmax saw only "
+            "-inf (was the diagonal masked too? tril must keep j == i), or that a row was divided by a sum of 0.")
     if (A < 0).any():
         raise AssertionError(f"A has negative weights (min {A.min().item():.3g}): a softmax never does.")
     above = torch.triu(torch.ones(T, T, dtype=torch.bool, device=A.device), diagonal=1)
