@@ -71,15 +71,19 @@ read = {{
     "ssh": lambda: os.listdir("/root/.ssh"),
     "pyenv shims": lambda: os.listdir("/root/.pyenv/shims"),
     "pid1 environ": lambda: open("/proc/1/environ").read(),
+    "checks": lambda: os.listdir({str(ROOT / 'autograder' / 'checks')!r}),
+    "a check's source": lambda: open({str(ROOT / 'autograder' / 'checks' / 'framework.py')!r}).read(),
+    "import checks": lambda: __import__("autograder.checks").checks.__name__,
+    "import the probe server": lambda: __import__("autograder.probeserver").probeserver.__name__,
 }}
 need = {{
-    "checks": lambda: os.listdir({str(ROOT / 'autograder' / 'checks')!r}),
+    "runtime": lambda: os.listdir({str(ROOT / 'autograder' / 'runtime')!r}),
     "dlcourse": lambda: os.listdir({str(ROOT / 'dlcourse')!r}),
-    "import checks": lambda: __import__("autograder.checks").checks.__name__,
+    "import runtime": lambda: __import__("autograder.runtime").runtime.__name__,
     "import torch": lambda: __import__("torch").__version__,
 }}
 write = {{
-    "checks": lambda: open({str(ROOT / 'autograder' / 'checks' / 'x.py')!r}, "w"),
+    "runtime": lambda: open({str(ROOT / 'autograder' / 'runtime' / 'x.py')!r}, "w"),
     "venv": lambda: open(os.path.join(sys.prefix, "x"), "w"),
     "usr": lambda: open("/usr/x", "w"),
     "workdir": lambda: open("mine.txt", "w").write("ok"),
@@ -99,7 +103,7 @@ print(json.dumps({{
     assert {k: v for k, v in seen["read"].items() if not v.startswith("blocked")} == {}
     assert all(v.startswith("allowed") for v in seen["need"].values()), seen["need"]
     assert seen["write"]["workdir"].startswith("allowed") and seen["write"]["tmp"].startswith("allowed")
-    assert all(seen["write"][k].startswith("blocked") for k in ("checks", "venv", "usr")), seen["write"]
+    assert all(seen["write"][k].startswith("blocked") for k in ("runtime", "venv", "usr")), seen["write"]
     # an unprivileged uid of its own, no capabilities, no supplementary groups
     if os.geteuid() == 0:
         assert sandbox.UID_RANGE[0] <= seen["uid"] < sandbox.UID_RANGE[1] and seen["euid"] == seen["uid"]
@@ -268,7 +272,7 @@ def test_course_files_are_readable_inside_even_a_private_corpus(tmp_path):
     corpus.write_text("To be, or not to be\n")
     os.chmod(corpus, 0o600)
     program = PROBE + f"""
-import dlcourse, autograder.checks.framework
+import dlcourse, autograder.runtime
 print(json.dumps({{"corpus": open({str(corpus)!r}).read(), "writable": os.access({str(corpus)!r}, os.W_OK),
                   "dlcourse": dlcourse.__file__}}))
 """
