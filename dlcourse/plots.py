@@ -11,7 +11,7 @@ from matplotlib import pyplot as plt
 GLYPHS = {" ": "␣", "\n": "⏎", "\t": "⇥"}
 MASKED_COLOUR = "#d9d9d9"  # the causal mask's triangle: grey, never a shade of the colour scale
 RELATIVE_RANGE = 4.0       # scale="relative" shows weight / uniform weight from 1/4 to 4 (log scale)
-RELATIVE_LABEL = "weight ÷ uniform weight 1/(i+1)  (log scale; 1 = uniform)"
+RELATIVE_LABEL = "weight ÷ uniform weight 1/(i+1)\nlog scale: 1 = uniform"
 WEIGHT_LABEL = "attention weight"
 
 
