@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from .plots import attention_heatmap, smoothing_plot, update_heatmap
+from .plots import attention_heatmap, heatmap_size, smoothing_plot, update_heatmap
 
 SEED_CLASS = "seed-slider"
 BANDWIDTH_CLASS = "bandwidth-slider"
@@ -53,7 +53,7 @@ def seed_figure(attention_fn: Callable[[int], torch.Tensor], seed: int, chars: s
     A = attention_fn(int(seed))
     if fig is None:
         T = A.shape[-1]
-        size = 4.5 if T <= 16 else 8
+        size = heatmap_size(T) if chars is not None else (4.5 if T <= 16 else 8)
         fig = Figure(figsize=(size + 1, size), layout="constrained")
         attention_heatmap(A, chars=chars, ax=fig.add_subplot(), title=_seed_title(seed))
     else:
@@ -78,7 +78,7 @@ def bandwidth_figure(smoothing_fn: Callable[[int, float], torch.Tensor], s: floa
     """
     A, out = smoothed(smoothing_fn, s, signal)
     if fig is None:
-        fig = Figure(figsize=(10, 11.5), layout="constrained")
+        fig = Figure(figsize=(11, 13), layout="constrained")
         top, bottom = fig.subplots(2, 1, height_ratios=[1, 2.7])
         smoothing_plot(top, signal, {"A @ signal": out}, chars=chars, ylabel=ylabel, reference=reference,
                        legend="above")
