@@ -39,7 +39,9 @@ SOLUTIONS = ROOT / "solutions" / "step-04"
 # Numbers a notebook states without printing them: quoted from the handout (with the place), ...
 QUOTED_FROM_HANDOUT: dict[str, dict[str, str]] = {
     "01-on-paper": {section: "the table of parts: the handout's section numbers" for section in ("4.1", "4.2", "4.3", "4.4")},
-    "02-the-head": {},
+    "02-the-head": {
+        "10^9": "the input of the -1e9 example: 'the exponential of -10^9 underflows to exactly 0'",
+    },
     "03-the-tests": {},
     "04-attention-on-text": {},
     "05-attention-as-smoothing": {},
