@@ -240,6 +240,7 @@ def sync_submission_times(submitted_at: dict[str, float], url: str) -> None:
 def record_unreadable(sid: str, name: str, reason: str, url: str, key: str) -> dict:
     """A notebook that is missing or cannot be read: zero on every grade cell, with the reason."""
     from nbgrader.api import Gradebook
+    reason = clip(reason)
     with Gradebook(url, COURSE_ID) as gb:
         gb.update_or_create_student(sid)
         _create_submission(gb, sid)

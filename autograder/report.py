@@ -74,6 +74,7 @@ def _notes(result: dict) -> list[str]:
 
 def write_reports(results: list[dict], problems: list[dict], say=print) -> None:
     rows = records(results)
+    problems = [{k: clip(v) if isinstance(v, str) else v for k, v in p.items()} for p in problems]
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=FIELDS, lineterminator="\n")
     writer.writeheader()

@@ -210,15 +210,18 @@ def test_everything_the_batch_writes_stays_small(batch, record_property):
 
 
 def test_a_notebook_without_feedback_stops_nothing_else(batch, tmp_path, monkeypatch):
-    """A graded notebook nbconvert cannot render (a written answer naming a picture it lacks, put there
-    behind the grader's back): its own feedback is reported missing, with nbconvert's reason; every
-    other notebook's feedback and grades.csv/json are written (`make feedback`'s code path)."""
+    """`make feedback`'s code path over the graded class, two notebooks changed behind the grader's
+    back: honest's graded notebook damaged (nbgrader cannot read it), picture's without its
+    attachment (as graded before pictures were kept). Honest's feedback is reported missing, with
+    the reason; picture's is written, a placeholder in place of the picture; flood's is written;
+    grades.csv and grades.json are written."""
     from autograder.grade import refresh_from_gradebook
     home = tmp_path / "home"
     shutil.copytree(batch[0], home)
     monkeypatch.setenv("GRADER_HOME", str(home))
     monkeypatch.delenv("NBGRADER_DB_URL", raising=False)
     monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    files(home, "honest")["autograded notebook"].write_text('{"cells": [', encoding="utf-8")
     graded = files(home, "picture")["autograded notebook"]
     nb = json.loads(graded.read_text(encoding="utf-8"))
     del cell_of(nb, WRITTEN)["attachments"]
@@ -228,10 +231,12 @@ def test_a_notebook_without_feedback_stops_nothing_else(batch, tmp_path, monkeyp
 
     refresh_from_gradebook(quiet=True)
 
-    assert not files(home, "picture")["feedback HTML"].exists()
-    for student in ("honest", "flood"):
-        assert files(home, student)["feedback HTML"].is_file(), student
-    notes = json.loads((home / "grades.json").read_text(encoding="utf-8"))["notes"]["picture/02-the-head"]
-    assert any(re.search(r"feedback HTML could not be written: .*missing attachment: x\.png", n) for n in notes), notes
+    assert not files(home, "honest")["feedback HTML"].exists()
+    assert files(home, "flood")["feedback HTML"].is_file()
+    html = files(home, "picture")["feedback HTML"].read_text(encoding="utf-8")
+    assert "data:image/svg+xml;base64," in html and PICTURE not in html
+    notes = json.loads((home / "grades.json").read_text(encoding="utf-8"))["notes"]
+    assert any(re.search(r"feedback HTML could not be written: \S", n) for n in notes["honest/02-the-head"]), notes
+    assert not any("feedback" in n for n in notes.get("picture/02-the-head", []) + notes["flood/02-the-head"])
     with open(home / "grades.csv", newline="", encoding="utf-8") as f:
         assert {r["student"] for r in csv.DictReader(f)} == {"flood", "honest", "picture"}
