@@ -10,10 +10,22 @@ released notebook, cell by cell, with
 So an edited, deleted, duplicated, retyped or moved test cell, changed points, a renamed
 grade id, flipped nbgrader flags, stripped metadata or another kernel change nothing but
 the student's own answers, and each such change is reported in a note.
+
+Pictures pasted into a written answer (JupyterLab keeps them in the markdown cell's
+`attachments`) are kept, up to ATTACHMENT_CHARS for the whole notebook; a picture beyond that,
+or one the text names but the notebook does not hold, is shown as a small placeholder that says
+so (a markdown cell naming an attachment it lacks cannot be turned into feedback HTML).
 """
 from __future__ import annotations
 
+import base64
 import copy
+import re
+
+ATTACHMENT_CHARS = 8_000_000      # base64 characters of pasted pictures a notebook may keep (about 6 MB)
+ATTACHMENT_NAME_CHARS = 200
+# `![alt](attachment:name)`, also `<attachment:name>` and a title after the name
+ATTACHMENT_REF = re.compile(r"\]\(\s*<?attachment:([^\s)>]+)")
 
 
 def _nbgrader(cell) -> dict:
@@ -79,7 +91,8 @@ def assemble(student: dict, release: dict, source: dict) -> tuple[dict, list[str
             previous = target
 
     # 2. Walk the release in order and build the graded notebook.
-    cells = [copy.deepcopy(c) for c in followers.get(None, [])]
+    pictures = _Pictures(notes)
+    cells = [pictures.keep(c, c) for c in followers.get(None, [])]
     for rel in release_cells:
         cid = rel.get("id")
         out = copy.deepcopy(rel)
@@ -93,6 +106,8 @@ def assemble(student: dict, release: dict, source: dict) -> tuple[dict, list[str
                 notes.append(f"answer cell {name!r} was changed to {mine.get('cell_type')}: graded as unanswered")
             else:
                 out["source"] = _text(mine)
+                if out["cell_type"] == "markdown":
+                    out = pictures.keep(out, mine)
         elif _is_test(rel):
             out["source"] = _text(source_by_id.get(cid, rel))
             if mine is None:
@@ -106,7 +121,7 @@ def assemble(student: dict, release: dict, source: dict) -> tuple[dict, list[str
             out["outputs"] = []
             out["execution_count"] = None
         cells.append(out)
-        cells.extend(copy.deepcopy(c) for c in followers.get(cid, []))
+        cells.extend(pictures.keep(c, c) for c in followers.get(cid, []))
 
     graded = {"cells": cells, "metadata": copy.deepcopy(release.get("metadata", {})),
               "nbformat": 4, "nbformat_minor": release.get("nbformat_minor", 5)}
@@ -124,4 +139,62 @@ def _as_extra(cell: dict) -> dict:
     out = {"cell_type": kind, "metadata": meta, "source": _text(cell)}
     if kind == "code":
         out.update(outputs=[], execution_count=None)
+    elif "attachments" in cell:
+        out["attachments"] = cell["attachments"]      # checked when the cell is placed (_Pictures)
     return out
+
+
+def _placeholder(text: str) -> dict:
+    """A small picture that says `text` (SVG), in place of one that could not be kept."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{12 + 7 * len(text)}" height="28">'
+           f'<rect width="100%" height="100%" fill="#fff3cd" stroke="#c8a000"/>'
+           f'<text x="6" y="19" font-family="sans-serif" font-size="13">{text}</text></svg>')
+    return {"image/svg+xml": base64.b64encode(svg.encode()).decode("ascii")}
+
+
+class _Pictures:
+    """Keeps the attachments of the student's markdown cells, within the notebook's budget."""
+
+    def __init__(self, notes: list[str]):
+        self.notes = notes
+        self.used = 0
+
+    def keep(self, out: dict, mine: dict) -> dict:
+        """`out` (a graded cell) with the checked attachments of `mine` (the student's cell)."""
+        out = copy.deepcopy(out)
+        out.pop("attachments", None)
+        if out.get("cell_type") not in ("markdown", "raw"):
+            return out
+        where = _nbgrader(out).get("grade_id") or out.get("id") or "?"
+        found = mine.get("attachments")
+        kept: dict = {}
+        for name, bundle in (found.items() if isinstance(found, dict) else []):
+            if not isinstance(name, str) or not name or len(name) > ATTACHMENT_NAME_CHARS:
+                continue
+            clean = {}
+            for mime, data in (bundle.items() if isinstance(bundle, dict) else []):
+                if isinstance(data, list) and all(isinstance(d, str) for d in data):
+                    data = "".join(data)
+                if isinstance(mime, str) and "/" in mime and len(mime) < 100 and isinstance(data, str) and data:
+                    clean[mime] = data
+            size = sum(len(d) for d in clean.values())
+            if not clean:
+                continue
+            if self.used + size > ATTACHMENT_CHARS:
+                self.notes.append(f"cell {where!r}: the pasted picture {name!r} ({size * 3 / 4 / 1e6:.1f} MB) "
+                                  f"was left out: the pictures of a notebook may take about "
+                                  f"{ATTACHMENT_CHARS * 3 / 4 / 1e6:.0f} MB together; paste a smaller picture "
+                                  "(a screenshot of the part that matters, or a photo saved at a lower resolution)")
+                kept[name] = _placeholder(f"picture {name[:60]} left out: too large")
+                continue
+            self.used += size
+            kept[name] = clean
+        if out.get("cell_type") == "markdown":
+            for name in ATTACHMENT_REF.findall(_text(out)):
+                if name not in kept and len(name) <= ATTACHMENT_NAME_CHARS:
+                    self.notes.append(f"cell {where!r}: the picture {name!r} is named but not in the notebook")
+                    kept[name] = _placeholder(f"picture {name[:60]} missing from the notebook")
+        if kept:
+            out["attachments"] = kept
+        return out

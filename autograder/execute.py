@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,12 +69,16 @@ class CourseNotebookClient(ShortPolls, NotebookClient):
 class Execute(ShortPolls, NbgraderExecute):
     """nbgrader's Execute preprocessor without the widget hang (used in nbgrader_config.py)."""
 
+from .limits import clip
+
+
 
 @dataclass
 class Limits:
     cell_timeout: float = 120.0          # seconds one cell may run
     notebook_timeout: float = 900.0      # seconds for the whole notebook, restarts included
     output_bytes: int = 1_000_000        # output one cell may keep; the rest is dropped with a note
+    notebook_output_bytes: int = 4_000_000   # output all the cells together may keep
     memory_bytes: int = 6 * 2**30        # address space of the kernel process
     processes: int = 0                   # RLIMIT_NPROC for an unprivileged kernel user (0: leave)
     file_bytes: int = 256 * 2**20        # largest file the kernel may write
@@ -109,10 +115,6 @@ class Launcher:
     def started(self, workdir: Path) -> None:
         """Called once the kernel answers, before any cell runs."""
 
-    def log_file(self, workdir: Path) -> Path:
-        """Where the kernel process's own stdout and stderr go (not the cells' outputs)."""
-        return workdir.parent / "kernel.log"
-
     def cleanup(self, workdir: Path) -> None:
         pass
 
@@ -124,29 +126,148 @@ class Outcome:
     kernel_starts: int = 0
 
 
+# An error output is always kept (it decides a test cell's grade), with its parts clipped to these.
+ERROR_NAME_CHARS = 200
+ERROR_VALUE_CHARS = 2_000
+TRACEBACK_CHARS = 20_000
+LOG_TAIL_BYTES = 16_000      # what is kept of the kernel process's own stdout and stderr
+
+
+class KernelLog:
+    """The kernel process's own stdout and stderr (not the cells' outputs: ipykernel echoes there
+    what code writes to file descriptors 1 and 2). A pipe that a thread drains as fast as the kernel
+    writes, keeping only the last LOG_TAIL_BYTES: nothing grows, on disk or in memory, however
+    much a kernel writes, and a kernel that does not start is explained by its last words."""
+
+    def __init__(self, keep: int = LOG_TAIL_BYTES):
+        self._read, self.fd = os.pipe()
+        self._keep = keep
+        self._tail = bytearray()
+        self.total = 0
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._drain, daemon=True, name="kernel-log")
+        self._thread.start()
+
+    def _drain(self) -> None:
+        try:
+            while chunk := os.read(self._read, 1 << 16):
+                with self._lock:
+                    self.total += len(chunk)
+                    self._tail += chunk
+                    del self._tail[:-self._keep]
+        except OSError:
+            pass
+        finally:
+            os.close(self._read)
+
+    def close_writer(self) -> None:
+        """After the kernel started: it holds its own copy of the pipe's end."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def tail(self, lines: int = 3, wait: float = 1.0) -> list[str]:
+        """The last lines the kernel process wrote (each clipped); waits up to `wait` s for it to end."""
+        self._thread.join(wait)
+        with self._lock:
+            text = self._tail.decode(errors="replace")
+        return [clip(line, 300) for line in text.strip().splitlines()[-lines:]]
+
+
+def _size(content) -> int:
+    return len(json.dumps(content, default=str))
+
+
+def _bounded_error(content: dict) -> dict:
+    """An error message's content with its name, value and traceback clipped (the last lines of a
+    long traceback are kept: they name the error)."""
+    traceback = content.get("traceback")
+    traceback = [clip(line, TRACEBACK_CHARS // 4) for line in traceback] \
+        if isinstance(traceback, list) and all(isinstance(line, str) for line in traceback) else []
+    kept, used = [], 0
+    for line in reversed(traceback):
+        if used + len(line) > TRACEBACK_CHARS:
+            kept.append(f"[... {len(traceback) - len(kept)} more lines of the traceback left out by the grader]")
+            break
+        kept.append(line)
+        used += len(line)
+    return {**content, "ename": clip(content.get("ename", ""), ERROR_NAME_CHARS),
+            "evalue": clip(content.get("evalue", ""), ERROR_VALUE_CHARS), "traceback": kept[::-1]}
+
+
 class _Client(NotebookClient):
-    """nbclient with a per-cell output cap."""
+    """nbclient with output caps: what one cell keeps (limits.output_bytes) and what the notebook
+    keeps (limits.notebook_output_bytes), counted over every message a cell sends, whatever its
+    shape: a stream keeps its beginning up to the cap, other outputs past the cap are dropped with
+    a note, an error is always kept (clipped), an update of an earlier display is charged for every
+    output it rewrites."""
 
     def __init__(self, nb, limits: Limits, **kw):
         super().__init__(nb, timeout=int(limits.cell_timeout), allow_errors=True,
                          interrupt_on_timeout=True, record_timing=False, **kw)
         self._limit = limits.output_bytes
+        self._notebook_limit = limits.notebook_output_bytes
         self._bytes: dict[int, int] = {}
+        self._total = 0
+        self._late_errors: dict[int, object] = {}   # per cell, the error output kept past the cap
+        self._current: int | None = None             # the cell whose messages are being processed
         self.truncated: set[int] = set()      # cells whose output went beyond the cap
+
+    def _room(self, cell_index: int) -> int:
+        return max(0, min(self._limit - self._bytes.get(cell_index, 0), self._notebook_limit - self._total))
+
+    def _use(self, cell_index: int, size: int) -> None:
+        self._bytes[cell_index] = self._bytes.get(cell_index, 0) + size
+        self._total += size
+
+    def _over(self, outs, cell_index: int) -> None:
+        """The cap is reached: a note, once per cell."""
+        if cell_index not in self.truncated:
+            self.truncated.add(cell_index)
+            outs.append(nbformat.v4.new_output(
+                "stream", name="stdout", text=f"\n[output beyond {self._limit // 1000} kB (or the notebook's "
+                f"{self._notebook_limit // 1000} kB) was dropped by the grader]\n"))
+
+    def process_message(self, msg, cell, cell_index):
+        self._current = cell_index
+        return super().process_message(msg, cell, cell_index)
+
+    def _update_display_id(self, display_id, msg):
+        rewritten = sum(len(v) for v in self._display_id_map.get(display_id, {}).values())
+        if rewritten and self._current is not None:
+            size = _size(msg.get("content", {})) * rewritten
+            if size > self._room(self._current):
+                self.truncated.add(self._current)
+                return
+            self._use(self._current, size)
+        super()._update_display_id(display_id, msg)
 
     def output(self, outs, msg, display_id, cell_index):
         content = msg.get("content", {})
         size = len(json.dumps(content, default=str))
-        used = self._bytes.get(cell_index, 0) + size
-        self._bytes[cell_index] = used
-        if used > self._limit:
-            self.truncated.add(cell_index)
-            if used - size <= self._limit:
-                outs.append(nbformat.v4.new_output(
-                    "stream", name="stdout",
-                    text=f"\n[output beyond {self._limit // 1000} kB was dropped by the grader]\n"))
-            return None
-        return super().output(outs, msg, display_id, cell_index)
+        if msg.get("msg_type") == "error":
+            msg = {**msg, "content": _bounded_error(content)}
+            size = _size(msg["content"])
+        room = self._room(cell_index)
+        if size <= room:
+            self._use(cell_index, size)
+            return super().output(outs, msg, display_id, cell_index)
+        if msg.get("msg_type") == "error":
+            # past the cap an error is still kept, one per cell (the newest): it decides the grade
+            self._over(outs, cell_index)
+            earlier = self._late_errors.get(cell_index)
+            outs[:] = [o for o in outs if o is not earlier]
+            out = super().output(outs, msg, display_id, cell_index)
+            self._late_errors[cell_index] = out
+            return out
+        out = None
+        if msg.get("msg_type") == "stream" and isinstance(content.get("text"), str) and room > 100:
+            # the beginning of the text, as much as fits
+            head = content["text"].encode()[:room - 100].decode(errors="ignore")
+            self._use(cell_index, room)
+            out = super().output(outs, {**msg, "content": {**content, "text": head}}, display_id, cell_index)
+        self._over(outs, cell_index)
+        return out
 
 
 def _error(cell, ename: str, evalue: str) -> None:
@@ -165,9 +286,11 @@ async def _start(client: _Client, launcher: Launcher, workdir: Path, env: dict, 
         km.ip = str(conn_dir / "kernel-ipc")
     km.write_connection_file()          # start_kernel keeps this file; the launcher may hand it over
     launcher.prepare(Path(km.connection_file))
-    log_path = launcher.log_file(workdir)
-    with open(log_path, "ab") as log:
-        await km.start_kernel(env=env, cwd=str(workdir), stdout=log, stderr=subprocess.STDOUT)
+    log = KernelLog()
+    try:
+        await km.start_kernel(env=env, cwd=str(workdir), stdout=log.fd, stderr=subprocess.STDOUT)
+    finally:
+        log.close_writer()
     client.km = km
     kc = km.client()
     kc.start_channels()
@@ -178,8 +301,7 @@ async def _start(client: _Client, launcher: Launcher, workdir: Path, env: dict, 
     except RuntimeError as err:
         kc.stop_channels()
         await km.shutdown_kernel(now=True)
-        tail = log_path.read_text(errors="replace").strip().splitlines()[-3:] if log_path.exists() else []
-        raise RuntimeError(" / ".join([str(err), *tail])) from None
+        raise RuntimeError(clip(" / ".join([str(err), *log.tail()]))) from None
     kc.allow_stdin = False
     client.kc = kc
     launcher.started(workdir)
@@ -232,8 +354,8 @@ async def execute(nb, workdir: Path, env: dict, launcher: Launcher | None = None
                 outcome.kernel_starts += 1
             except Exception as err:
                 for i in code[position:]:
-                    _error(nb.cells[i], "KernelStartError", f"the grading kernel did not start: {err}")
-                outcome.events.append(f"kernel did not start: {err}")
+                    _error(nb.cells[i], "KernelStartError", f"the grading kernel did not start: {clip(err)}")
+                outcome.events.append(f"kernel did not start: {clip(err)}")
                 break
             if outcome.kernel_starts > 1 and done:
                 # bring the new kernel to the same state: run the earlier cells again, outputs discarded
@@ -290,8 +412,8 @@ async def execute(nb, workdir: Path, env: dict, launcher: Launcher | None = None
                 if failed_at is not None:
                     position = code.index(i) + 1
                     last = cell.outputs[-1]
-                    outcome.events.append(f"cell {_label(cell, i)}: {last.get('ename', 'error')}: "
-                                          f"{last.get('evalue', '')}")
+                    outcome.events.append(clip(f"cell {_label(cell, i)}: {last.get('ename', 'error')}: "
+                                               f"{last.get('evalue', '')}"))
                     break
             else:
                 position = len(code)
@@ -312,7 +434,8 @@ async def execute(nb, workdir: Path, env: dict, launcher: Launcher | None = None
         outcome.seconds = time.monotonic() - started
     for i in sorted(client.truncated):
         outcome.events.append(f"cell {_label(nb.cells[i], i)}: its output went beyond "
-                              f"{limits.output_bytes // 1000} kB; the rest was dropped")
+                              f"{limits.output_bytes // 1000} kB (or the notebook's {limits.notebook_output_bytes // 1000}"
+                              " kB together); the rest was dropped")
     return outcome
 
 
@@ -327,7 +450,7 @@ def _timed_out(cell) -> bool:
 
 async def _replay(client, nb, indices, deadline, limits) -> bool:
     # the replayed outputs are thrown away: they count neither against the cells' output caps
-    counters = (dict(client._bytes), set(client.truncated))
+    counters = (dict(client._bytes), client._total, set(client.truncated), dict(client._late_errors))
     try:
         for i in indices:
             scratch = nbformat.from_dict(json.loads(json.dumps(nb.cells[i])))
@@ -341,4 +464,4 @@ async def _replay(client, nb, indices, deadline, limits) -> bool:
                 return False
         return True
     finally:
-        client._bytes, client.truncated = counters
+        client._bytes, client._total, client.truncated, client._late_errors = counters

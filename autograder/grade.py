@@ -20,6 +20,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -37,6 +38,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 from .collect import NO_ID, collect, pick_newest  # noqa: E402
 from .course import (COURSE_ID, RELEASE, ROOT, SOURCE, STEP, db_url, grader_home, notebook_names,  # noqa: E402
                      use_environment_tools)
+from .limits import clip  # noqa: E402
 
 
 # The gradebook's address and credentials: never passed to a kernel (a PostgreSQL URL holds a password).
@@ -116,11 +118,18 @@ def run_job(job: Job) -> dict:
     return {
         "student": job.student, "notebook": job.notebook, "key": job.key,
         "notebook_json": nbformat.writes(nb),
-        "cells": [c.as_dict() for c in cells],
-        "notes": notes + outcome.events, "events": outcome.events,
+        "cells": [bounded_cell(c.as_dict()) for c in cells],
+        "notes": [clip(n) for n in notes + outcome.events], "events": [clip(e) for e in outcome.events],
         "seconds": round(time.monotonic() - started, 2), "kernel_starts": outcome.kernel_starts,
         "sandbox": launcher.name,
     }
+
+
+def bounded_cell(cell: dict) -> dict:
+    """A grade cell's record with its reason clipped (it may quote the student's error message)."""
+    if isinstance(cell.get("error"), str):
+        cell["error"] = clip(cell["error"])
+    return cell
 
 
 # ---- in the main process -------------------------------------------------------------------
@@ -232,6 +241,7 @@ def sync_submission_times(submitted_at: dict[str, float], url: str) -> None:
 def record_unreadable(sid: str, name: str, reason: str, url: str, key: str) -> dict:
     """A notebook that is missing or cannot be read: zero on every grade cell, with the reason."""
     from nbgrader.api import Gradebook
+    reason = clip(reason)
     with Gradebook(url, COURSE_ID) as gb:
         gb.update_or_create_student(sid)
         _create_submission(gb, sid)
@@ -368,11 +378,11 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
 
     sync_submission_times(submitted_at, url)
     seconds = time.monotonic() - started
-    if feedback and students:
-        write_feedback(students, quiet=quiet, only_these=only is not None)
-    from .report import table, write_reports
     graded_students = set(students)
     current = [r for r in results if r["student"] in graded_students]
+    if feedback and students:
+        _note_feedback_failures(current, write_feedback(students, quiet=quiet, only_these=only is not None), say)
+    from .report import table, write_reports
     if only is None:
         write_reports(current, problems, say=say)
     else:       # one piece of the class: its record for the merge (`python -m autograder report`)
@@ -408,12 +418,18 @@ def clock(seconds: float) -> str:
         else f"{seconds // 60}:{seconds % 60:02d}"
 
 
-def write_feedback(students: list[str], quiet: bool = False, only_these: bool = False) -> None:
+def write_feedback(students: list[str], quiet: bool = False, only_these: bool = False) -> list[dict]:
     """Feedback HTML for every graded student (nbgrader generate_feedback, hidden tests stripped).
     only_these: for `students` alone (one shard of a class), through a folder that shows nbgrader
-    only their autograded notebooks; the other shards' feedback is left alone."""
-    from .build import nbgrader
+    only their autograded notebooks; the other shards' feedback is left alone.
+
+    One nbgrader run writes the class's feedback. A notebook it cannot turn into HTML makes nbgrader
+    drop that student's whole feedback and fail: then each notebook of those students is written
+    alone, and the ones that still fail are returned, [{student, notebook, problem}], for the reports.
+    """
+    from .build import BuildError, nbgrader
     home = grader_home()
+    failures: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="feedback-") as view:
         autograded = home / "autograded"
         if only_these:
@@ -421,10 +437,43 @@ def write_feedback(students: list[str], quiet: bool = False, only_these: bool = 
             for sid in students:
                 if (home / "autograded" / sid).is_dir():
                     (autograded / sid).symlink_to(home / "autograded" / sid)
-        nbgrader("generate_feedback", STEP, "--force", f"--CourseDirectory.autograded_directory={autograded}",
-                 f"--CourseDirectory.feedback_directory={home / 'feedback'}", db_url=db_url())
+        args = ["generate_feedback", STEP, "--force", f"--CourseDirectory.autograded_directory={autograded}",
+                f"--CourseDirectory.feedback_directory={home / 'feedback'}"]
+        try:
+            nbgrader(*args, db_url=db_url())
+        except BuildError as err:
+            if not quiet:
+                print(f"feedback: nbgrader failed ({_last_error(str(err))}); the notebooks without feedback "
+                      "are written one at a time")
+            for sid in students:
+                for graded in sorted((autograded / sid / STEP).glob("*.ipynb")):
+                    if (home / "feedback" / sid / STEP / f"{graded.stem}.html").exists():
+                        continue
+                    try:
+                        nbgrader(*args, f"--CourseDirectory.student_id={sid}",
+                                 f"--CourseDirectory.notebook_id={graded.stem}", db_url=db_url())
+                    except BuildError as one:
+                        failures.append({"student": sid, "notebook": graded.stem, "problem": _last_error(str(one))})
     if not quiet:
-        print(f"feedback: HTML for {len(students)} students under {_show(home / 'feedback')}/")
+        print(f"feedback: HTML for {len(students)} students under {_show(home / 'feedback')}/"
+              + (f", except {len(failures)} notebooks" if failures else ""))
+    return failures
+
+
+def _last_error(log: str) -> str:
+    """The exception a failed nbgrader run ended with, from its log."""
+    found = re.findall(r"^\s*((?:[\w.]+\.)?\w*(?:Error|Exception|InvalidNotebook)\b:?.*)$", log, flags=re.M)
+    return clip(found[-1].strip() if found else "nbgrader generate_feedback failed", 500)
+
+
+def _note_feedback_failures(results: list[dict], failures: list[dict], say) -> None:
+    """Each notebook whose feedback could not be written: a note in the reports and a line on screen."""
+    for failure in failures:
+        note = f"its feedback HTML could not be written: {failure['problem']}"
+        say(f"feedback: {failure['student']}/{failure['notebook']}: {note}")
+        for result in results:
+            if result["student"] == failure["student"] and result["notebook"] == failure["notebook"]:
+                result["notes"] = [*result.get("notes", []), note]
 
 
 def _show(path: Path) -> str:
@@ -461,7 +510,8 @@ def refresh_from_gradebook(quiet: bool = False, feedback: bool = True) -> list[d
                     cell["score"] = None if grade.auto_score is None else float(grade.auto_score)
     students = sorted({r["student"] for r in results})
     if feedback and (grader_home() / "autograded").is_dir():
-        write_feedback(students, quiet=quiet)
+        _note_feedback_failures(results, write_feedback(students, quiet=quiet),
+                                (lambda *a: None) if quiet else print)
     write_reports(results, shard_problems(), say=(lambda *a: None) if quiet else print)
     return results
 

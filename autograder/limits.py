@@ -10,6 +10,19 @@ import os
 import resource
 import sys
 
+# Reports quote what students' code did (error messages, a dying kernel's last words). Each such
+# text is clipped to this many characters wherever the grader stores it: a result file, an event, a
+# row of grades.csv or grades.json.
+TEXT_CHARS = 2_000
+
+
+def clip(text: object, limit: int = TEXT_CHARS) -> str:
+    """`text` as a string of at most about `limit` characters, saying how much was left out."""
+    text = text if isinstance(text, str) else str(text)
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" [... {len(text) - limit} more characters left out by the grader]"
+
 
 def apply(memory_bytes: int, cpu_seconds: int, processes: int, file_bytes: int) -> None:
     limits = [

@@ -2,6 +2,8 @@
 
 One record per student, notebook and grade cell: student, notebook, grade_id, score,
 max_score, error (why the cell scored less than full marks), kind (auto or manual).
+Every reason and note is clipped to limits.TEXT_CHARS characters, and a notebook keeps at most
+MAX_NOTES notes: the reports stay small whatever a submission printed or raised.
 """
 from __future__ import annotations
 
@@ -11,6 +13,9 @@ import json
 import unicodedata
 
 from .course import ROOT, grader_home
+from .limits import clip
+
+MAX_NOTES = 50
 
 FIELDS = ["student", "notebook", "grade_id", "score", "max_score", "error", "kind", "bonus"]
 
@@ -26,7 +31,7 @@ def records(results: list[dict]) -> list[dict]:
         for cell in result["cells"]:
             rows.append({"student": result["student"], "notebook": result["notebook"],
                          "grade_id": cell["grade_id"], "score": cell["score"],
-                         "max_score": cell["max_score"], "error": cell.get("error", ""),
+                         "max_score": cell["max_score"], "error": clip(cell.get("error") or ""),
                          "kind": cell.get("kind", "auto"), "bonus": is_bonus(cell["grade_id"])})
     return rows
 
@@ -69,8 +74,16 @@ def padded(text: str, width: int) -> str:
     return text + " " * max(0, width - used)
 
 
+def _notes(result: dict) -> list[str]:
+    notes = [clip(n) for n in result.get("notes", [])]
+    if len(notes) > MAX_NOTES:
+        notes = notes[:MAX_NOTES - 1] + [f"[... {len(notes) - MAX_NOTES + 1} more notes left out]"]
+    return notes
+
+
 def write_reports(results: list[dict], problems: list[dict], say=print) -> None:
     rows = records(results)
+    problems = [{k: clip(v) if isinstance(v, str) else v for k, v in p.items()} for p in problems]
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=FIELDS, lineterminator="\n")
     writer.writeheader()
@@ -79,7 +92,7 @@ def write_reports(results: list[dict], problems: list[dict], say=print) -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / "grades.csv").write_text(out.getvalue(), encoding="utf-8")
     (home / "grades.json").write_text(json.dumps({"grades": rows, "problems": problems,
-                                                        "notes": {f"{r['student']}/{r['notebook']}": r.get("notes", [])
+                                                        "notes": {f"{r['student']}/{r['notebook']}": _notes(r)
                                                                   for r in results if r.get("notes")}},
                                                        indent=1), encoding="utf-8")
     say("")

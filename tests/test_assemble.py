@@ -136,3 +136,36 @@ def test_garbage_cells_are_ignored():
     assert len(out["cells"]) == len(RELEASE["cells"]) + 1
     import nbformat
     nbformat.validate(nbformat.from_dict(out))     # a valid notebook, ids and all
+
+
+PNG = {"image/png": "iVBORw0KGgo" + "A" * 100}
+
+
+def test_pasted_pictures_are_kept_checked_and_bounded(monkeypatch):
+    import base64
+
+    import nbformat
+
+    from autograder import assemble as assemble_module
+    monkeypatch.setattr(assemble_module, "ATTACHMENT_CHARS", 200)
+
+    def paste(nb):
+        (cell,) = by_grade_id(nb, "map_written")
+        cell["source"] = "![a](attachment:a.png) ![b](attachment:b.png) ![c](attachment:c.png)"
+        cell["attachments"] = {"a.png": PNG, "b.png": {"image/png": ["iVBOR", "w0KGgo" + "B" * 200]},
+                               "junk": {"image/png": 7}, "": PNG}
+        nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": "mine ![d](attachment:d.png)",
+                            "attachments": {"d.png": PNG}})
+    out, notes = graded(student(paste))
+    nbformat.validate(nbformat.from_dict(out))
+    (answer,) = by_grade_id(out, "map_written")
+    kept = answer["attachments"]
+    assert kept["a.png"] == PNG                                         # kept as pasted
+    assert set(kept) == {"a.png", "b.png", "c.png"}                   # junk dropped, nothing else
+    for name, why in (("b.png", "too large"), ("c.png", "missing from the notebook")):
+        assert list(kept[name]) == ["image/svg+xml"]
+        assert why in base64.b64decode(kept[name]["image/svg+xml"]).decode()
+    assert any("'b.png'" in n and "was left out" in n and "smaller picture" in n for n in notes), notes
+    assert any("'c.png' is named but not in the notebook" in n for n in notes), notes
+    added = [c for c in out["cells"] if c.get("id", "").startswith("added-")]
+    assert added[0]["attachments"]["d.png"] != PNG                   # over the notebook's budget by then

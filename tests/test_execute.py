@@ -55,3 +55,25 @@ def test_memory_limit_kills_the_bomb_not_the_grader(tmp_path):
     nb, _ = run(["z = 7", "bomb = bytearray(8 * 2**30)", "print(z)"], tmp_path, memory_bytes=2 * 2**30)
     assert enames(nb.cells[1]) == ["MemoryError"]
     assert text(nb.cells[2]) == "7\n"
+
+
+def test_a_kernel_that_floods_its_own_stdout_is_quoted_briefly(tmp_path):
+    """100 MB on the kernel process's own stdout, without a newline, then it dies before answering:
+    the reason quotes its last words, clipped, and nothing of the flood is kept anywhere."""
+    import sys
+
+    from autograder.execute import Launcher
+    from autograder.limits import TEXT_CHARS
+
+    class Noisy(Launcher):
+        def argv(self, workdir, limits, env=None):
+            return [sys.executable, "-c", "import os\nfor _ in range(100):\n    os.write(1, b'q' * 10**6)\n"
+                    "os.write(2, b'\\nlast words\\n')"]
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("x")])
+    outcome = asyncio.run(execute(nb, tmp_path, kernel_env(), Noisy(), Limits(cell_timeout=30)))
+    for cell in nb.cells:
+        assert enames(cell) == ["KernelStartError"]
+        assert "last words" in cell.outputs[-1].evalue and len(cell.outputs[-1].evalue) < TEXT_CHARS + 200
+    assert outcome.events and all(len(e) < TEXT_CHARS + 200 for e in outcome.events)
+    assert not [p for p in tmp_path.parent.rglob("*") if p.is_file() and p.stat().st_size > 100_000]
