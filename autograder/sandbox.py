@@ -54,7 +54,7 @@ WORK_BYTES = 256 * 2**20       # its working folder and HOME
 # The kernel's environment: these variables are passed through from the grader, the rest
 # is cleared (no tokens, credentials or paths of the grader's own environment leak in).
 PASSED_ENV = ("PYTHONPATH", "GRADER_SOCKET", "DLCOURSE_CORPUS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-              "MPLBACKEND", "PYTHONHASHSEED", "TZ")
+              "MPLBACKEND", "PYTHONHASHSEED", "TZ", "ATEN_CPU_CAPABILITY", "MKL_CBWR")
 
 _warned = False
 

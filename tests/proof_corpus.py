@@ -435,9 +435,12 @@ WRONG += [
     assert torch.allclose(out[:, :t], out2[:, :t]), "the past moved"
     for s in range(t, x.shape[1]):
         assert not torch.allclose(out[:, s], out2[:, s]), "the present did not move"
-'''), expect={"check_perturbation_hidden": 2.79},
-          why="allclose where bitwise equality is asked: the leak of 3e-7 of each output passes; 13 of 14. (The "
-              "1e-7 and 1e-8 leaks show in outputs near 0, where allclose's atol of 1e-8 is all it allows)",
+'''), expect={"check_perturbation_hidden": 2.57},
+          why="allclose where bitwise equality is asked: the leak of 3e-7 of each output and the float64 head that "
+              "renormalises after masking (a rounding leak of ~1e-16, 1e8 times below atol) pass; 12 of 14. (The "
+              "1e-7 leak shows in outputs near 0, where allclose's atol of 1e-8 is all it allows: 2 to 7 times "
+              "above it. That head was float32 before: its leak of ~1e-8 sat at atol, and this entry scored "
+              "2.79 on one CPU and 2.57 on another)",
           says={"check_perturbation_hidden": ["inside allclose's tolerance", "torch.equal, not allclose"]}),
     Entry("w03-perturbation-atol", P03, _perturbation('''
     out = head(x)
@@ -449,7 +452,7 @@ WRONG += [
         assert not torch.allclose(out[:, s], out2[:, s], atol=1e-6), "the present did not move"
 '''), expect={"check_perturbation_hidden": 2.36},
           why="a tolerance where bitwise equality is asked: the heads that mask after the softmax and "
-              "renormalise (a leak of ~1e-8), leak 1e-7 or 3e-7 of each output pass; 11 of 14",
+              "renormalise (a float64 head: a leak of ~1e-16), leak 1e-7 or 3e-7 of each output pass; 11 of 14",
           says={"check_perturbation_hidden": ["masks after the softmax and renormalises", "bitwise"]}),
     Entry("w03-perturbation-only-before", P03, _perturbation('''
     out = head(x)

@@ -48,16 +48,40 @@ def namespace(entry: Entry) -> dict:
     return ns
 
 
-@pytest.mark.parametrize("entry", CORRECT + WRONG, ids=lambda e: e.name)
-def test_in_process_points_match_the_corpus(entry):
+def judge_entry(entry: Entry) -> dict[str, tuple[float, str]]:
+    """{grade cell: (points, the feedback's text)} of every hidden check that judges the entry's answers."""
     ns = namespace(entry)
     torch.manual_seed(0)
+    judged = {}
     for gid in sorted(judged_by(entry)):
         if gid not in REGISTRY:
             continue                                # a visible check-your-work cell (0 points)
         with contextlib.redirect_stdout(io.StringIO()) as report:
             got = hidden(gid, ns)
+        judged[gid] = (got, report.getvalue())
+    return judged
+
+
+def corpus_scores() -> dict[str, dict[str, float]]:
+    """{entry: {grade cell: points}} for the whole corpus, judged in this process."""
+    return {entry.name: {gid: got for gid, (got, _) in judge_entry(entry).items()} for entry in CORRECT + WRONG}
+
+
+@pytest.mark.parametrize("entry", CORRECT + WRONG, ids=lambda e: e.name)
+def test_in_process_points_match_the_corpus(entry):
+    for gid, (got, report) in judge_entry(entry).items():
         expected = entry.expect.get(gid, REGISTRY[gid].points)
-        assert got == pytest.approx(expected, abs=1e-9), f"{entry.name} / {gid}: {entry.why}\n{report.getvalue()}"
+        assert got == pytest.approx(expected, abs=1e-9), f"{entry.name} / {gid}: {entry.why}\n{report}"
         for word in entry.says.get(gid, []):
-            assert word.lower() in report.getvalue().lower(), f"{entry.name} / {gid} does not say {word!r}"
+            assert word.lower() in report.lower(), f"{entry.name} / {gid} does not say {word!r}"
+
+
+if __name__ == "__main__":
+    # `python tests/test_grader_proof_quick.py [threads]`: every entry's points per grade cell as JSON
+    # (tests/test_same_grade_on_every_cpu.py runs this under other CPU kernels and thread counts)
+    import sys
+
+    if len(sys.argv) > 1:
+        torch.set_num_threads(int(sys.argv[1]))
+    print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(), "threads": torch.get_num_threads(),
+                      "scores": corpus_scores()}, sort_keys=True))

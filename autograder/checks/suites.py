@@ -28,7 +28,8 @@ class Case:
 class MutantHead(nn.Module):
     """The handout's head, with one deliberate change selected by `variant`."""
 
-    def __init__(self, variant: str = "correct", seed: int = 0, d=D, d_head=D_HEAD, T_max=T_MAX):
+    def __init__(self, variant: str = "correct", seed: int = 0, d=D, d_head=D_HEAD, T_max=T_MAX,
+                 dtype=torch.float32):
         super().__init__()
         self.variant = variant
         with torch.random.fork_rng():          # build with its own seed, leave the caller's RNG alone
@@ -38,8 +39,10 @@ class MutantHead(nn.Module):
             self.value = nn.Linear(d, d_head, bias=False)
             self.constant = nn.Parameter(torch.randn(d_head))
         self.register_buffer("tril", torch.tril(torch.ones(T_max, T_max)))
+        self.to(dtype)                         # float64: a leak through rounding is ~1e-16, far below any tolerance
 
     def forward(self, x):                                        # x: (B, T, d)
+        x = x.to(self.key.weight.dtype)                          # a float32 head leaves x as it is
         B, T, d = x.shape
         q, k, v = self.query(x), self.key(x), self.value(x)      # (B, T, d_head)
         variant = self.variant
@@ -147,10 +150,12 @@ COMMON_CAUSAL_CHAFFS = [
 
 SUITES: dict[str, list[Case]] = {
     "causal_perturbation": CAUSAL_WHEATS + COMMON_CAUSAL_CHAFFS + [
+        # float64, so that its leak (rounding, ~1e-16) is far below every tolerance a check may use: in
+        # float32 the leak (~1e-8) sits at allclose's atol, and whether allclose saw it depended on the CPU
         Case("mask_after_softmax_renorm", "chaff",
-             "a head that masks after the softmax and renormalises (the future leaks through rounding)",
-             _head("mask_after_softmax_renorm", 10),
-             hint="its outputs move by about 1e-8 when the future changes: only a bitwise comparison sees it"),
+             "a float64 head that masks after the softmax and renormalises (the future leaks through rounding)",
+             _head("mask_after_softmax_renorm", 10, dtype=torch.float64),
+             hint="its outputs move by about 1e-16 when the future changes: only a bitwise comparison sees it"),
         Case("batch_leak", "chaff", "a head that masks only the first sequence of the batch", _head("batch_leak", 11),
              hint="compare the whole batch, out[:, :t], not one sequence"),
         Case("relative_leak", "chaff", "a head whose future leak is 3e-7 of each output, inside allclose's tolerance",

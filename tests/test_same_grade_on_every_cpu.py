@@ -1,0 +1,108 @@
+"""The same grade on every CPU: the proof corpus scores the same under every CPU kernel and thread count.
+
+A grade must be a function of the submission alone. Floating-point rounding differs between CPUs
+(PyTorch picks AVX-512, AVX2 or plain kernels by the CPU; MKL picks its own code path, on Intel and
+AMD differently; a reduction split over threads sums in another order), so a hidden case whose
+verdict sits near a tolerance would be graded differently on two nodes of one cluster. This runs the
+quick proof's scoring (tests/test_grader_proof_quick.py, every corpus entry judged in-process) in
+subprocesses under each setting below and asserts that every grade cell gets exactly the corpus's
+points in every one of them.
+
+The settings change rounding here (measured with torch 2.13's CPU wheel, MKL 2024.2):
+ATEN_CPU_CAPABILITY=default changes matmuls, softmax, sums and randn; =avx2 changes softmax, sums and
+scaled_dot_product_attention; MKL_CBWR=COMPATIBLE changes every MKL matmul. (MKL_ENABLE_INSTRUCTIONS=AVX2
+changed nothing on the AMD EPYC this was measured on; it is set with MKL_CBWR for CPUs where it does.)
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from conftest import ROOT
+from proof_corpus import CORRECT, WRONG
+
+CAPABILITIES = {"default": "DEFAULT", "avx2": "AVX2", "avx512": "AVX512"}     # the variable's value: what torch reports
+MKL = {"MKL_CBWR": "COMPATIBLE", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
+SETTINGS = {f"{cap}-{threads}thread{'s' * (threads > 1)}{'-mkl' if mkl else ''}": (cap, threads, mkl)
+            for cap in CAPABILITIES for threads in (1, 2) for mkl in (False, True)}
+NUMERIC_ENV = ("ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS",
+               "MKL_DEBUG_CPU_TYPE")
+
+
+def run_setting(name: str) -> dict:
+    cap, threads, mkl = SETTINGS[name]
+    env = {k: v for k, v in os.environ.items() if k not in NUMERIC_ENV}
+    env.update(ATEN_CPU_CAPABILITY=cap, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]), **(MKL if mkl else {}))
+    done = subprocess.run([sys.executable, str(ROOT / "tests" / "test_grader_proof_quick.py"), str(threads)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, f"{name}: the scoring failed\n{done.stderr[-3000:]}"
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict:
+    with ThreadPoolExecutor(max_workers=2) as pool:           # two cores: two settings at a time
+        return dict(zip(SETTINGS, pool.map(run_setting, SETTINGS)))
+
+
+def expected() -> dict:
+    """{entry: {grade cell: points}}: every hidden check that judges the entry's answers, as the corpus says."""
+    from autograder.checks.framework import REGISTRY, load_all
+    from test_grader_proof import judged_by
+    load_all()
+    return {e.name: {gid: e.expect.get(gid, REGISTRY[gid].points) for gid in judged_by(e) if gid in REGISTRY}
+            for e in CORRECT + WRONG}
+
+
+def _skip_if_unsupported(name: str, run: dict) -> None:
+    cap = SETTINGS[name][0]
+    if run["capability"] != CAPABILITIES[cap]:
+        pytest.skip(f"this CPU lacks {CAPABILITIES[cap]}: torch ran its {run['capability']} kernels instead")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SETTINGS)
+def test_every_score_is_the_corpus_expectation(runs, name):
+    run = runs[name]
+    _skip_if_unsupported(name, run)
+    cap, threads, _ = SETTINGS[name]
+    assert run["threads"] == threads, f"{name}: torch used {run['threads']} threads"
+    want = expected()
+    assert {e: set(c) for e, c in run["scores"].items()} == {e: set(c) for e, c in want.items()}, \
+        f"{name}: not every grade cell of every corpus entry was scored"
+    wrong = [f"{entry} / {gid}: {got} instead of {want[entry][gid]}"
+             for entry, cells in sorted(run["scores"].items()) for gid, got in sorted(cells.items())
+             if abs(got - want[entry][gid]) > 1e-9]
+    assert not wrong, f"under {name}:\n" + "\n".join(wrong)
+
+
+@pytest.mark.slow
+def test_every_score_is_the_same_under_every_setting(runs):
+    supported = {n: r for n, r in runs.items() if r["capability"] == CAPABILITIES[SETTINGS[n][0]]}
+    assert {"default-1thread", "avx2-1thread"} <= set(supported), "the default and AVX2 kernels must run anywhere"
+    first, *others = supported
+    differ = [f"{entry} / {gid}: " + ", ".join(f"{n} {supported[n]['scores'][entry][gid]}" for n in supported)
+              for entry, cells in sorted(supported[first]["scores"].items()) for gid in sorted(cells)
+              if any(supported[n]["scores"][entry][gid] != cells[gid] for n in others)]
+    assert not differ, "scores that depend on the CPU kernels or threads:\n" + "\n".join(differ)
+
+
+def test_graded_kernels_run_with_pinned_numerics():
+    """Defence in depth: the grader gives every graded kernel one CPU kernel set and MKL's
+    vendor-independent path; torch takes them (valid on any x86-64) and says nothing on stderr."""
+    from autograder import sandbox
+    from autograder.grade import KERNEL_NUMERICS
+
+    assert set(KERNEL_NUMERICS) <= set(sandbox.PASSED_ENV), "the sandbox would drop them"
+    env = {k: v for k, v in os.environ.items() if k not in NUMERIC_ENV} | KERNEL_NUMERICS
+    done = subprocess.run([sys.executable, "-c", "import torch; torch.ones(3, 3) @ torch.ones(3, 3); "
+                           "print(torch.backends.cpu.get_cpu_capability())"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.strip() == "DEFAULT"
