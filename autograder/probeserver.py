@@ -213,10 +213,12 @@ class ProbeServer:
             raise KeyError(f"unknown request {op!r}")
 
     def _in_precision(self, token, module, dtype):
-        """The module as it computes on inputs of `dtype` (a real module turned `.double()` would)."""
+        """The module as it computes on inputs of `dtype`: in that precision when it is wider than the
+        module's own (as a real module turned `.double()` would); else the module as it is (a float64
+        head given float32 inputs computes in float64)."""
         current = next((t.dtype for t in list(module.parameters()) + list(module.buffers())
                         if t.is_floating_point()), dtype)
-        if current == dtype:
+        if dtype.itemsize <= current.itemsize:
             return module
         if (token, dtype) not in self._typed:
             self._typed[(token, dtype)] = copy.deepcopy(module).to(dtype)
