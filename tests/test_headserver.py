@@ -84,12 +84,15 @@ def test_tokens_say_nothing_and_the_order_is_shuffled(server):
     tokens = [t for t, _ in ctx.suite("causal_gradient")]
     names = [c.name for _, c in server.cases("causal_gradient")]
     assert not set(tokens) & set(names)
-    assert all(len(t) == 16 and int(t, 16) >= 0 for t in tokens)
+    assert all(len(t) == 16 and set(t) <= set("0123456789abcdef") for t in tokens), tokens
+    assert len(set(tokens)) == len(tokens), "two cases share a token"
     other = tempfile.mkdtemp(prefix="hs-")
     with HeadServer(os.path.join(other, "s.sock")) as second:
         RemoteContext(second.socket_path).suite("causal_gradient")
         orders = [[c.name for _, c in srv.cases("causal_gradient")] for srv in (server, second)]
     assert sorted(orders[0]) == sorted(orders[1])
+    # 16 cases: two servers serve the same order by chance with probability 1/16! (about 5e-14)
+    assert orders[0] != orders[1], "two servers serve the suite in the same order: it is not shuffled"
 
 
 def test_remote_forward_and_backward_match_the_local_head(server):
