@@ -590,7 +590,9 @@ def scale_table(d_heads, seed):
     return (F.softmax(scores, dim=1) * torch.tril(torch.ones(T, T))).sum(dim=-1)
 '''), expect={"mask_after_softmax_hidden": 0.67},
           why="softmax over the wrong axis (the queries); right only for T = 1",
-          says={"mask_after_softmax_hidden": ["over the queries", "dim=-1"]}),
+          says={"mask_after_softmax_hidden": ["over the queries", "dim=-1"]},
+          visible_passes={"mask_after_softmax_check": "with all scores equal, a softmax over the queries gives the "
+                          "same uniform weights as one over the keys"}),
     Entry("w03-row-sums-squeezed", P03, _row_sums('''
     return (F.softmax(scores, dim=-1) * torch.tril(torch.ones(T, T))).sum(dim=-1).squeeze()
 '''), expect={"mask_after_softmax_hidden": 1.33},
@@ -603,6 +605,10 @@ def scale_table(d_heads, seed):
           why="forgets that causality fails too (the softmax's denominator sees the future): 1 of 3",
           says={"fails_on_mask_after_softmax_hidden": ["denominator", "future keys"]},
           visible_passes={"fails_on_mask_after_softmax_check": "the visible check accepts any valid set of names; which set is right is the graded question"}),
+    Entry("w03-fails-short-names", P03, {FAILS: 'FAILS_ON_MASK_AFTER_SOFTMAX = {"simplex", "causality_perturbation"}'},
+          expect={"fails_on_mask_after_softmax_hidden": 0.0},
+          why="the checks' names shortened: no name of the set is one of the three functions",
+          says={"fails_on_mask_after_softmax_hidden": ["check_simplex"]}),
     Entry("w03-fails-always-equal", P03, {FAILS: code('''
 class Anything(set):
     def __eq__(self, other):                  # equal to any set
