@@ -51,7 +51,8 @@ def edit(notebook: str, answer: str, *changes: tuple[str, str]) -> dict:
 
 # ---- 01-on-paper -----------------------------------------------------------------------------
 # shapes_hidden: 3 cases, one point-share each. dot_variance_hidden: 3 closeness parts (1 each),
-# "same seed, same estimate" (1), "comes from samples" (2): 6 shares.
+# "same seed, same estimate" (1), "comes from samples" (2: the spread at two n and the n = 2 estimates,
+# 2/3 each): 6 shares. An estimate close to d_k that behaves like no sample keeps no closeness share.
 
 P01 = "01-on-paper"
 CORRECT = [

@@ -83,9 +83,9 @@ class DotVariance(Check):
     SPREAD_NS = (200, 3200)                 # 16 times the samples: a quarter of the spread
     SPREAD_SEEDS = range(1000, 1030)        # 30 seeds per n
     # Verdict on a correct sampler: (S-1) s²/SE² is close to chi-square with 29 degrees of freedom
-    # (at n = 200 the estimates are nearly normal; 4,000 simulated classes of 30 gave ratios 0.53..1.79
-    # at n = 100 already). P(ratio < 0.4) = P(chi2_29 < 4.64) < 1e-7, P(ratio > 2.5) = P(chi2_29 > 181)
-    # < 1e-20: a false fail at one n below 1e-7.
+    # (at n = 200 the estimates are nearly normal: 1,500 simulated sets of 30 seeds gave ratios 0.58..1.45;
+    # 4,000 sets of 20 seeds at n = 100 gave 0.49..1.79). P(ratio < 0.4) = P(chi2_29 < 4.64) < 1e-7, P(ratio > 2.5) = P(chi2_29 > 181)
+    # < 1e-14: a false fail at one n below 1e-7.
     SPREAD_RANGE = (0.4, 2.5)
     SMALL_DK, SMALL_N = 16, 2
     SMALL_SEEDS = range(2000, 2040)         # 40 seeds
