@@ -85,13 +85,13 @@ lab: fetch
 	$(PY) -m autograder lab
 
 test: $(PY)
-	$(PY) -m pytest -n auto --dist loadscope
+	$(PY) -m pytest -rs -n auto --dist loadscope
 
 test-browser: $(PY)
-	$(PY) -m pytest -m browser -n auto --dist loadscope tests/browser
+	$(PY) -m pytest -rs -m browser -n auto --dist loadscope tests/browser
 
 test-quick: $(PY)
-	$(PY) -m pytest -m "not slow and not browser" -x -q
+	$(PY) -m pytest -rs -m "not slow and not browser" -x -q
 
 # Benchmarks: grading throughput against plain nbgrader, where a notebook's time goes, the student
 # side, the head against T. Rewrites BENCHMARKS.md. SIZES=10,40 REPEATS=2 took 27 min on 2 cores;

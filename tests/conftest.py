@@ -143,3 +143,17 @@ def kernels_under(folder: Path) -> list[str]:
             if str(folder) in cmdline:
                 found.append(f"{entry.name}: {cmdline[:200]}")
     return found
+
+
+def bwrap_or_skip() -> str:
+    """"bwrap", for a batch that grades student code: the grading tests run in the sandbox, never
+    quietly without it. Where bwrap cannot run they skip and say why; with REQUIRE_SANDBOX=1 (CI)
+    that is a failure."""
+    from autograder import sandbox
+    problem = sandbox.bwrap_problem()
+    if problem is None:
+        return "bwrap"
+    if os.environ.get("REQUIRE_SANDBOX") == "1":
+        pytest.fail(f"REQUIRE_SANDBOX=1, but the bwrap sandbox cannot run here: {problem} "
+                    "(install Debian's bubblewrap: sudo make system-deps)", pytrace=False)
+    pytest.skip(f"grades only in the bwrap sandbox, which cannot run here: {problem}")

@@ -26,6 +26,8 @@ class Entry:
     why: str = ""                               # the mistake and how the expectation follows, or why a
                                                 # different answer is still right
     says: dict = field(default_factory=dict)    # grade cell -> words its feedback must contain
+    visible_passes: dict = field(default_factory=dict)  # visible check cell -> why that "check your work"
+                                                # cell cannot see this mistake (otherwise it must fail)
 
     @property
     def correct(self) -> bool:
@@ -49,7 +51,8 @@ def edit(notebook: str, answer: str, *changes: tuple[str, str]) -> dict:
 
 # ---- 01-on-paper -----------------------------------------------------------------------------
 # shapes_hidden: 3 cases, one point-share each. dot_variance_hidden: 3 closeness parts (1 each),
-# "same seed, same estimate" (1), "comes from samples" (2): 6 shares.
+# "same seed, same estimate" (1), "comes from samples" (2: the spread at two n and the n = 2 estimates,
+# 2/3 each): 6 shares. An estimate close to d_k that behaves like no sample keeps no closeness share.
 
 P01 = "01-on-paper"
 CORRECT = [
@@ -175,13 +178,15 @@ WRONG += [
     Entry("w02-entrywise-float32", P02, edit(P02, ENTRYWISE, (", dtype=q.dtype)", ")")),
           expect={"scores_entrywise_hidden": 2.5},
           why="the result made in float32: the float64 case loses its precision: 3 × 5/6",
-          says={"scores_entrywise_hidden": ["float64", "dtype=q.dtype"]}),
+          says={"scores_entrywise_hidden": ["float64", "dtype=q.dtype"]},
+          visible_passes={"scores_entrywise_check": "the visible check uses float32 inputs only, where a float32 result is right"}),
     Entry("w02-entrywise-matmul", P02, {ENTRYWISE: code('''
 def scores_entrywise(q, k):
     return q @ k.transpose(-2, -1)          # (B, T, T) in one product
 ''')}, expect={"scores_entrywise_hidden": 2.0},
           why="right values from one matrix product: the task's one-entry-at-a-time part fails: 3 × 4/6",
-          says={"scores_entrywise_hidden": ["whole matrices", "loop over b, i and j"]}),
+          says={"scores_entrywise_hidden": ["whole matrices", "loop over b, i and j"]},
+          visible_passes={"scores_entrywise_check": "right values; how they are computed (one entry at a time) is judged only by the hidden test"}),
     Entry("w02-entrywise-row-at-once", P02, {ENTRYWISE: code('''
 def scores_entrywise(q, k):
     B, T, d_head = q.shape
@@ -192,7 +197,8 @@ def scores_entrywise(q, k):
     return scores
 ''')}, expect={"scores_entrywise_hidden": 2.0},
           why="one matrix-vector product per row: not one entry at a time: 3 × 4/6",
-          says={"scores_entrywise_hidden": ["rows at once", "one dot product"]}),
+          says={"scores_entrywise_hidden": ["rows at once", "one dot product"]},
+          visible_passes={"scores_entrywise_check": "right values; how they are computed (one entry at a time) is judged only by the hidden test"}),
     Entry("w02-params-biases", P02, {"count_params": code('''
 def count_params(d, d_head):
     return 3 * (d * d_head + d_head)          # weights and biases
@@ -215,14 +221,16 @@ def count_params(d, d_head):
 ''')}, expect={"count_params_hidden": 0.0},
           why="an object whose __eq__ is always true: it passes the visible check's ==, but only plain data "
               "reaches the grader",
-          says={"count_params_hidden": ["Count object", "return numbers"]}),
+          says={"count_params_hidden": ["Count object", "return numbers"]},
+          visible_passes={"count_params_check": "the visible check compares with ==, which such an object always satisfies; only plain data reaches the grader"}),
     Entry("w02-params-assumes-narrow", P02, {"count_params": code('''
 def count_params(d, d_head):
     assert d_head <= d, "a head is never wider than the model"
     return 3 * d * d_head
 ''')}, expect={"count_params_hidden": 1.5},
           why="a wrong assumption crashes the one case with d_head > d: 3 of 4 cases, 2 × 3/4 (partial credit)",
-          says={"count_params_hidden": ["wider than its input", "AssertionError"]}),
+          says={"count_params_hidden": ["wider than its input", "AssertionError"]},
+          visible_passes={"count_params_check": "the visible check tries only heads with d_head < d"}),
 ]
 
 
@@ -398,7 +406,8 @@ WRONG += [
     assert torch.allclose(A[:, future], torch.zeros_like(A[:, future])), "weight above the diagonal"
 '''), expect={"check_simplex_hidden": 2.7},
           why="allclose where exact zeros are asked: a 1e-12 future weight passes; 9 of 10",
-          says={"check_simplex_hidden": ["1e-12 weight above the diagonal", "== 0, not allclose"]}),
+          says={"check_simplex_hidden": ["1e-12 weight above the diagonal", "== 0, not allclose"]},
+          visible_passes={"check_simplex_check": "the broken heads of the visible check leak far more than allclose forgives"}),
     Entry("w03-simplex-nan-blind", P03, _simplex('''
     T = A.shape[-1]
     assert not (A < 0).any(), "a negative weight"
@@ -408,7 +417,8 @@ WRONG += [
 '''), expect={"check_simplex_hidden": 2.7},
           why="every assert says 'no bad entry', and every comparison with NaN is False: the NaN row (the "
               "diagonal masked) passes; 9 of 10",
-          says={"check_simplex_hidden": ["NaN row", "(A >= 0).all()"]}),
+          says={"check_simplex_hidden": ["NaN row", "(A >= 0).all()"]},
+          visible_passes={"check_simplex_check": "no broken head of the visible check makes NaN rows"}),
     Entry("w03-simplex-diagonal", P03, _simplex('''
     T = A.shape[-1]
     assert (A >= 0).all(), "a negative weight"
@@ -441,7 +451,8 @@ WRONG += [
               "1e-7 leak shows in outputs near 0, where allclose's atol of 1e-8 is all it allows: 2 to 7 times "
               "above it. That head was float32 before: its leak of ~1e-8 sat at atol, and this entry scored "
               "2.79 on one CPU and 2.57 on another)",
-          says={"check_perturbation_hidden": ["inside allclose's tolerance", "torch.equal, not allclose"]}),
+          says={"check_perturbation_hidden": ["inside allclose's tolerance", "torch.equal, not allclose"]},
+          visible_passes={"check_causality_perturbation_check": "the broken heads of the visible check leak far more than allclose forgives"}),
     Entry("w03-perturbation-atol", P03, _perturbation('''
     out = head(x)
     x2 = x.clone()
@@ -453,7 +464,8 @@ WRONG += [
 '''), expect={"check_perturbation_hidden": 2.36},
           why="a tolerance where bitwise equality is asked: the heads that mask after the softmax and "
               "renormalise (a float64 head: a leak of ~1e-16), leak 1e-7 or 3e-7 of each output pass; 11 of 14",
-          says={"check_perturbation_hidden": ["masks after the softmax and renormalises", "bitwise"]}),
+          says={"check_perturbation_hidden": ["masks after the softmax and renormalises", "bitwise"]},
+          visible_passes={"check_causality_perturbation_check": "the broken heads of the visible check leak far more than the tolerance"}),
     Entry("w03-perturbation-only-before", P03, _perturbation('''
     out = head(x)
     x2 = x.clone()
@@ -510,7 +522,8 @@ WRONG += [
 '''), expect={"check_gradient_hidden": 2.75},
           why="only the position right after i: the head whose last position leaks into all others passes (it is "
               "two or more steps after every i tried); 11 of 12",
-          says={"check_gradient_hidden": ["only the last position leaks", "not only the next one"]}),
+          says={"check_gradient_hidden": ["only the last position leaks", "not only the next one"]},
+          visible_passes={"check_causality_gradient_check": "every broken head of the visible check leaks into the position right after i"}),
     Entry("w03-gradient-allclose", P03, _gradient('''
     x = x.clone().requires_grad_(True)
     head(x)[0, i].sum().backward()
@@ -520,7 +533,8 @@ WRONG += [
         assert not torch.allclose(g[j], torch.zeros_like(g[j])), f"no gradient from {j}"
 '''), expect={"check_gradient_hidden": 2.75},
           why="allclose where exact zeros are asked: a future gradient of 1e-10 passes; 11 of 12",
-          says={"check_gradient_hidden": ["1e-10", "== 0, not allclose"]}),
+          says={"check_gradient_hidden": ["1e-10", "== 0, not allclose"]},
+          visible_passes={"check_causality_gradient_check": "the broken heads of the visible check leak far more than allclose forgives"}),
     Entry("w03-gradient-diagonal", P03, _gradient('''
     x = x.clone().requires_grad_(True)
     head(x)[0, i].sum().backward()
@@ -549,7 +563,8 @@ WRONG += [
           expect={"scale_table_hidden": 3.43},
           why="softmax over the queries: the max weights have the same distribution (q and k play symmetric "
               "roles), but the one-hot share at d_k = 1024 is too low: loses 1 of 7",
-          says={"scale_table_hidden": ["one_hot_raw", "too low", "dim=-1"]}),
+          says={"scale_table_hidden": ["one_hot_raw", "too low", "dim=-1"]},
+          visible_passes={"scale_table_check": "the visible check tests the table's form and consistency; the one-hot share at d_k = 1024 is judged hidden"}),
     Entry("w03-scale-unseeded", P03, edit(P03, SCALE, ("q = torch.randn(4, 8, d_k, generator=g)", "q = torch.randn(4, 8, d_k)"),
                                           ("k = torch.randn(4, 8, d_k, generator=g)", "k = torch.randn(4, 8, d_k)")),
           expect={"scale_table_hidden": 3.43},
@@ -611,7 +626,9 @@ def scale_table(d_heads, seed):
     return (F.softmax(scores, dim=1) * torch.tril(torch.ones(T, T))).sum(dim=-1)
 '''), expect={"mask_after_softmax_hidden": 0.67},
           why="softmax over the wrong axis (the queries); right only for T = 1",
-          says={"mask_after_softmax_hidden": ["over the queries", "dim=-1"]}),
+          says={"mask_after_softmax_hidden": ["over the queries", "dim=-1"]},
+          visible_passes={"mask_after_softmax_check": "with all scores equal, a softmax over the queries gives the "
+                          "same uniform weights as one over the keys"}),
     Entry("w03-row-sums-squeezed", P03, _row_sums('''
     return (F.softmax(scores, dim=-1) * torch.tril(torch.ones(T, T))).sum(dim=-1).squeeze()
 '''), expect={"mask_after_softmax_hidden": 1.33},
@@ -622,7 +639,12 @@ def scale_table(d_heads, seed):
     Entry("w03-fails-only-simplex", P03, {FAILS: 'FAILS_ON_MASK_AFTER_SOFTMAX = {"check_simplex"}'},
           expect={"fails_on_mask_after_softmax_hidden": 0.67},
           why="forgets that causality fails too (the softmax's denominator sees the future): 1 of 3",
-          says={"fails_on_mask_after_softmax_hidden": ["denominator", "future keys"]}),
+          says={"fails_on_mask_after_softmax_hidden": ["denominator", "future keys"]},
+          visible_passes={"fails_on_mask_after_softmax_check": "the visible check accepts any valid set of names; which set is right is the graded question"}),
+    Entry("w03-fails-short-names", P03, {FAILS: 'FAILS_ON_MASK_AFTER_SOFTMAX = {"simplex", "causality_perturbation"}'},
+          expect={"fails_on_mask_after_softmax_hidden": 0.0},
+          why="the checks' names shortened: no name of the set is one of the three functions",
+          says={"fails_on_mask_after_softmax_hidden": ["check_simplex"]}),
     Entry("w03-fails-always-equal", P03, {FAILS: code('''
 class Anything(set):
     def __eq__(self, other):                  # equal to any set
@@ -633,7 +655,8 @@ class Anything(set):
 FAILS_ON_MASK_AFTER_SOFTMAX = Anything()
 ''')}, expect={"fails_on_mask_after_softmax_hidden": 0.0},
           why="an object whose __eq__ is always true: the grader reads its elements (none), never its ==",
-          says={"fails_on_mask_after_softmax_hidden": ["it fails", "denominator"]}),
+          says={"fails_on_mask_after_softmax_hidden": ["it fails", "denominator"]},
+          visible_passes={"fails_on_mask_after_softmax_check": "the object passes isinstance(set) and <=; only its elements reach the grader"}),
 ]
 
 
@@ -744,7 +767,8 @@ def online_softmax(scores):
     return torch.softmax(scores, dim=-1)
 ''')}, expect={"bonus_online_softmax": 2.31},
           why="torch.softmax in one shot: right numbers, no streaming (3 of 13): 3 × 10/13",
-          says={"bonus_online_softmax": ["softmax(…) on a tensor with the whole key axis", "one at a time"]}),
+          says={"bonus_online_softmax": ["softmax(…) on a tensor with the whole key axis", "one at a time"]},
+          visible_passes={"online_softmax_check": "right numbers; whether the rows are streamed is judged only by the hidden test"}),
     Entry("w06-online-first-axis", P06, {"online_softmax": code('''
 def online_softmax(scores):
     running_max = torch.full(scores.shape[1:], float('-inf'), dtype=scores.dtype)
@@ -800,7 +824,8 @@ def permutation_gaps(head, tok_emb, pos_emb, idx, perm):
               "running_max = torch.zeros(q.shape[:-1], dtype=q.dtype)")),
           expect={"bonus_streaming_attention": 1.69},
           why="running max started at 0: only scores in the hundreds underflow; 5.5 of 6.5",
-          says={"bonus_streaming_attention": ["large scores", "started at -inf (not 0)"]}),
+          says={"bonus_streaming_attention": ["large scores", "started at -inf (not 0)"]},
+          visible_passes={"streaming_attention_check": "the visible check's scores are small: nothing underflows when the running max starts at 0"}),
     Entry("w06-streaming-no-rescale", P06, _streaming(("running_out = running_out * scale[..., None] +",
                                                        "running_out = running_out +")),
           expect={"bonus_streaming_attention": 0.15},
@@ -814,7 +839,8 @@ def streaming_attention(q, k, v):
     return torch.softmax(scores, dim=-1) @ v
 ''')}, expect={"bonus_streaming_attention": 1.54},
           why="the whole (T, T) matrix and torch.softmax: right numbers, not streamed (1.5 of 6.5)",
-          says={"bonus_streaming_attention": ["not streamed", "one at a time"]}),
+          says={"bonus_streaming_attention": ["not streamed", "one at a time"]},
+          visible_passes={"streaming_attention_check": "right numbers; whether the keys are streamed is judged only by the hidden test"}),
 ]
 
 
@@ -989,4 +1015,118 @@ WRONG += [
           why="softmax over the queries: rows off the simplex (1), no running mean (0.75), the ratio changes from row "
               "to row (0.5), wrong values (1.5): 4 × 2.25/6",
           says={"smoothing_attention_hidden": ["over the queries (dim=0)", "dim=-1"]}),
+]
+
+
+# ---- other standard APIs, and imitations of the result without the work -----------------------
+# Correct variants a check must not refuse, and answers that only look right: typed-in numbers,
+# results that match only on the visible check's inputs, outputs that ignore the seed.
+
+CORRECT += [
+    Entry("c01-variance-known-mean", P01, {"dot_variance": code('''
+def dot_variance(d_k, n, seed):
+    torch.manual_seed(seed)                           # the global generator, seeded
+    q, k = torch.randn(n, d_k), torch.randn(n, d_k)  # (n, d_k) each
+    dots = torch.einsum("nd,nd->n", q, k)            # (n,)
+    return (dots ** 2).mean().item()                 # the mean is known to be 0
+''')}, why="torch.manual_seed, einsum, the second moment about the known mean 0: an estimate with the same "
+       "sampling spread as the sample variance"),
+    Entry("c01-variance-float64-manual", P01, {"dot_variance": code('''
+def dot_variance(d_k, n, seed):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(n, d_k, generator=g, dtype=torch.float64)   # (n, d_k)
+    k = torch.randn(n, d_k, generator=g, dtype=torch.float64)   # (n, d_k)
+    dots = (q * k).sum(dim=1)                                    # (n,)
+    return float(((dots - dots.mean()) ** 2).sum() / (n - 1))
+''')}, why="float64 samples, the unbiased variance written out by hand instead of torch.var"),
+    Entry("c02-entrywise-einsum-vectors", P02, edit(P02, ENTRYWISE, (
+        "scores[b, i, j] = (q[b, i] * k[b, j]).sum()",
+        "scores[b, i, j] = torch.einsum(\"m,m->\", q[b, i], k[b, j])")),
+          why="one entry at a time with einsum of two vectors (a product of 1-axis operands)"),
+    Entry("c02-count-from-linear-layers", P02, {"count_params": code('''
+def count_params(d, d_head):
+    layers = [nn.Linear(d, d_head, bias=False) for _ in range(3)]   # query, key, value
+    return sum(layer.weight.numel() for layer in layers)
+''')}, why="counted on three bias-free nn.Linear layers"),
+    Entry("c03-simplex-tril-equal", P03, {"check_simplex": code('''
+def check_simplex(A):
+    T = A.shape[-1]
+    lower = torch.tril(torch.ones(T, T, dtype=A.dtype))              # (T, T), 1 where j <= i
+    assert torch.equal(A * lower, A), "weight above the diagonal: the future is visible"
+    assert (A >= 0).all(), "a negative or NaN weight"
+    assert torch.allclose(A.sum(-1), torch.ones_like(A.sum(-1)), atol=1e-5), "rows do not sum to 1"
+''')}, why="exact zeros above the diagonal as torch.equal(A * tril, A) (NaN != NaN fails too); allclose "
+       "with ones_like for the row sums"),
+    Entry("c03-gradient-autograd-grad", P03, {"check_causality_gradient": code('''
+def check_causality_gradient(head, x, i):
+    x = x.detach().clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(head(x)[0, i].sum(), x)   # (B, T, d)
+    norms = grad[0].abs().sum(dim=-1)                       # (T,) one per position j
+    assert (norms[i + 1:] == 0).all(), "a later token has a nonzero gradient: the future leaks"
+    assert (norms[: i + 1] > 0).all(), "a token the output should see has zero gradient"
+''')}, why="torch.autograd.grad instead of .backward(), a per-position norm"),
+    Entry("c03-row-sums-manual-softmax", P03, {"mask_after_softmax_row_sums": code('''
+def mask_after_softmax_row_sums(scores):
+    T = scores.shape[-1]
+    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))          # (B, T, T)
+    A = e / e.sum(dim=-1, keepdim=True)                                # (B, T, T)
+    future = torch.ones(T, T, dtype=torch.bool).triu(1)                # (T, T), True where j > i
+    return A.masked_fill(future, 0.0).sum(dim=-1)                      # (B, T)
+''')}, why="softmax by hand (exp, sum), the future zeroed with masked_fill instead of a tril product"),
+    Entry("c05-smoothing-exp-tril", P05, {"smoothing_attention": code('''
+def smoothing_attention(T, s):
+    pos = torch.arange(T, dtype=torch.float64)                       # (T,)
+    w = torch.exp(-(pos[:, None] - pos[None, :]) ** 2 / (2 * s * s))  # (T, T), 1 on the diagonal
+    w = torch.tril(w)                                                  # (T, T), the future zeroed
+    return (w / w.sum(dim=-1, keepdim=True)).float()                   # (T, T), rows normalised
+''')}, why="weights exp(-(i-j)²/2s²) zeroed with torch.tril and normalised by hand (the diagonal weight 1 "
+       "keeps every row finite), in float64, returned as float32"),
+    Entry("c06-fit-by-hand", P06, {"fit_exponent": code('''
+def fit_exponent(Ts, times):
+    x = [math.log(t) for t in Ts]
+    y = [math.log(t) for t in times]
+    mx, my = sum(x) / len(x), sum(y) / len(y)
+    return sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)
+''')}, why="the least-squares slope written out (covariance over variance) instead of np.polyfit"),
+    Entry("c04-stats-where-log", P04, {"pattern_stats": code('''
+def pattern_stats(A):
+    T = A.shape[0]
+    plogp = torch.where(A > 0, A * torch.log(A.clamp_min(1e-30)), torch.zeros_like(A))   # (T, T)
+    H = -plogp.sum(dim=1)                                                                 # (T,)
+    H_max = torch.log(torch.arange(2, T + 1, dtype=A.dtype))                              # (T-1,)
+    return {"diagonal": torch.diagonal(A).mean().item(), "first_column": A[:, 0].mean().item(),
+            "entropy": (H[1:] / H_max).mean().item()}
+''')}, why="0·log 0 taken as 0 with torch.where instead of torch.xlogy"),
+]
+
+WRONG += [
+    Entry("w01-variance-wobble", P01, {"dot_variance": code('''
+def dot_variance(d_k, n, seed):
+    return d_k * (1 + 0.01 * math.sin(seed))          # the lemma, with a seed-dependent wobble
+''')}, expect={"dot_variance_hidden": 0.0},
+          why="the lemma typed in with a wobble, nothing sampled: the spread across seeds is the same at every n "
+              "and never below d_k/4 at n = 2, so nothing behaves like a sample and closeness earns nothing",
+          says={"dot_variance_hidden": ["comes from samples", "not from the formula"]}),
+    Entry("w01-shapes-visible-only", P01, {"shapes": code('''
+def shapes(T, d, d_k, d_v):
+    # the visible check's numbers (5, 7, 3, 2) typed in
+    return {"X": (5, 7), "W_Q": (7, 3), "W_K": (7, 3), "W_V": (7, 2), "Q": (5, 3), "K": (5, 3), "V": (5, 2),
+            "scores": (5, 5), "A": (5, 5), "out": (5, 2)}
+''')}, expect={"shapes_hidden": 0.0}, why="the visible check's shapes typed in: wrong in all 3 hidden cases",
+          says={"shapes_hidden": ["wrong or missing"]},
+          visible_passes={"shapes_check": "the numbers are typed in for exactly the visible check's sizes"}),
+    Entry("w02-params-visible-only", P02, {"count_params": code('''
+def count_params(d, d_head):
+    return {(32, 16): 1536, (40, 24): 2880}.get((d, d_head), 0)    # the visible check's two heads
+''')}, expect={"count_params_hidden": 0.0}, why="the visible check's two answers typed in: 0 for every hidden width",
+          visible_passes={"count_params_check": "the numbers are typed in for exactly the visible check's heads"}),
+    Entry("w03-row-sums-typed-in", P03, {"mask_after_softmax_row_sums": code('''
+def mask_after_softmax_row_sums(scores):
+    B, T, _ = scores.shape
+    return (torch.arange(1, T + 1) / T).expand(B, T)   # (B, T): right only when all scores are equal
+''')}, expect={"mask_after_softmax_hidden": 0.67},
+          why="(i + 1)/T typed in, the scores ignored: right only where it cannot be wrong, one token (T = 1): "
+              "1 of 3 cases, 2 × 1/3",
+          visible_passes={"mask_after_softmax_check": "the visible check's scores are all equal, where (i + 1)/T "
+                          "is the right answer"}),
 ]

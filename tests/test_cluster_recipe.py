@@ -1,7 +1,9 @@
 """The cluster recipe holds together: shards are stable and disjoint, a shard reads only its own
 students' files, and the scripts and manifests (autograder/cluster/) and the README's section call
 commands and options that exist. (tests/test_grading_postgres.py runs the recipe for real.)"""
+import hashlib
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -36,7 +38,15 @@ def test_every_student_is_in_exactly_one_shard_and_shards_are_balanced():
     assert max(sizes.values()) <= 70 and min(sizes.values()) >= 15, sizes      # 40 on average
     for s in students[:50]:
         assert [i for i in range(50) if selector((i, 50))(s)] == [shard_of(s, 50)]
-    assert shard_of("alice", 7) == shard_of("alice", 7)
+    # the README's rule, sha256(student id) mod N, and the same in another process (another hash seed)
+    ids = ["alice", "bob", "student0042", "zoë"]
+    rule = [int.from_bytes(hashlib.sha256(s.encode("utf-8")).digest()[:8], "big") % 7 for s in ids]
+    assert [shard_of(s, 7) for s in ids] == rule
+    assert len(set(rule)) > 1
+    elsewhere = subprocess.run(
+        [sys.executable, "-c", f"from autograder.shards import shard_of; print([shard_of(s, 7) for s in {ids!r}])"],
+        capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": "12345"}, check=True)
+    assert elsewhere.stdout.strip() == str(rule), elsewhere.stderr
     keep = selector(None, ["alice", "bob"])
     assert keep("alice") and not keep("carol")
     assert selector() is None

@@ -6,23 +6,27 @@ import sys
 
 import pytest
 
-from autograder.example import build
+from autograder.example import build, with_answers
 from autograder.grade import grade
 
-from conftest import NOTEBOOK_NAMES, ROOT
+from conftest import NOTEBOOK_NAMES, ROOT, bwrap_or_skip
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
+    box = bwrap_or_skip()
     home = tmp_path_factory.mktemp("grader")
     mp = pytest.MonkeyPatch()
     mp.setenv("GRADER_HOME", str(home))
     mp.setenv("NBGRADER_DB_URL", f"sqlite:///{home / 'gradebook.db'}")
     try:
-        run = grade(build(home / "class"), workers=2, sandbox="auto", quiet=True)
-        rerun = grade(home / "class", workers=2, sandbox="auto", quiet=True, feedback=False)
+        run = grade(build(home / "class"), workers=2, sandbox=box, quiet=True)
+        stamps = {p: p.stat().st_mtime_ns for p in sorted((home / "work" / "results").glob("*/*.json"))}
+        rerun = grade(home / "class", workers=2, sandbox=box, quiet=True, feedback=False)
+        run["stamps"] = stamps
+        run["stamps_after_rerun"] = {p: p.stat().st_mtime_ns for p in stamps}
         yield home, run, rerun
     finally:
         mp.undo()
@@ -86,6 +90,9 @@ def test_regrading_without_force_reuses_every_result(graded):
     home, run, rerun = graded
     key = lambda results: sorted((r["student"], r["notebook"], json.dumps(r["cells"], sort_keys=True)) for r in results)
     assert key(run["results"]) == key(rerun["results"])
+    # reused, not regraded: no notebook's result was written again
+    assert len(run["stamps"]) == len(key(run["results"])) > 0
+    assert run["stamps_after_rerun"] == run["stamps"], "the rerun regraded notebooks it had results for"
 
 
 def test_make_grade_prints_the_table_and_writes_both_reports(tmp_path):
@@ -93,14 +100,23 @@ def test_make_grade_prints_the_table_and_writes_both_reports(tmp_path):
     submissions = tmp_path / "class"
     (submissions / "ada").mkdir(parents=True)
     first = NOTEBOOK_NAMES[0]
-    (submissions / "ada" / f"{first}.ipynb").write_bytes((ROOT / "release" / "step-04" / f"{first}.ipynb").read_bytes())
+    (submissions / "ada" / f"{first}.ipynb").write_text(json.dumps(with_answers(first, {})), encoding="utf-8")
     env = {"GRADER_HOME": str(home), "NBGRADER_DB_URL": f"sqlite:///{home / 'gradebook.db'}",
            "PATH": f"{ROOT / '.venv' / 'bin'}:/usr/bin:/bin", "WORKERS": "1"}
     proc = subprocess.run(["make", "-s", "grade", f"SUBMISSIONS={submissions}", "WORKERS=1", f"PYTHON={sys.executable}"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "student" in proc.stdout and "ada" in proc.stdout and "grades.csv" in proc.stdout
+    assert "grades.csv" in proc.stdout
     data = json.loads((home / "grades.json").read_text())
+    # the table: a header with one column per notebook, and ada's row with her points in each
+    lines = proc.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("student"))
+    assert header.split()[1:1 + len(NOTEBOOK_NAMES)] == [n.split("-", 1)[0] for n in sorted(NOTEBOOK_NAMES)]
+    row = next(line for line in lines if line.split()[:1] == ["ada"]).split()
+    auto = [g for g in data["grades"] if g.get("kind") != "manual"]
+    per_notebook = [sum(g["score"] or 0 for g in auto if g["notebook"] == n) for n in sorted(NOTEBOOK_NAMES)]
+    assert per_notebook[0] > 0 and not any(per_notebook[1:])         # the solution of one notebook, no other
+    assert [float(v) for v in row[1:1 + len(NOTEBOOK_NAMES)]] == pytest.approx(per_notebook), row
     assert {g["notebook"] for g in data["grades"]} == set(NOTEBOOK_NAMES)
     assert all(set(g) >= {"student", "notebook", "grade_id", "score", "max_score", "error"} for g in data["grades"])
     missing = [g for g in data["grades"] if g["notebook"] != first]

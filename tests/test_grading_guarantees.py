@@ -25,13 +25,13 @@ import pytest
 
 from autograder import sandbox
 from autograder.course import STEP, notebook_names
-from conftest import kernels_under, run_once
+from conftest import bwrap_or_skip, kernels_under, run_once
 from redteam_corpus import PAPER, before
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-SANDBOX = "bwrap" if sandbox.bwrap_problem() is None else "none"
+SANDBOX = "bwrap"                 # never quietly unsandboxed: the fixture skips (or fails) without it
 P = PAPER
 CLASS = {
     "ada": {}, "grace": {}, "alan": {}, "edsger": {},                     # every answer correct
@@ -157,6 +157,7 @@ def grade_kill_resume_regrade(base: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def story(tmp_path_factory) -> dict:
+    bwrap_or_skip()
     return run_once(tmp_path_factory, "guarantees", grade_kill_resume_regrade)[1]
 
 

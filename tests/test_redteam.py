@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from autograder import sandbox
-from conftest import kernels_under, run_once
+from conftest import bwrap_or_skip, kernels_under, run_once
 from redteam_corpus import STEP, Case, Ctx, corpus
 
 # one batch for the whole session, graded by whichever worker needs it first (run_once)
@@ -135,6 +135,7 @@ def grade_the_corpus(base: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory) -> Batch:
+    bwrap_or_skip()
     base, data = run_once(tmp_path_factory, "redteam", grade_the_corpus)
     submissions, home = base / "submissions", base / "home"
     ctx = Ctx(submissions=submissions, home=home, port=data["port"])

@@ -108,6 +108,9 @@ print(json.dumps({{
     if os.geteuid() == 0:
         assert sandbox.UID_RANGE[0] <= seen["uid"] < sandbox.UID_RANGE[1] and seen["euid"] == seen["uid"]
         assert seen["groups"] == [] and int(seen["caps"], 16) == 0
+    else:       # bwrap run by another user maps that user into the sandbox, without capabilities
+        assert seen["uid"] == seen["euid"] == os.getuid(), seen
+        assert int(seen["caps"], 16) == 0, seen["caps"]
     # the environment was cleared: the grader's variables (a token, say) do not reach the kernel
     assert "SECRET_TOKEN" not in seen["env"] and "JPY_PARENT_PID" not in seen["env"]
     assert set(seen["env"]) <= set(sandbox.PASSED_ENV) | {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL",

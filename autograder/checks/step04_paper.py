@@ -54,6 +54,20 @@ def _as_tuples(result):
     return out
 
 
+def _spread(values):
+    """The sample standard deviation of a list of numbers (None if fewer than two)."""
+    if len(values) < 2:
+        return None
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def standard_error(d_k, n):
+    """The standard deviation of the sample variance of n draws of q·k, q and k standard normal in d_k
+    dimensions: Var(q·k) = d_k, fourth central moment 3 d_k² + 6 d_k, so sqrt((2 + 6/d_k)/n) · d_k."""
+    return math.sqrt((2 + 6 / d_k) / n) * d_k
+
+
 @register
 class DotVariance(Check):
     grade_id = "dot_variance_hidden"
@@ -61,6 +75,24 @@ class DotVariance(Check):
     N = 40_000
     CASES = [(3, 11), (50, 12), (200, 13)]
     LABELS = ["a narrow head", "a medium head", "a wide head"]
+    # Only real sampling has these (a number typed in, with or without a seed-dependent wobble, has not):
+    # the spread of the estimate across seeds is the sampling error sqrt((2 + 6/d_k)/n)·d_k at every n, so
+    # it shrinks like 1/sqrt(n); and at n = 2 the estimate is a scaled chi-square with one degree of
+    # freedom, often far below d_k, never below 0.
+    SPREAD_DK = 4
+    SPREAD_NS = (200, 3200)                 # 16 times the samples: a quarter of the spread
+    SPREAD_SEEDS = range(1000, 1030)        # 30 seeds per n
+    # Verdict on a correct sampler: (S-1) s²/SE² is close to chi-square with 29 degrees of freedom
+    # (at n = 200 the estimates are nearly normal: 1,500 simulated sets of 30 seeds gave ratios 0.58..1.45;
+    # 4,000 sets of 20 seeds at n = 100 gave 0.49..1.79). P(ratio < 0.4) = P(chi2_29 < 4.64) < 1e-7, P(ratio > 2.5) = P(chi2_29 > 181)
+    # < 1e-14: a false fail at one n below 1e-7.
+    SPREAD_RANGE = (0.4, 2.5)
+    SMALL_DK, SMALL_N = 16, 2
+    SMALL_SEEDS = range(2000, 2040)         # 40 seeds
+    # At n = 2 the unbiased estimate is d_k·chi2_1 (approximately: q·k is nearly normal at d_k = 16), the
+    # biased one half of it: P(estimate < d_k/4) is 0.38 (unbiased) or 0.52 (biased). A correct sampler
+    # fails "at least 2 of 40 below d_k/4" with probability P(Bin(40, 0.38) <= 1) < 2e-7.
+    SMALL_BELOW, SMALL_AT_LEAST = 0.25, 2
 
     def probe(self, ns, ctx):
         fn = student(ns, "dot_variance")
@@ -68,6 +100,9 @@ class DotVariance(Check):
             "cases": [attempt(lambda d, s: float(fn(d, self.N, s)), d, s) for d, s in self.CASES],
             "again": attempt(lambda: float(fn(50, self.N, 12))),
             "other_seed": attempt(lambda: float(fn(50, self.N, 99))),
+            "spread": [[attempt(lambda n, s: float(fn(self.SPREAD_DK, n, s)), n, s) for s in self.SPREAD_SEEDS]
+                       for n in self.SPREAD_NS],
+            "small": [attempt(lambda s: float(fn(self.SMALL_DK, self.SMALL_N, s)), s) for s in self.SMALL_SEEDS],
         }
 
     def judge(self, data, ctx):
@@ -107,7 +142,42 @@ class DotVariance(Check):
         verdict.add("the same seed gives the same estimate", accurate and why_again is None and again == first,
                     later if not accurate else "calling twice with the same seed gave different numbers: seed a "
                     "torch.Generator (or torch.manual_seed) with `seed` before sampling")
-        verdict.add("the estimate comes from samples", not typed_in and accurate,
-                    "a different seed gave the same number, or the result is exactly d_k: estimate the variance "
-                    "from n sampled pairs, not from the formula" if typed_in else later, weight=2)
+        not_sampled = ("the estimate does not come from samples: a different seed gave the same number, or the "
+                       "result is exactly d_k: estimate the variance from n sampled pairs, not from the formula")
+        for n, entries in zip(self.SPREAD_NS, data["spread"]):
+            name = f"the estimate comes from samples: its spread across seeds at n = {n} is the sampling error"
+            if typed_in or not accurate:
+                verdict.add(name, False, not_sampled if typed_in else later, weight=2 / 3)
+                continue
+            got = [v for v, why in map(unpack, entries) if why is None and isinstance(v, float) and math.isfinite(v)]
+            spread, se = _spread(got), standard_error(self.SPREAD_DK, n)
+            low, high = self.SPREAD_RANGE
+            ok = len(got) == len(entries) and spread is not None and low <= spread / se <= high
+            verdict.add(name, ok,
+                        f"over {len(entries)} seeds your estimates for d_k = {self.SPREAD_DK}, n = {n} spread by "
+                        f"{spread if spread is not None else float('nan'):.3g}; n sampled pairs spread by about "
+                        f"{se:.3g} (sqrt((2 + 6/d_k)/n)·d_k), shrinking like 1/sqrt(n): is the estimate the "
+                        "sample variance of n pairs drawn with `seed`, not the formula (not from the formula "
+                        "plus noise)?", weight=2 / 3)
+        name = (f"the estimate comes from samples: with n = {self.SMALL_N} pairs it is often far below d_k, "
+                "as a sample variance is")
+        if typed_in or not accurate:
+            verdict.add(name, False, not_sampled if typed_in else later, weight=2 / 3)
+        else:
+            got = [v for v, why in map(unpack, data["small"]) if why is None and isinstance(v, float)]
+            below = sum(v < self.SMALL_BELOW * self.SMALL_DK for v in got)
+            negative = sum(v < 0 for v in got)
+            verdict.add(name, len(got) == len(data["small"]) and below >= self.SMALL_AT_LEAST and not negative,
+                        f"over {len(data['small'])} seeds with d_k = {self.SMALL_DK} and n = {self.SMALL_N}, "
+                        f"{below} estimates were below d_k/4 and {negative} below 0; the sample variance of 2 "
+                        "pairs is below d_k/4 about 4 times in 10 and never negative: compute it from the n pairs "
+                        "you drew, not from the formula",
+                        weight=2 / 3)
+        sampling = verdict.parts[-3:]
+        if accurate and not typed_in and not any(p.ok for p in sampling):
+            # close to d_k, but nothing about it behaves like a sample: the formula with a wobble (or an n
+            # that is not used) earns no closeness either
+            for part in verdict.parts[:-3]:
+                part.ok, part.message = False, ("not credited: the estimate does not vary across seeds and n "
+                                                "as a sample variance does (see below)")
         return verdict
