@@ -220,3 +220,19 @@ def test_kubernetes_manifests_are_valid_against_the_api_schema():
         for bad in (misspelt, mistyped):
             with pytest.raises(kubernetes_validate.ValidationError):
                 kubernetes_validate.validate(bad, version, strict=True)
+
+
+@pytest.mark.slow
+def test_a_shard_whose_students_handed_in_nothing_readable_succeeds(grading_home, tmp_path):
+    """On a cluster a failing shard holds the merge (afterok) and fails again when rerun: a shard (or a
+    class) with no notebook to grade writes no feedback instead of failing in nbgrader."""
+    from autograder.grade import grade
+    submissions = tmp_path / "class"
+    for sid in ("alice", "bob"):
+        (submissions / sid).mkdir(parents=True)
+        (submissions / sid / f"{NOTEBOOK_NAMES[0]}.ipynb").write_text("{ not json")
+    out = grade(submissions, students=["bob"], quiet=True)
+    assert {r["student"] for r in out["results"]} == {"bob"}
+    assert not list(grading_home.glob("feedback/**/*.html")), "feedback for notebooks never graded"
+    everyone = grade(submissions, quiet=True)
+    assert {r["student"] for r in everyone["results"]} == {"alice", "bob"}
