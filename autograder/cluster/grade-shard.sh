@@ -26,7 +26,7 @@ if [ -z "${SHARD_COUNT:-}" ] && [ -n "${SLURM_ARRAY_TASK_COUNT:-}" ]; then
   # the array's size is the shard count only for --array=0-(N-1) (a % throttle changes nothing);
   # `sbatch --array=17` is an array of one task: 17/1 is no shard, and 0/1 would be the whole class
   if [ "$SLURM_ARRAY_TASK_COUNT" = 1 ] || [ "${SLURM_ARRAY_TASK_MIN:-0}" != 0 ] ||
-     [ "${SLURM_ARRAY_TASK_MAX:-}" != "$((SLURM_ARRAY_TASK_COUNT - 1))" ]; then
+     [ "${SLURM_ARRAY_TASK_MAX:-$((SLURM_ARRAY_TASK_COUNT - 1))}" != "$((SLURM_ARRAY_TASK_COUNT - 1))" ]; then
     echo "grade-shard: this task is $SLURM_ARRAY_TASK_ID of an array --array=${SLURM_ARRAY_TASK_MIN:-?}-${SLURM_ARRAY_TASK_MAX:-?}" \
          "($SLURM_ARRAY_TASK_COUNT tasks), not 0..N-1, so the array does not say how many shards the class has:" \
          "set SHARD_COUNT (1 if the class really is one shard), e.g. SHARD_COUNT=50 sbatch --array=$SLURM_ARRAY_TASK_ID autograder/cluster/slurm-grade.sbatch" >&2
