@@ -20,7 +20,7 @@ GRADE_FLAGS = $(if $(WORKERS),--workers $(WORKERS)) --sandbox $(SANDBOX) $(if $(
 
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS))
 
-.PHONY: bench setup install system-deps data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback lab test test-browser test-quick clean-grades
+.PHONY: bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback lab test test-browser test-quick clean-grades
 
 setup: install data release solutions example
 	@echo "setup: done. Student notebooks in release/step-04/, solutions in solutions/, example grades in autograder/grades.csv"
@@ -34,11 +34,21 @@ install: $(PY)
 	$(PY) -m pip install --quiet --no-deps -e .
 	@echo "install: course environment ready in $(VENV)/ (torch $$($(PY) -c 'import torch; print(torch.__version__)'))"
 
-# Programs the grader's sandbox, the browser tests and the PostgreSQL gradebook test use
-# (Debian packages; needs root). The PostgreSQL test starts its own server in a temporary folder.
+# Programs the grader's sandbox, the browser tests, the PostgreSQL gradebook test and the Slurm test
+# use (Debian packages; needs root). Those tests start their own server and cluster in temporary folders.
 system-deps:
-	apt-get update -qq && apt-get install -y -qq bubblewrap chromium chromium-driver postgresql >/dev/null
-	@echo "system-deps: bubblewrap, chromium and postgresql installed"
+	apt-get update -qq && apt-get install -y -qq bubblewrap chromium chromium-driver postgresql slurm-wlm munge >/dev/null
+	@echo "system-deps: bubblewrap, chromium, postgresql, slurm-wlm and munge installed"
+
+# A one-node Slurm cluster for trying the cluster recipe by hand (the tests start their own): munge
+# with a fresh key, slurmctld and slurmd, all in CLUSTER_DIR; no system service is touched. Needs
+# root and `make system-deps`. Then `export SLURM_CONF=$(CLUSTER_DIR)/slurm.conf`.
+CLUSTER_DIR ?= /tmp/course-slurm
+cluster-up: $(PY)
+	$(PY) tests/slurmcluster.py up $(CLUSTER_DIR)
+
+cluster-down: $(PY)
+	$(PY) tests/slurmcluster.py down $(CLUSTER_DIR)
 
 data: $(PY)
 	$(PY) -m dlcourse.data

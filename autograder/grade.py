@@ -444,6 +444,10 @@ def write_feedback(students: list[str], quiet: bool = False, only_these: bool = 
             for sid in students:
                 if (home / "autograded" / sid).is_dir():
                     (autograded / sid).symlink_to(home / "autograded" / sid)
+        if not any(autograded.glob(f"*/{STEP}/*.ipynb")):   # nbgrader fails on nothing to do
+            if not quiet:
+                print("feedback: no graded notebook (every file unreadable or missing): no feedback to write")
+            return failures
         args = ["generate_feedback", STEP, "--force", f"--CourseDirectory.autograded_directory={autograded}",
                 f"--CourseDirectory.feedback_directory={home / 'feedback'}"]
         try:

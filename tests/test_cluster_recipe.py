@@ -9,6 +9,7 @@ import shlex
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import yaml
@@ -161,3 +162,86 @@ def test_grading_some_students_grades_only_them_and_leaves_the_class_reports_to_
     merged = json.loads((grading_home / "grades.json").read_text())
     assert {g["student"] for g in merged["grades"]} == {"bob"}
     assert merged["problems"] == data["problems"], "the merge lists the parts' unreadable files"
+
+
+def shard_script(env: dict) -> subprocess.CompletedProcess:
+    """grade-shard.sh with a stand-in Python that prints the arguments it was given."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SHARD_", "JOB_COMPLETION"))}
+    base.update({"SUBMISSIONS": "/nowhere", "GRADER_HOME": "/nowhere", "NBGRADER_DB_URL": "sqlite://",
+                 "PYTHON": "echo"}, **env)
+    return subprocess.run(["bash", str(CLUSTER / "grade-shard.sh")], env=base, capture_output=True, text=True, timeout=60)
+
+
+def test_an_array_task_takes_its_shard_count_from_a_whole_array_only():
+    """`sbatch --array=0-3%2`: task 2 is shard 2/4. `sbatch --array=2` (a task rerun alone) is an array
+    of one task: without SHARD_COUNT it is refused (2/1 is no shard; 0/1 would grade the whole class)."""
+    whole = shard_script({"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_COUNT": "4",
+                          "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "3"})
+    assert whole.returncode == 0 and "--shard 2/4" in whole.stdout, whole.stdout + whole.stderr
+    for task in ("2", "0"):
+        alone = {"SLURM_ARRAY_TASK_ID": task, "SLURM_ARRAY_TASK_COUNT": "1",
+                 "SLURM_ARRAY_TASK_MIN": task, "SLURM_ARRAY_TASK_MAX": task}
+        refused = shard_script(alone)
+        assert refused.returncode == 2 and "--shard" not in refused.stdout, refused.stdout
+        assert "set SHARD_COUNT" in refused.stderr and f"--array={task}" in refused.stderr, refused.stderr
+        rerun = shard_script(dict(alone, SHARD_COUNT="4"))
+        assert rerun.returncode == 0 and f"--shard {task}/4" in rerun.stdout, rerun.stdout + rerun.stderr
+    stepped = shard_script({"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_COUNT": "2",
+                            "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "2"})     # --array=0-2:2
+    assert stepped.returncode == 2 and "set SHARD_COUNT" in stepped.stderr
+
+
+def test_a_failing_shard_says_how_to_rerun_it():
+    failing = shard_script({"PYTHON": "false", "SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "4",
+                            "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "3"})
+    assert failing.returncode == 1
+    assert ("shard 3 of 4 failed (exit 1)" in failing.stderr and
+            "SHARD_COUNT=4 sbatch --array=3 autograder/cluster/slurm-grade.sbatch" in failing.stderr), failing.stderr
+    pod = shard_script({"PYTHON": "false", "JOB_COMPLETION_INDEX": "1", "SHARD_COUNT": "2"})
+    assert pod.returncode == 1 and "SHARD_INDEX=1 SHARD_COUNT=2 autograder/cluster/grade-shard.sh" in pod.stderr
+
+
+# Kubernetes versions whose API schemas the manifests are checked against (kubernetes-validate ships
+# them): the oldest it has and the newest.
+def kubernetes_versions() -> list[str]:
+    import kubernetes_validate
+    shipped = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
+    versions = sorted((p.name[1:].split("-")[0] for p in shipped.glob("v*-local-strict")),
+                      key=lambda v: tuple(int(x) for x in v.split(".")))
+    assert versions, f"kubernetes-validate ships no schemas in {shipped}"
+    return [versions[0], versions[-1]]
+
+
+def test_kubernetes_manifests_are_valid_against_the_api_schema():
+    """No cluster runs here: each manifest is checked offline, strictly (an unknown field is an
+    error), against the Kubernetes API's JSON schemas; a manifest with a misspelt or mistyped field
+    is rejected, so the check can fail."""
+    import kubernetes_validate
+    for version in kubernetes_versions():
+        for path in MANIFESTS:
+            for doc in yaml.safe_load_all(path.read_text()):
+                kubernetes_validate.validate(doc, version, strict=True)
+        job = yaml.safe_load((CLUSTER / "k8s-grade-job.yaml").read_text())
+        misspelt = json.loads(json.dumps(job))
+        misspelt["spec"]["completionsMode"] = misspelt["spec"].pop("completionMode")
+        mistyped = json.loads(json.dumps(job))
+        mistyped["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"] = 50    # not a string
+        for bad in (misspelt, mistyped):
+            with pytest.raises(kubernetes_validate.ValidationError):
+                kubernetes_validate.validate(bad, version, strict=True)
+
+
+@pytest.mark.slow
+def test_a_shard_whose_students_handed_in_nothing_readable_succeeds(grading_home, tmp_path):
+    """On a cluster a failing shard holds the merge (afterok) and fails again when rerun: a shard (or a
+    class) with no notebook to grade writes no feedback instead of failing in nbgrader."""
+    from autograder.grade import grade
+    submissions = tmp_path / "class"
+    for sid in ("alice", "bob"):
+        (submissions / sid).mkdir(parents=True)
+        (submissions / sid / f"{NOTEBOOK_NAMES[0]}.ipynb").write_text("{ not json")
+    out = grade(submissions, students=["bob"], quiet=True)
+    assert {r["student"] for r in out["results"]} == {"bob"}
+    assert not list(grading_home.glob("feedback/**/*.html")), "feedback for notebooks never graded"
+    everyone = grade(submissions, quiet=True)
+    assert {r["student"] for r in everyone["results"]} == {"alice", "bob"}
