@@ -1115,6 +1115,7 @@ def shapes(T, d, d_k, d_v):
 def count_params(d, d_head):
     return {(32, 16): 1536, (40, 24): 2880}.get((d, d_head), 0)    # the visible check's two heads
 ''')}, expect={"count_params_hidden": 0.0}, why="the visible check's two answers typed in: 0 for every hidden width",
+          says={"count_params_hidden": ["three weight matrices", "formula in d and d_head"]},
           visible_passes={"count_params_check": "the numbers are typed in for exactly the visible check's heads"}),
     Entry("w03-row-sums-typed-in", P03, {"mask_after_softmax_row_sums": code('''
 def mask_after_softmax_row_sums(scores):
@@ -1123,6 +1124,7 @@ def mask_after_softmax_row_sums(scores):
 ''')}, expect={"mask_after_softmax_hidden": 0.67},
           why="(i + 1)/T typed in, the scores ignored: right only where it cannot be wrong, one token (T = 1): "
               "1 of 3 cases, 2 × 1/3",
+          says={"mask_after_softmax_hidden": ["keeps the softmax weights of keys j <= i", "computed over all T keys"]},
           visible_passes={"mask_after_softmax_check": "the visible check's scores are all equal, where (i + 1)/T "
                           "is the right answer"}),
 ]
