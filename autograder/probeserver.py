@@ -334,10 +334,9 @@ def _read(reply: dict):
             return from_plain(reply["value"])
         except NotPlain as err:
             raise StudentError(f"NotPlain: {err}") from None
+    if "missing" in reply:          # the name asked for is not defined (a NameError inside the student's code is an error)
+        raise Missing(f"`{str(reply['missing'])[:80]}` is not defined: run the cell that defines it (or write it)")
     error = reply.get("error")
-    if isinstance(error, str) and error.startswith("NameError: "):
-        raise Missing(f"`{error[len('NameError: '):].split(' ')[0]}` is not defined: run the cell that defines it "
-                      "(or write it)")
     raise StudentError(str(error)[:400] if error else "no answer")
 
 

@@ -1097,6 +1097,8 @@ def pattern_stats(A):
 
 WRONG += [
     Entry("w01-variance-wobble", P01, {"dot_variance": code('''
+import math
+
 def dot_variance(d_k, n, seed):
     return d_k * (1 + 0.01 * math.sin(seed))          # the lemma, with a seed-dependent wobble
 ''')}, expect={"dot_variance_hidden": 0.0},

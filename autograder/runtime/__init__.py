@@ -83,7 +83,7 @@ class Session:
             try:
                 return {"value": to_plain(self.ns[name])}
             except KeyError:
-                return {"error": f"NameError: {name} is not defined"}
+                return {"missing": str(name)}
             except NotPlain as err:
                 return {"error": f"NotPlain: {err}"}
             except Exception as err:       # anything the student's object does when read
@@ -110,7 +110,7 @@ class Session:
             args = from_plain(request.get("args", []), tensors=True, served=self._served)
             kwargs = from_plain(request.get("kwargs", {"__dict__": {}}), tensors=True, served=self._served)
         except KeyError:
-            return {"error": f"NameError: {request.get('name')} is not defined"}
+            return {"missing": str(request.get("name"))}
         except NotPlain as err:
             return {"error": f"GraderError: {err}"}
         tracer = _Trace() if request.get("trace") else None
