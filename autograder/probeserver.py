@@ -222,8 +222,7 @@ class ProbeServer:
             return module
         if (token, dtype) not in self._typed:
             self._typed[(token, dtype)] = copy.deepcopy(module).to(dtype)
-        typed = self._typed[(token, dtype)]
-        return typed
+        return self._typed[(token, dtype)]
 
     def close(self):
         self._closed = True

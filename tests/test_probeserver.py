@@ -3,7 +3,6 @@ like real modules; nothing of the grader's crosses but inputs and tokens."""
 import os
 import socket
 import tempfile
-import threading
 
 import pytest
 import torch

@@ -256,9 +256,8 @@ def test_no_line_of_a_check_reaches_a_graded_notebook_or_its_feedback(batch):
     assert len(lines) > 500                            # the checks are large: the test has something to find
     home = batch.ctx.home
     for path in sorted((home / "autograded").rglob("*.ipynb")) + sorted((home / "work" / "results").rglob("*.json")):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        text = json.loads(text) if path.suffix == ".json" else json.loads(text)
-        flat = json.dumps(text, ensure_ascii=False).replace("\\n", "\n").replace('\\"', '"')
+        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))      # a notebook or a result: JSON
+        flat = json.dumps(data, ensure_ascii=False).replace("\\n", "\n").replace('\\"', '"')
         leaked = [line for line in lines if line in flat]
         assert leaked == [], f"{path.relative_to(home)}: {leaked[:3]}"
     # the feedback HTML of the students who tried hardest, written as `make feedback` writes it
