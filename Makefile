@@ -3,6 +3,7 @@
 #   make bench        the benchmarks: rewrites BENCHMARKS.md (SIZES=10,40,160 REPEATS=3)
 #   make test         the whole test-suite, browser tests included (make test-quick: the fast subset;
 #                     make test-browser: only JupyterLab in Chromium)
+# Every course command takes STEP=<step> (default: the only or newest step in source/; `make steps` lists them).
 # Instructor:  make release | make solutions | make grade SUBMISSIONS=<folder> | make feedback | make formgrader
 #              make collect (submissions from the exchange) | make return-feedback (feedback back to it)
 # Student:     make lab (JupyterLab in notebooks/, with your own copy of the released step)
@@ -16,14 +17,16 @@ WORKERS ?=
 SANDBOX ?= auto
 SUBMISSIONS ?=
 STUDENT ?=
-GRADE_FLAGS = $(if $(WORKERS),--workers $(WORKERS)) --sandbox $(SANDBOX) $(if $(FORCE),--force)
+STEP ?=
+STEP_FLAG = $(if $(STEP),--step $(STEP))
+GRADE_FLAGS = $(STEP_FLAG) $(if $(WORKERS),--workers $(WORKERS)) --sandbox $(SANDBOX) $(if $(FORCE),--force)
 
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS))
 
-.PHONY: bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback lab test test-browser test-quick clean-grades
+.PHONY: steps bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback lab test test-browser test-quick clean-grades
 
 setup: install data release solutions example
-	@echo "setup: done. Student notebooks in release/step-04/, solutions in solutions/, example grades in autograder/grades.csv"
+	@echo "setup: done. Student notebooks in release/<step>/, solutions in solutions/, example grades in autograder/grades/<step>.csv"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -54,10 +57,10 @@ data: $(PY)
 	$(PY) -m dlcourse.data
 
 release: $(PY)
-	$(PY) -m autograder release
+	$(PY) -m autograder release $(STEP_FLAG)
 
 solutions: $(PY)
-	$(PY) -m autograder solutions $(if $(FORCE),--force)
+	$(PY) -m autograder solutions $(STEP_FLAG) $(if $(FORCE),--force)
 
 example: $(PY)
 	$(PY) -m autograder example $(GRADE_FLAGS)
@@ -67,32 +70,32 @@ grade: $(PY)
 	$(PY) -m autograder grade "$(SUBMISSIONS)" $(GRADE_FLAGS)
 
 feedback: $(PY)
-	$(PY) -m autograder feedback
+	$(PY) -m autograder feedback $(STEP_FLAG)
 
 formgrader: $(PY)
-	$(PY) -m autograder lab --formgrader
+	$(PY) -m autograder lab $(STEP_FLAG) --formgrader
 
 # The course on one machine, through nbgrader's exchange in exchange/ (autograder/exchange.py).
 fetch: $(PY)
-	$(PY) -m autograder fetch
+	$(PY) -m autograder fetch $(STEP_FLAG)
 
 validate: $(PY)
-	$(PY) -m autograder validate
+	$(PY) -m autograder validate $(STEP_FLAG)
 
 submit: $(PY)
-	$(PY) -m autograder submit $(if $(STUDENT),--student $(STUDENT))
+	$(PY) -m autograder submit $(STEP_FLAG) $(if $(STUDENT),--student $(STUDENT))
 
 my-feedback: $(PY)
-	$(PY) -m autograder my-feedback
+	$(PY) -m autograder my-feedback $(STEP_FLAG)
 
 collect: $(PY)
-	$(PY) -m autograder collect
+	$(PY) -m autograder collect $(STEP_FLAG)
 
 return-feedback: $(PY)
-	$(PY) -m autograder return-feedback
+	$(PY) -m autograder return-feedback $(STEP_FLAG)
 
 lab: fetch
-	$(PY) -m autograder lab
+	$(PY) -m autograder lab $(STEP_FLAG)
 
 test: $(PY)
 	$(PY) -m pytest -rs -n auto --dist loadscope
@@ -111,7 +114,10 @@ test-quick: $(PY)
 bench: $(PY)
 	$(PY) benchmarks/run.py $(BENCH_FLAGS)
 
+steps: $(PY)
+	$(PY) -m autograder steps
+
 clean-grades:
 	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/work \
-	       autograder/gradebook.db autograder/grades.csv autograder/grades.json autograder/example-class
+	       autograder/gradebook.db autograder/grades autograder/example-class
 	@echo "clean-grades: removed every grading result (the sources, release and solutions are untouched)"

@@ -1,8 +1,8 @@
 """Build what students get from the instructor sources: the release and the solutions.
 
-    python -m autograder release      # nbgrader generate_assignment -> release/step-04
-    python -m autograder solutions    # solutions (hidden tests removed), executed
-                                      # -> solutions/step-04, and the catch-up solutions/step-03.ipynb
+    python -m autograder release [--step S]     # nbgrader generate_assignment -> release/<step>
+    python -m autograder solutions [--step S]   # solutions (hidden tests removed), executed -> solutions/<step>,
+                                                # and the step's catch-up notebook, if it has one
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import nbformat
 from nbgrader.preprocessors import (ClearHiddenTests, ClearMarkScheme, ClearOutput, IncludeHeaderFooter,
                                     LockCells, NbGraderPreprocessor)
 
-from .course import CATCH_UP, ROOT, STEP, kernel_env
+from .course import ROOT, kernel_env
 
 SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
                     "BEGIN MARK SCHEME", "END MARK SCHEME")
@@ -48,7 +48,7 @@ def nbgrader(*args: str, root: Path = ROOT, db_url: str | None = None, quiet: bo
     return log
 
 
-def release(root: Path = ROOT, db_url: str | None = None, step: str = STEP) -> list[Path]:
+def release(step, db_url: str | None = None) -> list[Path]:
     """Generate release/<step> from source/<step>; return the notebooks written.
 
     The release depends on the sources only: it is generated against a scratch gradebook, so a
@@ -56,9 +56,9 @@ def release(root: Path = ROOT, db_url: str | None = None, step: str = STEP) -> l
     to date with the release, see autograder/grade.py)."""
     import tempfile
     with tempfile.TemporaryDirectory(prefix="release-") as scratch:
-        nbgrader("generate_assignment", step, "--force", root=root,
+        nbgrader("generate_assignment", step.name, "--force", root=step.root,
                  db_url=db_url or f"sqlite:///{Path(scratch) / 'gradebook.db'}")
-    out = sorted((root / "release" / step).glob("*.ipynb"))
+    out = sorted(step.release.glob("*.ipynb"))
     for path in out:
         text = path.read_text(encoding="utf-8")
         for marker in SOLUTION_MARKERS:
@@ -104,13 +104,15 @@ def same_cells(a, b) -> bool:
     return key(a) == key(b)
 
 
-def solutions(root: Path = ROOT, step: str = STEP, force: bool = False) -> list[Path]:
-    """Write executed solution notebooks to solutions/<step>/ and the catch-up to solutions/step-03.ipynb.
+def solutions(step, force: bool = False) -> list[Path]:
+    """Write executed solution notebooks to solutions/<step>/ and the step's catch-up notebook (its
+    check package's CATCH_UP: source/<name>/<name>.ipynb) to solutions/<name>.ipynb.
     A solution whose cells already match its source is left as it is (its outputs are kept),
     unless `force`."""
+    root = step.root
     written = []
-    for source in sorted((root / "source" / step).glob("*.ipynb")):
-        dest = root / "solutions" / step / source.name
+    for source in sorted(step.source.glob("*.ipynb")):
+        dest = step.solutions / source.name
         fresh = solution_notebook(source, root)
         if not force and dest.exists() and same_cells(fresh, nbformat.read(dest, as_version=4)):
             continue
@@ -119,8 +121,10 @@ def solutions(root: Path = ROOT, step: str = STEP, force: bool = False) -> list[
         nbformat.write(fresh, dest)
         check_executed(dest, root)
         written.append(dest)
-    catch_up_src = root / "source" / CATCH_UP / f"{CATCH_UP}.ipynb"
-    catch_up = root / "solutions" / f"{CATCH_UP}.ipynb"
+    if not step.catch_up:
+        return written
+    catch_up_src = root / "source" / step.catch_up / f"{step.catch_up}.ipynb"
+    catch_up = root / "solutions" / f"{step.catch_up}.ipynb"
     fresh = nbformat.read(catch_up_src, as_version=4)
     if force or not catch_up.exists() or not same_cells(fresh, nbformat.read(catch_up, as_version=4)):
         run_notebook(fresh, catch_up_src.parent)

@@ -12,7 +12,8 @@ import shutil
 import zipfile
 from pathlib import Path
 
-from .course import RELEASE, SOURCE, STEP, grader_home, notebook_names
+from .course import grader_home
+
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION")
 
 
@@ -26,11 +27,15 @@ def answer_ids(release: dict) -> list[str]:
     return [c["id"] for c in release["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("solution")]
 
 
-def filled(name: str, keep) -> dict:
+def _read(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def filled(step, name: str, keep) -> dict:
     """The released notebook `name` with the instructor's answer in every answer cell for which
     keep(cell_id, position) is true."""
-    release = json.loads((RELEASE / STEP / f"{name}.ipynb").read_text(encoding="utf-8"))
-    source = {c["id"]: c for c in json.loads((SOURCE / STEP / f"{name}.ipynb").read_text(encoding="utf-8"))["cells"]}
+    release = _read(step.release / f"{name}.ipynb")
+    source = {c["id"]: c for c in _read(step.source / f"{name}.ipynb")["cells"]}
     for position, cid in enumerate(answer_ids(release)):
         if keep(cid, position):
             cell = next(c for c in release["cells"] if c["id"] == cid)
@@ -38,34 +43,34 @@ def filled(name: str, keep) -> dict:
     return release
 
 
-def build(dest: Path | None = None) -> Path:
-    dest = dest or grader_home() / "example-class"
+def build(step, dest: Path | None = None) -> Path:
+    """The example class of a step in `dest` (default: <grading home>/example-class/<step>/)."""
+    dest = dest or grader_home() / "example-class" / step.name
     if dest.exists():
         shutil.rmtree(dest)
     (dest / "ada").mkdir(parents=True)
     with zipfile.ZipFile(dest / "blank.zip", "w") as archive:
-        for name in notebook_names():
-            archive.write(RELEASE / STEP / f"{name}.ipynb", f"{STEP}/{name}.ipynb")
-    for name in notebook_names():
-        (dest / "ada" / f"{name}.ipynb").write_text(json.dumps(filled(name, lambda cid, i: True), indent=1))
-        release = json.loads((RELEASE / STEP / f"{name}.ipynb").read_text(encoding="utf-8"))
-        half = (len(answer_ids(release)) + 1) // 2
-        (dest / f"half_{name}.ipynb").write_text(json.dumps(filled(name, lambda cid, i: i < half), indent=1))
+        for name in step.notebooks():
+            archive.write(step.release / f"{name}.ipynb", f"{step.name}/{name}.ipynb")
+    for name in step.notebooks():
+        (dest / "ada" / f"{name}.ipynb").write_text(json.dumps(filled(step, name, lambda cid, i: True), indent=1))
+        half = (len(answer_ids(_read(step.release / f"{name}.ipynb"))) + 1) // 2
+        (dest / f"half_{name}.ipynb").write_text(json.dumps(filled(step, name, lambda cid, i: i < half), indent=1))
     return dest
 
 
-def answers_of(name: str) -> dict[str, str]:
+def answers_of(step, name: str) -> dict[str, str]:
     """grade_id -> the instructor's answer (solution markers removed) for every answer cell of a notebook."""
-    source = json.loads((SOURCE / STEP / f"{name}.ipynb").read_text(encoding="utf-8"))
+    source = _read(step.source / f"{name}.ipynb")
     return {c["metadata"]["nbgrader"]["grade_id"]: answer_text(c) for c in source["cells"]
             if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
 
 
-def with_answers(name: str, overrides: dict[str, str]) -> dict:
+def with_answers(step, name: str, overrides: dict[str, str]) -> dict:
     """The released notebook with the instructor's answers, except `overrides` (grade_id -> source):
     a submission that differs from the solutions only where a test wants it to."""
-    release = json.loads((RELEASE / STEP / f"{name}.ipynb").read_text(encoding="utf-8"))
-    answers = answers_of(name)
+    release = _read(step.release / f"{name}.ipynb")
+    answers = answers_of(step, name)
     unknown = set(overrides) - set(answers)
     if unknown:
         raise KeyError(f"{name} has no answer cells {sorted(unknown)}")

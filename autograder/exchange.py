@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .course import COURSE_ID, NOTEBOOKS, RELEASE, ROOT, STEP, grader_home, kernel_env
+from .course import COURSE_ID, NOTEBOOKS, RELEASE, ROOT, grader_home, kernel_env
 
 COLLECTED = "collected"                 # under the grading home: what `make collect` brings in
 SECRET = "submission_secret.txt"        # written by `nbgrader submit`; feedback is found by it
@@ -75,11 +75,11 @@ def _notebooks(folder: Path) -> dict[str, bytes]:
 
 # ---- instructor ----------------------------------------------------------------------------------
 
-def outbound(step: str = STEP) -> Path:
+def outbound(step: str) -> Path:
     return exchange_root() / COURSE_ID / "outbound" / step
 
 
-def publish(step: str = STEP) -> bool:
+def publish(step: str) -> bool:
     """Put release/<step> into the exchange (nbgrader release_assignment) unless it holds it
     already; return whether it did."""
     if outbound(step).is_dir() and _notebooks(outbound(step)) == _notebooks(RELEASE / step):
@@ -91,7 +91,7 @@ def publish(step: str = STEP) -> bool:
     return True
 
 
-def collect(step: str = STEP) -> list[str]:
+def collect(step: str) -> list[str]:
     """Each student's newest submission -> <grading home>/collected/<student>/<step>/."""
     dest = grader_home() / COLLECTED
     inbound = exchange_root() / COURSE_ID / "inbound"
@@ -107,7 +107,7 @@ def collect(step: str = STEP) -> list[str]:
     return new
 
 
-def return_feedback(step: str = STEP) -> list[str]:
+def return_feedback(step: str) -> list[str]:
     """Release the feedback HTML of every graded submission that came through the exchange.
 
     nbgrader finds a student's feedback by the secret their submission carried; the secret is
@@ -145,7 +145,7 @@ def return_feedback(step: str = STEP) -> list[str]:
 
 # ---- student -------------------------------------------------------------------------------------
 
-def fetch(step: str = STEP) -> list[str]:
+def fetch(step: str) -> list[str]:
     """The released notebooks -> notebooks/<step>/, copying only those not there yet."""
     if is_course_exchange():
         publish(step)
@@ -163,7 +163,7 @@ def fetch(step: str = STEP) -> list[str]:
     return copied
 
 
-def validate(step: str = STEP) -> int:
+def validate(step: str) -> int:
     """Run each of the student's notebooks as nbgrader's Validate button does; print, per notebook,
     the answers still missing and the tests that fail. Returns the number of notebooks that fail."""
     import nbformat
@@ -221,7 +221,7 @@ def _validation_problems(result: dict, cells) -> list[str]:
     return problems
 
 
-def submit(student: str | None = None, step: str = STEP) -> str:
+def submit(step: str, student: str | None = None) -> str:
     """Hand notebooks/<step>/ in to the grader's inbox; return the submission's time stamp."""
     mine = NOTEBOOKS / step
     if not _notebooks(mine):
@@ -238,7 +238,7 @@ def submit(student: str | None = None, step: str = STEP) -> str:
     return stamp[1].strip() if stamp else ""
 
 
-def my_feedback(step: str = STEP) -> list[Path]:
+def my_feedback(step: str) -> list[Path]:
     """Fetch the feedback on your submissions -> notebooks/<step>/feedback/<submission time>/."""
     if not (exchange_root() / COURSE_ID / "feedback").is_dir():
         print("my-feedback: no feedback has been returned yet")

@@ -1,4 +1,4 @@
-"""Grade a class: `python -m autograder grade SUBMISSIONS [--workers N] [--force] [--shard I/N]`.
+"""Grade a class: `python -m autograder grade SUBMISSIONS [--step S] [--workers N] [--force] [--shard I/N]`.
 
   1. read the submissions in whatever shape they came (collect.py);
   2. keep each received notebook, unmodified, in nbgrader's layout under autograder/submitted/;
@@ -6,7 +6,8 @@
      the instructor's cells and the student's answers (assemble.py), run it in a fresh kernel
      under limits (execute.py), judge the hidden checks outside the kernel (judging.py);
   4. record the scores in the gradebook (only this process writes to it), write the graded
-     notebooks, the feedback HTML and autograder/grades.csv and grades.json.
+     notebooks, the feedback HTML and the step's reports (autograder/grades/<step>.csv and .json).
+Everything is kept per step: submitted/<student>/<step>/, autograded/, feedback/, work/results/<step>/.
 A notebook whose result is already recorded for the same submission and the same grader is
 not graded again (so a run killed halfway finishes where it stopped); --force regrades.
 With --shard I/N or --students a,b only those students are graded (one piece of a class graded
@@ -36,9 +37,9 @@ from pathlib import Path
 sys.modules.setdefault("rfc3987_syntax", None)
 
 from .collect import NO_ID, collect, pick_newest  # noqa: E402
-from .course import (COURSE_ID, RELEASE, ROOT, SOURCE, STEP, db_url, grader_home, notebook_names,  # noqa: E402
-                     use_environment_tools)
+from .course import COURSE_ID, ROOT, db_url, grader_home, use_environment_tools  # noqa: E402
 from .limits import clip  # noqa: E402
+from .steps import Step  # noqa: E402
 
 
 # The gradebook's address and credentials: never passed to a kernel (a PostgreSQL URL holds a password).
@@ -47,6 +48,8 @@ GRADEBOOK_SECRETS = ("NBGRADER_DB_URL", "PGPASSWORD", "PGPASSFILE", "PGSERVICEFI
 
 @dataclass
 class Job:
+    step: str               # the step's name (a worker finds it under `root`)
+    root: str
     student: str
     notebook: str
     submitted: str          # path of the received notebook (autograder/submitted/...)
@@ -57,20 +60,6 @@ class Job:
 
 
 KERNEL_NUMERICS = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
-
-
-def grader_fingerprint() -> str:
-    """Changes whenever the instructor notebooks or the grader's checks change."""
-    digest = hashlib.sha256()
-    here = Path(__file__).parent
-    paths = sorted((SOURCE / STEP).glob("*.ipynb")) + sorted((RELEASE / STEP).glob("*.ipynb")) \
-        + sorted((here / "checks").glob("*.py")) \
-        + sorted((here / "runtime").glob("*.py")) \
-        + [here / n for n in ("assemble.py", "judging.py", "execute.py", "sandbox.py", "probeserver.py")]
-    for path in paths:
-        if path.exists():
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
 
 
 # ---- in a worker process -------------------------------------------------------------------
@@ -84,15 +73,17 @@ def run_job(job: Job) -> dict:
     from .assemble import assemble
     from .course import kernel_env
     from .execute import Limits, execute
+    from .judging import judge_notebook
+    from .plugin import kernel_readable, load_plugin
     from .probeserver import ProbeServer
     from .runtime import GRADER_SOCKET
-    from .judging import judge_notebook
     from .sandbox import make_launcher
 
     started = time.monotonic()
+    step = Step(job.step, Path(job.root))
     student_nb = json.loads(Path(job.submitted).read_text(encoding="utf-8"))
-    release_nb = json.loads((RELEASE / STEP / f"{job.notebook}.ipynb").read_text(encoding="utf-8"))
-    source_nb = json.loads((SOURCE / STEP / f"{job.notebook}.ipynb").read_text(encoding="utf-8"))
+    release_nb = json.loads((step.release / f"{job.notebook}.ipynb").read_text(encoding="utf-8"))
+    source_nb = json.loads((step.source / f"{job.notebook}.ipynb").read_text(encoding="utf-8"))
     graded, notes = assemble(student_nb, release_nb, source_nb)
     nb = nbformat.from_dict(graded)
     scratch = Path(tempfile.mkdtemp(prefix="grade-"))     # short path: Unix sockets live here
@@ -101,11 +92,11 @@ def run_job(job: Job) -> dict:
         workdir.mkdir()
         socket_path = str(scratch / "probe.sock")
         limits = Limits(**job.limits)
-        launcher = make_launcher(job.sandbox, scratch)
-        with ProbeServer(socket_path, answer_seconds=limits.cell_timeout + 30) as server:
+        launcher = make_launcher(job.sandbox, scratch, kernel_readable(step))
+        with ProbeServer(socket_path, step, answer_seconds=limits.cell_timeout + 30) as server:
             env = kernel_env({
+                **load_plugin(step.root).kernel_env(step),
                 GRADER_SOCKET: socket_path,
-                "DLCOURSE_CORPUS": str(ROOT / "data" / "tinyshakespeare.txt"),
                 "OMP_NUM_THREADS": str(job.threads), "MKL_NUM_THREADS": str(job.threads),
                 "MPLBACKEND": "module://matplotlib_inline.backend_inline",
                 "HOME": str(workdir),
@@ -151,36 +142,36 @@ def _atomic_write(path: Path, data: str | bytes) -> None:
     os.replace(tmp, path)
 
 
-def result_path(student: str, notebook: str) -> Path:
-    return grader_home() / "work" / "results" / student / f"{notebook}.json"
+def result_path(step: Step, student: str, notebook: str) -> Path:
+    return grader_home() / "work" / "results" / step.name / student / f"{notebook}.json"
 
 
-def release_grade_cells() -> dict[str, dict[str, float]]:
-    """notebook -> {grade_id: points} of every graded cell in the release."""
+def release_grade_cells(step: Step) -> dict[str, dict[str, float]]:
+    """notebook -> {grade_id: points} of every graded cell in the step's release."""
     out = {}
-    for name in notebook_names():
-        nb = json.loads((RELEASE / STEP / f"{name}.ipynb").read_text(encoding="utf-8"))
+    for name in step.notebooks():
+        nb = json.loads((step.release / f"{name}.ipynb").read_text(encoding="utf-8"))
         out[name] = {c["metadata"]["nbgrader"]["grade_id"]: float(c["metadata"]["nbgrader"].get("points", 0))
                      for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
     return out
 
 
-def ensure_gradebook(url: str) -> None:
+def ensure_gradebook(url: str, step: Step) -> None:
     """The gradebook must know the step's notebooks and grade cells, with the release's points
     (nbgrader stores them when it generates the release). If it does not, generate the release
     into a scratch folder to fill it in."""
     from .shards import gradebook_lock
     with gradebook_lock(url):       # shards that start together: one sets the gradebook up, the others wait
-        _ensure_gradebook(url)
+        _ensure_gradebook(url, step)
 
 
-def _ensure_gradebook(url: str) -> None:
+def _ensure_gradebook(url: str, step: Step) -> None:
     from nbgrader.api import Gradebook, MissingEntry
-    wanted = release_grade_cells()
+    wanted = release_grade_cells(step)
     try:
         with Gradebook(url, COURSE_ID) as gb:
             known = {nb.name: {c.name: float(c.max_score) for c in nb.grade_cells}
-                     for nb in gb.find_assignment(STEP).notebooks}
+                     for nb in gb.find_assignment(step.name).notebooks}
     except MissingEntry:
         known = {}
     if known == wanted:
@@ -188,29 +179,29 @@ def _ensure_gradebook(url: str) -> None:
     from .build import BuildError, nbgrader
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            nbgrader("generate_assignment", STEP, "--force", f"--CourseDirectory.release_directory={tmp}",
-                     db_url=url)
+            nbgrader("generate_assignment", step.name, "--force", f"--CourseDirectory.release_directory={tmp}",
+                     root=step.root, db_url=url)
         except BuildError as err:
             if "there are submissions associated" in str(err):
                 raise SystemExit(
-                    f"The gradebook ({url}) holds grades for another set of {STEP} notebooks than the release "
+                    f"The gradebook ({url}) holds grades for another set of {step.name} notebooks than the release "
                     f"has now ({', '.join(sorted(wanted))}). nbgrader will not change an assignment that has "
                     "submissions. Grade this release with a new gradebook: move autograder/ aside (or run "
                     "`make clean-grades`), or set NBGRADER_DB_URL to a new database.") from None
             raise
 
 
-def _create_submission(gb, sid: str, **kwargs) -> None:
+def _create_submission(gb, step: Step, sid: str, **kwargs) -> None:
     """nbgrader's update_or_create_submission, without the SQLAlchemy 2 autoflush warning it
     raises when it creates a submission (the rows are written correctly; the tests read them back)."""
     import warnings
     from sqlalchemy.exc import SAWarning
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=SAWarning, message=".*not in session.*")
-        gb.update_or_create_submission(STEP, sid, **kwargs)
+        gb.update_or_create_submission(step.name, sid, **kwargs)
 
 
-def record(result: dict, url: str, mtime: float) -> None:
+def record(step: Step, result: dict, url: str, mtime: float) -> None:
     """Write one graded notebook and its scores: autograded copy first, then the gradebook, then
     the result file (its presence means: done)."""
     import nbformat
@@ -219,40 +210,40 @@ def record(result: dict, url: str, mtime: float) -> None:
 
     sid, name = result["student"], result["notebook"]
     stamp = datetime.fromtimestamp(mtime or time.time(), tz=timezone.utc)
-    graded_dir = grader_home() / "autograded" / sid / STEP
+    graded_dir = grader_home() / "autograded" / sid / step.name
     _atomic_write(graded_dir / f"{name}.ipynb", result["notebook_json"])
     _atomic_write(graded_dir / "timestamp.txt", stamp.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
     with Gradebook(url, COURSE_ID) as gb:
         gb.update_or_create_student(sid)
-        _create_submission(gb, sid, timestamp=stamp)
+        _create_submission(gb, step, sid, timestamp=stamp)
     nb = nbformat.reads(result["notebook_json"], as_version=4)
-    SaveAutoGrades().preprocess(nb, {"nbgrader": {"notebook": name, "assignment": STEP,
+    SaveAutoGrades().preprocess(nb, {"nbgrader": {"notebook": name, "assignment": step.name,
                                                   "student": sid, "db_url": url}})
     stored = {k: v for k, v in result.items() if k != "notebook_json"}
-    _atomic_write(result_path(sid, name), json.dumps(stored, indent=1))
+    _atomic_write(result_path(step, sid, name), json.dumps(stored, indent=1))
 
 
-def sync_submission_times(submitted_at: dict[str, float], url: str) -> None:
+def sync_submission_times(step: Step, submitted_at: dict[str, float], url: str) -> None:
     """A student whose notebooks were partly graded before (a rerun regrades only what changed)
     gets the submission's current time stamp in autograded/ and in the gradebook too."""
     from nbgrader.api import Gradebook
     with Gradebook(url, COURSE_ID) as gb:
         for sid, mtime in sorted(submitted_at.items()):
             stamp = datetime.fromtimestamp(mtime, tz=timezone.utc)
-            graded_dir = grader_home() / "autograded" / sid / STEP
+            graded_dir = grader_home() / "autograded" / sid / step.name
             if graded_dir.is_dir():
                 _atomic_write(graded_dir / "timestamp.txt", stamp.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
-            _create_submission(gb, sid, timestamp=stamp)
+            _create_submission(gb, step, sid, timestamp=stamp)
 
 
-def record_unreadable(sid: str, name: str, reason: str, url: str, key: str) -> dict:
+def record_unreadable(step: Step, sid: str, name: str, reason: str, url: str, key: str) -> dict:
     """A notebook that is missing or cannot be read: zero on every grade cell, with the reason."""
     from nbgrader.api import Gradebook
     reason = clip(reason)
     with Gradebook(url, COURSE_ID) as gb:
         gb.update_or_create_student(sid)
-        _create_submission(gb, sid)
-        submission = gb.find_submission_notebook(name, STEP, sid)
+        _create_submission(gb, step, sid)
+        submission = gb.find_submission_notebook(name, step.name, sid)
         manual = {c.name for c in submission.notebook.solution_cells}
         cells = []
         for grade in submission.grades:
@@ -263,7 +254,7 @@ def record_unreadable(sid: str, name: str, reason: str, url: str, key: str) -> d
         gb.db.commit()
     result = {"student": sid, "notebook": name, "key": key, "cells": cells, "notes": [reason],
               "events": [], "seconds": 0.0, "kernel_starts": 0}
-    _atomic_write(result_path(sid, name), json.dumps(result, indent=1))
+    _atomic_write(result_path(step, sid, name), json.dumps(result, indent=1))
     return result
 
 
@@ -295,114 +286,143 @@ def run_jobs(jobs: list[Job], workers: int, attempts: int = 3):
                     yield jobs[i], f"{type(err).__name__}: {err}"
 
 
-def grade(submissions: Path, workers: int | None = None, force: bool = False, sandbox: str = "auto",
+def grade(step: Step, submissions: Path, workers: int | None = None, force: bool = False, sandbox: str = "auto",
           feedback: bool = True, limits: dict | None = None, quiet: bool = False,
           shard: tuple[int, int] | None = None, students: list[str] | None = None) -> dict:
-    """Grade every submission under `submissions` (or only shard (I, N) of the students, or only
-    `students`); return {'results': [...], 'problems': [...]}."""
+    """Grade every submission of `step` under `submissions` (or only shard (I, N) of the students, or
+    only `students`); return {'results': [...], 'problems': [...]}."""
     from .sandbox import resolve_sandbox
     from .shards import available_cores, selector
     if students:        # as ids are (`ü ñ` is `ü-ñ`; NFC, whatever form the terminal typed)
         students = [_requested_id(s) for s in students]
     only, requested = selector(shard, students), students
+    say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     use_environment_tools()
     grader_home().mkdir(parents=True, exist_ok=True)      # a new $GRADER_HOME: the gradebook goes there
     url = db_url()
     sandbox = resolve_sandbox(sandbox)
-    names = notebook_names()
-    received = collect(Path(submissions), names, only=only)
-    say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
+    received = collect(Path(submissions), step.notebooks(), only=only)
     part = (f" (shard {shard[0]} of {shard[1]})" if shard else "") + \
         (f" (students: {', '.join(sorted(students))})" if students else "")
-    say(f"grade: {len(received)} files from {submissions}{part}; sandbox: {sandbox}")
-    ensure_gradebook(url)
+    say(f"grade: {step.name}: {len(received)} files from {submissions}{part}; sandbox: {sandbox}")
+    ensure_gradebook(url, step)
 
     # keep the newest readable copy of each (student, notebook); report every other file
     chosen, problems = pick_newest(received)
     students = sorted({s for s, _ in chosen} | {p["student"] for p in problems if p["student"] != NO_ID})
-    fingerprint = grader_fingerprint()
     cores = available_cores()
     workers = workers or cores
-    threads = max(1, cores // workers)
-    jobs, results = [], []
-    # One time stamp per student's submission (its newest notebook), the same in submitted/,
-    # autograded/ and the gradebook: nbgrader's formgrader shows a submission whose stamps differ
-    # as "needs autograding".
-    submitted_at: dict[str, float] = {}
-    for (sid, _), item in chosen.items():
-        submitted_at[sid] = max(submitted_at.get(sid, 0.0), item.mtime or time.time())
-    for (sid, name), item in sorted(chosen.items()):
-        path = grader_home() / "submitted" / sid / STEP / f"{name}.ipynb"
-        if not path.exists() or path.read_bytes() != item.data:
-            _atomic_write(path, item.data)
-        stamp = datetime.fromtimestamp(submitted_at[sid], tz=timezone.utc)
-        _atomic_write(path.parent / "timestamp.txt", stamp.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
-        key = hashlib.sha256(item.data + fingerprint.encode()).hexdigest()
-        done = result_path(sid, name)
-        if not force and done.exists():
-            previous = json.loads(done.read_text())
-            if previous.get("key") == key:
-                results.append(previous)
-                continue
-        jobs.append(Job(sid, name, str(path), key, sandbox, threads, dict(limits or {})))
-
-    # notebooks a student did not hand in (or handed in unreadable) score zero, with the reason
-    for sid in students:
-        for name in names:
-            if (sid, name) in chosen:
-                continue
-            bad = [p for p in problems if p["student"] == sid and p["notebook"] == name]
-            other = [p for p in problems if p["student"] == sid and p["notebook"] is None]
-            reason = (f"{bad[-1]['file']}: {bad[-1]['problem']}" if bad else
-                      "not submitted; files of this student that were not used: "
-                      + "; ".join(f"{p['file']}: {p['problem']}" for p in other) if other else "not submitted")
-            results.append(record_unreadable(sid, name, reason, url, key="missing"))
-
-    if jobs:
-        say(f"grade: {len(jobs)} notebooks to grade with {workers} worker{'s' * (workers > 1)}"
-            f" ({len(results)} already recorded)")
+    plan = Plan(step, url, sandbox, threads=max(1, cores // workers), limits=dict(limits or {}))
+    submitted_at = plan.keep_received(chosen, force)
+    plan.record_missing(students, chosen, problems)
+    if plan.jobs:
+        say(f"grade: {len(plan.jobs)} notebooks to grade with {workers} worker{'s' * (workers > 1)}"
+            f" ({len(plan.results)} already recorded)")
     started = time.monotonic()
-    done_count = 0
-
-    def finished(job: Job, result: dict) -> None:
-        nonlocal done_count
-        results.append(result)
-        done_count += 1
-        elapsed = time.monotonic() - started
-        eta = elapsed / done_count * (len(jobs) - done_count)
-        earned = sum(c["score"] or 0 for c in result["cells"])
-        say(f"  {progress_bar(done_count, len(jobs))} {job.student:<16} {job.notebook:<28} "
-            f"{earned:5.1f} pts  {result.get('seconds', 0):5.1f} s   left ~{clock(eta)}")
-
-    for job, outcome in run_jobs(jobs, workers):
-        if isinstance(outcome, dict):
-            record(outcome, url, submitted_at[job.student])
-            finished(job, outcome)
-        else:   # a fault of the grader itself: zero with the reason, retried by the next run
-            finished(job, record_unreadable(job.student, job.notebook,
-                                            f"the grader failed on this notebook ({outcome}); "
-                                            "rerun `make grade` to retry it", url, key="failed"))
-
-    sync_submission_times(submitted_at, url)
+    plan.run(workers, submitted_at, say)
+    sync_submission_times(step, submitted_at, url)
     seconds = time.monotonic() - started
-    graded_students = set(students)
-    current = [r for r in results if r["student"] in graded_students]
+    current = [r for r in plan.results if r["student"] in set(students)]
     if feedback and students:
-        _note_feedback_failures(current, write_feedback(students, quiet=quiet, only_these=only is not None), say)
-    from .report import table, write_reports
+        _note_feedback_failures(current, write_feedback(step, students, quiet=quiet, only_these=only is not None),
+                                say)
     if only is None:
-        write_reports(current, problems, say=say)
-    else:       # one piece of the class: its record for the merge (`python -m autograder report`)
-        from .shards import shard_file, shard_label
-        _atomic_write(shard_file(shard_label(shard, requested)), json.dumps({
-            "shard": list(shard) if shard else None, "students": sorted(graded_students),
-            "problems": problems, "notebooks_graded": len(jobs), "workers": workers,
-            "grading_seconds": round(seconds, 1)}, indent=1))
-        if current:
-            say("\n" + table(current))
-        say(f"\ngrade: {len(graded_students)} students of this part graded; when every part is done, "
-            "`python -m autograder report` writes grades.csv and grades.json for the whole class")
+        from .report import write_reports
+        write_reports(step, current, problems, say=say)
+    else:
+        _write_shard_record(step, shard, requested, students, problems, current, len(plan.jobs), workers,
+                            seconds, say)
     return {"results": current, "problems": problems}
+
+
+@dataclass
+class Plan:
+    """One grading run of a step: the notebooks to grade (jobs) and the results already known."""
+    step: Step
+    url: str
+    sandbox: str
+    threads: int
+    limits: dict
+    jobs: list[Job] = field(default_factory=list)
+    results: list[dict] = field(default_factory=list)
+
+    def keep_received(self, chosen: dict, force: bool) -> dict[str, float]:
+        """Store each chosen notebook in submitted/ (unmodified) and plan a job for each one not
+        graded yet with this grader; return each student's submission time.
+
+        One time stamp per student's submission (its newest notebook), the same in submitted/,
+        autograded/ and the gradebook: nbgrader's formgrader shows a submission whose stamps differ
+        as "needs autograding"."""
+        fingerprint = self.step.fingerprint()
+        submitted_at: dict[str, float] = {}
+        for (sid, _), item in chosen.items():
+            submitted_at[sid] = max(submitted_at.get(sid, 0.0), item.mtime or time.time())
+        for (sid, name), item in sorted(chosen.items()):
+            path = grader_home() / "submitted" / sid / self.step.name / f"{name}.ipynb"
+            if not path.exists() or path.read_bytes() != item.data:
+                _atomic_write(path, item.data)
+            stamp = datetime.fromtimestamp(submitted_at[sid], tz=timezone.utc)
+            _atomic_write(path.parent / "timestamp.txt", stamp.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
+            key = hashlib.sha256(item.data + fingerprint.encode()).hexdigest()
+            done = result_path(self.step, sid, name)
+            if not force and done.exists():
+                previous = json.loads(done.read_text())
+                if previous.get("key") == key:
+                    self.results.append(previous)
+                    continue
+            self.jobs.append(Job(self.step.name, str(self.step.root), sid, name, str(path), key, self.sandbox,
+                                 self.threads, dict(self.limits)))
+        return submitted_at
+
+    def record_missing(self, students: list[str], chosen: dict, problems: list[dict]) -> None:
+        """Notebooks a student did not hand in (or handed in unreadable) score zero, with the reason."""
+        for sid in students:
+            for name in self.step.notebooks():
+                if (sid, name) in chosen:
+                    continue
+                bad = [p for p in problems if p["student"] == sid and p["notebook"] == name]
+                other = [p for p in problems if p["student"] == sid and p["notebook"] is None]
+                if bad:
+                    reason = f"{bad[-1]['file']}: {bad[-1]['problem']}"
+                elif other:
+                    reason = "not submitted; files of this student that were not used: " \
+                        + "; ".join(f"{p['file']}: {p['problem']}" for p in other)
+                else:
+                    reason = "not submitted"
+                self.results.append(record_unreadable(self.step, sid, name, reason, self.url, key="missing"))
+
+    def run(self, workers: int, submitted_at: dict[str, float], say) -> None:
+        """Grade the jobs in worker processes; record each result as it comes, with a progress line."""
+        started, done = time.monotonic(), 0
+        for job, outcome in run_jobs(self.jobs, workers):
+            if isinstance(outcome, dict):
+                record(self.step, outcome, self.url, submitted_at[job.student])
+                result = outcome
+            else:   # a fault of the grader itself: zero with the reason, retried by the next run
+                result = record_unreadable(self.step, job.student, job.notebook,
+                                           f"the grader failed on this notebook ({outcome}); "
+                                           "rerun `make grade` to retry it", self.url, key="failed")
+            self.results.append(result)
+            done += 1
+            eta = (time.monotonic() - started) / done * (len(self.jobs) - done)
+            earned = sum(c["score"] or 0 for c in result["cells"])
+            say(f"  {progress_bar(done, len(self.jobs))} {job.student:<16} {job.notebook:<28} "
+                f"{earned:5.1f} pts  {result.get('seconds', 0):5.1f} s   left ~{clock(eta)}")
+
+
+def _write_shard_record(step: Step, shard, requested, students, problems, current, graded: int, workers: int,
+                        seconds: float, say) -> None:
+    """One piece of the class: its record for the merge (`python -m autograder report`)."""
+    from .report import table
+    from .shards import shard_file, shard_label
+    _atomic_write(shard_file(step, shard_label(shard, requested)), json.dumps({
+        "shard": list(shard) if shard else None, "students": sorted(students),
+        "problems": problems, "notebooks_graded": graded, "workers": workers,
+        "grading_seconds": round(seconds, 1)}, indent=1))
+    if current:
+        say("\n" + table(current, step))
+    say(f"\ngrade: {len(students)} students of this part graded; when every part is done, "
+        f"`python -m autograder report --step {step.name}` writes the step's reports for the whole class")
 
 
 def _requested_id(name: str) -> str:
@@ -425,7 +445,7 @@ def clock(seconds: float) -> str:
         else f"{seconds // 60}:{seconds % 60:02d}"
 
 
-def write_feedback(students: list[str], quiet: bool = False, only_these: bool = False) -> list[dict]:
+def write_feedback(step: Step, students: list[str], quiet: bool = False, only_these: bool = False) -> list[dict]:
     """Feedback HTML for every graded student (nbgrader generate_feedback, hidden tests stripped).
     only_these: for `students` alone (one shard of a class), through a folder that shows nbgrader
     only their autograded notebooks; the other shards' feedback is left alone.
@@ -444,25 +464,25 @@ def write_feedback(students: list[str], quiet: bool = False, only_these: bool = 
             for sid in students:
                 if (home / "autograded" / sid).is_dir():
                     (autograded / sid).symlink_to(home / "autograded" / sid)
-        if not any(autograded.glob(f"*/{STEP}/*.ipynb")):   # nbgrader fails on nothing to do
+        if not any(autograded.glob(f"*/{step.name}/*.ipynb")):   # nbgrader fails on nothing to do
             if not quiet:
                 print("feedback: no graded notebook (every file unreadable or missing): no feedback to write")
             return failures
-        args = ["generate_feedback", STEP, "--force", f"--CourseDirectory.autograded_directory={autograded}",
+        args = ["generate_feedback", step.name, "--force", f"--CourseDirectory.autograded_directory={autograded}",
                 f"--CourseDirectory.feedback_directory={home / 'feedback'}"]
         try:
-            nbgrader(*args, db_url=db_url())
+            nbgrader(*args, root=step.root, db_url=db_url())
         except BuildError as err:
             if not quiet:
                 print(f"feedback: nbgrader failed ({_last_error(str(err))}); the notebooks without feedback "
                       "are written one at a time")
             for sid in students:
-                for graded in sorted((autograded / sid / STEP).glob("*.ipynb")):
-                    if (home / "feedback" / sid / STEP / f"{graded.stem}.html").exists():
+                for graded in sorted((autograded / sid / step.name).glob("*.ipynb")):
+                    if (home / "feedback" / sid / step.name / f"{graded.stem}.html").exists():
                         continue
                     try:
                         nbgrader(*args, f"--CourseDirectory.student_id={sid}",
-                                 f"--CourseDirectory.notebook_id={graded.stem}", db_url=db_url())
+                                 f"--CourseDirectory.notebook_id={graded.stem}", root=step.root, db_url=db_url())
                     except BuildError as one:
                         failures.append({"student": sid, "notebook": graded.stem, "problem": _last_error(str(one))})
     if not quiet:
@@ -494,19 +514,20 @@ def _show(path: Path) -> str:
         return str(path)
 
 
-def refresh_from_gradebook(quiet: bool = False, feedback: bool = True) -> list[dict]:
+def refresh_from_gradebook(step: Step, quiet: bool = False, feedback: bool = True) -> list[dict]:
     """After manual grading (formgrader): feedback HTML and reports again, with the graders' scores.
     Also the merge after a class graded in shards (`python -m autograder report`): every student in
     the gradebook is reported, also one whose grader's result files are not in this grader home."""
     from nbgrader.api import Gradebook, MissingEntry
     from .report import write_reports
     from .shards import shard_problems
-    results = [json.loads(p.read_text()) for p in sorted((grader_home() / "work" / "results").glob("*/*.json"))]
+    results = [json.loads(p.read_text())
+               for p in sorted((grader_home() / "work" / "results" / step.name).glob("*/*.json"))]
     with Gradebook(db_url(), COURSE_ID) as gb:
-        results += _results_only_in_gradebook(gb, {(r["student"], r["notebook"]) for r in results})
+        results += _results_only_in_gradebook(gb, step, {(r["student"], r["notebook"]) for r in results})
         for result in results:
             try:
-                submission = gb.find_submission_notebook(result["notebook"], STEP, result["student"])
+                submission = gb.find_submission_notebook(result["notebook"], step.name, result["student"])
             except MissingEntry:
                 continue
             scores = {g.name: g for g in submission.grades}
@@ -521,20 +542,20 @@ def refresh_from_gradebook(quiet: bool = False, feedback: bool = True) -> list[d
                     cell["score"] = None if grade.auto_score is None else float(grade.auto_score)
     students = sorted({r["student"] for r in results})
     if feedback and (grader_home() / "autograded").is_dir():
-        _note_feedback_failures(results, write_feedback(students, quiet=quiet),
+        _note_feedback_failures(results, write_feedback(step, students, quiet=quiet),
                                 (lambda *a: None) if quiet else print)
-    write_reports(results, shard_problems(), say=(lambda *a: None) if quiet else print)
+    write_reports(step, results, shard_problems(step), say=(lambda *a: None) if quiet else print)
     return results
 
 
-def _results_only_in_gradebook(gb, known: set[tuple[str, str]]) -> list[dict]:
+def _results_only_in_gradebook(gb, step: Step, known: set[tuple[str, str]]) -> list[dict]:
     """Results rebuilt from the gradebook's rows for the notebooks that have no result file here
     (graded by a shard that wrote to another grader home): scores without the reasons."""
     from nbgrader.api import SubmittedNotebook
-    out, cell_order = [], release_grade_cells()
+    out, cell_order = [], release_grade_cells(step)
     for submission in gb.db.query(SubmittedNotebook).all():
         sid, name = submission.student.id, submission.notebook.name
-        if (sid, name) in known or submission.assignment.assignment.name != STEP:
+        if (sid, name) in known or submission.assignment.assignment.name != step.name:
             continue
         manual = {c.name for c in submission.notebook.solution_cells}
         order = list(cell_order.get(name, {}))

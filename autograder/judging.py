@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 import nbformat
 from nbgrader import utils as nbutils
 
-from .checks.framework import REGISTRY, judge_data, load_all
+from .checks.framework import judge_data
 
 # the same pattern as IgnorePattern.pattern in nbgrader_config.py (a test keeps them equal)
 HARMLESS_STDERR = r"(?s)^(\S+:\d+: )?(\w+Warning|Matplotlib is building the font cache)"
@@ -87,7 +87,6 @@ def hide_machine_paths(nb) -> None:
 
 
 def judge_notebook(nb, server) -> list[CellResult]:
-    load_all()
     hide_machine_paths(nb)
     results = []
     for cell in nb.cells:
@@ -103,7 +102,7 @@ def judge_notebook(nb, server) -> list[CellResult]:
         if cell.cell_type != "code":
             continue
         _strip_harmless_stderr(cell)
-        if grade_id in REGISTRY and "hidden(" in cell.source:
+        if grade_id in server.checks and "hidden(" in cell.source:
             results.append(_judge_hidden(cell, grade_id, points, server))
         else:
             score, _ = nbutils.determine_grade(cell)
@@ -116,7 +115,7 @@ def judge_notebook(nb, server) -> list[CellResult]:
 def _judge_hidden(cell, grade_id, points, server) -> CellResult:
     """The probe ran in the grader while this cell ran (autograder/probeserver.py): its data is there."""
     if grade_id in server.results:
-        verdict = judge_data(REGISTRY[grade_id], server.results[grade_id], server)
+        verdict = judge_data(server.checks[grade_id], server.results[grade_id], server)
         score = round(points * verdict.fraction, 2)
         report = verdict.report(points)
         error = "; ".join(f"{p.name}: {p.message}" if p.message else p.name for p in verdict.failures())

@@ -8,39 +8,35 @@ from the student's kernel (autograder/runtime/):
   grader: it asks the kernel whether the student's names are defined and calls the student's
   functions on the check's inputs; the answers, plain data, are kept in `results` for the judge.
   Any other session (a cell run again after a restart, a student's own call) is refused.
-* **served objects**: heads, embeddings and the like that a probe hands to a student's function
-  (a check written in 4.2 is tried on wheat and chaff heads). They stay here: the kernel gets an
-  opaque token and sends inputs; forward and backward run here.
+* **served objects**: what a probe hands to a student's function that is not plain data (a
+  course's neural-network layers, say: the course plugin, autograder/plugin.py, says how). They
+  stay here: the kernel gets an opaque token and sends requests, which the plugin answers.
 
-The token -> object map, the suites and every check's code never leave this process.
+The token -> object map, the step's suites and every check's code never leave this process.
 """
 from __future__ import annotations
 
-import collections
-import copy
 import os
 import random
 import secrets
 import socket
 import threading
 
-import torch
-
-from .checks.framework import REGISTRY, KernelGone, Missing, StudentError, load_all, run_probe
-from .checks.suites import SUITES
+from .checks.framework import KernelGone, Missing, StudentError, run_probe
+from .plugin import NotHandled, load_plugin
 from .runtime.plain import NotPlain, from_plain, to_plain
 from .runtime.wire import receive, send
 
-MAX_ELEMENTS = 100_000     # one input tensor of a served object: the step's inputs are (4, 8, 32)
 MAX_REQUESTS = 20_000      # served-object calls per notebook
-KEPT_GRAPHS = 256          # forward calls remembered for a later backward
 MAX_CONNECTIONS = 16       # open at once, per notebook (a session and one link)
 ANSWER_SECONDS = 600.0     # longest wait for one answer of the kernel (the cell's own limit ends it sooner)
 
 
 class ProbeServer:
-    def __init__(self, socket_path: str, answer_seconds: float = ANSWER_SECONDS):
-        load_all()
+    def __init__(self, socket_path: str, step, answer_seconds: float = ANSWER_SECONDS):
+        self.step = step
+        self.checks = step.checks                                # grade_id -> Check, of this step only
+        self.plugin = load_plugin(step.root)
         self.socket_path = socket_path
         self.answer_seconds = answer_seconds
         self.results: dict[str, object] = {}                    # grade_id -> the probe's plain data
@@ -50,8 +46,7 @@ class ProbeServer:
         self._issued: dict[str, list[tuple[str, object]]] = {}   # suite -> [(token, Case)]
         self._objects: dict[str, object] = {}                    # token -> served object
         self._tokens: dict[int, str] = {}                        # id(object) -> token
-        self._typed: dict[tuple[str, torch.dtype], object] = {}  # a served module in another precision
-        self._graphs: collections.OrderedDict = collections.OrderedDict()
+        self._served_state: dict = {}                            # the course plugin's, for this notebook
         self._lock = threading.Lock()
         self._requests = 0
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
@@ -67,7 +62,7 @@ class ProbeServer:
     def before_cell(self, cell) -> None:
         nbg = cell.get("metadata", {}).get("nbgrader", {})
         grade_id = nbg.get("grade_id")
-        self.expect(grade_id if nbg.get("grade") and grade_id in REGISTRY else None)
+        self.expect(grade_id if nbg.get("grade") and grade_id in self.checks else None)
 
     def after_cell(self, cell) -> None:
         self.expect(None)
@@ -105,7 +100,7 @@ class ProbeServer:
 
     def _issue(self, name):
         if name not in self._issued:
-            cases = list(SUITES[name])
+            cases = list(self.step.suites[name])
             random.SystemRandom().shuffle(cases)
             issued = []
             for case in cases:
@@ -154,7 +149,7 @@ class ProbeServer:
             _quietly(send, conn, {"op": "refused", "why": "the grader runs each hidden test once, from its own cell"})
             return
         try:
-            data = run_probe(REGISTRY[grade_id], KernelNamespace(KernelSession(conn, self)), self)
+            data = run_probe(self.checks[grade_id], KernelNamespace(KernelSession(conn, self)), self)
         except KernelGone:
             return                                       # no result: the judge says why from the cell
         except Exception as err:                         # a fault of the grader's, said as such
@@ -180,49 +175,7 @@ class ProbeServer:
             self._requests += 1
             if self._requests > MAX_REQUESTS:
                 raise RuntimeError("too many requests to the grader's heads")
-            op = message.get("op")
-            if op == "forward":
-                token = message.get("token")
-                module = self._objects[token]
-                if not isinstance(module, torch.nn.Module):
-                    raise TypeError("that token names no module")
-                x = torch.from_numpy(_array(message["x"]))
-                if x.is_floating_point():
-                    module = self._in_precision(token, module, x.dtype)
-                    x.requires_grad_(True)
-                with torch.enable_grad():
-                    out = module(x)
-                call = secrets.token_hex(8)
-                self._graphs[call] = (x, out)
-                while len(self._graphs) > KEPT_GRAPHS:
-                    self._graphs.popitem(last=False)
-                A = getattr(module, "A", None)
-                return {"call": call, "out": to_plain(out.detach()),
-                        "A": to_plain(A.detach()) if isinstance(A, torch.Tensor) else None}
-            if op == "backward":
-                x, out = self._graphs[message["call"]]
-                grad = torch.from_numpy(_array(message["grad"]))
-                if grad.shape != out.shape:
-                    raise ValueError(f"gradient of shape {tuple(grad.shape)} for an output of shape {tuple(out.shape)}")
-                if not x.requires_grad:
-                    raise ValueError("this input has no gradient (it is not a floating-point tensor)")
-                (grad_x,) = torch.autograd.grad(out, x, grad.to(out.dtype), retain_graph=True, allow_unused=True)
-                if grad_x is None:
-                    grad_x = torch.zeros_like(x)
-                return {"grad_x": to_plain(grad_x)}
-            raise KeyError(f"unknown request {op!r}")
-
-    def _in_precision(self, token, module, dtype):
-        """The module as it computes on inputs of `dtype`: in that precision when it is wider than the
-        module's own (as a real module turned `.double()` would); else the module as it is (a float64
-        head given float32 inputs computes in float64)."""
-        current = next((t.dtype for t in list(module.parameters()) + list(module.buffers())
-                        if t.is_floating_point()), dtype)
-        if dtype.itemsize <= current.itemsize:
-            return module
-        if (token, dtype) not in self._typed:
-            self._typed[(token, dtype)] = copy.deepcopy(module).to(dtype)
-        return self._typed[(token, dtype)]
+            return self.plugin.handle(self._objects, message, self._served_state)
 
     def close(self):
         self._closed = True
@@ -245,15 +198,6 @@ def _quietly(fn, *args) -> bool:
         return True
     except OSError:
         return False
-
-
-def _array(data):
-    value = from_plain(data)
-    if not hasattr(value, "shape"):
-        raise TypeError("expected a tensor")
-    if value.size > MAX_ELEMENTS:
-        raise ValueError(f"a tensor of {value.size} elements is larger than any this step needs")
-    return value
 
 
 # ---- the student's namespace, as a probe sees it ---------------------------------------------
@@ -304,9 +248,9 @@ class StudentFunction:
         self.name = name
 
     def _request(self, args, kwargs, **extra) -> dict:
-        serve = self._session.server.serve
-        message = {"op": "call", "name": self.name, "args": _encode(list(args), serve),
-                   "kwargs": _encode(dict(kwargs), serve), **extra}
+        server = self._session.server
+        message = {"op": "call", "name": self.name, "args": _encode(list(args), server),
+                   "kwargs": _encode(dict(kwargs), server), **extra}
         return self._session.request(message)
 
     def __call__(self, *args, **kwargs):
@@ -339,19 +283,16 @@ def _read(reply: dict):
     raise StudentError(str(error)[:400] if error else "no answer")
 
 
-def _encode(obj, serve, depth=0):
-    """A probe's inputs as plain data. An embedding or a linear layer is sent by value (its weights are
-    an input like any other); any other module stays here, served under a token."""
-    if type(obj) is torch.nn.Embedding:
-        return {"__module__": {"type": "Embedding", "weight": to_plain(obj.weight.detach())}}
-    if type(obj) is torch.nn.Linear:
-        return {"__module__": {"type": "Linear", "weight": to_plain(obj.weight.detach()),
-                               "bias": to_plain(obj.bias.detach()) if obj.bias is not None else None}}
-    if isinstance(obj, torch.nn.Module):
-        return {"__served__": {"token": serve(obj)}}
+def _encode(obj, server, depth=0):
+    """A probe's inputs as plain data; what the course plugin knows (a layer, a head) as it says:
+    by value, or kept here under a token."""
+    try:
+        return server.plugin.encode(obj, server.serve)
+    except NotHandled:
+        pass
     if type(obj) in (list, tuple) and depth < 8:
-        items = [_encode(v, serve, depth + 1) for v in obj]
+        items = [_encode(v, server, depth + 1) for v in obj]
         return items if type(obj) is list else {"__tuple__": items}
     if type(obj) is dict and depth < 8:
-        return {"__dict__": {str(k): _encode(v, serve, depth + 1) for k, v in obj.items()}}
+        return {"__dict__": {str(k): _encode(v, server, depth + 1) for k, v in obj.items()}}
     return to_plain(obj)

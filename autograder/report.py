@@ -1,4 +1,4 @@
-"""The grade report: a table on screen, autograder/grades.csv and autograder/grades.json.
+"""The grade report of a step: a table on screen, autograder/grades/<step>.csv and <step>.json.
 
 One record per student, notebook and grade cell: student, notebook, grade_id, score,
 max_score, error (why the cell scored less than full marks), kind (auto or manual).
@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import unicodedata
+from pathlib import Path
 
 from .course import ROOT, grader_home
 from .limits import clip
@@ -20,23 +21,24 @@ MAX_NOTES = 50
 FIELDS = ["student", "notebook", "grade_id", "score", "max_score", "error", "kind", "bonus"]
 
 
-def is_bonus(grade_id: str) -> bool:
-    """The optional notebook's cells (grade ids `bonus_…`) count apart from the step's required total."""
-    return grade_id.startswith("bonus_")
+def report_paths(step) -> tuple[Path, Path]:
+    """(csv, json) of a step's grades: autograder/grades/<step>.csv and .json."""
+    folder = grader_home() / "grades"
+    return folder / f"{step.name}.csv", folder / f"{step.name}.json"
 
 
-def records(results: list[dict]) -> list[dict]:
+def records(results: list[dict], step) -> list[dict]:
     rows = []
     for result in sorted(results, key=lambda r: (r["student"], r["notebook"])):
         for cell in result["cells"]:
             rows.append({"student": result["student"], "notebook": result["notebook"],
                          "grade_id": cell["grade_id"], "score": cell["score"],
                          "max_score": cell["max_score"], "error": clip(cell.get("error") or ""),
-                         "kind": cell.get("kind", "auto"), "bonus": is_bonus(cell["grade_id"])})
+                         "kind": cell.get("kind", "auto"), "bonus": step.is_bonus(cell["grade_id"])})
     return rows
 
 
-def table(results: list[dict]) -> str:
+def table(results: list[dict], step) -> str:
     """Per student: autograded points per notebook, the required total, the bonus, and the written
     answers still waiting for a grader."""
     notebooks = sorted({r["notebook"] for r in results})
@@ -55,7 +57,7 @@ def table(results: list[dict]) -> str:
                 if c.get("kind") == "manual":
                     written += 1
                     open_ += c["score"] is None
-                elif is_bonus(c["grade_id"]):
+                elif step.is_bonus(c["grade_id"]):
                     bonus, bonus_top = bonus + (c["score"] or 0), bonus_top + c["max_score"]
                 else:
                     got, top = got + (c["score"] or 0), top + c["max_score"]
@@ -81,25 +83,25 @@ def _notes(result: dict) -> list[str]:
     return notes
 
 
-def write_reports(results: list[dict], problems: list[dict], say=print) -> None:
-    rows = records(results)
+def write_reports(step, results: list[dict], problems: list[dict], say=print) -> None:
+    rows = records(results, step)
     problems = [{k: clip(v) if isinstance(v, str) else v for k, v in p.items()} for p in problems]
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=FIELDS, lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
-    home = grader_home()
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "grades.csv").write_text(out.getvalue(), encoding="utf-8")
-    (home / "grades.json").write_text(json.dumps({"grades": rows, "problems": problems,
+    csv_path, json_path = report_paths(step)
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    csv_path.write_text(out.getvalue(), encoding="utf-8")
+    json_path.write_text(json.dumps({"step": step.name, "grades": rows, "problems": problems,
                                                         "notes": {f"{r['student']}/{r['notebook']}": _notes(r)
                                                                   for r in results if r.get("notes")}},
                                                        indent=1), encoding="utf-8")
     say("")
-    say(table(results))
+    say(table(results, step))
     if problems:
         say("\nfiles that could not be graded:")
         for p in problems:
             say(f"  {p['student']}: {p['file']}: {p['problem']}")
-    shown = home.relative_to(ROOT) if home.is_relative_to(ROOT) else home
-    say(f"\ngrades: {shown}/grades.csv and {shown}/grades.json ({len(rows)} records)")
+    shown = [p.relative_to(ROOT) if p.is_relative_to(ROOT) else p for p in (csv_path, json_path)]
+    say(f"\ngrades: {shown[0]} and {shown[1]} ({len(rows)} records)")

@@ -40,7 +40,6 @@ from pathlib import Path
 
 from .execute import Launcher, Limits, kernel_command
 
-ROOT = Path(__file__).resolve().parent.parent
 
 # Unprivileged uids for sandboxed kernels: one drawn at random per notebook, so that two
 # kernels graded side by side never share a process budget. No account uses this range.
@@ -93,16 +92,6 @@ def _outermost(paths) -> list[Path]:
     return out
 
 
-def course_files(env: dict) -> list[Path]:
-    """What of this repository a grading kernel may read: the course package, the runtime that
-    hidden test cells import to answer the grader, and the verified corpus. Nothing of the
-    checks: they run in the grader (autograder/probeserver.py)."""
-    files = [ROOT / "dlcourse", ROOT / "autograder" / "__init__.py", ROOT / "autograder" / "runtime"]
-    corpus = env.get("DLCOURSE_CORPUS")
-    files.append(Path(corpus) if corpus else ROOT / "data" / "tinyshakespeare.txt")
-    return [f for f in files if f.exists()]
-
-
 class BwrapLauncher(Launcher):
     """Starts the kernel inside bubblewrap (see the module's docstring)."""
     name = "bwrap"
@@ -111,7 +100,8 @@ class BwrapLauncher(Launcher):
     # kernel manager would stop at bwrap, whose child runs in a session of its own
     interrupt_mode = "message"
 
-    def __init__(self, scratch: Path, uid: int | None = None):
+    def __init__(self, scratch: Path, uid: int | None = None, readable: list[Path] | tuple = ()):
+        self.readable = list(readable)     # what of the repository the kernel may read (plugin.kernel_readable)
         self.scratch = Path(scratch)
         self.root = _is_root()
         self.uid = uid if uid is not None else (_fresh_uid() if self.root else os.getuid())
@@ -247,7 +237,7 @@ class BwrapLauncher(Launcher):
         args += bind(self.scratch / "group", Path("/etc/group"))
         for folder in _python_dirs():
             args += bind(folder)
-        for path in course_files(env):
+        for path in self.readable:
             args += bind(self._readable(path), path)
         # the job's scratch folder (what the kernel may change there: see _prepare_scratch), and
         # the kernel's working folder, in memory
@@ -360,9 +350,10 @@ def resolve_sandbox(choice: str) -> str:
     return choice
 
 
-def make_launcher(choice: str, scratch: Path) -> Launcher:
+def make_launcher(choice: str, scratch: Path, readable: list[Path] | tuple = ()) -> Launcher:
+    """`readable`: what of the repository a sandboxed kernel may read (autograder/plugin.py)."""
     if choice == "none":
         return Launcher()
     if choice == "bwrap":
-        return BwrapLauncher(scratch)
+        return BwrapLauncher(scratch, readable=readable)
     raise ValueError(f"unknown sandbox {choice!r}")

@@ -103,8 +103,8 @@ def gradebook_lock(url: str):
         yield
 
 
-def shard_file(label: str) -> Path:
-    return grader_home() / "work" / "shards" / f"{label}.json"
+def shard_file(step, label: str) -> Path:
+    return grader_home() / "work" / "shards" / step.name / f"{label}.json"
 
 
 def shard_label(shard: tuple[int, int] | None, students) -> str:
@@ -113,10 +113,10 @@ def shard_label(shard: tuple[int, int] | None, students) -> str:
     return "students-" + hashlib.sha256(",".join(sorted(students)).encode()).hexdigest()[:12]
 
 
-def shard_problems() -> list[dict]:
-    """Files the shards could not grade, from every shard's record (work/shards/*.json)."""
+def shard_problems(step) -> list[dict]:
+    """Files the shards could not grade, from every shard's record of the step (work/shards/<step>/*.json)."""
     problems, seen = [], set()
-    for path in sorted((grader_home() / "work" / "shards").glob("*.json")):
+    for path in sorted((grader_home() / "work" / "shards" / step.name).glob("*.json")):
         for p in json.loads(path.read_text()).get("problems", []):
             key = json.dumps(p, sort_keys=True)
             if key not in seen:

@@ -14,17 +14,21 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from autograder.build import run_notebook  # noqa: E402
-from autograder.course import STEP, notebook_names  # noqa: E402
+from autograder.steps import find_step  # noqa: E402
 
-SOURCE_NOTEBOOKS = sorted((ROOT / "source" / STEP).glob("*.ipynb"))
-NOTEBOOK_NAMES = notebook_names()
+STEP4 = find_step("step-04")       # the step these tests are about
+STEP = STEP4.name
+SOURCE_NOTEBOOKS = sorted(STEP4.source.glob("*.ipynb"))
+NOTEBOOK_NAMES = STEP4.notebooks()
+GRADES_CSV = f"grades/{STEP}.csv"          # a step's reports, under a grading home
+GRADES_JSON = f"grades/{STEP}.json"
 
 
 # What a course copy needs: the code kernels import, the notebooks, the corpus, nbgrader's config.
 COURSE_PARTS = ("autograder", "dlcourse", "source", "release", "solutions", "data", "notebooks",
                 "nbgrader_config.py", "Makefile", "pyproject.toml")
 GRADING_OUTPUTS = ("submitted", "autograded", "feedback", "work", "example-class", "collected",
-                   "gradebook.db", "grades.csv", "grades.json")
+                   "gradebook.db", "grades")
 
 
 def copy_course(dest: Path) -> Path:

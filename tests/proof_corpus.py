@@ -7,7 +7,7 @@ notebook must keep full marks. Correct variants expect nothing: full marks every
 tests/test_grader_proof.py grades the whole corpus through `make grade`'s code path and compares.
 
 An expectation is the check's partial credit, worked out from its parts: a share of the points
-per property (weights in autograder/checks/step04_*.py), or, for a check a student wrote in
+per property (weights in source/step-04/checks/*.py), or, for a check a student wrote in
 notebook 3, an equal share per broken case it catches (0 if it rejects a correct case).
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from autograder.example import answers_of
+from conftest import STEP4
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ def code(text: str) -> str:
 
 def edit(notebook: str, answer: str, *changes: tuple[str, str]) -> dict:
     """{answer: the solution's answer with each (old, new) replaced}: a mistake in one place."""
-    text = answers_of(notebook)[answer]
+    text = answers_of(STEP4, notebook)[answer]
     for old, new in changes:
         assert text.count(old) == 1, f"{notebook}/{answer}: {old!r} is not in the solution exactly once"
         text = text.replace(old, new)
@@ -235,7 +236,7 @@ def count_params(d, d_head):
 
 
 # ---- 03-the-tests ----------------------------------------------------------------------------
-# A student's check is run on its suite (autograder/checks/suites.py): rejecting a correct case
+# A student's check is run on its suite (source/step-04/checks/suites.py): rejecting a correct case
 # scores 0; otherwise each broken case caught earns an equal share. simplex: 10 broken matrices
 # (0.3 points each); perturbation: 14 broken heads (3/14 each); gradient: 12 (0.25 each).
 # scale_table_hidden: 9 parts weighing 7 (form 1, sqrt column 0.5, scaled = raw / sqrt 0.5, raw std

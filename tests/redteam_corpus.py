@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-STEP = "step-04"
+from conftest import STEP  # noqa: E402  (the step the attacks are on)
 MIME = "application/vnd.dlcourse.probe+json"
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION")
 
@@ -528,12 +528,15 @@ def cheating_cases(p: Profile) -> list[Case]:
 
 # ---- what the grader knows ---------------------------------------------------------------------
 
-GRADER_ONLY = ["autograder.checks", "autograder.checks.framework", "autograder.checks.suites",
-               "autograder.probeserver", "autograder.grade", "autograder.judging"] + \
-    [f"autograder.checks.{path.stem}" for path in sorted((ROOT / "autograder" / "checks").glob("step*.py"))]
+GRADER_ONLY = ["autograder.checks", "autograder.checks.framework", "autograder.probeserver", "autograder.grade",
+               "autograder.judging", "autograder.steps", "autograder.plugin", "course_plugin", "course_checks",
+               "course_checks.step_04"] + \
+    [f"course_checks.step_04.{path.stem}" for path in sorted((ROOT / "source" / STEP / "checks").glob("*.py"))
+     if path.stem != "__init__"]
 GRADER_FILES = sorted(str(p) for p in (ROOT / "autograder").rglob("*.py")
                       if "runtime" not in p.parts and p.name != "__init__.py" or "checks" in p.parts) + \
-    [str(ROOT / "source" / STEP), str(ROOT / "solutions")]
+    [str(ROOT / "source" / STEP), str(ROOT / "source" / STEP / "checks"), str(ROOT / "source" / "course_plugin.py"),
+     str(ROOT / "solutions")]
 
 KNOWLEDGE = '''
 import importlib, json, os, sys
@@ -570,7 +573,7 @@ DETECT = '''
 import inspect, importlib
 _calling = [f.filename for f in inspect.stack()]
 if any("autograder" in name for name in _calling):
-    for _module in ("autograder.checks.step04_paper", "autograder.checks.framework", "autograder.probeserver"):
+    for _module in ("course_checks.step_04.paper", "autograder.checks.framework", "autograder.probeserver"):
         try:
             importlib.import_module(_module)
             print("FOUND", _module)

@@ -28,8 +28,8 @@ import pytest
 
 from autograder import sandbox
 from autograder.execute import Limits
-from conftest import ROOT, run_once
-from redteam_corpus import STEP, Profile, cell_of, notebook_file
+from conftest import GRADES_CSV, GRADES_JSON, ROOT, STEP, STEP4, run_once
+from redteam_corpus import Profile, cell_of, notebook_file
 
 pytestmark = pytest.mark.slow
 
@@ -109,7 +109,7 @@ GRADE = """
 import json, resource, sys
 from pathlib import Path
 from autograder.grade import grade
-returned = grade(Path(sys.argv[1]), workers=2, sandbox=sys.argv[2], limits=json.loads(sys.argv[3]), quiet=True)
+returned = grade(STEP4, Path(sys.argv[1]), workers=2, sandbox=sys.argv[2], limits=json.loads(sys.argv[3]), quiet=True)
 print(json.dumps({"students": sorted({r["student"] for r in returned["results"]}),
                   "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                   "children_peak_rss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}))
@@ -131,9 +131,9 @@ def grade_the_class(base: Path) -> dict:
 def batch(tmp_path_factory):
     base, data = run_once(tmp_path_factory, "caps", grade_the_class)
     home = base / "home"
-    with open(home / "grades.csv", newline="", encoding="utf-8") as f:
+    with open(home / GRADES_CSV, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    return home, rows, json.loads((home / "grades.json").read_text(encoding="utf-8")), data
+    return home, rows, json.loads((home / GRADES_JSON).read_text(encoding="utf-8")), data
 
 
 def files(home: Path, student: str) -> dict[str, Path]:
@@ -226,17 +226,17 @@ def test_a_notebook_without_feedback_stops_nothing_else(batch, tmp_path, monkeyp
     nb = json.loads(graded.read_text(encoding="utf-8"))
     del cell_of(nb, WRITTEN)["attachments"]
     graded.write_text(json.dumps(nb), encoding="utf-8")
-    for path in [*home.glob("feedback/*/*/*.html"), home / "grades.csv", home / "grades.json"]:
+    for path in [*home.glob("feedback/*/*/*.html"), home / GRADES_CSV, home / GRADES_JSON]:
         path.unlink()
 
-    refresh_from_gradebook(quiet=True)
+    refresh_from_gradebook(STEP4, quiet=True)
 
     assert not files(home, "honest")["feedback HTML"].exists()
     assert files(home, "flood")["feedback HTML"].is_file()
     html = files(home, "picture")["feedback HTML"].read_text(encoding="utf-8")
     assert "data:image/svg+xml;base64," in html and PICTURE not in html
-    notes = json.loads((home / "grades.json").read_text(encoding="utf-8"))["notes"]
+    notes = json.loads((home / GRADES_JSON).read_text(encoding="utf-8"))["notes"]
     assert any(re.search(r"feedback HTML could not be written: \S", n) for n in notes["honest/02-the-head"]), notes
     assert not any("feedback" in n for n in notes.get("picture/02-the-head", []) + notes["flood/02-the-head"])
-    with open(home / "grades.csv", newline="", encoding="utf-8") as f:
+    with open(home / GRADES_CSV, newline="", encoding="utf-8") as f:
         assert {r["student"] for r in csv.DictReader(f)} == {"flood", "honest", "picture"}

@@ -8,6 +8,7 @@ import torch
 from autograder.checks import framework
 from autograder.checks.framework import Verdict, attempt, judge_data, outcome, unpack
 from autograder.runtime.plain import NotPlain, from_plain, to_plain
+from conftest import STEP4
 
 
 class AlwaysEqual:
@@ -80,7 +81,7 @@ def test_attempt_and_outcome_report_student_errors_without_raising():
 
 
 def test_judge_gives_zero_with_a_reason_for_malformed_data():
-    check = framework.load_all()["shapes_hidden"]
+    check = STEP4.checks["shapes_hidden"]
     verdict = judge_data(check, {"__array__": {"dtype": "<f4", "shape": [10], "b64": "AAAA"}}, None)
     assert verdict.fraction == 0 and verdict.failures()
     verdict = judge_data(check, {"__missing__": "`shapes` is not defined"}, None)

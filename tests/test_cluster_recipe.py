@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from autograder import collect as collect_module
-from autograder.course import RELEASE, STEP
+from autograder.course import RELEASE
 from autograder.shards import parse_shard, selector, shard_of
 
-from conftest import NOTEBOOK_NAMES, ROOT
+from conftest import GRADES_CSV, GRADES_JSON, NOTEBOOK_NAMES, ROOT, STEP, STEP4
 
 CLUSTER = ROOT / "autograder" / "cluster"
 SCRIPTS = sorted(p for p in CLUSTER.iterdir() if p.suffix in (".sh", ".sbatch"))
@@ -152,14 +152,14 @@ def test_grading_some_students_grades_only_them_and_leaves_the_class_reports_to_
     for sid in ("alice", "bob"):
         (submissions / sid).mkdir(parents=True)
         (submissions / sid / f"{NOTEBOOK_NAMES[0]}.ipynb").write_text("{ not json")
-    out = grade(submissions, students=["bob"], quiet=True, feedback=False)
+    out = grade(STEP4, submissions, students=["bob"], quiet=True, feedback=False)
     assert {r["student"] for r in out["results"]} == {"bob"}
-    assert not (grading_home / "grades.csv").exists(), "a part of the class writes no class report"
+    assert not (grading_home / GRADES_CSV).exists(), "a part of the class writes no class report"
     (record,) = (grading_home / "work" / "shards").glob("students-*.json")
     data = json.loads(record.read_text())
     assert data["students"] == ["bob"] and data["problems"] and data["problems"][0]["student"] == "bob"
-    refresh_from_gradebook(quiet=True, feedback=False)
-    merged = json.loads((grading_home / "grades.json").read_text())
+    refresh_from_gradebook(STEP4, quiet=True, feedback=False)
+    merged = json.loads((grading_home / GRADES_JSON).read_text())
     assert {g["student"] for g in merged["grades"]} == {"bob"}
     assert merged["problems"] == data["problems"], "the merge lists the parts' unreadable files"
 
@@ -240,8 +240,8 @@ def test_a_shard_whose_students_handed_in_nothing_readable_succeeds(grading_home
     for sid in ("alice", "bob"):
         (submissions / sid).mkdir(parents=True)
         (submissions / sid / f"{NOTEBOOK_NAMES[0]}.ipynb").write_text("{ not json")
-    out = grade(submissions, students=["bob"], quiet=True)
+    out = grade(STEP4, submissions, students=["bob"], quiet=True)
     assert {r["student"] for r in out["results"]} == {"bob"}
     assert not list(grading_home.glob("feedback/**/*.html")), "feedback for notebooks never graded"
-    everyone = grade(submissions, quiet=True)
+    everyone = grade(STEP4, submissions, quiet=True)
     assert {r["student"] for r in everyone["results"]} == {"alice", "bob"}

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course import RELEASE, STEP
+from autograder.course import RELEASE
 from autograder.example import build
 from autograder.shards import shard_of
 
-from conftest import NOTEBOOK_NAMES, ROOT, copy_course
+from conftest import GRADES_CSV, GRADES_JSON, NOTEBOOK_NAMES, ROOT, STEP, STEP4, copy_course
 from pgserver import PostgresServer, missing_reason as pg_missing
 from slurmcluster import SlurmCluster, find, missing_reason as slurm_missing
 from test_grading_postgres import assert_one_grade_per_cell, gradebook_rows, report_rows
@@ -143,7 +143,7 @@ def log_of(course: Path, pattern: str) -> str:
 def example_class(dest: Path, shards: int) -> tuple[Path, set[str]]:
     """The example students `make setup` grades (ada, blank.zip, half_*), and copies of ada and half
     so that each of `shards` shards has a student."""
-    build(dest)
+    build(STEP4, dest)
     shutil.copytree(dest / "ada", dest / "ada2")
     for path in list(dest.glob("half_*.ipynb")):
         shutil.copy(path, dest / path.name.replace("half_", "half4_"))
@@ -153,7 +153,7 @@ def example_class(dest: Path, shards: int) -> tuple[Path, set[str]]:
 
 
 def grades_json(home: Path) -> dict:
-    data = json.loads((home / "grades.json").read_text())
+    data = json.loads((home / GRADES_JSON).read_text())
     return data
 
 
@@ -215,7 +215,7 @@ def test_array_job_grades_the_class_like_make_grade_with_a_task_cancelled_and_re
     merge = wait_for("the merge's dependency never satisfied",
                      lambda: jobs(slurm)[report] if jobs(slurm)[report]["Reason"] == "DependencyNeverSatisfied" else None,
                      120, slurm)
-    assert merge["JobState"] == "PENDING" and not (home / "grades.csv").exists()
+    assert merge["JobState"] == "PENDING" and not (home / GRADES_CSV).exists()
     assert not list(course.glob(f"report-step-04-{report}.log"))
     run([find("scancel"), report], course, env)
 
@@ -304,7 +304,7 @@ exec {sys.executable} "$@"
     merge = wait_for("the merge held by afterok",
                      lambda: jobs(slurm)[report] if jobs(slurm)[report]["Reason"] == "DependencyNeverSatisfied" else None,
                      120, slurm)
-    assert merge["JobState"] == "PENDING" and not (home / "grades.csv").exists()
+    assert merge["JobState"] == "PENDING" and not (home / GRADES_CSV).exists()
     run([find("scancel"), report], course, env)
 
     env["PYTHON"] = sys.executable
@@ -320,6 +320,6 @@ exec {sys.executable} "$@"
     known = wait_finished(slurm, [f"{rerun}_1", report2], 600)
     assert known[f"{rerun}_1"]["JobState"] == "COMPLETED", log_of(course, f"grade-step-04-{rerun}_1.log")
     assert known[report2]["JobState"] == "COMPLETED", log_of(course, f"report-step-04-{report2}.log")
-    merged = json.loads((home / "grades.json").read_text())
+    merged = json.loads((home / GRADES_JSON).read_text())
     assert {g["student"] for g in merged["grades"]} == students
     assert_one_grade_per_cell(gradebook_rows(url), students)

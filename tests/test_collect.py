@@ -14,6 +14,7 @@ import pytest
 from autograder.collect import (NO_ID, SubmissionError, UnusableId, assign_ids, collect, loose_raw_id,
                                 match_notebook, pick_newest, student_id)
 from autograder.shards import shard_of
+from conftest import GRADES_CSV, STEP4  # noqa: E402
 
 NAMES = ["01-on-paper", "02-the-head"]
 GOOD = json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
@@ -249,7 +250,7 @@ def test_unusable_and_colliding_names_are_reported_by_name_and_not_graded(tmp_pa
 
 @pytest.mark.slow
 def test_a_class_with_names_in_any_script_is_graded_under_those_names(grading_home, tmp_path):
-    """Through grade(): Zoë (all correct) and Zoé (blank, later) are two students, 李雷 and `ü ñ`
+    """Through grade(STEP4): Zoë (all correct) and Zoé (blank, later) are two students, 李雷 and `ü ñ`
     get their grades and feedback, Alice and alice are reported and graded under no name."""
     from nbgrader.api import Gradebook
 
@@ -257,7 +258,7 @@ def test_a_class_with_names_in_any_script_is_graded_under_those_names(grading_ho
     from autograder.grade import grade
     from conftest import NOTEBOOK_NAMES, ROOT
     first = NOTEBOOK_NAMES[0]
-    full = json.dumps(filled(first, lambda cid, i: True)).encode()
+    full = json.dumps(filled(STEP4, first, lambda cid, i: True)).encode()
     blank = (ROOT / "release" / "step-04" / f"{first}.ipynb").read_bytes()
     class_ = tmp_path / "class"
     write(class_ / "Zoë" / f"{first}.ipynb", full, mtime=1_700_000_000)
@@ -266,7 +267,7 @@ def test_a_class_with_names_in_any_script_is_graded_under_those_names(grading_ho
     write(class_ / f"ü ñ_{first}.ipynb", full)
     write(class_ / "Alice" / f"{first}.ipynb", full)
     write(class_ / "alice" / f"{first}.ipynb", full)
-    out = grade(class_, workers=2, quiet=True)
+    out = grade(STEP4, class_, workers=2, quiet=True)
     ids = {"Zoë", "Zoé", "李雷", "ü-ñ"}
     auto = {}
     for r in out["results"]:
@@ -281,13 +282,13 @@ def test_a_class_with_names_in_any_script_is_graded_under_those_names(grading_ho
         assert {p.name for p in (grading_home / folder).iterdir()} == ids, folder
     for sid in ids:
         assert (grading_home / "feedback" / sid / "step-04" / f"{first}.html").is_file(), sid
-    rows = (grading_home / "grades.csv").read_text(encoding="utf-8")
+    rows = (grading_home / GRADES_CSV).read_text(encoding="utf-8")
     assert {line.split(",")[0] for line in rows.splitlines()[1:]} == ids
     with Gradebook(f"sqlite:///{grading_home / 'gradebook.db'}", "dl-course") as gb:
         assert {s.id for s in gb.students} == ids
     # names typed as the folders are named pick those students (Zoë decomposed, as a Mac types
     # it; `ü ñ` with its space), and nothing is graded again
-    again = grade(class_, workers=1, quiet=True, feedback=False, students=[NFD_ZOE, "ü ñ"])
+    again = grade(STEP4, class_, workers=1, quiet=True, feedback=False, students=[NFD_ZOE, "ü ñ"])
     assert {r["student"] for r in again["results"]} == {"Zoë", "ü-ñ"}
     before, after = ([r for r in run["results"] if r["student"] in ("Zoë", "ü-ñ") and r["notebook"] == first]
                      for run in (out, again))
@@ -298,7 +299,7 @@ def test_grading_students_that_cannot_be_ids_stops_before_any_work(tmp_path):
     from autograder.grade import grade
     for bad, why in [("---", "no letter or digit"), ("a\x1bb", "control characters")]:
         with pytest.raises(SystemExit, match=f"--students: .* cannot be a student id: .*{why}"):
-            grade(tmp_path / "class", students=["ada", bad])
+            grade(STEP4, tmp_path / "class", students=["ada", bad])
     assert list(tmp_path.iterdir()) == []
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from autograder.example import filled
 
-from conftest import NOTEBOOK_NAMES, STEP, copy_course
+from conftest import GRADES_CSV, NOTEBOOK_NAMES, STEP, STEP4, copy_course
 
 pytestmark = pytest.mark.slow
 VENV = Path(sys.executable).parent.parent        # the environment running the tests
@@ -54,7 +54,7 @@ def test_round_trip_fetch_validate_submit_collect_grade_feedback(course):
         assert (mine / path.name).read_bytes() == path.read_bytes()
 
     # the student answers the first notebook
-    answered = json.dumps(filled(first, lambda cid, i: True), indent=1).encode()
+    answered = json.dumps(filled(STEP4, first, lambda cid, i: True), indent=1).encode()
     (mine / f"{first}.ipynb").write_bytes(answered)
 
     if held_back:
@@ -82,7 +82,7 @@ def test_round_trip_fetch_validate_submit_collect_grade_feedback(course):
 
     out = make(course, "grade", "SUBMISSIONS=autograder/collected", "WORKERS=2")
     assert "could not be graded" not in out, out[-3000:]
-    with open(course / "autograder" / "grades.csv", newline="") as f:
+    with open(course / "autograder" / GRADES_CSV, newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["student"] == "ada" and r["kind"] == "auto"]
     assert {r["notebook"] for r in rows} == set(NOTEBOOK_NAMES)
     for r in rows:

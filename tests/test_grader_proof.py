@@ -23,11 +23,11 @@ import time
 import pytest
 
 from autograder.build import nbgrader
-from autograder.course import STEP, db_url
+from autograder.course import db_url
 from autograder.example import answer_ids, build, with_answers
 from autograder.grade import grade
 
-from conftest import NOTEBOOK_NAMES, ROOT, load, nbgrader_meta, run_once
+from conftest import NOTEBOOK_NAMES, ROOT, STEP, STEP4, load, nbgrader_meta, run_once
 from proof_corpus import CORRECT, WRONG, Entry
 
 pytestmark = pytest.mark.slow
@@ -71,7 +71,7 @@ HALF_EXPECT = {
 # Never in feedback: hidden test source, grader internals, machine paths (the course folder, the
 # Python installation, the temporary folder where kernels run).
 MACHINE_PATHS = (str(ROOT) + "/", sys.prefix + "/", tempfile.gettempdir() + "/")
-LEAK_MARKERS = ("hidden(", "BEGIN HIDDEN", "autograder.checks", "step04_", "MutantHead", "REFERENCE") + MACHINE_PATHS
+LEAK_MARKERS = ("hidden(", "BEGIN HIDDEN", "autograder.checks", "course_checks", "MutantHead", "REFERENCE") + MACHINE_PATHS
 
 
 def autograded_cells(name: str) -> dict[str, float]:
@@ -147,8 +147,8 @@ def write_class(folder, home):
     for sid, members in PACKED:
         answers = {k: v for m in members for k, v in m.answers.items()}
         (folder / sid).mkdir(parents=True)
-        (folder / sid / f"{members[0].notebook}.ipynb").write_text(json.dumps(with_answers(members[0].notebook, answers)))
-    example = build(home / "example")
+        (folder / sid / f"{members[0].notebook}.ipynb").write_text(json.dumps(with_answers(STEP4, members[0].notebook, answers)))
+    example = build(STEP4, home / "example")
     shutil.copy(example / "blank.zip", folder / "blank.zip")
     for name in NOTEBOOK_NAMES:
         shutil.copy(example / f"half_{name}.ipynb", folder / f"half_{name}.ipynb")
@@ -164,7 +164,7 @@ def grade_the_corpus(home):
     mp.setenv("NBGRADER_DB_URL", f"sqlite:///{home / 'gradebook.db'}")
     try:
         started = time.monotonic()
-        run = grade(submissions, workers=2, quiet=True, feedback=False)
+        run = grade(STEP4, submissions, workers=2, quiet=True, feedback=False)
         seconds = time.monotonic() - started
         # grade a subset again from scratch (--force): one packed notebook of each notebook of the step
         again = home / "again"
@@ -174,9 +174,9 @@ def grade_the_corpus(home):
             firsts.setdefault(members[0].notebook, sid)
         for sid in firsts.values():
             shutil.copytree(submissions / sid, again / sid)
-        rerun = grade(again, workers=2, force=True, quiet=True, feedback=False)
+        rerun = grade(STEP4, again, workers=2, force=True, quiet=True, feedback=False)
         # feedback HTML for the regraded students (every notebook of the step is among them); the
-        # rest of the class is left out only to save time (grade() writes feedback for everyone)
+        # rest of the class is left out only to save time (grade(STEP4) writes feedback for everyone)
         others = sorted({sid for sid, _ in PACKED} - set(firsts.values()) | {"blank", "half"})
         nbgrader("generate_feedback", STEP, "--force",
                  f"--CourseDirectory.autograded_directory={home / 'autograded'}",

@@ -9,7 +9,7 @@ import pytest
 from autograder.example import build, with_answers
 from autograder.grade import grade
 
-from conftest import NOTEBOOK_NAMES, ROOT, bwrap_or_skip
+from conftest import GRADES_CSV, GRADES_JSON, NOTEBOOK_NAMES, ROOT, STEP4, bwrap_or_skip
 
 pytestmark = pytest.mark.slow
 
@@ -22,9 +22,9 @@ def graded(tmp_path_factory):
     mp.setenv("GRADER_HOME", str(home))
     mp.setenv("NBGRADER_DB_URL", f"sqlite:///{home / 'gradebook.db'}")
     try:
-        run = grade(build(home / "class"), workers=2, sandbox=box, quiet=True)
+        run = grade(STEP4, build(STEP4, home / "class"), workers=2, sandbox=box, quiet=True)
         stamps = {p: p.stat().st_mtime_ns for p in sorted((home / "work" / "results").glob("*/*.json"))}
-        rerun = grade(home / "class", workers=2, sandbox=box, quiet=True, feedback=False)
+        rerun = grade(STEP4, home / "class", workers=2, sandbox=box, quiet=True, feedback=False)
         run["stamps"] = stamps
         run["stamps_after_rerun"] = {p: p.stat().st_mtime_ns for p in stamps}
         yield home, run, rerun
@@ -33,7 +33,7 @@ def graded(tmp_path_factory):
 
 
 def rows(home):
-    with open(home / "grades.csv", newline="") as f:
+    with open(home / GRADES_CSV, newline="") as f:
         return list(csv.DictReader(f))
 
 
@@ -100,14 +100,14 @@ def test_make_grade_prints_the_table_and_writes_both_reports(tmp_path):
     submissions = tmp_path / "class"
     (submissions / "ada").mkdir(parents=True)
     first = NOTEBOOK_NAMES[0]
-    (submissions / "ada" / f"{first}.ipynb").write_text(json.dumps(with_answers(first, {})), encoding="utf-8")
+    (submissions / "ada" / f"{first}.ipynb").write_text(json.dumps(with_answers(STEP4, first, {})), encoding="utf-8")
     env = {"GRADER_HOME": str(home), "NBGRADER_DB_URL": f"sqlite:///{home / 'gradebook.db'}",
            "PATH": f"{ROOT / '.venv' / 'bin'}:/usr/bin:/bin", "WORKERS": "1"}
     proc = subprocess.run(["make", "-s", "grade", f"SUBMISSIONS={submissions}", "WORKERS=1", f"PYTHON={sys.executable}"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "grades.csv" in proc.stdout
-    data = json.loads((home / "grades.json").read_text())
+    data = json.loads((home / GRADES_JSON).read_text())
     # the table: a header with one column per notebook, and ada's row with her points in each
     lines = proc.stdout.splitlines()
     header = next(line for line in lines if line.startswith("student"))

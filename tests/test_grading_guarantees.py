@@ -24,8 +24,7 @@ from pathlib import Path
 import pytest
 
 from autograder import sandbox
-from autograder.course import STEP, notebook_names
-from conftest import bwrap_or_skip, kernels_under, run_once
+from conftest import GRADES_CSV, STEP, STEP4, bwrap_or_skip, kernels_under, run_once
 from redteam_corpus import PAPER, before
 
 pytestmark = pytest.mark.slow
@@ -109,7 +108,7 @@ def _tree_hash(folder: Path) -> str:
 def _snapshot(home: Path) -> dict:
     """What a run leaves: the results (text and mtime), grades.csv, the gradebook's rows."""
     return {"results": {s: [p.stat().st_mtime_ns, p.read_text()] for s, p in _results(home).items()},
-            "csv": (home / "grades.csv").read_text() if (home / "grades.csv").exists() else None,
+            "csv": (home / GRADES_CSV).read_text() if (home / GRADES_CSV).exists() else None,
             "gradebook": _gradebook(home) if (home / "gradebook.db").exists() else None}
 
 
@@ -178,7 +177,7 @@ def test_a_killed_batch_resumes_with_no_grade_lost_or_doubled(story):
     assert _scores(after) == EXPECTED
     # one gradebook row per student, notebook of the step (the others count as not submitted) and grade cell
     book = after["gradebook"]
-    names = notebook_names()
+    names = STEP4.notebooks()
     grade_cells = sum(1 for name in names for c in json.loads((ROOT / "source" / STEP / f"{name}.ipynb").read_text())
                       ["cells"] if c["metadata"].get("nbgrader", {}).get("grade"))
     assert book["counts"]["students"] == len(CLASS) and book["counts"]["submissions"] == len(CLASS)

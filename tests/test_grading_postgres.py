@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course import RELEASE, STEP
+from autograder.course import RELEASE
 from autograder.example import filled
 from autograder.grade import grade, release_grade_cells
 from autograder.shards import shard_of
 
-from conftest import NOTEBOOK_NAMES, ROOT
+from conftest import GRADES_CSV, NOTEBOOK_NAMES, ROOT, STEP, STEP4
 from pgserver import PostgresServer, missing_reason
 
 # Each graded class belongs to one test (pytest-xdist may spread a module's tests over workers,
@@ -53,9 +53,9 @@ def small_class(dest: Path) -> Path:
     The notebooks they did not hand in score zero without being run (a row per grade cell all the same)."""
     release = {n: json.loads((RELEASE / STEP / f"{n}.ipynb").read_text()) for n in (FIRST, SECOND)}
     for name in (FIRST, SECOND):
-        write(dest / "ada" / f"{name}.ipynb", filled(name, lambda cid, i: True))
+        write(dest / "ada" / f"{name}.ipynb", filled(STEP4, name, lambda cid, i: True))
         write(dest / "blank" / f"{name}.ipynb", release[name])
-    write(dest / "half" / f"{SECOND}.ipynb", filled(SECOND, lambda cid, i: i % 2 == 0))
+    write(dest / "half" / f"{SECOND}.ipynb", filled(STEP4, SECOND, lambda cid, i: i % 2 == 0))
     return dest
 
 
@@ -74,7 +74,7 @@ def gradebook_rows(url: str) -> list[tuple]:
 
 
 def assert_one_grade_per_cell(rows: list[tuple], students: set[str]) -> None:
-    wanted = {(s, nb, g) for s in students for nb, cells in release_grade_cells().items() for g in cells}
+    wanted = {(s, nb, g) for s in students for nb, cells in release_grade_cells(STEP4).items() for g in cells}
     keys = [r[:3] for r in rows]
     assert len(keys) == len(set(keys)), f"duplicate grades: {sorted(k for k in set(keys) if keys.count(k) > 1)[:5]}"
     assert set(keys) == wanted, (f"missing: {sorted(wanted - set(keys))[:5]}; "
@@ -82,7 +82,7 @@ def assert_one_grade_per_cell(rows: list[tuple], students: set[str]) -> None:
 
 
 def report_rows(home: Path) -> list[tuple]:
-    with open(home / "grades.csv", newline="") as f:
+    with open(home / GRADES_CSV, newline="") as f:
         return sorted((r["student"], r["notebook"], r["grade_id"], r["score"], r["max_score"], r["kind"])
                       for r in csv.DictReader(f))
 
@@ -96,9 +96,9 @@ def test_postgres_gradebook_matches_sqlite_and_regrading_changes_nothing(pg, tmp
                       ("postgres", pg.create_database("compare"))):
         monkeypatch.setenv("GRADER_HOME", str(tmp_path / name))
         monkeypatch.setenv("NBGRADER_DB_URL", url)
-        grade(submissions, workers=2, quiet=True, feedback=False)
+        grade(STEP4, submissions, workers=2, quiet=True, feedback=False)
         out[name] = {"url": url, "rows": gradebook_rows(url), "report": report_rows(tmp_path / name)}
-    grade(submissions, workers=2, quiet=True, feedback=False, force=True)
+    grade(STEP4, submissions, workers=2, quiet=True, feedback=False, force=True)
     regraded = {"rows": gradebook_rows(out["postgres"]["url"]), "report": report_rows(tmp_path / "postgres")}
 
     assert_one_grade_per_cell(out["postgres"]["rows"], {"ada", "blank", "half"})
@@ -145,7 +145,7 @@ def test_cluster_recipe_shards_at_once_then_merge_then_rerun(pg, tmp_path):
     Kubernetes Indexed Job pod 1), then `report --no-feedback`, then both shards again with --force."""
     submissions = tmp_path / "class"
     for i, sid in enumerate(STUDENTS):        # every other student hands in the solutions
-        nb = filled(FIRST, lambda cid, pos: True) if i % 2 == 0 else \
+        nb = filled(STEP4, FIRST, lambda cid, pos: True) if i % 2 == 0 else \
             json.loads((RELEASE / STEP / f"{FIRST}.ipynb").read_text())
         write(submissions / sid / f"{FIRST}.ipynb", nb)
     assert {shard_of(s, 2) for s in STUDENTS} == {0, 1}, "both shards get students"
@@ -185,10 +185,11 @@ def test_shards_setting_up_a_fresh_gradebook_at_once_agree(pg, tmp_path):
     """Four graders that start together on an empty database: one enters the step, the others wait
     for it and find it done (without the lock, nbgrader's table creation and inserts collide)."""
     url = pg.create_database("race")
-    code = "from autograder.grade import ensure_gradebook; import sys; ensure_gradebook(sys.argv[1])"
+    code = ("from autograder.grade import ensure_gradebook; from autograder.steps import find_step; import sys; "
+            "ensure_gradebook(sys.argv[1], find_step(sys.argv[2]))")
     env = recipe_env(tmp_path, url)
     env["PYTHONPATH"] = str(ROOT)
-    procs = [subprocess.Popen([sys.executable, "-c", code, url], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+    procs = [subprocess.Popen([sys.executable, "-c", code, url, STEP], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) for _ in range(4)]
     for proc in procs:
         out, _ = proc.communicate(timeout=600)
@@ -198,4 +199,4 @@ def test_shards_setting_up_a_fresh_gradebook_at_once_agree(pg, tmp_path):
         assert gb.db.query(Assignment).count() == 1
         known = {nb.name: {c.name: float(c.max_score) for c in nb.grade_cells}
                  for nb in gb.find_assignment(STEP).notebooks}
-    assert known == release_grade_cells()
+    assert known == release_grade_cells(STEP4)

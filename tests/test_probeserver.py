@@ -7,8 +7,11 @@ import tempfile
 import pytest
 import torch
 
-from autograder.checks.framework import load_all, outcome
-from autograder.checks.suites import SUITES, MutantHead
+from autograder.checks.framework import outcome
+from conftest import STEP4
+
+STEP4.package   # imports the step's checks: course_checks.step_04
+from course_checks.step_04.suites import SUITES, MutantHead  # noqa: E402
 from autograder.probeserver import ProbeServer
 from autograder.runtime import serve
 from autograder.runtime.plain import to_plain
@@ -42,7 +45,7 @@ def reference_simplex(A):
 @pytest.fixture
 def server():
     folder = tempfile.mkdtemp(prefix="ps-")
-    with ProbeServer(os.path.join(folder, "s.sock")) as srv:
+    with ProbeServer(os.path.join(folder, "s.sock"), STEP4) as srv:
         yield srv
 
 
@@ -90,7 +93,7 @@ def test_reference_checks_pass_every_wheat_and_catch_every_chaff(name):
 def test_tokens_say_nothing_and_the_order_is_shuffled():
     orders, tokens_of_first_case = set(), set()
     for _ in range(6):
-        with ProbeServer(os.path.join(tempfile.mkdtemp(prefix="ps-"), "s.sock")) as srv:
+        with ProbeServer(os.path.join(tempfile.mkdtemp(prefix="ps-"), "s.sock"), STEP4) as srv:
             issued = srv.cases("causal_gradient")
             tokens = [t for t, _ in issued]
             assert len(set(tokens)) == len(tokens) == len(SUITES["causal_gradient"])
@@ -189,7 +192,6 @@ def test_a_session_runs_only_for_the_cell_being_graded_and_only_once(server):
 
 
 def test_a_kernel_that_hangs_up_leaves_no_result(server):
-    load_all()
     server.expect("shapes_hidden")
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(server.socket_path)

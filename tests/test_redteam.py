@@ -30,8 +30,8 @@ from pathlib import Path
 import pytest
 
 from autograder import sandbox
-from conftest import bwrap_or_skip, kernels_under, run_once
-from redteam_corpus import STEP, Case, Ctx, corpus
+from conftest import GRADES_CSV, GRADES_JSON, STEP, STEP4, bwrap_or_skip, kernels_under, run_once
+from redteam_corpus import Case, Ctx, corpus
 
 # one batch for the whole session, graded by whichever worker needs it first (run_once)
 pytestmark = pytest.mark.slow
@@ -69,8 +69,8 @@ class Batch:
     before: dict          # hashes of every submitted file before grading
     after: dict
     accepted: list        # connections the loopback server received
-    problems: list        # the file problems grade() returned
-    students: list        # the students grade() returned results for
+    problems: list        # the file problems grade(STEP4) returned
+    students: list        # the students grade(STEP4) returned results for
     left: list            # processes of the batch's kernels still running after it
 
 
@@ -121,7 +121,7 @@ def grade_the_corpus(base: Path) -> dict:
             mp.setenv("TMPDIR", str(scratch))
             # nbgrader runs `alembic` from this environment to create the gradebook (as `make` arranges)
             mp.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
-            returned = grade(submissions, workers=2, sandbox=SANDBOX, feedback=False, limits=LIMITS, quiet=True)
+            returned = grade(STEP4, submissions, workers=2, sandbox=SANDBOX, feedback=False, limits=LIMITS, quiet=True)
     finally:
         stop.set()
         thread.join()
@@ -139,9 +139,9 @@ def batch(tmp_path_factory) -> Batch:
     base, data = run_once(tmp_path_factory, "redteam", grade_the_corpus)
     submissions, home = base / "submissions", base / "home"
     ctx = Ctx(submissions=submissions, home=home, port=data["port"])
-    with open(home / "grades.csv", newline="", encoding="utf-8") as f:
+    with open(home / GRADES_CSV, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    report = json.loads((home / "grades.json").read_text(encoding="utf-8"))
+    report = json.loads((home / GRADES_JSON).read_text(encoding="utf-8"))
     graded = {}
     for case in RUN:
         nb = case.profile.notebook
@@ -267,7 +267,7 @@ def test_no_line_of_a_check_reaches_a_graded_notebook_or_its_feedback(batch):
         mp.setenv("GRADER_HOME", str(home))
         mp.delenv("NBGRADER_DB_URL", raising=False)
         mp.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
-        write_feedback(students, quiet=True, only_these=True)
+        write_feedback(STEP4, students, quiet=True, only_these=True)
     pages = sorted((home / "feedback").rglob("*.html"))
     assert {p.relative_to(home / "feedback").parts[0] for p in pages} == set(students)
     for page in pages:

@@ -17,6 +17,8 @@ import pytest
 
 from autograder import sandbox
 from autograder.execute import Launcher, Limits
+from autograder.plugin import kernel_readable
+from conftest import STEP4
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,7 +31,8 @@ def run_inside(tmp_path: Path, program: str, env: dict | None = None, limits: Li
     """Run `program` (Python) in a fresh sandbox under the launcher's resource limits; it prints one
     JSON object as its last line, returned here."""
     scratch = tmp_path / "scratch"
-    launcher = sandbox.BwrapLauncher(scratch)
+    corpus = [Path(env["DLCOURSE_CORPUS"])] if env and "DLCOURSE_CORPUS" in env else []
+    launcher = sandbox.BwrapLauncher(scratch, readable=[*kernel_readable(STEP4), *corpus])
     workdir = scratch / "work"
     env = {"PYTHONPATH": str(ROOT), **(env or {})}
     argv = launcher.argv(workdir, limits or Limits(), env)
@@ -118,7 +121,7 @@ print(json.dumps({{
                                                            "PWD"}  # PWD: set by bwrap --chdir
     assert seen["cwd"] == str(tmp_path / "scratch" / "work")
     # a private /tmp (the host's is not visible: only the job's scratch folder is bound into it)
-    bound = [(tmp_path / "scratch").resolve(), *sandbox._python_dirs(), *sandbox.course_files({})]  # under /tmp?
+    bound = [(tmp_path / "scratch").resolve(), *sandbox._python_dirs(), *kernel_readable(STEP4)]  # under /tmp?
     expected = {b.relative_to("/tmp").parts[0] for b in bound if Path("/tmp") in b.parents}
     assert sorted(seen["tmp"]) == sorted(expected | {"mine.txt"}), seen["tmp"]   # mine.txt: written above
     # its own PID namespace: a handful of processes, none of the host's

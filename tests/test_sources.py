@@ -4,10 +4,9 @@ import re
 
 import pytest
 
-from autograder.checks import load_all
 from autograder.judging import HARMLESS_STDERR
 
-from conftest import ROOT, SOURCE_NOTEBOOKS, cell_text, load, nbgrader_meta
+from conftest import ROOT, SOURCE_NOTEBOOKS, STEP4, cell_text, load, nbgrader_meta
 
 HIDDEN_CELL = re.compile(
     r"\A# Hidden tests: .+ \((?P<points>[\d.]+) points?\)\n"
@@ -55,7 +54,7 @@ def test_graded_and_answer_ids_are_unique_across_the_step():
 
 
 def test_every_hidden_test_cell_calls_its_own_registered_check_with_the_same_points():
-    registry = load_all()
+    registry = STEP4.checks
     used = set()
     for path, cell in _cells():
         meta = nbgrader_meta(cell)

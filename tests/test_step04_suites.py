@@ -1,6 +1,6 @@
 """Every wheat satisfies the spec of its check and every chaff violates it.
 
-The reference checks in autograder/checks/step04_tests.py are the notebook's specs, executed.
+The reference checks in source/step-04/checks/tests.py are the notebook's specs, executed.
 They are run here exactly as the hidden tests run a student's check (same inputs, same seeds):
 a wheat must pass at every position probed, a chaff must fail at one of them at least.
 """
@@ -8,9 +8,12 @@ import pytest
 import torch
 
 from autograder.checks.framework import outcome
-from autograder.checks.step04_tests import (CALL_SEED, REFERENCE_CHECKS, CheckGradient, CheckPerturbation,
-                                            CheckSimplex, fails_on_mask_after_softmax)
-from autograder.checks.suites import SUITES
+from conftest import STEP4
+
+STEP4.package   # imports the step's checks: course_checks.step_04
+from course_checks.step_04.tests import (  # noqa: E402
+    CALL_SEED, REFERENCE_CHECKS, CheckGradient, CheckPerturbation, CheckSimplex, fails_on_mask_after_softmax)
+from course_checks.step_04.suites import SUITES  # noqa: E402
 
 GRADERS = [CheckSimplex(), CheckPerturbation(), CheckGradient()]
 CASES = [(grader, case) for grader in GRADERS for case in SUITES[grader.suite]]

@@ -26,10 +26,11 @@ import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-from autograder.course import RELEASE, STEP  # noqa: E402
+from autograder.course import RELEASE  # noqa: E402
 from autograder.example import answers_of  # noqa: E402
 
 from proof_corpus import CORRECT, WRONG, Entry  # noqa: E402
+from conftest import STEP, STEP4  # noqa: E402
 
 def release_cells(notebook: str) -> list[dict]:
     nb = json.loads((RELEASE / STEP / f"{notebook}.ipynb").read_text(encoding="utf-8"))
@@ -103,7 +104,7 @@ def plan(notebook: str, answers: dict[str, str]) -> list[tuple[str, str, str]]:
 
 def run_visible_checks(entry: Entry) -> dict[str, str]:
     """{visible check grade_id: "" if it passed, else what it raised}."""
-    answers = {**answers_of(entry.notebook), **entry.answers}
+    answers = {**answers_of(STEP4, entry.notebook), **entry.answers}
     ns: dict = {"__name__": "__main__", "__builtins__": builtins, "display": lambda *a, **k: None}
     results = {}
     import matplotlib.pyplot as plt

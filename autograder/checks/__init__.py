@@ -1,7 +1,7 @@
-"""Grader-only checks: they run in the grader process, never in a student's kernel.
-
-Each check module `stepNN_<part>.py` registers one Check per graded test cell; see
-framework.py for how a check is split into a probe and a judge, and autograder/runtime/ for
-the little a grading kernel runs to answer a probe.
+"""How a hidden test is written: framework.py (a check is a probe, run against the student's kernel,
+and a judge, run on the plain data it returned). Each step's checks live with the step, in
+source/<step>/checks/ (autograder/steps.py imports them); autograder/runtime/ is the little a
+grading kernel runs to answer a probe.
 """
-from .framework import REGISTRY, Check, Verdict, hidden, load_all  # noqa: F401
+from .framework import (Check, StudentError, Verdict, attempt, checks_of, hidden, outcome,  # noqa: F401
+                        register, student, unpack, unwritten, unwritten_verdict)

@@ -13,14 +13,14 @@ process: a probe server on a socket of its own, the runtime answering from the n
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..runtime.plain import NotPlain, from_plain, to_plain
 
-REGISTRY: dict[str, "Check"] = {}
+# package of a step's checks (course_checks.<step>) -> grade_id -> Check. Two steps may use the
+# same grade_id; within a step each grade_id is one check.
+REGISTRIES: dict[str, dict[str, "Check"]] = {}
 
 
 @dataclass
@@ -71,22 +71,20 @@ class Check:
 
 
 def register(cls):
+    """Class decorator: the check, registered under its step (the package its module belongs to)."""
     check = cls()
     if not check.grade_id or check.points <= 0:
         raise ValueError(f"{cls.__name__} needs a grade_id and positive points")
-    if check.grade_id in REGISTRY:
-        raise ValueError(f"two checks use grade_id {check.grade_id!r}")
-    REGISTRY[check.grade_id] = check
+    registry = REGISTRIES.setdefault(cls.__module__.rpartition(".")[0] or cls.__module__, {})
+    if check.grade_id in registry:
+        raise ValueError(f"two checks of {cls.__module__.rpartition('.')[0]} use grade_id {check.grade_id!r}")
+    registry[check.grade_id] = check
     return cls
 
 
-def load_all() -> dict[str, Check]:
-    """Import every check module of this package (each registers its checks)."""
-    from . import __path__ as pkg_path
-    for info in pkgutil.iter_modules(pkg_path):
-        if info.name.startswith("step"):
-            importlib.import_module(f"{__package__}.{info.name}")
-    return REGISTRY
+def checks_of(package: str) -> dict[str, Check]:
+    """grade_id -> Check of one step's check package (autograder/steps.py imports it)."""
+    return REGISTRIES.get(package, {})
 
 
 # ---- helpers for probes -------------------------------------------------------------------
@@ -209,32 +207,50 @@ def judge_data(check: Check, data: Any, ctx) -> Verdict:
         return verdict
 
 
-def probe_and_judge(grade_id: str, ns: dict) -> Verdict:
+def probe_and_judge(grade_id: str, ns: dict, step=None) -> Verdict:
     """The whole hidden test in this process, through the same requests as in grading."""
+    import shutil
     import tempfile
     from pathlib import Path
 
     from ..probeserver import ProbeServer
     from ..runtime import serve
-    load_all()
+    step = step or step_with(grade_id)
     folder = tempfile.mkdtemp(prefix="probe-")
     try:
-        with ProbeServer(str(Path(folder) / "probe.sock")) as server:
+        with ProbeServer(str(Path(folder) / "probe.sock"), step) as server:
             server.expect(grade_id)
             serve(server.socket_path, grade_id, ns)
             server.expect(None)
-            return judge_data(REGISTRY[grade_id], server.results.get(grade_id), server)
+            return judge_data(step.checks[grade_id], server.results.get(grade_id), server)
     finally:
-        import shutil
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def step_with(grade_id: str):
+    """The step whose hidden test `grade_id` is, for a notebook run without a grader (JupyterLab,
+    `make solutions`): $COURSE_STEP, else the step its folder names, else the one step that has it."""
+    import os
+
+    from ..steps import all_steps, find_step, step_of_notebook
+    if os.environ.get("COURSE_STEP"):
+        return find_step(os.environ["COURSE_STEP"])
+    here = step_of_notebook(os.getcwd())
+    if here is not None and grade_id in here.checks:
+        return here
+    having = [s for s in all_steps() if grade_id in s.checks]
+    if len(having) != 1:
+        raise LookupError(f"hidden test {grade_id!r}: found in {len(having)} steps "
+                          f"({', '.join(s.name for s in having) or 'none'}); set COURSE_STEP to the step's name")
+    return having[0]
 
 
 def hidden_here(grade_id: str, ns: dict):
     """A hidden test cell run without a grader: prints the verdict, returns the points (nbgrader
     reads a number returned by a test cell as partial credit)."""
-    load_all()
-    check = REGISTRY[grade_id]
-    verdict = probe_and_judge(grade_id, ns)
+    step = step_with(grade_id)
+    check = step.checks[grade_id]
+    verdict = probe_and_judge(grade_id, ns, step)
     print(verdict.report(check.points))
     return round(check.points * verdict.fraction, 2)
 

@@ -15,7 +15,7 @@ import pytest
 from autograder.example import build
 from autograder.grade import grade
 
-from conftest import STEP
+from conftest import GRADES_CSV, STEP, STEP4
 from .lab import Lab, copy_course, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser-instructor")]
@@ -30,10 +30,10 @@ def graded(chromium_path, tmp_path_factory):
     for key, value in env.items():
         mp.setenv(key, value)
     try:
-        grade(build(home / "class"), workers=2, quiet=True)
+        grade(STEP4, build(STEP4, home / "class"), workers=2, quiet=True)
     finally:
         mp.undo()
-    with open(home / "grades.csv", newline="") as f:
+    with open(home / GRADES_CSV, newline="") as f:
         totals = {}
         for row in csv.DictReader(f):
             if row["score"] != "":

@@ -10,7 +10,7 @@ import pytest
 
 from autograder.example import filled
 
-from conftest import ROOT, STEP, nbgrader_meta
+from conftest import ROOT, STEP, STEP4, nbgrader_meta
 from .lab import Lab, copy_course, open_notebook, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser-validate")]
@@ -26,7 +26,7 @@ def lab(chromium_path, tmp_path_factory):
     mine.mkdir(parents=True)
     for name in RELEASED:
         (mine / f"{name}.ipynb").write_bytes((ROOT / "release" / STEP / f"{name}.ipynb").read_bytes())
-        (mine / f"{name}-solved.ipynb").write_text(json.dumps(filled(name, lambda cid, i: True), indent=1))
+        (mine / f"{name}-solved.ipynb").write_text(json.dumps(filled(STEP4, name, lambda cid, i: True), indent=1))
     with Lab(course, tmp_path_factory.mktemp("jupyter")) as server:
         yield server
 

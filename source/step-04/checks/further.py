@@ -21,7 +21,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .framework import Check, Verdict, attempt, register, student, unpack
+from autograder.checks import Check, Verdict, attempt, register, student, unpack
 
 def quiet(probe):
     """A probe that silences warnings raised by the student's code: nbgrader scores a test cell that

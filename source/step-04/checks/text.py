@@ -7,7 +7,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from .framework import Check, Verdict, attempt, register, student, unpack, unwritten, unwritten_verdict
+from autograder.checks import Check, Verdict, attempt, register, student, unpack, unwritten, unwritten_verdict
 
 
 T_TEXT, D_MODEL, D_HEAD = 64, 32, 16

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .framework import Check, StudentError, Verdict, attempt, outcome, register, student, unpack
+from autograder.checks import Check, StudentError, Verdict, attempt, outcome, register, student, unpack
 from .suites import SUITES, MutantHead
 
 

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import torch
 
-from .framework import Check, Verdict, attempt, register, student, unpack
+from autograder.checks import Check, Verdict, attempt, register, student, unpack
 
 
 # ---- scores_entrywise ----------------------------------------------------------------------

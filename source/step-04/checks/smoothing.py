@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .framework import Check, Verdict, attempt, register, student, unpack, unwritten, unwritten_verdict
+from autograder.checks import Check, Verdict, attempt, register, student, unpack, unwritten, unwritten_verdict
 
 
 # (T, s) pairs. The visible test uses T = 8 with s in {2, 1e-3, 1e4}; these differ.

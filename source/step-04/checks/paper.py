@@ -1,7 +1,7 @@
 """Hidden checks of notebook 01-on-paper."""
 import math
 
-from .framework import Check, Verdict, attempt, register, student, unpack
+from autograder.checks import Check, Verdict, attempt, register, student, unpack
 
 NAMES = ("X", "W_Q", "W_K", "W_V", "Q", "K", "V", "scores", "A", "out")
 

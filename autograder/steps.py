@@ -1,0 +1,170 @@
+"""A step of the course as a value.
+
+A step is a folder `source/<step>/` holding its instructor notebooks and a check package
+`source/<step>/checks/` (its hidden tests, grader-only: never released, never in a kernel).
+The package's `__init__.py` may say, as module-level names:
+
+    CATCH_UP = "step-03"       # source/step-03/step-03.ipynb: solutions/step-03.ipynb catches a student up
+    BONUS_PREFIX = "bonus_"    # grade ids counted apart from the step's required total
+    DATA = ["tinyshakespeare.txt"]     # files of data/ the step's kernels read
+    SUITES = {...}             # objects its checks serve to a student's code, by suite name
+
+Every command takes `--step` (default: the only step, or the newest by name). Nothing in the
+engine names a step.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from .course import ROOT
+
+CHECKS_PACKAGE = "checks"
+MODULE_PREFIX = "course_checks"     # a step's check package is imported as course_checks.<step_with_underscores>
+
+
+class UnknownStep(SystemExit):
+    pass
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    root: Path = ROOT
+
+    # -- folders ------------------------------------------------------------------------------
+    @property
+    def source(self) -> Path:
+        return self.root / "source" / self.name
+
+    @property
+    def release(self) -> Path:
+        return self.root / "release" / self.name
+
+    @property
+    def solutions(self) -> Path:
+        return self.root / "solutions" / self.name
+
+    @property
+    def checks_dir(self) -> Path:
+        return self.source / CHECKS_PACKAGE
+
+    def notebooks(self) -> list[str]:
+        """The step's notebooks, in order, without the .ipynb suffix."""
+        return sorted(p.stem for p in self.source.glob("*.ipynb"))
+
+    # -- what its check package says ----------------------------------------------------------
+    @cached_property
+    def package(self):
+        """The step's check package, imported (once) with all its modules."""
+        return load_package(self)
+
+    @property
+    def catch_up(self) -> str | None:
+        return getattr(self.package, "CATCH_UP", None)
+
+    @property
+    def bonus_prefix(self) -> str | None:
+        return getattr(self.package, "BONUS_PREFIX", None)
+
+    @property
+    def data(self) -> list[Path]:
+        return [self.root / "data" / name for name in getattr(self.package, "DATA", [])]
+
+    @property
+    def suites(self) -> dict:
+        return getattr(self.package, "SUITES", {})
+
+    @property
+    def checks(self) -> dict:
+        """grade_id -> Check: this step's hidden tests."""
+        from .checks.framework import checks_of
+        return checks_of(self.package.__name__)
+
+    def is_bonus(self, grade_id: str) -> bool:
+        return bool(self.bonus_prefix) and grade_id.startswith(self.bonus_prefix)
+
+    def fingerprint(self) -> str:
+        """Changes whenever this step's notebooks or checks, the course plugin or the engine's grading
+        code change; another step's changes leave it alone."""
+        digest = hashlib.sha256()
+        engine = Path(__file__).parent
+        paths = sorted(self.source.glob("*.ipynb")) + sorted(self.release.glob("*.ipynb")) \
+            + sorted(self.checks_dir.rglob("*.py")) \
+            + sorted((engine / "checks").glob("*.py")) + sorted((engine / "runtime").glob("*.py")) \
+            + [engine / n for n in ("assemble.py", "judging.py", "execute.py", "sandbox.py", "probeserver.py",
+                                    "plugin.py")] \
+            + [self.root / "source" / "course_plugin.py"]
+        for path in paths:
+            if path.exists():
+                rel = path.relative_to(self.root) if path.is_relative_to(self.root) else Path(path.name)
+                digest.update(str(rel).encode() + b"\0" + path.read_bytes())
+        return digest.hexdigest()
+
+
+def module_name(step_name: str) -> str:
+    return f"{MODULE_PREFIX}.{''.join(ch if ch.isalnum() else '_' for ch in step_name)}"
+
+
+def load_package(step: Step):
+    """Import source/<step>/checks/ as course_checks.<step> with every module in it (each registers
+    its checks); a step without a check package is not a step."""
+    name = module_name(step.name)
+    if name in sys.modules:
+        return sys.modules[name]
+    init = step.checks_dir / "__init__.py"
+    if not init.exists():
+        raise UnknownStep(f"{step.source} has no check package ({CHECKS_PACKAGE}/__init__.py): not a gradable step")
+    if MODULE_PREFIX not in sys.modules:
+        parent = importlib.util.module_from_spec(importlib.machinery.ModuleSpec(MODULE_PREFIX, None, is_package=True))
+        parent.__path__ = []
+        sys.modules[MODULE_PREFIX] = parent
+    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(step.checks_dir)])
+    package = importlib.util.module_from_spec(spec)
+    sys.modules[name] = package
+    try:
+        spec.loader.exec_module(package)
+        for path in sorted(step.checks_dir.glob("*.py")):
+            if path.stem != "__init__":
+                importlib.import_module(f"{name}.{path.stem}")
+    except BaseException:
+        for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
+            del sys.modules[key]
+        raise
+    return package
+
+
+def all_steps(root: Path = ROOT) -> list[Step]:
+    """Every step in source/ (a folder with notebooks and a check package), ordered by name."""
+    return [Step(p.name, root) for p in sorted((root / "source").iterdir())
+            if p.is_dir() and (p / CHECKS_PACKAGE / "__init__.py").exists() and any(p.glob("*.ipynb"))]
+
+
+def find_step(name: str | None = None, root: Path = ROOT) -> Step:
+    """The step called `name`; without a name, the only step, or the newest (last by name)."""
+    steps = all_steps(root)
+    if name is None:
+        if not steps:
+            raise UnknownStep(f"no step in {root / 'source'}: a step is source/<step>/ with notebooks and a "
+                              f"{CHECKS_PACKAGE}/ package")
+        return steps[-1]
+    for step in steps:
+        if step.name == name:
+            return step
+    known = ", ".join(s.name for s in steps) or "none"
+    raise UnknownStep(f"no step called {name!r} in {root / 'source'} (steps: {known})")
+
+
+def step_of_notebook(path: Path | str, root: Path = ROOT) -> Step | None:
+    """The step a notebook folder belongs to (source/<step>/, release/<step>/, solutions/<step>/,
+    a student's notebooks/<step>/ or a submission's .../<step>/), if its folder names one."""
+    names = {s.name: s for s in all_steps(root)}
+    for part in reversed(Path(path).resolve().parts):
+        if part in names:
+            return names[part]
+    return None

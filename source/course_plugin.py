@@ -1,0 +1,103 @@
+"""The deep-learning course, as the grading engine sees it (autograder/plugin.py).
+
+Its kernels read the course package `dlcourse/` and a step's data, import torch, numpy, matplotlib
+and dlcourse before a student's first cell, and are handed PyTorch layers by the checks: an
+embedding or a linear layer by value (its weights are an input like any other), any other module
+(a head of the 4.2 suites) kept in the grader, its forward and backward run here on request.
+"""
+from __future__ import annotations
+
+import copy
+import importlib.util
+import secrets
+from pathlib import Path
+
+import torch
+
+from autograder.plugin import CoursePlugin, NotHandled
+from autograder.runtime.plain import from_plain, to_plain
+
+MAX_ELEMENTS = 100_000     # one input tensor of a served module: the course's inputs are (4, 8, 32)
+KEPT_GRAPHS = 256          # forward calls remembered for a later backward
+
+
+class DeepLearningCourse(CoursePlugin):
+    def kernel_files(self, step):
+        package = Path(importlib.util.find_spec("dlcourse").origin).parent      # without importing it here
+        return [package, *super().kernel_files(step)]
+
+    def kernel_env(self, step):
+        corpus = [str(p) for p in step.data if p.name == "tinyshakespeare.txt"]
+        return {"DLCOURSE_CORPUS": corpus[0]} if corpus else {}
+
+    def preimport(self, step):
+        return ["torch", "numpy", "matplotlib", "matplotlib.pyplot", "dlcourse"]
+
+    def encode(self, obj, serve):
+        if type(obj) is torch.nn.Embedding:
+            return {"__module__": {"type": "Embedding", "weight": to_plain(obj.weight.detach())}}
+        if type(obj) is torch.nn.Linear:
+            return {"__module__": {"type": "Linear", "weight": to_plain(obj.weight.detach()),
+                                   "bias": to_plain(obj.bias.detach()) if obj.bias is not None else None}}
+        if isinstance(obj, torch.nn.Module):
+            return {"__served__": {"token": serve(obj)}}
+        raise NotHandled
+
+    def handle(self, objects, message, state):
+        graphs = state.setdefault("graphs", {})          # call -> (x, out): forward calls kept for a backward
+        op = message.get("op")
+        if op == "forward":
+            token = message.get("token")
+            module = objects[token]
+            if not isinstance(module, torch.nn.Module):
+                raise TypeError("that token names no module")
+            x = torch.from_numpy(_array(message["x"]))
+            if x.is_floating_point():
+                module = _in_precision(state.setdefault("typed", {}), token, module, x.dtype)
+                x.requires_grad_(True)
+            with torch.enable_grad():
+                out = module(x)
+            call = secrets.token_hex(8)
+            graphs[call] = (x, out)
+            while len(graphs) > KEPT_GRAPHS:
+                graphs.pop(next(iter(graphs)))
+            A = getattr(module, "A", None)
+            return {"call": call, "out": to_plain(out.detach()),
+                    "A": to_plain(A.detach()) if isinstance(A, torch.Tensor) else None}
+        if op == "backward":
+            x, out = graphs[message["call"]]
+            grad = torch.from_numpy(_array(message["grad"]))
+            if grad.shape != out.shape:
+                raise ValueError(f"gradient of shape {tuple(grad.shape)} for an output of shape {tuple(out.shape)}")
+            if not x.requires_grad:
+                raise ValueError("this input has no gradient (it is not a floating-point tensor)")
+            (grad_x,) = torch.autograd.grad(out, x, grad.to(out.dtype), retain_graph=True, allow_unused=True)
+            if grad_x is None:
+                grad_x = torch.zeros_like(x)
+            return {"grad_x": to_plain(grad_x)}
+        return super().handle(objects, message, state)
+
+
+def _in_precision(typed, token, module, dtype):
+    """The module as it computes on inputs of `dtype`: in that precision when it is wider than the
+    module's own (as a real module turned `.double()` would); else the module as it is (a float64
+    head given float32 inputs computes in float64)."""
+    current = next((t.dtype for t in list(module.parameters()) + list(module.buffers())
+                    if t.is_floating_point()), dtype)
+    if dtype.itemsize <= current.itemsize:
+        return module
+    if (token, dtype) not in typed:
+        typed[(token, dtype)] = copy.deepcopy(module).to(dtype)
+    return typed[(token, dtype)]
+
+
+def _array(data):
+    value = from_plain(data)
+    if not hasattr(value, "shape"):
+        raise TypeError("expected a tensor")
+    if value.size > MAX_ELEMENTS:
+        raise ValueError(f"a tensor of {value.size} elements is larger than any this course needs")
+    return value
+
+
+plugin = DeepLearningCourse()
