@@ -18,14 +18,17 @@ import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent
-if str(ROOT) not in sys.path:          # nbgrader imports autograder.feedback (below) from here
-    sys.path.insert(0, str(ROOT))
+ENGINE = Path(__file__).resolve().parent
+if str(ENGINE) not in sys.path:          # nbgrader imports autograder.feedback (below) from here
+    sys.path.insert(0, str(ENGINE))
+# The course's folder: this one, unless $COURSE_ROOT names another (autograder/course.py). nbgrader
+# commands run from this folder, so that they read this file.
+ROOT = Path(os.environ.get("COURSE_ROOT") or ENGINE).resolve()
 
 # Hidden test cells import `autograder.runtime` (and, without a grader, run the step's checks in
 # process): kernels that nbgrader starts from here must find this folder on their path.
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in [str(ROOT), os.environ.get("PYTHONPATH", "")] if p)
+    p for p in [str(ENGINE), os.environ.get("PYTHONPATH", "")] if p)
 # nbgrader shells out to `alembic` when it creates a gradebook: make the environment's bin/ visible.
 _bin = str(Path(sys.executable).parent)
 if _bin not in os.environ.get("PATH", "").split(os.pathsep):
@@ -57,7 +60,7 @@ c.Exchange.cache = str(ROOT / "notebooks" / ".nbgrader-cache")   # a student's r
 c.CollectApp.check_owner = False     # on one machine every submission belongs to the same account
 
 # Every student notebook starts with the same header: name, collaborators, "restart and run all".
-c.IncludeHeaderFooter.header = "source/header.ipynb"
+c.IncludeHeaderFooter.header = str(ROOT / "source" / "header.ipynb")
 
 # Per-cell time limit. Importing torch and running a cell of this step takes a few seconds
 # on a 2-core machine; 120 s leaves room for a slow laptop and stops a runaway loop.

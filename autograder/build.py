@@ -16,7 +16,7 @@ import nbformat
 from nbgrader.preprocessors import (ClearHiddenTests, ClearMarkScheme, ClearOutput, IncludeHeaderFooter,
                                     LockCells, NbGraderPreprocessor)
 
-from .course import ROOT, kernel_env
+from .course import ENGINE_ROOT, ROOT, kernel_env
 
 SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
                     "BEGIN MARK SCHEME", "END MARK SCHEME")
@@ -39,7 +39,8 @@ def nbgrader(*args: str, root: Path = ROOT, db_url: str | None = None, quiet: bo
         cmd.append(f"--CourseDirectory.db_url={db_url}")
     env = kernel_env()
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    # from the engine's folder: nbgrader reads nbgrader_config.py from where it runs
+    proc = subprocess.run(cmd, cwd=ENGINE_ROOT, env=env, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     if proc.returncode != 0 or "[ERROR]" in log:
         raise BuildError(f"`nbgrader {' '.join(args)}` failed:\n{log[-4000:]}")

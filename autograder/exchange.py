@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .course import COURSE_ID, NOTEBOOKS, RELEASE, ROOT, grader_home, kernel_env
+from .course import COURSE_ID, ENGINE_ROOT, NOTEBOOKS, RELEASE, ROOT, grader_home, kernel_env
 
 COLLECTED = "collected"                 # under the grading home: what `make collect` brings in
 SECRET = "submission_secret.txt"        # written by `nbgrader submit`; feedback is found by it
@@ -60,7 +60,7 @@ def nbgrader(*args: str) -> str:
     log; raise ExchangeError with nbgrader's own error lines when it fails."""
     env = kernel_env()
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=ROOT, env=env,
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=ENGINE_ROOT, env=env,
                           capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     if proc.returncode != 0 or re.search(r"\| (ERROR|CRITICAL)\]", log):
@@ -180,7 +180,7 @@ def validate(step: str) -> int:
         # the course's nbgrader configuration (time limits, the Execute that does not hang on a
         # slider cell), and kernels that talk over Unix sockets: no "running over TCP without
         # encryption" warning
-        config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(ENGINE_ROOT)).load_config()
         config.merge(Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "kernel")}}))
         for path in mine:
             problems = _validation_problems(Validator(config=config).validate(str(path)),

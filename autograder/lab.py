@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .course import NOTEBOOKS, ROOT
+from .course import ENGINE_ROOT, NOTEBOOKS, ROOT
 
 SETTINGS = Path(__file__).resolve().parent / "lab_settings"
 ROLES = ("student", "instructor")
@@ -44,4 +44,4 @@ def run_lab(formgrader: bool = False, extra: list[str] | None = None) -> int:
         args = lab_arguments(NOTEBOOKS, "student")
     env = kernel_env()
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    return subprocess.call([sys.executable, "-m", "jupyterlab", *args, *(extra or [])], cwd=ROOT, env=env)
+    return subprocess.call([sys.executable, "-m", "jupyterlab", *args, *(extra or [])], cwd=ENGINE_ROOT, env=env)

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import ROOT
+from common import ROOT, bench_step
 
 PHASES = ["sandbox setup", "kernel start", "torch import", "provided cells", "student code",
           "hidden probes", "judging", "rest", "total"]
@@ -97,7 +97,8 @@ def time_notebook(path: Path, notebook: str, sandbox: str) -> dict:
         start, execute_cell, judge, make_launcher
     try:
         t = time.monotonic()
-        result = run_job(Job("bench", notebook, str(path), "bench", sandbox, 1))
+        step = bench_step()
+        result = run_job(Job(step.name, str(step.root), "bench", notebook, str(path), "bench", sandbox, 1))
         spent["total"] = time.monotonic() - t
     finally:
         ex._start, ex._Client.async_execute_cell, judging.judge_notebook, sb.make_launcher = originals
@@ -125,7 +126,7 @@ def once_per_process(repeats: int) -> dict:
             from autograder.grade import ensure_gradebook
             use_environment_tools()
             t = time.monotonic()
-            ensure_gradebook(f"sqlite:///{tmp}/gradebook.db")
+            ensure_gradebook(f"sqlite:///{tmp}/gradebook.db", bench_step())
             gradebook.append(time.monotonic() - t)
     return {"worker imports": imports, "new gradebook": gradebook,
             "import nbformat": with_iri, "import nbformat without rfc3987_syntax": without_iri}
@@ -138,7 +139,7 @@ def measure(notebook: str, repeats: int, say=print) -> dict:
     out = {"notebook": notebook, "sandboxes": sandboxes, "phases": {s: [] for s in sandboxes}}
     with tempfile.TemporaryDirectory(prefix="bench-nb-") as tmp:
         path = Path(tmp) / f"{notebook}.ipynb"
-        path.write_text(json.dumps(filled(notebook, lambda cid, i: True)), encoding="utf-8")
+        path.write_text(json.dumps(filled(bench_step(), notebook, lambda cid, i: True)), encoding="utf-8")
         for r in range(repeats):
             for sandbox in (sandboxes if r % 2 == 0 else sandboxes[::-1]):
                 say(f"  breakdown: {notebook}, sandbox {sandbox}, run {r + 1} of {repeats}")

@@ -40,14 +40,16 @@ def grade_once(home: Path, url: str, workers: int) -> dict:
     from autograder.example import build
     from autograder.grade import grade
     os.environ["GRADER_HOME"], os.environ["NBGRADER_DB_URL"] = str(home), url
-    submissions = build(home / "class")
+    from common import bench_step
+    step = bench_step()
+    submissions = build(step, home / "class")
     cpu, wall = children_cpu(), time.monotonic()
-    out = grade(submissions, workers=workers, force=True, quiet=True, feedback=False)
+    out = grade(step, submissions, workers=workers, force=True, quiet=True, feedback=False)
     graded_wall, graded_cpu = time.monotonic() - wall, children_cpu() - cpu
     from autograder.grade import write_feedback
     students = sorted({r["student"] for r in out["results"]})
     start = time.monotonic()
-    write_feedback(students, quiet=True)
+    write_feedback(bench_step(), students, quiet=True)
     return {"notebooks": len(out["results"]), "students": len(students), "wall": graded_wall,
             "cpu": graded_cpu, "feedback_wall": time.monotonic() - start,
             "kernel_seconds": [r["seconds"] for r in out["results"]], "load": os.getloadavg()[0]}
@@ -57,17 +59,19 @@ def record_again(home: Path, url: str, times: int) -> float:
     """Seconds per notebook to write its scores into the gradebook again."""
     from autograder.grade import record, result_path
     os.environ["GRADER_HOME"], os.environ["NBGRADER_DB_URL"] = str(home), url
+    from common import bench_step
+    step = bench_step()
     results = []
-    for path in sorted((home / "work" / "results").glob("*/*.json")):
+    for path in sorted((home / "work" / "results" / step.name).glob("*/*.json")):
         result = json.loads(path.read_text())
-        nb = home / "autograded" / result["student"] / "step-04" / f"{result['notebook']}.ipynb"
+        nb = home / "autograded" / result["student"] / step.name / f"{result['notebook']}.ipynb"
         result["notebook_json"] = nb.read_text()
         results.append(result)
     start = time.monotonic()
     for _ in range(times):
         for result in results:
-            record(result, url, time.time())
-    assert all(result_path(r["student"], r["notebook"]).exists() for r in results)
+            record(step, result, url, time.time())
+    assert all(result_path(step, r["student"], r["notebook"]).exists() for r in results)
     return (time.monotonic() - start) / (times * len(results))
 
 

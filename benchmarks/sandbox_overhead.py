@@ -39,15 +39,16 @@ def alternate(i: int) -> tuple[str, str]:
 
 def build_class(folder: Path, students: int) -> list[tuple[str, str, Path]]:
     """[(student, notebook, path)] of a class written into `folder`."""
-    from autograder.course import RELEASE, STEP, notebook_names
+    from common import bench_step
+    step = bench_step()
     from autograder.example import filled
     out = []
     for i in range(students):
         sid = f"student{i:02d}"
         (folder / sid).mkdir(parents=True)
-        for name in notebook_names():
-            nb = filled(name, lambda cid, pos: True) if i % 2 == 0 else \
-                json.loads((RELEASE / STEP / f"{name}.ipynb").read_text(encoding="utf-8"))
+        for name in step.notebooks():
+            nb = filled(step, name, lambda cid, pos: True) if i % 2 == 0 else \
+                json.loads((step.release / f"{name}.ipynb").read_text(encoding="utf-8"))
             path = folder / sid / f"{name}.ipynb"
             path.write_text(json.dumps(nb), encoding="utf-8")
             out.append((sid, name, path))
@@ -83,13 +84,15 @@ def kernel_starts(count: int) -> dict[str, list[float]]:
 
 def notebooks(cls: list, repeats: int) -> dict[str, list[float]]:
     from autograder.grade import Job, run_job
+    from common import bench_step
+    step = bench_step()
     times: dict[str, list[float]] = {s: [] for s in SANDBOXES}
     threads = os.cpu_count() or 1
     for r in range(repeats):
         for k, (sid, name, path) in enumerate(cls):
             for choice in alternate(r + k):
                 started = time.monotonic()
-                result = run_job(Job(sid, name, str(path), "bench", choice, threads))
+                result = run_job(Job(step.name, str(step.root), sid, name, str(path), "bench", choice, threads))
                 times[choice].append(time.monotonic() - started)
                 assert result["sandbox"] == choice
     return times
@@ -97,12 +100,13 @@ def notebooks(cls: list, repeats: int) -> dict[str, list[float]]:
 
 def batches(folder: Path, home: Path, count: int) -> dict[str, list[float]]:
     from autograder.grade import grade
+    from common import bench_step
     times: dict[str, list[float]] = {s: [] for s in SANDBOXES}
     for i in range(count):
         for choice in alternate(i):
             os.environ["GRADER_HOME"] = str(home / choice)
             started = time.monotonic()
-            out = grade(folder, workers=1, force=True, sandbox=choice, feedback=False, quiet=True)
+            out = grade(bench_step(), folder, workers=1, force=True, sandbox=choice, feedback=False, quiet=True)
             times[choice].append(time.monotonic() - started)
             assert all(r.get("sandbox") == choice for r in out["results"])
     return times

@@ -18,9 +18,7 @@ from pathlib import Path
 
 import nbformat
 
-from common import ROOT
-
-STEP = "step-04"
+from common import BENCH_STEP as STEP, ROOT
 CALL = re.compile(r"\b(\w+_slider)\(\s*(\w+)")     # as tests/test_slider_notebooks.py finds sliders
 MOVES = 8
 

@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import ROOT, run_measured
+from common import BENCH_STEP, ROOT, bench_step, run_measured
 
 NOTEBOOK = "02-the-head"
 PLAIN_CONFIG = '''
@@ -42,8 +42,9 @@ def variants(notebook: str = NOTEBOOK) -> list[tuple[str, dict]]:
     sys.path.insert(0, str(ROOT / "tests"))
     from autograder.example import with_answers
     from proof_corpus import CORRECT, WRONG
-    out = [("solutions", with_answers(notebook, {}))]
-    out += [(e.name, with_answers(notebook, e.answers)) for e in CORRECT + WRONG if e.notebook == notebook]
+    step = bench_step()
+    out = [("solutions", with_answers(step, notebook, {}))]
+    out += [(e.name, with_answers(step, notebook, e.answers)) for e in CORRECT + WRONG if e.notebook == notebook]
     return out
 
 
@@ -74,22 +75,22 @@ def plain_nbgrader(cls: Path, work: Path, notebook: str = NOTEBOOK) -> dict:
     from autograder.judging import HARMLESS_STDERR
     course = work / "plain-course"
     shutil.rmtree(course, ignore_errors=True)
-    (course / "source" / "step-04").mkdir(parents=True)
+    (course / "source" / BENCH_STEP).mkdir(parents=True)
     shutil.copy(ROOT / "source" / "header.ipynb", course / "source" / "header.ipynb")
-    shutil.copy(ROOT / "source" / "step-04" / f"{notebook}.ipynb", course / "source" / "step-04")
+    shutil.copy(ROOT / "source" / BENCH_STEP / f"{notebook}.ipynb", course / "source" / BENCH_STEP)
     (course / "nbgrader_config.py").write_text(PLAIN_CONFIG.format(root=str(course), pattern=HARMLESS_STDERR))
     env = _env()
     nbgrader = [sys.executable, "-m", "nbgrader"]
-    setup = run_measured([*nbgrader, "generate_assignment", "step-04", "--force"], course, env)
+    setup = run_measured([*nbgrader, "generate_assignment", BENCH_STEP, "--force"], course, env)
     if setup["returncode"]:
         raise RuntimeError("nbgrader generate_assignment failed:\n" + setup["output"][-3000:])
     students = sorted(p.name for p in cls.iterdir() if p.is_dir())
     for sid in students:
-        dest = course / "submitted" / sid / "step-04"
+        dest = course / "submitted" / sid / BENCH_STEP
         dest.mkdir(parents=True)
         shutil.copy(cls / sid / f"{notebook}.ipynb", dest)
-    run = run_measured([*nbgrader, "autograde", "step-04"], course, env)
-    graded = sum((course / "autograded" / sid / "step-04" / f"{notebook}.ipynb").exists() for sid in students)
+    run = run_measured([*nbgrader, "autograde", BENCH_STEP], course, env)
+    graded = sum((course / "autograded" / sid / BENCH_STEP / f"{notebook}.ipynb").exists() for sid in students)
     if run["returncode"] or graded != len(students):
         raise RuntimeError(f"nbgrader autograde graded {graded} of {len(students)}:\n" + run["output"][-3000:])
     return {"seconds": setup["seconds"] + run["seconds"], "setup_seconds": setup["seconds"],

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shlex
+import string
 import subprocess
 import sys
 from collections import Counter
@@ -212,6 +213,13 @@ def kubernetes_versions() -> list[str]:
     return [versions[0], versions[-1]]
 
 
+def for_step(path: Path) -> str:
+    """A manifest as `envsubst '$STEP'` fills it in; it names the step only through ${STEP}."""
+    text = path.read_text()
+    assert "${STEP}" in text and STEP not in text, f"{path.name} should name the step only as ${{STEP}}"
+    return string.Template(text).safe_substitute(STEP=STEP)
+
+
 def test_kubernetes_manifests_are_valid_against_the_api_schema():
     """No cluster runs here: each manifest is checked offline, strictly (an unknown field is an
     error), against the Kubernetes API's JSON schemas; a manifest with a misspelt or mistyped field
@@ -219,9 +227,9 @@ def test_kubernetes_manifests_are_valid_against_the_api_schema():
     import kubernetes_validate
     for version in kubernetes_versions():
         for path in MANIFESTS:
-            for doc in yaml.safe_load_all(path.read_text()):
+            for doc in yaml.safe_load_all(for_step(path)):
                 kubernetes_validate.validate(doc, version, strict=True)
-        job = yaml.safe_load((CLUSTER / "k8s-grade-job.yaml").read_text())
+        job = yaml.safe_load(for_step(CLUSTER / "k8s-grade-job.yaml"))
         misspelt = json.loads(json.dumps(job))
         misspelt["spec"]["completionsMode"] = misspelt["spec"].pop("completionMode")
         mistyped = json.loads(json.dumps(job))

@@ -208,7 +208,7 @@ def test_array_job_grades_the_class_like_make_grade_with_a_task_cancelled_and_re
     known = wait_finished(slurm, others + [f"{array}_{cancelled}"], 1200)
     array_seconds = time.monotonic() - started
     for task in others:
-        assert known[task]["JobState"] == "COMPLETED", (known[task], log_of(course, f"grade-step-04-{task}.log"))
+        assert known[task]["JobState"] == "COMPLETED", (known[task], log_of(course, f"grade-{task}.log"))
     assert known[f"{array}_{cancelled}"]["JobState"] == "CANCELLED"
 
     # afterok on an array with a cancelled task: the merge never runs
@@ -216,7 +216,7 @@ def test_array_job_grades_the_class_like_make_grade_with_a_task_cancelled_and_re
                      lambda: jobs(slurm)[report] if jobs(slurm)[report]["Reason"] == "DependencyNeverSatisfied" else None,
                      120, slurm)
     assert merge["JobState"] == "PENDING" and not (home / GRADES_CSV).exists()
-    assert not list(course.glob(f"report-step-04-{report}.log"))
+    assert not list(course.glob(f"report-{report}.log"))
     run([find("scancel"), report], course, env)
 
     # the README's rerun of that task alone, then the merge after it
@@ -227,14 +227,14 @@ def test_array_job_grades_the_class_like_make_grade_with_a_task_cancelled_and_re
                    "autograder/cluster/slurm-report.sbatch"], course, env).strip()
     known = wait_finished(slurm, [f"{rerun}_{cancelled}", report2], 1200)
     slurm_seconds = time.monotonic() - started
-    rerun_log = log_of(course, f"grade-step-04-{rerun}_{cancelled}.log")
-    merge_log = log_of(course, f"report-step-04-{report2}.log")
+    rerun_log = log_of(course, f"grade-{rerun}_{cancelled}.log")
+    merge_log = log_of(course, f"report-{report2}.log")
     assert known[f"{rerun}_{cancelled}"]["JobState"] == "COMPLETED", rerun_log
     assert known[report2]["JobState"] == "COMPLETED", merge_log
     assert f"shard {cancelled} of {shards}" in rerun_log
     for task in others:
         index = task.split("_")[1]
-        assert f"shard {index} of {shards}" in log_of(course, f"grade-step-04-{task}.log")
+        assert f"shard {index} of {shards}" in log_of(course, f"grade-{task}.log")
 
     # nothing lost, nothing doubled: one grade per student, notebook and grade cell
     rows = gradebook_rows(url)
@@ -298,7 +298,7 @@ exec {sys.executable} "$@"
     known = wait_finished(slurm, [f"{array}_0", f"{array}_1"], 600)
     assert known[f"{array}_0"]["JobState"] == "COMPLETED"
     assert known[f"{array}_1"]["JobState"] == "FAILED" and known[f"{array}_1"]["ExitCode"] == "3:0"
-    failed_log = log_of(course, f"grade-step-04-{array}_1.log")
+    failed_log = log_of(course, f"grade-{array}_1.log")
     assert "grade-shard: shard 1 of 2 failed (exit 3)" in failed_log, failed_log
     assert "Rerun this shard alone: SHARD_COUNT=2 sbatch --array=1 autograder/cluster/slurm-grade.sbatch" in failed_log
     merge = wait_for("the merge held by afterok",
@@ -311,15 +311,15 @@ exec {sys.executable} "$@"
     # without SHARD_COUNT a lone task cannot know the class's shard count: refused, and says so
     alone = run([find("sbatch"), "--parsable", "--array=1", "autograder/cluster/slurm-grade.sbatch"], course, env).strip()
     assert wait_finished(slurm, [f"{alone}_1"], 300)[f"{alone}_1"]["JobState"] == "FAILED"
-    assert "set SHARD_COUNT" in log_of(course, f"grade-step-04-{alone}_1.log")
+    assert "set SHARD_COUNT" in log_of(course, f"grade-{alone}_1.log")
     # the command the failed task's log named
     rerun = run(["sh", "-c", "SHARD_COUNT=2 sbatch --parsable --array=1 autograder/cluster/slurm-grade.sbatch"],
                 course, env).strip()
     report2 = run([find("sbatch"), "--parsable", f"--dependency=afterok:{rerun}", "autograder/cluster/slurm-report.sbatch"],
                   course, env).strip()
     known = wait_finished(slurm, [f"{rerun}_1", report2], 600)
-    assert known[f"{rerun}_1"]["JobState"] == "COMPLETED", log_of(course, f"grade-step-04-{rerun}_1.log")
-    assert known[report2]["JobState"] == "COMPLETED", log_of(course, f"report-step-04-{report2}.log")
+    assert known[f"{rerun}_1"]["JobState"] == "COMPLETED", log_of(course, f"grade-{rerun}_1.log")
+    assert known[report2]["JobState"] == "COMPLETED", log_of(course, f"report-{report2}.log")
     merged = json.loads((home / GRADES_JSON).read_text())
     assert {g["student"] for g in merged["grades"]} == students
     assert_one_grade_per_cell(gradebook_rows(url), students)

@@ -5,9 +5,10 @@ import pytest
 
 from autograder.build import release
 
-from conftest import NOTEBOOK_NAMES, ROOT, SOURCE_NOTEBOOKS, cell_text, load, nbgrader_meta
+from autograder.steps import Step
+from conftest import NOTEBOOK_NAMES, SOURCE_NOTEBOOKS, STEP, STEP4, cell_text, load, nbgrader_meta
 
-RELEASE = ROOT / "release" / "step-04"
+RELEASE = STEP4.release
 
 
 def solution_lines(source_cell: dict) -> list[str]:
@@ -26,20 +27,21 @@ def solution_lines(source_cell: dict) -> list[str]:
 @pytest.mark.slow
 def test_release_is_current_with_the_sources(tmp_path):
     """Generate the release afresh in a scratch course and compare it byte for byte."""
-    shutil.copytree(ROOT / "source", tmp_path / "source")
-    generated = release(root=tmp_path, db_url=f"sqlite:///{tmp_path / 'gradebook.db'}")
+    shutil.copytree(STEP4.root / "source", tmp_path / "source")
+    generated = release(Step(STEP, tmp_path), db_url=f"sqlite:///{tmp_path / 'gradebook.db'}")
     assert sorted(p.name for p in generated) == sorted(p.name for p in RELEASE.glob("*.ipynb")), (
         "release/ holds other notebooks than the sources give: run `make release`")
     for path in generated:
         assert path.read_bytes() == (RELEASE / path.name).read_bytes(), (
-            f"release/step-04/{path.name} differs from a fresh generation: run `make release` and commit")
+            f"release/{STEP}/{path.name} differs from a fresh generation: run `make release` and commit")
     assert sorted(p.name for p in RELEASE.iterdir()) == sorted(p.name for p in generated), \
-        "release/step-04 holds files that are not generated"
+        f"release/{STEP} holds files that are not generated (its checks/ must never be released)"
+    assert (tmp_path / "source" / STEP / "checks").is_dir() and not (tmp_path / "release" / STEP / "checks").exists()
 
 
 @pytest.mark.parametrize("name", NOTEBOOK_NAMES)
 def test_release_holds_no_solution_and_no_hidden_test(name):
-    source = load(ROOT / "source" / "step-04" / f"{name}.ipynb")
+    source = load(STEP4.source / f"{name}.ipynb")
     released = load(RELEASE / f"{name}.ipynb")
     text = (RELEASE / f"{name}.ipynb").read_text(encoding="utf-8")
     for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "hidden(",
@@ -64,7 +66,7 @@ def test_release_holds_no_solution_and_no_hidden_test(name):
 
 def test_release_has_a_notebook_for_each_source_with_the_header():
     assert sorted(p.stem for p in RELEASE.glob("*.ipynb")) == sorted(p.stem for p in SOURCE_NOTEBOOKS)
-    header = load(ROOT / "source" / "header.ipynb")
+    header = load(STEP4.root / "source" / "header.ipynb")
     for path in RELEASE.glob("*.ipynb"):
         nb = load(path)
         assert [cell_text(c) for c in nb["cells"][:len(header["cells"])]] == \

@@ -8,7 +8,8 @@
 # Environment (see the README, "Grading a large course on a cluster"):
 #   SUBMISSIONS      the class's submissions (a folder every node can read)
 #   GRADER_HOME      where grading writes: submitted/, autograded/, feedback/, work/ (shared, writable)
-#   NBGRADER_DB_URL  the shared gradebook, e.g. postgresql+psycopg2://grader:secret@db.example.org/step04
+#   NBGRADER_DB_URL  the shared gradebook, e.g. postgresql+psycopg2://grader:secret@db.example.org/course
+#   STEP             the step to grade (default: the only or newest step in source/)
 #   SHARD_COUNT      how many shards (default: SLURM_ARRAY_TASK_COUNT, for an array 0..N-1 only: a task
 #                    rerun alone, `sbatch --array=17`, is an array of one and needs SHARD_COUNT set)
 #   SHARD_INDEX      this shard, 0 .. SHARD_COUNT-1 (default: SLURM_ARRAY_TASK_ID, else JOB_COMPLETION_INDEX)
@@ -46,7 +47,7 @@ cd "$COURSE_DIR"
 echo "grade-shard: shard $SHARD_INDEX of $SHARD_COUNT on $(hostname)"
 status=0
 # shellcheck disable=SC2086  # GRADE_OPTIONS is a list of options
-"$PYTHON" -m autograder grade "$SUBMISSIONS" --shard "$SHARD_INDEX/$SHARD_COUNT" \
+"$PYTHON" -m autograder grade "$SUBMISSIONS" ${STEP:+--step "$STEP"} --shard "$SHARD_INDEX/$SHARD_COUNT" \
   ${WORKERS:+--workers "$WORKERS"} ${GRADE_OPTIONS:-} || status=$?
 if [ "$status" != 0 ]; then
   if [ -n "${SLURM_ARRAY_TASK_ID:-}" ]; then
