@@ -72,6 +72,13 @@ c.Execute.startup_timeout = 120
 c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r"(?s)^(\S+:\d+: )?(\w+Warning|Matplotlib is building the font cache)"
 
+# A hidden test is declared once, in its check: its cell's points and metadata are stamped from the
+# check before nbgrader records them (autograder/stamp.py).
+from autograder.stamp import StampHiddenTests  # noqa: E402
+from nbgrader.converters import GenerateAssignment  # noqa: E402
+c.GenerateAssignment.preprocessors = [StampHiddenTests] + \
+    GenerateAssignment.class_traits()["preprocessors"].default()
+
 # A student who deletes a test cell does not get out of it: the cell is put back and run.
 c.OverwriteCells.add_missing_cells = True
 

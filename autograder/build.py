@@ -37,7 +37,7 @@ def nbgrader(*args: str, root: Path = ROOT, db_url: str | None = None, quiet: bo
     cmd = [sys.executable, "-c", NBGRADER_MAIN, *args, f"--CourseDirectory.root={root}"]
     if db_url:
         cmd.append(f"--CourseDirectory.db_url={db_url}")
-    env = kernel_env()
+    env = kernel_env({"COURSE_ROOT": str(root)})    # the course whose checks stamp its hidden tests
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     # from the engine's folder: nbgrader reads nbgrader_config.py from where it runs
     proc = subprocess.run(cmd, cwd=ENGINE_ROOT, env=env, capture_output=True, text=True)
@@ -71,7 +71,8 @@ def release(step, db_url: str | None = None) -> list[Path]:
 def solution_preprocessors():
     """What turns an instructor notebook into a solution notebook, before it is run: the same list
     nbgrader_config.py gives `nbgrader generate_solution` (minus its Execute step)."""
-    return [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme, ClearHiddenTests,
+    from .stamp import StampHiddenTests
+    return [StampHiddenTests, IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme, ClearHiddenTests,
             ClearSolutionMarkers]
 
 
@@ -91,7 +92,7 @@ def solution_notebook(source: Path, root: Path = ROOT):
     nb = nbformat.read(source, as_version=4)
     config = Config()
     config.IncludeHeaderFooter.header = str(root / "source" / "header.ipynb")
-    resources = {}
+    resources = {"nbgrader": {"assignment": Path(source).parent.name}}      # the step: source/<step>/
     for pp in solution_preprocessors():
         nb, resources = pp(config=config).preprocess(nb, resources)
     return nb

@@ -9,7 +9,7 @@ from autograder.judging import HARMLESS_STDERR
 from conftest import ROOT, SOURCE_NOTEBOOKS, STEP4, cell_text, load, nbgrader_meta
 
 HIDDEN_CELL = re.compile(
-    r"\A# Hidden tests: .+ \((?P<points>[\d.]+) points?\)\n"
+    r"\A# Hidden tests: [^\n]+(?<!points\))\n"
     r"### BEGIN HIDDEN TESTS\n"
     r"from autograder\.runtime import hidden\n"
     r"hidden\(\"(?P<grade_id>[\w-]+)\", globals\(\)\)\n"
@@ -53,8 +53,11 @@ def test_graded_and_answer_ids_are_unique_across_the_step():
             seen[gid] = path.name
 
 
-def test_every_hidden_test_cell_calls_its_own_registered_check_with_the_same_points():
+def test_every_hidden_test_cell_calls_its_own_registered_check_declared_once():
+    """A hidden test's points are in its check only: the source cell names it in one line, and the
+    release carries the check's points, stamped (autograder/stamp.py)."""
     registry = STEP4.checks
+    released = {nbgrader_meta(c).get("grade_id"): c for p in STEP4.release.glob("*.ipynb") for c in load(p)["cells"]}
     used = set()
     for path, cell in _cells():
         meta = nbgrader_meta(cell)
@@ -68,11 +71,32 @@ def test_every_hidden_test_cell_calls_its_own_registered_check_with_the_same_poi
         gid = match["grade_id"]
         assert gid == meta["grade_id"], f"{path.name}: cell {meta['grade_id']} calls hidden({gid!r})"
         assert meta["grade"] and meta["locked"] and not meta["solution"]
+        assert "points" not in meta, f"{gid}: points belong to the check alone, not the source cell"
         assert gid in registry, f"no check registered for {gid}"
-        assert float(match["points"]) == meta["points"] == registry[gid].points, (
-            f"{gid}: the comment, the cell metadata and the check disagree on points")
+        stamped = released[gid]
+        assert nbgrader_meta(stamped)["points"] == registry[gid].points
+        assert cell_text(stamped).split("\n")[0] == text.split("\n")[0] + f" ({registry[gid].points:g} points)"
         used.add(gid)
     assert used == set(registry), f"checks never called by a notebook: {sorted(set(registry) - used)}"
+
+
+@pytest.mark.parametrize("change, error", [
+    (lambda c: c.metadata.nbgrader.update(points=5.0), "the check alone says"),
+    (lambda c: setattr(c, "source", c.source.replace("\n", " (5 points)\n", 1)), "comment says 5"),
+    (lambda c: setattr(c, "source", c.source.replace('hidden("shapes_hidden"', 'hidden("no_such_check"')),
+     "names no check"),
+    (lambda c: c.metadata.nbgrader.update(grade_id="other"), "is not the 'shapes_hidden' it calls"),
+])
+def test_stamping_refuses_a_hidden_test_declared_twice_differently(change, error):
+    import nbformat
+
+    from autograder.stamp import HiddenTestError, stamp
+    nb = nbformat.read(STEP4.source / "01-on-paper.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "shapes_hidden")
+    stamp(nbformat.from_dict(nb), STEP4)                 # as it is: fine
+    change(cell)
+    with pytest.raises(HiddenTestError, match=re.escape(error)):
+        stamp(nb, STEP4)
 
 
 def test_answer_cells_hold_a_marked_solution_and_test_cells_are_locked():
@@ -104,7 +128,7 @@ def test_nbgrader_config_agrees_with_the_grader():
     assert config.IgnorePattern.enabled is True
     assert config.IgnorePattern.pattern == HARMLESS_STDERR
     assert config.OverwriteCells.add_missing_cells is True
-    assert config.IncludeHeaderFooter.header == "source/header.ipynb"
+    assert config.IncludeHeaderFooter.header == str(ROOT / "source" / "header.ipynb")
     assert config.CourseDirectory.solution_directory == "solutions"
     for name in ("submitted", "autograded", "feedback"):
         assert getattr(config.CourseDirectory, f"{name}_directory").endswith(f"autograder/{name}")

@@ -1,0 +1,81 @@
+"""A hidden test is declared once: in its check (grade_id, points). The instructor's hidden test cell
+names it in one line, `hidden("<grade_id>", globals())`; when the release (and the solutions) are
+generated, StampHiddenTests writes the cell's nbgrader metadata (grade_id, points, locked) and the
+points at the end of its first comment line from the check, before nbgrader records the cell in the
+gradebook. A source cell that states other points, or names another grade_id, is an error.
+
+    # Hidden tests: other sizes                       <- source/<step>/01-on-paper.ipynb
+    # Hidden tests: other sizes (2 points)            <- release/ and solutions/
+"""
+from __future__ import annotations
+
+import re
+
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+HIDDEN_CALL = re.compile(r"""^hidden\(\s*["'](?P<grade_id>[\w-]+)["']\s*,\s*globals\(\)\s*\)\s*$""", re.M)
+POINTS_LABEL = re.compile(r"\s*\((?P<points>[\d.]+) points?\)\s*$")
+
+
+class HiddenTestError(ValueError):
+    pass
+
+
+def hidden_call(source: str) -> str | None:
+    """The grade_id a hidden test cell names, or None for any other cell."""
+    if "BEGIN HIDDEN TESTS" not in source:
+        return None
+    calls = HIDDEN_CALL.findall(source)
+    if len(calls) != 1:
+        raise HiddenTestError(f"a hidden test cell must call hidden(\"<grade_id>\", globals()) once, not {len(calls)} "
+                              f"times:\n{source}")
+    return calls[0]
+
+
+def points_label(points: float) -> str:
+    return f"({points:g} point{'' if points == 1 else 's'})"
+
+
+def stamp_cell(cell, checks: dict, where: str) -> None:
+    grade_id = hidden_call(cell.source) if cell.cell_type == "code" else None
+    if grade_id is None:
+        return
+    if grade_id not in checks:
+        raise HiddenTestError(f"{where}: hidden({grade_id!r}) names no check of this step "
+                              f"(make new-check, or see its checks/ package)")
+    points = float(checks[grade_id].points)
+    meta = cell.metadata.setdefault("nbgrader", {})
+    if meta.get("grade_id", grade_id) != grade_id:
+        raise HiddenTestError(f"{where}: the cell's grade_id {meta['grade_id']!r} is not the {grade_id!r} it calls")
+    if "points" in meta and float(meta["points"]) != points:
+        raise HiddenTestError(f"{where}: {grade_id} is worth {points:g} points in its check, {meta['points']} in the "
+                              "cell: the check alone says (remove the cell's points)")
+    meta.update({"grade": True, "solution": False, "locked": True, "task": False, "schema_version": 3,
+                 "grade_id": grade_id, "points": points})
+    lines = cell.source.split("\n")
+    if lines and lines[0].startswith("#") and "BEGIN HIDDEN TESTS" not in lines[0]:
+        label = POINTS_LABEL.search(lines[0])
+        if label and float(label["points"]) != points:
+            raise HiddenTestError(f"{where}: {grade_id}'s comment says {label['points']} points, its check {points:g}")
+        lines[0] = POINTS_LABEL.sub("", lines[0]) + " " + points_label(points)
+        cell.source = "\n".join(lines)
+
+
+def stamp(nb, step) -> None:
+    """Every hidden test cell of `nb` stamped from `step`'s checks."""
+    checks = step.checks
+    for index, cell in enumerate(nb.cells):
+        stamp_cell(cell, checks, f"{step.name} cell {index}")
+
+
+class StampHiddenTests(NbGraderPreprocessor):
+    """nbgrader's first step of `generate_assignment` (nbgrader_config.py) and of the solutions:
+    the step is the assignment being generated."""
+
+    def preprocess(self, nb, resources):
+        from .steps import find_step
+        name = (resources.get("nbgrader") or {}).get("assignment")
+        if not name:
+            raise HiddenTestError("StampHiddenTests needs the step: resources['nbgrader']['assignment']")
+        stamp(nb, find_step(name))
+        return nb, resources
