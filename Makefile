@@ -23,7 +23,7 @@ GRADE_FLAGS = $(STEP_FLAG) $(if $(WORKERS),--workers $(WORKERS)) --sandbox $(SAN
 
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS))
 
-.PHONY: steps bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback lab test test-browser test-quick clean-grades
+.PHONY: steps new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback lab test test-browser test-quick clean-grades
 
 setup: install data release solutions example
 	@echo "setup: done. Student notebooks in release/<step>/, solutions in solutions/, example grades in autograder/grades/<step>.csv"
@@ -116,6 +116,11 @@ bench: $(PY)
 
 steps: $(PY)
 	$(PY) -m autograder steps
+
+# A new hidden test from a working example: make new-check NOTEBOOK=01-on-paper ID=my_hidden [POINTS=2] [STEP=...]
+new-check: $(PY)
+	@test -n "$(NOTEBOOK)" -a -n "$(ID)" || { echo "usage: make new-check NOTEBOOK=<name> ID=<grade_id> [POINTS=n] [ANSWER=name]"; exit 2; }
+	$(PY) -m autograder new-check "$(NOTEBOOK)" "$(ID)" $(STEP_FLAG) $(if $(POINTS),--points $(POINTS)) $(if $(ANSWER),--answer $(ANSWER))
 
 clean-grades:
 	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/work \

@@ -17,6 +17,8 @@ only step in source/, or the newest).
   python -m autograder return-feedback         instructor: feedback of graded submissions -> the exchange
   python -m autograder lab [--formgrader]      the course's JupyterLab (students: notebooks/; instructors: formgrader)
   python -m autograder steps                   the steps in source/
+  python -m autograder new-check NOTEBOOK ID   a new hidden test: its check (probe, judge) and its cell, stubbed
+      [--points P] [--answer NAME] [--module M]
 """
 from __future__ import annotations
 
@@ -116,6 +118,13 @@ def cmd_steps(step, args, extra) -> int:
     return 0
 
 
+def cmd_new_check(step, args, extra) -> int:
+    from .scaffold import new_check
+    for path in new_check(step, args.notebook, args.grade_id, args.points, args.answer, args.module):
+        print(f"new-check: wrote {_shown(path)}")
+    return 0
+
+
 COMMANDS = {
     "release": cmd_release, "solutions": cmd_solutions, "grade": cmd_grade, "example": cmd_example,
     "gradebook": cmd_gradebook, "report": cmd_report, "feedback": cmd_report,
@@ -125,7 +134,7 @@ COMMANDS = {
     "my-feedback": _exchange(lambda ex, step, args: ex.my_feedback(step) and None),
     "collect": _exchange(lambda ex, step, args: ex.collect(step) and None),
     "return-feedback": _exchange(lambda ex, step, args: ex.return_feedback(step) and None),
-    "lab": cmd_lab, "steps": cmd_steps,
+    "lab": cmd_lab, "steps": cmd_steps, "new-check": cmd_new_check,
 }
 
 
@@ -151,6 +160,12 @@ def parser() -> argparse.ArgumentParser:
     made["submit"].add_argument("--student", default=None, help="your student id (default: your login name)")
     made["lab"].add_argument("--formgrader", action="store_true",
                              help="the instructor's JupyterLab, opening nbgrader's formgrader")
+    made["new-check"].add_argument("notebook", help="the notebook's name in source/<step>/, without .ipynb")
+    made["new-check"].add_argument("grade_id", help="the hidden test's grade id (letters, digits, _)")
+    made["new-check"].add_argument("--points", type=float, default=1.0)
+    made["new-check"].add_argument("--answer", default=None, help="the answer cell (and function) it tests "
+                                   "(default: the grade id without _hidden)")
+    made["new-check"].add_argument("--module", default=None, help="the check module (default: from the notebook)")
     return top
 
 

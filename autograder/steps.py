@@ -133,10 +133,19 @@ def load_package(step: Step):
             if path.stem != "__init__":
                 importlib.import_module(f"{name}.{path.stem}")
     except BaseException:
-        for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
-            del sys.modules[key]
+        unload(step)
         raise
     return package
+
+
+def unload(step: Step) -> None:
+    """Forget a step's imported check package (its modules and registered checks): the next Step
+    value imports it afresh (after `new-check` wrote into it)."""
+    from .checks.framework import REGISTRIES
+    name = module_name(step.name)
+    for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
+        del sys.modules[key]
+    REGISTRIES.pop(name, None)
 
 
 def all_steps(root: Path = ROOT) -> list[Step]:
