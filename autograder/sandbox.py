@@ -52,8 +52,8 @@ WORK_BYTES = 256 * 2**20       # its working folder and HOME
 
 # The kernel's environment: these variables are passed through from the grader, the rest
 # is cleared (no tokens, credentials or paths of the grader's own environment leak in).
-PASSED_ENV = ("PYTHONPATH", "GRADER_SOCKET", "DLCOURSE_CORPUS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-              "MPLBACKEND", "PYTHONHASHSEED", "TZ", "ATEN_CPU_CAPABILITY", "MKL_CBWR")
+PASSED_ENV = ("PYTHONPATH", "GRADER_SOCKET", "GRADER_KERNEL_HOOKS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+              "MPLBACKEND", "PYTHONHASHSEED", "TZ")      # and what the course plugin's kernel_env names
 
 _warned = False
 
@@ -100,7 +100,9 @@ class BwrapLauncher(Launcher):
     # kernel manager would stop at bwrap, whose child runs in a session of its own
     interrupt_mode = "message"
 
-    def __init__(self, scratch: Path, uid: int | None = None, readable: list[Path] | tuple = ()):
+    def __init__(self, scratch: Path, uid: int | None = None, readable: list[Path] | tuple = (),
+                 passed_env: tuple = ()):
+        self.passed_env = PASSED_ENV + tuple(passed_env)   # the course's variables (plugin.kernel_env) too
         self.readable = list(readable)     # what of the repository the kernel may read (plugin.kernel_readable)
         self.scratch = Path(scratch)
         self.root = _is_root()
@@ -247,7 +249,7 @@ class BwrapLauncher(Launcher):
 
     def _environment(self, workdir: Path, env: dict) -> list[str]:
         out = ["--clearenv", "--unsetenv", "JPY_PARENT_PID"]    # with --unshare-pid there is no parent to watch
-        kept = {k: env[k] for k in PASSED_ENV if k in env}
+        kept = {k: env[k] for k in self.passed_env if k in env}
         kept.update({
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
             "HOME": str(workdir), "TMPDIR": "/tmp", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
@@ -350,10 +352,11 @@ def resolve_sandbox(choice: str) -> str:
     return choice
 
 
-def make_launcher(choice: str, scratch: Path, readable: list[Path] | tuple = ()) -> Launcher:
-    """`readable`: what of the repository a sandboxed kernel may read (autograder/plugin.py)."""
+def make_launcher(choice: str, scratch: Path, readable: list[Path] | tuple = (), passed_env: tuple = ()) -> Launcher:
+    """`readable`: what of the repository a sandboxed kernel may read, `passed_env`: the course's
+    environment variables it gets (autograder/plugin.py)."""
     if choice == "none":
         return Launcher()
     if choice == "bwrap":
-        return BwrapLauncher(scratch, readable=readable)
+        return BwrapLauncher(scratch, readable=readable, passed_env=passed_env)
     raise ValueError(f"unknown sandbox {choice!r}")

@@ -15,7 +15,8 @@ from course_checks.step_04.suites import SUITES, MutantHead  # noqa: E402
 from autograder.probeserver import ProbeServer
 from autograder.runtime import serve
 from autograder.runtime.plain import to_plain
-from autograder.runtime.served import Link, ServedModule
+from autograder.runtime import Link
+from dlcourse.grading import ServedModule
 from autograder.runtime.wire import receive, send
 
 

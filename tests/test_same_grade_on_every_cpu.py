@@ -19,7 +19,9 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -97,9 +99,14 @@ def test_graded_kernels_run_with_pinned_numerics():
     """Defence in depth: the grader gives every graded kernel one CPU kernel set and MKL's
     vendor-independent path; torch takes them (valid on any x86-64) and says nothing on stderr."""
     from autograder import sandbox
-    from autograder.grade import KERNEL_NUMERICS
+    from autograder.plugin import load_plugin
+    from autograder.steps import find_step
+    from course_plugin import KERNEL_NUMERICS
 
-    assert set(KERNEL_NUMERICS) <= set(sandbox.PASSED_ENV), "the sandbox would drop them"
+    course_env = load_plugin().kernel_env(find_step("step-04"))
+    assert KERNEL_NUMERICS.items() <= course_env.items(), "the course plugin gives kernels its numerics"
+    launcher = sandbox.BwrapLauncher(Path(tempfile.mkdtemp(prefix="numerics-")), passed_env=tuple(course_env))
+    assert set(KERNEL_NUMERICS) <= set(launcher.passed_env), "the sandbox would drop them"
     env = {k: v for k, v in os.environ.items() if k not in NUMERIC_ENV} | KERNEL_NUMERICS
     done = subprocess.run([sys.executable, "-c", "import torch; torch.ones(3, 3) @ torch.ones(3, 3); "
                            "print(torch.backends.cpu.get_cpu_capability())"],

@@ -11,19 +11,61 @@ own code could have computed.
 
 Without GRADER_SOCKET (the instructor's own kernel, `make solutions`, plain `nbgrader autograde`)
 `hidden` runs the check in this process, through the same requests, and prints the verdict.
+
+A course adds what its data needs (KernelHooks below, and plain.register_codec): the module named
+by $GRADER_KERNEL_HOOKS is imported before the first request and installs them.
 """
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import socket
-import sys
+import threading
 
 from .plain import NotPlain, from_plain, to_plain
 from .wire import receive, send
 
 GRADER_SOCKET = "GRADER_SOCKET"
-MAX_TRACE = 4000            # torch calls recorded during one traced call
+KERNEL_HOOKS = "GRADER_KERNEL_HOOKS"      # a module of the course's that installs its KernelHooks
+
+
+class KernelHooks:
+    """What a course adds to the kernel's side of a hidden test. The base: plain data only."""
+
+    def served(self, link: "Link", token: str):
+        """The kernel's stand-in for an object the grader keeps (calls go over `link`)."""
+        raise NotPlain("this course serves no objects")
+
+    def seed(self, seed: int) -> None:
+        """Seed the course's random generators just before a student's function runs."""
+        raise NotPlain("this course has no seeded calls")
+
+    def random_state(self):
+        """The kernel's random state, kept across a hidden test (None: nothing to keep)."""
+        return None
+
+    def restore_random_state(self, state) -> None:
+        pass
+
+    def trace(self, calls: list):
+        """A context in which a student's call appends what it ran to `calls`."""
+        raise NotPlain("this course has no traced calls")
+
+
+HOOKS = KernelHooks()
+
+
+def install(hooks: KernelHooks) -> None:
+    global HOOKS
+    HOOKS = hooks
+
+
+def load_hooks() -> None:
+    """Import the course's kernel hooks ($GRADER_KERNEL_HOOKS), once."""
+    name = os.environ.get(KERNEL_HOOKS)
+    if name and type(HOOKS) is KernelHooks:
+        importlib.import_module(name)
 
 
 def hidden(grade_id: str, ns: dict):
@@ -38,10 +80,11 @@ def hidden(grade_id: str, ns: dict):
 
 def serve(socket_path: str, grade_id: str, ns: dict) -> str:
     """Answer the grader's requests for one hidden test until it is done; what to print."""
+    load_hooks()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(socket_path)
     session = Session(ns, socket_path)
-    with sock, _torch_rng_kept(), contextlib.closing(session):
+    with sock, _random_state_kept(), contextlib.closing(session):
         send(sock, {"op": "session", "grade_id": grade_id})
         while True:
             request = receive(sock)
@@ -54,16 +97,42 @@ def serve(socket_path: str, grade_id: str, ns: dict) -> str:
 
 
 @contextlib.contextmanager
-def _torch_rng_kept():
-    """The kernel's torch random state is the same after a hidden test as before (a student's
-    notebook has no hidden cells: the cells after one see what they would see at home)."""
-    torch = sys.modules.get("torch")
-    state = torch.random.get_rng_state() if torch is not None else None
+def _random_state_kept():
+    """The kernel's random state is the same after a hidden test as before (a student's notebook
+    has no hidden cells: the cells after one see what they would see at home)."""
+    state = HOOKS.random_state()
     try:
         yield
     finally:
         if state is not None:
-            torch.random.set_rng_state(state)
+            HOOKS.restore_random_state(state)
+
+
+class Link:
+    """One connection to the grader for every served object of a kernel."""
+
+    def __init__(self, socket_path: str):
+        self._path = socket_path
+        self._sock = None
+        self._lock = threading.Lock()
+
+    def request(self, message: dict) -> dict:
+        with self._lock:
+            if self._sock is None:
+                self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self._sock.connect(self._path)
+            send(self._sock, message)
+            reply = receive(self._sock)
+        if "error" in reply:
+            raise RuntimeError(reply["error"])
+        return reply
+
+    def close(self) -> None:
+        """Hang up; a served object called later connects again."""
+        with self._lock:
+            if self._sock is not None:
+                self._sock.close()
+                self._sock = None
 
 
 class Session:
@@ -97,10 +166,9 @@ class Session:
             self._link.close()
 
     def _served(self, entry: dict):
-        from .served import Link, ServedModule
         if self._link is None:
             self._link = Link(self._socket_path)
-        return ServedModule(self._link, str(entry.get("token")))
+        return HOOKS.served(self._link, str(entry.get("token")))
 
     def call(self, request: dict) -> dict:
         """Call the student's function on the request's inputs: its result as plain data, or its error.
@@ -113,10 +181,10 @@ class Session:
             return {"missing": str(request.get("name"))}
         except NotPlain as err:
             return {"error": f"GraderError: {err}"}
-        tracer = _Trace() if request.get("trace") else None
+        trace = [] if request.get("trace") else None
         reply: dict = {}
         try:
-            result = _run(fn, args, kwargs, request.get("seed"), tracer)
+            result = _run(fn, args, kwargs, request.get("seed"), trace)
             reply = {"outcome": "returned"} if request.get("mode") == "outcome" else {"value": to_plain(result)}
         except AssertionError as err:
             reply = {"outcome": f"assertion: {str(err)[:200]}"} if request.get("mode") == "outcome" \
@@ -126,57 +194,15 @@ class Session:
         except (Exception, SystemExit) as err:   # a student's error is an answer, not a crash
             text = f"{type(err).__name__}: {str(err)[:300]}"
             reply = {"outcome": f"crashed: {text[:220]}"} if request.get("mode") == "outcome" else {"error": text}
-        if tracer is not None:
-            reply["trace"] = tracer.calls
+        if trace is not None:
+            reply["trace"] = trace
         return reply
 
 
-def _run(fn, args, kwargs, seed, tracer):
-    if seed is None and tracer is None:
-        return fn(*args, **kwargs)
-    import torch
+def _run(fn, args, kwargs, seed, trace):
     with contextlib.ExitStack() as stack:
         if seed is not None:
-            torch.manual_seed(int(seed))
-        if tracer is not None:
-            stack.enter_context(tracer.mode())
+            HOOKS.seed(int(seed))
+        if trace is not None:
+            stack.enter_context(HOOKS.trace(trace))
         return fn(*args, **kwargs)
-
-
-class _Trace:
-    """Records which torch functions a call used, on operands of which shapes (no values)."""
-
-    def __init__(self):
-        self.calls: list = []
-
-    def mode(self):
-        from torch.overrides import TorchFunctionMode
-        calls = self.calls
-
-        class Recorder(TorchFunctionMode):
-            def __torch_function__(self, func, types, args=(), kwargs=None):
-                kwargs = kwargs or {}
-                if len(calls) < MAX_TRACE:
-                    try:
-                        calls.append([str(getattr(func, "__name__", "")), _describe(args), _describe(kwargs)])
-                    except Exception:     # never let the record break the student's call
-                        pass
-                return func(*args, **kwargs)
-
-        return Recorder()
-
-
-def _describe(obj, depth=0):
-    """A JSON-safe description: tensors by shape, small values as they are, the rest by type."""
-    import torch
-    if isinstance(obj, torch.Tensor):
-        return {"__tensor_shape__": [int(n) for n in obj.shape]}
-    if obj is None or isinstance(obj, (bool, int, str)):
-        return obj if not isinstance(obj, str) else obj[:200]
-    if isinstance(obj, float):
-        return obj if obj == obj and abs(obj) != float("inf") else repr(obj)
-    if isinstance(obj, (list, tuple)) and depth < 3:
-        return [_describe(x, depth + 1) for x in list(obj)[:16]]
-    if isinstance(obj, dict) and depth < 3:
-        return {str(k): _describe(v, depth + 1) for k, v in list(obj.items())[:16]}
-    return {"type": type(obj).__name__}

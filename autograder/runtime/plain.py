@@ -4,9 +4,10 @@ Inputs go in and a student's results come out as JSON-safe plain data (numbers, 
 lists, dicts, sets, arrays and tensors as raw bytes). An object that only pretends to be a
 number or a tensor (an `__eq__` that is always true, say) cannot cross.
 
-A tensor and a numpy array stay apart on the wire (`__tensor__` and `__array__`): the kernel
-rebuilds tensors as tensors, so a student's function gets what it was written for; the grader
-reads both as numpy arrays.
+A course teaches it its own kinds of data with `register_codec` (the deep-learning course's
+tensors and layers: dlcourse/grading.py). A tensor and a numpy array stay apart on the wire
+(`__tensor__` and `__array__`): the kernel rebuilds tensors as tensors, so a student's function
+gets what it was written for; the grader reads both as numpy arrays.
 """
 from __future__ import annotations
 
@@ -21,6 +22,19 @@ MAX_DEPTH = 8
 
 class NotPlain(TypeError):
     """An answer holds something that is not plain data."""
+
+
+_ENCODERS: list = []          # fn(obj, budget) -> plain data, or None for an object it does not know
+_DECODERS: dict = {}          # wire tag -> fn(value, rebuild): the kernel's side (from_plain(tensors=True))
+
+
+def register_codec(encode=None, decoders: dict | None = None) -> None:
+    """A course's own kinds of data: `encode(obj, budget)` returns plain data for the objects it
+    knows (None for others; `array_plain` encodes an array's values); `decoders` map a wire tag
+    (`__tensor__`: the array's values, `__module__`: a layer's spec) to a function rebuilding it."""
+    if encode is not None and encode not in _ENCODERS:
+        _ENCODERS.append(encode)
+    _DECODERS.update(decoders or {})
 
 
 def to_plain(obj, _depth=0, _budget=None):
@@ -51,23 +65,16 @@ def to_plain(obj, _depth=0, _budget=None):
     if isinstance(obj, np.generic) and type(obj).__module__ == "numpy":
         return to_plain(obj.item(), _depth, budget)
     if t is np.ndarray:
-        return _array(obj, budget)
-    try:
-        import torch
-    except ImportError:  # pragma: no cover
-        torch = None
-    if torch is not None and t is torch.Size:
-        return {"__tuple__": [int(n) for n in obj]}
-    if torch is not None and isinstance(obj, torch.Tensor):
-        plain = torch.Tensor.as_subclass(obj, torch.Tensor).detach().cpu()   # a subclass: its values only
-        if plain.is_complex() or plain.layout != torch.strided:
-            raise NotPlain(f"a {plain.dtype} {plain.layout} tensor is not a numeric answer")
-        return {"__tensor__": _array(plain.resolve_conj().resolve_neg().numpy(), budget)["__array__"]}
+        return array_plain(obj, budget)
+    for encode in _ENCODERS:
+        plain = encode(obj, budget)
+        if plain is not None:
+            return plain
     raise NotPlain(f"the answer holds a {t.__module__}.{t.__qualname__} object; "
                    "return numbers, tuples, lists, dicts or tensors")
 
 
-def _array(a: np.ndarray, budget) -> dict:
+def array_plain(a: np.ndarray, budget) -> dict:
     if a.dtype.kind not in "biuf":
         raise NotPlain(f"an array of dtype {a.dtype} is not a numeric answer")
     budget[0] -= a.size
@@ -105,13 +112,12 @@ def from_plain(data, _depth=0, tensors=False, served=None):
             return float(value)
         if key == "__served__" and served is not None and type(value) is dict:
             return served(value)
-        if key == "__module__" and tensors and type(value) is dict:
-            return _module(value, again)
+        if key == "__module__" and tensors and type(value) is dict and "__module__" in _DECODERS:
+            return _DECODERS["__module__"](value, again)
         if key == "__tensor__" and type(value) is dict:
             array = from_plain({"__array__": value})
-            if tensors:
-                import torch
-                return torch.from_numpy(array)
+            if tensors and "__tensor__" in _DECODERS:
+                return _DECODERS["__tensor__"](array, again)
             return array
         if key == "__array__" and type(value) is dict:
             dtype = np.dtype(value["dtype"])
@@ -124,23 +130,3 @@ def from_plain(data, _depth=0, tensors=False, served=None):
                 raise NotPlain("an array's bytes do not match its shape")
             return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
     raise NotPlain(f"unexpected data: {str(data)[:80]}")
-
-
-def _module(spec: dict, rebuild):
-    """A standard torch layer sent by value (the kernel's side): nn.Embedding or nn.Linear."""
-    import torch
-    weight = rebuild(spec.get("weight"))
-    if not isinstance(weight, torch.Tensor) or weight.dim() != 2:
-        raise NotPlain("a layer's weight is a matrix")
-    if spec.get("type") == "Embedding":
-        return torch.nn.Embedding.from_pretrained(weight, freeze=False)
-    if spec.get("type") == "Linear":
-        bias = rebuild(spec.get("bias"))
-        layer = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None,
-                                dtype=weight.dtype)
-        with torch.no_grad():
-            layer.weight.copy_(weight)
-            if bias is not None:
-                layer.bias.copy_(bias)
-        return layer
-    raise NotPlain(f"unknown layer {spec.get('type')!r}")
