@@ -21,22 +21,21 @@ from pathlib import Path
 ENGINE = Path(__file__).resolve().parent
 if str(ENGINE) not in sys.path:          # nbgrader imports autograder.feedback (below) from here
     sys.path.insert(0, str(ENGINE))
-# The course's folder: this one, unless $COURSE_ROOT names another (autograder/course.py). nbgrader
-# commands run from this folder, so that they read this file.
-ROOT = Path(os.environ.get("COURSE_ROOT") or ENGINE).resolve()
+# The course's folder (this one, unless $COURSE_ROOT names another), where grading writes and the
+# gradebook: worked out in one place, autograder/course.py. nbgrader commands run from this folder,
+# so that they read this file.
+from autograder.course import COURSE_ID, ROOT, db_url, grader_home, use_environment_tools  # noqa: E402
 
 # Hidden test cells import `autograder.runtime` (and, without a grader, run the step's checks in
 # process): kernels that nbgrader starts from here must find this folder on their path.
 os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in [str(ENGINE), os.environ.get("PYTHONPATH", "")] if p)
 # nbgrader shells out to `alembic` when it creates a gradebook: make the environment's bin/ visible.
-_bin = str(Path(sys.executable).parent)
-if _bin not in os.environ.get("PATH", "").split(os.pathsep):
-    os.environ["PATH"] = _bin + os.pathsep + os.environ.get("PATH", "")
+use_environment_tools()
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
-c.CourseDirectory.course_id = "dl-course"
+c.CourseDirectory.course_id = COURSE_ID
 c.CourseDirectory.root = str(ROOT)
 c.CourseDirectory.source_directory = "source"
 c.CourseDirectory.release_directory = "release"
@@ -44,12 +43,13 @@ c.CourseDirectory.solution_directory = "solutions"
 # A step's check package sits beside its notebooks in source/<step>/; nbgrader copies a step's
 # other files into the release, never these (tests/test_release.py looks).
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "checks"]
-# Grading writes under autograder/ ($GRADER_HOME moves it elsewhere, as the tests do).
-GRADER_HOME = Path(os.environ.get("GRADER_HOME") or ROOT / "autograder").resolve()
+# Grading writes under autograder/ ($GRADER_HOME moves it elsewhere, as the tests do); the
+# gradebook is $NBGRADER_DB_URL or autograder/gradebook.db.
+GRADER_HOME = grader_home()
 c.CourseDirectory.submitted_directory = str(GRADER_HOME / "submitted")
 c.CourseDirectory.autograded_directory = str(GRADER_HOME / "autograded")
 c.CourseDirectory.feedback_directory = str(GRADER_HOME / "feedback")
-c.CourseDirectory.db_url = os.environ.get("NBGRADER_DB_URL") or f"sqlite:///{GRADER_HOME / 'gradebook.db'}"
+c.CourseDirectory.db_url = db_url()
 
 # The exchange through which notebooks go out, submissions come in and feedback goes back
 # (autograder/exchange.py; make fetch, submit, collect, return-feedback, my-feedback).

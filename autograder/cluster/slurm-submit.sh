@@ -9,10 +9,15 @@ set -euo pipefail
 SHARDS="${SHARDS:-50}"
 COURSE_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$COURSE_DIR"
-export SUBMISSIONS GRADER_HOME NBGRADER_DB_URL
-"${PYTHON:-$COURSE_DIR/.venv/bin/python}" -m autograder gradebook
-array=$(sbatch --parsable --array="0-$((SHARDS - 1))${THROTTLE:+%$THROTTLE}" autograder/cluster/slurm-grade.sbatch)
-report=$(sbatch --parsable --dependency="afterok:${array%%;*}" autograder/cluster/slurm-report.sbatch)
-echo "slurm-submit: grading array job $array ($SHARDS shards), report job $report"
+PYTHON="${PYTHON:-$COURSE_DIR/.venv/bin/python}"
+# the step: $STEP, else the only or newest in source/; every job of the run grades that one
+STEP="${STEP:-$("$PYTHON" -c 'from autograder.steps import find_step; print(find_step().name)')}"
+export SUBMISSIONS GRADER_HOME NBGRADER_DB_URL STEP
+"$PYTHON" -m autograder gradebook --step "$STEP"
+array=$(sbatch --parsable --array="0-$((SHARDS - 1))${THROTTLE:+%$THROTTLE}" --job-name="grade-$STEP" \
+        autograder/cluster/slurm-grade.sbatch)
+report=$(sbatch --parsable --dependency="afterok:${array%%;*}" --job-name="report-$STEP" \
+         autograder/cluster/slurm-report.sbatch)
+echo "slurm-submit: $STEP: grading array job $array ($SHARDS shards), report job $report"
 echo "slurm-submit: a task that failed is rerun alone with SHARD_COUNT=$SHARDS sbatch --array=<its index> autograder/cluster/slurm-grade.sbatch," \
      "then sbatch --dependency=afterok:<that job> autograder/cluster/slurm-report.sbatch"

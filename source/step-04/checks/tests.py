@@ -261,11 +261,17 @@ class ScaleTable(Check):
     # often peak in the same column (share about 0.52 instead of 0.70, with a spread of 0.08 per table)
     D_HEADS = [8, 32, 128, 1024]
     SEEDS = list(range(1000, 1024))            # averages over 24 tables: the spread shrinks by sqrt(24)
-    NAMES = ["one row per d_k, with the eight keys", "sqrt_d_k is sqrt(d_k)", "scaled_std = raw_std / sqrt(d_k)",
-             "raw std tracks sqrt(d_k)", "max weights are consistent", "max weights match the sampling",
-             "one-hot shares are consistent", "one-hot shares match the sampling",
-             "the table comes from seeded samples"]
-    WEIGHTS = [1, 0.5, 0.5, 1, 0.5, 1, 0.5, 1, 1]
+    PARTS = {                               # key: (what the feedback calls it, weight)
+        "form": ("one row per d_k, with the eight keys", 1),
+        "sqrt": ("sqrt_d_k is sqrt(d_k)", 0.5),
+        "scaled": ("scaled_std = raw_std / sqrt(d_k)", 0.5),
+        "raw_std": ("raw std tracks sqrt(d_k)", 1),
+        "max_consistent": ("max weights are consistent", 0.5),
+        "max_sampled": ("max weights match the sampling", 1),
+        "one_hot_consistent": ("one-hot shares are consistent", 0.5),
+        "one_hot_sampled": ("one-hot shares match the sampling", 1),
+        "seeded": ("the table comes from seeded samples", 1),
+    }
 
     def probe(self, ns, ctx):
         fn = student(ns, "scale_table")
@@ -274,7 +280,11 @@ class ScaleTable(Check):
 
     def judge(self, data, ctx):
         verdict = Verdict()
-        names, weights = self.NAMES, self.WEIGHTS
+
+        def add(key, ok, message=""):
+            name, weight = self.PARTS[key]
+            verdict.add(name, ok, message, weight)
+
         tables, problem = [], None
         for entry in data["tables"]:
             value, why = unpack(entry)
@@ -286,14 +296,14 @@ class ScaleTable(Check):
                 break
             tables.append([{key: float(_number(row[key])) for key in SCALE_KEYS} for row in value])
         if problem:
-            verdict.add(names[0], False, problem, weights[0])
-            for name, w in zip(names[1:], weights[1:]):
-                verdict.add(name, False, "needs a table of the right form first", w)
+            add("form", False, problem)
+            for key in list(self.PARTS)[1:]:
+                add(key, False, "needs a table of the right form first")
             return verdict
-        verdict.add(names[0], True, weight=weights[0])
+        add("form", True)
         rows = [row for table in tables for row in table]
-        verdict.add(names[1], all(abs(r["sqrt_d_k"] - math.sqrt(r["d_k"])) <= 1e-6 * math.sqrt(r["d_k"]) for r in rows),
-                    "sqrt_d_k should be math.sqrt(d_k) exactly", weights[1])
+        add("sqrt", all(abs(r["sqrt_d_k"] - math.sqrt(r["d_k"])) <= 1e-6 * math.sqrt(r["d_k"]) for r in rows),
+            "sqrt_d_k should be math.sqrt(d_k) exactly")
 
         again, why = unpack(data["again"])
         same = why is None and _table_problem(again, self.D_HEADS) is None and \
@@ -301,16 +311,16 @@ class ScaleTable(Check):
         differ = len({tuple(t[0][key] for key in ("raw_std", "max_weight_raw")) for t in tables}) > len(tables) // 2
         if not differ:
             # the same numbers whatever the seed: they are not measurements, so nothing they say is credited
-            for name, w in zip(names[2:-1], weights[2:-1]):
-                verdict.add(name, False, "not credited: the table is the same for every seed, so its numbers "
-                                         "were not measured (see 'the table comes from seeded samples')", w)
-            verdict.add(names[-1], False, "other seeds must give other tables: sample q and k with torch.randn "
-                                          "from a generator seeded with `seed`, do not type numbers in", weights[-1])
+            for key in list(self.PARTS)[2:-1]:
+                add(key, False, "not credited: the table is the same for every seed, so its numbers "
+                                "were not measured (see 'the table comes from seeded samples')")
+            add("seeded", False, "other seeds must give other tables: sample q and k with torch.randn "
+                                 "from a generator seeded with `seed`, do not type numbers in")
             return verdict
 
         # exact: scaled std is the raw std divided by sqrt(d_k) (same scores, float32 rounding ~1e-7)
         ok = all(abs(r["scaled_std"] - r["raw_std"] / math.sqrt(r["d_k"])) <= 1e-5 * r["scaled_std"] + 1e-12 for r in rows)
-        verdict.add(names[2], ok, "" if ok else _scaled_std_hint(rows), weights[2])
+        add("scaled", ok, "" if ok else _scaled_std_hint(rows))
 
         # statistical: average each statistic over the 24 seeds and compare with the sampling distribution
         # (mean and sd measured over 1000 simulated tables): the average of 24 independent tables has
@@ -333,33 +343,32 @@ class ScaleTable(Check):
             return bad
 
         bad = off("ratio", averages("raw_std"), lambda v, d: v / math.sqrt(d))
-        verdict.add(names[3], not bad,
-                    (f"averaged over several seeds, raw_std / sqrt(d_k) is {bad[0][2]:.3f} at one of the widths, "
-                     "while the variance lemma says about 1: are q and k drawn with unit-variance entries "
-                     "(torch.randn), and is raw_std the std of q kᵀ, unmasked and unscaled?") if bad else "", weights[3])
+        add("raw_std", not bad,
+            (f"averaged over several seeds, raw_std / sqrt(d_k) is {bad[0][2]:.3f} at one of the widths, "
+             "while the variance lemma says about 1: are q and k drawn with unit-variance entries "
+             "(torch.randn), and is raw_std the std of q kᵀ, unmasked and unscaled?") if bad else "")
 
         T = T_SCALE
         consistent = all(1 / T - 1e-6 <= r[key] <= 1 + 1e-6 for r in rows for key in ("max_weight_raw", "max_weight_scaled")) \
             and all(r["max_weight_raw"] >= r["max_weight_scaled"] - 1e-6 for r in rows)
-        verdict.add(names[4], consistent,
-                    "every max weight lies in [1/T, 1] (a row of T weights summing to 1 has a largest weight >= 1/T), "
-                    "and the raw one is at least the scaled one (dividing scores by sqrt(d_k) >= 1 flattens every row)",
-                    weights[4])
+        add("max_consistent", consistent,
+            "every max weight lies in [1/T, 1] (a row of T weights summing to 1 has a largest weight >= 1/T), "
+            "and the raw one is at least the scaled one (dividing scores by sqrt(d_k) >= 1 flattens every row)")
         bad = off("max_weight_raw", averages("max_weight_raw")) + off("max_weight_scaled", averages("max_weight_scaled"))
-        verdict.add(names[5], not bad, _max_weight_hint(bad[0]) if bad else "", weights[5])
+        add("max_sampled", not bad, _max_weight_hint(bad[0]) if bad else "")
 
         consistent = all(0 <= r[key] <= 1 and abs(r[key] * B_SCALE * T - round(r[key] * B_SCALE * T)) <= 1e-6
                          for r in rows for key in ("one_hot_raw", "one_hot_scaled")) \
             and all(r["one_hot_raw"] >= r["one_hot_scaled"] for r in rows)
-        verdict.add(names[6], consistent,
-                    f"a share of rows is a count out of B·T = {B_SCALE * T} rows, in [0, 1], and the raw share is at "
-                    "least the scaled one", weights[6])
+        add("one_hot_consistent", consistent,
+            f"a share of rows is a count out of B·T = {B_SCALE * T} rows, in [0, 1], and the raw share is at "
+            "least the scaled one")
         bad = off("one_hot_raw", averages("one_hot_raw")) + off("one_hot_scaled", averages("one_hot_scaled"))
-        verdict.add(names[7], not bad, _one_hot_hint(bad[0]) if bad else "", weights[7])
+        add("one_hot_sampled", not bad, _one_hot_hint(bad[0]) if bad else "")
 
-        verdict.add(names[8], same,
-                    "the same seed must give the same table: seed a torch.Generator (or torch.manual_seed) with "
-                    "`seed` before sampling", weights[8])
+        add("seeded", same,
+            "the same seed must give the same table: seed a torch.Generator (or torch.manual_seed) with "
+            "`seed` before sampling")
         return verdict
 
 
