@@ -54,7 +54,9 @@ def cmd_solutions(step, args, extra) -> int:
 
 
 def _grade_options(args) -> dict:
-    return {"workers": args.workers, "force": args.force, "sandbox": args.sandbox, "feedback": not args.no_feedback}
+    limits = {"cell_timeout": args.cell_timeout} if args.cell_timeout else None
+    return {"workers": args.workers, "force": args.force, "sandbox": args.sandbox, "feedback": not args.no_feedback,
+            "limits": limits}
 
 
 def cmd_grade(step, args, extra) -> int:
@@ -156,6 +158,8 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--force", action="store_true", help="regrade notebooks already graded")
         p.add_argument("--sandbox", default="auto", help="auto, bwrap or none")
         p.add_argument("--no-feedback", action="store_true")
+        p.add_argument("--cell-timeout", type=float, default=None, metavar="SECONDS",
+                       help="seconds one cell may run (default: 120); a result graded under another limit is graded again")
     made["report"].add_argument("--no-feedback", action="store_true", help="only the grade reports")
     made["submit"].add_argument("--student", default=None, help="your student id (default: your login name)")
     made["lab"].add_argument("--formgrader", action="store_true",

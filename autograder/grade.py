@@ -357,7 +357,9 @@ class Plan:
                 _atomic_write(path, item.data)
             stamp = datetime.fromtimestamp(submitted_at[sid], tz=timezone.utc)
             _atomic_write(path.parent / "timestamp.txt", stamp.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
-            key = hashlib.sha256(item.data + fingerprint.encode()).hexdigest()
+            # a result depends on the submission, the grader and the limits it ran under (other than the defaults)
+            limits = json.dumps(self.limits, sort_keys=True).encode() if self.limits else b""
+            key = hashlib.sha256(item.data + fingerprint.encode() + limits).hexdigest()
             done = result_path(self.step, sid, name)
             if not force and done.exists():
                 previous = json.loads(done.read_text())

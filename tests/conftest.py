@@ -135,6 +135,34 @@ def run_once(tmp_path_factory, name: str, build) -> tuple[Path, dict]:
         return folder, json.loads(done.read_text())
 
 
+def grade_example_class(home: Path, sandbox: str) -> dict:
+    """The example class (ada: the solutions, blank: the release, half: half the answers) graded as
+    `make setup` grades it, with its feedback, then graded again (nothing to regrade)."""
+    from autograder.example import build
+    from autograder.grade import grade
+    mp = pytest.MonkeyPatch()
+    mp.setenv("GRADER_HOME", str(home))
+    mp.setenv("NBGRADER_DB_URL", f"sqlite:///{home / 'gradebook.db'}")
+    try:
+        run = grade(STEP4, build(STEP4, home / "class"), workers=2, sandbox=sandbox, quiet=True)
+        results = sorted((home / "work" / "results").rglob("*.json"))
+        stamps = {str(p): p.stat().st_mtime_ns for p in results}
+        rerun = grade(STEP4, home / "class", workers=2, sandbox=sandbox, quiet=True, feedback=False)
+        return {"run": run, "rerun": rerun, "stamps": stamps,
+                "stamps_after_rerun": {str(p): p.stat().st_mtime_ns for p in results}}
+    finally:
+        mp.undo()
+
+
+@pytest.fixture(scope="module")
+def example_class(tmp_path_factory) -> tuple[Path, dict]:
+    """(grading home, what grade_example_class returned): graded once per test session, shared by
+    the modules that read it (test_grading, test_grader_proof, the formgrader's browser test).
+    Read it, never write into it."""
+    box = bwrap_or_skip()
+    return run_once(tmp_path_factory, "example-class", lambda home: grade_example_class(home, box))
+
+
 def kernels_under(folder: Path) -> list[str]:
     """Command lines of the processes that name `folder` (a kernel names its connection file)."""
     found = []

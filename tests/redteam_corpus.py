@@ -77,8 +77,9 @@ class Profile:
 
     @property
     def points(self) -> dict[str, float]:
-        """Every autograded test cell of the notebook and its points (visible checks score 0)."""
-        return {_nbg(c)["grade_id"]: float(_nbg(c).get("points", 0)) for c in self.source["cells"]
+        """Every autograded test cell of the notebook and its points (visible checks score 0), as
+        released (a hidden test's points are stamped from its check)."""
+        return {_nbg(c)["grade_id"]: float(_nbg(c).get("points", 0)) for c in self.release["cells"]
                 if _nbg(c).get("grade") and not _nbg(c).get("solution")}
 
     @property

@@ -307,7 +307,7 @@ def test_grade_table_keeps_its_columns_with_ids_in_any_script():
     from autograder.report import padded, table
     cells = [{"grade_id": "a", "score": 1.0, "max_score": 2.0, "kind": "auto"}]
     ids = ["ada", "李雷", "Zoë", unicodedata.normalize("NFD", "Zoé"), "ü-ñ"]
-    lines = table([{"student": sid, "notebook": "01-on-paper", "cells": cells} for sid in ids]).splitlines()[2:7]
+    lines = table([{"student": sid, "notebook": "01-on-paper", "cells": cells} for sid in ids], STEP4).splitlines()[2:7]
 
     def width(text):
         return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)

@@ -1,7 +1,8 @@
 """Prove the grader: every corpus submission gets exactly the points it deserves in every grade cell.
 
-The corpus (tests/proof_corpus.py) is graded as one class through `make grade`'s code path, with
-the untouched release (`blank`) and the half-done example submission (`half`) beside it. The test
+The corpus (tests/proof_corpus.py) is graded as one class through `make grade`'s code path; the
+untouched release (`blank`) and the half-done example submission (`half`) are judged from the
+example class, which the session grades once (conftest.example_class). The test
 prints the grader's false passes (a wrong answer scored higher than it deserves) and false fails
 (a right answer scored lower); both must be zero.
 
@@ -24,7 +25,7 @@ import pytest
 
 from autograder.build import nbgrader
 from autograder.course import db_url
-from autograder.example import answer_ids, build, with_answers
+from autograder.example import answer_ids, with_answers
 from autograder.grade import grade
 
 from conftest import NOTEBOOK_NAMES, ROOT, STEP, STEP4, load, nbgrader_meta, run_once
@@ -148,10 +149,6 @@ def write_class(folder, home):
         answers = {k: v for m in members for k, v in m.answers.items()}
         (folder / sid).mkdir(parents=True)
         (folder / sid / f"{members[0].notebook}.ipynb").write_text(json.dumps(with_answers(STEP4, members[0].notebook, answers)))
-    example = build(STEP4, home / "example")
-    shutil.copy(example / "blank.zip", folder / "blank.zip")
-    for name in NOTEBOOK_NAMES:
-        shutil.copy(example / f"half_{name}.ipynb", folder / f"half_{name}.ipynb")
 
 
 def grade_the_corpus(home):
@@ -177,25 +174,28 @@ def grade_the_corpus(home):
         rerun = grade(STEP4, again, workers=2, force=True, quiet=True, feedback=False)
         # feedback HTML for the regraded students (every notebook of the step is among them); the
         # rest of the class is left out only to save time (grade(STEP4) writes feedback for everyone)
-        others = sorted({sid for sid, _ in PACKED} - set(firsts.values()) | {"blank", "half"})
+        others = sorted({sid for sid, _ in PACKED} - set(firsts.values()))
         nbgrader("generate_feedback", STEP, "--force",
                  f"--CourseDirectory.autograded_directory={home / 'autograded'}",
                  f"--CourseDirectory.feedback_directory={home / 'feedback'}",
                  f"--CourseDirectory.student_id_exclude={','.join(others)}", db_url=db_url())
     finally:
         mp.undo()
-    print(f"\nproof: {len(PACKED)} corpus notebooks + blank + half graded in {seconds:.0f} s (2 workers); "
+    print(f"\nproof: {len(PACKED)} corpus notebooks graded in {seconds:.0f} s (2 workers); "
           f"{len(firsts)} graded again in {time.monotonic() - started - seconds:.0f} s with their feedback")
     cells = lambda results: [[r["student"], r["notebook"], c["grade_id"], c] for r in results for c in r["cells"]]  # noqa: E731
     return {"scores": cells(run["results"]), "rescores": cells(rerun["results"]), "problems": run["problems"]}
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """The corpus graded once per test session, whichever xdist worker asks first."""
+def graded(tmp_path_factory, example_class):
+    """The corpus graded once per test session, whichever xdist worker asks first; blank and half
+    are the example class's (graded once per session too, conftest.example_class)."""
     home, data = run_once(tmp_path_factory, "proof", grade_the_corpus)
     keyed = lambda rows: {(s, n, g): cell for s, n, g, cell in rows}  # noqa: E731
-    return {"home": home, "scores": keyed(data["scores"]), "rescores": keyed(data["rescores"]),
+    example = {(r["student"], r["notebook"], c["grade_id"]): c for r in example_class[1]["run"]["results"]
+               if r["student"] in ("blank", "half") for c in r["cells"]}
+    return {"home": home, "scores": keyed(data["scores"]) | example, "rescores": keyed(data["rescores"]),
             "problems": data["problems"]}
 
 

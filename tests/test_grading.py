@@ -6,30 +6,19 @@ import sys
 
 import pytest
 
-from autograder.example import build, with_answers
-from autograder.grade import grade
+from autograder.example import with_answers
 
-from conftest import GRADES_CSV, GRADES_JSON, NOTEBOOK_NAMES, ROOT, STEP4, bwrap_or_skip
+from conftest import GRADES_CSV, GRADES_JSON, NOTEBOOK_NAMES, ROOT, STEP, STEP4
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    box = bwrap_or_skip()
-    home = tmp_path_factory.mktemp("grader")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("GRADER_HOME", str(home))
-    mp.setenv("NBGRADER_DB_URL", f"sqlite:///{home / 'gradebook.db'}")
-    try:
-        run = grade(STEP4, build(STEP4, home / "class"), workers=2, sandbox=box, quiet=True)
-        stamps = {p: p.stat().st_mtime_ns for p in sorted((home / "work" / "results").glob("*/*.json"))}
-        rerun = grade(STEP4, home / "class", workers=2, sandbox=box, quiet=True, feedback=False)
-        run["stamps"] = stamps
-        run["stamps_after_rerun"] = {p: p.stat().st_mtime_ns for p in stamps}
-        yield home, run, rerun
-    finally:
-        mp.undo()
+def graded(example_class):
+    """The example class, graded once per session (conftest.example_class): home, run, rerun."""
+    home, data = example_class
+    run = {**data["run"], "stamps": data["stamps"], "stamps_after_rerun": data["stamps_after_rerun"]}
+    return home, run, data["rerun"]
 
 
 def rows(home):
@@ -106,7 +95,7 @@ def test_make_grade_prints_the_table_and_writes_both_reports(tmp_path):
     proc = subprocess.run(["make", "-s", "grade", f"SUBMISSIONS={submissions}", "WORKERS=1", f"PYTHON={sys.executable}"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "grades.csv" in proc.stdout
+    assert f"grades/{STEP}.csv" in proc.stdout
     data = json.loads((home / GRADES_JSON).read_text())
     # the table: a header with one column per notebook, and ada's row with her points in each
     lines = proc.stdout.splitlines()

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NOTEBOOK_NAMES, ROOT, cell_text, load, nbgrader_meta
+from conftest import NOTEBOOK_NAMES, ROOT, STEP4, cell_text, load, nbgrader_meta
 
 SOURCE, RELEASE = ROOT / "source" / "step-04", ROOT / "release" / "step-04"
-CHECKS = ROOT / "autograder" / "checks"
+CHECKS = STEP4.checks_dir          # the step's hidden checks
 ALL_NOTEBOOKS = sorted(p for folder in ("source", "release", "solutions")
                        for p in (ROOT / folder).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 HIDDEN_CALL = re.compile(r"""\bhidden\(\s*["']([^"']+)["']""")
@@ -71,7 +71,7 @@ def hidden_check_strings(grade_id: str, classes=None) -> set[str]:
     or a class attribute such as `function = "check_simplex"`)."""
     classes = classes if classes is not None else _check_classes()
     if grade_id not in classes:
-        raise AssertionError(f"no hidden check in autograder/checks/ has grade_id {grade_id!r}")
+        raise AssertionError(f"no hidden check in {CHECKS} has grade_id {grade_id!r}")
     node, module_classes = classes[grade_id]
     strings, todo, seen = set(), [node], set()
     while todo:

@@ -2,20 +2,19 @@
 submissions, with the scores the grader recorded.
 
 A small class (autograder.example: ada with every answer, blank with the release, half with half
-the answers) is graded by the project's grader into a temporary grading home; JupyterLab is then
-started on a copy of the course with GRADER_HOME and NBGRADER_DB_URL pointing there, as
-`make formgrader` would be after `make grade`.
+the answers) is graded by the project's grader into a temporary grading home (once per session,
+shared with tests/test_grading.py); JupyterLab is then started on a copy of the course with
+GRADER_HOME and NBGRADER_DB_URL pointing at a copy of it, as `make formgrader` would be after
+`make grade`.
 """
 from __future__ import annotations
 
 import csv
+import shutil
 
 import pytest
 
-from autograder.example import build
-from autograder.grade import grade
-
-from conftest import GRADES_CSV, STEP, STEP4
+from conftest import GRADES_CSV, STEP
 from .lab import Lab, copy_course, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser-instructor")]
@@ -23,16 +22,12 @@ STUDENTS = ("ada", "blank", "half")
 
 
 @pytest.fixture(scope="module")
-def graded(chromium_path, tmp_path_factory):
-    home = tmp_path_factory.mktemp("grader")
+def graded(chromium_path, example_class, tmp_path_factory):
+    """The example class as graded once per session (conftest.example_class), in a copy of its
+    grading home that the formgrader may write to."""
+    home = tmp_path_factory.mktemp("grader") / "home"
+    shutil.copytree(example_class[0], home, ignore=shutil.ignore_patterns("*.lock"))
     env = {"GRADER_HOME": str(home), "NBGRADER_DB_URL": f"sqlite:///{home / 'gradebook.db'}"}
-    mp = pytest.MonkeyPatch()
-    for key, value in env.items():
-        mp.setenv(key, value)
-    try:
-        grade(STEP4, build(STEP4, home / "class"), workers=2, quiet=True)
-    finally:
-        mp.undo()
     with open(home / GRADES_CSV, newline="") as f:
         totals = {}
         for row in csv.DictReader(f):
