@@ -1,7 +1,7 @@
 """Read submissions the way instructors receive them.
 
 `collect(path, notebooks)` accepts a folder holding any mix of
-  * one folder per student (`alice/01-on-paper.ipynb`, or nbgrader's `alice/step-04/…`),
+  * one folder per student (`alice/01-on-paper.ipynb`, or nbgrader's `alice/<step>/…`),
   * one zip per student (`alice.zip`, notebooks anywhere inside),
   * loose notebooks whose names carry the student id (`alice_01-on-paper.ipynb`,
     `01-on-paper-alice.ipynb`, `alice - 01-on-paper (2).ipynb`: all three are `alice`).

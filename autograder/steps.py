@@ -4,9 +4,9 @@ A step is a folder `source/<step>/` holding its instructor notebooks and a check
 `source/<step>/checks/` (its hidden tests, grader-only: never released, never in a kernel).
 The package's `__init__.py` may say, as module-level names:
 
-    CATCH_UP = "step-03"       # source/step-03/step-03.ipynb: solutions/step-03.ipynb catches a student up
+    CATCH_UP = "<an earlier step>"   # source/<it>/<it>.ipynb -> solutions/<it>.ipynb, to catch a student up
     BONUS_PREFIX = "bonus_"    # grade ids counted apart from the step's required total
-    DATA = ["tinyshakespeare.txt"]     # files of data/ the step's kernels read
+    DATA = ["corpus.txt"]      # files of data/ the step's kernels read
     SUITES = {...}             # objects its checks serve to a student's code, by suite name
 
 Every command takes `--step` (default: the only step, or the newest by name). Nothing in the

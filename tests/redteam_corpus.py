@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-from conftest import STEP  # noqa: E402  (the step the attacks are on)
+from conftest import STEP, STEP4  # noqa: E402  (the step the attacks are on)
 MIME = "application/vnd.dlcourse.probe+json"
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION")
 
@@ -777,12 +777,12 @@ def malformed_cases(p: Profile) -> list[Case]:
 
     def other_step_renamed(ctx, folder):
         folder.mkdir(parents=True, exist_ok=True)
-        other = (ROOT / "source" / "step-03" / "step-03.ipynb").read_bytes()
+        other = (STEP4.source.parent / STEP4.catch_up / f"{STEP4.catch_up}.ipynb").read_bytes()
         (folder / nb_name).write_bytes(other)
 
     def other_step(ctx, folder):
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "step-03.ipynb").write_bytes((ROOT / "source" / "step-03" / "step-03.ipynb").read_bytes())
+        (folder / "step-03.ipynb").write_bytes((STEP4.source.parent / STEP4.catch_up / f"{STEP4.catch_up}.ipynb").read_bytes())
 
     def zip_slip(ctx, folder):
         folder.mkdir(parents=True, exist_ok=True)

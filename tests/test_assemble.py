@@ -3,11 +3,11 @@ import copy
 
 from autograder.assemble import assemble
 
-from conftest import ROOT, cell_text, load, nbgrader_meta
+from conftest import ROOT, STEP4, cell_text, load, nbgrader_meta
 
 NAME = "01-on-paper"
-RELEASE = load(ROOT / "release" / "step-04" / f"{NAME}.ipynb")
-SOURCE = load(ROOT / "source" / "step-04" / f"{NAME}.ipynb")
+RELEASE = load(STEP4.release / f"{NAME}.ipynb")
+SOURCE = load(STEP4.source / f"{NAME}.ipynb")
 
 
 def by_grade_id(nb, gid):

@@ -14,7 +14,7 @@ import pytest
 from autograder.collect import (NO_ID, SubmissionError, UnusableId, assign_ids, collect, loose_raw_id,
                                 match_notebook, pick_newest, student_id)
 from autograder.shards import shard_of
-from conftest import GRADES_CSV, STEP4  # noqa: E402
+from conftest import GRADES_CSV, STEP, STEP4  # noqa: E402
 
 NAMES = ["01-on-paper", "02-the-head"]
 GOOD = json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
@@ -28,7 +28,7 @@ def test_folder_per_student_zip_per_student_and_loose_files(tmp_path):
     (tmp_path / "ada").mkdir()
     (tmp_path / "ada" / "01-on-paper.ipynb").write_bytes(GOOD)
     (tmp_path / "ben" / "step-04").mkdir(parents=True)               # nbgrader's own layout
-    (tmp_path / "ben" / "step-04" / "02-the-head.ipynb").write_bytes(GOOD)
+    (tmp_path / "ben" / STEP / "02-the-head.ipynb").write_bytes(GOOD)
     with zipfile.ZipFile(tmp_path / "cy.zip", "w") as z:
         z.writestr("work/01-on-paper.ipynb", GOOD)
         z.writestr("__MACOSX/._01-on-paper.ipynb", b"junk")
@@ -186,7 +186,7 @@ def test_zoe_and_zoe_stay_two_students(tmp_path):
     write(tmp_path / "Zoë" / "01-on-paper.ipynb", full, mtime=1_000)
     write(tmp_path / "Zoé" / "01-on-paper.ipynb", GOOD, mtime=2_000)
     write(tmp_path / "李雷" / "01-on-paper.ipynb", full)
-    write(tmp_path / "ü ñ" / "step-04" / "01-on-paper.ipynb", full)
+    write(tmp_path / "ü ñ" / STEP / "01-on-paper.ipynb", full)
     chosen, problems = pick_newest(collect(tmp_path, NAMES))
     assert problems == []
     assert set(chosen) == {("Zoë", "01-on-paper"), ("Zoé", "01-on-paper"), ("李雷", "01-on-paper"),
@@ -259,7 +259,7 @@ def test_a_class_with_names_in_any_script_is_graded_under_those_names(grading_ho
     from conftest import NOTEBOOK_NAMES, ROOT
     first = NOTEBOOK_NAMES[0]
     full = json.dumps(filled(STEP4, first, lambda cid, i: True)).encode()
-    blank = (ROOT / "release" / "step-04" / f"{first}.ipynb").read_bytes()
+    blank = (STEP4.release / f"{first}.ipynb").read_bytes()
     class_ = tmp_path / "class"
     write(class_ / "Zoë" / f"{first}.ipynb", full, mtime=1_700_000_000)
     write(class_ / "Zoé" / f"{first}.ipynb", blank, mtime=1_700_000_100)
@@ -281,7 +281,7 @@ def test_a_class_with_names_in_any_script_is_graded_under_those_names(grading_ho
     for folder in ("submitted", "autograded", "feedback"):
         assert {p.name for p in (grading_home / folder).iterdir()} == ids, folder
     for sid in ids:
-        assert (grading_home / "feedback" / sid / "step-04" / f"{first}.html").is_file(), sid
+        assert (grading_home / "feedback" / sid / STEP / f"{first}.html").is_file(), sid
     rows = (grading_home / GRADES_CSV).read_text(encoding="utf-8")
     assert {line.split(",")[0] for line in rows.splitlines()[1:]} == ids
     with Gradebook(f"sqlite:///{grading_home / 'gradebook.db'}", "dl-course") as gb:

@@ -76,13 +76,13 @@ LEAK_MARKERS = ("hidden(", "BEGIN HIDDEN", "autograder.checks", "course_checks",
 
 
 def autograded_cells(name: str) -> dict[str, float]:
-    nb = load(ROOT / "release" / "step-04" / f"{name}.ipynb")
+    nb = load(STEP4.release / f"{name}.ipynb")
     return {nbgrader_meta(c)["grade_id"]: float(nbgrader_meta(c)["points"]) for c in nb["cells"]
             if nbgrader_meta(c).get("grade") and not nbgrader_meta(c).get("solution")}
 
 
 def manual_cells(name: str) -> list[str]:
-    nb = load(ROOT / "release" / "step-04" / f"{name}.ipynb")
+    nb = load(STEP4.release / f"{name}.ipynb")
     return [nbgrader_meta(c)["grade_id"] for c in nb["cells"]
             if nbgrader_meta(c).get("grade") and nbgrader_meta(c).get("solution")]
 
@@ -90,7 +90,7 @@ def manual_cells(name: str) -> list[str]:
 def feeds(name: str) -> dict[str, list[str]]:
     """answer grade_id -> the autograded cells that judge it: in the release, the grade cells after a
     code answer cell, up to the next code answer cell (written answers are graded by hand)."""
-    nb = load(ROOT / "release" / "step-04" / f"{name}.ipynb")
+    nb = load(STEP4.release / f"{name}.ipynb")
     out, current = {}, None
     for cell in nb["cells"]:
         meta = nbgrader_meta(cell)
@@ -231,8 +231,8 @@ def test_corpus_is_large_enough_and_well_formed():
 
 def test_half_fills_what_the_comments_say():
     for name in NOTEBOOK_NAMES:
-        ids = answer_ids(load(ROOT / "release" / "step-04" / f"{name}.ipynb"))
-        grade_ids = {c["id"]: nbgrader_meta(c).get("grade_id") for c in load(ROOT / "release" / "step-04" / f"{name}.ipynb")["cells"]}
+        ids = answer_ids(load(STEP4.release / f"{name}.ipynb"))
+        grade_ids = {c["id"]: nbgrader_meta(c).get("grade_id") for c in load(STEP4.release / f"{name}.ipynb")["cells"]}
         half = [grade_ids[i] for i in ids[:(len(ids) + 1) // 2]]
         assert half == HALF_FILLS[name], name
         assert set(HALF_EXPECT[name]) == set(autograded_cells(name)) - {

@@ -58,7 +58,7 @@ def test_gradebook_holds_the_same_scores_as_the_report(graded):
     home, _, _ = graded
     with Gradebook(f"sqlite:///{home / 'gradebook.db'}", "dl-course") as gb:
         for r in rows(home):
-            grade = gb.find_grade(r["grade_id"], r["notebook"], "step-04", r["student"])
+            grade = gb.find_grade(r["grade_id"], r["notebook"], STEP, r["student"])
             if r["score"] == "":
                 assert grade.auto_score is None and grade.needs_manual_grade
             else:
@@ -69,7 +69,7 @@ def test_feedback_for_every_student_and_notebook_without_hidden_tests(graded):
     home, _, _ = graded
     for student in ("ada", "blank", "half"):
         for name in NOTEBOOK_NAMES:
-            html = (home / "feedback" / student / "step-04" / f"{name}.html").read_text()
+            html = (home / "feedback" / student / STEP / f"{name}.html").read_text()
             for secret in ("BEGIN HIDDEN TESTS", "hidden(", "autograder.checks", "BEGIN SOLUTION"):
                 assert secret not in html, f"{student}/{name} feedback shows {secret!r}"
             assert "Hidden tests:" in html
@@ -129,14 +129,14 @@ def test_plain_nbgrader_autograde_agrees_with_the_grader_on_honest_submissions(g
     shutil.copytree(home / "submitted", plain / "submitted")
     shutil.copy(home / "gradebook.db", plain / "gradebook.db")
     env = {**__import__("os").environ, "GRADER_HOME": str(plain), "NBGRADER_DB_URL": f"sqlite:///{plain / 'gradebook.db'}"}
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", "step-04", "--force"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", STEP, "--force"], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     with Gradebook(env["NBGRADER_DB_URL"], "dl-course") as gb:
         for r in rows(home):
             if r["kind"] != "auto":
                 continue
-            theirs = gb.find_grade(r["grade_id"], r["notebook"], "step-04", r["student"]).auto_score
+            theirs = gb.find_grade(r["grade_id"], r["notebook"], STEP, r["student"]).auto_score
             assert theirs == pytest.approx(float(r["score"])), \
                 f"{r['student']}/{r['notebook']}/{r['grade_id']}: nbgrader gives {theirs}, the grader {r['score']}"
 
@@ -151,6 +151,6 @@ def test_formgrader_counts_every_graded_submission_as_autograded(graded):
         stamps = {s.student.id: s.timestamp for s in gb.db.query(SubmittedAssignment).all()}
     assert set(stamps) == {"ada", "blank", "half"}
     for student, stamp in stamps.items():
-        on_disk = parse_utc((home / "submitted" / student / "step-04" / "timestamp.txt").read_text().strip())
+        on_disk = parse_utc((home / "submitted" / student / STEP / "timestamp.txt").read_text().strip())
         assert (home / "autograded" / student / "step-04").is_dir()
         assert on_disk == stamp, f"{student}: submitted at {on_disk}, the gradebook says {stamp}"

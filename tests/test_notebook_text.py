@@ -18,7 +18,7 @@ import pytest
 
 from conftest import NOTEBOOK_NAMES, ROOT, STEP4, cell_text, load, nbgrader_meta
 
-SOURCE, RELEASE = ROOT / "source" / "step-04", ROOT / "release" / "step-04"
+SOURCE, RELEASE = STEP4.source, STEP4.release
 CHECKS = STEP4.checks_dir          # the step's hidden checks
 ALL_NOTEBOOKS = sorted(p for folder in ("source", "release", "solutions")
                        for p in (ROOT / folder).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from conftest import NOTEBOOK_NAMES, ROOT, errors, execute, nbgrader_meta, read_nb
+from conftest import NOTEBOOK_NAMES, ROOT, STEP4, errors, execute, nbgrader_meta, read_nb
 
 pytestmark = pytest.mark.slow
 FULL_MARKS = re.compile(r"Hidden tests: ([\d.]+) of ([\d.]+) points\.")
@@ -12,7 +12,7 @@ FULL_MARKS = re.compile(r"Hidden tests: ([\d.]+) of ([\d.]+) points\.")
 
 @pytest.mark.parametrize("name", NOTEBOOK_NAMES)
 def test_source_notebook_runs_top_to_bottom_with_full_marks(name):
-    path = ROOT / "source" / "step-04" / f"{name}.ipynb"
+    path = STEP4.source / f"{name}.ipynb"
     nb = execute(read_nb(path), path.parent)
     hidden_cells = 0
     for index, cell in enumerate(nb.cells):
@@ -27,7 +27,7 @@ def test_source_notebook_runs_top_to_bottom_with_full_marks(name):
 
 @pytest.mark.parametrize("name", NOTEBOOK_NAMES)
 def test_release_runs_for_a_student_who_has_not_answered_yet(name):
-    path = ROOT / "release" / "step-04" / f"{name}.ipynb"
+    path = STEP4.release / f"{name}.ipynb"
     nb = execute(read_nb(path), path.parent)
     answers = 0
     for index, cell in enumerate(nb.cells):

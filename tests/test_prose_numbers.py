@@ -32,9 +32,9 @@ import re
 import nbformat
 import pytest
 
-from conftest import NOTEBOOK_NAMES, ROOT, read_nb
+from conftest import NOTEBOOK_NAMES, ROOT, STEP4, read_nb
 
-SOLUTIONS = ROOT / "solutions" / "step-04"
+SOLUTIONS = STEP4.solutions
 
 # Numbers a notebook states without printing them: quoted from the handout (with the place), ...
 QUOTED_FROM_HANDOUT: dict[str, dict[str, str]] = {

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, STEP
 from proof_corpus import CORRECT, WRONG
 
 CAPABILITIES = {"default": "DEFAULT", "avx2": "AVX2", "avx512": "AVX512"}     # the variable's value: what torch reports
@@ -57,7 +57,7 @@ def expected() -> dict:
     """{entry: {grade cell: points}}: every hidden check that judges the entry's answers, as the corpus says."""
     from autograder.steps import find_step
     from test_grader_proof import judged_by
-    REGISTRY = find_step("step-04").checks
+    REGISTRY = find_step(STEP).checks
     return {e.name: {gid: e.expect.get(gid, REGISTRY[gid].points) for gid in judged_by(e) if gid in REGISTRY}
             for e in CORRECT + WRONG}
 
@@ -103,7 +103,7 @@ def test_graded_kernels_run_with_pinned_numerics():
     from autograder.steps import find_step
     from course_plugin import KERNEL_NUMERICS
 
-    course_env = load_plugin().kernel_env(find_step("step-04"))
+    course_env = load_plugin().kernel_env(find_step(STEP))
     assert KERNEL_NUMERICS.items() <= course_env.items(), "the course plugin gives kernels its numerics"
     launcher = sandbox.BwrapLauncher(Path(tempfile.mkdtemp(prefix="numerics-")), passed_env=tuple(course_env))
     assert set(KERNEL_NUMERICS) <= set(launcher.passed_env), "the sandbox would drop them"

@@ -5,7 +5,7 @@ import pytest
 
 from autograder.build import same_cells, solution_notebook
 
-from conftest import NOTEBOOK_NAMES, ROOT, read_nb
+from conftest import NOTEBOOK_NAMES, ROOT, STEP, STEP4, read_nb
 
 SOLUTIONS = ROOT / "solutions"
 
@@ -15,14 +15,14 @@ DRAWS = re.compile(r"^(?!\s*(from|import)\b).*\b(plt\.\w+|attention_heatmap|heat
 
 @pytest.mark.parametrize("name", NOTEBOOK_NAMES)
 def test_solution_is_current_with_its_source(name):
-    fresh = solution_notebook(ROOT / "source" / "step-04" / f"{name}.ipynb")
-    committed = read_nb(SOLUTIONS / "step-04" / f"{name}.ipynb")
-    assert same_cells(fresh, committed), f"solutions/step-04/{name}.ipynb is stale: run `make solutions`"
+    fresh = solution_notebook(STEP4.source / f"{name}.ipynb")
+    committed = read_nb(SOLUTIONS / STEP / f"{name}.ipynb")
+    assert same_cells(fresh, committed), f"solutions/{STEP}/{name}.ipynb is stale: run `make solutions`"
 
 
 def test_catch_up_solution_is_current():
-    fresh = read_nb(ROOT / "source" / "step-03" / "step-03.ipynb")
-    assert same_cells(fresh, read_nb(SOLUTIONS / "step-03.ipynb")), "run `make solutions`"
+    fresh = read_nb(STEP4.source.parent / STEP4.catch_up / f"{STEP4.catch_up}.ipynb")
+    assert same_cells(fresh, read_nb(SOLUTIONS / f"{STEP4.catch_up}.ipynb")), "run `make solutions`"
 
 
 @pytest.mark.parametrize("path", sorted(SOLUTIONS.rglob("*.ipynb")), ids=lambda p: p.name)

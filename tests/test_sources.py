@@ -6,7 +6,7 @@ import pytest
 
 from autograder.judging import HARMLESS_STDERR
 
-from conftest import ROOT, SOURCE_NOTEBOOKS, STEP4, cell_text, load, nbgrader_meta
+from conftest import ROOT, SOURCE_NOTEBOOKS, STEP, STEP4, cell_text, load, nbgrader_meta
 
 HIDDEN_CELL = re.compile(
     r"\A# Hidden tests: [^\n]+(?<!points\))\n"
@@ -14,11 +14,11 @@ HIDDEN_CELL = re.compile(
     r"from autograder\.runtime import hidden\n"
     r"hidden\(\"(?P<grade_id>[\w-]+)\", globals\(\)\)\n"
     r"### END HIDDEN TESTS\Z")
-ALL_SOURCES = SOURCE_NOTEBOOKS + [ROOT / "source" / "header.ipynb", ROOT / "source" / "step-03" / "step-03.ipynb"]
+ALL_SOURCES = SOURCE_NOTEBOOKS + [ROOT / "source" / "header.ipynb", STEP4.source.parent / STEP4.catch_up / f"{STEP4.catch_up}.ipynb"]
 
 
 def test_the_step_has_its_notebooks():
-    assert SOURCE_NOTEBOOKS, "no instructor notebooks in source/step-04"
+    assert SOURCE_NOTEBOOKS, f"no instructor notebooks in source/{STEP}"
     assert SOURCE_NOTEBOOKS[0].name == "01-on-paper.ipynb"
 
 
@@ -112,9 +112,9 @@ def test_answer_cells_hold_a_marked_solution_and_test_cells_are_locked():
 
 
 def test_the_head_cell_of_notebook_two_is_the_package_head():
-    nb_path = ROOT / "source" / "step-04" / "02-the-head.ipynb"
+    nb_path = STEP4.source / "02-the-head.ipynb"
     if not nb_path.exists():
-        pytest.fail("source/step-04/02-the-head.ipynb is missing")
+        pytest.fail(f"source/{STEP}/02-the-head.ipynb is missing")
     package = (ROOT / "dlcourse" / "head.py").read_text()
     code = package[package.index("import torch, torch.nn as nn"):].strip()
     cells = [cell_text(c).strip() for c in load(nb_path)["cells"]

@@ -13,12 +13,12 @@ import re
 
 import pytest
 
-from conftest import ROOT, STEP
+from conftest import ROOT, STEP, STEP4
 from .lab import Lab, copy_course, dialogs, open_notebook, run_all, screenshot, scroll_to
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser-solutions")]
 
-SOLUTIONS = sorted((ROOT / "solutions" / STEP).glob("*.ipynb")) + [ROOT / "solutions" / "step-03.ipynb"]
+SOLUTIONS = sorted((ROOT / "solutions" / STEP).glob("*.ipynb")) + [STEP4.root / "solutions" / f"{STEP4.catch_up}.ipynb"]
 BUILDER = re.compile(r"\b(\w+)_slider\(")
 
 
