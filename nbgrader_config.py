@@ -71,6 +71,7 @@ c.OverwriteCells.add_missing_cells = True
 # Solutions keep their answers and pictures but not the hidden tests (`make solutions` uses the
 # same list; this makes a plain `nbgrader generate_solution` agree with it).
 from autograder.build import solution_preprocessors  # noqa: E402
+from nbgrader.preprocessors import IncludeHeaderFooter  # noqa: E402
 from autograder.execute import Execute  # noqa: E402  (nbgrader's Execute, without the slider-cell hang)
 c.GenerateSolution.preprocessors = solution_preprocessors() + [Execute]
 
@@ -89,3 +90,13 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+
+# ---- The term (course.toml, extensions.csv; autograder/term.py) ----
+# Every released notebook shows the step's due date and late policy right after the header.
+from nbgrader.converters import GenerateAssignment  # noqa: E402
+from autograder.term import CourseLatePenalty, ShowDueDate  # noqa: E402
+_assign = GenerateAssignment.class_traits()["preprocessors"].default()
+c.GenerateAssignment.preprocessors = (_assign[:_assign.index(IncludeHeaderFooter) + 1] + [ShowDueDate]
+                                      + _assign[_assign.index(IncludeHeaderFooter) + 1:])
+# Late work costs what course.toml's [late] says, in nbgrader's own late-penalty step too.
+c.AssignLatePenalties.plugin_class = CourseLatePenalty

@@ -160,7 +160,17 @@ def fetch(step: str = STEP) -> list[str]:
         print(f"fetch: copied {len(copied)} notebooks to {_show(mine)}/: {', '.join(copied)}")
     if kept:
         print(f"fetch: kept your {len(kept)} notebooks already in {_show(mine)}/ (never overwritten)")
+    _say_due("fetch", step)
     return copied
+
+
+def _say_due(command: str, step: str) -> None:
+    """When the step is due (course.toml), how long from now, and what late work costs."""
+    from .term import TermError, due_line
+    try:
+        print(f"{command}: {due_line(step)}")
+    except TermError as err:
+        print(f"{command}: no due date shown: {err}")
 
 
 def validate(step: str = STEP) -> int:
@@ -195,6 +205,7 @@ def validate(step: str = STEP) -> int:
     if failing:
         print(f"validate: {failing} of {len(mine)} notebooks have work left "
               "(written answers are graded by hand after you submit; the tests' verdicts are shown above)")
+    _say_due("validate", step)
     return failing
 
 

@@ -328,9 +328,10 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
     # One time stamp per student's submission (its newest notebook), the same in submitted/,
     # autograded/ and the gradebook: nbgrader's formgrader shows a submission whose stamps differ
     # as "needs autograding".
-    submitted_at: dict[str, float] = {}
-    for (sid, _), item in chosen.items():
-        submitted_at[sid] = max(submitted_at.get(sid, 0.0), item.mtime or time.time())
+    # (the time from nbgrader's timestamp.txt, else the file time; an LMS's late mark: term.py)
+    from .term import save_time_sources, submission_times
+    submitted_at, time_sources = submission_times(chosen)
+    save_time_sources(time_sources, grader_home())
     for (sid, name), item in sorted(chosen.items()):
         path = grader_home() / "submitted" / sid / STEP / f"{name}.ipynb"
         if not path.exists() or path.read_bytes() != item.data:
@@ -384,6 +385,10 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
                                             "rerun `make grade` to retry it", url, key="failed"))
 
     sync_submission_times(submitted_at, url)
+    # --- the term: due date, extensions, late penalties in the gradebook (autograder/term.py) ---
+    from .term import apply_term
+    apply_term(url, sorted(students))
+    # ---
     seconds = time.monotonic() - started
     graded_students = set(students)
     current = [r for r in results if r["student"] in graded_students]
@@ -501,6 +506,8 @@ def refresh_from_gradebook(quiet: bool = False, feedback: bool = True) -> list[d
     from nbgrader.api import Gradebook, MissingEntry
     from .report import write_reports
     from .shards import shard_problems
+    from .term import apply_term
+    apply_term(db_url())        # manual scores change a notebook's score, and so its late penalty
     results = [json.loads(p.read_text()) for p in sorted((grader_home() / "work" / "results").glob("*/*.json"))]
     with Gradebook(db_url(), COURSE_ID) as gb:
         results += _results_only_in_gradebook(gb, {(r["student"], r["notebook"]) for r in results})
