@@ -14,6 +14,7 @@
   python -m autograder my-feedback             a student's returned feedback -> notebooks/step-04/feedback/
   python -m autograder collect                 instructor: newest submissions -> autograder/collected/
   python -m autograder return-feedback         instructor: feedback of graded submissions -> the exchange
+  python -m autograder export                  grades for the LMS: autograder/export/canvas-<step>.csv, notebooks-<step>.csv
   python -m autograder extensions              the extensions granted (extensions.csv) and the due dates they give
   python -m autograder lab [--formgrader]      the course's JupyterLab (students: notebooks/; instructors: formgrader)
 """
@@ -56,6 +57,7 @@ def main(argv=None) -> int:
     sub.add_parser("my-feedback")
     sub.add_parser("collect")
     sub.add_parser("return-feedback")
+    sub.add_parser("export", help="the Canvas gradebook import and per-notebook totals (autograder/export/)")
     sub.add_parser("extensions", help="the extensions in extensions.csv and the due dates they give")
     p = sub.add_parser("lab")
     p.add_argument("--formgrader", action="store_true", help="the instructor's JupyterLab, opening nbgrader's formgrader")
@@ -123,6 +125,9 @@ def main(argv=None) -> int:
         except exchange.ExchangeError as err:
             print(f"{args.command}: {err}", file=sys.stderr)
             return 1
+    elif args.command == "export":
+        from .export import export_all
+        export_all()
     elif args.command == "extensions":
         from .term import TermError, list_extensions
         try:

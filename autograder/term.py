@@ -307,26 +307,28 @@ def term_records(url: str, step: str = STEP) -> dict[str, dict]:
     """student -> {timestamp, due, extension, seconds_late, penalties: {notebook: points}} from the
     gradebook (what the reports, feedback and exports show)."""
     from nbgrader.api import Gradebook, MissingEntry
-    from nbgrader.api import SubmittedAssignment as Submission
-    from nbgrader.api import Assignment as DbAssignment
 
     from .course import COURSE_ID
-    out = {}
     try:
         with Gradebook(url, COURSE_ID) as gb:
-            rows = gb.db.query(Submission).join(DbAssignment).filter(DbAssignment.name == step).all()
-            for submission in rows:
-                due = submission.duedate
-                out[submission.student.id] = {
-                    "timestamp": _iso(submission.timestamp),
-                    "due": _iso(due),
-                    "extension": show_duration(submission.extension) if submission.extension else "",
-                    "seconds_late": round(submission.total_seconds_late, 1),
-                    "penalties": {nb.notebook.name: float(nb.late_submission_penalty or 0)
-                                  for nb in submission.notebooks},
-                }
+            return term_records_in(gb, step)
     except MissingEntry:
         return {}
+
+
+def term_records_in(gb, step: str = STEP) -> dict[str, dict]:
+    from nbgrader.api import Assignment as DbAssignment
+    from nbgrader.api import SubmittedAssignment as Submission
+    out = {}
+    rows = gb.db.query(Submission).join(DbAssignment).filter(DbAssignment.name == step).all()
+    for submission in rows:
+        out[submission.student.id] = {
+            "timestamp": _iso(submission.timestamp),
+            "due": _iso(submission.duedate),
+            "extension": show_duration(submission.extension) if submission.extension else "",
+            "seconds_late": round(submission.total_seconds_late, 1),
+            "penalties": {nb.notebook.name: float(nb.late_submission_penalty or 0) for nb in submission.notebooks},
+        }
     return out
 
 

@@ -67,8 +67,9 @@ def from_gradebook(gb, step: str) -> dict[str, dict]:
         notebooks = {}
         for nb in submission.notebooks:
             manual = {c.name for c in nb.notebook.solution_cells}
+            # a written answer nobody has scored yet: nbgrader's `score` reads 0, `needs_manual_grade` says so
             cells = [{"grade_id": g.name, "max_score": float(g.max_score),
-                      "score": None if g.score is None else float(g.score),
+                      "score": None if g.needs_manual_grade and g.manual_score is None else float(g.score or 0),
                       "kind": "manual" if g.name in manual else "auto"} for g in nb.grades]
             notebooks[nb.notebook.name] = notebook_totals(cells, nb.late_submission_penalty or 0.0)
         out[submission.student.id] = {"notebooks": notebooks, "step": step_totals(notebooks)}

@@ -189,23 +189,36 @@ def test_nbgrader_is_configured_with_the_course_policy_and_the_due_date_cell():
     assert term.ShowDueDate in config.GenerateAssignment.preprocessors
 
 
-def test_apply_term_writes_due_date_extension_and_penalties_into_the_gradebook(tmp_path, term_files, monkeypatch):
-    """nbgrader's own late-penalty bookkeeping, filled in without nbgrader autograde."""
+def small_gradebook(path, monkeypatch) -> str:
+    """A gradebook with one step of one notebook (a 10-point test, a 4-point written answer) and
+    three submissions: ada on time, bea and cy 26 h late (bea has a 2-day extension)."""
     from nbgrader.api import Gradebook
     monkeypatch.setenv("PATH", os.path.dirname(os.sys.executable) + os.pathsep + os.environ["PATH"])
-    url = f"sqlite:///{tmp_path / 'gb.db'}"
+    url = f"sqlite:///{path}"
     with Gradebook(url, "dl-course") as gb:
         gb.add_assignment("step-04")
         gb.add_notebook("nb", "step-04")
         gb.add_grade_cell("t1", "nb", "step-04", max_score=10, cell_type="code")
         gb.add_source_cell("t1", "nb", "step-04", cell_type="code", source="", locked=True, checksum="")
+        gb.add_grade_cell("w1", "nb", "step-04", max_score=4, cell_type="markdown")
+        gb.add_solution_cell("w1", "nb", "step-04")
+        gb.add_source_cell("w1", "nb", "step-04", cell_type="markdown", source="", locked=False, checksum="")
         for sid, stamp in (("ada", "2026-01-10 11:00:00 UTC"), ("bea", "2026-01-11 14:00:00 UTC"),
                            ("cy", "2026-01-11 14:00:00 UTC")):
             gb.add_student(sid)
             gb.add_submission("step-04", sid, timestamp=stamp)
-            grade = gb.find_grade("t1", "nb", "step-04", sid)
-            grade.auto_score = 5
+            test = gb.find_grade("t1", "nb", "step-04", sid)
+            test.auto_score, test.needs_manual_grade = 5, False
+            written = gb.find_grade("w1", "nb", "step-04", sid)
+            written.needs_manual_grade = True
         gb.db.commit()
+    return url
+
+
+def test_apply_term_writes_due_date_extension_and_penalties_into_the_gradebook(tmp_path, term_files, monkeypatch):
+    """nbgrader's own late-penalty bookkeeping, filled in without nbgrader autograde."""
+    from nbgrader.api import Gradebook
+    url = small_gradebook(tmp_path / "gb.db", monkeypatch)
     term.apply_term(url)
     records = term.term_records(url)
     assert records["ada"]["seconds_late"] == 0 and records["ada"]["penalties"] == {"nb": 0.0}
@@ -219,3 +232,46 @@ def test_apply_term_writes_due_date_extension_and_penalties_into_the_gradebook(t
     term_files[1].write_text("student,step,extension\n")
     term.apply_term(url, ["bea"])
     assert term.term_records(url)["bea"]["penalties"] == {"nb": pytest.approx(1.0)}
+
+
+def test_exports_are_nbgrader_export_plugins_giving_the_same_files(tmp_path, term_files, monkeypatch):
+    """`make export` and `nbgrader export --exporter=...` write the same Canvas import and per-notebook CSV."""
+    import csv
+    import subprocess
+    import sys
+
+    from autograder.export import CANVAS_COLUMNS, export_all
+    home = tmp_path / "home"
+    home.mkdir()
+    url = small_gradebook(home / "gradebook.db", monkeypatch)
+    monkeypatch.setenv("GRADER_HOME", str(home))
+    monkeypatch.setenv("NBGRADER_DB_URL", url)
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student,name,canvas_id,sis_user_id,sis_login_id,section\n"
+                      "ada,\"Lovelace, Ada\",1001,S-1,ada.l,Mon\ncy,=HYPERLINK(1),1003,,,\n")
+    monkeypatch.setenv("COURSE_ROSTER", str(roster))
+    canvas, notebooks = export_all(say=lambda *a: None)
+    rows = list(csv.reader(canvas.read_text().splitlines()))
+    assert rows[0] == CANVAS_COLUMNS + ["Step 4: A Causal Self-Attention Head"]
+    assert rows[1] == ["Points Possible", "", "", "", "", "14"]
+    assert rows[2:] == [["Lovelace, Ada", "1001", "S-1", "ada.l", "Mon", "5"],
+                        ["bea", "", "", "bea", "", "5"],                      # on time through her extension
+                        ["'=HYPERLINK(1)", "1003", "", "cy", "", "4"]]        # 5 - 2 days x 10 %
+    per_notebook = list(csv.DictReader(notebooks.read_text().splitlines()))
+    assert [(r["student"], r["score"], r["late_penalty"], r["final_score"], r["written_to_grade"])
+            for r in per_notebook] == [("ada", "5", "0", "5", "w1"), ("bea", "5", "0", "5", "w1"),
+                                       ("cy", "5", "1", "4", "w1")]
+    assert per_notebook[1]["extension"] == "2d" and float(per_notebook[2]["seconds_late"]) == 26 * 3600
+    for exporter, ours in (("CanvasExport", canvas), ("NotebookTotalsExport", notebooks)):
+        theirs = tmp_path / f"{exporter}.csv"
+        proc = subprocess.run([sys.executable, "-m", "nbgrader", "export", f"--exporter=autograder.export.{exporter}",
+                               f"--to={theirs}"], cwd=ROOT, capture_output=True, text=True, env=os.environ)
+        assert proc.returncode == 0, proc.stderr
+        assert theirs.read_text() == ours.read_text(), exporter
+
+
+def test_grades_json_schema_is_versioned_and_documented():
+    from autograder.report import FIELDS, GRADES_SCHEMA, SCHEMA_VERSION
+    assert SCHEMA_VERSION == 2 and GRADES_SCHEMA["schema_version"] == "int: 2"
+    assert set(GRADES_SCHEMA) == {"schema_version", "step", "term", "grades", "submissions", "problems", "notes"}
+    assert set(GRADES_SCHEMA["grades"][0]) == set(FIELDS)
