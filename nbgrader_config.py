@@ -88,8 +88,15 @@ c.Validator.preprocessors = [Execute if p.__name__ == "Execute" else p
 c.GenerateFeedback.preprocessors = [
     "autograder.feedback.StripHiddenTests",
     "nbgrader.preprocessors.GetGrades",
+    "autograder.feedback.ForStudents",     # the summary, formulas as MathML, no stray values under test cells
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+# nbgrader's feedback page without MathJax from a CDN (autograder/templates/course_feedback).
+import nbgrader as _nbgrader  # noqa: E402
+c.HTMLExporter.template_name = "course_feedback"
+c.HTMLExporter.extra_template_basedirs = [
+    str(ROOT / "autograder" / "templates"),
+    str(Path(_nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates")]
 
 # ---- The term (course.toml, extensions.csv; autograder/term.py) ----
 # Every released notebook shows the step's due date and late policy right after the header.

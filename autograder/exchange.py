@@ -260,6 +260,28 @@ def my_feedback(step: str = STEP) -> list[Path]:
         newest = max(p.parent for p in found)
         print(f"my-feedback: {len(found)} feedback pages; the newest in {_show(newest)}/: "
               + ", ".join(p.name for p in sorted(newest.glob('*.html'))))
+        summary = feedback_summary(newest)
+        if summary:
+            print(f"my-feedback: your scores for {summary['step']} (each page opens with the same summary):")
+            for line in summary["lines"]:
+                print(f"    {line}")
     else:
         print("my-feedback: no feedback on your submissions yet")
     return found
+
+
+def feedback_summary(folder: Path) -> dict | None:
+    """The scores summary the feedback pages in `folder` carry (autograder/feedback.py); None when
+    they carry none (feedback written before there was one)."""
+    import json
+
+    from .feedback import SUMMARY_ID
+    pattern = re.compile(r'<script[^>]*id="' + SUMMARY_ID + r'"[^>]*>(.*?)</script>', re.S)
+    for page in sorted(Path(folder).glob("*.html")):
+        match = pattern.search(page.read_text(encoding="utf-8", errors="replace"))
+        if match:
+            try:
+                return json.loads(match[1])
+            except ValueError:
+                continue
+    return None

@@ -316,11 +316,15 @@ def term_records(url: str, step: str = STEP) -> dict[str, dict]:
         return {}
 
 
-def term_records_in(gb, step: str = STEP) -> dict[str, dict]:
+def term_records_in(gb, step: str = STEP, student: str | None = None) -> dict[str, dict]:
     from nbgrader.api import Assignment as DbAssignment
+    from nbgrader.api import Student as DbStudent
     from nbgrader.api import SubmittedAssignment as Submission
     out = {}
-    rows = gb.db.query(Submission).join(DbAssignment).filter(DbAssignment.name == step).all()
+    query = gb.db.query(Submission).join(DbAssignment).filter(DbAssignment.name == step)
+    if student is not None:
+        query = query.join(DbStudent).filter(DbStudent.id == student)
+    rows = query.all()
     for submission in rows:
         out[submission.student.id] = {
             "timestamp": _iso(submission.timestamp),

@@ -58,11 +58,15 @@ def from_results(results: list[dict], term: dict[str, dict]) -> dict[str, dict]:
     return out
 
 
-def from_gradebook(gb, step: str) -> dict[str, dict]:
-    """The same totals from nbgrader's gradebook alone (what `nbgrader export` sees)."""
-    from nbgrader.api import Assignment, SubmittedAssignment
+def from_gradebook(gb, step: str, student: str | None = None) -> dict[str, dict]:
+    """The same totals from nbgrader's gradebook alone (what `nbgrader export` sees); one student's only
+    with `student`."""
+    from nbgrader.api import Assignment, Student, SubmittedAssignment
     out: dict[str, dict] = {}
-    rows = gb.db.query(SubmittedAssignment).join(Assignment).filter(Assignment.name == step).all()
+    query = gb.db.query(SubmittedAssignment).join(Assignment).filter(Assignment.name == step)
+    if student is not None:
+        query = query.join(Student).filter(Student.id == student)
+    rows = query.all()
     for submission in rows:
         notebooks = {}
         for nb in submission.notebooks:
