@@ -20,7 +20,7 @@ GRADE_FLAGS = $(if $(WORKERS),--workers $(WORKERS)) --sandbox $(SANDBOX) $(if $(
 
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS))
 
-.PHONY: bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions export lab test test-browser test-quick clean-grades
+.PHONY: bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions export pdfs lab test test-browser test-quick clean-grades
 
 setup: install data release solutions example
 	@echo "setup: done. Student notebooks in release/step-04/, solutions in solutions/, example grades in autograder/grades.csv"
@@ -99,6 +99,10 @@ extensions: $(PY)
 # autograder/export/notebooks-step-04.csv (one line per student and notebook).
 export: $(PY)
 	$(PY) -m autograder export
+
+# The written answers, the question above each, one PDF per student (autograder/pdfs/; Chromium).
+pdfs: $(PY)
+	$(PY) -m autograder pdfs
 
 lab: fetch
 	$(PY) -m autograder lab

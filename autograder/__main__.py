@@ -15,6 +15,7 @@
   python -m autograder collect                 instructor: newest submissions -> autograder/collected/
   python -m autograder return-feedback         instructor: feedback of graded submissions -> the exchange
   python -m autograder export                  grades for the LMS: autograder/export/canvas-<step>.csv, notebooks-<step>.csv
+  python -m autograder pdfs                    every student's written answers, one PDF each (autograder/pdfs/)
   python -m autograder extensions              the extensions granted (extensions.csv) and the due dates they give
   python -m autograder lab [--formgrader]      the course's JupyterLab (students: notebooks/; instructors: formgrader)
 """
@@ -58,6 +59,7 @@ def main(argv=None) -> int:
     sub.add_parser("collect")
     sub.add_parser("return-feedback")
     sub.add_parser("export", help="the Canvas gradebook import and per-notebook totals (autograder/export/)")
+    sub.add_parser("pdfs", help="the written answers, one PDF per student, for grading on paper or in Gradescope")
     sub.add_parser("extensions", help="the extensions in extensions.csv and the due dates they give")
     p = sub.add_parser("lab")
     p.add_argument("--formgrader", action="store_true", help="the instructor's JupyterLab, opening nbgrader's formgrader")
@@ -128,6 +130,9 @@ def main(argv=None) -> int:
     elif args.command == "export":
         from .export import export_all
         export_all()
+    elif args.command == "pdfs":
+        from .pdfs import make_pdfs
+        make_pdfs()
     elif args.command == "extensions":
         from .term import TermError, list_extensions
         try:
