@@ -16,6 +16,8 @@
   python -m autograder return-feedback         instructor: feedback of graded submissions -> the exchange
   python -m autograder export                  grades for the LMS: autograder/export/canvas-<step>.csv, notebooks-<step>.csv
   python -m autograder pdfs                    every student's written answers, one PDF each (autograder/pdfs/)
+  python -m autograder handout [--to DIR]      the student-only hand-out (release, dlcourse, Binder config) -> handout/
+      [--hub URL --repo URL]                   and the nbgitpuller link that opens it on a JupyterHub
   python -m autograder extensions              the extensions granted (extensions.csv) and the due dates they give
   python -m autograder lab [--formgrader]      the course's JupyterLab (students: notebooks/; instructors: formgrader)
 """
@@ -60,6 +62,10 @@ def main(argv=None) -> int:
     sub.add_parser("return-feedback")
     sub.add_parser("export", help="the Canvas gradebook import and per-notebook totals (autograder/export/)")
     sub.add_parser("pdfs", help="the written answers, one PDF per student, for grading on paper or in Gradescope")
+    p = sub.add_parser("handout", help="the student-only hand-out")
+    p.add_argument("--to", type=Path, default=None, help="where to build it (default: handout/)")
+    p.add_argument("--hub", default=None, help="a JupyterHub's address: print the nbgitpuller link")
+    p.add_argument("--repo", default=None, help="the repository students pull the hand-out from")
     sub.add_parser("extensions", help="the extensions in extensions.csv and the due dates they give")
     p = sub.add_parser("lab")
     p.add_argument("--formgrader", action="store_true", help="the instructor's JupyterLab, opening nbgrader's formgrader")
@@ -133,6 +139,11 @@ def main(argv=None) -> int:
     elif args.command == "pdfs":
         from .pdfs import make_pdfs
         make_pdfs()
+    elif args.command == "handout":
+        from .handout import build_handout, nbgitpuller_link
+        build_handout(args.to)
+        if args.hub and args.repo:
+            print(f"handout: nbgitpuller link: {nbgitpuller_link(args.hub, args.repo)}")
     elif args.command == "extensions":
         from .term import TermError, list_extensions
         try:
