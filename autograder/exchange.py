@@ -262,7 +262,7 @@ def my_feedback(step: str = STEP) -> list[Path]:
               + ", ".join(p.name for p in sorted(newest.glob('*.html'))))
         summary = feedback_summary(newest)
         if summary:
-            print(f"my-feedback: your scores for {summary['step']} (each page opens with the same summary):")
+            print(f"my-feedback: scores of {summary['student']} for {summary['step']} (each page opens with the same summary):")
             for line in summary["lines"]:
                 print(f"    {line}")
     else:

@@ -91,11 +91,12 @@ def summary_lines(sid: str, totals: dict, term: dict | None = None) -> list[str]
             extra.append(f"late penalty -{nb['late_penalty']:g}")
         if nb["to_grade"]:
             extra.append(f"{len(nb['to_grade'])} written answer{'s' * (len(nb['to_grade']) > 1)} still to be graded")
-        lines.append(f"{name:<28} {nb['final_score']:6.1f} / {nb['max_score']:<5g}"
-                     + (f"  ({'; '.join(extra)})" if extra else ""))
+        lines.append((f"{name:<28} {nb['final_score']:6.1f} / {nb['max_score']:<5g}"
+                      + (f"  ({'; '.join(extra)})" if extra else "")).rstrip())
     lines.append(f"{'step total':<28} {step['total']:6.1f} / {step['required_max']:<5g}"
                  f"  (required {step['required']:g} / {step['required_max']:g}, bonus {step['bonus']:g} / "
-                 f"{step['bonus_max']:g}, late penalty -{step['late_penalty']:g})")
+                 f"{step['bonus_max']:g}, "
+                 + (f"late penalty -{step['late_penalty']:g})" if step["late_penalty"] else "no late penalty)"))
     if term.get("timestamp"):
         late = term.get("seconds_late", 0)
         from .term import late_text
