@@ -20,7 +20,7 @@ GRADE_FLAGS = $(if $(WORKERS),--workers $(WORKERS)) --sandbox $(SANDBOX) $(if $(
 
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS))
 
-.PHONY: bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions export pdfs handout lab test test-browser test-quick clean-grades
+.PHONY: bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions export pdfs handout similarity lab test test-browser test-quick clean-grades
 
 setup: install data release solutions example
 	@echo "setup: done. Student notebooks in release/step-04/, solutions in solutions/, example grades in autograder/grades.csv"
@@ -103,6 +103,10 @@ export: $(PY)
 # The written answers, the question above each, one PDF per student (autograder/pdfs/; Chromium).
 pdfs: $(PY)
 	$(PY) -m autograder pdfs
+
+# Answers alike across the class, listed for a person to look at (autograder/similarity.csv; THRESHOLD=0.8).
+similarity: $(PY)
+	$(PY) -m autograder similarity $(if $(THRESHOLD),--threshold $(THRESHOLD))
 
 # The student-only hand-out in handout/: release, dlcourse, requirements, Binder config (no sources,
 # checks or solutions). HUB=<JupyterHub URL> REPO=<hand-out repository> also prints the nbgitpuller link.

@@ -18,6 +18,7 @@
   python -m autograder pdfs                    every student's written answers, one PDF each (autograder/pdfs/)
   python -m autograder handout [--to DIR]      the student-only hand-out (release, dlcourse, Binder config) -> handout/
       [--hub URL --repo URL]                   and the nbgitpuller link that opens it on a JupyterHub
+  python -m autograder similarity [--threshold X]   answers alike across the class, for a person to look at
   python -m autograder extensions              the extensions granted (extensions.csv) and the due dates they give
   python -m autograder lab [--formgrader]      the course's JupyterLab (students: notebooks/; instructors: formgrader)
 """
@@ -66,6 +67,8 @@ def main(argv=None) -> int:
     p.add_argument("--to", type=Path, default=None, help="where to build it (default: handout/)")
     p.add_argument("--hub", default=None, help="a JupyterHub's address: print the nbgitpuller link")
     p.add_argument("--repo", default=None, help="the repository students pull the hand-out from")
+    p = sub.add_parser("similarity", help="pairs of answers alike across the class (never a grade change)")
+    p.add_argument("--threshold", type=float, default=0.8, help="list pairs at or above this similarity (0..1)")
     sub.add_parser("extensions", help="the extensions in extensions.csv and the due dates they give")
     p = sub.add_parser("lab")
     p.add_argument("--formgrader", action="store_true", help="the instructor's JupyterLab, opening nbgrader's formgrader")
@@ -144,6 +147,11 @@ def main(argv=None) -> int:
         build_handout(args.to)
         if args.hub and args.repo:
             print(f"handout: nbgitpuller link: {nbgitpuller_link(args.hub, args.repo)}")
+    elif args.command == "similarity":
+        if not 0 < args.threshold <= 1:
+            parser.error("--threshold must be above 0 and at most 1")
+        from .similarity import report
+        report(args.threshold)
     elif args.command == "extensions":
         from .term import TermError, list_extensions
         try:
