@@ -5,6 +5,8 @@
 #                     make test-browser: only JupyterLab in Chromium)
 # Instructor:  make release | make solutions | make grade SUBMISSIONS=<folder> | make feedback | make formgrader
 #              make collect (submissions from the exchange) | make return-feedback (feedback back to it)
+#              make extensions | make export (Canvas CSV, per-notebook CSV) | make pdfs (written answers)
+#              make handout (the student-only distribution) | make similarity (answers alike, to look at)
 # Student:     make lab (JupyterLab in notebooks/, with your own copy of the released step)
 #              make fetch | make validate | make submit [STUDENT=id] | make my-feedback
 

@@ -13,6 +13,10 @@ import re
 CODE = re.compile(r"(```.*?```|~~~.*?~~~|`[^`\n]*`)", re.S)
 DISPLAY = re.compile(r"\$\$(.+?)\$\$", re.S)
 INLINE = re.compile(r"(?<![\\$\w])\$(?=\S)([^$\n]+?)(?<=\S)\$(?![\w$])")
+TAG = re.compile(r"</?\s*([A-Za-z][\w:-]*)")
+MATHML_TAGS = {"math", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "msub", "msup", "msubsup", "mfrac",
+               "msqrt", "mroot", "mover", "munder", "munderover", "mtable", "mtr", "mtd", "mstyle", "mpadded",
+               "mphantom", "menclose", "merror", "semantics", "annotation", "mmultiscripts", "mprescripts", "none"}
 ENVIRONMENT = re.compile(r"\\begin\{(equation\*?|align\*?|gather\*?)\}(.+?)\\end\{\1\}", re.S)
 
 
@@ -22,7 +26,10 @@ def to_mathml(latex: str, display: bool) -> str:
         out = convert(latex.strip(), display="block" if display else "inline")
     except Exception:       # latex2mathml raises many kinds on what it does not know
         return f"<code>{html.escape(latex.strip())}</code>"
-    return out.replace("\n", " ")
+    out = out.replace("\n", " ")
+    if any(tag.lower() not in MATHML_TAGS for tag in TAG.findall(out)) or re.search(r"\son\w+\s*=", out, re.I):
+        return f"<code>{html.escape(latex.strip())}</code>"     # HTML smuggled in (\\text{<img …>}): shown as text
+    return out
 
 
 def markdown_math_to_mathml(source: str) -> str:

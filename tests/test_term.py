@@ -285,6 +285,8 @@ def test_formulas_become_mathml_outside_code_and_survive_what_cannot_convert():
     assert "$q_i" not in out and "$$" not in out
     broken = markdown_math_to_mathml("$\\frac{1}{$ and text")
     assert "<math" not in broken or "<code>" in broken
+    smuggled = markdown_math_to_mathml("$\\text{<img src=x onerror=alert(1)>}$ and $a<script>b$")
+    assert "<img" not in smuggled and "<script" not in smuggled and "&lt;img" in smuggled
 
 
 def test_my_feedback_reads_the_summary_the_feedback_page_carries(tmp_path):

@@ -1,6 +1,6 @@
 """A whole term on the example students, through the Makefile, in a copy of the course: the step is
 released with a due date; ada, half and blank fetch and submit through the exchange; ada is on time,
-half is late, blank is late too but on time through her extension; the instructor collects, grades,
+blank is late but on time through her extension, half is late; the instructor collects, grades,
 scores a written answer, exports to the LMS, prints the written answers, returns the feedback, and
 each page and `make my-feedback` show the totals with the late penalty."""
 from __future__ import annotations
@@ -56,8 +56,8 @@ def test_a_whole_term(tmp_path_factory):
     due = datetime.now(timezone.utc)             # the deadline passes: the next two are late
     set_due(course, due)
     time.sleep(1.5)
-    hand_in("half", lambda cid, i: i < 3)
     hand_in("blank", lambda cid, i: False)
+    hand_in("half", lambda cid, i: i < 3)
 
     out = make(course, "collect")
     for sid in ("ada", "half", "blank"):
@@ -135,3 +135,34 @@ def test_a_whole_term(tmp_path_factory):
         assert "Out[" not in page
     half_page = (home / "feedback" / "half" / STEP / f"{FIRST}.html").read_text()
     assert "Late submission penalty" in half_page and "late" in half_page
+    assert_renders_offline(home / "feedback" / "half" / STEP / f"{FIRST}.html")
+
+
+def assert_renders_offline(page_path) -> None:
+    """The feedback page in Chromium with every network request refused: nothing is requested, the
+    formulas are laid out as MathML (boxes with a size), the summary is the first thing in the page."""
+    import os
+
+    from autograder.pdfs import chromium_path
+    if chromium_path() is None:
+        if os.environ.get("REQUIRE_BROWSER") == "1":
+            pytest.fail("REQUIRE_BROWSER=1, but Chromium is not installed")
+        return
+    from playwright.sync_api import sync_playwright
+    requested = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        try:
+            context = browser.new_context(offline=True)
+            context.route("**/*", lambda route: (requested.append(route.request.url), route.abort())
+                          if not route.request.url.startswith("file:") else route.continue_())
+            page = context.new_page()
+            page.goto(page_path.as_uri())
+            sizes = page.eval_on_selector_all("math", "els => els.map(e => e.getBoundingClientRect().width)")
+            first = page.eval_on_selector("div.course-summary", "e => e.innerText")
+        finally:
+            browser.close()
+    assert requested == [], f"the feedback page asked the network for {requested[:5]}"
+    assert len(sizes) > 10 and min(sizes) > 0, "formulas not laid out as MathML"
+    assert "step total" in first
