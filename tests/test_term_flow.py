@@ -69,6 +69,9 @@ def test_a_whole_term(tmp_path_factory):
     home = course / "autograder"
     data = json.loads((home / "grades.json").read_text())
     assert data["schema_version"] == 2 and data["term"]["late_policy"] == "per_hour"
+    from autograder.report import GRADES_SCHEMA
+    assert set(data) == set(GRADES_SCHEMA) and set(data["term"]) == set(GRADES_SCHEMA["term"])
+    assert all(set(s) == set(GRADES_SCHEMA["submissions"][0]) for s in data["submissions"])
     subs = {s["student"]: s for s in data["submissions"]}
     assert all(s["time_source"] == "timestamp.txt" for s in subs.values()), subs
     assert subs["ada"]["seconds_late"] == 0 and subs["ada"]["step"]["late_penalty"] == 0
