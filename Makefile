@@ -6,6 +6,8 @@
 # Every course command takes STEP=<step> (default: the only or newest step in source/; `make steps` lists them).
 # Instructor:  make release | make solutions | make grade SUBMISSIONS=<folder> | make feedback | make formgrader
 #              make collect (submissions from the exchange) | make return-feedback (feedback back to it)
+#              make extensions | make export (Canvas CSV, per-notebook CSV) | make pdfs (written answers)
+#              make handout (the student-only distribution) | make similarity (answers alike, to look at)
 # Student:     make lab (JupyterLab in notebooks/, with your own copy of the released step)
 #              make fetch | make validate | make submit [STUDENT=id] | make my-feedback
 
@@ -24,7 +26,7 @@ GRADE_FLAGS = $(STEP_FLAG) $(if $(WORKERS),--workers $(WORKERS)) --sandbox $(SAN
 
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS))
 
-.PHONY: steps new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback lab test test-browser test-quick clean-grades
+.PHONY: steps new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions export pdfs handout similarity lab test test-browser test-quick clean-grades
 
 setup: install data release solutions example
 	@echo "setup: done. Student notebooks in release/<step>/, solutions in solutions/, example grades in autograder/grades/<step>.csv"
@@ -94,6 +96,28 @@ collect: $(PY)
 
 return-feedback: $(PY)
 	$(PY) -m autograder return-feedback $(STEP_FLAG)
+
+# The term (course.toml: due dates and late policy; extensions.csv: per-student extensions).
+extensions: $(PY)
+	$(PY) -m autograder extensions $(STEP_FLAG)
+
+# Grades for the LMS: autograder/export/canvas-<step>.csv (Canvas's gradebook import) and
+# autograder/export/notebooks-<step>.csv (one line per student and notebook).
+export: $(PY)
+	$(PY) -m autograder export $(STEP_FLAG)
+
+# The written answers, the question above each, one PDF per student (autograder/pdfs/; Chromium).
+pdfs: $(PY)
+	$(PY) -m autograder pdfs $(STEP_FLAG)
+
+# Answers alike across the class, listed for a person to look at (autograder/similarity.csv; THRESHOLD=0.8).
+similarity: $(PY)
+	$(PY) -m autograder similarity $(STEP_FLAG) $(if $(THRESHOLD),--threshold $(THRESHOLD))
+
+# The student-only hand-out in handout/: release, dlcourse, requirements, Binder config (no sources,
+# checks or solutions). HUB=<JupyterHub URL> REPO=<hand-out repository> also prints the nbgitpuller link.
+handout: $(PY)
+	$(PY) -m autograder handout $(STEP_FLAG) $(if $(HUB),--hub $(HUB)) $(if $(REPO),--repo $(REPO))
 
 lab: fetch
 	$(PY) -m autograder lab $(STEP_FLAG)

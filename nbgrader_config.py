@@ -72,19 +72,13 @@ c.Execute.startup_timeout = 120
 c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r"(?s)^(\S+:\d+: )?(\w+Warning|Matplotlib is building the font cache)"
 
-# A hidden test is declared once, in its check: its cell's points and metadata are stamped from the
-# check before nbgrader records them (autograder/stamp.py).
-from autograder.stamp import StampHiddenTests  # noqa: E402
-from nbgrader.converters import GenerateAssignment  # noqa: E402
-c.GenerateAssignment.preprocessors = [StampHiddenTests] + \
-    GenerateAssignment.class_traits()["preprocessors"].default()
-
 # A student who deletes a test cell does not get out of it: the cell is put back and run.
 c.OverwriteCells.add_missing_cells = True
 
 # Solutions keep their answers and pictures but not the hidden tests (`make solutions` uses the
 # same list; this makes a plain `nbgrader generate_solution` agree with it).
 from autograder.build import solution_preprocessors  # noqa: E402
+from nbgrader.preprocessors import IncludeHeaderFooter  # noqa: E402
 from autograder.execute import Execute  # noqa: E402  (nbgrader's Execute, without the slider-cell hang)
 c.GenerateSolution.preprocessors = solution_preprocessors() + [Execute]
 
@@ -101,5 +95,25 @@ c.Validator.preprocessors = [Execute if p.__name__ == "Execute" else p
 c.GenerateFeedback.preprocessors = [
     "autograder.feedback.StripHiddenTests",
     "nbgrader.preprocessors.GetGrades",
+    "autograder.feedback.ForStudents",     # the summary, formulas as MathML, no stray values under test cells
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+# nbgrader's feedback page without MathJax from a CDN (autograder/templates/course_feedback).
+import nbgrader as _nbgrader  # noqa: E402
+c.HTMLExporter.template_name = "course_feedback"
+c.HTMLExporter.extra_template_basedirs = [
+    str(ENGINE / "autograder" / "templates"),
+    str(Path(_nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates")]
+
+# Generating a release: first a hidden test's points and metadata are stamped from its check, which
+# alone declares them (autograder/stamp.py), before nbgrader records them; every released notebook
+# shows the step's due date and late policy right after the header (the term: course.toml,
+# extensions.csv; autograder/term.py).
+from nbgrader.converters import GenerateAssignment  # noqa: E402
+from autograder.stamp import StampHiddenTests  # noqa: E402
+from autograder.term import CourseLatePenalty, ShowDueDate  # noqa: E402
+_assign = GenerateAssignment.class_traits()["preprocessors"].default()
+c.GenerateAssignment.preprocessors = ([StampHiddenTests] + _assign[:_assign.index(IncludeHeaderFooter) + 1]
+                                      + [ShowDueDate] + _assign[_assign.index(IncludeHeaderFooter) + 1:])
+# Late work costs what course.toml's [late] says, in nbgrader's own late-penalty step too.
+c.AssignLatePenalties.plugin_class = CourseLatePenalty

@@ -15,6 +15,12 @@ only step in source/, or the newest).
   python -m autograder my-feedback             a student's returned feedback -> notebooks/<step>/feedback/
   python -m autograder collect                 instructor: newest submissions -> autograder/collected/
   python -m autograder return-feedback         instructor: feedback of graded submissions -> the exchange
+  python -m autograder export                  grades for the LMS: autograder/export/canvas-<step>.csv, notebooks-<step>.csv
+  python -m autograder pdfs                    every student's written answers, one PDF each (autograder/pdfs/)
+  python -m autograder handout [--to DIR]      the student-only hand-out (release, dlcourse, Binder config) -> handout/
+      [--hub URL --repo URL]                   and the nbgitpuller link that opens it on a JupyterHub
+  python -m autograder similarity [--threshold X]   answers alike across the class, for a person to look at
+  python -m autograder extensions              the extensions granted (extensions.csv) and the due dates they give
   python -m autograder lab [--formgrader]      the course's JupyterLab (students: notebooks/; instructors: formgrader)
   python -m autograder steps                   the steps in source/
   python -m autograder new-check NOTEBOOK ID   a new hidden test: its check (probe, judge) and its cell, stubbed
@@ -127,6 +133,44 @@ def cmd_new_check(step, args, extra) -> int:
     return 0
 
 
+def cmd_export(step, args, extra) -> int:
+    from .export import export_all
+    export_all(step.name)
+    return 0
+
+
+def cmd_pdfs(step, args, extra) -> int:
+    from .pdfs import make_pdfs
+    make_pdfs(step.name)
+    return 0
+
+
+def cmd_handout(step, args, extra) -> int:
+    from .handout import build_handout, nbgitpuller_link
+    build_handout(step.name, args.to)
+    if args.hub and args.repo:
+        print(f"handout: nbgitpuller link: {nbgitpuller_link(args.hub, args.repo, step.name)}")
+    return 0
+
+
+def cmd_similarity(step, args, extra) -> int:
+    if not 0 < args.threshold <= 1:
+        raise SystemExit("similarity: --threshold must be above 0 and at most 1")
+    from .similarity import report
+    report(step.name, args.threshold)
+    return 0
+
+
+def cmd_extensions(step, args, extra) -> int:
+    from .term import TermError, list_extensions
+    try:
+        list_extensions(step.name)
+    except TermError as err:
+        print(f"extensions: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
 COMMANDS = {
     "release": cmd_release, "solutions": cmd_solutions, "grade": cmd_grade, "example": cmd_example,
     "gradebook": cmd_gradebook, "report": cmd_report, "feedback": cmd_report,
@@ -136,6 +180,8 @@ COMMANDS = {
     "my-feedback": _exchange(lambda ex, step, args: ex.my_feedback(step) and None),
     "collect": _exchange(lambda ex, step, args: ex.collect(step) and None),
     "return-feedback": _exchange(lambda ex, step, args: ex.return_feedback(step) and None),
+    "export": cmd_export, "pdfs": cmd_pdfs, "handout": cmd_handout, "similarity": cmd_similarity,
+    "extensions": cmd_extensions,
     "lab": cmd_lab, "steps": cmd_steps, "new-check": cmd_new_check,
 }
 
@@ -164,6 +210,11 @@ def parser() -> argparse.ArgumentParser:
     made["submit"].add_argument("--student", default=None, help="your student id (default: your login name)")
     made["lab"].add_argument("--formgrader", action="store_true",
                              help="the instructor's JupyterLab, opening nbgrader's formgrader")
+    made["handout"].add_argument("--to", type=Path, default=None, help="where to build it (default: handout/)")
+    made["handout"].add_argument("--hub", default=None, help="a JupyterHub's address: print the nbgitpuller link")
+    made["handout"].add_argument("--repo", default=None, help="the repository students pull the hand-out from")
+    made["similarity"].add_argument("--threshold", type=float, default=0.8,
+                                    help="list pairs at or above this similarity (0..1)")
     made["new-check"].add_argument("notebook", help="the notebook's name in source/<step>/, without .ipynb")
     made["new-check"].add_argument("grade_id", help="the hidden test's grade id (letters, digits, _)")
     made["new-check"].add_argument("--points", type=float, default=1.0)

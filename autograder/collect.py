@@ -4,7 +4,12 @@
   * one folder per student (`alice/01-on-paper.ipynb`, or nbgrader's `alice/<step>/…`),
   * one zip per student (`alice.zip`, notebooks anywhere inside),
   * loose notebooks whose names carry the student id (`alice_01-on-paper.ipynb`,
-    `01-on-paper-alice.ipynb`, `alice - 01-on-paper (2).ipynb`: all three are `alice`).
+    `01-on-paper-alice.ipynb`, `alice - 01-on-paper (2).ipynb`: all three are `alice`), among them
+    the files of an LMS's bulk download (Canvas: `smithjohn_LATE_12345_67890_01-on-paper.ipynb`,
+    `canvas_name`: the student is `smithjohn`, and LATE marks the submission late).
+A submission's time is the `timestamp.txt` that nbgrader's submit writes beside the notebooks (in a
+student's folder or zip) when there is one, else the file's modification time (a zip entry's time);
+`Received.time_source` says which.
 A student's id is the name as written (`student_id`): letters of every script kept, in one Unicode
 form (NFC), so a name typed on Linux and the same name from a Mac are one student. A name that
 cannot be an id, or two names that would become one id (`Bob Smith` and `bob-smith`), are reported
@@ -42,6 +47,8 @@ class Received:
     data: bytes | None = None
     mtime: float = 0.0
     problem: str | None = None   # why this file cannot be graded
+    time_source: str = "file time"   # where `mtime` came from: "timestamp.txt", "file time", "zip entry time"
+    lms_late: bool = False       # an LMS's download marked it late (Canvas's `_LATE_` in the name)
 
     def __post_init__(self):     # a file name may hold terminal escapes: messages show them escaped
         self.origin = printable(self.origin)
@@ -146,6 +153,20 @@ def loose_raw_id(rest: str) -> str:
     return rest.strip(" \t_-.")
 
 
+# Canvas's bulk download of an assignment's submissions: `<name>_[LATE_]<user id>_<file id>_<file name>`
+# (the name in lower case, letters only; `LATE` when it came after Canvas's due date).
+CANVAS_NAME = re.compile(r"^(?P<name>[^\W_]+)_(?:(?P<late>LATE)_)?(?P<user>\d+)_(?P<file>\d+)_(?P<rest>.+)$")
+
+
+def canvas_name(filename: str) -> tuple[str, bool, str] | None:
+    """(student's name, late flag, the file's own name) of a file named as Canvas's bulk download
+    names them; None for any other name."""
+    match = CANVAS_NAME.match(filename)
+    if not match:
+        return None
+    return match["name"], bool(match["late"]), match["rest"]
+
+
 def printable(text: str) -> str:
     r"""`text` with control and other unprintable characters escaped (`\x1b`, `\udceb`)."""
     return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
@@ -201,8 +222,9 @@ def _collect(path: Path, notebooks: list[str], wanted) -> list[Received]:
         elif entry.suffix == ".zip":
             entries.append((entry, "zip", _utf8(entry.stem), None))
         elif entry.suffix == ".ipynb":
-            name, rest = match_notebook(_utf8(entry.name), notebooks)
-            entries.append((entry, "file", loose_raw_id(rest), name))
+            canvas = canvas_name(_utf8(entry.name))
+            name, rest = match_notebook(canvas[2] if canvas else _utf8(entry.name), notebooks)
+            entries.append((entry, "file", canvas[0] if canvas else loose_raw_id(rest), name))
         else:
             entries.append((entry, "other", None, None))
     ids = assign_ids(raw for _, kind, raw, _ in entries if raw)
@@ -231,14 +253,42 @@ def _collect(path: Path, notebooks: list[str], wanted) -> list[Received]:
                 elif file.suffix == ".zip":
                     received += _from_zip(file, origin, sid, notebooks)
                 elif file.suffix == ".ipynb":
-                    received.append(_from_file(file, origin, sid, notebooks))
+                    item = _from_file(file, origin, sid, notebooks)
+                    _stamp(item, _folder_timestamp(file.parent, entry))
+                    received.append(item)
                 elif file.name not in NBGRADER_FILES:
                     received.append(Received(sid, None, origin, problem="not a notebook (.ipynb): ignored"))
         elif kind == "zip":
             received += _from_zip(entry, entry.name, sid, notebooks)
         else:
-            received.append(_from_file(entry, entry.name, sid, notebooks))
+            item = _from_file(entry, entry.name, sid, notebooks)
+            item.lms_late = bool((canvas_name(_utf8(entry.name)) or ("", False))[1])
+            received.append(item)
     return received
+
+
+MAX_TIMESTAMP_BYTES = 256
+
+
+def _folder_timestamp(folder: Path, top: Path) -> str | None:
+    """The text of the `timestamp.txt` nearest a notebook: in its folder or a parent up to the
+    student's folder `top` (nbgrader's collect puts it beside the notebooks)."""
+    while True:
+        stamp = folder / "timestamp.txt"
+        if stamp.is_file() and not stamp.is_symlink():
+            with open(stamp, "rb") as f:
+                return f.read(MAX_TIMESTAMP_BYTES).decode("utf-8", "replace")
+        if folder == top or top not in folder.parents:
+            return None
+        folder = folder.parent
+
+
+def _stamp(item: Received, text: str | None) -> None:
+    """Use a `timestamp.txt`'s time for a readable notebook, when it holds one."""
+    from .term import parse_timestamp
+    when = parse_timestamp(text) if text is not None else None
+    if when is not None and item.problem is None:
+        item.mtime, item.time_source = when, "timestamp.txt"
 
 
 def pick_newest(received: list[Received]) -> tuple[dict[tuple[str, str], Received], list[dict]]:
@@ -287,6 +337,13 @@ def _from_zip(file: Path, origin: str, sid: str, notebooks: list[str]) -> list[R
         members = [m for m in archive.infolist() if not m.is_dir()]
         if len(members) > MAX_ZIP_MEMBERS:
             return [Received(sid, None, origin, problem=f"the zip holds {len(members)} files; expected a few notebooks")]
+        stamps = {}             # folder inside the zip -> its timestamp.txt's text
+        for member in members:
+            if Path(member.filename).name == "timestamp.txt" and member.file_size <= MAX_TIMESTAMP_BYTES:
+                try:
+                    stamps[str(Path(member.filename).parent)] = archive.read(member).decode("utf-8", "replace")
+                except (zipfile.BadZipFile, OSError, RuntimeError, EOFError):
+                    pass
         for member in members:
             inner = f"{origin}:{member.filename}"
             parts = Path(member.filename).parts
@@ -297,7 +354,8 @@ def _from_zip(file: Path, origin: str, sid: str, notebooks: list[str]) -> list[R
                                     problem="a path that leaves the zip (absolute or '..'): ignored"))
                 continue
             if not member.filename.endswith(".ipynb"):
-                out.append(Received(sid, None, inner, problem="not a notebook (.ipynb): ignored"))
+                if Path(member.filename).name not in NBGRADER_FILES:
+                    out.append(Received(sid, None, inner, problem="not a notebook (.ipynb): ignored"))
                 continue
             name, _ = match_notebook(Path(member.filename).name, notebooks)
             item = Received(sid, name, inner)
@@ -313,9 +371,18 @@ def _from_zip(file: Path, origin: str, sid: str, notebooks: list[str]) -> list[R
                     item.problem = f"could not be read from the zip ({err})"
                 else:
                     item.problem = check_notebook(item.data)
-                    item.mtime = zip_mtime(member)
+                    item.mtime, item.time_source = zip_mtime(member), "zip entry time"
+                    _stamp(item, _zip_timestamp(stamps, Path(member.filename).parent))
             out.append(item)
     return out
+
+
+def _zip_timestamp(stamps: dict[str, str], folder: Path) -> str | None:
+    """The `timestamp.txt` nearest a zip member: in its folder or a parent folder of the zip."""
+    for candidate in [folder, *folder.parents]:
+        if str(candidate) in stamps:
+            return stamps[str(candidate)]
+    return None
 
 
 def zip_mtime(member: zipfile.ZipInfo) -> float:

@@ -160,7 +160,17 @@ def fetch(step: str) -> list[str]:
         print(f"fetch: copied {len(copied)} notebooks to {_show(mine)}/: {', '.join(copied)}")
     if kept:
         print(f"fetch: kept your {len(kept)} notebooks already in {_show(mine)}/ (never overwritten)")
+    _say_due("fetch", step)
     return copied
+
+
+def _say_due(command: str, step: str) -> None:
+    """When the step is due (course.toml), how long from now, and what late work costs."""
+    from .term import TermError, due_line
+    try:
+        print(f"{command}: {due_line(step)}")
+    except TermError as err:
+        print(f"{command}: no due date shown: {err}")
 
 
 def validate(step: str) -> int:
@@ -195,6 +205,7 @@ def validate(step: str) -> int:
     if failing:
         print(f"validate: {failing} of {len(mine)} notebooks have work left "
               "(written answers are graded by hand after you submit; the tests' verdicts are shown above)")
+    _say_due("validate", step)
     return failing
 
 
@@ -249,6 +260,28 @@ def my_feedback(step: str) -> list[Path]:
         newest = max(p.parent for p in found)
         print(f"my-feedback: {len(found)} feedback pages; the newest in {_show(newest)}/: "
               + ", ".join(p.name for p in sorted(newest.glob('*.html'))))
+        summary = feedback_summary(newest)
+        if summary:
+            print(f"my-feedback: scores of {summary['student']} for {summary['step']} (each page opens with the same summary):")
+            for line in summary["lines"]:
+                print(f"    {line}")
     else:
         print("my-feedback: no feedback on your submissions yet")
     return found
+
+
+def feedback_summary(folder: Path) -> dict | None:
+    """The scores summary the feedback pages in `folder` carry (autograder/feedback.py); None when
+    they carry none (feedback written before there was one)."""
+    import json
+
+    from .feedback import SUMMARY_ID
+    pattern = re.compile(r'<script[^>]*id="' + SUMMARY_ID + r'"[^>]*>(.*?)</script>', re.S)
+    for page in sorted(Path(folder).glob("*.html")):
+        match = pattern.search(page.read_text(encoding="utf-8", errors="replace"))
+        if match:
+            try:
+                return json.loads(match[1])
+            except ValueError:
+                continue
+    return None

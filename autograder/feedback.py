@@ -9,6 +9,13 @@ It also makes every markdown cell renderable: a picture the text names (`attachm
 the cell does not hold, which makes nbconvert fail the notebook's feedback ("missing
 attachment"), is shown as a small placeholder instead (a notebook graded before pasted
 pictures were kept, see assemble.py).
+
+`ForStudents`, listed after nbgrader's GetGrades, makes the page a student's: it opens with the
+summary `make my-feedback` prints (totals per notebook and for the step, the late penalty, the
+written answers still to be graded; also as JSON for that command), shows formulas as MathML (no
+MathJax from a network, autograder/mathml.py) and drops the value a test cell returns (its score is in
+the cell's heading); the page's template (autograder/templates/course_feedback) puts the summary
+first and indexes only the cells worth points.
 """
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
@@ -51,3 +58,49 @@ class StripHiddenTests(NbGraderPreprocessor):
         elif cell.cell_type == "markdown" and "attachment:" in cell.source:
             missing_pictures(cell)
         return cell, resources
+
+
+SUMMARY_ID = "course-feedback-summary"
+
+
+def summary_for(db_url: str, step: str, student: str) -> dict | None:
+    """{student, step, notebooks, step_totals, term, lines} for one student from the gradebook."""
+    from nbgrader.api import Gradebook
+
+    from .course import COURSE_ID
+    from .term import term_records_in
+    from .totals import from_gradebook, summary_lines
+    with Gradebook(db_url, COURSE_ID) as gb:
+        totals = from_gradebook(gb, step, student=student).get(student)
+        record = term_records_in(gb, step, student=student).get(student, {})
+    if totals is None:
+        return None
+    return {"student": student, "step": step, "notebooks": totals["notebooks"], "step_totals": totals["step"],
+            "term": {k: v for k, v in record.items() if k != "penalties"},
+            "lines": summary_lines(student, totals, record)}
+
+
+def summary_html(summary: dict) -> str:
+    import html
+    import json
+    data = json.dumps(summary, sort_keys=True).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return (f'<div class="course-summary"><b>Your scores for {html.escape(summary["step"])}</b>'
+            f'<pre>{html.escape(chr(10).join(summary["lines"]))}</pre></div>'
+            f'<script type="application/json" id="{SUMMARY_ID}">{data}</script>')
+
+
+class ForStudents(NbGraderPreprocessor):
+    def preprocess(self, nb, resources):
+        from .mathml import markdown_math_to_mathml
+        info = resources.get("nbgrader", {})
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type == "markdown":
+                cell.source = markdown_math_to_mathml(cell.source)
+            if meta.get("grade") and not meta.get("solution") and cell.cell_type == "code":
+                cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") != "execute_result"]
+        summary = None
+        if info.get("db_url") and info.get("student") and info.get("assignment"):
+            summary = summary_for(info["db_url"], info["assignment"], info["student"])
+        resources["course_summary_html"] = summary_html(summary) if summary else ""
+        return nb, resources

@@ -307,7 +307,12 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     cores = available_cores()
     workers = workers or cores
     plan = Plan(step, url, sandbox, threads=max(1, cores // workers), limits=dict(limits or {}))
-    submitted_at = plan.keep_received(chosen, force)
+    # one time per student's submission: from nbgrader's timestamp.txt, else the file time (an LMS's
+    # late mark taken into account: autograder/term.py)
+    from .term import apply_term, save_time_sources, submission_times
+    submitted_at, time_sources = submission_times(chosen, step.name)
+    save_time_sources(time_sources, grader_home(), step.name)
+    plan.keep_received(chosen, force, submitted_at)
     plan.record_missing(students, chosen, problems)
     if plan.jobs:
         say(f"grade: {len(plan.jobs)} notebooks to grade with {workers} worker{'s' * (workers > 1)}"
@@ -315,6 +320,7 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     started = time.monotonic()
     plan.run(workers, submitted_at, say)
     sync_submission_times(step, submitted_at, url)
+    apply_term(url, step.name, sorted(students))      # due date, extensions, late penalties in the gradebook
     seconds = time.monotonic() - started
     current = [r for r in plan.results if r["student"] in set(students)]
     if feedback and students:
@@ -340,17 +346,14 @@ class Plan:
     jobs: list[Job] = field(default_factory=list)
     results: list[dict] = field(default_factory=list)
 
-    def keep_received(self, chosen: dict, force: bool) -> dict[str, float]:
+    def keep_received(self, chosen: dict, force: bool, submitted_at: dict[str, float]) -> None:
         """Store each chosen notebook in submitted/ (unmodified) and plan a job for each one not
-        graded yet with this grader; return each student's submission time.
+        graded yet with this grader.
 
-        One time stamp per student's submission (its newest notebook), the same in submitted/,
+        One time stamp per student's submission (`submitted_at`), the same in submitted/,
         autograded/ and the gradebook: nbgrader's formgrader shows a submission whose stamps differ
         as "needs autograding"."""
         fingerprint = self.step.fingerprint()
-        submitted_at: dict[str, float] = {}
-        for (sid, _), item in chosen.items():
-            submitted_at[sid] = max(submitted_at.get(sid, 0.0), item.mtime or time.time())
         for (sid, name), item in sorted(chosen.items()):
             path = grader_home() / "submitted" / sid / self.step.name / f"{name}.ipynb"
             if not path.exists() or path.read_bytes() != item.data:
@@ -368,7 +371,6 @@ class Plan:
                     continue
             self.jobs.append(Job(self.step.name, str(self.step.root), sid, name, str(path), key, self.sandbox,
                                  self.threads, dict(self.limits)))
-        return submitted_at
 
     def record_missing(self, students: list[str], chosen: dict, problems: list[dict]) -> None:
         """Notebooks a student did not hand in (or handed in unreadable) score zero, with the reason."""
@@ -517,6 +519,8 @@ def refresh_from_gradebook(step: Step, quiet: bool = False, feedback: bool = Tru
     from nbgrader.api import Gradebook, MissingEntry
     from .report import write_reports
     from .shards import shard_problems
+    from .term import apply_term
+    apply_term(db_url(), step.name)     # manual scores change a notebook's score, and so its late penalty
     results = [json.loads(p.read_text())
                for p in sorted((grader_home() / "work" / "results" / step.name).glob("*/*.json"))]
     with Gradebook(db_url(), COURSE_ID) as gb:

@@ -2,6 +2,9 @@
 
 One record per student, notebook and grade cell: student, notebook, grade_id, score,
 max_score, error (why the cell scored less than full marks), kind (auto or manual).
+<step>.json (its shape: GRADES_SCHEMA below, `schema_version` SCHEMA_VERSION) adds, per student, the
+submission's time, due date, extension, lateness and per-notebook totals with the late penalty
+(autograder/totals.py, autograder/term.py).
 Every reason and note is clipped to limits.TEXT_CHARS characters, and a notebook keeps at most
 MAX_NOTES notes: the reports stay small whatever a submission printed or raised.
 """
@@ -13,12 +16,29 @@ import json
 import unicodedata
 from pathlib import Path
 
-from .course import ROOT, grader_home
+from .course import ROOT, db_url, grader_home
 from .limits import clip
 
 MAX_NOTES = 50
 
 FIELDS = ["student", "notebook", "grade_id", "score", "max_score", "error", "kind", "bonus"]
+
+# <step>.json, version 2 (version 1 had no schema_version, term or submissions). A reader checks
+# schema_version; a new field is a new minor thing readers ignore, a changed or removed one a new version.
+SCHEMA_VERSION = 2
+GRADES_SCHEMA = {
+    "schema_version": "int: 2",
+    "step": "str: the step graded (its folder's name in source/)",
+    "term": {"due": "str: ISO 8601 UTC or ''", "late_policy": "str: none, zero, per_hour or per_day",
+             "late_percent": "float"},
+    "grades": [{field: "one record per student, notebook and grade cell (<step>.csv's columns)" for field in FIELDS}],
+    "submissions": [{"student": "str", "timestamp": "str: ISO 8601 UTC", "time_source": "str",
+                     "due": "str: ISO 8601 UTC, the extension included, or ''", "extension": "str: e.g. 2d or ''",
+                     "seconds_late": "float", "notebooks": {"<notebook>": "totals.notebook_totals"},
+                     "step": "totals.step_totals"}],
+    "problems": [{"student": "str", "notebook": "str or null", "file": "str", "problem": "str"}],
+    "notes": {"<student>/<notebook>": ["str"]},
+}
 
 
 def report_paths(step) -> tuple[Path, Path]:
@@ -38,14 +58,16 @@ def records(results: list[dict], step) -> list[dict]:
     return rows
 
 
-def table(results: list[dict], step) -> str:
-    """Per student: autograded points per notebook, the required total, the bonus, and the written
-    answers still waiting for a grader."""
+def table(results: list[dict], step, totals: dict | None = None) -> str:
+    """Per student: autograded points per notebook, the required total, the bonus, the late penalty
+    (with `totals`, totals.from_results) and the written answers still waiting for a grader."""
+    totals = totals or {}
     notebooks = sorted({r["notebook"] for r in results})
     students = sorted({r["student"] for r in results})
     by = {(r["student"], r["notebook"]): r for r in results}
     short = [n.split("-", 1)[0] for n in notebooks]
-    header = f"{'student':<18}" + "".join(f"{s:>7}" for s in short) + f"{'required':>13}{'bonus':>10}  written answers"
+    header = f"{'student':<18}" + "".join(f"{s:>7}" for s in short) + f"{'required':>13}{'bonus':>10}{'late':>7}" \
+        + "  written answers"
     lines = [header, "-" * len(header)]
     for sid in students:
         cols, got, top, bonus, bonus_top, open_, written = [], 0.0, 0.0, 0.0, 0.0, 0, 0
@@ -61,10 +83,11 @@ def table(results: list[dict], step) -> str:
                     bonus, bonus_top = bonus + (c["score"] or 0), bonus_top + c["max_score"]
                 else:
                     got, top = got + (c["score"] or 0), top + c["max_score"]
+        late = totals.get(sid, {}).get("step", {}).get("late_penalty", 0)
         lines.append(padded(sid, 18) + "".join(cols) + f"{got:>8.1f}/{top:<4.0f}{bonus:>6.1f}/{bonus_top:<3.0f}"
-                     + f"  {open_} of {written} to grade")
-    lines.append("(notebook columns: autograded points; written answers: those left to grade by hand in the "
-                 "formgrader, an unanswered one is scored 0 already)")
+                     + (f"{-late:>7.1f}" if late else f"{'-':>7}") + f"  {open_} of {written} to grade")
+    lines.append("(notebook columns: autograded points; late: the late penalty (course.toml); written answers: "
+                 "those left to grade by hand in the formgrader, an unanswered one is scored 0 already)")
     return "\n".join(lines)
 
 
@@ -93,15 +116,37 @@ def write_reports(step, results: list[dict], problems: list[dict], say=print) ->
     csv_path, json_path = report_paths(step)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     csv_path.write_text(out.getvalue(), encoding="utf-8")
-    json_path.write_text(json.dumps({"step": step.name, "grades": rows, "problems": problems,
-                                                        "notes": {f"{r['student']}/{r['notebook']}": _notes(r)
-                                                                  for r in results if r.get("notes")}},
-                                                       indent=1), encoding="utf-8")
+    term, totals, submissions = _term_part(step, results, grader_home())
+    json_path.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "step": step.name, "term": term,
+                                     "grades": rows, "submissions": submissions, "problems": problems,
+                                     "notes": {f"{r['student']}/{r['notebook']}": _notes(r)
+                                               for r in results if r.get("notes")}},
+                                    indent=1), encoding="utf-8")
     say("")
-    say(table(results, step))
+    say(table(results, step, totals))
     if problems:
         say("\nfiles that could not be graded:")
         for p in problems:
             say(f"  {p['student']}: {p['file']}: {p['problem']}")
     shown = [p.relative_to(ROOT) if p.is_relative_to(ROOT) else p for p in (csv_path, json_path)]
     say(f"\ngrades: {shown[0]} and {shown[1]} ({len(rows)} records)")
+
+
+def _term_part(step, results: list[dict], home) -> tuple[dict, dict, list[dict]]:
+    """grades.json's term, the totals per student, and its submissions list (from the gradebook's
+    submission times, due dates and penalties; autograder/term.py)."""
+    from .term import due_date, late_policy, term_records, time_source
+    from .totals import from_results
+    due = due_date(step.name)
+    policy, percent = late_policy()
+    term = {"due": due.isoformat() if due else "", "late_policy": policy, "late_percent": percent}
+    records = term_records(db_url(), step.name)
+    totals = from_results(results, records)
+    submissions = []
+    for sid in sorted(totals):
+        record = records.get(sid, {})
+        submissions.append({"student": sid, "timestamp": record.get("timestamp", ""),
+                            "time_source": time_source(sid, home, step.name), "due": record.get("due", ""),
+                            "extension": record.get("extension", ""),
+                            "seconds_late": record.get("seconds_late", 0.0), **totals[sid]})
+    return term, totals, submissions

@@ -26,7 +26,7 @@ GRADES_JSON = f"grades/{STEP}.json"
 
 # What a course copy needs: the code kernels import, the notebooks, the corpus, nbgrader's config.
 COURSE_PARTS = ("autograder", "dlcourse", "source", "release", "solutions", "data", "notebooks",
-                "nbgrader_config.py", "Makefile", "pyproject.toml")
+                "nbgrader_config.py", "Makefile", "pyproject.toml", "course.toml", "extensions.csv")
 GRADING_OUTPUTS = ("submitted", "autograded", "feedback", "work", "example-class", "collected",
                    "gradebook.db", "grades")
 

@@ -67,6 +67,7 @@ def test_round_trip_fetch_validate_submit_collect_grade_feedback(course):
 
     out = make(course, "validate", ok=not later)
     assert f"validate: {first}.ipynb: passes every test" in out
+    assert f"validate: {STEP} is due " in out, "validate does not show the due date (course.toml)"
     for name in later:
         assert f"validate: {name}.ipynb:" in out and f"validate: {name}.ipynb: passes" not in out
 

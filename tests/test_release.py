@@ -28,6 +28,7 @@ def solution_lines(source_cell: dict) -> list[str]:
 def test_release_is_current_with_the_sources(tmp_path):
     """Generate the release afresh in a scratch course and compare it byte for byte."""
     shutil.copytree(STEP4.root / "source", tmp_path / "source")
+    shutil.copy(STEP4.root / "course.toml", tmp_path / "course.toml")      # the due date the header shows
     generated = release(Step(STEP, tmp_path), db_url=f"sqlite:///{tmp_path / 'gradebook.db'}")
     assert sorted(p.name for p in generated) == sorted(p.name for p in RELEASE.glob("*.ipynb")), (
         "release/ holds other notebooks than the sources give: run `make release`")

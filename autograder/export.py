@@ -1,0 +1,158 @@
+"""Grades out of the gradebook, as nbgrader `ExportPlugin`s: `make export` writes both files, and
+`nbgrader export --exporter=autograder.export.CanvasExport --to=<file>` (or `...NotebookTotalsExport`)
+writes the same one.
+
+  CanvasExport           the CSV Canvas's gradebook import accepts: Canvas's columns `Student`, `ID`,
+                         `SIS User ID`, `SIS Login ID`, `Section`, then one column for the step, a
+                         `Points Possible` row first; the score is the step's total after late
+                         penalties (autograder/totals.py), out of the required points (bonus is extra)
+  NotebookTotalsExport   one line per student and notebook: score, maximum, late penalty, final score,
+                         written answers still to grade, submission time, due date, lateness
+
+Canvas matches a line to a student by `ID` (Canvas's user id), `SIS User ID` or `SIS Login ID`. The
+course's `roster.csv` (`student,name,canvas_id,sis_user_id,sis_login_id,section`; `$COURSE_ROSTER`
+names another) fills those in; a student without a line in it is exported with the student id as
+`SIS Login ID` and the name from the gradebook. Fields an LMS could read as a formula (starting with
+`=`, `+`, `-` or `@`) are written with a leading `'`.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+from pathlib import Path
+
+from nbgrader.plugins import ExportPlugin
+
+from .course import ROOT, grader_home
+
+CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+NOTEBOOK_COLUMNS = ["student", "step", "notebook", "score", "max_score", "late_penalty", "final_score",
+                    "written_to_grade", "timestamp", "due", "extension", "seconds_late"]
+STEP_TITLES = {"step-04": "Step 4: A Causal Self-Attention Head"}
+
+
+def roster_file() -> Path:
+    return Path(os.environ.get("COURSE_ROSTER") or ROOT / "roster.csv")
+
+
+def roster() -> dict[str, dict]:
+    path = roster_file()
+    if not path.exists():
+        return {}
+    rows = csv.DictReader(line for line in path.read_text(encoding="utf-8-sig").splitlines()
+                          if line.strip() and not line.startswith("#"))
+    if "student" not in (rows.fieldnames or []):
+        raise ValueError(f"{path.name}: the first line must name the columns "
+                         "student,name,canvas_id,sis_user_id,sis_login_id,section")
+    return {row["student"].strip(): row for row in rows}
+
+
+def safe(value) -> str:
+    text = "" if value is None else str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
+
+def _number(value: float) -> str:
+    return f"{value:.2f}".rstrip("0").rstrip(".") if value == value else ""
+
+
+def _steps(plugin: ExportPlugin) -> list[str]:
+    from .steps import find_step
+    return [str(a) for a in plugin.assignment] or [find_step().name]      # default: the newest step
+
+
+def canvas_csv(gb, steps: list[str], students: list[str] | None = None) -> str:
+    from .totals import from_gradebook
+    people = roster()
+    totals = {step: from_gradebook(gb, step) for step in steps}
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CANVAS_COLUMNS + [STEP_TITLES.get(step, step) for step in steps])
+    possible = []
+    for step in steps:
+        any_student = next(iter(totals[step].values()), None)
+        possible.append(_number(any_student["step"]["required_max"]) if any_student else "")
+    writer.writerow(["Points Possible", "", "", "", ""] + possible)
+    ids = sorted({s.id for s in gb.students} | {sid for t in totals.values() for sid in t})
+    for sid in ids:
+        if students and sid not in students:
+            continue
+        person = people.get(sid, {})
+        try:
+            db_student = gb.find_student(sid)
+            name = ", ".join(n for n in (db_student.last_name, db_student.first_name) if n) or sid
+        except Exception:
+            name = sid
+        row = [person.get("name") or name, person.get("canvas_id", ""), person.get("sis_user_id", ""),
+               person.get("sis_login_id") or sid, person.get("section", "")]
+        row += [_number(totals[step][sid]["step"]["total"]) if sid in totals[step] else "" for step in steps]
+        writer.writerow([safe(v) for v in row])
+    return out.getvalue()
+
+
+def notebooks_csv(gb, steps: list[str], students: list[str] | None = None) -> str:
+    from .term import term_records_in
+    from .totals import from_gradebook
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=NOTEBOOK_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for step in steps:
+        records = term_records_in(gb, step)
+        for sid, entry in sorted(from_gradebook(gb, step).items()):
+            if students and sid not in students:
+                continue
+            record = records.get(sid, {})
+            for name, nb in sorted(entry["notebooks"].items()):
+                writer.writerow({k: safe(v) for k, v in {
+                    "student": sid, "step": step, "notebook": name, "score": _number(nb["score"]),
+                    "max_score": _number(nb["max_score"]), "late_penalty": _number(nb["late_penalty"]),
+                    "final_score": _number(nb["final_score"]), "written_to_grade": " ".join(nb["to_grade"]),
+                    "timestamp": record.get("timestamp", ""), "due": record.get("due", ""),
+                    "extension": record.get("extension", ""), "seconds_late": record.get("seconds_late", "")}.items()})
+    return out.getvalue()
+
+
+def default_path(kind: str, steps: list[str]) -> Path:
+    return grader_home() / "export" / f"{kind}-{'+'.join(steps)}.csv"
+
+
+class CanvasExport(ExportPlugin):
+    """nbgrader export --exporter=autograder.export.CanvasExport [--to=file.csv] [--assignment=step-04]"""
+
+    def export(self, gradebook) -> None:
+        steps = _steps(self)
+        dest = Path(self.to) if self.to else default_path("canvas", steps)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(canvas_csv(gradebook, steps, [str(s) for s in self.student] or None), encoding="utf-8")
+        self.log.info("Canvas gradebook import written to %s", dest)
+
+
+class NotebookTotalsExport(ExportPlugin):
+    """nbgrader export --exporter=autograder.export.NotebookTotalsExport [--to=file.csv]"""
+
+    def export(self, gradebook) -> None:
+        steps = _steps(self)
+        dest = Path(self.to) if self.to else default_path("notebooks", steps)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(notebooks_csv(gradebook, steps, [str(s) for s in self.student] or None), encoding="utf-8")
+        self.log.info("per-notebook totals written to %s", dest)
+
+
+def export_all(step: str, say=print) -> list[Path]:
+    """`make export`: both files, from the gradebook, through the plugins nbgrader would use."""
+    from nbgrader.api import Gradebook
+
+    from .course import COURSE_ID, db_url
+    from .term import apply_term
+    apply_term(db_url(), step=step)        # penalties as of now (scores may have changed in the formgrader)
+    written = []
+    with Gradebook(db_url(), COURSE_ID) as gb:
+        for plugin in (CanvasExport(assignment=[step]), NotebookTotalsExport(assignment=[step])):
+            plugin.export(gb)
+            written.append(default_path("canvas" if isinstance(plugin, CanvasExport) else "notebooks", [step]))
+    for path in written:
+        shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        lines = path.read_text(encoding="utf-8").splitlines()
+        say(f"export: {shown} ({len(lines) - 1} lines)")
+    return written

@@ -1,0 +1,430 @@
+"""The term: due dates, late work and extensions.
+
+  course.toml       [due] one due date per step (with its UTC offset); [late] the late policy
+  extensions.csv    one line per student and step: `student,step,extension,reason`, the extension
+                    as `3d`, `36h`, `90m` or a combination (`1d12h`); lines starting with # are notes
+
+Everything that needs a due date, the policy or an extension reads it here (`due_date`,
+`late_policy`, `extensions`). `$COURSE_TERM` and `$COURSE_EXTENSIONS` name other files (the tests
+use their own).
+
+nbgrader keeps the due date on the assignment and an extension on each student's submission, and
+computes lateness itself (`Submission.total_seconds_late`: the submission's time stamp past the due
+date plus the extension). Its late-penalty step (`AssignLatePenalties`, running a
+`LateSubmissionPlugin`) runs only inside `nbgrader autograde`, which this course's grader does not
+use, so `apply_term` does what that step does, with the same plugin (`CourseLatePenalty`, also
+configured for nbgrader in nbgrader_config.py): it writes each submitted notebook's
+`late_submission_penalty` into the gradebook, where nbgrader's formgrader, `nbgrader export` and
+the reports read it.
+
+A submission's time is the `timestamp.txt` that `nbgrader submit` writes beside the notebooks (kept
+by `nbgrader collect`, read from folders and zips by collect.py); without one it is the file's
+modification time (the zip entry's time for a zip), which a copy or a download may have changed:
+reports say which was used. Both are only as trustworthy as their path: nbgrader's exchange writes
+`timestamp.txt` itself, but a zip or folder a student uploads to an LMS can carry any time stamp
+and any file time, so for LMS uploads the LMS's own record decides (Canvas's LATE mark, below).
+"""
+from __future__ import annotations
+
+import csv
+import math
+import os
+import re
+import tomllib
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from nbgrader.plugins import LateSubmissionPlugin
+from traitlets import Enum, Float, default
+
+from .course import ROOT
+
+POLICIES = ("none", "zero", "per_hour", "per_day")
+UNIT_SECONDS = {"per_hour": 3600, "per_day": 86400}
+TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"     # nbgrader's Exchange.timestamp_format
+
+
+class TermError(ValueError):
+    """course.toml or extensions.csv holds something that cannot be used; the message says what to fix."""
+
+
+def term_file() -> Path:
+    return Path(os.environ.get("COURSE_TERM") or ROOT / "course.toml")
+
+
+def extensions_file() -> Path:
+    return Path(os.environ.get("COURSE_EXTENSIONS") or ROOT / "extensions.csv")
+
+
+def load_term(path: Path | None = None) -> dict:
+    path = Path(path or term_file())
+    if not path.exists():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise TermError(f"{path.name}: {err}: fix the file (see the comments in it)") from None
+
+
+def due_date(step: str, path: Path | None = None) -> datetime | None:
+    """The step's due date (timezone-aware, UTC), or None when course.toml gives none."""
+    due = load_term(path).get("due", {}).get(step)
+    if due is None:
+        return None
+    name = Path(path or term_file()).name
+    if isinstance(due, str):
+        try:
+            due = datetime.fromisoformat(due)
+        except ValueError:
+            raise TermError(f"{name}: [due] {step} = {due!r} is not a date and time: "
+                            f"write it as {step} = 2026-12-14T23:59:00Z") from None
+    if not isinstance(due, datetime):
+        raise TermError(f"{name}: [due] {step} = {due!r} needs a time of day too: {step} = {due}T23:59:00Z")
+    if due.tzinfo is None:
+        raise TermError(f"{name}: [due] {step} = {due.isoformat()} has no UTC offset: add one, "
+                        f"e.g. {due.isoformat()}Z (UTC) or {due.isoformat()}+01:00")
+    return due.astimezone(timezone.utc)
+
+
+def late_policy(path: Path | None = None) -> tuple[str, float]:
+    """(policy, percent): see course.toml."""
+    late = load_term(path).get("late", {})
+    policy = late.get("policy", "none")
+    percent = late.get("percent", 0)
+    name = Path(path or term_file()).name
+    if policy not in POLICIES:
+        raise TermError(f"{name}: [late] policy = {policy!r} is not one of {', '.join(POLICIES)}")
+    if isinstance(percent, bool) or not isinstance(percent, (int, float)) or not 0 <= percent <= 100:
+        raise TermError(f"{name}: [late] percent = {percent!r} must be a number from 0 to 100")
+    if policy in UNIT_SECONDS and percent == 0:
+        raise TermError(f"{name}: [late] policy = {policy!r} needs percent = <points off per unit, in %>")
+    return policy, float(percent)
+
+
+def describe_policy(path: Path | None = None) -> str:
+    policy, percent = late_policy(path)
+    return {"none": "late work is graded in full",
+            "zero": "a late notebook scores 0",
+            "per_hour": f"{percent:g} % of a notebook's score off per hour or part of an hour late",
+            "per_day": f"{percent:g} % of a notebook's score off per day or part of a day late"}[policy]
+
+
+def penalty(score: float, seconds_late: float, policy: str, percent: float) -> float | None:
+    """Points taken off a notebook scoring `score` that came `seconds_late` late (None: no penalty)."""
+    if seconds_late <= 0 or policy == "none":
+        return None
+    if policy == "zero":
+        return score
+    units = math.ceil(seconds_late / UNIT_SECONDS[policy])
+    return round(min(score, score * percent / 100 * units), 6)
+
+
+class CourseLatePenalty(LateSubmissionPlugin):
+    """nbgrader's late-submission plugin with the course's policy (course.toml [late]): `none` and
+    `zero` as nbgrader's own, `per_hour`/`per_day` a percentage of the notebook's score off per started
+    hour or day."""
+
+    penalty_method = Enum(POLICIES, help="none, zero, per_hour or per_day (course.toml [late] policy)").tag(config=True)
+    percent = Float(help="per_hour/per_day: % of the notebook's score off per started unit").tag(config=True)
+
+    @default("penalty_method")
+    def _default_method(self):
+        return late_policy()[0]
+
+    @default("percent")
+    def _default_percent(self):
+        return late_policy()[1]
+
+    def late_submission_penalty(self, student_id: str, score: float, total_seconds_late: float):
+        return penalty(score, total_seconds_late, self.penalty_method, self.percent)
+
+
+# ---- extensions ----------------------------------------------------------------------------------
+
+DURATION = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)\s*d)?\s*(?:(\d+(?:\.\d+)?)\s*h)?\s*(?:(\d+(?:\.\d+)?)\s*m)?\s*$")
+
+
+def parse_duration(text: str) -> timedelta:
+    match = DURATION.match(text or "")
+    if not text or not text.strip() or not match or not any(match.groups()):
+        raise ValueError(f"{text!r} is not a length of time: write e.g. 3d, 36h, 90m or 1d12h")
+    days, hours, minutes = (float(g or 0) for g in match.groups())
+    return timedelta(days=days, hours=hours, minutes=minutes)
+
+
+def show_duration(delta: timedelta) -> str:
+    minutes = round(delta.total_seconds() / 60)
+    days, rest = divmod(minutes, 1440)
+    hours, minutes = divmod(rest, 60)
+    return "".join(f"{n}{u}" for n, u in ((days, "d"), (hours, "h"), (minutes, "m")) if n) or "0m"
+
+
+def extension_rows(path: Path | None = None) -> list[dict]:
+    """Every line of extensions.csv, checked: [{student, step, extension (timedelta), reason}]."""
+    from .collect import UnusableId, student_id
+    path = Path(path or extensions_file())
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8-sig")
+    lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    reader = csv.DictReader(lines)
+    missing = {"student", "step", "extension"} - set(reader.fieldnames or [])
+    if missing:
+        raise TermError(f"{path.name}: the first line must name the columns student,step,extension,reason "
+                        f"(missing: {', '.join(sorted(missing))})")
+    rows, seen = [], {}
+    for number, row in enumerate(reader, start=2):
+        where = f"{path.name}, line {number}"
+        try:
+            sid = student_id((row.get("student") or "").strip())
+        except UnusableId as err:
+            raise TermError(f"{where}: student {row.get('student')!r} cannot be a student id: {err}") from None
+        step = (row.get("step") or "").strip()
+        if not step:
+            raise TermError(f"{where}: no step (a folder name in source/)")
+        try:
+            extension = parse_duration(row.get("extension") or "")
+        except ValueError as err:
+            raise TermError(f"{where}: {err}") from None
+        if (sid, step) in seen:
+            raise TermError(f"{where}: {sid} already has an extension for {step} on line {seen[sid, step]}: "
+                            "keep one line per student and step")
+        seen[sid, step] = number
+        rows.append({"student": sid, "step": step, "extension": extension,
+                     "reason": (row.get("reason") or "").strip()})
+    return rows
+
+
+def extensions(step: str, path: Path | None = None) -> dict[str, timedelta]:
+    """student id -> extension for `step`."""
+    return {r["student"]: r["extension"] for r in extension_rows(path) if r["step"] == step}
+
+
+def list_extensions(step: str, say=print) -> list[dict]:
+    """`make extensions`: every extension with the due date it gives."""
+    rows = [r for r in extension_rows() if r["step"] == step]
+    due = due_date(step)
+    say(f"extensions: {step} is due {show_time(due)}" if due else f"extensions: {step} has no due date (course.toml)")
+    if not rows:
+        say(f"extensions: none for {step} ({_show(extensions_file())} lists them: student,step,extension,reason)")
+    for row in rows:
+        own = show_time(due + row["extension"]) if due else "-"
+        say(f"  {row['student']:<20} +{show_duration(row['extension']):<8} due {own}"
+            + (f"  ({row['reason']})" if row["reason"] else ""))
+    return rows
+
+
+# ---- times ---------------------------------------------------------------------------------------
+
+def show_time(when: datetime | None) -> str:
+    return when.astimezone(timezone.utc).strftime("%a %d %b %Y %H:%M UTC") if when else "-"
+
+
+def parse_timestamp(text: str) -> float | None:
+    """A `timestamp.txt` as nbgrader writes it (`2026-12-14 23:01:02.123456 UTC`, any zone nbgrader
+    can parse) -> seconds since the epoch; None when it is not a time."""
+    from nbgrader.utils import parse_utc
+    text = (text or "").strip()
+    if not text or len(text) > 64:
+        return None
+    offset = re.fullmatch(r"(\S+ \S+) ([+-]\d{4})", text)
+    try:
+        if offset:      # nbgrader's parse_utc reads a numeric zone as seconds: read it as ±HHMM
+            stamp = offset[1] + " " + offset[2]
+            fmt = "%Y-%m-%d %H:%M:%S.%f %z" if "." in offset[1] else "%Y-%m-%d %H:%M:%S %z"
+            return datetime.strptime(stamp, fmt).timestamp()
+        naive_utc = parse_utc(text)
+    except (ValueError, OverflowError, TypeError):
+        return None
+    return naive_utc.replace(tzinfo=timezone.utc).timestamp()
+
+
+def format_timestamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime(TIMESTAMP_FORMAT)
+
+
+def until(due: datetime, now: datetime | None = None) -> str:
+    """`in 3 days 4 hours` / `2 hours ago`."""
+    now = now or datetime.now(timezone.utc)
+    seconds = (due - now).total_seconds()
+    text = late_text(abs(seconds))
+    return f"in {text}" if seconds >= 0 else f"{text} ago"
+
+
+def late_text(seconds: float) -> str:
+    minutes = int(seconds // 60)
+    days, rest = divmod(minutes, 1440)
+    hours, minutes = divmod(rest, 60)
+    parts = [f"{n} {u}{'s' * (n != 1)}" for n, u in ((days, "day"), (hours, "hour"), (minutes, "minute")) if n]
+    return " ".join(parts[:2]) or "less than a minute"
+
+
+def due_line(step: str) -> str:
+    """One line for students: when the step is due and what late work costs."""
+    due = due_date(step)
+    if due is None:
+        return f"{step} has no due date"
+    return f"{step} is due {show_time(due)} ({until(due)}); late work: {describe_policy()}"
+
+
+# ---- the gradebook -------------------------------------------------------------------------------
+
+def set_due_date(gb, step: str) -> None:
+    """The assignment's due date in the gradebook (nbgrader's `duedate`), from course.toml."""
+    due = due_date(step)
+    gb.update_or_create_assignment(step, duedate=due.replace(tzinfo=None) if due else None)
+
+
+def apply_term(url: str, step: str, students: list[str] | None = None) -> None:
+    """nbgrader's late-penalty step for the submissions of `students` (all when None): the due date
+    on the assignment, each student's extension on their submission, then the plugin's penalty on
+    each submitted notebook (as AssignLatePenalties: reset, then clamped to 0..score)."""
+    from nbgrader.api import Gradebook
+    from nbgrader.api import SubmittedAssignment as Submission
+    from nbgrader.api import Assignment as DbAssignment
+    from nbgrader.api import Student as DbStudent
+
+    from .course import COURSE_ID
+    granted = extensions(step)
+    plugin = CourseLatePenalty()
+    with Gradebook(url, COURSE_ID) as gb:
+        set_due_date(gb, step)
+        query = gb.db.query(Submission).join(DbAssignment).filter(DbAssignment.name == step)
+        if students is not None:
+            query = query.join(DbStudent).filter(DbStudent.id.in_(list(students)))
+        for submission in query.all():
+            extension = granted.get(submission.student.id)
+            submission.extension = extension
+            seconds = submission.total_seconds_late
+            for notebook in submission.notebooks:
+                notebook.late_submission_penalty = None
+                if seconds > 0:
+                    points = plugin.late_submission_penalty(submission.student.id, notebook.score, seconds)
+                    if points is not None:
+                        notebook.late_submission_penalty = min(max(points, 0.0), notebook.score)
+        gb.db.commit()
+
+
+def term_records(url: str, step: str) -> dict[str, dict]:
+    """student -> {timestamp, due, extension, seconds_late, penalties: {notebook: points}} from the
+    gradebook (what the reports, feedback and exports show)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from .course import COURSE_ID
+    try:
+        with Gradebook(url, COURSE_ID) as gb:
+            return term_records_in(gb, step)
+    except MissingEntry:
+        return {}
+
+
+def term_records_in(gb, step: str, student: str | None = None) -> dict[str, dict]:
+    from nbgrader.api import Assignment as DbAssignment
+    from nbgrader.api import Student as DbStudent
+    from nbgrader.api import SubmittedAssignment as Submission
+    out = {}
+    query = gb.db.query(Submission).join(DbAssignment).filter(DbAssignment.name == step)
+    if student is not None:
+        query = query.join(DbStudent).filter(DbStudent.id == student)
+    rows = query.all()
+    for submission in rows:
+        out[submission.student.id] = {
+            "timestamp": _iso(submission.timestamp),
+            "due": _iso(submission.duedate),
+            "extension": show_duration(submission.extension) if submission.extension else "",
+            "seconds_late": round(submission.total_seconds_late, 1),
+            "penalties": {nb.notebook.name: float(nb.late_submission_penalty or 0) for nb in submission.notebooks},
+        }
+    return out
+
+
+def _iso(naive_utc: datetime | None) -> str:
+    return naive_utc.replace(tzinfo=timezone.utc).isoformat() if naive_utc else ""
+
+
+def _show(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def submission_times(chosen: dict, step: str) -> tuple[dict[str, float], dict[str, str]]:
+    """One time per student's submission (its newest notebook's: from `timestamp.txt`, else the file
+    time), and where it came from. A submission an LMS marked late (Canvas's `_LATE_`) whose time
+    does not show it late (a download's file times are the download's) is taken as one second past
+    the student's due date, extension included: late by the LMS's word, by the least it can be."""
+    import time as _time
+    times: dict[str, float] = {}
+    sources: dict[str, str] = {}
+    late_flag: dict[str, bool] = {}
+    for (sid, _), item in chosen.items():
+        when = item.mtime or _time.time()
+        if when >= times.get(sid, 0.0):
+            times[sid], sources[sid] = when, getattr(item, "time_source", "file time")
+        late_flag[sid] = late_flag.get(sid, False) or getattr(item, "lms_late", False)
+    due = due_date(step)
+    granted = extensions(step) if due else {}
+    for sid, flagged in late_flag.items():
+        if not flagged:
+            continue
+        if due is None:
+            sources[sid] += "; marked late by the LMS (no due date in course.toml to compare with)"
+            continue
+        own_due = (due + granted.get(sid, timedelta(0))).timestamp()
+        if times[sid] <= own_due:
+            times[sid] = own_due + 1
+            sources[sid] = "marked late by the LMS (its time unknown: taken as 1 s past the due date)"
+        else:
+            sources[sid] += "; marked late by the LMS"
+    return times, sources
+
+
+def save_time_sources(sources: dict[str, str], home: Path, step: str) -> None:
+    """Where each student's submission time came from, for the reports (one file per student and
+    step: shards write their own students' only)."""
+    import json
+    folder = home / "work" / "times" / step
+    folder.mkdir(parents=True, exist_ok=True)
+    for sid, source in sources.items():
+        (folder / f"{sid}.json").write_text(json.dumps({"time_source": source}), encoding="utf-8")
+
+
+def time_source(sid: str, home: Path, step: str) -> str:
+    import json
+    try:
+        return json.loads((home / "work" / "times" / step / f"{sid}.json").read_text(encoding="utf-8"))["time_source"]
+    except (OSError, ValueError, KeyError):
+        return ""
+
+
+# ---- the release ---------------------------------------------------------------------------------
+
+from nbgrader.preprocessors import NbGraderPreprocessor  # noqa: E402
+
+DUE_CELL_ID = "due-date"
+
+
+def due_cell_text(step: str) -> str:
+    due = due_date(step)
+    if due is None:
+        return ""
+    return (f"**Due: {show_time(due)}.** Late work: {describe_policy()}; an extension granted to you moves "
+            "your own due date. `make fetch` and `make validate` show the due date and the time left.")
+
+
+class ShowDueDate(NbGraderPreprocessor):
+    """`nbgrader generate_assignment`: a markdown cell right after the header with the step's due date
+    and the late policy (course.toml); none when the step has no due date."""
+
+    def preprocess(self, nb, resources):
+        import nbformat
+        step = resources.get("nbgrader", {}).get("assignment")
+        text = due_cell_text(step)
+        nb.cells = [c for c in nb.cells if c.get("id") != DUE_CELL_ID]
+        if text:
+            after = next((i + 1 for i, c in enumerate(nb.cells) if c.get("id") == "header_name"), 0)
+            cell = nbformat.v4.new_markdown_cell(text)
+            cell.id = DUE_CELL_ID
+            nb.cells.insert(after, cell)
+        return nb, resources

@@ -1,0 +1,111 @@
+"""A student's totals, one definition for every place that shows them: the report table and
+grades.json, the feedback HTML's summary, `make my-feedback`, the exports to an LMS.
+
+Per notebook: points scored (autograded and written answers), the most it can give, the late
+penalty (autograder/term.py) and the written answers still waiting for a grader. For the step:
+
+  required    points of the required notebooks' cells,   out of required_max
+  bonus       points of the optional notebook's cells (grade ids `bonus_…`), out of bonus_max
+  penalty     the late penalties of every notebook
+  total       required + bonus - penalty                  (out of required_max: the bonus is extra)
+"""
+from __future__ import annotations
+
+
+def _is_bonus(grade_id: str) -> bool:
+    return grade_id.startswith("bonus_")
+
+
+def notebook_totals(cells: list[dict], penalty: float = 0.0) -> dict:
+    """cells: [{grade_id, score (None: not graded yet), max_score, kind}]."""
+    required = [c for c in cells if not _is_bonus(c["grade_id"])]
+    bonus = [c for c in cells if _is_bonus(c["grade_id"])]
+    score = sum(c["score"] or 0 for c in cells)
+    return {
+        "score": round(score, 6),
+        "max_score": round(sum(c["max_score"] for c in cells), 6),
+        "required": round(sum(c["score"] or 0 for c in required), 6),
+        "required_max": round(sum(c["max_score"] for c in required), 6),
+        "bonus": round(sum(c["score"] or 0 for c in bonus), 6),
+        "bonus_max": round(sum(c["max_score"] for c in bonus), 6),
+        "late_penalty": round(float(penalty or 0), 6),
+        "final_score": round(score - float(penalty or 0), 6),
+        "to_grade": [c["grade_id"] for c in cells if c.get("kind") == "manual" and c["score"] is None],
+    }
+
+
+def step_totals(notebooks: dict[str, dict]) -> dict:
+    """notebook name -> notebook_totals(...) => the step's totals."""
+    out = {key: round(sum(nb[key] for nb in notebooks.values()), 6)
+           for key in ("required", "required_max", "bonus", "bonus_max")}
+    out["late_penalty"] = round(sum(nb["late_penalty"] for nb in notebooks.values()), 6)
+    out["total"] = round(out["required"] + out["bonus"] - out["late_penalty"], 6)
+    out["to_grade"] = [f"{name}/{gid}" for name, nb in sorted(notebooks.items()) for gid in nb["to_grade"]]
+    return out
+
+
+def from_results(results: list[dict], term: dict[str, dict]) -> dict[str, dict]:
+    """student -> {notebooks: {name: notebook_totals}, step: step_totals} from graded results and
+    term records (term.term_records)."""
+    out: dict[str, dict] = {}
+    for result in results:
+        sid = result["student"]
+        penalty = term.get(sid, {}).get("penalties", {}).get(result["notebook"], 0.0)
+        out.setdefault(sid, {"notebooks": {}})["notebooks"][result["notebook"]] = \
+            notebook_totals(result["cells"], penalty)
+    for entry in out.values():
+        entry["step"] = step_totals(entry["notebooks"])
+    return out
+
+
+def from_gradebook(gb, step: str, student: str | None = None) -> dict[str, dict]:
+    """The same totals from nbgrader's gradebook alone (what `nbgrader export` sees); one student's only
+    with `student`."""
+    from nbgrader.api import Assignment, Student, SubmittedAssignment
+    out: dict[str, dict] = {}
+    query = gb.db.query(SubmittedAssignment).join(Assignment).filter(Assignment.name == step)
+    if student is not None:
+        query = query.join(Student).filter(Student.id == student)
+    rows = query.all()
+    for submission in rows:
+        notebooks = {}
+        for nb in submission.notebooks:
+            manual = {c.name for c in nb.notebook.solution_cells}
+            # a written answer nobody has scored yet: nbgrader's `score` reads 0, `needs_manual_grade` says so
+            cells = [{"grade_id": g.name, "max_score": float(g.max_score),
+                      "score": None if g.needs_manual_grade and g.manual_score is None else float(g.score or 0),
+                      "kind": "manual" if g.name in manual else "auto"} for g in nb.grades]
+            notebooks[nb.notebook.name] = notebook_totals(cells, nb.late_submission_penalty or 0.0)
+        out[submission.student.id] = {"notebooks": notebooks, "step": step_totals(notebooks)}
+    return out
+
+
+def summary_lines(sid: str, totals: dict, term: dict | None = None) -> list[str]:
+    """The summary a student reads (make my-feedback, the top of the feedback HTML)."""
+    term = term or {}
+    step = totals["step"]
+    lines = []
+    for name, nb in sorted(totals["notebooks"].items()):
+        extra = []
+        if nb["late_penalty"]:
+            extra.append(f"late penalty -{nb['late_penalty']:g}")
+        if nb["to_grade"]:
+            extra.append(f"{len(nb['to_grade'])} written answer{'s' * (len(nb['to_grade']) > 1)} still to be graded")
+        lines.append((f"{name:<28} {nb['final_score']:6.1f} / {nb['max_score']:<5g}"
+                      + (f"  ({'; '.join(extra)})" if extra else "")).rstrip())
+    lines.append(f"{'step total':<28} {step['total']:6.1f} / {step['required_max']:<5g}"
+                 f"  (required {step['required']:g} / {step['required_max']:g}, bonus {step['bonus']:g} / "
+                 f"{step['bonus_max']:g}, "
+                 + (f"late penalty -{step['late_penalty']:g})" if step["late_penalty"] else "no late penalty)"))
+    if term.get("timestamp"):
+        late = term.get("seconds_late", 0)
+        from .term import late_text
+        when = (f"submitted {term['timestamp'][:19].replace('T', ' ')} UTC, due {term['due'][:19].replace('T', ' ')} UTC"
+                if term.get("due") else f"submitted {term['timestamp'][:19].replace('T', ' ')} UTC")
+        if term.get("extension"):
+            when += f" (with an extension of {term['extension']})"
+        lines.append(when + (f": {late_text(late)} late" if late > 0 else ": on time"))
+    if step["to_grade"]:
+        lines.append("still to be graded by hand: " + ", ".join(step["to_grade"])
+                     + " (the total rises when they are)")
+    return lines
