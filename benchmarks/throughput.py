@@ -77,7 +77,13 @@ def plain_nbgrader(cls: Path, work: Path, notebook: str = NOTEBOOK) -> dict:
     shutil.rmtree(course, ignore_errors=True)
     (course / "source" / BENCH_STEP).mkdir(parents=True)
     shutil.copy(ROOT / "source" / "header.ipynb", course / "source" / "header.ipynb")
-    shutil.copy(ROOT / "source" / BENCH_STEP / f"{notebook}.ipynb", course / "source" / BENCH_STEP)
+    # the instructor notebook as nbgrader gets it through this course's configuration: each hidden
+    # test's points stamped from its check (autograder/stamp.py), which plain nbgrader does not do
+    import nbformat
+    from autograder.stamp import stamp
+    source = nbformat.read(ROOT / "source" / BENCH_STEP / f"{notebook}.ipynb", as_version=4)
+    stamp(source, bench_step())
+    nbformat.write(source, course / "source" / BENCH_STEP / f"{notebook}.ipynb")
     (course / "nbgrader_config.py").write_text(PLAIN_CONFIG.format(root=str(course), pattern=HARMLESS_STDERR))
     env = _env()
     nbgrader = [sys.executable, "-m", "nbgrader"]
@@ -105,7 +111,7 @@ def ours(cls: Path, work: Path, workers: int) -> dict:
     env = _env({"GRADER_HOME": str(home)})
     run = run_measured([sys.executable, "-m", "autograder", "grade", str(cls), "--workers", str(workers),
                         "--no-feedback"], ROOT, env)
-    results = list((home / "work" / "results").glob(f"*/{NOTEBOOK}.json"))
+    results = list((home / "work" / "results" / BENCH_STEP).glob(f"*/{NOTEBOOK}.json"))
     students = sorted(p.name for p in cls.iterdir() if p.is_dir())
     if run["returncode"] or len(results) != len(students):
         raise RuntimeError(f"autograder grade graded {len(results)} of {len(students)}:\n" + run["output"][-3000:])

@@ -109,7 +109,8 @@ GRADE = """
 import json, resource, sys
 from pathlib import Path
 from autograder.grade import grade
-returned = grade(STEP4, Path(sys.argv[1]), workers=2, sandbox=sys.argv[2], limits=json.loads(sys.argv[3]), quiet=True)
+from autograder.steps import find_step
+returned = grade(find_step(sys.argv[4]), Path(sys.argv[1]), workers=2, sandbox=sys.argv[2], limits=json.loads(sys.argv[3]), quiet=True)
 print(json.dumps({"students": sorted({r["student"] for r in returned["results"]}),
                   "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                   "children_peak_rss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}))
@@ -121,7 +122,7 @@ def grade_the_class(base: Path) -> dict:
     write_class(submissions)
     env = {k: v for k, v in os.environ.items() if k != "NBGRADER_DB_URL"}
     env.update(GRADER_HOME=str(home), PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]))
-    proc = subprocess.run([sys.executable, "-c", GRADE, str(submissions), SANDBOX, json.dumps(LIMITS)],
+    proc = subprocess.run([sys.executable, "-c", GRADE, str(submissions), SANDBOX, json.dumps(LIMITS), STEP],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -137,7 +138,7 @@ def batch(tmp_path_factory):
 
 
 def files(home: Path, student: str) -> dict[str, Path]:
-    return {"result file": home / "work" / "results" / student / f"{HEAD.notebook}.json",
+    return {"result file": home / "work" / "results" / STEP / student / f"{HEAD.notebook}.json",
             "autograded notebook": home / "autograded" / student / STEP / f"{HEAD.notebook}.ipynb",
             "feedback HTML": home / "feedback" / student / STEP / f"{HEAD.notebook}.html"}
 

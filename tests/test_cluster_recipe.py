@@ -156,7 +156,7 @@ def test_grading_some_students_grades_only_them_and_leaves_the_class_reports_to_
     out = grade(STEP4, submissions, students=["bob"], quiet=True, feedback=False)
     assert {r["student"] for r in out["results"]} == {"bob"}
     assert not (grading_home / GRADES_CSV).exists(), "a part of the class writes no class report"
-    (record,) = (grading_home / "work" / "shards").glob("students-*.json")
+    (record,) = (grading_home / "work" / "shards" / STEP).glob("students-*.json")
     data = json.loads(record.read_text())
     assert data["students"] == ["bob"] and data["problems"] and data["problems"][0]["student"] == "bob"
     refresh_from_gradebook(STEP4, quiet=True, feedback=False)

@@ -69,7 +69,7 @@ def _env(home: Path) -> dict:
 
 
 def _results(home: Path) -> dict[str, Path]:
-    return {p.parent.name: p for p in (home / "work" / "results").glob(f"*/{P.notebook}.json")}
+    return {p.parent.name: p for p in (home / "work" / "results" / STEP).glob(f"*/{P.notebook}.json")}
 
 
 def _gradebook(home: Path) -> dict:

@@ -155,7 +155,7 @@ def test_cluster_recipe_shards_at_once_then_merge_then_rerun(pg, tmp_path):
 
     # each shard graded its own students, and no grade is lost
     for index, log in enumerate(logs):
-        record = json.loads((home / "work" / "shards" / f"shard-{index:04d}-of-0002.json").read_text())
+        record = json.loads((home / "work" / "shards" / STEP / f"shard-{index:04d}-of-0002.json").read_text())
         assert record["students"] == sorted(s for s in STUDENTS if shard_of(s, 2) == index), log[-2000:]
         assert f"shard {index} of 2" in log
     assert_one_grade_per_cell(rows, set(STUDENTS))

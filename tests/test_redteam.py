@@ -145,7 +145,7 @@ def batch(tmp_path_factory) -> Batch:
     graded = {}
     for case in RUN:
         nb = case.profile.notebook
-        result_file = home / "work" / "results" / case.student / f"{nb}.json"
+        result_file = home / "work" / "results" / STEP / case.student / f"{nb}.json"
         graded[case.student] = Graded(
             case=case,
             rows={r["grade_id"]: r for r in rows if r["student"] == case.student and r["notebook"] == nb},
@@ -240,7 +240,9 @@ def _check_source_lines() -> set[str]:
     given = "\n".join(p.read_text(encoding="utf-8") for folder in ("release", "dlcourse", "autograder/runtime")
                       for p in sorted((root / folder).rglob("*")) if p.suffix in (".py", ".ipynb"))
     lines = set()
-    for path in sorted((root / "autograder" / "checks").glob("*.py")) + [root / "autograder" / "probeserver.py"]:
+    checks = [*sorted((root / "autograder" / "checks").glob("*.py")), *sorted(STEP4.checks_dir.glob("*.py")),
+              root / "source" / "course_plugin.py", root / "autograder" / "probeserver.py"]
+    for path in checks:
         for line in path.read_text(encoding="utf-8").splitlines():
             text = line.strip()
             if len(text) >= 24 and text not in given:
