@@ -199,8 +199,8 @@ def test_everything_the_batch_writes_stays_small(batch, record_property):
         for what, path in files(home, student).items():
             sizes[f"{student} {what}"] = path.stat().st_size
             assert path.stat().st_size < BOUNDS[what], (student, what, path.stat().st_size, BOUNDS[what])
-    for what in ("grades.csv", "grades.json"):
-        sizes[what] = (home / what).stat().st_size
+    for what, path in (("grades.csv", GRADES_CSV), ("grades.json", GRADES_JSON)):     # the step's reports
+        sizes[what] = (home / path).stat().st_size
         assert sizes[what] < BOUNDS[what], (what, sizes[what])
     leftovers = [p for p in home.rglob("*") if p.is_file() and p.stat().st_size > BOUNDS["autograded notebook"]]
     assert leftovers == []
