@@ -66,7 +66,7 @@ def grader_fingerprint() -> str:
     paths = sorted((SOURCE / STEP).glob("*.ipynb")) + sorted((RELEASE / STEP).glob("*.ipynb")) \
         + sorted((here / "checks").glob("*.py")) \
         + sorted((here / "runtime").glob("*.py")) \
-        + [here / n for n in ("assemble.py", "judging.py", "execute.py", "sandbox.py", "probeserver.py")]
+        + [here / n for n in ("assemble.py", "judging.py", "execute.py", "kernels.py", "sandbox.py", "probeserver.py")]
     for path in paths:
         if path.exists():
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -87,7 +87,7 @@ def run_job(job: Job) -> dict:
     from .probeserver import ProbeServer
     from .runtime import GRADER_SOCKET
     from .judging import judge_notebook
-    from .sandbox import make_launcher
+    from .sandbox import make_sandbox
 
     started = time.monotonic()
     student_nb = json.loads(Path(job.submitted).read_text(encoding="utf-8"))
@@ -101,7 +101,7 @@ def run_job(job: Job) -> dict:
         workdir.mkdir()
         socket_path = str(scratch / "probe.sock")
         limits = Limits(**job.limits)
-        launcher = make_launcher(job.sandbox, scratch)
+        sandbox = make_sandbox(job.sandbox, scratch)
         with ProbeServer(socket_path, answer_seconds=limits.cell_timeout + 30) as server:
             env = kernel_env({
                 GRADER_SOCKET: socket_path,
@@ -118,7 +118,7 @@ def run_job(job: Job) -> dict:
             env.pop("JPY_PARENT_PID", None)
             for secret in GRADEBOOK_SECRETS:     # student code gets no way into the gradebook
                 env.pop(secret, None)
-            outcome = asyncio.run(execute(nb, workdir, env, launcher, limits, hooks=server))
+            outcome = asyncio.run(execute(nb, workdir, env, sandbox, limits, hooks=server))
             cells = judge_notebook(nb, server)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -128,7 +128,7 @@ def run_job(job: Job) -> dict:
         "cells": [bounded_cell(c.as_dict()) for c in cells],
         "notes": [clip(n) for n in notes + outcome.events], "events": [clip(e) for e in outcome.events],
         "seconds": round(time.monotonic() - started, 2), "kernel_starts": outcome.kernel_starts,
-        "sandbox": launcher.name,
+        "sandbox": sandbox.name,
     }
 
 

@@ -38,7 +38,8 @@ import sys
 import time
 from pathlib import Path
 
-from .execute import Launcher, Limits, kernel_command
+from .kernels import kernel_command
+from .limits import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,6 +94,32 @@ def _outermost(paths) -> list[Path]:
     return out
 
 
+class Sandbox:
+    """How a grading kernel is wrapped (the kernel itself is launched by the provisioner of
+    autograder/kernels.py): without a sandbox, under resource limits only."""
+    name = "none"
+    transport = "ipc"        # Unix sockets in the scratch folder: no TCP ports, nothing on the network
+    interrupt_mode = "signal"
+
+    def argv(self, workdir: Path, limits: Limits, env: dict | None = None) -> list[str]:
+        return [sys.executable, "-m", "autograder.limits",
+                f"--memory={limits.memory_bytes}", f"--cpu={int(limits.notebook_timeout * 2)}",
+                f"--processes={limits.processes}", f"--file-size={limits.file_bytes}", "--",
+                *kernel_command()]
+
+    def connection_dir(self, workdir: Path) -> Path:
+        return workdir
+
+    def prepare(self, connection_file: Path) -> None:
+        """Called once the connection file is written, before the kernel starts."""
+
+    def started(self, workdir: Path) -> None:
+        """Called once the kernel answers, before any cell runs."""
+
+    def cleanup(self, workdir: Path) -> None:
+        pass
+
+
 def course_files(env: dict) -> list[Path]:
     """What of this repository a grading kernel may read: the course package, the runtime that
     hidden test cells import to answer the grader, and the verified corpus. Nothing of the
@@ -103,7 +130,7 @@ def course_files(env: dict) -> list[Path]:
     return [f for f in files if f.exists()]
 
 
-class BwrapLauncher(Launcher):
+class BwrapSandbox(Sandbox):
     """Starts the kernel inside bubblewrap (see the module's docstring)."""
     name = "bwrap"
     transport = "ipc"
@@ -320,8 +347,8 @@ def bwrap_problem() -> str | None:
         return "bwrap is not installed (Debian: apt-get install bubblewrap; `make system-deps`)"
     import tempfile
     with tempfile.TemporaryDirectory(prefix="bwrap-probe-") as tmp:
-        launcher = BwrapLauncher(Path(tmp))
-        command = launcher.command(Path(tmp) / "work", {})
+        box = BwrapSandbox(Path(tmp))
+        command = box.command(Path(tmp) / "work", {})
         command += [sys.executable, "-c", "import os; print(os.getuid())"]
         try:
             proc = subprocess.run(command, capture_output=True, text=True, timeout=60)
@@ -329,7 +356,7 @@ def bwrap_problem() -> str | None:
             return f"bwrap could not run: {err}"
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    if proc.returncode != 0 or proc.stdout.strip() != str(launcher.uid):
+    if proc.returncode != 0 or proc.stdout.strip() != str(box.uid):
         detail = (proc.stderr or proc.stdout).strip().splitlines()
         return f"bwrap is installed but a sandbox did not start here ({detail[-1] if detail else proc.returncode})"
     return None
@@ -360,9 +387,9 @@ def resolve_sandbox(choice: str) -> str:
     return choice
 
 
-def make_launcher(choice: str, scratch: Path) -> Launcher:
+def make_sandbox(choice: str, scratch: Path) -> Sandbox:
     if choice == "none":
-        return Launcher()
+        return Sandbox()
     if choice == "bwrap":
-        return BwrapLauncher(scratch)
+        return BwrapSandbox(scratch)
     raise ValueError(f"unknown sandbox {choice!r}")
