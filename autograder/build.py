@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -17,6 +15,7 @@ from nbgrader.preprocessors import (ClearHiddenTests, ClearMarkScheme, ClearOutp
                                     LockCells, NbGraderPreprocessor)
 
 from .course import CATCH_UP, ROOT, STEP, kernel_env
+from .nbgrader_cmd import run_nbgrader
 
 SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
                     "BEGIN MARK SCHEME", "END MARK SCHEME")
@@ -24,28 +23,6 @@ SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END
 
 class BuildError(RuntimeError):
     pass
-
-
-# `python -m nbgrader`, without the optional rfc3987_syntax that jsonschema would import (about 2 s
-# of CPU per command building grammars for IRI formats that no notebook schema uses; see grade.py).
-NBGRADER_MAIN = ("import sys; sys.modules.setdefault('rfc3987_syntax', None); "
-                 "from nbgrader.apps.nbgraderapp import main; main()")
-
-
-def nbgrader(*args: str, root: Path = ROOT, db_url: str | None = None, quiet: bool = True) -> str:
-    """Run an nbgrader command on the course at `root` with this repository's configuration."""
-    cmd = [sys.executable, "-c", NBGRADER_MAIN, *args, f"--CourseDirectory.root={root}"]
-    if db_url:
-        cmd.append(f"--CourseDirectory.db_url={db_url}")
-    env = kernel_env()
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    if proc.returncode != 0 or "[ERROR]" in log:
-        raise BuildError(f"`nbgrader {' '.join(args)}` failed:\n{log[-4000:]}")
-    if not quiet:
-        print(log)
-    return log
 
 
 def release(root: Path = ROOT, db_url: str | None = None, step: str = STEP) -> list[Path]:
@@ -56,8 +33,8 @@ def release(root: Path = ROOT, db_url: str | None = None, step: str = STEP) -> l
     to date with the release, see autograder/grade.py)."""
     import tempfile
     with tempfile.TemporaryDirectory(prefix="release-") as scratch:
-        nbgrader("generate_assignment", step, "--force", root=root,
-                 db_url=db_url or f"sqlite:///{Path(scratch) / 'gradebook.db'}")
+        run_nbgrader("generate_assignment", step, "--force", root=root,
+                     db_url=db_url or f"sqlite:///{Path(scratch) / 'gradebook.db'}")
     out = sorted((root / "release" / step).glob("*.ipynb"))
     for path in out:
         text = path.read_text(encoding="utf-8")

@@ -185,12 +185,12 @@ def _ensure_gradebook(url: str) -> None:
         known = {}
     if known == wanted:
         return
-    from .build import BuildError, nbgrader
+    from .nbgrader_cmd import NbgraderError, run_nbgrader
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            nbgrader("generate_assignment", STEP, "--force", f"--CourseDirectory.release_directory={tmp}",
+            run_nbgrader("generate_assignment", STEP, "--force", f"--CourseDirectory.release_directory={tmp}",
                      db_url=url)
-        except BuildError as err:
+        except NbgraderError as err:
             if "there are submissions associated" in str(err):
                 raise SystemExit(
                     f"The gradebook ({url}) holds grades for another set of {STEP} notebooks than the release "
@@ -434,7 +434,7 @@ def write_feedback(students: list[str], quiet: bool = False, only_these: bool = 
     drop that student's whole feedback and fail: then each notebook of those students is written
     alone, and the ones that still fail are returned, [{student, notebook, problem}], for the reports.
     """
-    from .build import BuildError, nbgrader
+    from .nbgrader_cmd import NbgraderError, run_nbgrader
     home = grader_home()
     failures: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="feedback-") as view:
@@ -451,8 +451,8 @@ def write_feedback(students: list[str], quiet: bool = False, only_these: bool = 
         args = ["generate_feedback", STEP, "--force", f"--CourseDirectory.autograded_directory={autograded}",
                 f"--CourseDirectory.feedback_directory={home / 'feedback'}"]
         try:
-            nbgrader(*args, db_url=db_url())
-        except BuildError as err:
+            run_nbgrader(*args, db_url=db_url())
+        except NbgraderError as err:
             if not quiet:
                 print(f"feedback: nbgrader failed ({_last_error(str(err))}); the notebooks without feedback "
                       "are written one at a time")
@@ -461,9 +461,9 @@ def write_feedback(students: list[str], quiet: bool = False, only_these: bool = 
                     if (home / "feedback" / sid / STEP / f"{graded.stem}.html").exists():
                         continue
                     try:
-                        nbgrader(*args, f"--CourseDirectory.student_id={sid}",
-                                 f"--CourseDirectory.notebook_id={graded.stem}", db_url=db_url())
-                    except BuildError as one:
+                        run_nbgrader(*args, f"--CourseDirectory.student_id={sid}",
+                                     f"--CourseDirectory.notebook_id={graded.stem}", db_url=db_url())
+                    except NbgraderError as one:
                         failures.append({"student": sid, "notebook": graded.stem, "problem": _last_error(str(one))})
     if not quiet:
         print(f"feedback: HTML for {len(students)} students under {_show(home / 'feedback')}/"

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from autograder.build import nbgrader
+from autograder.nbgrader_cmd import run_nbgrader
 from autograder.course import STEP, db_url
 from autograder.example import answer_ids, build, with_answers
 from autograder.grade import grade
@@ -178,10 +178,10 @@ def grade_the_corpus(home):
         # feedback HTML for the regraded students (every notebook of the step is among them); the
         # rest of the class is left out only to save time (grade() writes feedback for everyone)
         others = sorted({sid for sid, _ in PACKED} - set(firsts.values()) | {"blank", "half"})
-        nbgrader("generate_feedback", STEP, "--force",
-                 f"--CourseDirectory.autograded_directory={home / 'autograded'}",
-                 f"--CourseDirectory.feedback_directory={home / 'feedback'}",
-                 f"--CourseDirectory.student_id_exclude={','.join(others)}", db_url=db_url())
+        run_nbgrader("generate_feedback", STEP, "--force",
+                     f"--CourseDirectory.autograded_directory={home / 'autograded'}",
+                     f"--CourseDirectory.feedback_directory={home / 'feedback'}",
+                     f"--CourseDirectory.student_id_exclude={','.join(others)}", db_url=db_url())
     finally:
         mp.undo()
     print(f"\nproof: {len(PACKED)} corpus notebooks + blank + half graded in {seconds:.0f} s (2 workers); "

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from autograder.checks import load_all
-from autograder.judging import HARMLESS_STDERR
+from autograder.nbgrader_cmd import HARMLESS_STDERR
 
 from conftest import ROOT, SOURCE_NOTEBOOKS, cell_text, load, nbgrader_meta
 
