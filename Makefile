@@ -16,7 +16,7 @@ WORKERS ?=
 SANDBOX ?= auto
 SUBMISSIONS ?=
 STUDENT ?=
-GRADE_FLAGS = $(if $(WORKERS),--workers $(WORKERS)) --sandbox $(SANDBOX) $(if $(FORCE),--force)
+GRADE_FLAGS = $(if $(WORKERS),--workers $(WORKERS)) --sandbox $(SANDBOX) $(if $(KERNELS),--kernels $(KERNELS)) $(if $(FORCE),--force)
 
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS))
 

@@ -43,6 +43,9 @@ def main(argv=None) -> int:
         p.add_argument("--workers", type=int, default=None, help="parallel notebooks (default: all cores)")
         p.add_argument("--force", action="store_true", help="regrade notebooks already graded")
         p.add_argument("--sandbox", default="auto", help="auto, bwrap or none")
+        p.add_argument("--kernels", default="cold", choices=("cold", "warm"),
+                       help="cold: a fresh kernel per notebook; warm: forked from a template per worker "
+                            "(without a sandbox only; else cold, said on screen)")
         p.add_argument("--no-feedback", action="store_true")
     sub.add_parser("gradebook", help="create the gradebook (NBGRADER_DB_URL) and enter the step's notebooks")
     p = sub.add_parser("report", help="merge: reports for every student in the gradebook")
@@ -91,7 +94,7 @@ def main(argv=None) -> int:
                 parser.error(str(err))
             part["students"] = [s for s in (args.students or "").split(",") if s] or None
         grade(target, workers=args.workers, force=args.force, sandbox=args.sandbox,
-              feedback=not args.no_feedback, **part)
+              feedback=not args.no_feedback, kernels=args.kernels, **part)
     elif args.command == "gradebook":
         from .course import db_url, grader_home
         from .grade import ensure_gradebook, release_grade_cells

@@ -14,6 +14,8 @@ DATA = ROOT / "data"
 STEP = "step-04"
 CATCH_UP = "step-03"
 COURSE_ID = "dl-course"
+# What a warm-kernel template imports before it forks a kernel per notebook (autograder/warm.py).
+KERNEL_PREIMPORT = ["torch", "numpy", "matplotlib", "matplotlib_inline.backend_inline", "dlcourse"]
 
 
 def grader_home() -> Path:

@@ -75,6 +75,7 @@ class Outcome:
     events: list[str] = field(default_factory=list)   # restarts, time limits, truncated output
     seconds: float = 0.0
     kernel_starts: int = 0
+    kernels: str = "cold"     # how the last kernel started: "cold", or "warm" (forked from a template)
 
 
 # An error output is always kept (it decides a test cell's grade), with its parts clipped to these.
@@ -226,8 +227,13 @@ def _error(cell, ename: str, evalue: str) -> None:
                                                traceback=[f"{ename}: {evalue}"]))
 
 
-async def _start(client: _Client, sandbox: Sandbox, workdir: Path, env: dict, limits: Limits):
-    km = kernels.kernel_manager(sandbox, workdir, env, limits)
+async def _start(client: _Client, sandbox: Sandbox, workdir: Path, env: dict, limits: Limits, template=None):
+    """Start a kernel (forked from `template`, autograder/warm.py, when given) and connect `client`."""
+    if template is not None:
+        from .warm import warm_kernel_manager
+        km = warm_kernel_manager(template, sandbox, workdir, limits)
+    else:
+        km = kernels.kernel_manager(sandbox, workdir, env, limits)
     log = KernelLog()
     try:
         await kernels.launch(km, workdir, env, log.fd)
@@ -276,9 +282,13 @@ class CellHooks:
 
 
 async def execute(nb, workdir: Path, env: dict, sandbox: Sandbox | None = None,
-                  limits: Limits | None = None, hooks: CellHooks | None = None) -> Outcome:
-    """Execute `nb` in place. Errors go into the cells' outputs; nothing raises for student faults."""
-    return await _Run(nb, workdir, env, sandbox or Sandbox(), limits or Limits(), hooks or CellHooks()).run()
+                  limits: Limits | None = None, hooks: CellHooks | None = None, template=None) -> Outcome:
+    """Execute `nb` in place. Errors go into the cells' outputs; nothing raises for student faults.
+    template: a warm-kernel template (autograder/warm.py) to fork kernels from; a kernel it cannot
+    give is started cold, and the outcome says so."""
+    run = _Run(nb, workdir, env, sandbox or Sandbox(), limits or Limits(), hooks or CellHooks())
+    run.template = template
+    return await run.run()
 
 
 class _Run:
@@ -298,6 +308,7 @@ class _Run:
         self.todo = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip()]
         self.done: list[int] = []
         self.restarts_left = limits.restarts
+        self.template = None
 
     async def run(self) -> Outcome:
         try:
@@ -317,7 +328,7 @@ class _Run:
         """Start a kernel, bring it to the state of the cells done, run cells until one fails.
         True: a cell failed and a new kernel is to run the rest."""
         try:
-            await _start(self.client, self.sandbox, self.workdir, self.env, self.limits)
+            await self._start()
             self.outcome.kernel_starts += 1
         except Exception as err:
             self._give_up("KernelStartError", f"the grading kernel did not start: {clip(err)}",
@@ -341,6 +352,21 @@ class _Run:
         self.outcome.events.append("the kernel was restarted, the cells that had run were run again, "
                                    "and grading went on")
         return True
+
+    async def _start(self) -> None:
+        """A warm kernel when there is a template; a cold one otherwise, or when the warm one fails
+        to start (then for the rest of this notebook too)."""
+        if self.template is not None:
+            try:
+                await _start(self.client, self.sandbox, self.workdir, self.env, self.limits, self.template)
+                self.outcome.kernels = "warm"
+                return
+            except Exception as err:
+                await _stop(self.client)
+                self.template = None
+                self.outcome.events.append(clip(f"a warm kernel did not start ({err}): a cold kernel was started"))
+        await _start(self.client, self.sandbox, self.workdir, self.env, self.limits)
+        self.outcome.kernels = "cold"
 
     async def _run_cells(self) -> int | None:
         """Run the cells to do in the current kernel; the index of the cell that failed, or None."""

@@ -54,6 +54,7 @@ class Job:
     sandbox: str
     threads: int
     limits: dict = field(default_factory=dict)
+    kernels: str = "cold"   # "warm": forked from this worker's template (autograder/warm.py) when it can
 
 
 KERNEL_NUMERICS = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
@@ -118,7 +119,12 @@ def run_job(job: Job) -> dict:
             env.pop("JPY_PARENT_PID", None)
             for secret in GRADEBOOK_SECRETS:     # student code gets no way into the gradebook
                 env.pop(secret, None)
-            outcome = asyncio.run(execute(nb, workdir, env, sandbox, limits, hooks=server))
+            template = None
+            if job.kernels == "warm":
+                from .course import KERNEL_PREIMPORT
+                from .warm import worker_template
+                template = worker_template(job.sandbox, KERNEL_PREIMPORT, env)
+            outcome = asyncio.run(execute(nb, workdir, env, sandbox, limits, hooks=server, template=template))
             cells = judge_notebook(nb, server)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -128,7 +134,7 @@ def run_job(job: Job) -> dict:
         "cells": [bounded_cell(c.as_dict()) for c in cells],
         "notes": [clip(n) for n in notes + outcome.events], "events": [clip(e) for e in outcome.events],
         "seconds": round(time.monotonic() - started, 2), "kernel_starts": outcome.kernel_starts,
-        "sandbox": sandbox.name,
+        "sandbox": sandbox.name, "kernels": outcome.kernels,
     }
 
 
@@ -297,9 +303,10 @@ def run_jobs(jobs: list[Job], workers: int, attempts: int = 3):
 
 def grade(submissions: Path, workers: int | None = None, force: bool = False, sandbox: str = "auto",
           feedback: bool = True, limits: dict | None = None, quiet: bool = False,
-          shard: tuple[int, int] | None = None, students: list[str] | None = None) -> dict:
+          shard: tuple[int, int] | None = None, students: list[str] | None = None, kernels: str = "cold") -> dict:
     """Grade every submission under `submissions` (or only shard (I, N) of the students, or only
-    `students`); return {'results': [...], 'problems': [...]}."""
+    `students`); return {'results': [...], 'problems': [...]}. kernels: "cold" (a fresh kernel per
+    notebook) or "warm" (forked from a template per worker where it can, else cold: said on screen)."""
     from .sandbox import resolve_sandbox
     from .shards import available_cores, selector
     if students:        # as ids are (`ü ñ` is `ü-ñ`; NFC, whatever form the terminal typed)
@@ -314,7 +321,8 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     part = (f" (shard {shard[0]} of {shard[1]})" if shard else "") + \
         (f" (students: {', '.join(sorted(students))})" if students else "")
-    say(f"grade: {len(received)} files from {submissions}{part}; sandbox: {sandbox}")
+    kernels = _kernels_for(kernels, sandbox)
+    say(f"grade: {len(received)} files from {submissions}{part}; sandbox: {sandbox}; kernels: {kernels}")
     ensure_gradebook(url)
 
     # keep the newest readable copy of each (student, notebook); report every other file
@@ -344,7 +352,7 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
             if previous.get("key") == key:
                 results.append(previous)
                 continue
-        jobs.append(Job(sid, name, str(path), key, sandbox, threads, dict(limits or {})))
+        jobs.append(Job(sid, name, str(path), key, sandbox, threads, dict(limits or {}), kernels))
 
     # notebooks a student did not hand in (or handed in unreadable) score zero, with the reason
     for sid in students:
@@ -385,6 +393,9 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
 
     sync_submission_times(submitted_at, url)
     seconds = time.monotonic() - started
+    if kernels == "warm" and jobs:
+        started_as = [r.get("kernels") for r in results if r.get("key") not in ("missing", "failed")]
+        say(f"kernels: {started_as.count('warm')} notebooks in warm kernels, {started_as.count('cold')} in cold ones")
     graded_students = set(students)
     current = [r for r in results if r["student"] in graded_students]
     if feedback and students:
@@ -403,6 +414,19 @@ def grade(submissions: Path, workers: int | None = None, force: bool = False, sa
         say(f"\ngrade: {len(graded_students)} students of this part graded; when every part is done, "
             "`python -m autograder report` writes grades.csv and grades.json for the whole class")
     return {"results": current, "problems": problems}
+
+
+def _kernels_for(kernels: str, sandbox: str) -> str:
+    """The kernels a run uses: as asked, except warm where they cannot be had (then cold, and why)."""
+    if kernels not in ("cold", "warm"):
+        raise SystemExit(f"unknown kind of kernels {kernels!r}: cold (a fresh kernel per notebook) or warm "
+                         "(forked from a template that has imported the course's modules)")
+    from .warm import why_cold
+    reason = why_cold(sandbox) if kernels == "warm" else ""
+    if reason:
+        print(f"grade: kernels: cold, not warm: {reason}", file=sys.stderr, flush=True)
+        return "cold"
+    return kernels
 
 
 def _requested_id(name: str) -> str:
