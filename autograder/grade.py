@@ -83,10 +83,8 @@ def run_job(job: Job) -> dict:
     import nbformat
 
     from .assemble import assemble
-    from .course import kernel_env
     from .execute import Limits, execute
     from .probeserver import ProbeServer
-    from .runtime import GRADER_SOCKET
     from .judging import judge_notebook
     from .sandbox import make_sandbox
 
@@ -96,7 +94,12 @@ def run_job(job: Job) -> dict:
     source_nb = json.loads((SOURCE / STEP / f"{job.notebook}.ipynb").read_text(encoding="utf-8"))
     graded, notes = assemble(student_nb, release_nb, source_nb)
     nb = nbformat.from_dict(graded)
-    scratch = Path(tempfile.mkdtemp(prefix="grade-"))     # short path: Unix sockets live here
+    template = None
+    if job.kernels == "warm":       # this worker's template (its scratch folders live in its sandbox)
+        from .course import KERNEL_PREIMPORT
+        from .warm import worker_template
+        template = worker_template(job.sandbox, KERNEL_PREIMPORT, _kernel_env(job, Path("/nonexistent"), ""))
+    scratch = Path(tempfile.mkdtemp(prefix="grade-", dir=getattr(template, "root", None)))  # short: sockets live here
     try:
         workdir = scratch / "work"
         workdir.mkdir()
@@ -104,26 +107,7 @@ def run_job(job: Job) -> dict:
         limits = Limits(**job.limits)
         sandbox = make_sandbox(job.sandbox, scratch)
         with ProbeServer(socket_path, answer_seconds=limits.cell_timeout + 30) as server:
-            env = kernel_env({
-                GRADER_SOCKET: socket_path,
-                "DLCOURSE_CORPUS": str(ROOT / "data" / "tinyshakespeare.txt"),
-                "OMP_NUM_THREADS": str(job.threads), "MKL_NUM_THREADS": str(job.threads),
-                "MPLBACKEND": "module://matplotlib_inline.backend_inline",
-                "HOME": str(workdir),
-                "PYTHONHASHSEED": "0",      # set and dict order of strings: the same in every run
-                # the same rounding on every CPU (defence in depth: the checks' cases keep their verdicts
-                # far from every tolerance, tests/test_same_grade_on_every_cpu.py): PyTorch's plain
-                # kernels (valid on any x86-64, unlike avx2/avx512) and MKL's vendor-independent path
-                **KERNEL_NUMERICS,
-            })
-            env.pop("JPY_PARENT_PID", None)
-            for secret in GRADEBOOK_SECRETS:     # student code gets no way into the gradebook
-                env.pop(secret, None)
-            template = None
-            if job.kernels == "warm":
-                from .course import KERNEL_PREIMPORT
-                from .warm import worker_template
-                template = worker_template(job.sandbox, KERNEL_PREIMPORT, env)
+            env = _kernel_env(job, workdir, socket_path)
             outcome = asyncio.run(execute(nb, workdir, env, sandbox, limits, hooks=server, template=template))
             cells = judge_notebook(nb, server)
     finally:
@@ -136,6 +120,28 @@ def run_job(job: Job) -> dict:
         "seconds": round(time.monotonic() - started, 2), "kernel_starts": outcome.kernel_starts,
         "sandbox": sandbox.name, "kernels": outcome.kernels,
     }
+
+
+def _kernel_env(job: Job, workdir: Path, socket_path: str) -> dict:
+    """The environment of a job's kernel (before the sandbox keeps only what it passes on)."""
+    from .course import kernel_env
+    from .runtime import GRADER_SOCKET
+    env = kernel_env({
+        GRADER_SOCKET: socket_path,
+        "DLCOURSE_CORPUS": str(ROOT / "data" / "tinyshakespeare.txt"),
+        "OMP_NUM_THREADS": str(job.threads), "MKL_NUM_THREADS": str(job.threads),
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+        "HOME": str(workdir),
+        "PYTHONHASHSEED": "0",      # set and dict order of strings: the same in every run
+        # the same rounding on every CPU (defence in depth: the checks' cases keep their verdicts
+        # far from every tolerance, tests/test_same_grade_on_every_cpu.py): PyTorch's plain
+        # kernels (valid on any x86-64, unlike avx2/avx512) and MKL's vendor-independent path
+        **KERNEL_NUMERICS,
+    })
+    env.pop("JPY_PARENT_PID", None)
+    for secret in GRADEBOOK_SECRETS:     # student code gets no way into the gradebook
+        env.pop(secret, None)
+    return env
 
 
 def bounded_cell(cell: dict) -> dict:

@@ -219,9 +219,17 @@ class BwrapSandbox(Sandbox):
                  f"--processes={processes}", f"--file-size={limits.file_bytes}", "--"]
         return limit + self.command(workdir, env or {}) + kernel_command()
 
-    def command(self, workdir: Path, env: dict) -> list[str]:
-        """bwrap and its options, up to the program to run in the sandbox."""
-        if self.root:
+    def command(self, workdir: Path, env: dict, template: bool = False) -> list[str]:
+        """bwrap and its options, up to the program to run in the sandbox. template: for a warm-kernel
+        template (autograder/kernel_template.py), run by root: it stays root, with the capabilities
+        it needs to give each kernel it forks namespaces, mounts and a uid of its own (every one is
+        cleared when the kernel drops to its uid)."""
+        if template:
+            namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                          *[a for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SYS_ADMIN", "CAP_NET_ADMIN")
+                            for a in ("--cap-add", cap)]]
+            drop = []
+        elif self.root:
             # no user namespace: the kernel becomes a real unprivileged uid (setpriv, util-linux),
             # which needs these two capabilities for that one step; setuid clears every capability
             namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
@@ -284,15 +292,19 @@ class BwrapSandbox(Sandbox):
 
     def _environment(self, workdir: Path, env: dict) -> list[str]:
         out = ["--clearenv", "--unsetenv", "JPY_PARENT_PID"]    # with --unshare-pid there is no parent to watch
+        for key, value in sorted(self.kernel_environment(workdir, env).items()):
+            out += ["--setenv", key, str(value)]
+        return out
+
+    def kernel_environment(self, workdir: Path, env: dict) -> dict:
+        """The kernel's whole environment: the variables of PASSED_ENV, and these."""
         kept = {k: env[k] for k in PASSED_ENV if k in env}
         kept.update({
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
             "HOME": str(workdir), "TMPDIR": "/tmp", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1", "USER": "student", "LOGNAME": "student",
         })
-        for key, value in sorted(kept.items()):
-            out += ["--setenv", key, str(value)]
-        return out
+        return {k: str(v) for k, v in kept.items()}
 
 
 def _uid_of(pid: int) -> int | None:

@@ -26,7 +26,6 @@ import select
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -36,14 +35,15 @@ from pathlib import Path
 from jupyter_client.provisioning import KernelProvisionerFactory, LocalProvisioner
 from traitlets import Any
 
+from .kernel_template import receive, send
 from .kernels import GradingKernelSpecs, kernel_command, register_provisioner
 from .limits import Limits
+
+TEMPLATE_SOURCE = (Path(__file__).parent / "kernel_template.py").read_text(encoding="utf-8")
 
 WARM_PROVISIONER_NAME = "grading-warm-kernel"
 READY_SECONDS = 120.0
 
-
-# ---- in the grader ------------------------------------------------------------------------------
 
 # what differs from one job's kernel environment to the next: set in each forked child, not in the template
 PER_JOB_ENV = ("GRADER_SOCKET", "HOME")
@@ -52,12 +52,23 @@ _templates: dict[tuple, "Template"] = {}     # this worker process's template (o
 
 def why_cold(sandbox: str) -> str:
     """Why a grading run with this sandbox cannot have warm kernels here ('' if it can)."""
-    if sandbox != "none":
-        return ("warm kernels are offered without a sandbox only (--sandbox none): a kernel forked from a "
-                "shared template does not yet get the namespaces, uid and scratch of its own a cold bwrap kernel gets")
-    if not hasattr(os, "fork") or not hasattr(os, "pidfd_open"):
-        return "this system has no fork or pidfd"
+    if not hasattr(os, "fork") or not hasattr(os, "pidfd_open") or not hasattr(socket, "send_fds"):
+        return "this system has no fork, pidfd or descriptor passing"
+    if sandbox == "bwrap" and os.geteuid() != 0:
+        return ("in the bwrap sandbox warm kernels need a grader run by root (each kernel gets a uid of its "
+                "own); run by another user, kernels start cold")
+    if sandbox not in ("none", "bwrap"):
+        return f"unknown sandbox {sandbox!r}"
     return ""
+
+
+def worker_root(sandbox: str) -> Path | None:
+    """Where this worker's jobs make their scratch folders: inside the template's sandbox (bwrap),
+    None when it does not matter."""
+    for template in _templates.values():
+        if template.alive() and template.root is not None:
+            return template.root
+    return None
 
 
 def worker_template(sandbox: str, preimport: list[str], env: dict) -> Template | None:
@@ -66,15 +77,14 @@ def worker_template(sandbox: str, preimport: list[str], env: dict) -> Template |
     if why_cold(sandbox):
         return None
     base = {k: v for k, v in env.items() if k not in PER_JOB_ENV}
-    key = (tuple(preimport), tuple(sorted(base.items())))
+    key = (sandbox, tuple(preimport), tuple(sorted(base.items())))
     template = _templates.get(key)
     if template is not None and template.alive():
         return template
     for old in _templates.values():
         old.close()
     _templates.clear()
-    home = tempfile.mkdtemp(prefix="warm-template-")        # the template's HOME, removed when it ends
-    template = _templates[key] = Template(preimport, {**base, "HOME": home})
+    template = _templates[key] = Template(preimport, base, sandbox)
     return template
 
 
@@ -82,39 +92,31 @@ class TemplateError(RuntimeError):
     """The template could not fork a kernel (it died, refused, or is not ready): start a cold one."""
 
 
-def _send(sock: socket.socket, data: dict, fds: list[int] = ()) -> None:
-    payload = json.dumps(data).encode()
-    socket.send_fds(sock, [struct.pack("!I", len(payload)) + payload], list(fds))
-
-
-def _receive(sock: socket.socket) -> tuple[dict | None, list[int]]:
-    msg, fds, _, _ = socket.recv_fds(sock, 1 << 20, 4)
-    if not msg:
-        return None, fds
-    size = struct.unpack("!I", msg[:4])[0]
-    body = msg[4:]
-    while len(body) < size:
-        more = sock.recv(size - len(body))
-        if not more:
-            return None, fds
-        body += more
-    return json.loads(body), fds
-
-
 class Template:
-    """A template process of this grading worker (started by `start`, ended by `close`)."""
+    """A template process of this grading worker: started here, ended by `close` (or when this
+    process ends: its socket closes, and in the sandbox bwrap dies with its parent)."""
 
-    def __init__(self, preimport: list[str], env: dict):
+    def __init__(self, preimport: list[str], env: dict, sandbox: str = "none"):
         self.preimport = list(preimport)
-        self.env = dict(env)
+        self.sandbox = sandbox
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "autograder.warm", str(theirs.fileno()), json.dumps(self.preimport)],
-            env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            pass_fds=[theirs.fileno()], start_new_session=True)
+        program = [sys.executable, "-c", TEMPLATE_SOURCE, str(theirs.fileno()), json.dumps(self.preimport)]
+        if sandbox == "bwrap":
+            from .sandbox import BwrapSandbox
+            self.root = Path(tempfile.mkdtemp(prefix="grade-w-"))     # short: Unix socket paths live below
+            box = BwrapSandbox(self.root)
+            home = self.root / "work"
+            command = box.command(home, {**env, "HOME": str(home)}, template=True) + program
+            popen_env = None
+        else:
+            self.root = None
+            home = Path(tempfile.mkdtemp(prefix="warm-template-"))     # its HOME, removed when it ends
+            command = program
+            popen_env = {**env, "HOME": str(home)}
+        self.proc = subprocess.Popen(command, env=popen_env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, pass_fds=[theirs.fileno()], start_new_session=True)
         theirs.close()
         self._lock = threading.Lock()
-        self.ready_error: str | None = None
         self._ready = None
 
     def wait_ready(self, timeout: float = READY_SECONDS) -> None:
@@ -122,7 +124,7 @@ class Template:
         if self._ready is None:
             self._sock.settimeout(timeout)
             try:
-                answer, _ = _receive(self._sock)
+                answer, _ = receive(self._sock)
             except (OSError, ValueError) as err:
                 answer = {"error": f"no answer ({err})"}
             finally:
@@ -140,22 +142,22 @@ class Template:
         except Exception:
             return "(no message)"
 
-    def fork(self, connection_file: str, cwd: str, env: dict, limits: Limits, log_fd: int) -> int:
-        """A kernel forked from the template: its pid (not a child of this process)."""
+    def fork(self, request: dict, log_fd: int) -> "ForkedKernel":
+        """A kernel forked from the template (not a child of this process)."""
         self.wait_ready()
         with self._lock:
             try:
-                _send(self._sock, {"connection_file": connection_file, "cwd": cwd, "env": env,
-                                   "limits": [limits.memory_bytes, int(limits.notebook_timeout * 2),
-                                              limits.processes, limits.file_bytes]}, [log_fd])
-                answer, _ = _receive(self._sock)
+                send(self._sock, request, [log_fd])
+                answer, fds = receive(self._sock)
             except OSError as err:
                 raise TemplateError(f"the warm kernel template did not answer ({err})") from None
         if answer is None:
             raise TemplateError("the warm kernel template has ended")
-        if "error" in answer:
-            raise TemplateError(f"the warm kernel template refused: {answer['error']}")
-        return int(answer["pid"])
+        if "error" in answer or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            raise TemplateError(f"the warm kernel template refused: {answer.get('error', 'no pidfd')}")
+        return ForkedKernel(fds[0])
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -169,22 +171,20 @@ class Template:
             self.proc.wait()
             if self.proc.stderr:
                 self.proc.stderr.close()
+            if self.root is not None:
+                shutil.rmtree(self.root, ignore_errors=True)
 
 
 class ForkedKernel:
-    """A forked kernel process as LocalProvisioner handles a Popen: poll, wait, signals. Not a child
-    of the grader (the template reaps it): its end is seen through a pidfd, its exit code is not."""
+    """A forked kernel process as LocalProvisioner handles a Popen: poll, wait, signals, through a
+    pidfd (its pid may be in another PID namespace; it is not a child of the grader: its exit code
+    is not known)."""
     stdin = stdout = stderr = None
     GONE = -signal.SIGKILL
 
-    def __init__(self, pid: int):
-        self.pid = pid
+    def __init__(self, pidfd: int):
+        self._fd = pidfd
         self.returncode: int | None = None
-        try:
-            self._fd = os.pidfd_open(pid)
-        except OSError:            # already gone
-            self._fd = -1
-            self.returncode = self.GONE
 
     def poll(self) -> int | None:
         if self.returncode is None and select.select([self._fd], [], [], 0)[0]:
@@ -219,7 +219,7 @@ class WarmProvisioner(LocalProvisioner):
     """Launches a grading kernel by asking the worker's template to fork one."""
 
     template = Any(help="the worker's Template").tag(config=True)
-    sandbox = Any(help="the job's sandbox (only `none` is offered warm kernels)").tag(config=True)
+    sandbox = Any(help="the job's sandbox").tag(config=True)
     workdir = Any(help="the kernel's working folder").tag(config=True)
     limits = Any(help="the job's Limits").tag(config=True)
 
@@ -229,13 +229,23 @@ class WarmProvisioner(LocalProvisioner):
         return kwargs
 
     async def launch_kernel(self, cmd: list[str], **kwargs):
+        from .sandbox import SANDBOX_PROCESSES, TMP_BYTES, SHM_BYTES, WORK_BYTES
+        limits, box, workdir = self.limits, self.sandbox, Path(self.workdir)
+        env = dict(kwargs.get("env") or {})
+        argv = [a.replace("{connection_file}", self.parent.connection_file) for a in kernel_command()[3:]]
+        request = {"cwd": str(workdir), "argv": argv, "env": env, "parent_poller": True,
+                   "limits": [limits.memory_bytes, int(limits.notebook_timeout * 2), limits.processes,
+                              limits.file_bytes]}
+        if box.name == "bwrap":
+            request.update(env=box.kernel_environment(workdir, env), parent_poller=False, sandbox={
+                "uid": box.uid, "gid": box.gid, "scratch": str(box.scratch), "worker_root": str(self.template.root),
+                "workdir": str(workdir), "tmp_bytes": TMP_BYTES, "shm_bytes": SHM_BYTES, "work_bytes": WORK_BYTES})
+            request["limits"][2] = limits.processes or SANDBOX_PROCESSES
         log_fd = kwargs.get("stdout")
-        pid = self.template.fork(self.parent.connection_file, str(kwargs.get("cwd") or self.workdir),
-                                 dict(kwargs.get("env") or {}), self.limits,
-                                 log_fd if isinstance(log_fd, int) else os.open(os.devnull, os.O_WRONLY))
-        self.process = ForkedKernel(pid)
-        self.pid = self.pgid = pid           # the child leads a session (and process group) of its own
-        self.cwd = kwargs.get("cwd")
+        self.process = self.template.fork(request, log_fd if isinstance(log_fd, int) else
+                                          os.open(os.devnull, os.O_WRONLY))
+        self.pid = self.pgid = None           # signals go through the pidfd
+        self.cwd = str(workdir)
         return self.connection_info
 
     def ready(self) -> None:
@@ -258,94 +268,10 @@ def warm_kernel_manager(template: Template, sandbox, workdir: Path, limits: Limi
     from .kernels import KERNEL_NAME
     register_warm_provisioner()
     spec = KernelSpec(argv=kernel_command(), env={}, language="python", display_name="grading kernel (warm)",
-                      interrupt_mode="signal",
+                      interrupt_mode=sandbox.interrupt_mode,
                       metadata={"kernel_provisioner": {"provisioner_name": WARM_PROVISIONER_NAME, "config": {
                           "template": template, "sandbox": sandbox, "workdir": str(workdir), "limits": limits}}})
     conn_dir = sandbox.connection_dir(workdir)
     return AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=GradingKernelSpecs(spec),
                               transport="ipc", ip=str(conn_dir / "kernel-ipc"),
                               connection_file=str(conn_dir / "kernel.json"))
-
-
-# ---- in the template process ----------------------------------------------------------------------
-
-def _threads() -> int:
-    return len(os.listdir("/proc/self/task"))
-
-
-def _child(request: dict, log_fd: int, sock_fd: int) -> None:
-    """In the forked child: become the job's kernel. Never returns."""
-    try:
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.setsid()
-        os.dup2(log_fd, 1)
-        os.dup2(log_fd, 2)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.closerange(3, os.sysconf("SC_OPEN_MAX"))         # the template's socket and the log's copy
-        os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        # as jupyter_client's launcher tells a cold kernel: its parent, which it outlives by no more
-        # than a moment (ipykernel's parent poller); here the template, which ends with the grader
-        os.environ["JPY_PARENT_PID"] = str(os.getppid())
-        from .limits import apply
-        apply(*request["limits"])
-        argv = [a.replace("{connection_file}", request["connection_file"]) for a in kernel_command()[3:]]
-        argv.append(f"--IPKernelApp.parent_handle={os.getppid()}")    # its default was read at import
-        from ipykernel.kernelapp import IPKernelApp
-        app = IPKernelApp.instance()
-        app.initialize(argv)
-        app.start()
-    except BaseException as err:      # the kernel's last words go to its log, as a cold kernel's would
-        try:
-            os.write(2, f"warm kernel: {type(err).__name__}: {err}\n".encode())
-        except OSError:
-            pass
-    finally:
-        os._exit(1)
-
-
-def template_main(sock_fd: int, preimport: list[str]) -> None:
-    try:
-        _serve(sock_fd, preimport)
-    finally:
-        home = os.environ.get("HOME", "")
-        if Path(home).name.startswith("warm-template-"):
-            shutil.rmtree(home, ignore_errors=True)
-
-
-def _serve(sock_fd: int, preimport: list[str]) -> None:
-    import importlib
-    sock = socket.socket(fileno=sock_fd)
-    try:
-        # the kernel's own imports first (no ZeroMQ context is made by importing), then the course's
-        import ipykernel.kernelapp  # noqa: F401
-        for name in preimport:
-            importlib.import_module(name)
-    except BaseException as err:
-        _send(sock, {"error": f"import failed: {type(err).__name__}: {err}"})
-        return
-    _send(sock, {"ready": True, "threads": _threads()})
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)      # forked kernels are reaped by the system
-    while True:
-        request, fds = _receive(sock)
-        if request is None:
-            return                                     # the grader's worker is gone: so is the template
-        if _threads() != 1:
-            _send(sock, {"error": f"the template runs {_threads()} threads: a fork would copy them half-done"})
-            for fd in fds:
-                os.close(fd)
-            continue
-        pid = os.fork()
-        if pid == 0:
-            _child(request, fds[0], sock_fd)
-        for fd in fds:
-            os.close(fd)
-        _send(sock, {"pid": pid})
-
-
-if __name__ == "__main__":
-    template_main(int(sys.argv[1]), json.loads(sys.argv[2]))

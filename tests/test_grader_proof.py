@@ -15,6 +15,7 @@ follows, so each entry's expectations stay exact and are reported under the entr
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -32,6 +33,8 @@ from proof_corpus import CORRECT, WRONG, Entry
 
 pytestmark = pytest.mark.slow
 CORPUS = CORRECT + WRONG
+# the kernels the corpus is graded in: GRADER_KERNELS=warm grades it in warm kernels
+KERNELS = os.environ.get("GRADER_KERNELS", "cold")
 MAX_EDITS_PER_NOTEBOOK = 6
 
 # What the half-done example student (autograder.example.build: the first ceil(n/2) answer cells of
@@ -164,8 +167,10 @@ def grade_the_corpus(home):
     mp.setenv("NBGRADER_DB_URL", f"sqlite:///{home / 'gradebook.db'}")
     try:
         started = time.monotonic()
-        run = grade(submissions, workers=2, quiet=True, feedback=False)
+        run = grade(submissions, workers=2, quiet=True, feedback=False, kernels=KERNELS)
         seconds = time.monotonic() - started
+        kinds = {r["kernels"] for r in run["results"] if "kernels" in r}
+        assert kinds == {KERNELS}, f"the proof asked for {KERNELS} kernels and was graded in {kinds}"
         # grade a subset again from scratch (--force): one packed notebook of each notebook of the step
         again = home / "again"
         again.mkdir()
@@ -174,7 +179,7 @@ def grade_the_corpus(home):
             firsts.setdefault(members[0].notebook, sid)
         for sid in firsts.values():
             shutil.copytree(submissions / sid, again / sid)
-        rerun = grade(again, workers=2, force=True, quiet=True, feedback=False)
+        rerun = grade(again, workers=2, force=True, quiet=True, feedback=False, kernels=KERNELS)
         # feedback HTML for the regraded students (every notebook of the step is among them); the
         # rest of the class is left out only to save time (grade() writes feedback for everyone)
         others = sorted({sid for sid, _ in PACKED} - set(firsts.values()) | {"blank", "half"})
