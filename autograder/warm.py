@@ -81,11 +81,26 @@ def worker_template(sandbox: str, preimport: list[str], env: dict) -> Template |
     template = _templates.get(key)
     if template is not None and template.alive():
         return template
-    for old in _templates.values():
-        old.close()
-    _templates.clear()
+    close_templates()
+    if not _templates_closed_at_exit:
+        # a pool's worker process ends through multiprocessing's exit function (no atexit): both
+        import atexit
+        from multiprocessing import util
+        util.Finalize(None, close_templates, exitpriority=10)
+        atexit.register(close_templates)
+        _templates_closed_at_exit.append(True)
     template = _templates[key] = Template(preimport, base, sandbox)
     return template
+
+
+_templates_closed_at_exit: list = []
+
+
+def close_templates() -> None:
+    """End this process's template (and remove its folders)."""
+    for template in list(_templates.values()):
+        template.close()
+    _templates.clear()
 
 
 class TemplateError(RuntimeError):
@@ -104,13 +119,14 @@ class Template:
         if sandbox == "bwrap":
             from .sandbox import BwrapSandbox
             self.root = Path(tempfile.mkdtemp(prefix="grade-w-"))     # short: Unix socket paths live below
+            self.home = None
             box = BwrapSandbox(self.root)
             home = self.root / "work"
             command = box.command(home, {**env, "HOME": str(home)}, template=True) + program
             popen_env = None
         else:
             self.root = None
-            home = Path(tempfile.mkdtemp(prefix="warm-template-"))     # its HOME, removed when it ends
+            home = self.home = Path(tempfile.mkdtemp(prefix="warm-template-"))     # its HOME, removed with it
             command = program
             popen_env = {**env, "HOME": str(home)}
         self.proc = subprocess.Popen(command, env=popen_env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -171,8 +187,9 @@ class Template:
             self.proc.wait()
             if self.proc.stderr:
                 self.proc.stderr.close()
-            if self.root is not None:
-                shutil.rmtree(self.root, ignore_errors=True)
+            for folder in (self.root, self.home):
+                if folder is not None:
+                    shutil.rmtree(folder, ignore_errors=True)
 
 
 class ForkedKernel:
