@@ -21,8 +21,8 @@ SUBMISSIONS ?=
 STUDENT ?=
 STEP ?=
 STEP_FLAG = $(if $(STEP),--step $(STEP))
-GRADE_FLAGS = $(STEP_FLAG) $(if $(WORKERS),--workers $(WORKERS)) --sandbox $(SANDBOX) $(if $(FORCE),--force) \
-              $(if $(CELL_TIMEOUT),--cell-timeout $(CELL_TIMEOUT))
+GRADE_FLAGS = $(STEP_FLAG) $(if $(WORKERS),--workers $(WORKERS)) --sandbox $(SANDBOX) $(if $(KERNELS),--kernels $(KERNELS)) \
+              $(if $(FORCE),--force) $(if $(CELL_TIMEOUT),--cell-timeout $(CELL_TIMEOUT))
 
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS))
 

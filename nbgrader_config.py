@@ -69,8 +69,9 @@ c.Execute.startup_timeout = 120
 
 # A library warning on stderr (a PyTorch UserWarning, a matplotlib font notice) must not zero a
 # correct answer: nbgrader scores any stderr output as a failure unless it is stripped first.
+from autograder.nbgrader_cmd import HARMLESS_STDERR  # noqa: E402  (the grader strips the same)
 c.IgnorePattern.enabled = True
-c.IgnorePattern.pattern = r"(?s)^(\S+:\d+: )?(\w+Warning|Matplotlib is building the font cache)"
+c.IgnorePattern.pattern = HARMLESS_STDERR
 
 # A student who deletes a test cell does not get out of it: the cell is put back and run.
 c.OverwriteCells.add_missing_cells = True

@@ -53,15 +53,31 @@ def _is_test(cell) -> bool:
 def assemble(student: dict, release: dict, source: dict) -> tuple[dict, list[str]]:
     """Return (notebook to grade, notes on what was restored or ignored)."""
     notes: list[str] = []
-    release_cells = release["cells"]
+    matched, followers = _match(student, release, notes)
+    pictures = _Pictures(notes)
     source_by_id = {c.get("id"): c for c in source["cells"] if c.get("id")}
+    cells = [pictures.keep(c, c) for c in followers.get(None, [])]
+    for rel in release["cells"]:
+        cells.append(_graded_cell(rel, matched.get(rel.get("id")), source_by_id, pictures, notes))
+        cells.extend(pictures.keep(c, c) for c in followers.get(rel.get("id"), []))
+    graded = {"cells": cells, "metadata": copy.deepcopy(release.get("metadata", {})),
+              "nbformat": 4, "nbformat_minor": release.get("nbformat_minor", 5)}
+    kernel = (student.get("metadata") or {}).get("kernelspec") if isinstance(student.get("metadata"), dict) else None
+    if kernel and kernel != release.get("metadata", {}).get("kernelspec"):
+        notes.append("the notebook's kernel was changed: it was graded with the course kernel")
+    return graded, notes
+
+
+def _match(student: dict, release: dict, notes: list[str]) -> tuple[dict[str, dict], dict[str | None, list]]:
+    """Match each student cell to a released cell, or call it an extra cell. Returns
+    (release cell id -> the student's cell, release cell id or None for the top -> the extra
+    cells that follow it). A second copy of a matched cell is dropped (noted for an answer)."""
+    release_cells = release["cells"]
     release_ids = {c.get("id") for c in release_cells}
     answer_ids = {_nbgrader(c)["grade_id"]: c.get("id") for c in release_cells if _is_answer(c)}
     answer_cell_ids = set(answer_ids.values())
-
-    # 1. Match each student cell to a released cell (or call it an extra cell).
-    matched: dict[str, dict] = {}          # release cell id -> student cell
-    followers: dict[str | None, list] = {}  # release cell id (None: top) -> extra student cells
+    matched: dict[str, dict] = {}
+    followers: dict[str | None, list] = {}
     previous: str | None = None
     student_cells = student.get("cells", [])
     if not isinstance(student_cells, list):
@@ -73,62 +89,46 @@ def assemble(student: dict, release: dict, source: dict) -> tuple[dict, list[str
         grade_id = grade_id if isinstance(grade_id, str) else None    # JSON may hold anything here
         cell_id = cell.get("id")
         cell_id = cell_id if isinstance(cell_id, str) else None
-        target = None
-        if grade_id in answer_ids:
-            target = answer_ids[grade_id]
-        elif cell_id in release_ids:
-            target = cell_id
-        if target is not None and target in matched:
-            if target in answer_cell_ids:
-                notes.append(f"answer cell {target!r} appears more than once: the first copy was graded")
-            target = "__duplicate__"
+        target = answer_ids.get(grade_id) if grade_id in answer_ids else (cell_id if cell_id in release_ids else None)
         if target is None:
             extra = _as_extra(cell)
             extra["id"] = f"added-{sum(len(v) for v in followers.values()) + 1}"
             followers.setdefault(previous, []).append(extra)
-        elif target != "__duplicate__":
+        elif target in matched:
+            if target in answer_cell_ids:
+                notes.append(f"answer cell {target!r} appears more than once: the first copy was graded")
+        else:
             matched[target] = cell
             previous = target
+    return matched, followers
 
-    # 2. Walk the release in order and build the graded notebook.
-    pictures = _Pictures(notes)
-    cells = [pictures.keep(c, c) for c in followers.get(None, [])]
-    for rel in release_cells:
-        cid = rel.get("id")
-        out = copy.deepcopy(rel)
-        out["source"] = _text(rel)
-        mine = matched.get(cid)
-        if _is_answer(rel):
-            name = _nbgrader(rel)["grade_id"]
-            if mine is None:
-                notes.append(f"answer cell {name!r} is missing: graded as unanswered")
-            elif mine.get("cell_type") != rel["cell_type"]:
-                notes.append(f"answer cell {name!r} was changed to {mine.get('cell_type')}: graded as unanswered")
-            else:
-                out["source"] = _text(mine)
-                if out["cell_type"] == "markdown":
-                    out = pictures.keep(out, mine)
-        elif _is_test(rel):
-            out["source"] = _text(source_by_id.get(cid, rel))
-            if mine is None:
-                notes.append(f"test cell {_nbgrader(rel)['grade_id']!r} was missing and was put back")
-            elif _text(mine) != _text(rel) or _nbgrader(mine) != _nbgrader(rel) or mine.get("cell_type") != "code":
-                notes.append(f"test cell {_nbgrader(rel)['grade_id']!r} was changed and was restored")
-        elif rel["cell_type"] == "code" and not _nbgrader(rel) and mine is not None \
-                and mine.get("cell_type") == "code":
-            out["source"] = _text(mine)     # a live Python box or the name cell: the student's version
-        if out["cell_type"] == "code":
-            out["outputs"] = []
-            out["execution_count"] = None
-        cells.append(out)
-        cells.extend(pictures.keep(c, c) for c in followers.get(cid, []))
 
-    graded = {"cells": cells, "metadata": copy.deepcopy(release.get("metadata", {})),
-              "nbformat": 4, "nbformat_minor": release.get("nbformat_minor", 5)}
-    kernel = (student.get("metadata") or {}).get("kernelspec") if isinstance(student.get("metadata"), dict) else None
-    if kernel and kernel != release.get("metadata", {}).get("kernelspec"):
-        notes.append("the notebook's kernel was changed: it was graded with the course kernel")
-    return graded, notes
+def _graded_cell(rel: dict, mine: dict | None, source_by_id: dict, pictures: "_Pictures", notes: list[str]) -> dict:
+    """The graded notebook's copy of released cell `rel`, given the student's matching cell `mine`."""
+    out = copy.deepcopy(rel)
+    out["source"] = _text(rel)
+    if _is_answer(rel):
+        name = _nbgrader(rel)["grade_id"]
+        if mine is None:
+            notes.append(f"answer cell {name!r} is missing: graded as unanswered")
+        elif mine.get("cell_type") != rel["cell_type"]:
+            notes.append(f"answer cell {name!r} was changed to {mine.get('cell_type')}: graded as unanswered")
+        else:
+            out["source"] = _text(mine)
+            if out["cell_type"] == "markdown":
+                out = pictures.keep(out, mine)
+    elif _is_test(rel):
+        out["source"] = _text(source_by_id.get(rel.get("id"), rel))
+        if mine is None:
+            notes.append(f"test cell {_nbgrader(rel)['grade_id']!r} was missing and was put back")
+        elif _text(mine) != _text(rel) or _nbgrader(mine) != _nbgrader(rel) or mine.get("cell_type") != "code":
+            notes.append(f"test cell {_nbgrader(rel)['grade_id']!r} was changed and was restored")
+    elif rel["cell_type"] == "code" and not _nbgrader(rel) and mine is not None and mine.get("cell_type") == "code":
+        out["source"] = _text(mine)     # a live Python box or the name cell: the student's version
+    if out["cell_type"] == "code":
+        out["outputs"] = []
+        out["execution_count"] = None
+    return out
 
 
 def _as_extra(cell: dict) -> dict:

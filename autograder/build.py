@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 from nbgrader.preprocessors import (ClearHiddenTests, ClearMarkScheme, ClearOutput, IncludeHeaderFooter,
                                     LockCells, NbGraderPreprocessor)
 
-from .course import ENGINE_ROOT, ROOT, kernel_env
+from .course import ROOT, kernel_env
+from .nbgrader_cmd import run_nbgrader
 
 SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
                     "BEGIN MARK SCHEME", "END MARK SCHEME")
@@ -24,29 +23,6 @@ SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END
 
 class BuildError(RuntimeError):
     pass
-
-
-# `python -m nbgrader`, without the optional rfc3987_syntax that jsonschema would import (about 2 s
-# of CPU per command building grammars for IRI formats that no notebook schema uses; see grade.py).
-NBGRADER_MAIN = ("import sys; sys.modules.setdefault('rfc3987_syntax', None); "
-                 "from nbgrader.apps.nbgraderapp import main; main()")
-
-
-def nbgrader(*args: str, root: Path = ROOT, db_url: str | None = None, quiet: bool = True) -> str:
-    """Run an nbgrader command on the course at `root` with this repository's configuration."""
-    cmd = [sys.executable, "-c", NBGRADER_MAIN, *args, f"--CourseDirectory.root={root}"]
-    if db_url:
-        cmd.append(f"--CourseDirectory.db_url={db_url}")
-    env = kernel_env({"COURSE_ROOT": str(root)})    # the course whose checks stamp its hidden tests
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    # from the engine's folder: nbgrader reads nbgrader_config.py from where it runs
-    proc = subprocess.run(cmd, cwd=ENGINE_ROOT, env=env, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    if proc.returncode != 0 or "[ERROR]" in log:
-        raise BuildError(f"`nbgrader {' '.join(args)}` failed:\n{log[-4000:]}")
-    if not quiet:
-        print(log)
-    return log
 
 
 def release(step, db_url: str | None = None) -> list[Path]:
@@ -57,8 +33,8 @@ def release(step, db_url: str | None = None) -> list[Path]:
     to date with the release, see autograder/grade.py)."""
     import tempfile
     with tempfile.TemporaryDirectory(prefix="release-") as scratch:
-        nbgrader("generate_assignment", step.name, "--force", root=step.root,
-                 db_url=db_url or f"sqlite:///{Path(scratch) / 'gradebook.db'}")
+        run_nbgrader("generate_assignment", step.name, "--force", root=step.root,
+                     db_url=db_url or f"sqlite:///{Path(scratch) / 'gradebook.db'}")
     out = sorted(step.release.glob("*.ipynb"))
     for path in out:
         text = path.read_text(encoding="utf-8")

@@ -25,12 +25,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 from .course import COURSE_ID, ENGINE_ROOT, NOTEBOOKS, RELEASE, ROOT, grader_home, kernel_env
+from .nbgrader_cmd import NbgraderError, run_nbgrader
 
 COLLECTED = "collected"                 # under the grading home: what `make collect` brings in
 SECRET = "submission_secret.txt"        # written by `nbgrader submit`; feedback is found by it
@@ -56,17 +55,13 @@ def _show(path: Path) -> str:
 
 
 def nbgrader(*args: str) -> str:
-    """Run an nbgrader command from the course folder (so it reads nbgrader_config.py); return its
-    log; raise ExchangeError with nbgrader's own error lines when it fails."""
-    env = kernel_env()
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=ENGINE_ROOT, env=env,
-                          capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    if proc.returncode != 0 or re.search(r"\| (ERROR|CRITICAL)\]", log):
-        errors = [line for line in log.splitlines() if re.search(r"\| (ERROR|CRITICAL|FATAL)\]", line)]
-        raise ExchangeError(f"`nbgrader {args[0]}` failed: " + ("\n  ".join(errors) or log[-2000:]))
-    return log
+    """run_nbgrader (autograder/nbgrader_cmd.py), failing with ExchangeError and nbgrader's own
+    error lines: what a student or instructor is shown."""
+    try:
+        return run_nbgrader(*args)
+    except NbgraderError as err:
+        raise ExchangeError(f"`nbgrader {err.command}` failed: " + ("\n  ".join(err.errors) or err.log[-2000:])) \
+            from None
 
 
 def _notebooks(folder: Path) -> dict[str, bytes]:

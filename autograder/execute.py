@@ -1,16 +1,14 @@
 """Run one notebook to grade it: per-cell and per-notebook time limits, an output cap,
 resource limits on the kernel, and a kernel that dies is restarted and the rest still graded.
 
-`Launcher` decides how the kernel process starts (plain, or inside the sandbox of
-autograder/sandbox.py); `execute()` owns everything else.
+The job's sandbox (autograder/sandbox.py) says how the kernel is wrapped, the provisioner of
+autograder/kernels.py launches it; `execute()` owns everything else.
 """
 from __future__ import annotations
 
 import asyncio
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -19,11 +17,13 @@ from pathlib import Path
 import nbformat
 from queue import Empty
 
-from jupyter_client import AsyncKernelManager
-from jupyter_client.kernelspec import KernelSpec
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 from nbgrader.preprocessors import Execute as NbgraderExecute
+
+from . import kernels
+from .limits import Limits, clip  # noqa: F401  (Limits: where callers have always found it)
+from .sandbox import Sandbox
 
 POLL_STEP = 0.25   # seconds
 
@@ -69,61 +69,13 @@ class CourseNotebookClient(ShortPolls, NotebookClient):
 class Execute(ShortPolls, NbgraderExecute):
     """nbgrader's Execute preprocessor without the widget hang (used in nbgrader_config.py)."""
 
-from .limits import clip
-
-
-
-@dataclass
-class Limits:
-    cell_timeout: float = 120.0          # seconds one cell may run
-    notebook_timeout: float = 900.0      # seconds for the whole notebook, restarts included
-    output_bytes: int = 1_000_000        # output one cell may keep; the rest is dropped with a note
-    notebook_output_bytes: int = 4_000_000   # output all the cells together may keep
-    memory_bytes: int = 6 * 2**30        # address space of the kernel process
-    processes: int = 0                   # RLIMIT_NPROC for an unprivileged kernel user (0: leave)
-    file_bytes: int = 256 * 2**20        # largest file the kernel may write
-    restarts: int = 2                    # kernel restarts after a crash or a hung cell
-
-
-def kernel_command() -> list[str]:
-    """The kernel, as every launcher starts it (after its own wrapping). quit() and exit() in a
-    cell stop the kernel's event loop 0.1 s later, in whichever cell then runs: the grade would
-    depend on timing. The grading kernel ignores them (the shell's ask_exit does nothing)."""
-    return [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-            "--HistoryManager.hist_file=:memory:",
-            "--IPKernelApp.exec_lines=['get_ipython().ask_exit = lambda: None']"]
-
-
-class Launcher:
-    """Starts a kernel without a sandbox, under resource limits."""
-    name = "none"
-    transport = "ipc"        # Unix sockets in the scratch folder: no TCP ports, nothing on the network
-    interrupt_mode = "signal"
-
-    def argv(self, workdir: Path, limits: Limits, env: dict | None = None) -> list[str]:
-        return [sys.executable, "-m", "autograder.limits",
-                f"--memory={limits.memory_bytes}", f"--cpu={int(limits.notebook_timeout * 2)}",
-                f"--processes={limits.processes}", f"--file-size={limits.file_bytes}", "--",
-                *kernel_command()]
-
-    def connection_dir(self, workdir: Path) -> Path:
-        return workdir
-
-    def prepare(self, connection_file: Path) -> None:
-        """Called once the connection file is written, before the kernel starts."""
-
-    def started(self, workdir: Path) -> None:
-        """Called once the kernel answers, before any cell runs."""
-
-    def cleanup(self, workdir: Path) -> None:
-        pass
-
 
 @dataclass
 class Outcome:
     events: list[str] = field(default_factory=list)   # restarts, time limits, truncated output
     seconds: float = 0.0
     kernel_starts: int = 0
+    kernels: str = "cold"     # how the last kernel started: "cold", or "warm" (forked from a template)
 
 
 # An error output is always kept (it decides a test cell's grade), with its parts clipped to these.
@@ -275,20 +227,16 @@ def _error(cell, ename: str, evalue: str) -> None:
                                                traceback=[f"{ename}: {evalue}"]))
 
 
-async def _start(client: _Client, launcher: Launcher, workdir: Path, env: dict, limits: Limits):
-    km = AsyncKernelManager(kernel_name="python3")
-    km._kernel_spec = KernelSpec(argv=launcher.argv(workdir, limits, env), env={}, language="python",
-                                 display_name="grading kernel", interrupt_mode=launcher.interrupt_mode)
-    km.transport = launcher.transport
-    conn_dir = launcher.connection_dir(workdir)
-    km.connection_file = str(conn_dir / "kernel.json")
-    if launcher.transport == "ipc":
-        km.ip = str(conn_dir / "kernel-ipc")
-    km.write_connection_file()          # start_kernel keeps this file; the launcher may hand it over
-    launcher.prepare(Path(km.connection_file))
+async def _start(client: _Client, sandbox: Sandbox, workdir: Path, env: dict, limits: Limits, template=None):
+    """Start a kernel (forked from `template`, autograder/warm.py, when given) and connect `client`."""
+    if template is not None:
+        from .warm import warm_kernel_manager
+        km = warm_kernel_manager(template, sandbox, workdir, limits)
+    else:
+        km = kernels.kernel_manager(sandbox, workdir, env, limits)
     log = KernelLog()
     try:
-        await km.start_kernel(env=env, cwd=str(workdir), stdout=log.fd, stderr=subprocess.STDOUT)
+        await kernels.launch(km, workdir, env, log.fd)
     finally:
         log.close_writer()
     client.km = km
@@ -304,7 +252,7 @@ async def _start(client: _Client, launcher: Launcher, workdir: Path, env: dict, 
         raise RuntimeError(clip(" / ".join([str(err), *log.tail()]))) from None
     kc.allow_stdin = False
     client.kc = kc
-    launcher.started(workdir)
+    km.provisioner.ready()
 
 
 async def _stop(client: _Client) -> None:
@@ -333,110 +281,151 @@ class CellHooks:
         pass
 
 
-async def execute(nb, workdir: Path, env: dict, launcher: Launcher | None = None,
-                  limits: Limits | None = None, hooks: CellHooks | None = None) -> Outcome:
-    """Execute `nb` in place. Errors go into the cells' outputs; nothing raises for student faults."""
-    hooks = hooks or CellHooks()
-    launcher = launcher or Launcher()
-    limits = limits or Limits()
-    outcome = Outcome()
-    started = time.monotonic()
-    deadline = started + limits.notebook_timeout
-    client = _Client(nb, limits, resources={"metadata": {"path": str(workdir)}})
-    code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip()]
-    done: list[int] = []          # cells that ran to the end in some kernel
-    position = 0
-    restarts_left = limits.restarts
-    try:
-        while position < len(code):
+async def execute(nb, workdir: Path, env: dict, sandbox: Sandbox | None = None,
+                  limits: Limits | None = None, hooks: CellHooks | None = None, template=None) -> Outcome:
+    """Execute `nb` in place. Errors go into the cells' outputs; nothing raises for student faults.
+    template: a warm-kernel template (autograder/warm.py) to fork kernels from; a kernel it cannot
+    give is started cold, and the outcome says so."""
+    run = _Run(nb, workdir, env, sandbox or Sandbox(), limits or Limits(), hooks or CellHooks())
+    run.template = template
+    return await run.run()
+
+
+class _Run:
+    """One notebook's execution: kernels started one after another (a first one, then one after
+    each crash or hung cell, up to limits.restarts more), each running the cells not yet run.
+
+    `todo` are the code cells still to run, in order; `done` the cells that ran to the end in some
+    kernel (a new kernel runs them again, outputs discarded, to reach the same state)."""
+
+    def __init__(self, nb, workdir: Path, env: dict, sandbox: Sandbox, limits: Limits, hooks: CellHooks):
+        self.nb, self.workdir, self.env = nb, workdir, env
+        self.sandbox, self.limits, self.hooks = sandbox, limits, hooks
+        self.outcome = Outcome()
+        self.started = time.monotonic()
+        self.deadline = self.started + limits.notebook_timeout
+        self.client = _Client(nb, limits, resources={"metadata": {"path": str(workdir)}})
+        self.todo = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip()]
+        self.done: list[int] = []
+        self.restarts_left = limits.restarts
+        self.template = None
+
+    async def run(self) -> Outcome:
+        try:
+            while self.todo and await self._one_kernel():
+                pass
+        finally:
+            await _stop(self.client)
+            self.sandbox.cleanup(self.workdir)
+            self.outcome.seconds = time.monotonic() - self.started
+        for i in sorted(self.client.truncated):
+            self.outcome.events.append(
+                f"cell {_label(self.nb.cells[i], i)}: its output went beyond {self.limits.output_bytes // 1000} kB "
+                f"(or the notebook's {self.limits.notebook_output_bytes // 1000} kB together); the rest was dropped")
+        return self.outcome
+
+    async def _one_kernel(self) -> bool:
+        """Start a kernel, bring it to the state of the cells done, run cells until one fails.
+        True: a cell failed and a new kernel is to run the rest."""
+        try:
+            await self._start()
+            self.outcome.kernel_starts += 1
+        except Exception as err:
+            self._give_up("KernelStartError", f"the grading kernel did not start: {clip(err)}",
+                          f"kernel did not start: {clip(err)}")
+            return False
+        if self.outcome.kernel_starts > 1 and self.done and \
+                not await _replay(self.client, self.nb, self.done, self.deadline, self.limits):
+            self._give_up("KernelRestartFailed", "the kernel was restarted but could not run the earlier cells again",
+                          "replay after restart failed")
+            return False
+        failed = await self._run_cells()
+        await _stop(self.client)
+        if failed is None or not self.todo:
+            return False
+        if self.restarts_left == 0:
+            self._give_up("NotRun", "not run: the kernel failed too many times",
+                          f"the kernel failed {self.limits.restarts + 1} times: the cells after "
+                          f"{_label(self.nb.cells[failed], failed)} were not run")
+            return False
+        self.restarts_left -= 1
+        self.outcome.events.append("the kernel was restarted, the cells that had run were run again, "
+                                   "and grading went on")
+        return True
+
+    async def _start(self) -> None:
+        """A warm kernel when there is a template; a cold one otherwise, or when the warm one fails
+        to start (then for the rest of this notebook too)."""
+        if self.template is not None:
             try:
-                await _start(client, launcher, workdir, env, limits)
-                outcome.kernel_starts += 1
+                await _start(self.client, self.sandbox, self.workdir, self.env, self.limits, self.template)
+                self.outcome.kernels = "warm"
+                return
             except Exception as err:
-                for i in code[position:]:
-                    _error(nb.cells[i], "KernelStartError", f"the grading kernel did not start: {clip(err)}")
-                outcome.events.append(f"kernel did not start: {clip(err)}")
-                break
-            if outcome.kernel_starts > 1 and done:
-                # bring the new kernel to the same state: run the earlier cells again, outputs discarded
-                ok = await _replay(client, nb, done, deadline, limits)
-                if not ok:
-                    for i in code[position:]:
-                        _error(nb.cells[i], "KernelRestartFailed",
-                               "the kernel was restarted but could not run the earlier cells again")
-                    outcome.events.append("replay after restart failed")
-                    break
-            failed_at = None
-            for i in code[position:]:
-                cell = nb.cells[i]
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    for j in code[code.index(i):]:
-                        _error(nb.cells[j], "NotebookTimeLimit",
-                               f"not run: the notebook's time limit ({limits.notebook_timeout:.0f} s) ran out")
-                    outcome.events.append("notebook time limit reached")
-                    position = len(code)
-                    break
-                cell_started = time.monotonic()
-                budget = min(limits.cell_timeout + 20, remaining)
-                hooks.before_cell(cell)
-                try:
-                    await asyncio.wait_for(client.async_execute_cell(cell, i, execution_count=i + 1),
-                                           timeout=budget)
-                except DeadKernelError:
-                    if time.monotonic() - cell_started >= budget:
-                        # wait_for gave up on a cell that ignored the interrupt; nbclient reports
-                        # the cancellation as a dead kernel
-                        _error(cell, "CellTimeoutError", f"this cell ran longer than {limits.cell_timeout:.0f} s "
-                               "and did not stop when interrupted; the kernel was restarted")
-                    else:
-                        _error(cell, "DeadKernelError", "the kernel died while running this cell "
-                               "(os._exit, a crash, a signal, or the memory limit)")
-                    failed_at = i
-                except asyncio.TimeoutError:
-                    _error(cell, "CellTimeoutError",
-                           f"this cell ran longer than {limits.cell_timeout:.0f} s and was stopped")
-                    failed_at = i
-                except Exception as err:    # the kernel sent something nbclient could not handle
-                    _error(cell, "GraderError", f"the grader could not process this cell's output "
-                           f"({type(err).__name__}); the kernel was restarted")
-                    failed_at = i
-                else:
-                    if _timed_out(cell) or time.monotonic() - cell_started >= limits.cell_timeout:
-                        _error(cell, "CellTimeoutError", f"this cell ran longer than {limits.cell_timeout:.0f} s "
-                               "and was interrupted; the kernel was restarted")
-                        failed_at = i        # restart for a clean, responsive kernel
-                    else:
-                        done.append(i)
-                hooks.after_cell(cell)
-                if failed_at is not None:
-                    position = code.index(i) + 1
-                    last = cell.outputs[-1]
-                    outcome.events.append(clip(f"cell {_label(cell, i)}: {last.get('ename', 'error')}: "
-                                               f"{last.get('evalue', '')}"))
-                    break
+                await _stop(self.client)
+                self.template = None
+                self.outcome.events.append(clip(f"a warm kernel did not start ({err}): a cold kernel was started"))
+        await _start(self.client, self.sandbox, self.workdir, self.env, self.limits)
+        self.outcome.kernels = "cold"
+
+    async def _run_cells(self) -> int | None:
+        """Run the cells to do in the current kernel; the index of the cell that failed, or None."""
+        while self.todo:
+            i = self.todo[0]
+            if self.deadline - time.monotonic() <= 0:
+                self._give_up("NotebookTimeLimit",
+                              f"not run: the notebook's time limit ({self.limits.notebook_timeout:.0f} s) ran out",
+                              "notebook time limit reached")
+                return None
+            self.todo.pop(0)
+            cell = self.nb.cells[i]
+            self.hooks.before_cell(cell)
+            ok = await self._run_cell(cell, i)
+            self.hooks.after_cell(cell)
+            if not ok:
+                last = cell.outputs[-1]
+                self.outcome.events.append(clip(f"cell {_label(cell, i)}: {last.get('ename', 'error')}: "
+                                                f"{last.get('evalue', '')}"))
+                return i
+            self.done.append(i)
+        return None
+
+    async def _run_cell(self, cell, i: int) -> bool:
+        """Run one cell; False (and an error output saying why) if the kernel must be replaced."""
+        limits = self.limits
+        cell_started = time.monotonic()
+        budget = min(limits.cell_timeout + 20, self.deadline - cell_started)
+        try:
+            await asyncio.wait_for(self.client.async_execute_cell(cell, i, execution_count=i + 1), timeout=budget)
+        except DeadKernelError:
+            if time.monotonic() - cell_started >= budget:
+                # wait_for gave up on a cell that ignored the interrupt; nbclient reports the
+                # cancellation as a dead kernel
+                _error(cell, "CellTimeoutError", f"this cell ran longer than {limits.cell_timeout:.0f} s "
+                       "and did not stop when interrupted; the kernel was restarted")
             else:
-                position = len(code)
-            await _stop(client)
-            if failed_at is not None and position < len(code):
-                if restarts_left == 0:
-                    for j in code[position:]:
-                        _error(nb.cells[j], "NotRun", "not run: the kernel failed too many times")
-                    outcome.events.append(f"the kernel failed {limits.restarts + 1} times: the cells after "
-                                          f"{_label(nb.cells[failed_at], failed_at)} were not run")
-                    break
-                restarts_left -= 1
-                outcome.events.append("the kernel was restarted, the cells that had run were run again, "
-                                      "and grading went on")
-    finally:
-        await _stop(client)
-        launcher.cleanup(workdir)
-        outcome.seconds = time.monotonic() - started
-    for i in sorted(client.truncated):
-        outcome.events.append(f"cell {_label(nb.cells[i], i)}: its output went beyond "
-                              f"{limits.output_bytes // 1000} kB (or the notebook's {limits.notebook_output_bytes // 1000}"
-                              " kB together); the rest was dropped")
-    return outcome
+                _error(cell, "DeadKernelError", "the kernel died while running this cell "
+                       "(os._exit, a crash, a signal, or the memory limit)")
+            return False
+        except asyncio.TimeoutError:
+            _error(cell, "CellTimeoutError", f"this cell ran longer than {limits.cell_timeout:.0f} s and was stopped")
+            return False
+        except Exception as err:    # the kernel sent something nbclient could not handle
+            _error(cell, "GraderError", f"the grader could not process this cell's output "
+                   f"({type(err).__name__}); the kernel was restarted")
+            return False
+        if _timed_out(cell) or time.monotonic() - cell_started >= limits.cell_timeout:
+            _error(cell, "CellTimeoutError", f"this cell ran longer than {limits.cell_timeout:.0f} s "
+                   "and was interrupted; the kernel was restarted")
+            return False        # restart for a clean, responsive kernel
+        return True
+
+    def _give_up(self, ename: str, evalue: str, event: str) -> None:
+        """The cells still to do are not run: each gets `ename: evalue`; the run notes `event`."""
+        for i in self.todo:
+            _error(self.nb.cells[i], ename, evalue)
+        self.todo = []
+        self.outcome.events.append(event)
 
 
 def _label(cell, index: int) -> str:

@@ -57,6 +57,7 @@ class Job:
     sandbox: str
     threads: int
     limits: dict = field(default_factory=dict)
+    kernels: str = "cold"   # "warm": forked from this worker's template (autograder/warm.py) when it can
 
 
 # ---- in a worker process -------------------------------------------------------------------
@@ -68,13 +69,11 @@ def run_job(job: Job) -> dict:
     import nbformat
 
     from .assemble import assemble
-    from .course import kernel_env
     from .execute import Limits, execute
     from .judging import judge_notebook
     from .plugin import kernel_readable, load_plugin
     from .probeserver import ProbeServer
-    from .runtime import GRADER_SOCKET
-    from .sandbox import make_launcher
+    from .sandbox import make_sandbox
 
     started = time.monotonic()
     step = Step(job.step, Path(job.root))
@@ -83,27 +82,25 @@ def run_job(job: Job) -> dict:
     source_nb = json.loads((step.source / f"{job.notebook}.ipynb").read_text(encoding="utf-8"))
     graded, notes = assemble(student_nb, release_nb, source_nb)
     nb = nbformat.from_dict(graded)
-    scratch = Path(tempfile.mkdtemp(prefix="grade-"))     # short path: Unix sockets live here
+    plugin = load_plugin(step.root)
+    course_env = plugin.kernel_env(step)            # the course's: its numerics, its data, its kernel hooks
+    readable = kernel_readable(step)
+    template = None
+    if job.kernels == "warm":       # this worker's template (its scratch folders live in its sandbox)
+        from .warm import worker_template
+        template = worker_template(job.sandbox, plugin.preimport(step),
+                                   _kernel_env(job, Path("/nonexistent"), "", course_env),
+                                   readable=readable, passed_env=tuple(course_env))
+    scratch = Path(tempfile.mkdtemp(prefix="grade-", dir=getattr(template, "root", None)))  # short: sockets live here
     try:
         workdir = scratch / "work"
         workdir.mkdir()
         socket_path = str(scratch / "probe.sock")
         limits = Limits(**job.limits)
-        course_env = load_plugin(step.root).kernel_env(step)      # the course's: its numerics, its data
-        launcher = make_launcher(job.sandbox, scratch, kernel_readable(step), passed_env=tuple(course_env))
+        sandbox = make_sandbox(job.sandbox, scratch, readable, passed_env=tuple(course_env))
         with ProbeServer(socket_path, step, answer_seconds=limits.cell_timeout + 30) as server:
-            env = kernel_env({
-                **course_env,
-                GRADER_SOCKET: socket_path,
-                "OMP_NUM_THREADS": str(job.threads), "MKL_NUM_THREADS": str(job.threads),
-                "MPLBACKEND": "module://matplotlib_inline.backend_inline",
-                "HOME": str(workdir),
-                "PYTHONHASHSEED": "0",      # set and dict order of strings: the same in every run
-            })
-            env.pop("JPY_PARENT_PID", None)
-            for secret in GRADEBOOK_SECRETS:     # student code gets no way into the gradebook
-                env.pop(secret, None)
-            outcome = asyncio.run(execute(nb, workdir, env, launcher, limits, hooks=server))
+            env = _kernel_env(job, workdir, socket_path, course_env)
+            outcome = asyncio.run(execute(nb, workdir, env, sandbox, limits, hooks=server, template=template))
             cells = judge_notebook(nb, server)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -113,8 +110,26 @@ def run_job(job: Job) -> dict:
         "cells": [bounded_cell(c.as_dict()) for c in cells],
         "notes": [clip(n) for n in notes + outcome.events], "events": [clip(e) for e in outcome.events],
         "seconds": round(time.monotonic() - started, 2), "kernel_starts": outcome.kernel_starts,
-        "sandbox": launcher.name,
+        "sandbox": sandbox.name, "kernels": outcome.kernels,
     }
+
+
+def _kernel_env(job: Job, workdir: Path, socket_path: str, course_env: dict) -> dict:
+    """The environment of a job's kernel (before the sandbox keeps only what it passes on)."""
+    from .course import kernel_env
+    from .runtime import GRADER_SOCKET
+    env = kernel_env({
+        **course_env,
+        GRADER_SOCKET: socket_path,
+        "OMP_NUM_THREADS": str(job.threads), "MKL_NUM_THREADS": str(job.threads),
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+        "HOME": str(workdir),
+        "PYTHONHASHSEED": "0",      # set and dict order of strings: the same in every run
+    })
+    env.pop("JPY_PARENT_PID", None)
+    for secret in GRADEBOOK_SECRETS:     # student code gets no way into the gradebook
+        env.pop(secret, None)
+    return env
 
 
 def bounded_cell(cell: dict) -> dict:
@@ -170,12 +185,12 @@ def _ensure_gradebook(url: str, step: Step) -> None:
         known = {}
     if known == wanted:
         return
-    from .build import BuildError, nbgrader
+    from .nbgrader_cmd import NbgraderError, run_nbgrader
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            nbgrader("generate_assignment", step.name, "--force", f"--CourseDirectory.release_directory={tmp}",
-                     root=step.root, db_url=url)
-        except BuildError as err:
+            run_nbgrader("generate_assignment", step.name, "--force", f"--CourseDirectory.release_directory={tmp}",
+                         root=step.root, db_url=url)
+        except NbgraderError as err:
             if "there are submissions associated" in str(err):
                 raise SystemExit(
                     f"The gradebook ({url}) holds grades for another set of {step.name} notebooks than the release "
@@ -282,9 +297,10 @@ def run_jobs(jobs: list[Job], workers: int, attempts: int = 3):
 
 def grade(step: Step, submissions: Path, workers: int | None = None, force: bool = False, sandbox: str = "auto",
           feedback: bool = True, limits: dict | None = None, quiet: bool = False,
-          shard: tuple[int, int] | None = None, students: list[str] | None = None) -> dict:
+          shard: tuple[int, int] | None = None, students: list[str] | None = None, kernels: str = "cold") -> dict:
     """Grade every submission of `step` under `submissions` (or only shard (I, N) of the students, or
-    only `students`); return {'results': [...], 'problems': [...]}."""
+    only `students`); return {'results': [...], 'problems': [...]}. kernels: "cold" (a fresh kernel per
+    notebook) or "warm" (forked from a template per worker where it can, else cold: said on screen)."""
     from .sandbox import resolve_sandbox
     from .shards import available_cores, selector
     if students:        # as ids are (`ü ñ` is `ü-ñ`; NFC, whatever form the terminal typed)
@@ -298,7 +314,8 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     received = collect(Path(submissions), step.notebooks(), only=only)
     part = (f" (shard {shard[0]} of {shard[1]})" if shard else "") + \
         (f" (students: {', '.join(sorted(students))})" if students else "")
-    say(f"grade: {step.name}: {len(received)} files from {submissions}{part}; sandbox: {sandbox}")
+    kernels = _kernels_for(kernels, sandbox)
+    say(f"grade: {step.name}: {len(received)} files from {submissions}{part}; sandbox: {sandbox}; kernels: {kernels}")
     ensure_gradebook(url, step)
 
     # keep the newest readable copy of each (student, notebook); report every other file
@@ -306,7 +323,7 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     students = sorted({s for s, _ in chosen} | {p["student"] for p in problems if p["student"] != NO_ID})
     cores = available_cores()
     workers = workers or cores
-    plan = Plan(step, url, sandbox, threads=max(1, cores // workers), limits=dict(limits or {}))
+    plan = Plan(step, url, sandbox, threads=max(1, cores // workers), limits=dict(limits or {}), kernels=kernels)
     # one time per student's submission: from nbgrader's timestamp.txt, else the file time (an LMS's
     # late mark taken into account: autograder/term.py)
     from .term import apply_term, save_time_sources, submission_times
@@ -322,6 +339,9 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     sync_submission_times(step, submitted_at, url)
     apply_term(url, step.name, sorted(students))      # due date, extensions, late penalties in the gradebook
     seconds = time.monotonic() - started
+    if kernels == "warm" and plan.jobs:
+        started_as = [r.get("kernels") for r in plan.results if r.get("key") not in ("missing", "failed")]
+        say(f"kernels: {started_as.count('warm')} notebooks in warm kernels, {started_as.count('cold')} in cold ones")
     current = [r for r in plan.results if r["student"] in set(students)]
     if feedback and students:
         _note_feedback_failures(current, write_feedback(step, students, quiet=quiet, only_these=only is not None),
@@ -343,6 +363,7 @@ class Plan:
     sandbox: str
     threads: int
     limits: dict
+    kernels: str = "cold"
     jobs: list[Job] = field(default_factory=list)
     results: list[dict] = field(default_factory=list)
 
@@ -370,7 +391,7 @@ class Plan:
                     self.results.append(previous)
                     continue
             self.jobs.append(Job(self.step.name, str(self.step.root), sid, name, str(path), key, self.sandbox,
-                                 self.threads, dict(self.limits)))
+                                 self.threads, dict(self.limits), self.kernels))
 
     def record_missing(self, students: list[str], chosen: dict, problems: list[dict]) -> None:
         """Notebooks a student did not hand in (or handed in unreadable) score zero, with the reason."""
@@ -406,6 +427,19 @@ class Plan:
             earned = sum(c["score"] or 0 for c in result["cells"])
             say(f"  {progress_bar(done, len(self.jobs))} {job.student:<16} {job.notebook:<28} "
                 f"{earned:5.1f} pts  {result.get('seconds', 0):5.1f} s   left ~{clock(eta)}")
+
+
+def _kernels_for(kernels: str, sandbox: str) -> str:
+    """The kernels a run uses: as asked, except warm where they cannot be had (then cold, and why)."""
+    if kernels not in ("cold", "warm"):
+        raise SystemExit(f"unknown kind of kernels {kernels!r}: cold (a fresh kernel per notebook) or warm "
+                         "(forked from a template that has imported the course's modules)")
+    from .warm import why_cold
+    reason = why_cold(sandbox) if kernels == "warm" else ""
+    if reason:
+        print(f"grade: kernels: cold, not warm: {reason}", file=sys.stderr, flush=True)
+        return "cold"
+    return kernels
 
 
 def _write_shard_record(step: Step, shard, requested, students, problems, current, graded: int, workers: int,
@@ -452,7 +486,7 @@ def write_feedback(step: Step, students: list[str], quiet: bool = False, only_th
     drop that student's whole feedback and fail: then each notebook of those students is written
     alone, and the ones that still fail are returned, [{student, notebook, problem}], for the reports.
     """
-    from .build import BuildError, nbgrader
+    from .nbgrader_cmd import NbgraderError, run_nbgrader
     home = grader_home()
     failures: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="feedback-") as view:
@@ -469,8 +503,8 @@ def write_feedback(step: Step, students: list[str], quiet: bool = False, only_th
         args = ["generate_feedback", step.name, "--force", f"--CourseDirectory.autograded_directory={autograded}",
                 f"--CourseDirectory.feedback_directory={home / 'feedback'}"]
         try:
-            nbgrader(*args, root=step.root, db_url=db_url())
-        except BuildError as err:
+            run_nbgrader(*args, root=step.root, db_url=db_url())
+        except NbgraderError as err:
             if not quiet:
                 print(f"feedback: nbgrader failed ({_last_error(str(err))}); the notebooks without feedback "
                       "are written one at a time")
@@ -479,9 +513,9 @@ def write_feedback(step: Step, students: list[str], quiet: bool = False, only_th
                     if (home / "feedback" / sid / step.name / f"{graded.stem}.html").exists():
                         continue
                     try:
-                        nbgrader(*args, f"--CourseDirectory.student_id={sid}",
-                                 f"--CourseDirectory.notebook_id={graded.stem}", root=step.root, db_url=db_url())
-                    except BuildError as one:
+                        run_nbgrader(*args, f"--CourseDirectory.student_id={sid}",
+                                     f"--CourseDirectory.notebook_id={graded.stem}", root=step.root, db_url=db_url())
+                    except NbgraderError as one:
                         failures.append({"student": sid, "notebook": graded.stem, "problem": _last_error(str(one))})
     if not quiet:
         print(f"feedback: HTML for {len(students)} students under {_show(home / 'feedback')}/"

@@ -19,9 +19,7 @@ import nbformat
 from nbgrader import utils as nbutils
 
 from .checks.framework import judge_data
-
-# the same pattern as IgnorePattern.pattern in nbgrader_config.py (a test keeps them equal)
-HARMLESS_STDERR = r"(?s)^(\S+:\d+: )?(\w+Warning|Matplotlib is building the font cache)"
+from .nbgrader_cmd import HARMLESS_STDERR  # also nbgrader's IgnorePattern (nbgrader_config.py)
 
 
 @dataclass

@@ -9,11 +9,25 @@ import argparse
 import os
 import resource
 import sys
+from dataclasses import dataclass
 
 # Reports quote what students' code did (error messages, a dying kernel's last words). Each such
 # text is clipped to this many characters wherever the grader stores it: a result file, an event, a
 # row of grades.csv or grades.json.
 TEXT_CHARS = 2_000
+
+
+@dataclass
+class Limits:
+    """What a graded notebook and its kernel may use."""
+    cell_timeout: float = 120.0          # seconds one cell may run
+    notebook_timeout: float = 900.0      # seconds for the whole notebook, restarts included
+    output_bytes: int = 1_000_000        # output one cell may keep; the rest is dropped with a note
+    notebook_output_bytes: int = 4_000_000   # output all the cells together may keep
+    memory_bytes: int = 6 * 2**30        # address space of the kernel process
+    processes: int = 0                   # RLIMIT_NPROC for an unprivileged kernel user (0: leave)
+    file_bytes: int = 256 * 2**20        # largest file the kernel may write
+    restarts: int = 2                    # kernel restarts after a crash or a hung cell
 
 
 def clip(text: object, limit: int = TEXT_CHARS) -> str:

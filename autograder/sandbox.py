@@ -5,8 +5,9 @@
   * a filesystem of its own that holds only what a kernel needs, read-only: the system's
     /usr (and the /bin, /lib… links to it), a few files of /etc, the Python installation
     the grading environment comes from, the environment itself, and of this repository
-    only dlcourse/, autograder/__init__.py, autograder/runtime/ (what a hidden test cell runs to
-    answer the grader) and the verified corpus: no check, case, reference or judge;
+    only autograder/__init__.py, autograder/runtime/ (what a hidden test cell runs to answer the
+    grader) and what the course plugin names (autograder/plugin.py: this course's dlcourse/ and
+    the verified corpus): no check, case, reference or judge;
   * where it may write, all in memory and capped: its working folder (also HOME), /tmp and
     /dev/shm. Of the job's scratch folder on disk it sees the probe server's socket, its
     connection file (read-only) and ipc/, where it creates its sockets while it starts
@@ -38,8 +39,8 @@ import sys
 import time
 from pathlib import Path
 
-from .execute import Launcher, Limits, kernel_command
-
+from .kernels import kernel_command
+from .limits import Limits
 
 # Unprivileged uids for sandboxed kernels: one drawn at random per notebook, so that two
 # kernels graded side by side never share a process budget. No account uses this range.
@@ -92,7 +93,33 @@ def _outermost(paths) -> list[Path]:
     return out
 
 
-class BwrapLauncher(Launcher):
+class Sandbox:
+    """How a grading kernel is wrapped (the kernel itself is launched by the provisioner of
+    autograder/kernels.py): without a sandbox, under resource limits only."""
+    name = "none"
+    transport = "ipc"        # Unix sockets in the scratch folder: no TCP ports, nothing on the network
+    interrupt_mode = "signal"
+
+    def argv(self, workdir: Path, limits: Limits, env: dict | None = None) -> list[str]:
+        return [sys.executable, "-m", "autograder.limits",
+                f"--memory={limits.memory_bytes}", f"--cpu={int(limits.notebook_timeout * 2)}",
+                f"--processes={limits.processes}", f"--file-size={limits.file_bytes}", "--",
+                *kernel_command()]
+
+    def connection_dir(self, workdir: Path) -> Path:
+        return workdir
+
+    def prepare(self, connection_file: Path) -> None:
+        """Called once the connection file is written, before the kernel starts."""
+
+    def started(self, workdir: Path) -> None:
+        """Called once the kernel answers, before any cell runs."""
+
+    def cleanup(self, workdir: Path) -> None:
+        pass
+
+
+class BwrapSandbox(Sandbox):
     """Starts the kernel inside bubblewrap (see the module's docstring)."""
     name = "bwrap"
     transport = "ipc"
@@ -102,8 +129,8 @@ class BwrapLauncher(Launcher):
 
     def __init__(self, scratch: Path, uid: int | None = None, readable: list[Path] | tuple = (),
                  passed_env: tuple = ()):
-        self.passed_env = PASSED_ENV + tuple(passed_env)   # the course's variables (plugin.kernel_env) too
         self.readable = list(readable)     # what of the repository the kernel may read (plugin.kernel_readable)
+        self.passed_env = PASSED_ENV + tuple(passed_env)   # the course's variables (plugin.kernel_env) too
         self.scratch = Path(scratch)
         self.root = _is_root()
         self.uid = uid if uid is not None else (_fresh_uid() if self.root else os.getuid())
@@ -184,9 +211,17 @@ class BwrapLauncher(Launcher):
                  f"--processes={processes}", f"--file-size={limits.file_bytes}", "--"]
         return limit + self.command(workdir, env or {}) + kernel_command()
 
-    def command(self, workdir: Path, env: dict) -> list[str]:
-        """bwrap and its options, up to the program to run in the sandbox."""
-        if self.root:
+    def command(self, workdir: Path, env: dict, template: bool = False) -> list[str]:
+        """bwrap and its options, up to the program to run in the sandbox. template: for a warm-kernel
+        template (autograder/kernel_template.py), run by root: it stays root, with the capabilities
+        it needs to give each kernel it forks namespaces, mounts and a uid of its own (every one is
+        cleared when the kernel drops to its uid)."""
+        if template:
+            namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                          *[a for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SYS_ADMIN", "CAP_NET_ADMIN")
+                            for a in ("--cap-add", cap)]]
+            drop = []
+        elif self.root:
             # no user namespace: the kernel becomes a real unprivileged uid (setpriv, util-linux),
             # which needs these two capabilities for that one step; setuid clears every capability
             namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
@@ -249,15 +284,19 @@ class BwrapLauncher(Launcher):
 
     def _environment(self, workdir: Path, env: dict) -> list[str]:
         out = ["--clearenv", "--unsetenv", "JPY_PARENT_PID"]    # with --unshare-pid there is no parent to watch
+        for key, value in sorted(self.kernel_environment(workdir, env).items()):
+            out += ["--setenv", key, str(value)]
+        return out
+
+    def kernel_environment(self, workdir: Path, env: dict) -> dict:
+        """The kernel's whole environment: the variables of PASSED_ENV, and these."""
         kept = {k: env[k] for k in self.passed_env if k in env}
         kept.update({
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
             "HOME": str(workdir), "TMPDIR": "/tmp", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1", "USER": "student", "LOGNAME": "student",
         })
-        for key, value in sorted(kept.items()):
-            out += ["--setenv", key, str(value)]
-        return out
+        return {k: str(v) for k, v in kept.items()}
 
 
 def _uid_of(pid: int) -> int | None:
@@ -312,8 +351,8 @@ def bwrap_problem() -> str | None:
         return "bwrap is not installed (Debian: apt-get install bubblewrap; `make system-deps`)"
     import tempfile
     with tempfile.TemporaryDirectory(prefix="bwrap-probe-") as tmp:
-        launcher = BwrapLauncher(Path(tmp))
-        command = launcher.command(Path(tmp) / "work", {})
+        box = BwrapSandbox(Path(tmp))
+        command = box.command(Path(tmp) / "work", {})
         command += [sys.executable, "-c", "import os; print(os.getuid())"]
         try:
             proc = subprocess.run(command, capture_output=True, text=True, timeout=60)
@@ -321,7 +360,7 @@ def bwrap_problem() -> str | None:
             return f"bwrap could not run: {err}"
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    if proc.returncode != 0 or proc.stdout.strip() != str(launcher.uid):
+    if proc.returncode != 0 or proc.stdout.strip() != str(box.uid):
         detail = (proc.stderr or proc.stdout).strip().splitlines()
         return f"bwrap is installed but a sandbox did not start here ({detail[-1] if detail else proc.returncode})"
     return None
@@ -352,11 +391,11 @@ def resolve_sandbox(choice: str) -> str:
     return choice
 
 
-def make_launcher(choice: str, scratch: Path, readable: list[Path] | tuple = (), passed_env: tuple = ()) -> Launcher:
+def make_sandbox(choice: str, scratch: Path, readable: list[Path] | tuple = (), passed_env: tuple = ()) -> Sandbox:
     """`readable`: what of the repository a sandboxed kernel may read, `passed_env`: the course's
     environment variables it gets (autograder/plugin.py)."""
     if choice == "none":
-        return Launcher()
+        return Sandbox()
     if choice == "bwrap":
-        return BwrapLauncher(scratch, readable=readable, passed_env=passed_env)
+        return BwrapSandbox(scratch, readable=readable, passed_env=passed_env)
     raise ValueError(f"unknown sandbox {choice!r}")

@@ -2,7 +2,7 @@
 
 The function the grader's workers run (autograder.grade.run_job) is timed phase by phase, with
 timers wrapped around the grader's own functions (nothing in the grader changes):
-  sandbox setup   making the launcher (scratch folder, bind list) and its cleanup;
+  sandbox setup   making the sandbox (scratch folder, bind list) and its cleanup;
   kernel start    launching the kernel process until it answers (inside the sandbox for bwrap);
   torch import    the first code cell that imports torch (the handout's Head cell);
   provided cells  the other cells students do not write (pictures, visible checks...);
@@ -29,7 +29,7 @@ PHASES = ["sandbox setup", "kernel start", "torch import", "provided cells", "st
 
 WORKER_IMPORTS = ("import nbformat\nfrom autograder import grade\nfrom autograder.assemble import assemble\n"
                   "from autograder.execute import execute\nfrom autograder.probeserver import ProbeServer\n"
-                  "from autograder.judging import judge_notebook\nfrom autograder.sandbox import make_launcher\n")
+                  "from autograder.judging import judge_notebook\nfrom autograder.sandbox import make_sandbox\n")
 
 
 def _kind(cell) -> str:
@@ -50,7 +50,7 @@ def time_notebook(path: Path, notebook: str, sandbox: str) -> dict:
 
     spent = {p: 0.0 for p in PHASES}
     seen_torch = []
-    originals = (ex._start, ex._Client.async_execute_cell, judging.judge_notebook, sb.make_launcher)
+    originals = (ex._start, ex._Client.async_execute_cell, judging.judge_notebook, sb.make_sandbox)
 
     async def start(*args, **kw):
         t = time.monotonic()
@@ -78,11 +78,11 @@ def time_notebook(path: Path, notebook: str, sandbox: str) -> dict:
         finally:
             spent["judging"] += time.monotonic() - t
 
-    def make_launcher(choice, scratch):
+    def make_sandbox(choice, scratch, *args, **kwargs):
         t = time.monotonic()
-        launcher = originals[3](choice, scratch)
+        box = originals[3](choice, scratch, *args, **kwargs)
         spent["sandbox setup"] += time.monotonic() - t
-        cleanup = launcher.cleanup
+        cleanup = box.cleanup
 
         def timed_cleanup(workdir):
             c = time.monotonic()
@@ -90,18 +90,18 @@ def time_notebook(path: Path, notebook: str, sandbox: str) -> dict:
                 cleanup(workdir)
             finally:
                 spent["sandbox setup"] += time.monotonic() - c
-        launcher.cleanup = timed_cleanup
-        return launcher
+        box.cleanup = timed_cleanup
+        return box
 
-    ex._start, ex._Client.async_execute_cell, judging.judge_notebook, sb.make_launcher = \
-        start, execute_cell, judge, make_launcher
+    ex._start, ex._Client.async_execute_cell, judging.judge_notebook, sb.make_sandbox = \
+        start, execute_cell, judge, make_sandbox
     try:
         t = time.monotonic()
         step = bench_step()
         result = run_job(Job(step.name, str(step.root), "bench", notebook, str(path), "bench", sandbox, 1))
         spent["total"] = time.monotonic() - t
     finally:
-        ex._start, ex._Client.async_execute_cell, judging.judge_notebook, sb.make_launcher = originals
+        ex._start, ex._Client.async_execute_cell, judging.judge_notebook, sb.make_sandbox = originals
     spent["rest"] = spent["total"] - sum(spent[p] for p in PHASES if p not in ("rest", "total"))
     spent["points"] = sum(c["score"] or 0 for c in result["cells"])
     return spent

@@ -2,7 +2,7 @@
 
     python benchmarks/sandbox_overhead.py [--repeats 5] [--students 4] [--starts 10] [--batches 2]
 
-1. Kernel starts: a one-cell notebook (`1 + 1`) executed with each launcher, --starts times:
+1. Kernel starts: a one-cell notebook (`1 + 1`) executed with each sandbox, --starts times:
    the sandbox's own cost (bwrap, the scratch folder, the uid switch), without a notebook around it.
 2. Notebooks: every notebook of a small class (every notebook of the step; half the students with
    every answer, half with the release) graded --repeats times with each sandbox by the function
@@ -62,7 +62,7 @@ def kernel_starts(count: int) -> dict[str, list[float]]:
 
     from autograder.course import kernel_env
     from autograder.execute import Limits, execute
-    from autograder.sandbox import make_launcher
+    from autograder.sandbox import make_sandbox
     times: dict[str, list[float]] = {s: [] for s in SANDBOXES}
     for i in range(count):
         for choice in alternate(i):
@@ -71,10 +71,10 @@ def kernel_starts(count: int) -> dict[str, list[float]]:
             try:
                 (scratch / "work").mkdir()
                 started = time.monotonic()
-                launcher = make_launcher(choice, scratch)
+                box = make_sandbox(choice, scratch)
                 env = kernel_env({"HOME": str(scratch / "work"), "PYTHONHASHSEED": "0"})
                 env.pop("JPY_PARENT_PID", None)
-                outcome = asyncio.run(execute(nb, scratch / "work", env, launcher, Limits()))
+                outcome = asyncio.run(execute(nb, scratch / "work", env, box, Limits()))
                 assert outcome.kernel_starts == 1 and not outcome.events, outcome.events
                 times[choice].append(time.monotonic() - started)
             finally:

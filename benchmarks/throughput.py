@@ -72,7 +72,7 @@ def _env(extra: dict | None = None) -> dict:
 
 def plain_nbgrader(cls: Path, work: Path, notebook: str = NOTEBOOK) -> dict:
     """Grade the class with upstream nbgrader, serially, in a course folder of its own."""
-    from autograder.judging import HARMLESS_STDERR
+    from autograder.nbgrader_cmd import HARMLESS_STDERR
     course = work / "plain-course"
     shutil.rmtree(course, ignore_errors=True)
     (course / "source" / BENCH_STEP).mkdir(parents=True)

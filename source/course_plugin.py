@@ -37,7 +37,7 @@ class DeepLearningCourse(CoursePlugin):
                 **({"DLCOURSE_CORPUS": corpus[0]} if corpus else {})}
 
     def preimport(self, step):
-        return ["torch", "numpy", "matplotlib", "matplotlib.pyplot", "dlcourse"]
+        return ["torch", "numpy", "matplotlib", "matplotlib_inline.backend_inline", "dlcourse"]
 
     def encode(self, obj, serve):
         if type(obj) is torch.nn.Embedding:

@@ -64,10 +64,10 @@ def test_a_kernel_that_floods_its_own_stdout_is_quoted_briefly(tmp_path):
     the reason quotes its last words, clipped, and nothing of the flood is kept anywhere."""
     import sys
 
-    from autograder.execute import Launcher
     from autograder.limits import TEXT_CHARS
+    from autograder.sandbox import Sandbox
 
-    class Noisy(Launcher):
+    class Noisy(Sandbox):
         def argv(self, workdir, limits, env=None):
             return [sys.executable, "-c", "import os\nfor _ in range(100):\n    os.write(1, b'q' * 10**6)\n"
                     "os.write(2, b'\\nlast words\\n')"]

@@ -16,6 +16,7 @@ follows, so each entry's expectations stay exact and are reported under the entr
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -23,9 +24,9 @@ import time
 
 import pytest
 
-from autograder.build import nbgrader
 from autograder.course import db_url
 from autograder.example import answer_ids, with_answers
+from autograder.nbgrader_cmd import run_nbgrader
 from autograder.grade import grade
 
 from conftest import NOTEBOOK_NAMES, ROOT, STEP, STEP4, load, nbgrader_meta, run_once
@@ -33,6 +34,8 @@ from proof_corpus import CORRECT, WRONG, Entry
 
 pytestmark = pytest.mark.slow
 CORPUS = CORRECT + WRONG
+# the kernels the corpus is graded in: GRADER_KERNELS=warm grades it in warm kernels
+KERNELS = os.environ.get("GRADER_KERNELS", "cold")
 MAX_EDITS_PER_NOTEBOOK = 6
 
 # What the half-done example student (autograder.example.build: the first ceil(n/2) answer cells of
@@ -161,8 +164,10 @@ def grade_the_corpus(home):
     mp.setenv("NBGRADER_DB_URL", f"sqlite:///{home / 'gradebook.db'}")
     try:
         started = time.monotonic()
-        run = grade(STEP4, submissions, workers=2, quiet=True, feedback=False)
+        run = grade(STEP4, submissions, workers=2, quiet=True, feedback=False, kernels=KERNELS)
         seconds = time.monotonic() - started
+        kinds = {r["kernels"] for r in run["results"] if "kernels" in r}
+        assert kinds == {KERNELS}, f"the proof asked for {KERNELS} kernels and was graded in {kinds}"
         # grade a subset again from scratch (--force): one packed notebook of each notebook of the step
         again = home / "again"
         again.mkdir()
@@ -171,14 +176,14 @@ def grade_the_corpus(home):
             firsts.setdefault(members[0].notebook, sid)
         for sid in firsts.values():
             shutil.copytree(submissions / sid, again / sid)
-        rerun = grade(STEP4, again, workers=2, force=True, quiet=True, feedback=False)
+        rerun = grade(STEP4, again, workers=2, force=True, quiet=True, feedback=False, kernels=KERNELS)
         # feedback HTML for the regraded students (every notebook of the step is among them); the
-        # rest of the class is left out only to save time (grade(STEP4) writes feedback for everyone)
+        # rest of the class is left out only to save time (grade() writes feedback for everyone)
         others = sorted({sid for sid, _ in PACKED} - set(firsts.values()))
-        nbgrader("generate_feedback", STEP, "--force",
-                 f"--CourseDirectory.autograded_directory={home / 'autograded'}",
-                 f"--CourseDirectory.feedback_directory={home / 'feedback'}",
-                 f"--CourseDirectory.student_id_exclude={','.join(others)}", db_url=db_url())
+        run_nbgrader("generate_feedback", STEP, "--force",
+                     f"--CourseDirectory.autograded_directory={home / 'autograded'}",
+                     f"--CourseDirectory.feedback_directory={home / 'feedback'}",
+                     f"--CourseDirectory.student_id_exclude={','.join(others)}", db_url=db_url())
     finally:
         mp.undo()
     print(f"\nproof: {len(PACKED)} corpus notebooks graded in {seconds:.0f} s (2 workers); "

@@ -37,6 +37,8 @@ from redteam_corpus import Case, Ctx, corpus
 pytestmark = pytest.mark.slow
 
 SANDBOX = "bwrap" if sandbox.bwrap_problem() is None else "none"
+# the kernels the batch is graded in: GRADER_KERNELS=warm runs the corpus against warm kernels
+KERNELS = os.environ.get("GRADER_KERNELS", "cold")
 NO_SANDBOX = f"needs the bwrap sandbox: {sandbox.bwrap_problem()}"
 LIMITS = {"cell_timeout": 20, "notebook_timeout": 150, "memory_bytes": 2 * 2**30}
 CASES = corpus()
@@ -121,7 +123,8 @@ def grade_the_corpus(base: Path) -> dict:
             mp.setenv("TMPDIR", str(scratch))
             # nbgrader runs `alembic` from this environment to create the gradebook (as `make` arranges)
             mp.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
-            returned = grade(STEP4, submissions, workers=2, sandbox=SANDBOX, feedback=False, limits=LIMITS, quiet=True)
+            returned = grade(STEP4, submissions, workers=2, sandbox=SANDBOX, feedback=False, limits=LIMITS,
+                             quiet=True, kernels=KERNELS)
     finally:
         stop.set()
         thread.join()
@@ -196,6 +199,13 @@ def test_honest_students_get_full_marks_in_the_same_batch(batch):
     for case in honest:
         rows = batch.graded[case.student].rows
         assert all(_score(rows[g]) == float(rows[g]["max_score"]) for g in case.scores), rows
+
+
+def test_every_notebook_was_graded_in_the_kernels_asked_for(batch):
+    """With GRADER_KERNELS=warm the corpus proves the warm kernels: none of its notebooks that ran in a
+    kernel (the unreadable files run in none) fell back to a cold one."""
+    kinds = {student: g.result.get("kernels") for student, g in batch.graded.items() if g.result.get("kernel_starts")}
+    assert kinds and set(kinds.values()) == {KERNELS}, {s: k for s, k in kinds.items() if k != KERNELS}
 
 
 def test_submissions_are_never_modified(batch):

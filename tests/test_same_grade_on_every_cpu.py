@@ -105,7 +105,7 @@ def test_graded_kernels_run_with_pinned_numerics():
 
     course_env = load_plugin().kernel_env(find_step(STEP))
     assert KERNEL_NUMERICS.items() <= course_env.items(), "the course plugin gives kernels its numerics"
-    launcher = sandbox.BwrapLauncher(Path(tempfile.mkdtemp(prefix="numerics-")), passed_env=tuple(course_env))
+    launcher = sandbox.BwrapSandbox(Path(tempfile.mkdtemp(prefix="numerics-")), passed_env=tuple(course_env))
     assert set(KERNEL_NUMERICS) <= set(launcher.passed_env), "the sandbox would drop them"
     env = {k: v for k, v in os.environ.items() if k not in NUMERIC_ENV} | KERNEL_NUMERICS
     done = subprocess.run([sys.executable, "-c", "import torch; torch.ones(3, 3) @ torch.ones(3, 3); "

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from autograder import sandbox
-from autograder.execute import Launcher, Limits
+from autograder.execute import Limits
 from autograder.plugin import kernel_readable
 from conftest import STEP4
 
@@ -28,15 +28,15 @@ needs_bwrap = pytest.mark.skipif(sandbox.bwrap_problem() is not None,
 
 def run_inside(tmp_path: Path, program: str, env: dict | None = None, limits: Limits | None = None,
                timeout: float = 60) -> dict:
-    """Run `program` (Python) in a fresh sandbox under the launcher's resource limits; it prints one
+    """Run `program` (Python) in a fresh sandbox under the sandbox's resource limits; it prints one
     JSON object as its last line, returned here."""
     scratch = tmp_path / "scratch"
     corpus = [Path(env["DLCOURSE_CORPUS"])] if env and "DLCOURSE_CORPUS" in env else []
-    launcher = sandbox.BwrapLauncher(scratch, readable=[*kernel_readable(STEP4), *corpus])
+    box = sandbox.BwrapSandbox(scratch, readable=[*kernel_readable(STEP4), *corpus])
     workdir = scratch / "work"
     env = {"PYTHONPATH": str(ROOT), **(env or {})}
-    argv = launcher.argv(workdir, limits or Limits(), env)
-    # the launcher's command up to the kernel, then this program instead of ipykernel
+    argv = box.argv(workdir, limits or Limits(), env)
+    # the sandbox's command up to the kernel, then this program instead of ipykernel
     argv = argv[:argv.index("ipykernel_launcher") - 2] + [sys.executable, "-c", program]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "PYTHONPATH": str(ROOT), "SECRET_TOKEN": "grader-only"})
@@ -235,7 +235,7 @@ print(json.dumps({"entered": entered, "caps": caps, "raised": raised, "children"
 
 
 def test_every_sandboxed_kernel_gets_a_uid_of_its_own(tmp_path):
-    uids = {sandbox.BwrapLauncher(tmp_path / f"s{i}").uid for i in range(20)}
+    uids = {sandbox.BwrapSandbox(tmp_path / f"s{i}").uid for i in range(20)}
     if os.geteuid() == 0:
         assert len(uids) == 20
         assert all(sandbox.UID_RANGE[0] <= uid < sandbox.UID_RANGE[1] for uid in uids)
@@ -253,7 +253,7 @@ def test_auto_falls_back_to_none_with_one_loud_warning(monkeypatch, capsys):
     with pytest.raises(SystemExit, match="not available here: bwrap is not installed"):
         sandbox.resolve_sandbox("bwrap")
     assert sandbox.resolve_sandbox("none") == "none"
-    assert type(sandbox.make_launcher("none", Path("/nonexistent"))) is Launcher
+    assert type(sandbox.make_sandbox("none", Path("/nonexistent"))) is sandbox.Sandbox
 
 
 @needs_bwrap

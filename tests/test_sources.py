@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from autograder.judging import HARMLESS_STDERR
+from autograder.nbgrader_cmd import HARMLESS_STDERR
 
 from conftest import ROOT, SOURCE_NOTEBOOKS, STEP, STEP4, cell_text, load, nbgrader_meta
 

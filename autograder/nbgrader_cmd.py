@@ -1,0 +1,54 @@
+"""Running nbgrader's own commands, and what the grader and nbgrader's configuration share.
+
+`run_nbgrader("generate_assignment", "<step>", "--force")` runs one nbgrader command on this course
+with its configuration (nbgrader_config.py) and returns its log; a command that fails raises
+NbgraderError quoting it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from .course import ENGINE_ROOT, ROOT, kernel_env
+
+# Library warnings on stderr (a PyTorch UserWarning, a matplotlib font notice) that must not zero a
+# correct answer: the grader strips them before judging (judging.py), and nbgrader_config.py gives
+# the same pattern to nbgrader's IgnorePattern for the commands nbgrader runs itself.
+HARMLESS_STDERR = r"(?s)^(\S+:\d+: )?(\w+Warning|Matplotlib is building the font cache)"
+
+# `python -m nbgrader`, without the optional rfc3987_syntax that jsonschema would import (about 2 s
+# of CPU per command building grammars for IRI formats that no notebook schema uses; see grade.py).
+NBGRADER_MAIN = ("import sys; sys.modules.setdefault('rfc3987_syntax', None); "
+                 "from nbgrader.apps.nbgraderapp import main; main()")
+
+ERROR_LINE = re.compile(r"\| (ERROR|CRITICAL|FATAL)\]")
+
+
+class NbgraderError(RuntimeError):
+    """An nbgrader command failed. `errors`: its own error lines; `log`: all it wrote."""
+
+    def __init__(self, args: tuple[str, ...], log: str):
+        self.command = args[0] if args else ""
+        self.log = log
+        self.errors = [line for line in log.splitlines() if ERROR_LINE.search(line)]
+        super().__init__(f"`nbgrader {' '.join(args)}` failed:\n{log[-4000:]}")
+
+
+def run_nbgrader(*args: str, root: Path = ROOT, db_url: str | None = None) -> str:
+    """Run an nbgrader command on the course at `root` with this repository's configuration (from
+    the engine's folder, with this environment's tools on PATH: nbgrader runs `alembic` from there);
+    return its log. A non-zero exit or an error line in the log raises NbgraderError."""
+    cmd = [sys.executable, "-c", NBGRADER_MAIN, *args, f"--CourseDirectory.root={root}"]
+    if db_url:
+        cmd.append(f"--CourseDirectory.db_url={db_url}")
+    env = kernel_env({"COURSE_ROOT": str(root)})    # the course whose checks stamp its hidden tests
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    # from the engine's folder: nbgrader reads nbgrader_config.py from where it runs
+    proc = subprocess.run(cmd, cwd=ENGINE_ROOT, env=env, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    if proc.returncode != 0 or "[ERROR]" in log or ERROR_LINE.search(log):
+        raise NbgraderError(args, log)
+    return log
