@@ -7,7 +7,7 @@ from conftest import NOTEBOOK_NAMES, STEP4
 
 def plan_for(limits: dict, data: bytes = b'{"cells": []}') -> Plan:
     plan = Plan(STEP4, "sqlite://", "none", threads=1, limits=limits)
-    plan.keep_received({("ada", NOTEBOOK_NAMES[0]): SimpleNamespace(data=data, mtime=1.0)}, force=False)
+    plan.keep_received({("ada", NOTEBOOK_NAMES[0]): SimpleNamespace(data=data, mtime=1.0)}, False, {"ada": 1.0})
     return plan
 
 
