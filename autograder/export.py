@@ -29,7 +29,6 @@ from .course import ROOT, grader_home
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 NOTEBOOK_COLUMNS = ["student", "step", "notebook", "score", "max_score", "late_penalty", "final_score",
                     "written_to_grade", "timestamp", "due", "extension", "seconds_late"]
-STEP_TITLES = {"step-04": "Step 4: A Causal Self-Attention Head"}
 
 
 def roster_file() -> Path:
@@ -68,7 +67,8 @@ def canvas_csv(gb, steps: list[str], students: list[str] | None = None) -> str:
     totals = {step: from_gradebook(gb, step) for step in steps}
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CANVAS_COLUMNS + [STEP_TITLES.get(step, step) for step in steps])
+    from .steps import find_step
+    writer.writerow(CANVAS_COLUMNS + [find_step(step).title for step in steps])     # the steps' TITLE
     possible = []
     for step in steps:
         any_student = next(iter(totals[step].values()), None)
@@ -118,7 +118,7 @@ def default_path(kind: str, steps: list[str]) -> Path:
 
 
 class CanvasExport(ExportPlugin):
-    """nbgrader export --exporter=autograder.export.CanvasExport [--to=file.csv] [--assignment=step-04]"""
+    """nbgrader export --exporter=autograder.export.CanvasExport [--to=file.csv] [--assignment=<step>]"""
 
     def export(self, gradebook) -> None:
         steps = _steps(self)

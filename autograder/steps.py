@@ -4,6 +4,7 @@ A step is a folder `source/<step>/` holding its instructor notebooks and a check
 `source/<step>/checks/` (its hidden tests, grader-only: never released, never in a kernel).
 The package's `__init__.py` may say, as module-level names:
 
+    TITLE = "Step 5: ..."      # the step's name where people read it (an LMS's gradebook column)
     CATCH_UP = "<an earlier step>"   # source/<it>/<it>.ipynb -> solutions/<it>.ipynb, to catch a student up
     BONUS_PREFIX = "bonus_"    # grade ids counted apart from the step's required total
     DATA = ["corpus.txt"]      # files of data/ the step's kernels read
@@ -63,6 +64,10 @@ class Step:
     def package(self):
         """The step's check package, imported (once) with all its modules."""
         return load_package(self)
+
+    @property
+    def title(self) -> str:
+        return getattr(self.package, "TITLE", self.name)
 
     @property
     def catch_up(self) -> str | None:

@@ -5,6 +5,7 @@ import dlcourse.grading  # noqa: F401  tensors on the wire, torch's seeds and tr
 
 from .suites import SUITES  # noqa: F401  the heads and matrices 03-the-tests' checks are tried on
 
+TITLE = "Step 4: A Causal Self-Attention Head"     # its column in the LMS's gradebook (make export)
 CATCH_UP = "step-03"                 # solutions/step-03.ipynb: Step 3's head, for a student who is behind
 BONUS_PREFIX = "bonus_"              # 06-going-further: counted apart from the required total
 DATA = ["tinyshakespeare.txt"]       # the corpus 04-attention-on-text reads
