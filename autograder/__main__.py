@@ -206,9 +206,6 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--kernels", default="cold", choices=("cold", "warm"),
                        help="cold: a fresh kernel per notebook; warm: forked from a template per worker "
                             "(where it can be had; else cold, said on screen)")
-        p.add_argument("--kernels", default="cold", choices=("cold", "warm"),
-                       help="cold: a fresh kernel per notebook; warm: forked from a template per worker "
-                            "(without a sandbox only; else cold, said on screen)")
         p.add_argument("--no-feedback", action="store_true")
         p.add_argument("--cell-timeout", type=float, default=None, metavar="SECONDS",
                        help="seconds one cell may run (default: 120); a result graded under another limit is graded again")
