@@ -55,10 +55,11 @@ def answered(release: Path, source: Path, replace: dict[str, str] | None = None)
 
 
 def snapshot(home: Path) -> dict:
-    """Step 4's grading results as bytes: the reports and every result file."""
-    files = [home / "grades" / f"{STEP}.csv", home / "grades" / f"{STEP}.json",
-             *sorted((home / "work" / "results" / STEP).rglob("*.json"))]
-    return {str(p.relative_to(home)): p.read_bytes() for p in files}
+    """Step 4's grades: the csv report and every result file as bytes, the json report's records."""
+    files = [home / "grades" / f"{STEP}.csv", *sorted((home / "work" / "results" / STEP).rglob("*.json"))]
+    out = {str(p.relative_to(home)): p.read_bytes() for p in files}
+    out["grades json records"] = json.dumps(json.loads((home / "grades" / f"{STEP}.json").read_text())["grades"])
+    return out
 
 
 def test_a_second_step_is_graded_beside_step_4_and_changes_nothing_of_it(tmp_path):
