@@ -167,8 +167,8 @@ def release_grade_cells(step: Step) -> dict[str, dict[str, float]]:
 
 def ensure_gradebook(url: str, step: Step) -> None:
     """The gradebook must know the step's notebooks and grade cells, with the release's points
-    (nbgrader stores them when it generates the release). If it does not, generate the release
-    into a scratch folder to fill it in."""
+    (nbgrader stores them when it generates the release). If it does not, record them as
+    `nbgrader generate_assignment` does, in this process (autograder/gradebook.py)."""
     from .shards import gradebook_lock
     with gradebook_lock(url):       # shards that start together: one sets the gradebook up, the others wait
         _ensure_gradebook(url, step)
@@ -176,6 +176,8 @@ def ensure_gradebook(url: str, step: Step) -> None:
 
 def _ensure_gradebook(url: str, step: Step) -> None:
     from nbgrader.api import Gradebook, MissingEntry
+    from .gradebook import GradebookInUse, fill_gradebook, use_in_process_alembic_version
+    use_in_process_alembic_version()
     wanted = release_grade_cells(step)
     try:
         with Gradebook(url, COURSE_ID) as gb:
@@ -185,19 +187,14 @@ def _ensure_gradebook(url: str, step: Step) -> None:
         known = {}
     if known == wanted:
         return
-    from .nbgrader_cmd import NbgraderError, run_nbgrader
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            run_nbgrader("generate_assignment", step.name, "--force", f"--CourseDirectory.release_directory={tmp}",
-                         root=step.root, db_url=url)
-        except NbgraderError as err:
-            if "there are submissions associated" in str(err):
-                raise SystemExit(
-                    f"The gradebook ({url}) holds grades for another set of {step.name} notebooks than the release "
-                    f"has now ({', '.join(sorted(wanted))}). nbgrader will not change an assignment that has "
-                    "submissions. Grade this release with a new gradebook: move autograder/ aside (or run "
-                    "`make clean-grades`), or set NBGRADER_DB_URL to a new database.") from None
-            raise
+    try:
+        fill_gradebook(url, step)
+    except GradebookInUse as err:
+        raise SystemExit(
+            f"The gradebook ({url}) holds grades for another set of {step.name} notebooks than the release "
+            f"has now ({', '.join(sorted(wanted))}): {err}. nbgrader will not change an assignment that has "
+            "submissions. Grade this release with a new gradebook: move autograder/ aside (or run "
+            "`make clean-grades`), or set NBGRADER_DB_URL to a new database.") from None
 
 
 def _create_submission(gb, step: Step, sid: str, **kwargs) -> None:

@@ -1,0 +1,81 @@
+"""The grader records a step in the gradebook in its own process (autograder/gradebook.py) exactly as
+`nbgrader generate_assignment` does: the same assignment, notebooks, kernelspecs, grade, solution,
+task and source cells (sources and checksums), row for row; alembic's revision read in process is
+the one `alembic heads` prints; a step whose notebooks changed under graded submissions is refused."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from autograder.course import COURSE_ID
+from conftest import STEP4
+
+
+def _rows(url: str, step: str) -> dict:
+    """Everything the gradebook records of a step, by name (ids are random)."""
+    from nbgrader.api import Gradebook
+    out = {}
+    with Gradebook(url, COURSE_ID) as gb:
+        assignment = gb.find_assignment(step)
+        out["assignment"] = {k: v for k, v in assignment.to_dict().items() if k not in ("id", "duedate")}
+        for nb in sorted(assignment.notebooks, key=lambda n: n.name):
+            out[nb.name] = {
+                "kernelspec": nb.kernelspec,
+                "grade": sorted((c.name, c.max_score, c.cell_type) for c in nb.grade_cells),
+                "solution": sorted(c.name for c in nb.solution_cells),
+                "task": sorted((c.name, c.max_score, c.cell_type) for c in nb.task_cells),
+                "source": sorted((c.name, c.cell_type, c.locked, c.source, c.checksum) for c in nb.source_cells),
+            }
+        version = gb.db.execute(__import__("sqlalchemy").text("SELECT version_num FROM alembic_version")).scalar()
+        out["alembic_version"] = version
+    return out
+
+
+def test_the_gradebook_filled_in_process_is_the_one_generate_assignment_writes(tmp_path):
+    from autograder.gradebook import fill_gradebook
+    from autograder.nbgrader_cmd import run_nbgrader
+    theirs, ours = f"sqlite:///{tmp_path / 'theirs.db'}", f"sqlite:///{tmp_path / 'ours.db'}"
+    run_nbgrader("generate_assignment", STEP4.name, "--force",
+                 f"--CourseDirectory.release_directory={tmp_path / 'release'}", root=STEP4.root, db_url=theirs)
+    fill_gradebook(ours, STEP4)
+    expected, got = _rows(theirs, STEP4.name), _rows(ours, STEP4.name)
+    assert set(got) == set(expected) and len(got) == len(STEP4.notebooks()) + 2
+    for key in expected:
+        assert got[key] == expected[key], key
+    # something to compare: points, locked test cells, solution cells
+    assert sum(p for nb in STEP4.notebooks() for _, p, _ in got[nb]["grade"]) > 0
+    assert any(locked for nb in STEP4.notebooks() for _, _, locked, _, _ in got[nb]["source"])
+    # filled again: nothing changes
+    fill_gradebook(ours, STEP4)
+    assert _rows(ours, STEP4.name) == got
+
+
+def test_the_alembic_revision_is_the_one_alembic_heads_prints():
+    from nbgrader.api import get_alembic_version   # nbgrader's own: `alembic heads` in a subprocess
+    from autograder.gradebook import alembic_head
+    assert alembic_head() == get_alembic_version() != ""
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")    # nbgrader's add_submission, as it is
+def test_a_changed_step_with_graded_submissions_is_refused(tmp_path):
+    """A notebook dropped from a step whose gradebook has submissions: refused, the gradebook unchanged."""
+    from nbgrader.api import Gradebook
+    from autograder.gradebook import GradebookInUse, fill_gradebook
+    from autograder.steps import Step
+    root = tmp_path / "course"
+    (root / "source").mkdir(parents=True)
+    shutil.copytree(STEP4.source, root / "source" / STEP4.name)
+    shutil.copy(STEP4.root / "source" / "header.ipynb", root / "source" / "header.ipynb")
+    step = Step(STEP4.name, root)
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    fill_gradebook(url, step)
+    with Gradebook(url, COURSE_ID) as gb:
+        gb.add_student("ada")
+        gb.add_submission(step.name, "ada")
+    first = step.notebooks()[0]
+    (root / "source" / step.name / f"{first}.ipynb").unlink()
+    with pytest.raises(GradebookInUse, match=first):
+        fill_gradebook(url, Step(STEP4.name, root))
+    with Gradebook(url, COURSE_ID) as gb:
+        assert first in {nb.name for nb in gb.find_assignment(step.name).notebooks}
