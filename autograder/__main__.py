@@ -203,9 +203,9 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--workers", type=int, default=None, help="parallel notebooks (default: all cores)")
         p.add_argument("--force", action="store_true", help="regrade notebooks already graded")
         p.add_argument("--sandbox", default="auto", help="auto, bwrap or none")
-        p.add_argument("--kernels", default="cold", choices=("cold", "warm"),
-                       help="cold: a fresh kernel per notebook; warm: forked from a template per worker "
-                            "(where it can be had; else cold, said on screen)")
+        p.add_argument("--kernels", default="warm", choices=("warm", "cold"),
+                       help="warm (the default): forked from a template per worker where it can be had "
+                            "(else cold, said on screen); cold: a fresh kernel started per notebook")
         p.add_argument("--no-feedback", action="store_true")
         p.add_argument("--cell-timeout", type=float, default=None, metavar="SECONDS",
                        help="seconds one cell may run (default: 120); a result graded under another limit is graded again")

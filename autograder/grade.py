@@ -57,7 +57,7 @@ class Job:
     sandbox: str
     threads: int
     limits: dict = field(default_factory=dict)
-    kernels: str = "cold"   # "warm": forked from this worker's template (autograder/warm.py) when it can
+    kernels: str = "warm"   # forked from this worker's template (autograder/warm.py) when it can; "cold": a fresh one
 
 
 # ---- in a worker process -------------------------------------------------------------------
@@ -122,6 +122,9 @@ def _kernel_env(job: Job, workdir: Path, socket_path: str, course_env: dict) -> 
         **course_env,
         GRADER_SOCKET: socket_path,
         "OMP_NUM_THREADS": str(job.threads), "MKL_NUM_THREADS": str(job.threads),
+        # numpy's OpenBLAS starts its threads when it is imported: one, so that a warm template (which
+        # imports numpy and forks only while single-threaded) can fork whatever the job's thread count
+        "OPENBLAS_NUM_THREADS": "1",
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",
         "HOME": str(workdir),
         "PYTHONHASHSEED": "0",      # set and dict order of strings: the same in every run
@@ -294,10 +297,10 @@ def run_jobs(jobs: list[Job], workers: int, attempts: int = 3):
 
 def grade(step: Step, submissions: Path, workers: int | None = None, force: bool = False, sandbox: str = "auto",
           feedback: bool = True, limits: dict | None = None, quiet: bool = False,
-          shard: tuple[int, int] | None = None, students: list[str] | None = None, kernels: str = "cold") -> dict:
+          shard: tuple[int, int] | None = None, students: list[str] | None = None, kernels: str = "warm") -> dict:
     """Grade every submission of `step` under `submissions` (or only shard (I, N) of the students, or
-    only `students`); return {'results': [...], 'problems': [...]}. kernels: "cold" (a fresh kernel per
-    notebook) or "warm" (forked from a template per worker where it can, else cold: said on screen)."""
+    only `students`); return {'results': [...], 'problems': [...]}. kernels: "warm" (forked from a
+    template per worker where it can, else cold: said on screen) or "cold" (a fresh kernel per notebook)."""
     from .sandbox import resolve_sandbox
     from .shards import available_cores, selector
     if students:        # as ids are (`ü ñ` is `ü-ñ`; NFC, whatever form the terminal typed)
@@ -360,7 +363,7 @@ class Plan:
     sandbox: str
     threads: int
     limits: dict
-    kernels: str = "cold"
+    kernels: str = "warm"
     jobs: list[Job] = field(default_factory=list)
     results: list[dict] = field(default_factory=list)
 

@@ -54,6 +54,7 @@ WORK_BYTES = 256 * 2**20       # its working folder and HOME
 # The kernel's environment: these variables are passed through from the grader, the rest
 # is cleared (no tokens, credentials or paths of the grader's own environment leak in).
 PASSED_ENV = ("PYTHONPATH", "GRADER_SOCKET", "GRADER_KERNEL_HOOKS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+              "OPENBLAS_NUM_THREADS",
               "MPLBACKEND", "PYTHONHASHSEED", "TZ")      # and what the course plugin's kernel_env names
 
 _warned = False

@@ -14,9 +14,10 @@ A child is a copy of the template's memory: nothing a notebook changes (patched 
 threads it starts) reaches the template or any other child.
 
 `WarmProvisioner` (a LocalProvisioner) launches kernels through a template instead of Popen.
-Warm kernels are offered without a sandbox only (`--sandbox none`): inside the bwrap sandbox a
-cold kernel gets namespaces, a uid and a scratch folder of its own that a forked child of one
-shared template does not have yet, so there the grader starts cold kernels and says so.
+Warm kernels are the grader's default. In the bwrap sandbox the template itself runs in a sandbox
+and gives each child what a cold kernel gets (kernel_template.py: namespaces, uid, folders, limits);
+that needs a grader run by root. Where warm kernels cannot be had (`why_cold`), or a template dies or
+refuses, kernels start cold and the run says so.
 """
 from __future__ import annotations
 

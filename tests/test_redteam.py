@@ -2,7 +2,8 @@
 
 The whole corpus is written into one submissions folder and graded once, the way `make grade`
 does it (autograder.grade.grade, two workers, a temporary GRADER_HOME), in the bwrap sandbox
-when it works here. Then every case is checked: the exact score of each test cell, the reason
+when it works here, in warm kernels (the default; tests/test_redteam_cold.py grades it again in
+cold ones). Then every case is checked: the exact score of each test cell, the reason
 given for every lost point, the notes, the reported file problems; and the batch as a whole:
 the honest students get full marks, no grade is left empty, the submissions are unchanged.
 
@@ -37,8 +38,6 @@ from redteam_corpus import Case, Ctx, corpus
 pytestmark = pytest.mark.slow
 
 SANDBOX = "bwrap" if sandbox.bwrap_problem() is None else "none"
-# the kernels the batch is graded in: GRADER_KERNELS=warm runs the corpus against warm kernels
-KERNELS = os.environ.get("GRADER_KERNELS", "cold")
 NO_SANDBOX = f"needs the bwrap sandbox: {sandbox.bwrap_problem()}"
 LIMITS = {"cell_timeout": 20, "notebook_timeout": 150, "memory_bytes": 2 * 2**30}
 CASES = corpus()
@@ -90,8 +89,9 @@ def _hashes(folder: Path) -> dict:
     return out
 
 
-def grade_the_corpus(base: Path) -> dict:
-    """Write the corpus into base/submissions, grade it into base/home; return what the tests read."""
+def grade_the_corpus(base: Path, kernels: str) -> dict:
+    """Write the corpus into base/submissions, grade it into base/home in `kernels` ("warm", the
+    grader's default, or "cold"); return what the tests read."""
     from autograder.grade import grade
     submissions, home = base / "submissions", base / "home"
     submissions.mkdir()
@@ -124,7 +124,7 @@ def grade_the_corpus(base: Path) -> dict:
             # nbgrader runs `alembic` from this environment to create the gradebook (as `make` arranges)
             mp.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
             returned = grade(STEP4, submissions, workers=2, sandbox=SANDBOX, feedback=False, limits=LIMITS,
-                             quiet=True, kernels=KERNELS)
+                             quiet=True, kernels=kernels)
     finally:
         stop.set()
         thread.join()
@@ -137,9 +137,16 @@ def grade_the_corpus(base: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory) -> Batch:
+def kernels() -> str:
+    """The kernels this module grades the corpus in: warm, the grader's default (tests/test_redteam_cold.py
+    runs the same tests on cold kernels)."""
+    return "warm"
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory, kernels) -> Batch:
     bwrap_or_skip()
-    base, data = run_once(tmp_path_factory, "redteam", grade_the_corpus)
+    base, data = run_once(tmp_path_factory, f"redteam-{kernels}", lambda folder: grade_the_corpus(folder, kernels))
     submissions, home = base / "submissions", base / "home"
     ctx = Ctx(submissions=submissions, home=home, port=data["port"])
     with open(home / GRADES_CSV, newline="", encoding="utf-8") as f:
@@ -201,11 +208,14 @@ def test_honest_students_get_full_marks_in_the_same_batch(batch):
         assert all(_score(rows[g]) == float(rows[g]["max_score"]) for g in case.scores), rows
 
 
-def test_every_notebook_was_graded_in_the_kernels_asked_for(batch):
-    """With GRADER_KERNELS=warm the corpus proves the warm kernels: none of its notebooks that ran in a
-    kernel (the unreadable files run in none) fell back to a cold one."""
+def test_every_notebook_was_graded_in_the_kernels_asked_for(batch, kernels):
+    """The corpus proves the kernels it was graded in: none of its notebooks that ran in a kernel (the
+    unreadable files run in none) fell back to another kind. (Warm kernels in the sandbox need a grader
+    run by root: elsewhere the grader gives cold ones, and says why.)"""
+    from autograder.warm import why_cold
+    expected = "cold" if why_cold(SANDBOX) else kernels
     kinds = {student: g.result.get("kernels") for student, g in batch.graded.items() if g.result.get("kernel_starts")}
-    assert kinds and set(kinds.values()) == {KERNELS}, {s: k for s, k in kinds.items() if k != KERNELS}
+    assert kinds and set(kinds.values()) == {expected}, {s: k for s, k in kinds.items() if k != expected}
 
 
 def test_submissions_are_never_modified(batch):

@@ -105,8 +105,9 @@ def test_an_honest_notebook_after_a_hostile_one_from_the_same_template(tmp_path,
 
 @pytest.mark.skipif(not hasattr(os, "fork") or not hasattr(os, "pidfd_open"), reason="no fork or pidfd here")
 def test_a_template_that_cannot_fork_safely_gives_cold_kernels_and_says_why(tmp_path):
-    """With two intra-op threads numpy's OpenBLAS starts a thread in the template at import: the
-    template refuses to fork, the kernel starts cold, and the outcome says so."""
+    """With two BLAS threads numpy's OpenBLAS starts a thread in the template at import (the grader
+    asks for one: OPENBLAS_NUM_THREADS=1): the template refuses to fork, the kernel starts cold, and
+    the outcome says so."""
     import asyncio
 
     import nbformat
@@ -117,7 +118,8 @@ def test_a_template_that_cannot_fork_safely_gives_cold_kernels_and_says_why(tmp_
     from autograder.warm import Template
     from conftest import STEP4
 
-    env = kernel_env({"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2", "HOME": str(tmp_path)})
+    env = kernel_env({"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2",
+                      "HOME": str(tmp_path)})
     env.pop("JPY_PARENT_PID", None)
     template = Template(load_plugin().preimport(STEP4), env)
     try:
