@@ -267,6 +267,29 @@ def record_unreadable(step: Step, sid: str, name: str, reason: str, url: str, ke
     return result
 
 
+def worker_context():
+    """Grading workers are forked from a fork server that has imported the grader and the steps'
+    checks once (autograder/worker.py); spawned, importing everything each, where there is none."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["autograder.worker"])
+    return context
+
+
+def start_worker(environ: dict, cwd: str) -> None:
+    from .worker import start_worker as start
+    start(environ, cwd)
+
+
+def prepare_workers() -> None:
+    """Start the workers' fork server now (its imports then overlap the grader's own work)."""
+    context = worker_context()
+    if context.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+        forkserver.ensure_running()
+
+
 def run_jobs(jobs: list[Job], workers: int, attempts: int = 3):
     """Run jobs in worker processes; yield (job, result dict) or (job, error text) as each finishes.
     A worker that dies (a grader fault, never student code: that runs in kernels) takes only its
@@ -275,9 +298,10 @@ def run_jobs(jobs: list[Job], workers: int, attempts: int = 3):
     from concurrent.futures.process import BrokenProcessPool
     tries = {i: 0 for i in range(len(jobs))}
     pending = list(range(len(jobs)))
-    context = multiprocessing.get_context("spawn")
+    context = worker_context()
     while pending:
-        with cf.ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=context) as pool:
+        with cf.ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=context,
+                                    initializer=start_worker, initargs=(dict(os.environ), os.getcwd())) as pool:
             futures = {pool.submit(run_job, jobs[i]): i for i in pending}
             pending = []
             for future in cf.as_completed(futures):
@@ -330,6 +354,8 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     submitted_at, time_sources = submission_times(chosen, step.name)
     save_time_sources(time_sources, grader_home(), step.name)
     plan.keep_received(chosen, force, submitted_at)
+    if plan.jobs:
+        prepare_workers()       # the workers' fork server imports while the missing notebooks are recorded
     plan.record_missing(students, chosen, problems)
     if plan.jobs:
         say(f"grade: {len(plan.jobs)} notebooks to grade with {workers} worker{'s' * (workers > 1)}"
