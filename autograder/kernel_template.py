@@ -257,6 +257,12 @@ def serve(sock_fd, preimport):
     sock = socket.socket(fileno=sock_fd)
     try:
         import ipykernel.kernelapp  # noqa: F401  (the kernel's own imports; no ZeroMQ context is made)
+        import ipykernel.ipkernel  # noqa: F401  (what the app's initialize imports: the kernel, its shell
+        import ipykernel.zmqshell  # noqa: F401   and its debugger, debugpy: a tenth of a second per kernel)
+        try:
+            import ipykernel.debugger  # noqa: F401
+        except ImportError:
+            pass
         for name in preimport:
             importlib.import_module(name)
     except BaseException as err:
