@@ -227,6 +227,37 @@ def _error(cell, ename: str, evalue: str) -> None:
                                                traceback=[f"{ename}: {evalue}"]))
 
 
+async def wait_for_ready(kc, timeout: float) -> None:
+    """jupyter_client's `wait_for_ready` without its last step, which reads IOPub until 0.2 s pass in
+    silence (a fifth of a second per notebook, most of a warm kernel's start). The kernel is ready
+    when it has answered a kernel_info request on the shell channel and the idle status of that same
+    request has come on IOPub, which shows that the IOPub subscription is connected (a subscriber
+    misses what is published before it is: then the request is sent again). What else IOPub carries
+    from before is not for any cell: nbclient reads only the messages of the cell it runs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        request = kc.kernel_info()
+        try:
+            reply = await kc.shell_channel.get_msg(timeout=1)
+        except Empty:
+            if not await kc.is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info") from None
+            continue
+        if reply["msg_type"] != "kernel_info_reply" or reply["parent_header"].get("msg_id") != request:
+            continue
+        heard_until = time.monotonic() + 0.1     # not heard by then: asked again
+        while time.monotonic() < heard_until:
+            try:
+                msg = await kc.iopub_channel.get_msg(timeout=max(0.01, heard_until - time.monotonic()))
+            except Empty:
+                break
+            if msg["parent_header"].get("msg_id") == request and msg["msg_type"] == "status" \
+                    and msg["content"].get("execution_state") == "idle":
+                kc._handle_kernel_info_reply(reply)
+                return
+    raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
+
+
 async def _start(client: _Client, sandbox: Sandbox, workdir: Path, env: dict, limits: Limits, template=None):
     """Start a kernel (forked from `template`, autograder/warm.py, when given) and connect `client`."""
     if template is not None:
@@ -245,7 +276,7 @@ async def _start(client: _Client, sandbox: Sandbox, workdir: Path, env: dict, li
     poll_in_short_steps(kc.shell_channel)
     poll_in_short_steps(kc.iopub_channel)
     try:
-        await kc.wait_for_ready(timeout=limits.cell_timeout)
+        await wait_for_ready(kc, timeout=limits.cell_timeout)
     except RuntimeError as err:
         kc.stop_channels()
         await km.shutdown_kernel(now=True)
