@@ -41,7 +41,7 @@ def _kind(cell) -> str:
     return "torch import" if "import torch" in cell.source else "provided cells"
 
 
-def time_notebook(path: Path, notebook: str, sandbox: str) -> dict:
+def time_notebook(path: Path, notebook: str, sandbox: str, kernels: str = "warm") -> dict:
     """Grade one notebook with run_job, timing each phase; returns {phase: seconds}."""
     import autograder.execute as ex
     import autograder.judging as judging
@@ -98,12 +98,14 @@ def time_notebook(path: Path, notebook: str, sandbox: str) -> dict:
     try:
         t = time.monotonic()
         step = bench_step()
-        result = run_job(Job(step.name, str(step.root), "bench", notebook, str(path), "bench", sandbox, 1))
+        result = run_job(Job(step.name, str(step.root), "bench", notebook, str(path), "bench", sandbox, 1,
+                             kernels=kernels))
         spent["total"] = time.monotonic() - t
     finally:
         ex._start, ex._Client.async_execute_cell, judging.judge_notebook, sb.make_sandbox = originals
     spent["rest"] = spent["total"] - sum(spent[p] for p in PHASES if p not in ("rest", "total"))
     spent["points"] = sum(c["score"] or 0 for c in result["cells"])
+    spent["kernels"] = result.get("kernels")
     return spent
 
 
@@ -120,30 +122,46 @@ def once_per_process(repeats: int) -> dict:
             t = time.monotonic()
             subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
             (without_iri if blocked else with_iri).append(time.monotonic() - t)
-    for _ in range(max(1, repeats // 2)):
+    by_subprocess = []
+    from autograder.course import use_environment_tools
+    from autograder.grade import ensure_gradebook
+    from autograder.nbgrader_cmd import run_nbgrader
+    use_environment_tools()
+    for r in range(max(1, repeats // 2) * 2):
         with tempfile.TemporaryDirectory(prefix="bench-db-") as tmp:
-            from autograder.course import use_environment_tools
-            from autograder.grade import ensure_gradebook
-            use_environment_tools()
             t = time.monotonic()
-            ensure_gradebook(f"sqlite:///{tmp}/gradebook.db", bench_step())
-            gradebook.append(time.monotonic() - t)
-    return {"worker imports": imports, "new gradebook": gradebook,
+            if r % 2 == 0:      # the grader's way: in its own process (autograder/gradebook.py)
+                ensure_gradebook(f"sqlite:///{tmp}/gradebook.db", bench_step())
+                gradebook.append(time.monotonic() - t)
+            else:               # the way it was done before: nbgrader generate_assignment in a subprocess
+                step = bench_step()
+                run_nbgrader("generate_assignment", step.name, "--force",
+                             f"--CourseDirectory.release_directory={tmp}/release", root=step.root,
+                             db_url=f"sqlite:///{tmp}/gradebook.db")
+                by_subprocess.append(time.monotonic() - t)
+    return {"worker imports": imports, "new gradebook": gradebook, "new gradebook, generate_assignment": by_subprocess,
             "import nbformat": with_iri, "import nbformat without rfc3987_syntax": without_iri}
 
 
 def measure(notebook: str, repeats: int, say=print) -> dict:
+    """The phases of one notebook graded in cold kernels and in warm ones, in the sandbox `make grade`
+    picks, alternating; the warm template's own start (once per worker) timed apart, first."""
+    from autograder import warm
     from autograder.example import filled
-    from autograder.sandbox import bwrap_problem
-    sandboxes = ["none"] + ([] if bwrap_problem() else ["bwrap"])
-    out = {"notebook": notebook, "sandboxes": sandboxes, "phases": {s: [] for s in sandboxes}}
+    from autograder.sandbox import resolve_sandbox
+    sandbox = resolve_sandbox("auto")
+    ways = ["cold", "warm"]
+    out = {"notebook": notebook, "sandbox": sandbox, "ways": ways, "phases": {w: [] for w in ways}}
     with tempfile.TemporaryDirectory(prefix="bench-nb-") as tmp:
         path = Path(tmp) / f"{notebook}.ipynb"
         path.write_text(json.dumps(filled(bench_step(), notebook, lambda cid, i: True)), encoding="utf-8")
+        say(f"  breakdown: {notebook}, the warm template's start")
+        out["template start"] = time_notebook(path, notebook, sandbox, "warm")
         for r in range(repeats):
-            for sandbox in (sandboxes if r % 2 == 0 else sandboxes[::-1]):
-                say(f"  breakdown: {notebook}, sandbox {sandbox}, run {r + 1} of {repeats}")
-                out["phases"][sandbox].append(time_notebook(path, notebook, sandbox))
+            for way in (ways if r % 2 == 0 else ways[::-1]):
+                say(f"  breakdown: {notebook}, sandbox {sandbox}, {way} kernels, run {r + 1} of {repeats}")
+                out["phases"][way].append(time_notebook(path, notebook, sandbox, way))
+        warm.close_templates()
     say("  breakdown: once per process")
     out["once"] = once_per_process(repeats)
     return out

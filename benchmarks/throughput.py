@@ -9,8 +9,13 @@ mistakes, each a copy of the solutions with some answers edited) and the untouch
   notebook, with upstream nbgrader's own Execute preprocessor (the course's timeouts and warning
   filter, nothing else of its configuration).
 * ours: `python -m autograder grade CLASS --workers N --no-feedback` with a fresh $GRADER_HOME
-  (the gradebook is created inside the run).
+  (the gradebook is created inside the run), in warm kernels (the default) and, with 2 workers,
+  in cold ones (`--kernels cold`) side by side.
 Both are timed end to end as commands (interpreter start, gradebook creation and all).
+
+`measure_whole_step`: a class handing in all six notebooks, graded by plain nbgrader (every
+notebook of the step, with the course's cell timeout unless told otherwise) and by ours, warm and
+cold, with 2 workers.
 """
 from __future__ import annotations
 
@@ -48,6 +53,22 @@ def variants(notebook: str = NOTEBOOK) -> list[tuple[str, dict]]:
     return out
 
 
+def build_whole_class(folder: Path, size: int, notebooks: list[str]) -> dict[str, list[str]]:
+    """`size` students handing in each of `notebooks`, folder/<sid>/<notebook>.ipynb, each notebook
+    drawn round-robin from its variants; returns {notebook: [variant of each student]}."""
+    used = {}
+    for notebook in notebooks:
+        pool = variants(notebook)
+        used[notebook] = []
+        for i in range(size):
+            name, nb = pool[i % len(pool)]
+            sid = f"s{i:03d}"
+            (folder / sid).mkdir(parents=True, exist_ok=True)
+            (folder / sid / f"{notebook}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+            used[notebook].append(name)
+    return used
+
+
 def build_class(folder: Path, size: int, notebook: str = NOTEBOOK) -> list[str]:
     """`size` students, folder/<sid>/<notebook>.ipynb; returns the variant each one got."""
     pool = variants(notebook)
@@ -70,9 +91,12 @@ def _env(extra: dict | None = None) -> dict:
     return env
 
 
-def plain_nbgrader(cls: Path, work: Path, notebook: str = NOTEBOOK) -> dict:
-    """Grade the class with upstream nbgrader, serially, in a course folder of its own."""
+def plain_nbgrader(cls: Path, work: Path, notebook: str = NOTEBOOK, notebooks: list[str] | None = None,
+                   timeout: float = 120) -> dict:
+    """Grade the class with upstream nbgrader, serially, in a course folder of its own: `notebook`,
+    or every one of `notebooks`, with cells limited to `timeout` seconds."""
     from autograder.nbgrader_cmd import HARMLESS_STDERR
+    notebooks = notebooks or [notebook]
     course = work / "plain-course"
     shutil.rmtree(course, ignore_errors=True)
     (course / "source" / BENCH_STEP).mkdir(parents=True)
@@ -81,10 +105,13 @@ def plain_nbgrader(cls: Path, work: Path, notebook: str = NOTEBOOK) -> dict:
     # test's points stamped from its check (autograder/stamp.py), which plain nbgrader does not do
     import nbformat
     from autograder.stamp import stamp
-    source = nbformat.read(ROOT / "source" / BENCH_STEP / f"{notebook}.ipynb", as_version=4)
-    stamp(source, bench_step())
-    nbformat.write(source, course / "source" / BENCH_STEP / f"{notebook}.ipynb")
-    (course / "nbgrader_config.py").write_text(PLAIN_CONFIG.format(root=str(course), pattern=HARMLESS_STDERR))
+    for name in notebooks:
+        source = nbformat.read(ROOT / "source" / BENCH_STEP / f"{name}.ipynb", as_version=4)
+        stamp(source, bench_step())
+        nbformat.write(source, course / "source" / BENCH_STEP / f"{name}.ipynb")
+    config = PLAIN_CONFIG.format(root=str(course), pattern=HARMLESS_STDERR).replace(
+        "c.Execute.timeout = 120", f"c.Execute.timeout = {timeout:g}")
+    (course / "nbgrader_config.py").write_text(config)
     env = _env()
     nbgrader = [sys.executable, "-m", "nbgrader"]
     setup = run_measured([*nbgrader, "generate_assignment", BENCH_STEP, "--force"], course, env)
@@ -94,31 +121,44 @@ def plain_nbgrader(cls: Path, work: Path, notebook: str = NOTEBOOK) -> dict:
     for sid in students:
         dest = course / "submitted" / sid / BENCH_STEP
         dest.mkdir(parents=True)
-        shutil.copy(cls / sid / f"{notebook}.ipynb", dest)
+        for name in notebooks:
+            shutil.copy(cls / sid / f"{name}.ipynb", dest)
     run = run_measured([*nbgrader, "autograde", BENCH_STEP], course, env)
-    graded = sum((course / "autograded" / sid / BENCH_STEP / f"{notebook}.ipynb").exists() for sid in students)
-    if run["returncode"] or graded != len(students):
-        raise RuntimeError(f"nbgrader autograde graded {graded} of {len(students)}:\n" + run["output"][-3000:])
+    graded = [course / "autograded" / sid / BENCH_STEP / f"{name}.ipynb" for sid in students for name in notebooks]
+    graded = [path for path in graded if path.exists()]
+    if run["returncode"] or len(graded) != len(students) * len(notebooks):
+        raise RuntimeError(f"nbgrader autograde graded {len(graded)} of {len(students) * len(notebooks)}:\n"
+                           + run["output"][-3000:])
+    # cells that ran into the time limit (a slider cell stalled by nbclient issue 312, or a slow one)
+    timed_out = sum("timed out" in json.dumps(cell.get("outputs", [])).lower() or
+                    "KeyboardInterrupt" in json.dumps(cell.get("outputs", []))
+                    for path in graded for cell in json.loads(path.read_text())["cells"])
     return {"seconds": setup["seconds"] + run["seconds"], "setup_seconds": setup["seconds"],
             "autograde_seconds": run["seconds"], "peak_rss": max(setup["peak_rss"], run["peak_rss"]),
-            "graded": graded}
+            "graded": len(graded), "timed_out_cells": timed_out, "timeout": timeout}
 
 
-def ours(cls: Path, work: Path, workers: int) -> dict:
+def ours(cls: Path, work: Path, workers: int, kernels: str = "warm", notebooks: list[str] | None = None) -> dict:
     """Grade the class with `python -m autograder grade` (make grade's command) in a fresh home."""
-    home = work / f"home-{workers}"
+    notebooks = notebooks or [NOTEBOOK]
+    home = work / f"home-{workers}-{kernels}"
     shutil.rmtree(home, ignore_errors=True)
     env = _env({"GRADER_HOME": str(home)})
     run = run_measured([sys.executable, "-m", "autograder", "grade", str(cls), "--workers", str(workers),
-                        "--no-feedback"], ROOT, env)
-    results = list((home / "work" / "results" / BENCH_STEP).glob(f"*/{NOTEBOOK}.json"))
+                        "--kernels", kernels, "--no-feedback"], ROOT, env)
+    results = [p for name in notebooks for p in (home / "work" / "results" / BENCH_STEP).glob(f"*/{name}.json")]
     students = sorted(p.name for p in cls.iterdir() if p.is_dir())
-    if run["returncode"] or len(results) != len(students):
-        raise RuntimeError(f"autograder grade graded {len(results)} of {len(students)}:\n" + run["output"][-3000:])
-    seconds = [json.loads(p.read_text()).get("seconds", 0.0) for p in results]
+    if run["returncode"] or len(results) != len(students) * len(notebooks):
+        raise RuntimeError(f"autograder grade graded {len(results)} of {len(students) * len(notebooks)}:\n"
+                           + run["output"][-3000:])
+    records = [json.loads(p.read_text()) for p in results]
+    kinds = sorted({r.get("kernels", "?") for r in records})
     shutil.rmtree(home, ignore_errors=True)
     return {"seconds": run["seconds"], "peak_rss": run["peak_rss"], "graded": len(results),
-            "notebook_seconds": seconds}
+            "notebook_seconds": [r.get("seconds", 0.0) for r in records], "kernels": kinds,
+            "by_notebook": {name: [r.get("seconds", 0.0) for r in records if r["notebook"] == name]
+                            for name in notebooks},
+            "points": sum(c["score"] or 0 for r in records for c in r["cells"])}
 
 
 def measure(sizes: list[int], repeats: int, plain_max: int, serial_max: int, say=print) -> dict:
@@ -131,10 +171,10 @@ def measure(sizes: list[int], repeats: int, plain_max: int, serial_max: int, say
         for size in sizes:
             cls = tmp / f"class-{size}"
             build_class(cls, size)
-            runs = {"plain": [], "ours-1": [], "ours-2": []}
+            runs = {"plain": [], "ours-1": [], "ours-2": [], "ours-2-cold": []}
             n = repeats if size == min(sizes) else 1
             for r in range(n):
-                order = ["plain", "ours-1", "ours-2"]
+                order = ["plain", "ours-1", "ours-2", "ours-2-cold"]
                 if r % 2:
                     order.reverse()
                 for what in order:
@@ -144,6 +184,27 @@ def measure(sizes: list[int], repeats: int, plain_max: int, serial_max: int, say
                     if what == "plain":
                         runs[what].append(plain_nbgrader(cls, tmp))
                     else:
-                        runs[what].append(ours(cls, tmp, int(what[-1])))
+                        workers, kernels = int(what.split("-")[1]), "cold" if what.endswith("cold") else "warm"
+                        runs[what].append(ours(cls, tmp, workers, kernels))
             out["sizes"][size] = {"runs": runs, "repeats": n, "load": os.getloadavg()}
+    return out
+
+
+def measure_whole_step(size: int, plain_timeout: float, say=print, notebooks: list[str] | None = None) -> dict:
+    """A class of `size` students handing in all six notebooks (or only `notebooks`: --quick): plain
+    nbgrader (serial, cells limited to `plain_timeout` s), ours with 2 workers in warm kernels and in
+    cold ones; one run each."""
+    notebooks = notebooks or bench_step().notebooks()
+    with tempfile.TemporaryDirectory(prefix="bench-step-") as tmp:
+        tmp = Path(tmp)
+        cls = tmp / "class"
+        used = build_whole_class(cls, size, notebooks)
+        out = {"students": size, "notebooks": notebooks, "variants": used, "runs": {}}
+        for what in ("ours-2", "ours-2-cold", "plain"):
+            say(f"  whole step: {size} students x {len(notebooks)} notebooks, {what}")
+            if what == "plain":
+                out["runs"][what] = plain_nbgrader(cls, tmp, notebooks=notebooks, timeout=plain_timeout)
+            else:
+                out["runs"][what] = ours(cls, tmp, 2, "cold" if what.endswith("cold") else "warm", notebooks)
+        out["load"] = os.getloadavg()
     return out

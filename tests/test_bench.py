@@ -11,7 +11,8 @@ import pytest
 
 from conftest import ROOT
 
-SECTIONS = ["## Machine", "## Targets", "## 1. Grading throughput", "## 2. Where the time goes per notebook",
+SECTIONS = ["## Machine", "## Targets", "## 1. Grading throughput", "## 1b. A class handing in the whole step",
+            "## 2. Where the time goes per notebook",
             "## 3. Student side", "## 4. The head against T"]
 NUMBER = re.compile(r"\d+\.\d+")
 
@@ -37,6 +38,12 @@ def test_bench_quick_writes_every_section_with_figures(tmp_path):
     (throughput,) = rows(text, "## 1. Grading throughput")
     cells = [c.strip() for c in throughput.strip("|").split("|")]
     assert cells[0] == "2" and all(NUMBER.search(c) for c in cells[1:]), throughput
+    # the whole step (two notebooks in --quick): plain nbgrader, ours warm and cold, each with figures
+    whole = rows(text, "## 1b. A class handing in the whole step")
+    assert [r.split("|")[1].strip().split(" (")[0] for r in whole] == [
+        "plain nbgrader", "ours, 2 workers, warm kernels", "ours, 2 workers, cold kernels"], whole
+    assert all(len(NUMBER.findall(r)) >= 4 for r in whole), whole
+    assert "The same points warm and cold: yes" in text
     # breakdown: every phase has a figure
     phases = rows(text, "## 2. Where the time goes per notebook")
     assert {r.split("|")[1].strip() for r in phases} >= {"kernel start", "torch import", "student code",
