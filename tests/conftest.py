@@ -91,6 +91,21 @@ def read_nb(path: Path):
     return nbformat.read(path, as_version=4)
 
 
+# ---- the longest modules start first ------------------------------------------------------
+# `make test` hands whole modules to its workers (--dist loadscope) in collection order: a long
+# module collected last keeps one worker busy after the others have finished. These (the longest
+# in a full run, longest first) are collected first; the rest keep their order.
+LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_grading", "test_redteam_cold", "test_redteam",
+                 "test_cluster_slurm", "test_bench", "test_grading_postgres", "test_grader_proof",
+                 "test_grading_guarantees", "test_lab_solutions", "test_lab_validate", "test_lab_student",
+                 "test_second_step", "test_term_flow", "test_caps", "test_exchange_flow", "test_notebooks_run"]
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).stem, len(rank)))
+
+
 # ---- measurements a test reports (record_property("measured", "...")): printed after the run ----
 _MEASURED: list[str] = []
 
