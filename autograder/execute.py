@@ -230,20 +230,22 @@ def _error(cell, ename: str, evalue: str) -> None:
 async def wait_for_ready(kc, timeout: float) -> None:
     """jupyter_client's `wait_for_ready` without its last step, which reads IOPub until 0.2 s pass in
     silence (a fifth of a second per notebook, most of a warm kernel's start). The kernel is ready
-    when it has answered a kernel_info request on the shell channel and the idle status of that same
-    request has come on IOPub, which shows that the IOPub subscription is connected (a subscriber
-    misses what is published before it is: then the request is sent again). What else IOPub carries
+    when it has answered a kernel_info request on the shell channel and the idle status of one of
+    those requests has come on IOPub, which shows that the IOPub subscription is connected (a
+    subscriber misses what is published before it is: then the request is sent again). A kernel
+    slow to start answers every request sent meanwhile: any of them will do. What else IOPub carries
     from before is not for any cell: nbclient reads only the messages of the cell it runs."""
     deadline = time.monotonic() + timeout
+    asked: set[str] = set()
     while time.monotonic() < deadline:
-        request = kc.kernel_info()
+        asked.add(kc.kernel_info())
         try:
             reply = await kc.shell_channel.get_msg(timeout=1)
         except Empty:
             if not await kc.is_alive():
                 raise RuntimeError("Kernel died before replying to kernel_info") from None
             continue
-        if reply["msg_type"] != "kernel_info_reply" or reply["parent_header"].get("msg_id") != request:
+        if reply["msg_type"] != "kernel_info_reply":
             continue
         heard_until = time.monotonic() + 0.1     # not heard by then: asked again
         while time.monotonic() < heard_until:
@@ -251,7 +253,7 @@ async def wait_for_ready(kc, timeout: float) -> None:
                 msg = await kc.iopub_channel.get_msg(timeout=max(0.01, heard_until - time.monotonic()))
             except Empty:
                 break
-            if msg["parent_header"].get("msg_id") == request and msg["msg_type"] == "status" \
+            if msg["parent_header"].get("msg_id") in asked and msg["msg_type"] == "status" \
                     and msg["content"].get("execution_state") == "idle":
                 kc._handle_kernel_info_reply(reply)
                 return

@@ -81,3 +81,49 @@ def test_a_kernel_that_floods_its_own_stdout_is_quoted_briefly(tmp_path):
     # nothing of the flood is kept: not in the notebook's folder, nor beside it (where a kernel log once grew)
     kept = [p for p in tmp_path.rglob("*") if p.is_file()] + [p for p in tmp_path.parent.iterdir() if p.is_file()]
     assert not [p for p in kept if p.stat().st_size > 100_000]
+
+
+def test_a_kernel_slow_to_start_is_ready_as_soon_as_it_answers():
+    """A kernel that answers only after the first requests timed out answers each request sent
+    meanwhile, in order: wait_for_ready takes the first answer, not a reply to its newest request
+    (which would keep it one answer behind until its time limit)."""
+    import asyncio
+    from queue import Empty
+
+    from autograder.execute import wait_for_ready
+
+    class Channel:
+        def __init__(self):
+            self.messages = []
+
+        async def get_msg(self, timeout=None):
+            if not self.messages:
+                await asyncio.sleep(min(timeout, 0.01))
+                raise Empty
+            return self.messages.pop(0)
+
+    class SlowKernel:
+        """Silent for its first `silent` requests' waits, then answers every request it was sent."""
+        def __init__(self, silent: int):
+            self.shell_channel, self.iopub_channel = Channel(), Channel()
+            self.asked, self.silent, self.handled = [], silent, None
+
+        def kernel_info(self):
+            msg_id = f"req-{len(self.asked)}"
+            self.asked.append(msg_id)
+            if len(self.asked) > self.silent:     # up now: the queued requests are answered in order
+                for asked in self.asked[len(self.asked) - 1 if len(self.asked) > self.silent + 1 else 0:]:
+                    self.shell_channel.messages.append({"msg_type": "kernel_info_reply", "parent_header": {"msg_id": asked}})
+                    self.iopub_channel.messages.append({"msg_type": "status", "parent_header": {"msg_id": asked},
+                                                        "content": {"execution_state": "idle"}})
+            return msg_id
+
+        async def is_alive(self):
+            return True
+
+        def _handle_kernel_info_reply(self, msg):
+            self.handled = msg
+
+    kernel = SlowKernel(silent=3)
+    asyncio.run(asyncio.wait_for(wait_for_ready(kernel, timeout=30), timeout=10))
+    assert kernel.handled is not None and len(kernel.asked) <= 5, kernel.asked
