@@ -24,6 +24,10 @@ STEP_FLAG = $(if $(STEP),--step $(STEP))
 GRADE_FLAGS = $(STEP_FLAG) $(if $(WORKERS),--workers $(WORKERS)) --sandbox $(SANDBOX) $(if $(KERNELS),--kernels $(KERNELS)) \
               $(if $(FORCE),--force) $(if $(CELL_TIMEOUT),--cell-timeout $(CELL_TIMEOUT))
 
+# make test's parallel workers: one more than the cores (its tests also wait: on kernels, time limits,
+# Slurm, the browser); TEST_WORKERS=n to choose
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS))
 
 .PHONY: steps new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions export pdfs handout similarity lab test test-browser test-quick clean-grades
@@ -123,7 +127,7 @@ lab: fetch
 	$(PY) -m autograder lab $(STEP_FLAG)
 
 test: $(PY)
-	$(PY) -m pytest -rs -n auto --dist loadscope
+	$(PY) -m pytest -rs -n $(TEST_WORKERS) --dist loadscope
 
 test-browser: $(PY)
 	$(PY) -m pytest -rs -m browser -n auto --dist loadscope tests/browser
