@@ -10,8 +10,9 @@ timers wrapped around the grader's own functions (nothing in the grader changes)
   hidden probes   the hidden-test cells (the checks' probes, in the student's kernel);
   judging         the checks' judges, in the grader;
   rest            assembling the notebook, the probe server, writing the result.
-Once per grading process (not per notebook): importing the grader in a worker process, and
-creating a new gradebook (`ensure_gradebook`, which runs nbgrader generate_assignment).
+Once per grading process (not per notebook): importing what the workers need (their fork server
+does), and creating a new gradebook (`ensure_gradebook`, in process; against nbgrader
+generate_assignment in a subprocess, the way it was done before).
 """
 from __future__ import annotations
 
@@ -27,9 +28,8 @@ from common import ROOT, bench_step
 PHASES = ["sandbox setup", "kernel start", "torch import", "provided cells", "student code",
           "hidden probes", "judging", "rest", "total"]
 
-WORKER_IMPORTS = ("import nbformat\nfrom autograder import grade\nfrom autograder.assemble import assemble\n"
-                  "from autograder.execute import execute\nfrom autograder.probeserver import ProbeServer\n"
-                  "from autograder.judging import judge_notebook\nfrom autograder.sandbox import make_sandbox\n")
+# what the workers' fork server imports (the grader's modules and every step's checks): autograder/worker.py
+WORKER_IMPORTS = "import autograder.worker\n"
 
 
 def _kind(cell) -> str:
@@ -161,6 +161,13 @@ def measure(notebook: str, repeats: int, say=print) -> dict:
             for way in (ways if r % 2 == 0 else ways[::-1]):
                 say(f"  breakdown: {notebook}, sandbox {sandbox}, {way} kernels, run {r + 1} of {repeats}")
                 out["phases"][way].append(time_notebook(path, notebook, sandbox, way))
+        # every notebook of the step, answered, once in warm kernels: where a whole student's time goes
+        out["notebooks"] = {}
+        for name in bench_step().notebooks():
+            one = Path(tmp) / f"{name}.ipynb"
+            one.write_text(json.dumps(filled(bench_step(), name, lambda cid, i: True)), encoding="utf-8")
+            say(f"  breakdown: {name}, sandbox {sandbox}, warm kernels")
+            out["notebooks"][name] = time_notebook(one, name, sandbox, "warm")
         warm.close_templates()
     say("  breakdown: once per process")
     out["once"] = once_per_process(repeats)

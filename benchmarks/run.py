@@ -207,10 +207,26 @@ def breakdown_section(b: dict) -> list[str]:
                   + f"; the warm runs were graded in {', '.join(sorted({str(p['kernels']) for p in b['phases']['warm']}))} kernels.",
               "", f"The warm template's start, paid once per grading worker (the first warm notebook, its start "
                   f"included): {b['template start']['total']:.2f} s."]
+    if b.get("notebooks"):
+        shown = [p for p in PHASES if p != "sandbox setup"]
+        lines += ["", "Every notebook of the step, answered, graded once each in warm kernels (the same timers): "
+                      "what the notebook's own cells cost against the grader's overhead.", "",
+                  "| notebook | " + " | ".join(shown) + " |", "|---|" + "---|" * len(shown)]
+        for name, phases in b["notebooks"].items():
+            lines.append(f"| {name} | " + " | ".join(f"{phases[p]:.2f}" for p in shown) + " |")
+        totals = {p: sum(n[p] for n in b["notebooks"].values()) for p in shown}
+        lines.append("| all six | " + " | ".join(f"{totals[p]:.2f}" for p in shown) + " |")
+        own = totals["provided cells"] + totals["student code"] + totals["hidden probes"] + totals["judging"]
+        lines += ["", f"Of a fully answered student's {totals['total']:.1f} s, the notebooks' own cells, the answers, "
+                      f"the probes and judging take {own:.1f} s ({own / totals['total']:.0%}); the rest, "
+                      f"{totals['total'] - own:.1f} s, is the grader's overhead (kernel start, assembling, the result). "
+                      "Notebooks 04 and 05 spend most of theirs in their own cells (the corpus, the pictures, the "
+                      "sliders' first draw), which every student also sees in feedback: kept."]
     once = b["once"]
     lines += ["", "Once per grading process, not per notebook:", "",
-              f"- importing the grader in a new worker process: {fmt(stats(once['worker imports']), 2)} s "
-              "(each of `--workers N` processes pays it once, at its first notebook);",
+              f"- importing the grader and the step's checks in a new process: {fmt(stats(once['worker imports']), 2)} s, "
+              "paid once per grading process by the workers' fork server (autograder/worker.py), not by each "
+              "worker: workers are forked from it with everything imported;",
               f"- creating a new gradebook (`ensure_gradebook`, in the grader's process: autograder/gradebook.py): "
               f"{fmt(stats(once['new gradebook']), 2)} s, against {fmt(stats(once['new gradebook, generate_assignment']), 2)} s "
               "through `nbgrader generate_assignment` in a subprocess as before (once per class, only when the "

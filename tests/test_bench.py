@@ -45,10 +45,15 @@ def test_bench_quick_writes_every_section_with_figures(tmp_path):
     assert all(len(NUMBER.findall(r)) >= 4 for r in whole), whole
     assert "The same points warm and cold: yes" in text
     # breakdown: every phase has a figure
-    phases = rows(text, "## 2. Where the time goes per notebook")
+    section = rows(text, "## 2. Where the time goes per notebook")
+    split = next(i for i, r in enumerate(section) if r.startswith("| notebook |"))
+    phases, notebooks = section[:split], section[split + 1:]
     assert {r.split("|")[1].strip() for r in phases} >= {"kernel start", "torch import", "student code",
                                                           "hidden probes", "sandbox setup", "total"}
-    assert all(NUMBER.search(r.split("|")[2]) for r in phases)
+    assert all(NUMBER.search(r.split("|")[2]) and NUMBER.search(r.split("|")[3]) for r in phases)   # cold, warm
+    # and every notebook of the step in warm kernels, with the sum
+    assert [r.split("|")[1].strip() for r in notebooks][-1] == "all six" and len(notebooks) == 7, notebooks
+    assert all(len(NUMBER.findall(r)) == 8 for r in notebooks), notebooks      # 7 phases and the total
     # student side: the two notebooks run, release and solution, and the slider of notebook 05
     student = rows(text, "## 3. Student side")
     assert any(r.startswith("| 01-on-paper |") and len(NUMBER.findall(r)) >= 2 for r in student), student
