@@ -135,10 +135,10 @@ test-browser: $(PY)
 test-quick: $(PY)
 	$(PY) -m pytest -rs -m "not slow and not browser" -x -q
 
-# Benchmarks: grading throughput against plain nbgrader, where a notebook's time goes, the student
-# side, the head against T. Rewrites BENCHMARKS.md. SIZES=10,40 REPEATS=2 took 27 min on 2 cores;
-# the defaults add 160 students (2 workers only; plain nbgrader and 1 worker are extrapolated there)
-# and a third repeat, about twice as long.
+# Benchmarks: grading throughput against plain nbgrader (warm and cold kernels, one notebook and the
+# whole step), where a notebook's time goes, the student side, the head against T. Rewrites
+# BENCHMARKS.md. SIZES=10,40 REPEATS=2 took 14 min on 2 cores; the defaults add 160 students (2
+# workers only; plain nbgrader and 1 worker are extrapolated there) and a third repeat.
 #   make bench [SIZES=10,40,160] [REPEATS=3]
 bench: $(PY)
 	$(PY) benchmarks/run.py $(BENCH_FLAGS)
