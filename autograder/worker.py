@@ -12,14 +12,10 @@ server keeps those it started with).
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 
-sys.modules.setdefault("rfc3987_syntax", None)     # as in grade.py: nbformat's import without it
-
-import nbformat  # noqa: E402,F401
-
-from . import assemble, execute, judging, plugin, probeserver, sandbox, warm  # noqa: E402,F401
+from . import grade  # noqa: F401  (first: it leaves out rfc3987_syntax before anything imports nbformat)
+from . import assemble, execute, judging, plugin, probeserver, sandbox, warm  # noqa: F401
 
 
 def _import_checks() -> None:
