@@ -120,25 +120,35 @@ def test_make_grade_without_submissions_says_how_to_use_it():
 
 def test_plain_nbgrader_autograde_agrees_with_the_grader_on_honest_submissions(graded, tmp_path):
     """The same class through `nbgrader autograde` (hidden checks judged inside the kernel):
-    every autograded cell gets the same score, so instructors may use either."""
+    every autograded cell gets the same score, so instructors may use either. nbgrader grades one
+    notebook after another: each student gets an `nbgrader autograde --student` of their own, in a
+    copy of the course's grading folder, all at once."""
+    import os
     import shutil
     from nbgrader.api import Gradebook
     home, _, _ = graded
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    shutil.copytree(home / "submitted", plain / "submitted")
-    shutil.copy(home / "gradebook.db", plain / "gradebook.db")
-    env = {**__import__("os").environ, "GRADER_HOME": str(plain), "NBGRADER_DB_URL": f"sqlite:///{plain / 'gradebook.db'}"}
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", STEP, "--force"], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=1200)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    with Gradebook(env["NBGRADER_DB_URL"], "dl-course") as gb:
-        for r in rows(home):
-            if r["kind"] != "auto":
-                continue
-            theirs = gb.find_grade(r["grade_id"], r["notebook"], STEP, r["student"]).auto_score
-            assert theirs == pytest.approx(float(r["score"])), \
-                f"{r['student']}/{r['notebook']}/{r['grade_id']}: nbgrader gives {theirs}, the grader {r['score']}"
+    students = sorted({r["student"] for r in rows(home)})
+    runs = {}
+    for student in students:
+        plain = tmp_path / f"plain-{student}"
+        (plain / "submitted").mkdir(parents=True)
+        shutil.copytree(home / "submitted" / student, plain / "submitted" / student)
+        shutil.copy(home / "gradebook.db", plain / "gradebook.db")
+        env = {**os.environ, "GRADER_HOME": str(plain), "NBGRADER_DB_URL": f"sqlite:///{plain / 'gradebook.db'}"}
+        runs[student] = (env["NBGRADER_DB_URL"], subprocess.Popen(
+            [sys.executable, "-m", "nbgrader", "autograde", STEP, "--student", student, "--force"], cwd=ROOT,
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+    for student, (_, proc) in runs.items():
+        _, err = proc.communicate(timeout=1200)
+        assert proc.returncode == 0, f"{student}: {err[-3000:]}"
+    for student, (url, _) in runs.items():
+        with Gradebook(url, "dl-course") as gb:
+            for r in rows(home):
+                if r["kind"] != "auto" or r["student"] != student:
+                    continue
+                theirs = gb.find_grade(r["grade_id"], r["notebook"], STEP, student).auto_score
+                assert theirs == pytest.approx(float(r["score"])), \
+                    f"{student}/{r['notebook']}/{r['grade_id']}: nbgrader gives {theirs}, the grader {r['score']}"
 
 
 def test_formgrader_counts_every_graded_submission_as_autograded(graded):
