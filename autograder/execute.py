@@ -180,6 +180,23 @@ class _Client(NotebookClient):
                 "stream", name="stdout", text=f"\n[output beyond {self._limit // 1000} kB (or the notebook's "
                 f"{self._notebook_limit // 1000} kB) was dropped by the grader]\n"))
 
+    async def _async_poll_kernel_alive(self) -> None:
+        """nbclient's, ending when the kernel it watches is no longer the client's. A cell cut short
+        other than by a dead kernel (the notebook's time limit) leaves this task running; once the
+        kernel is stopped nbclient's would fail on the cleared `kc` ("Task exception was never
+        retrieved" on the grader's stderr) or watch the next kernel on behalf of a finished cell."""
+        watched = self.kc
+        while True:
+            await asyncio.sleep(1)
+            if self.kc is not watched or watched is None:
+                return
+            try:
+                await self._async_check_alive()
+            except DeadKernelError:
+                assert self.task_poll_for_reply is not None
+                self.task_poll_for_reply.cancel()
+                return
+
     def process_message(self, msg, cell, cell_index):
         self._current = cell_index
         return super().process_message(msg, cell, cell_index)

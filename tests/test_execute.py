@@ -127,3 +127,27 @@ def test_a_kernel_slow_to_start_is_ready_as_soon_as_it_answers():
     kernel = SlowKernel(silent=3)
     asyncio.run(asyncio.wait_for(wait_for_ready(kernel, timeout=30), timeout=10))
     assert kernel.handled is not None and len(kernel.asked) <= 5, kernel.asked
+
+
+def test_the_kernel_watch_of_a_cell_cut_short_ends_quietly_when_its_kernel_is_stopped():
+    """nbclient watches the kernel while a cell runs; a cell cut short by the notebook's time limit
+    leaves the watch running. Once the grader stops that kernel the watch must end, not fail on the
+    stopped client (nbclient's failed: "Task exception was never retrieved" on the grader's stderr)."""
+    from autograder.execute import _Client
+
+    class AliveKernel:
+        async def is_alive(self):
+            return True
+
+    async def watch_then_stop():
+        client = _Client(nbformat.v4.new_notebook(), Limits())
+        client.kc = client.km = AliveKernel()
+        watch = asyncio.ensure_future(client._async_poll_kernel_alive())
+        await asyncio.sleep(1.2)                   # one look at a live kernel
+        assert not watch.done()
+        client.kc = client.km = None               # the grader stops the kernel
+        await asyncio.wait_for(asyncio.shield(watch), timeout=3)
+        return watch
+
+    watch = asyncio.run(watch_then_stop())
+    assert watch.done() and not watch.cancelled() and watch.exception() is None
