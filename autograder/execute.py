@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+import zmq
 from queue import Empty
 
 from nbclient import NotebookClient
@@ -26,6 +27,7 @@ from .limits import Limits, clip  # noqa: F401  (Limits: where callers have alwa
 from .sandbox import Sandbox
 
 POLL_STEP = 0.25   # seconds
+RECONNECT_MS = 5     # how soon a client socket refused by a kernel still starting tries again
 
 
 def poll_in_short_steps(channel) -> None:
@@ -290,7 +292,10 @@ async def _start(client: _Client, sandbox: Sandbox, workdir: Path, env: dict, li
     finally:
         log.close_writer()
     client.km = km
+    # the client connects as soon as the kernel is launched, before the kernel has bound its sockets;
+    # a refused connect is retried after RECONNECT_IVL, 100 ms by default (half a warm kernel's start)
     kc = km.client()
+    kc.context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MS)
     kc.start_channels()
     poll_in_short_steps(kc.shell_channel)
     poll_in_short_steps(kc.iopub_channel)
