@@ -15,6 +15,7 @@ provisioner that launches it:
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from importlib.metadata import EntryPoint
@@ -28,12 +29,16 @@ from traitlets import Any, Unicode
 KERNEL_NAME = "grading"
 PROVISIONER_NAME = "grading-kernel"
 
+# the interpreter as kernels, templates and limit wrappers are started with: sys.executable without
+# "..", which would name folders the sandbox does not bind (python started as ../.venv/bin/python)
+PYTHON = os.path.abspath(sys.executable)
+
 
 def kernel_command() -> list[str]:
     """The kernel, as every sandbox starts it (after its own wrapping). quit() and exit() in a
     cell stop the kernel's event loop 0.1 s later, in whichever cell then runs: the grade would
     depend on timing. The grading kernel ignores them (the shell's ask_exit does nothing)."""
-    return [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+    return [PYTHON, "-m", "ipykernel_launcher", "-f", "{connection_file}",
             "--HistoryManager.hist_file=:memory:",
             "--IPKernelApp.exec_lines=['get_ipython().ask_exit = lambda: None']"]
 

@@ -39,7 +39,7 @@ import sys
 import time
 from pathlib import Path
 
-from .kernels import kernel_command
+from .kernels import PYTHON, kernel_command
 from .limits import Limits
 
 # Unprivileged uids for sandboxed kernels: one drawn at random per notebook, so that two
@@ -102,7 +102,7 @@ class Sandbox:
     interrupt_mode = "signal"
 
     def argv(self, workdir: Path, limits: Limits, env: dict | None = None) -> list[str]:
-        return [sys.executable, "-m", "autograder.limits",
+        return [PYTHON, "-m", "autograder.limits",
                 f"--memory={limits.memory_bytes}", f"--cpu={int(limits.notebook_timeout * 2)}",
                 f"--processes={limits.processes}", f"--file-size={limits.file_bytes}", "--",
                 *kernel_command()]
@@ -207,7 +207,7 @@ class BwrapSandbox(Sandbox):
     def argv(self, workdir: Path, limits: Limits, env: dict | None = None) -> list[str]:
         # RLIMIT_NPROC counts the processes of a uid: only meaningful for the kernel's own uid
         processes = limits.processes or (SANDBOX_PROCESSES if self.root else 0)
-        limit = [sys.executable, "-m", "autograder.limits",
+        limit = [PYTHON, "-m", "autograder.limits",
                  f"--memory={limits.memory_bytes}", f"--cpu={int(limits.notebook_timeout * 2)}",
                  f"--processes={processes}", f"--file-size={limits.file_bytes}", "--"]
         return limit + self.command(workdir, env or {}) + kernel_command()
@@ -354,7 +354,7 @@ def bwrap_problem() -> str | None:
     with tempfile.TemporaryDirectory(prefix="bwrap-probe-") as tmp:
         box = BwrapSandbox(Path(tmp))
         command = box.command(Path(tmp) / "work", {})
-        command += [sys.executable, "-c", "import os; print(os.getuid())"]
+        command += [PYTHON, "-c", "import os; print(os.getuid())"]
         try:
             proc = subprocess.run(command, capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as err:

@@ -28,7 +28,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -37,7 +36,7 @@ from jupyter_client.provisioning import KernelProvisionerFactory, LocalProvision
 from traitlets import Any
 
 from .kernel_template import receive, send
-from .kernels import GradingKernelSpecs, kernel_command, register_provisioner
+from .kernels import PYTHON, GradingKernelSpecs, kernel_command, register_provisioner
 from .limits import Limits
 
 TEMPLATE_SOURCE = (Path(__file__).parent / "kernel_template.py").read_text(encoding="utf-8")
@@ -119,7 +118,7 @@ class Template:
         self.preimport = list(preimport)
         self.sandbox = sandbox
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        program = [sys.executable, "-c", TEMPLATE_SOURCE, str(theirs.fileno()), json.dumps(self.preimport)]
+        program = [PYTHON, "-c", TEMPLATE_SOURCE, str(theirs.fileno()), json.dumps(self.preimport)]
         if sandbox == "bwrap":
             from .sandbox import BwrapSandbox
             self.root = Path(tempfile.mkdtemp(prefix="grade-w-"))     # short: Unix socket paths live below

@@ -293,3 +293,22 @@ def test_the_sandbox_is_here_when_required():
     if os.environ.get("REQUIRE_SANDBOX") != "1":
         pytest.skip("REQUIRE_SANDBOX is not set: the sandbox tests skip, saying why, where bwrap cannot run")
     assert sandbox.bwrap_problem() is None, sandbox.bwrap_problem()
+
+
+def test_the_sandbox_starts_for_a_python_named_through_a_folder_it_does_not_bind(tmp_path):
+    """Python started by a relative name, from a folder the sandbox does not bind (a script run from
+    a subfolder as ../.venv/bin/python): its sys.executable keeps the "..", through that folder.
+    Kernels are started with the interpreter inside the sandbox, where that folder does not exist;
+    the sandbox names it without the "..", and starts."""
+    from conftest import bwrap_or_skip
+    bwrap_or_skip()
+    detour = tmp_path / "elsewhere"
+    detour.mkdir()
+    python = os.path.relpath(sys.executable, detour)
+    done = subprocess.run([python, "-c", "import sys; from autograder.sandbox import bwrap_problem; "
+                           "print(sys.executable); print(bwrap_problem())"],
+                          cwd=detour, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                          timeout=120)
+    executable, problem = (done.stdout.splitlines() + ["", ""])[:2]
+    assert str(detour) in executable and ".." in executable, executable   # the case this test is about
+    assert done.returncode == 0 and problem == "None", done.stdout + done.stderr
