@@ -310,11 +310,27 @@ async def _start(client: _Client, sandbox: Sandbox, workdir: Path, env: dict, li
     km.provisioner.ready()
 
 
+async def _kill(km) -> None:
+    """SIGKILL the kernel and wait for its end in short steps: jupyter_client's shutdown_kernel(now=True)
+    looks 0.1 s after the signal (a tenth of a second per notebook; a killed kernel ends within ms).
+    Once the provisioner has waited for it, shutdown_kernel finds no kernel: it only cleans up."""
+    if not km.has_kernel:
+        return
+    await km.provisioner.kill()
+    deadline = time.monotonic() + 5
+    while await km.provisioner.poll() is None:
+        if time.monotonic() > deadline:
+            return                    # shutdown_kernel tries again, as it would have
+        await asyncio.sleep(0.005)
+    await km.provisioner.wait()
+
+
 async def _stop(client: _Client) -> None:
     if client.kc is not None:
         client.kc.stop_channels()
     if client.km is not None:
         try:
+            await _kill(client.km)
             await client.km.shutdown_kernel(now=True)
         except Exception:  # already gone
             pass
