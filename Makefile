@@ -137,8 +137,8 @@ test-quick: $(PY)
 
 # Benchmarks: grading throughput against plain nbgrader (warm and cold kernels, one notebook and the
 # whole step), where a notebook's time goes, the student side, the head against T. Rewrites
-# BENCHMARKS.md. SIZES=10,40 REPEATS=2 took 14 min on 2 cores; the defaults add 160 students (2
-# workers only; plain nbgrader and 1 worker are extrapolated there) and a third repeat.
+# BENCHMARKS.md. SIZES=10,40,160 REPEATS=2 took 15 min on 2 cores (at 160 students only the 2-worker
+# runs are made; plain nbgrader and 1 worker are extrapolated there); the defaults add a third repeat.
 #   make bench [SIZES=10,40,160] [REPEATS=3]
 bench: $(PY)
 	$(PY) benchmarks/run.py $(BENCH_FLAGS)
