@@ -77,7 +77,7 @@ def _python_dirs() -> list[Path]:
                 home = Path(value.strip())
                 dirs.append(home.parent if home.name == "bin" else home)
     dirs.append(Path(os.path.realpath(sys.executable)).parent.parent)
-    dirs.append(Path(os.path.abspath(sys.executable)).parent.parent)    # as the kernel command names it
+    dirs.append(Path(PYTHON).parent.parent)    # as the kernel command names it
     # each as named (a bind follows a link: .venv -> elsewhere) and where it really is
     return _outermost([Path(os.path.abspath(d)) for d in dirs if d.exists()] +
                       [d.resolve() for d in dirs if d.exists()])
