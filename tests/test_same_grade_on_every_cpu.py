@@ -8,6 +8,10 @@ quick proof's scoring (tests/test_grader_proof_quick.py, every corpus entry judg
 subprocesses under each setting below and asserts that every grade cell gets exactly the corpus's
 points in every one of them.
 
+Only the kernel sets this CPU has are run: torch does not refuse ATEN_CPU_CAPABILITY=avx512 on a CPU
+without AVX-512, it reports AVX512 and the process dies on its first such instruction (SIGILL). On a
+CPU with AVX-512 all three sets run; on one with AVX2 only, default and AVX2 (and the test says so).
+
 The settings change rounding here (measured with torch 2.13's CPU wheel, MKL 2024.2):
 ATEN_CPU_CAPABILITY=default changes matmuls, softmax, sums and randn; =avx2 changes softmax, sums and
 scaled_dot_product_attention; MKL_CBWR=COMPATIBLE changes every MKL matmul. (MKL_ENABLE_INSTRUCTIONS=AVX2
@@ -29,13 +33,25 @@ from conftest import ROOT, STEP
 from proof_corpus import CORRECT, WRONG
 
 CAPABILITIES = {"default": "DEFAULT", "avx2": "AVX2", "avx512": "AVX512"}     # the variable's value: what torch reports
+# the CPU flags torch wants for each set (ATen's compute_cpu_capability), weakest set first
+NEEDS = {"default": set(), "avx2": {"avx2", "fma"}, "avx512": {"avx512f", "avx512vl", "avx512bw", "avx512dq", "fma"}}
 THREADS = (1, 2)
 MKL = {"MKL_CBWR": "COMPATIBLE", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
-SETTINGS = {f"{cap}-{threads}thread{'s' * (threads > 1)}{'-mkl' if mkl else ''}": (cap, threads, mkl)
-            for cap in CAPABILITIES for threads in THREADS for mkl in (False, True)}
 NUMERIC_ENV = ("ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS",
                "MKL_DEBUG_CPU_TYPE")
 
+
+def cpu_flags() -> set[str]:
+    """The instruction-set flags the kernel reports for this CPU (Linux: /proc/cpuinfo)."""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    raise RuntimeError("/proc/cpuinfo has no 'flags' line: cannot tell which CPU kernel sets this CPU runs")
+
+
+RUNNABLE = [cap for cap, needs in NEEDS.items() if needs <= cpu_flags()]      # on this CPU
+SETTINGS = {f"{cap}-{threads}thread{'s' * (threads > 1)}{'-mkl' if mkl else ''}": (cap, threads, mkl)
+            for cap in RUNNABLE for threads in THREADS for mkl in (False, True)}
 
 
 def run_process(cap: str, mkl: bool) -> list[dict]:
@@ -67,18 +83,27 @@ def expected() -> dict:
             for e in CORRECT + WRONG}
 
 
-def _skip_if_unsupported(name: str, run: dict) -> None:
-    cap = SETTINGS[name][0]
-    if run["capability"] != CAPABILITIES[cap]:
-        pytest.skip(f"this CPU lacks {CAPABILITIES[cap]}: torch ran its {run['capability']} kernels instead")
+def test_the_kernel_sets_run_are_those_this_cpu_has(record_property):
+    """The CPU flags read here agree with torch: its own choice (no ATEN_CPU_CAPABILITY) is the
+    strongest set of RUNNABLE; the default and AVX2 sets run on any CPU this course supports."""
+    env = {k: v for k, v in os.environ.items() if k not in NUMERIC_ENV}
+    done = subprocess.run([sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == CAPABILITIES[RUNNABLE[-1]], \
+        f"torch picks {done.stdout.strip()} here, the CPU flags say {CAPABILITIES[RUNNABLE[-1]]}: update NEEDS"
+    assert RUNNABLE[:2] == ["default", "avx2"], f"this CPU runs only {RUNNABLE}: the proof compares at least the default and AVX2 kernels"
+    skipped = [cap for cap in CAPABILITIES if cap not in RUNNABLE]
+    record_property("measured", f"same grade on every CPU: kernel sets run here: {', '.join(RUNNABLE)}"
+                    + (f"; not on this CPU: {', '.join(skipped)}" if skipped else ""))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SETTINGS)
 def test_every_score_is_the_corpus_expectation(runs, name):
     run = runs[name]
-    _skip_if_unsupported(name, run)
     cap, threads, _ = SETTINGS[name]
+    assert run["capability"] == CAPABILITIES[cap], f"{name}: torch ran its {run['capability']} kernels"
     assert run["threads"] == threads, f"{name}: torch used {run['threads']} threads"
     want = expected()
     assert {e: set(c) for e, c in run["scores"].items()} == {e: set(c) for e, c in want.items()}, \
@@ -92,7 +117,7 @@ def test_every_score_is_the_corpus_expectation(runs, name):
 @pytest.mark.slow
 def test_every_score_is_the_same_under_every_setting(runs):
     supported = {n: r for n, r in runs.items() if r["capability"] == CAPABILITIES[SETTINGS[n][0]]}
-    assert {"default-1thread", "avx2-1thread"} <= set(supported), "the default and AVX2 kernels must run anywhere"
+    assert set(supported) == set(SETTINGS), f"torch ran other kernel sets than asked: {set(SETTINGS) - set(supported)}"
     first, *others = supported
     differ = [f"{entry} / {gid}: " + ", ".join(f"{n} {supported[n]['scores'][entry][gid]}" for n in supported)
               for entry, cells in sorted(supported[first]["scores"].items()) for gid in sorted(cells)
