@@ -10,11 +10,16 @@ The package's `__init__.py` may say, as module-level names:
     DATA = ["corpus.txt"]      # files of data/ the step's kernels read
     SUITES = {...}             # objects its checks serve to a student's code, by suite name
 
+TITLE, CATCH_UP, BONUS_PREFIX and DATA are read from the file without importing the package
+(which imports what its judges use) when each is set once, to a literal, at the top level; else
+from the imported package.
+
 Every command takes `--step` (default: the only step, or the newest by name). Nothing in the
 engine names a step.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib
 import importlib.util
@@ -65,21 +70,31 @@ class Step:
         """The step's check package, imported (once) with all its modules."""
         return load_package(self)
 
+    def declared(self, name: str, default=None):
+        """What the check package sets `name` to: a literal read from its __init__.py (a grading
+        process that only records and reports need not import torch for a title), else the
+        imported package's attribute."""
+        if module_name(self.name) not in sys.modules:
+            value = literal_assignment(self.checks_dir / "__init__.py", name)
+            if value is not NOT_LITERAL:
+                return default if value is UNSET else value
+        return getattr(self.package, name, default)
+
     @property
     def title(self) -> str:
-        return getattr(self.package, "TITLE", self.name)
+        return self.declared("TITLE", self.name)
 
     @property
     def catch_up(self) -> str | None:
-        return getattr(self.package, "CATCH_UP", None)
+        return self.declared("CATCH_UP")
 
     @property
     def bonus_prefix(self) -> str | None:
-        return getattr(self.package, "BONUS_PREFIX", None)
+        return self.declared("BONUS_PREFIX")
 
     @property
     def data(self) -> list[Path]:
-        return [self.root / "data" / name for name in getattr(self.package, "DATA", [])]
+        return [self.root / "data" / name for name in self.declared("DATA", [])]
 
     @property
     def suites(self) -> dict:
@@ -110,6 +125,34 @@ class Step:
                 rel = path.relative_to(self.root) if path.is_relative_to(self.root) else Path(path.name)
                 digest.update(str(rel).encode() + b"\0" + path.read_bytes())
         return digest.hexdigest()
+
+
+NOT_LITERAL, UNSET = object(), object()
+
+
+def literal_assignment(path: Path, name: str):
+    """The value `path` gives `name`: UNSET if nothing in the file binds it (and it imports no
+    `*`), the literal if one top-level `name = <literal>` is its only binding, else NOT_LITERAL
+    (a computed value, an import, a second binding: ask the imported module)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return NOT_LITERAL
+    bindings = [node for node in ast.walk(tree)
+                if (isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load))
+                or (isinstance(node, ast.alias) and (node.asname or node.name).split(".")[0] in (name, "*"))
+                or (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name)
+                or (isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names)]
+    if not bindings:
+        return UNSET
+    top = [stmt for stmt in tree.body if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+           and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name]
+    if len(bindings) != 1 or len(top) != 1:
+        return NOT_LITERAL
+    try:
+        return ast.literal_eval(top[0].value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return NOT_LITERAL
 
 
 def module_name(step_name: str) -> str:

@@ -1,0 +1,63 @@
+"""A step's declared names (TITLE, CATCH_UP, BONUS_PREFIX, DATA) are read without importing its check
+package where the file gives them as literals, and are what the imported package says."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, STEP
+from autograder.steps import NOT_LITERAL, UNSET, literal_assignment
+
+NAMES = ("title", "catch_up", "bonus_prefix", "data")
+
+
+def test_declared_names_match_the_imported_package_and_import_nothing():
+    """In a fresh process: the names read from the file, then the package imported and read again."""
+    code = f"""
+import sys
+from autograder.steps import find_step, module_name
+step = find_step({STEP!r})
+read = [repr(getattr(step, n)) for n in {NAMES!r}]
+assert module_name(step.name) not in sys.modules and "torch" not in sys.modules, "the checks were imported"
+step.package
+assert module_name(step.name) in sys.modules
+assert read == [repr(getattr(step, n)) for n in {NAMES!r}], (read, [repr(getattr(step, n)) for n in {NAMES!r}])
+print(read)
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Step 4" in done.stdout and "bonus_" in done.stdout
+
+
+@pytest.mark.parametrize("source, value", [
+    ('TITLE = "Step 9"\n', "Step 9"),
+    ('X = 1\n', UNSET),                                              # not set: the default
+    ('TITLE = "a" + "b"\n', NOT_LITERAL),                            # computed
+    ('TITLE = "a"\nTITLE = "b"\n', NOT_LITERAL),                     # set twice
+    ('from .meta import TITLE\n', NOT_LITERAL),                      # imported
+    ('from .meta import *\n', NOT_LITERAL),                          # may be imported
+    ('TITLE = "a"\nif True:\n    TITLE = "b"\n', NOT_LITERAL),       # rebound below
+    ('TITLE = "a"\ndef TITLE():\n    pass\n', NOT_LITERAL),          # rebound by a def
+    ('TITLE, X = "a", 1\n', NOT_LITERAL),                            # not a plain assignment
+    ('def f(:\n', NOT_LITERAL),                                      # not Python
+])
+def test_a_literal_is_taken_only_when_it_is_the_one_binding(tmp_path, source, value):
+    init = tmp_path / "__init__.py"
+    init.write_text(source)
+    assert literal_assignment(init, "TITLE") is value if value in (UNSET, NOT_LITERAL) \
+        else literal_assignment(init, "TITLE") == value
+
+
+def test_a_computed_name_comes_from_the_imported_package(tmp_path):
+    from autograder.steps import Step, unload
+    root = tmp_path / "course"
+    checks = root / "source" / "step-09" / "checks"
+    checks.mkdir(parents=True)
+    (checks / "__init__.py").write_text('TITLE = "Step " + str(9)\nDATA = ["a.txt"]\n')
+    step = Step("step-09", root)
+    try:
+        assert step.title == "Step 9" and step.data == [root / "data" / "a.txt"] and step.catch_up is None
+    finally:
+        unload(step)
