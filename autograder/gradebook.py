@@ -7,7 +7,9 @@ release (the `SaveCells` step of its preprocessors). `fill_gradebook` runs the s
 configured by nbgrader_config.py, up to and including `SaveCells`, on the step's source notebooks
 in this process, and writes no release: the same rows without a second Python process, its imports
 and a release written to a scratch folder (tests/test_gradebook_fill.py compares the two
-gradebooks row by row).
+gradebooks row by row). The hidden tests' points are stamped from the release (what the students
+were given) rather than from the checks: a process that records grades does not import the checks
+and what they import.
 
 nbgrader creates a new gradebook's tables and stamps them with its schema's alembic revision, which
 it asks for by running `alembic heads` in a subprocess; `alembic_head` reads the same revision from
@@ -70,6 +72,21 @@ def recording_preprocessors(config) -> list:
     return chain[:chain.index(SaveCells) + 1]
 
 
+def release_grade_cells(step) -> dict[str, dict[str, float]]:
+    """notebook -> {grade_id: points} of every graded cell in the step's release."""
+    import json
+    out = {}
+    for name in step.notebooks():
+        path = step.release / f"{name}.ipynb"
+        if not path.exists():
+            raise SystemExit(f"{step.name}: its release has no {name}.ipynb (release/{step.name}/): "
+                             f"generate the release first (make release STEP={step.name})")
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        out[name] = {c["metadata"]["nbgrader"]["grade_id"]: float(c["metadata"]["nbgrader"].get("points", 0))
+                     for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
+    return out
+
+
 def fill_gradebook(url: str, step) -> None:
     """Record `step`'s assignment, notebooks and cells in the gradebook at `url` as
     `nbgrader generate_assignment` does; notebooks the step no longer has are removed, unless the
@@ -79,6 +96,7 @@ def fill_gradebook(url: str, step) -> None:
     use_in_process_alembic_version()
     config = _config(str(step.root))
     names = step.notebooks()
+    released = release_grade_cells(step)
     with Gradebook(url, COURSE_ID) as gb:
         assignment = gb.update_or_create_assignment(step.name)
         gone = {nb.name for nb in assignment.notebooks} - set(names)
@@ -90,7 +108,8 @@ def fill_gradebook(url: str, step) -> None:
     for name in names:
         nb = nbformat.read(step.source / f"{name}.ipynb", as_version=4)
         resources = {"nbgrader": {"notebook": name, "assignment": step.name, "student": ".", "db_url": url},
-                     "unique_key": name, "metadata": {"path": str(step.source)}}
+                     "unique_key": name, "metadata": {"path": str(step.source)},
+                     "released_points": released[name]}     # autograder/stamp.py: the release's points
         for preprocessor in recording_preprocessors(config):
             try:
                 nb, resources = preprocessor(config=config)(nb, resources)    # as nbconvert calls it: if enabled

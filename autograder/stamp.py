@@ -36,14 +36,14 @@ def points_label(points: float) -> str:
     return f"({points:g} point{'' if points == 1 else 's'})"
 
 
-def stamp_cell(cell, checks: dict, where: str) -> None:
+def stamp_cell(cell, points_of: dict[str, float], where: str) -> None:
     grade_id = hidden_call(cell.source) if cell.cell_type == "code" else None
     if grade_id is None:
         return
-    if grade_id not in checks:
+    if grade_id not in points_of:
         raise HiddenTestError(f"{where}: hidden({grade_id!r}) names no check of this step "
                               f"(make new-check, or see its checks/ package)")
-    points = float(checks[grade_id].points)
+    points = float(points_of[grade_id])
     meta = cell.metadata.setdefault("nbgrader", {})
     if meta.get("grade_id", grade_id) != grade_id:
         raise HiddenTestError(f"{where}: the cell's grade_id {meta['grade_id']!r} is not the {grade_id!r} it calls")
@@ -61,21 +61,24 @@ def stamp_cell(cell, checks: dict, where: str) -> None:
         cell.source = "\n".join(lines)
 
 
-def stamp(nb, step) -> None:
-    """Every hidden test cell of `nb` stamped from `step`'s checks."""
-    checks = step.checks
+def stamp(nb, step, points_of: dict[str, float] | None = None) -> None:
+    """Every hidden test cell of `nb` stamped from `step`'s checks (or from `points_of`, grade_id ->
+    points, as the release states them: autograder/gradebook.py records a released step)."""
+    if points_of is None:
+        points_of = {grade_id: check.points for grade_id, check in step.checks.items()}
     for index, cell in enumerate(nb.cells):
-        stamp_cell(cell, checks, f"{step.name} cell {index}")
+        stamp_cell(cell, points_of, f"{step.name} cell {index}")
 
 
 class StampHiddenTests(NbGraderPreprocessor):
     """nbgrader's first step of `generate_assignment` (nbgrader_config.py) and of the solutions:
-    the step is the assignment being generated."""
+    the step is the assignment being generated. resources["released_points"], when given: the
+    points to stamp (grade_id -> points) instead of the checks'."""
 
     def preprocess(self, nb, resources):
         from .steps import find_step
         name = (resources.get("nbgrader") or {}).get("assignment")
         if not name:
             raise HiddenTestError("StampHiddenTests needs the step: resources['nbgrader']['assignment']")
-        stamp(nb, find_step(name))
+        stamp(nb, find_step(name), resources.get("released_points"))
         return nb, resources

@@ -66,6 +66,7 @@ def test_a_changed_step_with_graded_submissions_is_refused(tmp_path):
     root = tmp_path / "course"
     (root / "source").mkdir(parents=True)
     shutil.copytree(STEP4.source, root / "source" / STEP4.name)
+    shutil.copytree(STEP4.release, root / "release" / STEP4.name)
     shutil.copy(STEP4.root / "source" / "header.ipynb", root / "source" / "header.ipynb")
     step = Step(STEP4.name, root)
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"
@@ -79,3 +80,14 @@ def test_a_changed_step_with_graded_submissions_is_refused(tmp_path):
         fill_gradebook(url, Step(STEP4.name, root))
     with Gradebook(url, COURSE_ID) as gb:
         assert first in {nb.name for nb in gb.find_assignment(step.name).notebooks}
+
+
+def test_a_step_without_its_release_is_named(tmp_path):
+    """The gradebook records the released step: without a release, the error says what to run."""
+    from autograder.gradebook import fill_gradebook
+    from autograder.steps import Step
+    root = tmp_path / "course"
+    shutil.copytree(STEP4.source, root / "source" / STEP4.name)
+    with pytest.raises(SystemExit, match=f"release/{STEP4.name}/.*make release"):
+        fill_gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}", Step(STEP4.name, root))
+    assert not (tmp_path / "gradebook.db").exists()
