@@ -38,6 +38,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 
 from .collect import NO_ID, collect, pick_newest  # noqa: E402
 from .course import COURSE_ID, ROOT, db_url, grader_home, use_environment_tools  # noqa: E402
+from .gradebook import release_grade_cells  # noqa: E402
 from .limits import clip  # noqa: E402
 from .steps import Step  # noqa: E402
 
@@ -158,16 +159,6 @@ def result_path(step: Step, student: str, notebook: str) -> Path:
     return grader_home() / "work" / "results" / step.name / student / f"{notebook}.json"
 
 
-def release_grade_cells(step: Step) -> dict[str, dict[str, float]]:
-    """notebook -> {grade_id: points} of every graded cell in the step's release."""
-    out = {}
-    for name in step.notebooks():
-        nb = json.loads((step.release / f"{name}.ipynb").read_text(encoding="utf-8"))
-        out[name] = {c["metadata"]["nbgrader"]["grade_id"]: float(c["metadata"]["nbgrader"].get("points", 0))
-                     for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
-    return out
-
-
 def ensure_gradebook(url: str, step: Step) -> None:
     """The gradebook must know the step's notebooks and grade cells, with the release's points
     (nbgrader stores them when it generates the release). If it does not, record them as
@@ -245,22 +236,25 @@ def sync_submission_times(step: Step, submitted_at: dict[str, float], url: str) 
             _create_submission(gb, step, sid, timestamp=stamp)
 
 
-def record_unreadable(step: Step, sid: str, name: str, reason: str, url: str, key: str) -> dict:
-    """A notebook that is missing or cannot be read: zero on every grade cell, with the reason."""
+def record_unreadable(step: Step, sid: str, name: str, reason: str, url: str, key: str, gb=None) -> dict:
+    """A notebook that is missing or cannot be read: zero on every grade cell, with the reason
+    (in the open Gradebook `gb`, else in one opened for it)."""
     from nbgrader.api import Gradebook
+    if gb is None:
+        with Gradebook(url, COURSE_ID) as gb:
+            return record_unreadable(step, sid, name, reason, url, key, gb)
     reason = clip(reason)
-    with Gradebook(url, COURSE_ID) as gb:
-        gb.update_or_create_student(sid)
-        _create_submission(gb, step, sid)
-        submission = gb.find_submission_notebook(name, step.name, sid)
-        manual = {c.name for c in submission.notebook.solution_cells}
-        cells = []
-        for grade in submission.grades:
-            grade.auto_score = 0
-            grade.needs_manual_grade = False
-            cells.append({"grade_id": grade.name, "score": 0.0, "max_score": grade.max_score,
-                          "error": reason, "kind": "manual" if grade.name in manual else "auto"})
-        gb.db.commit()
+    gb.update_or_create_student(sid)
+    _create_submission(gb, step, sid)
+    submission = gb.find_submission_notebook(name, step.name, sid)
+    manual = {c.name for c in submission.notebook.solution_cells}
+    cells = []
+    for grade in submission.grades:
+        grade.auto_score = 0
+        grade.needs_manual_grade = False
+        cells.append({"grade_id": grade.name, "score": 0.0, "max_score": grade.max_score,
+                      "error": reason, "kind": "manual" if grade.name in manual else "auto"})
+    gb.db.commit()
     result = {"student": sid, "notebook": name, "key": key, "cells": cells, "notes": [reason],
               "events": [], "seconds": 0.0, "kernel_starts": 0}
     _atomic_write(result_path(step, sid, name), json.dumps(result, indent=1))
@@ -290,10 +284,12 @@ def prepare_workers() -> None:
         forkserver.ensure_running()
 
 
-def run_jobs(jobs: list[Job], workers: int, attempts: int = 3):
+def run_jobs(jobs: list[Job], workers: int, attempts: int = 3, meanwhile=None):
     """Run jobs in worker processes; yield (job, result dict) or (job, error text) as each finishes.
     A worker that dies (a grader fault, never student code: that runs in kernels) takes only its
-    own job down: the pool is rebuilt and unfinished jobs run again, up to `attempts` times."""
+    own job down: the pool is rebuilt and unfinished jobs run again, up to `attempts` times.
+    `meanwhile()` runs here once the jobs are handed out, before the first result is yielded; if it
+    raises, the jobs not started are dropped and the error goes on."""
     import traceback
     from concurrent.futures.process import BrokenProcessPool
     tries = {i: 0 for i in range(len(jobs))}
@@ -304,6 +300,13 @@ def run_jobs(jobs: list[Job], workers: int, attempts: int = 3):
                                     initializer=start_worker, initargs=(dict(os.environ), os.getcwd())) as pool:
             futures = {pool.submit(run_job, jobs[i]): i for i in pending}
             pending = []
+            if meanwhile is not None:
+                try:
+                    meanwhile()
+                except BaseException:
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise
+                meanwhile = None
             for future in cf.as_completed(futures):
                 i = futures[future]
                 try:
@@ -340,7 +343,6 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
         (f" (students: {', '.join(sorted(students))})" if students else "")
     kernels = _kernels_for(kernels, sandbox)
     say(f"grade: {step.name}: {len(received)} files from {submissions}{part}; sandbox: {sandbox}; kernels: {kernels}")
-    ensure_gradebook(url, step)
 
     # keep the newest readable copy of each (student, notebook); report every other file
     chosen, problems = pick_newest(received)
@@ -354,14 +356,18 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     submitted_at, time_sources = submission_times(chosen, step.name)
     save_time_sources(time_sources, grader_home(), step.name)
     plan.keep_received(chosen, force, submitted_at)
-    if plan.jobs:
-        prepare_workers()       # the workers' fork server imports while the missing notebooks are recorded
-    plan.record_missing(students, chosen, problems)
+
+    def set_up_gradebook():     # while the workers start and grade: only recording needs the gradebook
+        ensure_gradebook(url, step)
+        plan.record_missing(students, chosen, problems)
+
+    started = time.monotonic()
     if plan.jobs:
         say(f"grade: {len(plan.jobs)} notebooks to grade with {workers} worker{'s' * (workers > 1)}"
             f" ({len(plan.results)} already recorded)")
-    started = time.monotonic()
-    plan.run(workers, submitted_at, say)
+        plan.run(workers, submitted_at, say, meanwhile=set_up_gradebook)
+    else:
+        set_up_gradebook()
     sync_submission_times(step, submitted_at, url)
     apply_term(url, step.name, sorted(students))      # due date, extensions, late penalties in the gradebook
     seconds = time.monotonic() - started
@@ -421,10 +427,12 @@ class Plan:
 
     def record_missing(self, students: list[str], chosen: dict, problems: list[dict]) -> None:
         """Notebooks a student did not hand in (or handed in unreadable) score zero, with the reason."""
-        for sid in students:
-            for name in self.step.notebooks():
-                if (sid, name) in chosen:
-                    continue
+        from nbgrader.api import Gradebook
+        missing = [(sid, name) for sid in students for name in self.step.notebooks() if (sid, name) not in chosen]
+        if not missing:
+            return
+        with Gradebook(self.url, COURSE_ID) as gb:
+            for sid, name in missing:
                 bad = [p for p in problems if p["student"] == sid and p["notebook"] == name]
                 other = [p for p in problems if p["student"] == sid and p["notebook"] is None]
                 if bad:
@@ -434,12 +442,13 @@ class Plan:
                         + "; ".join(f"{p['file']}: {p['problem']}" for p in other)
                 else:
                     reason = "not submitted"
-                self.results.append(record_unreadable(self.step, sid, name, reason, self.url, key="missing"))
+                self.results.append(record_unreadable(self.step, sid, name, reason, self.url, "missing", gb))
 
-    def run(self, workers: int, submitted_at: dict[str, float], say) -> None:
-        """Grade the jobs in worker processes; record each result as it comes, with a progress line."""
+    def run(self, workers: int, submitted_at: dict[str, float], say, meanwhile=None) -> None:
+        """Grade the jobs in worker processes; record each result as it comes, with a progress line
+        (`meanwhile()`: run once the jobs are handed out, before the first is recorded)."""
         started, done = time.monotonic(), 0
-        for job, outcome in run_jobs(self.jobs, workers):
+        for job, outcome in run_jobs(self.jobs, workers, meanwhile=meanwhile):
             if isinstance(outcome, dict):
                 record(self.step, outcome, self.url, submitted_at[job.student])
                 result = outcome

@@ -8,6 +8,8 @@ import os
 import sys
 import tempfile
 
+import pytest
+
 
 def _look() -> dict:
     return {"GRADER_HOME": os.environ.get("GRADER_HOME"), "tmp": tempfile.gettempdir(), "cwd": os.getcwd(),
@@ -28,3 +30,36 @@ def test_a_worker_starts_with_the_grader_imported_and_the_environment_of_now(mon
     assert seen["GRADER_HOME"] == str(tmp_path / "home")
     assert seen["tmp"] == str(tmp_path) and seen["cwd"] == str(tmp_path)
     assert seen["imported"] == ["autograder.judging", "autograder.probeserver", "nbformat", "torch"], seen
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")    # nbgrader's add_submission, as it is
+def test_a_gradebook_that_cannot_take_the_step_stops_the_run_and_keeps_what_it_holds(grading_home, tmp_path):
+    """The gradebook is set up while the workers start grading: when it refuses the step (it holds
+    submissions of a notebook the step no longer has), the run stops with the reason, nothing is
+    recorded and the gradebook keeps what it held."""
+    import shutil
+
+    from nbgrader.api import Gradebook
+
+    from autograder.course import COURSE_ID, db_url
+    from autograder.grade import grade
+    from conftest import STEP4
+    url = db_url()
+    with Gradebook(url, COURSE_ID) as gb:
+        gb.update_or_create_assignment(STEP4.name)
+        gb.add_notebook("00-gone", STEP4.name)
+        gb.add_student("ada")
+        gb.add_submission(STEP4.name, "ada")
+    submissions = tmp_path / "class"
+    students = [f"s{i}" for i in range(6)]
+    for sid in students:
+        (submissions / sid).mkdir(parents=True)
+        shutil.copy(STEP4.release / "02-the-head.ipynb", submissions / sid / "02-the-head.ipynb")
+    with pytest.raises(SystemExit, match="holds grades for another set"):
+        grade(STEP4, submissions, workers=1, feedback=False, quiet=True, sandbox="none")
+    results = list((grading_home / "work" / "results").rglob("*.json"))
+    assert results == [], f"recorded although the gradebook refused: {results}"
+    assert not (grading_home / "autograded").exists()
+    with Gradebook(url, COURSE_ID) as gb:
+        assert {nb.name for nb in gb.find_assignment(STEP4.name).notebooks} == {"00-gone"}
+        assert [s.student.id for s in gb.find_assignment(STEP4.name).submissions] == ["ada"]
