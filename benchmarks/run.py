@@ -372,7 +372,9 @@ def main(argv=None) -> int:
     parts = [p for p in args.parts.split(",") if p]
     repeats = args.repeats
     command = "make bench" + (f" SIZES={args.sizes}" if args.sizes != "10,40,160" else "") \
-        + (f" REPEATS={repeats}" if repeats != 3 else "")
+        + (f" REPEATS={repeats}" if repeats != 3 else "") \
+        + (f" PLAIN_MAX={args.plain_max}" if args.plain_max != 40 else "") \
+        + (f" SERIAL_MAX={args.serial_max}" if args.serial_max != 40 else "")
     student_names, head_ts, whole_step_names = None, None, None
     if args.quick:
         sizes, repeats, args.plain_max, args.serial_max = [2], 1, 2, 2
