@@ -276,14 +276,6 @@ def start_worker(environ: dict, cwd: str) -> None:
     start(environ, cwd)
 
 
-def prepare_workers() -> None:
-    """Start the workers' fork server now (its imports then overlap the grader's own work)."""
-    context = worker_context()
-    if context.get_start_method() == "forkserver":
-        from multiprocessing import forkserver
-        forkserver.ensure_running()
-
-
 def run_jobs(jobs: list[Job], workers: int, attempts: int = 3, meanwhile=None):
     """Run jobs in worker processes; yield (job, result dict) or (job, error text) as each finishes.
     A worker that dies (a grader fault, never student code: that runs in kernels) takes only its

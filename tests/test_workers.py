@@ -18,10 +18,12 @@ def _look() -> dict:
 
 
 def test_a_worker_starts_with_the_grader_imported_and_the_environment_of_now(monkeypatch, tmp_path):
-    from autograder.grade import prepare_workers, start_worker, worker_context
+    from multiprocessing import forkserver
+
+    from autograder.grade import start_worker, worker_context
     context = worker_context()
     assert context.get_start_method() == "forkserver"
-    prepare_workers()                      # the fork server runs with the environment of this moment
+    forkserver.ensure_running()            # the fork server runs with the environment of this moment
     monkeypatch.setenv("GRADER_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     with cf.ProcessPoolExecutor(1, mp_context=context, initializer=start_worker,
