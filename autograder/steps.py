@@ -75,10 +75,16 @@ class Step:
         process that only records and reports need not import torch for a title), else the
         imported package's attribute."""
         if module_name(self.name) not in sys.modules:
-            value = literal_assignment(self.checks_dir / "__init__.py", name)
+            value = self._declared_literals.get(name, NOT_LITERAL)
             if value is not NOT_LITERAL:
                 return default if value is UNSET else value
         return getattr(self.package, name, default)
+
+    @cached_property
+    def _declared_literals(self) -> dict:
+        """DECLARED names as literal_assignment reads them, the file parsed once per Step value
+        (a report asks for BONUS_PREFIX once per grade cell)."""
+        return literal_assignments(self.checks_dir / "__init__.py", DECLARED)
 
     @property
     def title(self) -> str:
@@ -128,16 +134,24 @@ class Step:
 
 
 NOT_LITERAL, UNSET = object(), object()
+DECLARED = ("TITLE", "CATCH_UP", "BONUS_PREFIX", "DATA")
 
 
-def literal_assignment(path: Path, name: str):
-    """The value `path` gives `name`: UNSET if nothing in the file binds it (and it imports no
-    `*`), the literal if one top-level `name = <literal>` is its only binding, else NOT_LITERAL
-    (a computed value, an import, a second binding: ask the imported module)."""
+def literal_assignments(path: Path, names) -> dict:
+    """{name: literal_assignment(...)} for each of `names`, the file parsed once."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
-        return NOT_LITERAL
+        return {name: NOT_LITERAL for name in names}
+    return {name: literal_assignment(tree, name) for name in names}
+
+
+def literal_assignment(tree: ast.Module | Path, name: str):
+    """The value a module (parsed, or its file) gives `name`: UNSET if nothing in it binds it (and
+    it imports no `*`), the literal if one top-level `name = <literal>` is its only binding, else
+    NOT_LITERAL (a computed value, an import, a second binding: ask the imported module)."""
+    if isinstance(tree, Path):
+        return literal_assignments(tree, [name])[name]
     bindings = [node for node in ast.walk(tree)
                 if (isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load))
                 or (isinstance(node, ast.alias) and (node.asname or node.name).split(".")[0] in (name, "*"))
