@@ -509,11 +509,14 @@ def _timed_out(cell) -> bool:
 
 
 async def _replay(client, nb, indices, deadline, limits) -> bool:
-    # the replayed outputs are thrown away: they count neither against the cells' output caps
+    # the replayed outputs are thrown away: they count neither against the cells' output caps, nor
+    # replace what the cell showed when it ran (nbclient puts the cell it ran into the notebook: the
+    # copy run here is taken out again), which is what is graded and what the student sees
     counters = (dict(client._bytes), client._total, set(client.truncated), dict(client._late_errors))
     try:
         for i in indices:
-            scratch = nbformat.from_dict(json.loads(json.dumps(nb.cells[i])))
+            ran = nb.cells[i]
+            scratch = nbformat.from_dict(json.loads(json.dumps(ran)))
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
@@ -522,6 +525,8 @@ async def _replay(client, nb, indices, deadline, limits) -> bool:
                                        timeout=min(limits.cell_timeout + 20, remaining))
             except Exception:       # dead kernel, time limit, unreadable output
                 return False
+            finally:
+                nb.cells[i] = ran
         return True
     finally:
         client._bytes, client._total, client.truncated, client._late_errors = counters

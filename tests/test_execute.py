@@ -32,6 +32,19 @@ def test_dead_kernel_is_restarted_and_the_state_replayed(tmp_path):
     assert outcome.kernel_starts == 2
 
 
+COUNT_RUNS = ("import os\nruns = int(open('runs').read()) if os.path.exists('runs') else 0\n"
+              "open('runs', 'w').write(str(runs + 1))\nprint('run', runs)")
+
+
+def test_a_replayed_cell_keeps_what_it_showed_when_it_ran(tmp_path):
+    """After a restart the cells that had run are run again to rebuild the kernel's state; what they
+    print then is thrown away: the notebook keeps (and is graded on) what each showed when it ran."""
+    nb, outcome = run([COUNT_RUNS, "import os; os._exit(1)", COUNT_RUNS], tmp_path)
+    assert outcome.kernel_starts == 2
+    assert text(nb.cells[0]) == "run 0\n"          # its replay printed "run 1"
+    assert text(nb.cells[2]) == "run 2\n"
+
+
 def test_runaway_cell_is_stopped_and_the_rest_still_runs(tmp_path):
     nb, outcome = run(["y = 'kept'", "while True:\n    try:\n        pass\n    except KeyboardInterrupt:\n        pass",
                        "print(y)"], tmp_path, cell_timeout=3)
