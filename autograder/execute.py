@@ -281,6 +281,7 @@ async def wait_for_ready(kc, timeout: float) -> None:
 
 async def _start(client: _Client, sandbox: Sandbox, workdir: Path, env: dict, limits: Limits, template=None):
     """Start a kernel (forked from `template`, autograder/warm.py, when given) and connect `client`."""
+    sandbox.next_kernel()
     if template is not None:
         from .warm import warm_kernel_manager
         km = warm_kernel_manager(template, sandbox, workdir, limits)

@@ -16,8 +16,8 @@
     and cgroup namespaces, a new terminal session, and it dies with the grader;
   * a cleared environment holding only the variables below;
   * run by root (as the course machines do), the kernel drops to an unprivileged uid of
-    its own (a fresh one per notebook, in a range no account uses), so that RLIMIT_NPROC
-    bounds a fork bomb: the kernel ignores that limit for root, also for root mapped
+    its own (a fresh one per kernel, a restarted kernel's too, in a range no account uses),
+    so that RLIMIT_NPROC bounds a fork bomb: the kernel ignores that limit for root, also for root mapped
     into a user namespace, which is why root does not use --unshare-all (it adds a user
     namespace) but every other namespace. Run by another user, bwrap maps that user into
     a user namespace (--unshare-all) and the limits apply to that user.
@@ -42,8 +42,9 @@ from pathlib import Path
 from .kernels import PYTHON, kernel_command
 from .limits import Limits
 
-# Unprivileged uids for sandboxed kernels: one drawn at random per notebook, so that two
-# kernels graded side by side never share a process budget. No account uses this range.
+# Unprivileged uids for sandboxed kernels: one drawn at random per kernel, so that no two kernels
+# share a process budget: not two graded side by side, nor a restarted kernel and what is left
+# of the one before it (a fork bomb's children may take seconds to end). No account uses this range.
 UID_RANGE = (1_500_000_000, 1_600_000_000)
 SANDBOX_PROCESSES = 256        # RLIMIT_NPROC (threads count too) when Limits.processes is 0
 # Where the kernel may write, all in memory and capped: it never writes to the grader's disk.
@@ -110,6 +111,9 @@ class Sandbox:
     def connection_dir(self, workdir: Path) -> Path:
         return workdir
 
+    def next_kernel(self) -> None:
+        """Called before each kernel of the job is made (its command, or its request to a template)."""
+
     def prepare(self, connection_file: Path) -> None:
         """Called once the connection file is written, before the kernel starts."""
 
@@ -136,6 +140,8 @@ class BwrapSandbox(Sandbox):
         self.root = _is_root()
         self.uid = uid if uid is not None else (_fresh_uid() if self.root else os.getuid())
         self.gid = self.uid if self.root else os.getgid()
+        self.uids = [self.uid]             # every uid this job's kernels have had (see _end_leftovers)
+        self._kernels = 0
         self.ipc = self.scratch / "ipc"
         self._prepare_scratch()
 
@@ -149,6 +155,11 @@ class BwrapSandbox(Sandbox):
         os.chmod(scratch, 0o711)
         (scratch / "work").mkdir(exist_ok=True)
         self.ipc.mkdir(exist_ok=True)
+        self._identity()
+
+    def _identity(self) -> None:
+        """The kernel's uid and gid as the scratch folder knows them: ipc/'s group, passwd and group."""
+        scratch = self.scratch
         if self.root:
             os.chown(self.ipc, 0, self.gid)
         # who the kernel is: some libraries ask (getpass, pwd), and nobody else is listed
@@ -172,8 +183,18 @@ class BwrapSandbox(Sandbox):
     def connection_dir(self, workdir: Path) -> Path:
         return self.ipc
 
+    def next_kernel(self) -> None:
+        """Run by root, every kernel after the job's first gets a fresh uid: a fork bomb's children
+        still being torn down (seconds, on a busy machine) would otherwise count against the new
+        kernel's RLIMIT_NPROC and it could not even start its threads."""
+        self._kernels += 1
+        if self._kernels > 1 and self.root:
+            self.uid = self.gid = _fresh_uid()
+            self.uids.append(self.uid)
+            self._identity()
+
     def prepare(self, connection_file: Path) -> None:
-        """Before a kernel starts: what is left of an earlier kernel of this job (a fork bomb's
+        """Before a kernel starts: what is left of the job's earlier kernels (a fork bomb's
         children, say) is ended, ipc/ is opened to the kernel's group, and the connection file
         (written by the grader, mode 0600) is made readable, not writable, for that group."""
         self._end_leftovers()
@@ -191,16 +212,16 @@ class BwrapSandbox(Sandbox):
         self._end_leftovers()
 
     def _end_leftovers(self) -> None:
-        """End every process of this job's uid (only sandboxed kernels of this job use it)."""
+        """End every process of this job's uids (only sandboxed kernels of this job use them)."""
         if not self.root:
             return       # without a uid of its own, the PID namespace ends with bwrap (--die-with-parent)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            pids = processes_of(self.uid)
+            pids = [(pid, uid) for uid in self.uids for pid in processes_of(uid)]
             if not pids:
                 return
-            for pid in pids:
-                _kill(pid, self.uid)
+            for pid, uid in pids:
+                _kill(pid, uid)
             time.sleep(0.05)
 
     # -- the command ------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -312,3 +313,48 @@ def test_the_sandbox_starts_for_a_python_named_through_a_folder_it_does_not_bind
     executable, problem = (done.stdout.splitlines() + ["", ""])[:2]
     assert str(detour) in executable and ".." in executable, executable   # the case this test is about
     assert done.returncode == 0 and problem == "None", done.stdout + done.stderr
+
+
+WHO = "import os, pwd; print(os.getuid(), pwd.getpwuid(os.getuid()).pw_name)"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernels", ["cold", "warm"])
+def test_a_restarted_kernel_gets_a_uid_of_its_own(tmp_path, kernels):
+    """RLIMIT_NPROC is a budget per uid. A kernel killed after a fork bomb leaves its children to be
+    torn down, which takes seconds on a busy machine; a restarted kernel under the same uid found
+    the budget spent and could not start its threads ("can't start new thread"): the rest of the
+    notebook lost its kernel. Each kernel of a notebook gets a uid of its own; none is left running."""
+    import asyncio
+
+    import nbformat
+
+    from autograder.course import kernel_env
+    from autograder.execute import execute
+    from autograder.warm import close_templates, why_cold, worker_template
+    from conftest import bwrap_or_skip
+    bwrap_or_skip()
+    if kernels == "warm" and why_cold("bwrap"):
+        pytest.skip(why_cold("bwrap"))
+    readable = kernel_readable(STEP4)
+    env = kernel_env()
+    template = worker_template("bwrap", [], env, readable=readable) if kernels == "warm" else None
+    try:
+        scratch = Path(tempfile.mkdtemp(prefix="uid-", dir=getattr(template, "root", None) or tmp_path))
+        workdir = scratch / "work"
+        workdir.mkdir()
+        box = sandbox.BwrapSandbox(scratch, readable=readable)
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in
+                                             [WHO, "import os; os._exit(1)", WHO]])
+        outcome = asyncio.run(execute(nb, workdir, env, box, Limits(cell_timeout=60), template=template))
+    finally:
+        close_templates()
+    first, again = (nb.cells[i].outputs[0]["text"].split() for i in (0, 2))
+    assert outcome.kernel_starts == 2 and outcome.kernels == kernels, outcome
+    assert first[1] == again[1] == "student"              # the passwd file names each kernel's uid
+    if os.geteuid() == 0:
+        assert int(first[0]) != int(again[0]) and box.uids == [int(first[0]), int(again[0])], (first, again)
+        assert all(sandbox.UID_RANGE[0] <= uid < sandbox.UID_RANGE[1] for uid in box.uids)
+        assert [sandbox.processes_of(uid) for uid in box.uids] == [[], []]
+    else:       # bwrap run by another user maps that user into the sandbox: one uid for all
+        assert int(first[0]) == int(again[0]) == os.getuid()
