@@ -570,9 +570,15 @@ def check_knowledge(ctx: Ctx, graded) -> None:
 
 # the student's function, when a hidden test calls it, looks for the grader's reference and returns
 # what the reference returns; it finds none, and returns its own (wrong) answer
+# (the calling frames walked by hand: inspect.stack() reads every frame's source and searched all
+# of sys.modules for a module per frame, 30 ms a call in a kernel; over the hidden test's 105 calls,
+# on a busy machine, that alone outlasted the batch's cell limit and the case tested the limit)
 DETECT = '''
-import inspect, importlib
-_calling = [f.filename for f in inspect.stack()]
+import sys, importlib
+_calling, _frame = [], sys._getframe()
+while _frame is not None:
+    _calling.append(_frame.f_code.co_filename)
+    _frame = _frame.f_back
 if any("autograder" in name for name in _calling):
     for _module in ("course_checks.step_04.paper", "autograder.checks.framework", "autograder.probeserver"):
         try:
