@@ -11,7 +11,9 @@ server keeps those it started with).
 """
 from __future__ import annotations
 
+import atexit
 import os
+import sys
 import tempfile
 
 from . import grade  # noqa: F401  (first: it leaves out rfc3987_syntax before anything imports nbformat)
@@ -28,6 +30,32 @@ def _import_checks() -> None:
 
 
 _import_checks()
+
+
+def _in_fork_server() -> bool:
+    """Whether this module is being imported by multiprocessing's fork server (its preload)."""
+    from multiprocessing import forkserver
+    frame = sys._getframe()
+    while frame is not None:
+        if frame.f_code is forkserver.main.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _end_at_once(pid: int = os.getpid()) -> None:
+    """The fork server ends with the grader (its last worker gone), and then without tearing down
+    torch and everything else module by module: 1.7 s of CPU after the grader has finished, which a
+    command that waits for its output also waited for. Nothing of its own needs cleaning up."""
+    if os.getpid() == pid:          # the fork server itself (its workers end through os._exit anyway)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+ENDS_AT_ONCE = _in_fork_server()     # the fork server only: elsewhere an exit code must be kept
+if ENDS_AT_ONCE:
+    atexit.register(_end_at_once)
 
 
 def start_worker(environ: dict, cwd: str) -> None:

@@ -7,12 +7,14 @@ import concurrent.futures as cf
 import os
 import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 
 
 def _look() -> dict:
-    return {"GRADER_HOME": os.environ.get("GRADER_HOME"), "tmp": tempfile.gettempdir(), "cwd": os.getcwd(),
+    from autograder import worker
+    return {"fork server ends at once": worker.ENDS_AT_ONCE, "GRADER_HOME": os.environ.get("GRADER_HOME"), "tmp": tempfile.gettempdir(), "cwd": os.getcwd(),
             "imported": sorted(m for m in ("torch", "autograder.judging", "autograder.probeserver", "nbformat")
                                if m in sys.modules)}
 
@@ -32,6 +34,17 @@ def test_a_worker_starts_with_the_grader_imported_and_the_environment_of_now(mon
     assert seen["GRADER_HOME"] == str(tmp_path / "home")
     assert seen["tmp"] == str(tmp_path) and seen["cwd"] == str(tmp_path)
     assert seen["imported"] == ["autograder.judging", "autograder.probeserver", "nbformat", "torch"], seen
+    assert seen["fork server ends at once"]         # set in the fork server, whose memory the worker copies
+
+
+def test_only_the_fork_server_ends_without_finishing_its_interpreter():
+    """The fork server ends at once when the grader is done (no second of tearing torch down); any other
+    process that imports the worker module (the grader, a spawned worker) exits as usual, code kept."""
+    import subprocess
+    done = subprocess.run([sys.executable, "-c", "import sys, autograder.worker as w; "
+                           "print(w.ENDS_AT_ONCE, flush=True); sys.exit(3)"], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert (done.returncode, done.stdout.strip()) == (3, "False"), done.stderr[-2000:]
 
 
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")    # nbgrader's add_submission, as it is
