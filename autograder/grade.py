@@ -280,8 +280,9 @@ def run_jobs(jobs: list[Job], workers: int, attempts: int = 3, meanwhile=None):
     """Run jobs in worker processes; yield (job, result dict) or (job, error text) as each finishes.
     A worker that dies (a grader fault, never student code: that runs in kernels) takes only its
     own job down: the pool is rebuilt and unfinished jobs run again, up to `attempts` times.
-    `meanwhile()` runs here once the jobs are handed out, before the first result is yielded; if it
-    raises, the jobs not started are dropped and the error goes on."""
+    `meanwhile()` runs here while the jobs are handed out (handing out the first one waits for the
+    fork server's imports, seconds), before the first result is yielded; if it raises, the jobs not
+    started are dropped and the error goes on."""
     import traceback
     from concurrent.futures.process import BrokenProcessPool
     tries = {i: 0 for i in range(len(jobs))}
@@ -290,15 +291,20 @@ def run_jobs(jobs: list[Job], workers: int, attempts: int = 3, meanwhile=None):
     while pending:
         with cf.ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=context,
                                     initializer=start_worker, initargs=(dict(os.environ), os.getcwd())) as pool:
-            futures = {pool.submit(run_job, jobs[i]): i for i in pending}
+            futures, handing_out = _hand_out(pool, jobs, pending)
             pending = []
-            if meanwhile is not None:
-                try:
+            try:
+                if meanwhile is not None:
                     meanwhile()
-                except BaseException:
-                    pool.shutdown(wait=True, cancel_futures=True)
-                    raise
+            except BaseException:
+                handing_out.join()
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+            finally:
                 meanwhile = None
+                handing_out.join()
+            if handing_out.error is not None:
+                raise handing_out.error
             for future in cf.as_completed(futures):
                 i = futures[future]
                 try:
@@ -312,6 +318,25 @@ def run_jobs(jobs: list[Job], workers: int, attempts: int = 3, meanwhile=None):
                 except Exception as err:
                     traceback.print_exception(err, file=sys.stderr)
                     yield jobs[i], f"{type(err).__name__}: {err}"
+
+
+def _hand_out(pool, jobs: list[Job], indices: list[int]):
+    """Submit jobs[i] for each of `indices` to `pool` in a thread of its own; ({future: i}, the
+    thread, joined by the caller, with .error set if submitting failed)."""
+    import threading
+    futures: dict = {}
+
+    def submit_all():
+        try:
+            for i in indices:
+                futures[pool.submit(run_job, jobs[i])] = i
+        except BaseException as err:        # noqa: BLE001  (raised in the caller's thread)
+            thread.error = err
+
+    thread = threading.Thread(target=submit_all, name="hand-out-jobs", daemon=True)
+    thread.error = None
+    thread.start()
+    return futures, thread
 
 
 def grade(step: Step, submissions: Path, workers: int | None = None, force: bool = False, sandbox: str = "auto",
