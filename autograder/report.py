@@ -66,8 +66,11 @@ def table(results: list[dict], step, totals: dict | None = None) -> str:
     students = sorted({r["student"] for r in results})
     by = {(r["student"], r["notebook"]): r for r in results}
     short = [n.split("-", 1)[0] for n in notebooks]
-    header = f"{'student':<18}" + "".join(f"{s:>7}" for s in short) + f"{'required':>13}{'bonus':>10}{'late':>7}" \
-        + "  written answers"
+    # a bonus column where the step has bonus questions (a step without any would show 0.0/0)
+    has_bonus = any(c.get("kind") != "manual" and step.is_bonus(c["grade_id"]) for r in results
+                    for c in r.get("cells", []))
+    header = f"{'student':<18}" + "".join(f"{s:>7}" for s in short) + f"{'required':>13}" \
+        + (f"{'bonus':>10}" if has_bonus else "") + f"{'late':>7}" + "  written answers"
     lines = [header, "-" * len(header)]
     for sid in students:
         cols, got, top, bonus, bonus_top, open_, written = [], 0.0, 0.0, 0.0, 0.0, 0, 0
@@ -84,7 +87,8 @@ def table(results: list[dict], step, totals: dict | None = None) -> str:
                 else:
                     got, top = got + (c["score"] or 0), top + c["max_score"]
         late = totals.get(sid, {}).get("step", {}).get("late_penalty", 0)
-        lines.append(padded(sid, 18) + "".join(cols) + f"{got:>8.1f}/{top:<4.0f}{bonus:>6.1f}/{bonus_top:<3.0f}"
+        lines.append(padded(sid, 18) + "".join(cols) + f"{got:>8.1f}/{top:<4.0f}"
+                     + (f"{bonus:>6.1f}/{bonus_top:<3.0f}" if has_bonus else "")
                      + (f"{-late:>7.1f}" if late else f"{'-':>7}") + f"  {open_} of {written} to grade")
     lines.append("(notebook columns: autograded points; late: the late penalty (course.toml); written answers: "
                  "those left to grade by hand in the formgrader, an unanswered one is scored 0 already)")

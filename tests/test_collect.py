@@ -315,6 +315,17 @@ def test_grade_table_keeps_its_columns_with_ids_in_any_script():
     assert {width(line.split("1.0")[0]) for line in lines} == {width(padded("ada", 18)) + 4}
 
 
+def test_grade_table_has_a_bonus_column_only_where_the_step_has_bonus_questions():
+    from autograder.report import table
+    required = {"grade_id": "a", "score": 1.0, "max_score": 2.0, "kind": "auto"}
+    bonus = {"grade_id": STEP4.bonus_prefix + "x", "score": 0.5, "max_score": 3.0, "kind": "auto"}
+    without = table([{"student": "ada", "notebook": "01-on-paper", "cells": [required]}], STEP4).splitlines()
+    with_bonus = table([{"student": "ada", "notebook": "01-on-paper", "cells": [required, bonus]}],
+                       STEP4).splitlines()
+    assert "bonus" not in without[0] and "/0 " not in without[2] and without[2].split()[2:4] == ["1.0/2", "-"]
+    assert "bonus" in with_bonus[0] and with_bonus[2].split()[2:5] == ["1.0/2", "0.5/3", "-"]
+
+
 def test_a_zip_copys_time_is_the_same_on_every_grading_machine(tmp_path, monkeypatch):
     """Which copy of a student's notebook is newest must not depend on the grader's time zone."""
     import time
