@@ -17,9 +17,9 @@
   * a cleared environment holding only the variables below;
   * run by root (as the course machines do), the kernel drops to an unprivileged uid of
     its own (a fresh one per kernel, a restarted kernel's too, in a range no account uses),
-    so that RLIMIT_NPROC bounds a fork bomb: the kernel ignores that limit for root, also for root mapped
-    into a user namespace, which is why root does not use --unshare-all (it adds a user
-    namespace) but every other namespace. Run by another user, bwrap maps that user into
+    so that RLIMIT_NPROC bounds a fork bomb: the kernel ignores that limit for root, also
+    for root mapped into a user namespace, which is why root does not use --unshare-all (it
+    adds a user namespace) but every other namespace. Run by another user, bwrap maps that user into
     a user namespace (--unshare-all) and the limits apply to that user.
 Not visible inside: the gradebook, the submissions and results, source/, release/,
 the checks and every other file of autograder/, .git, /root, /home, /work, the rest of /etc.
