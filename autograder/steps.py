@@ -146,12 +146,10 @@ def literal_assignments(path: Path, names) -> dict:
     return {name: literal_assignment(tree, name) for name in names}
 
 
-def literal_assignment(tree: ast.Module | Path, name: str):
-    """The value a module (parsed, or its file) gives `name`: UNSET if nothing in it binds it (and
-    it imports no `*`), the literal if one top-level `name = <literal>` is its only binding, else
-    NOT_LITERAL (a computed value, an import, a second binding: ask the imported module)."""
-    if isinstance(tree, Path):
-        return literal_assignments(tree, [name])[name]
+def literal_assignment(tree: ast.Module, name: str):
+    """The value a parsed module gives `name`: UNSET if nothing in it binds it (and it imports no
+    `*`), the literal if one top-level `name = <literal>` is its only binding, else NOT_LITERAL (a
+    computed value, an import, a second binding: ask the imported module)."""
     bindings = [node for node in ast.walk(tree)
                 if (isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load))
                 or (isinstance(node, ast.alias) and (node.asname or node.name).split(".")[0] in (name, "*"))

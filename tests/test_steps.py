@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import ROOT, STEP
-from autograder.steps import NOT_LITERAL, UNSET, literal_assignment
+from autograder.steps import NOT_LITERAL, UNSET, literal_assignments
 
 NAMES = ("title", "catch_up", "bonus_prefix", "data")
 
@@ -46,8 +46,8 @@ print(read)
 def test_a_literal_is_taken_only_when_it_is_the_one_binding(tmp_path, source, value):
     init = tmp_path / "__init__.py"
     init.write_text(source)
-    assert literal_assignment(init, "TITLE") is value if value in (UNSET, NOT_LITERAL) \
-        else literal_assignment(init, "TITLE") == value
+    found = literal_assignments(init, ["TITLE"])["TITLE"]
+    assert found is value if value in (UNSET, NOT_LITERAL) else found == value
 
 
 def test_a_computed_name_comes_from_the_imported_package(tmp_path):
