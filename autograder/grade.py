@@ -300,9 +300,8 @@ def run_jobs(jobs: list[Job], workers: int, attempts: int = 3, meanwhile=None):
                 handing_out.join()
                 pool.shutdown(wait=True, cancel_futures=True)
                 raise
-            finally:
-                meanwhile = None
-                handing_out.join()
+            meanwhile = None
+            handing_out.join()
             if handing_out.error is not None:
                 raise handing_out.error
             for future in cf.as_completed(futures):
