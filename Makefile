@@ -128,7 +128,7 @@ lab: fetch
 	$(PY) -m autograder lab $(STEP_FLAG)
 
 test: $(PY)
-	$(PY) -m pytest -rs -n $(TEST_WORKERS) --dist loadscope
+	$(PY) -m pytest -rs -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 test-browser: $(PY)
 	$(PY) -m pytest -rs -m browser -n auto --dist loadscope tests/browser

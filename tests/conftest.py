@@ -10,6 +10,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
+# The suite runs more processes than the machine has cores (test workers, the grader's workers, kernels,
+# JupyterLab, plain nbgrader), most of them with torch. torch's OpenMP threads spin-wait after every
+# parallel region by default: on an oversubscribed machine that spinning takes the cores the other
+# processes are waiting for (the proof corpus scored in two processes at once, two threads each: 26 s
+# each spinning, 17 s each with PASSIVE). Set before torch is imported anywhere (every child inherits
+# it); it changes no result, only what idle threads do.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -92,13 +100,19 @@ def read_nb(path: Path):
 
 
 # ---- the longest modules start first ------------------------------------------------------
-# `make test` hands whole modules to its workers (--dist loadscope) in collection order: a long
-# module collected last keeps one worker busy after the others have finished. These (the longest
-# in a full run, longest first) are collected first; the rest keep their order.
-LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_grading", "test_redteam_cold", "test_redteam",
-                 "test_cluster_slurm", "test_bench", "test_grading_postgres", "test_grader_proof",
-                 "test_grading_guarantees", "test_lab_solutions", "test_lab_validate", "test_lab_student",
-                 "test_second_step", "test_term_flow", "test_caps", "test_exchange_flow", "test_notebooks_run"]
+# `make test` hands whole modules to its workers (--dist loadscope --no-loadscope-reorder: without
+# the last flag xdist reorders modules by their number of tests, and a one-test module of eight
+# minutes starts last). A long module started last keeps one worker busy after the others have
+# finished: these, the longest in a full run on 2 cores, are collected first; the rest keep their
+# order. xdist gives a worker whose module has two tests or fewer left the next module at once, so
+# each short-listed module (one or two tests) is followed by one with more tests, not by another
+# long one.
+LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_grading", "test_redteam_cold",
+                 "test_cluster_slurm", "test_grader_proof", "test_bench", "test_lab_validate",
+                 "test_grading_postgres", "test_grading_guarantees", "test_lab_student", "test_redteam",
+                 "test_exchange_flow", "test_lab_solutions", "test_visible_checks_proof", "test_notebooks_run",
+                 "test_caps", "test_release", "test_term_flow", "test_collect", "test_second_step",
+                 "test_gradebook_fill"]
 
 
 def pytest_collection_modifyitems(session, config, items):
