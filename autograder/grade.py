@@ -390,7 +390,9 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     if kernels == "warm" and plan.jobs:
         started_as = [r.get("kernels") for r in plan.results if r.get("key") not in ("missing", "failed")]
         say(f"kernels: {started_as.count('warm')} notebooks in warm kernels, {started_as.count('cold')} in cold ones")
-    current = [r for r in plan.results if r["student"] in set(students)]
+    # by student and notebook, not in the order the workers finished: the same for every run
+    current = sorted((r for r in plan.results if r["student"] in set(students)),
+                     key=lambda r: (r["student"], r["notebook"]))
     if feedback and students:
         _note_feedback_failures(current, write_feedback(step, students, quiet=quiet, only_these=only is not None),
                                 say)

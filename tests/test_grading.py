@@ -84,6 +84,14 @@ def test_regrading_without_force_reuses_every_result(graded):
     assert run["stamps_after_rerun"] == run["stamps"], "the rerun regraded notebooks it had results for"
 
 
+def test_results_come_back_by_student_and_notebook_whatever_order_the_workers_finished_in(graded):
+    """Two workers finish in any order; grade() returns its results sorted, graded and reused alike."""
+    _, run, rerun = graded
+    for results in (run["results"], rerun["results"]):
+        order = [(r["student"], r["notebook"]) for r in results]
+        assert len(order) == 3 * len(NOTEBOOK_NAMES) and order == sorted(order), order
+
+
 def test_make_grade_prints_the_table_and_writes_both_reports(tmp_path):
     home = tmp_path / "grader"
     submissions = tmp_path / "class"
