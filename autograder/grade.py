@@ -391,8 +391,8 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
         started_as = [r.get("kernels") for r in plan.results if r.get("key") not in ("missing", "failed")]
         say(f"kernels: {started_as.count('warm')} notebooks in warm kernels, {started_as.count('cold')} in cold ones")
     # by student and notebook, not in the order the workers finished: the same for every run
-    current = sorted((r for r in plan.results if r["student"] in set(students)),
-                     key=lambda r: (r["student"], r["notebook"]))
+    listed = set(students)
+    current = sorted((r for r in plan.results if r["student"] in listed), key=lambda r: (r["student"], r["notebook"]))
     if feedback and students:
         _note_feedback_failures(current, write_feedback(step, students, quiet=quiet, only_these=only is not None),
                                 say)
