@@ -115,9 +115,10 @@ extensions: $(PY)
 export: $(PY)
 	$(PY) -m autograder export $(STEP_FLAG)
 
-# The written answers, the question above each, one PDF per student (autograder/pdfs/; Chromium).
+# The written answers, the question above each, one PDF per student (autograder/pdfs/; Chromium);
+# ANON=1: named by code (autograder/pdfs/anonymous/<step>/), the key beside for the instructor.
 pdfs: $(PY)
-	$(PY) -m autograder pdfs $(STEP_FLAG)
+	$(PY) -m autograder pdfs $(STEP_FLAG) $(if $(ANON),--anonymous)
 
 # Answers alike across the class, listed for a person to look at (autograder/similarity.csv; THRESHOLD=0.8).
 similarity: $(PY)
