@@ -161,7 +161,7 @@ def test_every_place_shows_half_s_new_total(term, formgrader):
     assert "notebooks to grade" not in out                  # nothing regraded: the table alone is new
     row = _half_line(out).split()
     table_total = float(row[-6])
-    assert " ".join(row[-5:]) == "0 of 5 to grade" or row[-5] != "5", row      # the graded one is not open
+    still_open = int(row[-5])                                # "<n> of 5 to grade"
     make(term, "export")
     canvas = list(csv.reader((home / "export" / f"canvas-{STEP}.csv").read_text().splitlines()))
     canvas_total = next(float(r[5]) for r in canvas[2:] if r[3] == "half")
@@ -175,6 +175,7 @@ def test_every_place_shows_half_s_new_total(term, formgrader):
     assert table_total == canvas_total == mine == round(summary["step_totals"]["total"], 1), \
         (table_total, canvas_total, mine, summary["step_totals"])
     assert SCORES["half"] <= summary["notebooks"][FIRST]["score"]
+    assert still_open == len(summary["step_totals"]["to_grade"]), (row, summary["step_totals"]["to_grade"])
     assert f"{ANSWER}" not in summary["step_totals"]["to_grade"] and \
         f"{FIRST}/{ANSWER}" not in summary["step_totals"]["to_grade"]
     comment_html = page[page.index("<b>Comments:</b>"):]
