@@ -80,8 +80,12 @@ grade: $(PY)
 feedback: $(PY)
 	$(PY) -m autograder feedback $(STEP_FLAG)
 
+# JupyterLab's server options: PORT=8890 IP=0.0.0.0 NO_BROWSER=1 LAB_ARGS="<any other option>"
+# (as root, --allow-root is added by itself).
+LAB_FLAGS = $(if $(PORT),--port=$(PORT)) $(if $(IP),--ip=$(IP)) $(if $(NO_BROWSER),--no-browser) $(LAB_ARGS)
+
 formgrader: $(PY)
-	$(PY) -m autograder lab $(STEP_FLAG) --formgrader
+	$(PY) -m autograder lab $(STEP_FLAG) --formgrader $(LAB_FLAGS)
 
 # The course on one machine, through nbgrader's exchange in exchange/ (autograder/exchange.py).
 fetch: $(PY)
@@ -111,9 +115,10 @@ extensions: $(PY)
 export: $(PY)
 	$(PY) -m autograder export $(STEP_FLAG)
 
-# The written answers, the question above each, one PDF per student (autograder/pdfs/; Chromium).
+# The written answers, the question above each, one PDF per student (autograder/pdfs/; Chromium);
+# ANON=1: named by code (autograder/pdfs/anonymous/<step>/), the key beside for the instructor.
 pdfs: $(PY)
-	$(PY) -m autograder pdfs $(STEP_FLAG)
+	$(PY) -m autograder pdfs $(STEP_FLAG) $(if $(ANON),--anonymous)
 
 # Answers alike across the class, listed for a person to look at (autograder/similarity.csv; THRESHOLD=0.8).
 similarity: $(PY)
@@ -125,7 +130,7 @@ handout: $(PY)
 	$(PY) -m autograder handout $(STEP_FLAG) $(if $(HUB),--hub $(HUB)) $(if $(REPO),--repo $(REPO))
 
 lab: fetch
-	$(PY) -m autograder lab $(STEP_FLAG)
+	$(PY) -m autograder lab $(STEP_FLAG) $(LAB_FLAGS)
 
 test: $(PY)
 	$(PY) -m pytest -rs -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder

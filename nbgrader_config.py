@@ -99,12 +99,27 @@ c.GenerateFeedback.preprocessors = [
     "autograder.feedback.ForStudents",     # the summary, formulas as MathML, no stray values under test cells
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
-# nbgrader's feedback page without MathJax from a CDN (autograder/templates/course_feedback).
+# Every page that shows a submission (the feedback pages, the formgrader's view of a submission)
+# is rendered from a cleaned notebook through cleaning filters: nothing a student writes or prints
+# runs there (autograder/pages.py). nbgrader's formgrader builds its exporter, an HTMLExporter,
+# from this file: these settings reach it, and the feedback's exporter inherits them.
+c.HTMLExporter.preprocessors = ["autograder.pages.SanitizeSubmission"]
+c.HTMLExporter.sanitize_html = True
+c.HTMLExporter.filters = {"markdown2html": "autograder.pages.markdown2html",
+                          "clean_html": "autograder.pages.clean_html"}
+# The formgrader's submission page loads MathJax from the Jupyter server (jupyter-server-mathjax),
+# not from a CDN: it grades offline (autograder/templates/base/mathjax.html.j2 stands in for
+# nbconvert's macro; nbgrader's formgrade template is found, as nbgrader configures it, beside).
 import nbgrader as _nbgrader  # noqa: E402
-c.HTMLExporter.template_name = "course_feedback"
-c.HTMLExporter.extra_template_basedirs = [
-    str(ENGINE / "autograder" / "templates"),
-    str(Path(_nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates")]
+TEMPLATES = [str(ENGINE / "autograder" / "templates"),
+             str(Path(_nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates")]
+c.HTMLExporter.extra_template_basedirs = TEMPLATES
+# The feedback pages alone use the course's template (nbgrader's feedback page without MathJax from
+# a CDN, with the student's summary: autograder/templates/course_feedback); the formgrader's pages
+# keep nbgrader's own templates.
+c.GenerateFeedback.exporter_class = "autograder.pages.FeedbackExporter"
+c.FeedbackExporter.template_name = "course_feedback"
+c.FeedbackExporter.extra_template_basedirs = TEMPLATES
 
 # Generating a release: first a hidden test's points and metadata are stamped from its check, which
 # alone declares them (autograder/stamp.py), before nbgrader records them; every released notebook

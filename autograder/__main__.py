@@ -16,7 +16,7 @@ only step in source/, or the newest).
   python -m autograder collect                 instructor: newest submissions -> autograder/collected/
   python -m autograder return-feedback         instructor: feedback of graded submissions -> the exchange
   python -m autograder export                  grades for the LMS: autograder/export/canvas-<step>.csv, notebooks-<step>.csv
-  python -m autograder pdfs                    every student's written answers, one PDF each (autograder/pdfs/)
+  python -m autograder pdfs [--anonymous]      every student's written answers, one PDF each (autograder/pdfs/)
   python -m autograder handout [--to DIR]      the student-only hand-out (release, dlcourse, Binder config) -> handout/
       [--hub URL --repo URL]                   and the nbgitpuller link that opens it on a JupyterHub
   python -m autograder similarity [--threshold X]   answers alike across the class, for a person to look at
@@ -141,7 +141,7 @@ def cmd_export(step, args, extra) -> int:
 
 def cmd_pdfs(step, args, extra) -> int:
     from .pdfs import make_pdfs
-    make_pdfs(step.name)
+    make_pdfs(step.name, anonymous=args.anonymous)
     return 0
 
 
@@ -210,6 +210,8 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--cell-timeout", type=float, default=None, metavar="SECONDS",
                        help="seconds one cell may run (default: 120); a result graded under another limit is graded again")
     made["report"].add_argument("--no-feedback", action="store_true", help="only the grade reports")
+    made["pdfs"].add_argument("--anonymous", action="store_true",
+                              help="each PDF named by a code, not the student id; the key written beside")
     made["submit"].add_argument("--student", default=None, help="your student id (default: your login name)")
     made["lab"].add_argument("--formgrader", action="store_true",
                              help="the instructor's JupyterLab, opening nbgrader's formgrader")

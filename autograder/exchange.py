@@ -103,15 +103,20 @@ def collect(step: str) -> list[str]:
 
 
 def return_feedback(step: str) -> list[str]:
-    """Release the feedback HTML of every graded submission that came through the exchange.
+    """Release the feedback HTML of every graded submission that came through the exchange. Pages
+    older than a grader's latest scores are written again first (grade.refresh_stale_feedback).
 
     nbgrader finds a student's feedback by the secret their submission carried; the secret is
     copied next to the feedback only when the graded notebooks are exactly the collected ones,
     so feedback on an older submission is never handed out as if it were about a newer one."""
     from .collect import UnusableId, assign_ids
+    from .grade import refresh_stale_feedback
+    from .steps import find_step
     home = grader_home()
     returned = []
     folders = sorted((home / COLLECTED).glob(f"*/{step}"))
+    if folders and (home / "feedback").is_dir():
+        refresh_stale_feedback(find_step(step))         # a score given in the formgrader since: in the pages
     ids = assign_ids(p.parent.name for p in folders)     # the ids grading gave these folders
     for collected in folders:
         sid = ids[collected.parent.name]

@@ -12,7 +12,8 @@ pictures were kept, see assemble.py).
 
 `ForStudents`, listed after nbgrader's GetGrades, makes the page a student's: it opens with the
 summary `make my-feedback` prints (totals per notebook and for the step, the late penalty, the
-written answers still to be graded; also as JSON for that command), shows formulas as MathML (no
+written answers still to be graded; also as JSON for that command), shows formulas (in the cells and
+in the graders' comments) as MathML (no
 MathJax from a network, autograder/mathml.py) and drops the value a test cell returns (its score is in
 the cell's heading); the page's template (autograder/templates/course_feedback) puts the summary
 first and indexes only the cells worth points.
@@ -97,6 +98,8 @@ class ForStudents(NbGraderPreprocessor):
             meta = cell.metadata.get("nbgrader", {})
             if cell.cell_type == "markdown":
                 cell.source = markdown_math_to_mathml(cell.source)
+            if isinstance(meta.get("comment"), str) and meta["comment"]:
+                meta["comment"] = markdown_math_to_mathml(meta["comment"])      # a grader's formulas too
             if meta.get("grade") and not meta.get("solution") and cell.cell_type == "code":
                 cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") != "execute_result"]
         summary = None

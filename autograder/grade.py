@@ -393,6 +393,7 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     # by student and notebook, not in the order the workers finished: the same for every run
     listed = set(students)
     current = sorted((r for r in plan.results if r["student"] in listed), key=lambda r: (r["student"], r["notebook"]))
+    with_manual_scores(step, current)          # a grader's scores count in this run's table and reports too
     if feedback and students:
         _note_feedback_failures(current, write_feedback(step, students, quiet=quiet, only_these=only is not None),
                                 say)
@@ -603,7 +604,7 @@ def refresh_from_gradebook(step: Step, quiet: bool = False, feedback: bool = Tru
     """After manual grading (formgrader): feedback HTML and reports again, with the graders' scores.
     Also the merge after a class graded in shards (`python -m autograder report`): every student in
     the gradebook is reported, also one whose grader's result files are not in this grader home."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import Gradebook
     from .report import write_reports
     from .shards import shard_problems
     from .term import apply_term
@@ -612,6 +613,53 @@ def refresh_from_gradebook(step: Step, quiet: bool = False, feedback: bool = Tru
                for p in sorted((grader_home() / "work" / "results" / step.name).glob("*/*.json"))]
     with Gradebook(db_url(), COURSE_ID) as gb:
         results += _results_only_in_gradebook(gb, step, {(r["student"], r["notebook"]) for r in results})
+    with_manual_scores(step, results)
+    students = sorted({r["student"] for r in results})
+    if feedback and (grader_home() / "autograded").is_dir():
+        _note_feedback_failures(results, write_feedback(step, students, quiet=quiet),
+                                (lambda *a: None) if quiet else print)
+    write_reports(step, results, shard_problems(step), say=(lambda *a: None) if quiet else print)
+    return results
+
+
+def stale_feedback(step: Step) -> list[str]:
+    """The students whose feedback pages show other totals than the gradebook holds now (a grader
+    scored a written answer in the formgrader after the pages were written)."""
+    from nbgrader.api import Gradebook
+
+    from .exchange import feedback_summary
+    from .totals import from_gradebook
+    with Gradebook(db_url(), COURSE_ID) as gb:
+        totals = from_gradebook(gb, step.name)
+    stale = []
+    for sid, now in sorted(totals.items()):
+        folder = grader_home() / "feedback" / sid / step.name
+        if not folder.is_dir():
+            continue
+        shown = feedback_summary(folder)
+        if shown is None or shown.get("step_totals") != json.loads(json.dumps(now["step"])) \
+                or shown.get("notebooks") != json.loads(json.dumps(now["notebooks"])):
+            stale.append(sid)
+    return stale
+
+
+def refresh_stale_feedback(step: Step, say=print) -> list[str]:
+    """Feedback and reports written again when a grader's score is not in them yet: returning
+    feedback never hands back an older total than the gradebook, the export and the table show."""
+    stale = stale_feedback(step)
+    if stale:
+        say(f"feedback: {len(stale)} students' pages are older than their scores in the gradebook "
+            f"({', '.join(stale[:10])}{' ...' if len(stale) > 10 else ''}): written again")
+        refresh_from_gradebook(step, quiet=True)
+    return stale
+
+
+def with_manual_scores(step: Step, results: list[dict]) -> list[dict]:
+    """`results` with the scores graders gave in the formgrader (the gradebook's manual scores), so
+    that every report, table and feedback page shows the total the gradebook and the LMS export hold,
+    right after a manual grade, whichever command writes them. Changes the results in place."""
+    from nbgrader.api import Gradebook, MissingEntry
+    with Gradebook(db_url(), COURSE_ID) as gb:
         for result in results:
             try:
                 submission = gb.find_submission_notebook(result["notebook"], step.name, result["student"])
@@ -627,11 +675,6 @@ def refresh_from_gradebook(step: Step, quiet: bool = False, feedback: bool = Tru
                     cell["error"] = "" if grade.manual_score >= cell["max_score"] else cell.get("error", "")
                 elif cell.get("kind") == "manual":
                     cell["score"] = None if grade.auto_score is None else float(grade.auto_score)
-    students = sorted({r["student"] for r in results})
-    if feedback and (grader_home() / "autograded").is_dir():
-        _note_feedback_failures(results, write_feedback(step, students, quiet=quiet),
-                                (lambda *a: None) if quiet else print)
-    write_reports(step, results, shard_problems(step), say=(lambda *a: None) if quiet else print)
     return results
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .course import ENGINE_ROOT, RELEASE, ROOT
 
-GRADER_ONLY = {"psycopg2-binary", "latex2mathml"}      # the gradebook driver, feedback formulas
+GRADER_ONLY = {"psycopg2-binary", "latex2mathml", "nh3", "jupyter-server-mathjax"}   # gradebook driver, feedback formulas, sanitiser, formgrader MathJax
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 

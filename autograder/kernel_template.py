@@ -208,7 +208,25 @@ def _kernel(request):
     from ipykernel.kernelapp import IPKernelApp
     app = IPKernelApp.instance()
     app.initialize(argv)
+    _inline_pictures(app.shell)
     app.start()
+
+
+def _inline_pictures(shell) -> None:
+    """What importing matplotlib's inline backend does in a cold kernel, done again in the forked
+    one: the template imported it before any IPython shell existed, so the shell would never learn
+    to show a figure as a picture (plt.show() and a displayed Figure gave only "<Figure size ...>",
+    and the feedback lost every plot and heat map)."""
+    if "matplotlib_inline.backend_inline" not in sys.modules or shell is None:
+        return
+    import matplotlib
+    backend = matplotlib.get_backend()
+    if backend not in ("inline", "module://matplotlib_inline.backend_inline"):
+        return
+    from IPython.core.pylabtools import activate_matplotlib
+    from matplotlib_inline.backend_inline import configure_inline_support
+    activate_matplotlib(backend)
+    configure_inline_support(shell, backend)
 
 
 def child(request, log_fd):

@@ -3,6 +3,10 @@ tests) start it with.
 
     python -m autograder lab               # a student's JupyterLab on notebooks/ (after `make fetch`)
     python -m autograder lab --formgrader  # the instructor's, on the course folder, opening /formgrader
+    python -m autograder lab --formgrader --port=8890 --ip=0.0.0.0 --no-browser   # any Jupyter option
+
+As root, `--allow-root` is added (Jupyter refuses root otherwise). The Makefile passes PORT, IP,
+NO_BROWSER=1 and LAB_ARGS (any other options) through.
 
 JupyterLab is started from the course folder, so nbgrader's Validate button, its Assignments
 panel and the formgrader read this course's nbgrader_config.py.
@@ -36,12 +40,24 @@ def lab_arguments(root_dir: Path, role: str = "student", default_url: str | None
     return args
 
 
+def server_flags(extra: list[str] | None = None, euid: int | None = None) -> list[str]:
+    """The server options given on the command line (`make formgrader PORT=8890 IP=0.0.0.0
+    NO_BROWSER=1`), plus `--allow-root` when run as root: Jupyter refuses to start as root
+    without it ("Running as root is not recommended"), and a course machine or container often is."""
+    flags = list(extra or [])
+    euid = os.geteuid() if euid is None and hasattr(os, "geteuid") else euid
+    if euid == 0 and not any(f.split("=")[0] in ("--allow-root", "--ServerApp.allow_root") for f in flags):
+        flags.append("--allow-root")
+    return flags
+
+
 def run_lab(formgrader: bool = False, extra: list[str] | None = None) -> int:
     from .course import kernel_env
     if formgrader:
         args = lab_arguments(ROOT, "instructor", "/formgrader")
     else:
         args = lab_arguments(NOTEBOOKS, "student")
+    extra = server_flags(extra)
     env = kernel_env()
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     return subprocess.call([sys.executable, "-m", "jupyterlab", *args, *(extra or [])], cwd=ENGINE_ROOT, env=env)

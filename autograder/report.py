@@ -59,9 +59,13 @@ def records(results: list[dict], step) -> list[dict]:
 
 
 def table(results: list[dict], step, totals: dict | None = None) -> str:
-    """Per student: autograded points per notebook, the required total, the bonus, the late penalty
-    (with `totals`, totals.from_results) and the written answers still waiting for a grader."""
-    totals = totals or {}
+    """Per student: points per notebook (autograded and written answers graded so far), the required
+    points out of the required maximum (written answers included, as in the LMS export), the bonus,
+    the late penalty, the step's total (required + bonus - penalty: the number the Canvas export,
+    the feedback page and `make my-feedback` show) and the written answers still waiting for a
+    grader. `totals`: totals.from_results (with the term's penalties); without, no penalties."""
+    from .totals import from_results
+    totals = totals or from_results(results, {})
     notebooks = sorted({r["notebook"] for r in results})
     students = sorted({r["student"] for r in results})
     by = {(r["student"], r["notebook"]): r for r in results}
@@ -70,28 +74,31 @@ def table(results: list[dict], step, totals: dict | None = None) -> str:
     has_bonus = any(c.get("kind") != "manual" and step.is_bonus(c["grade_id"]) for r in results
                     for c in r.get("cells", []))
     header = f"{'student':<18}" + "".join(f"{s:>7}" for s in short) + f"{'required':>13}" \
-        + (f"{'bonus':>10}" if has_bonus else "") + f"{'late':>7}" + "  written answers"
+        + (f"{'bonus':>10}" if has_bonus else "") + f"{'late':>7}" + f"{'total':>8}" + "  written answers"
     lines = [header, "-" * len(header)]
     for sid in students:
         cols, got, top, bonus, bonus_top, open_, written = [], 0.0, 0.0, 0.0, 0.0, 0, 0
         for name in notebooks:
             cells = (by.get((sid, name)) or {}).get("cells", [])
-            auto = [c for c in cells if c.get("kind") != "manual"]
-            cols.append(f"{sum(c['score'] or 0 for c in auto):>7.1f}" if cells else f"{'-':>7}")
+            cols.append(f"{sum(c['score'] or 0 for c in cells):>7.1f}" if cells else f"{'-':>7}")
             for c in cells:
                 if c.get("kind") == "manual":
                     written += 1
                     open_ += c["score"] is None
-                elif step.is_bonus(c["grade_id"]):
+                if step.is_bonus(c["grade_id"]):
                     bonus, bonus_top = bonus + (c["score"] or 0), bonus_top + c["max_score"]
                 else:
                     got, top = got + (c["score"] or 0), top + c["max_score"]
         late = totals.get(sid, {}).get("step", {}).get("late_penalty", 0)
+        total = totals.get(sid, {}).get("step", {}).get("total", got + bonus - late)
         lines.append(padded(sid, 18) + "".join(cols) + f"{got:>8.1f}/{top:<4.0f}"
                      + (f"{bonus:>6.1f}/{bonus_top:<3.0f}" if has_bonus else "")
-                     + (f"{-late:>7.1f}" if late else f"{'-':>7}") + f"  {open_} of {written} to grade")
-    lines.append("(notebook columns: autograded points; late: the late penalty (course.toml); written answers: "
-                 "those left to grade by hand in the formgrader, an unanswered one is scored 0 already)")
+                     + (f"{-late:>7.1f}" if late else f"{'-':>7}") + f"{total:>8.1f}"
+                     + f"  {open_} of {written} to grade")
+    lines.append("(notebook columns: points, autograded and written answers graded so far; required: out of "
+                 "the required notebooks' points; late: the late penalty (course.toml); total: required + "
+                 "bonus - late, as in the LMS export and the feedback; written answers: those left to grade "
+                 "by hand in the formgrader, an unanswered one is scored 0 already)")
     return "\n".join(lines)
 
 

@@ -94,3 +94,19 @@ def test_partial_credit_is_the_weighted_share_of_properties():
     v.add("b", False, "why", weight=3)
     assert v.fraction == 0.25
     assert "✗ b: why" in v.report(4) and "1 of 4 points" in v.report(4)
+
+
+def test_a_message_shared_by_several_failures_is_shown_once():
+    """An answer that raises fails every case the same way: the feedback names the cases on one line
+    with the message once, instead of the message once per case."""
+    v = Verdict()
+    for size in ("narrow", "medium", "wide"):
+        v.add(f"a {size} head", False, "raises NotImplementedError: the answer cell is not filled in yet")
+    v.add("the same seed", True)
+    v.add("from samples", False, "checked once the estimate is close")
+    v.add("spread", False, "checked once the estimate is close")
+    text = v.report(2)
+    assert text.count("raises NotImplementedError") == 1 and text.count("checked once") == 1, text
+    assert "✗ a narrow head; a medium head; a wide head: raises NotImplementedError" in text
+    assert "✓ the same seed" in text and "✗ from samples; spread: checked once" in text
+    assert text.index("a narrow head") < text.index("the same seed") < text.index("from samples")

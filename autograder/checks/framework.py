@@ -49,10 +49,21 @@ class Verdict:
         return [p for p in self.parts if not p.ok]
 
     def report(self, points: float) -> str:
+        """The verdict as the student reads it. Failures that share one message (an answer that
+        raises fails every case the same way) are one line naming them all, where the first was:
+        the message once, not once per case."""
         earned = round(points * self.fraction, 2)
         lines = [f"Hidden tests: {earned:g} of {points:g} points."]
+        by_message: dict[str, list[str]] = {}
         for p in self.parts:
-            lines.append(f"  {'✓' if p.ok else '✗'} {p.name}" + ("" if p.ok or not p.message else f": {p.message}"))
+            if not p.ok and p.message:
+                by_message.setdefault(p.message, []).append(p.name)
+        for p in self.parts:
+            if p.ok or not p.message:
+                lines.append(f"  {'✓' if p.ok else '✗'} {p.name}")
+            elif p.message in by_message:
+                names = by_message.pop(p.message)       # later parts with this message: already listed
+                lines.append(f"  ✗ {'; '.join(names)}: {p.message}")
         return "\n".join(lines)
 
 

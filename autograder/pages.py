@@ -1,0 +1,217 @@
+"""The pages people open that show a submission: the student's feedback page, the formgrader's
+view of a submission (nbgrader's `formgrade` template on the Jupyter server's own origin, where a
+script would act with the instructor's session) and the written-answer PDFs. Nothing a student
+writes or prints may run there, and everything legitimate (markdown, formulas, pictures pasted
+into an answer, matplotlib pictures, tables) must still show.
+
+Three layers, all configured in nbgrader_config.py for every HTML export from a submission (the
+formgrader's exporter and the feedback's alike):
+
+* `SanitizeSubmission`, a preprocessor that runs first: a code cell's outputs keep only the kinds
+  a page can show safely (text, HTML and markdown, which are cleaned; PNG/JPEG/GIF/SVG pictures
+  whose data is plain base64; LaTeX as text), with numeric sizes only (nbconvert writes an image's
+  width unquoted: `width=1 onerror=...` would become an attribute); JavaScript, widget state and
+  unknown kinds are dropped; a pasted picture keeps only image data;
+* the template filters `markdown2html` and `clean_html` replaced by versions whose HTML passes
+  through `clean` (nh3, the Rust sanitiser ammonia: an allow-list of tags, attributes and URL
+  schemes; MathML allowed; `id`s prefixed so they cannot stand in for the page's own), with
+  `HTMLExporter.sanitize_html` on so nbconvert's own blocks for HTML, markdown and JavaScript
+  outputs use them;
+* the feedback page (autograder/templates/course_feedback) carries a Content-Security-Policy that
+  allows no script at all: it needs none.
+
+`clean` is also what `make pdfs` runs over each answer. `FeedbackExporter` is the exporter of the
+feedback pages alone (`GenerateFeedback.exporter_class`): its template is the course's, while the
+formgrader keeps nbgrader's own.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+
+import jinja2
+from nbconvert.exporters import HTMLExporter
+from nbconvert.preprocessors import Preprocessor
+
+# What a student's HTML may hold: ammonia's default tags (text, lists, tables, images, links...)
+# and MathML (the feedback's formulas), never script, style, iframe, object, form, meta, svg.
+MATHML_TAGS = {"math", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "msub", "msup", "msubsup", "mfrac",
+               "msqrt", "mroot", "mover", "munder", "munderover", "mtable", "mtr", "mtd", "mstyle", "mpadded",
+               "mphantom", "menclose", "merror", "semantics", "annotation", "mmultiscripts", "mprescripts", "none",
+               "mlabeledtr", "maligngroup", "malignmark"}
+MATHML_ATTRIBUTES = {"display", "mathvariant", "stretchy", "fence", "separator", "accent", "accentunder",
+                     "lspace", "rspace", "width", "height", "depth", "columnalign", "rowalign", "columnspacing",
+                     "rowspacing", "columnlines", "rowlines", "frame", "notation", "linethickness",
+                     "displaystyle", "scriptlevel", "minsize", "maxsize", "movablelimits", "symmetric",
+                     "largeop", "form", "encoding", "open", "close", "separators", "xmlns"}
+# Inline styles a table or a coloured word may use; nothing that positions, overlays or loads.
+STYLE_PROPERTIES = {"color", "background-color", "text-align", "vertical-align", "font-weight", "font-style",
+                    "text-decoration", "white-space", "border", "border-collapse", "padding", "width"}
+URL_SCHEMES = {"http", "https", "mailto", "data"}
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml")
+DATA_IMAGE = re.compile(r"data:(image/(?:png|jpeg|gif|webp|svg\+xml));base64,[A-Za-z0-9+/=\s]*\Z", re.I)
+ID_PREFIX = "answer-"
+
+
+def _tags() -> set[str]:
+    import nh3
+    return (set(nh3.ALLOWED_TAGS) | MATHML_TAGS) - {"area", "map"}
+
+
+def _attributes() -> dict[str, set[str]]:
+    import nh3
+    allowed = {tag: set(attrs) for tag, attrs in nh3.ALLOWED_ATTRIBUTES.items()}
+    allowed["*"] = {"class", "id", "title", "lang", "dir", "style", "align"}
+    for tag in MATHML_TAGS:
+        allowed[tag] = allowed.get(tag, set()) | MATHML_ATTRIBUTES
+    allowed["img"] = {"src", "alt", "width", "height", "title"}
+    allowed["a"] = {"href", "title"}
+    return allowed
+
+
+def _keep_attribute(tag: str, name: str, value: str) -> str | None:
+    """A data: URL only as a picture's source, and only of a picture; no remote pictures (a page
+    opened offline, a grader's visit not reported to anyone); sizes only as numbers."""
+    if name == "href" and value.startswith("#"):
+        return "#" + ID_PREFIX + value[1:]                   # to the prefixed id of a heading in the answer
+    if name in ("src", "href"):
+        stripped = value.strip()
+        if stripped.lower().startswith("data:"):
+            return stripped if tag == "img" and name == "src" and DATA_IMAGE.match(stripped) else None
+        if tag == "img" and re.match(r"[a-z][a-z0-9+.-]*:|//", stripped, re.I):
+            return None
+    if name in ("width", "height") and tag in ("img", "td", "th", "table", "col", "hr"):
+        return value if re.fullmatch(r"\s*\d{1,5}(\.\d+)?(%|px)?\s*", value) else None
+    return value
+
+
+def clean(html: str) -> str:
+    """`html` from a submission, with nothing that can run or load: nh3 (ammonia) with the course's
+    allow-list. Text and pictures stay; script, event handlers, javascript: and other URLs that
+    are not http(s), mailto or a picture's data, frames, forms, meta refreshes, style sheets go."""
+    import nh3
+    if not html:
+        return ""
+    return nh3.clean(str(html), tags=_CONFIG["tags"], attributes=_CONFIG["attributes"],
+                     attribute_filter=_keep_attribute, url_schemes=URL_SCHEMES,
+                     filter_style_properties=STYLE_PROPERTIES, id_prefix=ID_PREFIX,
+                     link_rel="noopener noreferrer nofollow", strip_comments=True)
+
+
+class _LazyConfig(dict):
+    def __missing__(self, key):
+        self["tags"], self["attributes"] = _tags(), _attributes()
+        return self[key]
+
+
+_CONFIG = _LazyConfig()
+
+
+def clean_html(element) -> str:
+    """nbconvert's `clean_html` filter (HTML outputs, markdown outputs, raw cells), with `clean`."""
+    element = element.decode() if isinstance(element, bytes) else element
+    return clean(element)
+
+
+@jinja2.pass_context
+def markdown2html(context, source: str) -> str:
+    """nbconvert's `markdown2html` filter (markdown cells, grader comments), its HTML through `clean`."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+    cell = context.get("cell", {})
+    attachments = cell.get("attachments", {}) if hasattr(cell, "get") else {}
+    path = context.get("resources", {}).get("metadata", {}).get("path", "")
+    renderer = IPythonRenderer(escape=False, attachments=attachments or {}, embed_images=False, path=path,
+                               anchor_link_text="¶", exclude_anchor_links=False)
+    return clean(MarkdownWithMath(renderer=renderer).render(source))
+
+
+def _base64(data) -> bool:
+    if not isinstance(data, str):
+        return False
+    try:
+        base64.b64decode(re.sub(r"\s+", "", data), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+def _size(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 100_000 else None
+
+
+SHOWN_TYPES = {"text/plain", "text/html", "text/markdown", "text/latex", "image/png", "image/jpeg",
+               "image/gif", "image/svg+xml"}
+
+
+def safe_output(output: dict) -> dict | None:
+    """A code cell's output with only what a page can show safely (None: nothing left)."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        return output if isinstance(output.get("text"), str) else None
+    if kind == "error":
+        lines = output.get("traceback")
+        output["traceback"] = [line for line in lines if isinstance(line, str)] if isinstance(lines, list) else []
+        output["ename"], output["evalue"] = str(output.get("ename", "")), str(output.get("evalue", ""))
+        return output
+    if kind not in ("display_data", "execute_result"):
+        return None
+    data = output.get("data") if isinstance(output.get("data"), dict) else {}
+    kept = {}
+    for mime, value in data.items():
+        if mime not in SHOWN_TYPES:
+            continue                                  # application/javascript, widgets, json, anything unknown
+        if isinstance(value, list):
+            value = "".join(v for v in value if isinstance(v, str))
+        if not isinstance(value, str):
+            continue
+        if mime in ("image/png", "image/jpeg", "image/gif") and not _base64(value):
+            continue
+        if mime == "text/html":
+            value = clean(value)
+        kept[mime] = value
+    if not kept:
+        return None
+    metadata = {}
+    old = output.get("metadata") if isinstance(output.get("metadata"), dict) else {}
+    for mime in kept:
+        sizes = old.get(mime) if isinstance(old.get(mime), dict) else {}
+        sizes = {k: _size(sizes.get(k)) for k in ("width", "height")}
+        sizes = {k: v for k, v in sizes.items() if v is not None}
+        if sizes:
+            metadata[mime] = sizes
+    output["data"], output["metadata"] = kept, metadata
+    return output
+
+
+def safe_attachments(attachments) -> dict:
+    """A markdown cell's pasted pictures: image data only, plain base64."""
+    kept = {}
+    if isinstance(attachments, dict):
+        for name, bundle in attachments.items():
+            if isinstance(name, str) and isinstance(bundle, dict):
+                images = {mime: data for mime, data in bundle.items()
+                          if mime in IMAGE_TYPES and _base64(data)}
+                if images:
+                    kept[name] = images
+    return kept
+
+
+class SanitizeSubmission(Preprocessor):
+    """Every cell of a submission, before any template sees it: outputs and attachments reduced to
+    what shows safely (see safe_output and safe_attachments); markdown is cleaned when rendered."""
+
+    def preprocess_cell(self, cell, resources, index):
+        import nbformat
+        if cell.cell_type == "code":
+            outputs = [safe_output(dict(o)) for o in cell.get("outputs", []) if isinstance(o, dict)]
+            cell.outputs = [nbformat.from_dict(o) for o in outputs if o is not None]
+        if "attachments" in cell:
+            cell.attachments = nbformat.from_dict(safe_attachments(cell.get("attachments")))
+        return cell, resources
+
+
+class FeedbackExporter(HTMLExporter):
+    """The exporter of the students' feedback pages alone (GenerateFeedback.exporter_class): the
+    course's template (autograder/templates/course_feedback) is configured on this class, so the
+    formgrader's own exporter, an HTMLExporter, keeps nbgrader's `formgrade` template."""
