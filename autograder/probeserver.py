@@ -33,8 +33,11 @@ ANSWER_SECONDS = 600.0     # longest wait for one answer of the kernel (the cell
 
 
 class ProbeServer:
-    def __init__(self, socket_path: str, step, answer_seconds: float = ANSWER_SECONDS):
+    def __init__(self, socket_path: str, step, answer_seconds: float = ANSWER_SECONDS, sources=()):
         self.step = step
+        # the text of the student's code cells, as the grader rebuilt the notebook: a check may read how
+        # an answer computes from it (the kernel cannot change it, unlike anything it reports itself)
+        self.sources: list[str] = [str(s) for s in sources]
         self.checks = step.checks                                # grade_id -> Check, of this step only
         self.plugin = load_plugin(step.root)
         self.socket_path = socket_path

@@ -1132,3 +1132,177 @@ def mask_after_softmax_row_sums(scores):
           visible_passes={"mask_after_softmax_check": "the visible check's scores are all equal, where (i + 1)/T "
                           "is the right answer"}),
 ]
+
+
+# ---- issue classes: the work judged, not the API; violations at every offset; inputs left alone ----
+# scores_entrywise_hidden: 4 cases × 0.5 + "one entry at a time" 1.0. bonus_online_softmax: 13 weights of
+# 3 points, "keys visited one at a time" 3 of them. bonus_streaming_attention: 6.5 weights of 2 points,
+# "keys and values visited one at a time" 1.5 of them.
+
+def _entrywise(body: str) -> dict:
+    return {ENTRYWISE: "def scores_entrywise(q, k):\n" + code(body)}
+
+
+CORRECT += [
+    Entry("c02-entrywise-row-times-column", P02, _entrywise('''
+    B, T, d_head = q.shape
+    scores = torch.zeros(B, T, T, dtype=q.dtype)
+    for b in range(B):
+        for i in range(T):
+            for j in range(T):
+                scores[b, i, j] = (q[b, i:i + 1] @ k[b, j:j + 1].T).squeeze()   # (1, d) @ (d, 1): one entry
+    return scores
+'''), why="a (1×d)@(d×1) product per entry: it multiplies d numbers at once, one entry's work"),
+    Entry("c02-entrywise-slices-times", P02, _entrywise('''
+    B, T, d_head = q.shape
+    scores = torch.zeros(B, T, T, dtype=q.dtype)
+    for b in range(B):
+        for i in range(T):
+            for j in range(T):
+                scores[b, i, j] = (q[b, i:i + 1] * k[b, j:j + 1]).sum()
+    return scores
+'''), why="(q[b, i:i+1] * k[b, j:j+1]).sum(): two (1, d) slices, the handout's (u * w).sum()"),
+    Entry("c02-entrywise-numpy-loops", P02, _entrywise('''
+    qn, kn = q.numpy(), k.numpy()
+    B, T, d_head = qn.shape
+    out = np.zeros((B, T, T), dtype=qn.dtype)
+    for b in range(B):
+        for i in range(T):
+            for j in range(T):
+                out[b, i, j] = np.dot(qn[b, i], kn[b, j])
+    return torch.from_numpy(out)
+'''), why="the same loops in numpy: one np.dot of two d-vectors per entry"),
+]
+
+WRONG += [
+    Entry("w02-entrywise-numpy-matrix", P02, _entrywise('''
+    qn, kn = q.numpy(), k.numpy()
+    out = np.zeros((q.shape[0], q.shape[1], q.shape[1]), dtype=qn.dtype)
+    for b in range(q.shape[0]):
+        out[b] = qn[b] @ kn[b].T                         # a whole (T, T) matrix per sequence, in numpy
+    return torch.from_numpy(out)
+'''), expect={"scores_entrywise_hidden": 2.0},
+          why="right values, but each sequence's scores come from one numpy matrix product: the process share "
+              "(1 of 3) is lost, whatever the library",
+          says={"scores_entrywise_hidden": ["whole matrices or rows at once", "the positions"]},
+          visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w02-entrywise-vecdot", P02, _entrywise('''
+    return torch.linalg.vecdot(q[:, :, None, :], k[:, None, :, :])     # (B, T, 1, d) · (B, 1, T, d) -> (B, T, T)
+'''), expect={"scores_entrywise_hidden": 2.0},
+          why="one broadcast torch.linalg.vecdot computes every entry at once: an op no list of names held",
+          says={"scores_entrywise_hidden": ["vecdot", "whole matrices or rows at once"]},
+          visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w02-entrywise-in-place-broadcast", P02, _entrywise('''
+    products = q[:, :, None, :] + torch.zeros_like(k)[:, None, :, :]   # (B, T, T, d): q[b, i] in every column
+    products *= k[:, None, :, :]                        # in place: every pair at once
+    return products.sum(dim=-1)
+'''), expect={"scores_entrywise_hidden": 2.0},
+          why="an in-place *= on a broadcast multiplies every pair at once",
+          says={"scores_entrywise_hidden": ["*=", "whole matrices or rows at once"]},
+          visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w02-entrywise-trace-off", P02, _entrywise('''
+    with torch._C.DisableTorchFunction():               # nothing of this reaches a torch-call recorder
+        return q @ k.transpose(-2, -1)
+'''), expect={"scores_entrywise_hidden": 2.0},
+          why="the whole product under torch._C.DisableTorchFunction(), so no torch call is recorded: the "
+              "process is judged from the source, where this cannot be read for it",
+          says={"scores_entrywise_hidden": ["DisableTorchFunction", "cannot be judged"]},
+          visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w06-online-numpy-one-shot", P06, {"online_softmax": code('''
+def online_softmax(scores):
+    x = scores.numpy()
+    e = np.exp(x - x.max(axis=-1, keepdims=True))      # the whole row at once, in numpy
+    return torch.from_numpy(e / e.sum(axis=-1, keepdims=True))
+''')}, expect={"bonus_online_softmax": 2.31},
+          why="right values from a one-shot softmax in numpy, which no torch hook sees: the process (3 of 13) is lost",
+          says={"bonus_online_softmax": ["one pass over the keys", "reduces over the keys at once"]},
+          visible_passes={"online_softmax_check": "the visible check tests the values only"}),
+    Entry("w06-online-forged-trace", P06, {"online_softmax": code('''
+def online_softmax(scores):
+    for j in range(scores.shape[-1]):                   # per-key calls for a recorder to see ...
+        torch.maximum(scores[..., j], scores[..., j])
+    with torch._C.DisableTorchFunction():               # ... and the real work out of its sight
+        return torch.softmax(scores, dim=-1)
+''')}, expect={"bonus_online_softmax": 2.31},
+          why="fake per-key calls shown while the softmax is taken in one shot out of a recorder's sight: the "
+              "source says what it does",
+          says={"bonus_online_softmax": ["DisableTorchFunction"]},
+          visible_passes={"online_softmax_check": "the visible check tests the values only"}),
+    Entry("w06-streaming-numpy-one-shot", P06, {"streaming_attention": code('''
+def streaming_attention(q, k, v):
+    scores = np.einsum("...qd,...kd->...qk", q.numpy(), k.numpy()) / q.shape[-1] ** 0.5   # (..., T, T)
+    T = scores.shape[-1]
+    scores = np.where(np.tril(np.ones((T, T), dtype=bool)), scores, -np.inf)
+    w = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return torch.from_numpy((w / w.sum(axis=-1, keepdims=True)) @ v.numpy())
+''')}, expect={"bonus_streaming_attention": 1.54},
+          why="the whole T×T matrix in numpy: right values, the streaming share (1.5 of 6.5) lost",
+          says={"bonus_streaming_attention": ["not streamed", "the keys"]},
+          visible_passes={"streaming_attention_check": "the visible check tests the values only"}),
+
+    # checks that miss a violation where no broken head used to put one
+    Entry("w03-simplex-offset-two", P03, edit(P03, SIMPLEX, ("diagonal=1)", "diagonal=2)")),
+          expect={"check_simplex_hidden": 2.75},
+          why="the upper triangle starts one diagonal too far up (diagonal=2): weight on key i + 1 only passes; 11 of 12",
+          says={"check_simplex_hidden": ["key j = i + 1", "the one right above it"]},
+          visible_passes={"check_simplex_check": "the visible check's broken heads put weight further up too"}),
+    Entry("w03-gradient-ignores-i", P03, _gradient('''
+    i = 3                                            # the notebook's position, whatever i is given
+    x = x.clone().requires_grad_(True)
+    head(x)[0, i].sum().backward()
+    g = x.grad[0]
+    assert (g[i + 1:] == 0).all(), "a gradient from the future"
+    assert (g[: i + 1] != 0).any(dim=-1).all(), "no gradient from the past"
+'''), expect={"check_gradient_hidden": 2.82},
+          why="always looks at position 3: misses the head whose first row is open (only i = 0 shows it); 16 of 17",
+          says={"check_gradient_hidden": ["first row open", "the position i you are given"]},
+          visible_passes={"check_causality_gradient_check": "the visible check tries i = 3 mostly, and its broken "
+                          "heads leak into every position"}),
+    Entry("w03-gradient-signed-sum", P03, _gradient('''
+    x = x.clone().requires_grad_(True)
+    head(x)[0, i].sum().backward()
+    g = x.grad[0]
+    assert g[i + 1:].sum() == 0, "a gradient from the future"
+    assert (g[: i + 1] != 0).any(dim=-1).all(), "no gradient from the past"
+'''), expect={"check_gradient_hidden": 2.82},
+          why="sums the future gradient instead of looking at each entry: the two leaks of opposite signs cancel "
+              "exactly; 16 of 17",
+          says={"check_gradient_hidden": ["cancel in a sum"]},
+          visible_passes={"check_causality_gradient_check": "the visible check's broken heads leak with one sign"}),
+
+    # answers that change their caller's inputs in place
+    Entry("w03-row-sums-shifts-scores", P03, {"mask_after_softmax_row_sums": code('''
+def mask_after_softmax_row_sums(scores):
+    T = scores.shape[-1]
+    scores -= scores.max(dim=-1, keepdim=True).values    # stabilised in place: the caller's scores change
+    keep = torch.tril(torch.ones(T, T, dtype=scores.dtype))
+    return (F.softmax(scores, dim=-1) * keep).sum(dim=-1)
+''')}, expect={"mask_after_softmax_hidden": 0.0},
+          why="right row sums, but every call changes the caller's scores in place: each case fails",
+          says={"mask_after_softmax_hidden": ["changed its input `scores` in place", "copy"]},
+          visible_passes={"mask_after_softmax_check": "the visible check does not look at its scores afterwards"}),
+    Entry("w03-perturbation-changes-x", P03, _perturbation('''
+    out = head(x)
+    x[:, t] = torch.randn_like(x[:, t])                  # the caller's x, not a copy
+    out2 = head(x)
+    assert torch.equal(out[:, :t], out2[:, :t]), "the past moved"
+    for s in range(t, x.shape[1]):
+        assert not torch.equal(out[:, s], out2[:, s]), "the present did not move"
+'''), expect={"check_perturbation_hidden": 0.0},
+          why="perturbs the caller's x itself: on a correct head it returns quietly but changes x, which counts "
+              "as a crash on every correct head: 0",
+          says={"check_perturbation_hidden": ["changes its caller's tensor in place", "x.clone()"]},
+          visible_passes={"check_causality_perturbation_check": "the visible check does not look at x afterwards"}),
+    Entry("w04-stats-clamps-A", P04, {"pattern_stats": code('''
+def pattern_stats(A):
+    T = A.shape[0]
+    A.clamp_(min=1e-30)                                 # no log(0): but the caller's A changes
+    H = -(A * torch.log(A)).sum(dim=-1)
+    H_max = torch.log(torch.arange(1, T + 1, dtype=A.dtype))
+    return {"diagonal": A.diagonal().mean().item(), "first_column": A[:, 0].mean().item(),
+            "entropy": (H[1:] / H_max[1:]).mean().item()}
+''')}, expect={"pattern_stats_hidden": 0.0},
+          why="right statistics, but every call clamps the caller's matrix in place: each case fails",
+          says={"pattern_stats_hidden": ["changed its input `A` in place"]},
+          visible_passes={"pattern_stats_check": "the visible check does not look at its matrices afterwards"}),
+]

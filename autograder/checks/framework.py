@@ -209,7 +209,8 @@ def judge_data(check: Check, data: Any, ctx) -> Verdict:
 
 
 def probe_and_judge(grade_id: str, ns: dict, step=None) -> Verdict:
-    """The whole hidden test in this process, through the same requests as in grading."""
+    """The whole hidden test in this process, through the same requests as in grading. The student's
+    code, for checks that read it, is the kernel's input history (IPython's `In`)."""
     import shutil
     import tempfile
     from pathlib import Path
@@ -219,7 +220,9 @@ def probe_and_judge(grade_id: str, ns: dict, step=None) -> Verdict:
     step = step or step_with(grade_id)
     folder = tempfile.mkdtemp(prefix="probe-")
     try:
-        with ProbeServer(str(Path(folder) / "probe.sock"), step) as server:
+        history = ns.get("In") if isinstance(ns.get("In"), list) else []
+        sources = [cell for cell in history if isinstance(cell, str)]
+        with ProbeServer(str(Path(folder) / "probe.sock"), step, sources=sources) as server:
             server.expect(grade_id)
             serve(server.socket_path, grade_id, ns)
             server.expect(None)
