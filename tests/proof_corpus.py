@@ -179,7 +179,7 @@ WRONG += [
     Entry("w02-entrywise-float32", P02, edit(P02, ENTRYWISE, (", dtype=q.dtype)", ")")),
           expect={"scores_entrywise_hidden": 2.5},
           why="the result made in float32: the float64 case loses its precision: 3 × 5/6",
-          says={"scores_entrywise_hidden": ["float64", "dtype=q.dtype"]},
+          says={"scores_entrywise_hidden": ["float64", "default dtype"]},
           visible_passes={"scores_entrywise_check": "the visible check uses float32 inputs only, where a float32 result is right"}),
     Entry("w02-entrywise-matmul", P02, {ENTRYWISE: code('''
 def scores_entrywise(q, k):
@@ -974,7 +974,7 @@ WRONG += [
           expect={"smoothing_attention_hidden": 3.0},
           why="s squared twice: still causal, on the simplex, decaying, with both limits (s^4 is tiny or huge when s "
               "is); only the kernel's values (1.5 of 6) are wrong: 4 × 4.5/6",
-          says={"smoothing_attention_hidden": ["squared twice", "2 s^2"]}),
+          says={"smoothing_attention_hidden": ["squared twice", "too high a power"]}),
     Entry("w05-no-factor-2", P05, _smoothing((SCORES, "scores = -(i[:, None] - i[None, :]) ** 2 / s ** 2")),
           expect={"smoothing_attention_hidden": 3.0},
           why="the factor 2 missing: only the kernel's values (1.5 of 6) are wrong: 4 × 4.5/6",

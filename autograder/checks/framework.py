@@ -49,11 +49,25 @@ class Verdict:
         return [p for p in self.parts if not p.ok]
 
     def report(self, points: float) -> str:
+        """The feedback: a line per part; a failing part's message once, however many parts share it
+        (a check that says the same per case names the cases and says it after the last of them)."""
         earned = round(points * self.fraction, 2)
         lines = [f"Hidden tests: {earned:g} of {points:g} points."]
-        for p in self.parts:
-            lines.append(f"  {'✓' if p.ok else '✗'} {p.name}" + ("" if p.ok or not p.message else f": {p.message}"))
+        parts = self.parts
+        for n, p in enumerate(parts):
+            same_next = (n + 1 < len(parts) and not parts[n + 1].ok and not p.ok and p.message
+                         and parts[n + 1].message == p.message)
+            shown = "" if p.ok or not p.message or same_next else f": {p.message}"
+            lines.append(f"  {'✓' if p.ok else '✗'} {p.name}" + shown)
         return "\n".join(lines)
+
+    def failure_text(self) -> str:
+        """The failing parts in one line (the reports' `error`), each message once."""
+        out = []
+        for n, p in enumerate(self.failures()):
+            later = self.failures()[n + 1:]
+            out.append(p.name if (not p.message or (later and later[0].message == p.message)) else f"{p.name}: {p.message}")
+        return "; ".join(out)
 
 
 class Check:

@@ -136,12 +136,12 @@ class ScoresEntrywise(Check):
 
         if close(got, ref, tol):
             if dtype == "float64" and got.dtype != np.float64:
-                return False, ("float64 inputs gave float32 scores: create the result in the inputs' dtype, "
-                               "e.g. torch.zeros(B, T, T, dtype=q.dtype)"), True
+                return False, ("float64 inputs gave float32 scores: the tensor the scores are written into is "
+                               "created with the default dtype, not the inputs' one"), True
             return True, "", True
         if dtype == "float64" and close(got, ref, loose):
-            return False, ("right to float32 precision only: float64 inputs lost precision. Create the result "
-                           "in the inputs' dtype, e.g. torch.zeros(B, T, T, dtype=q.dtype)"), True
+            return False, ("right to float32 precision only: float64 inputs lost precision somewhere (a tensor "
+                           "created with the default dtype, or a conversion to float32)"), True
         if close(got, ref / math.sqrt(d_head), loose):
             return False, ("your scores are divided by sqrt(d_k): this function computes the raw q kᵀ; "
                            "the head divides by sqrt(d_k) afterwards"), True
