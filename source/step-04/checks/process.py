@@ -10,9 +10,10 @@ text of every code cell (grading: autograder/grade.py; a notebook run without a 
 kernel's input history). So the work is judged from that text:
 
 * the function is found by name among the student's cells; a name bound twice, bound by assignment,
-  or any cell reaching for the machinery (exec, eval, compile, globals(), setattr, __code__,
-  sys.modules, importlib, torch._C, torch.overrides, __torch_function__, the grader's own package)
-  makes the process unverifiable, and it earns nothing;
+  or code that reaches for the machinery (exec, eval, compile, globals(), setattr, __code__,
+  sys.modules, importlib, torch._C, torch.overrides, __torch_function__, the grader's own package) in
+  the function, in a helper it calls, or in what any cell runs outside its functions, makes the process
+  unverifiable, and it earns nothing;
 * the function's body (and the body of every helper of the student's it calls) is read by a small
   abstract interpreter that follows the axes of the inputs through names, indexing, slicing,
   transposes and conversions (numpy, lists, Python floats alike) and records every product,
@@ -101,13 +102,46 @@ def student_functions(sources: list[str]) -> tuple[dict[str, list[ast.FunctionDe
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 for alias in node.names:
                     bound.add((alias.asname or alias.name).split(".")[0])
-                    if alias.name.split(".")[0] in TAMPERING and not tampering:
-                        tampering = f"imports {alias.name}"
-            if not tampering:
-                word = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
-                if word in TAMPERING:
-                    tampering = f"uses {word}"
+        if not tampering:
+            tampering = _tampering(_module_level(tree))
     return defs, bound, tampering
+
+
+def _module_level(tree):
+    """What a cell runs when it runs: everything but the bodies of the functions it defines (a function's
+    body matters when it is called: the answer and its helpers are read for it on their own)."""
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            todo += list(node.decorator_list) if not isinstance(node, ast.Lambda) else []
+            continue
+        todo += list(ast.iter_child_nodes(node))
+
+
+def _tampering(nodes) -> str:
+    for node in nodes:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name.split(".")[0] in TAMPERING or (alias.asname or "") in TAMPERING:
+                    return f"imports {alias.name}"
+        word = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if word in TAMPERING:
+            return f"uses {word}"
+    return ""
+
+
+def _reached(fn, defs, seen=None) -> list:
+    """The function and every function of the student's it calls, transitively."""
+    seen = seen if seen is not None else {}
+    if fn.name in seen:
+        return list(seen.values())
+    seen[fn.name] = fn
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in defs:
+            _reached(defs[node.func.id][0], defs, seen)
+    return list(seen.values())
 
 
 def _without_magics(text: str) -> str:
@@ -126,9 +160,13 @@ def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
     if len(found) > 1 or name in bound:
         return Reading(problem=f"`{name}` is defined more than once (or also assigned): the process cannot be "
                                "judged from one definition")
+    fn = found[0]
+    tampering = next((f"`{f.name}` {t}" for f in _reached(fn, defs) if (t := _tampering(ast.walk(f)))), "")
+    if tampering:
+        return Reading(problem=f"{tampering}, which can change what the code does behind its text: the process "
+                               "cannot be judged from it")
     reading = Reading()
     interp = _Interpreter(defs, reading)
-    fn = found[0]
     env = {}
     params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
     for p in params:
