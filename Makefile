@@ -31,7 +31,7 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS)) \
               $(if $(PLAIN_MAX),--plain-max $(PLAIN_MAX)) $(if $(SERIAL_MAX),--serial-max $(SERIAL_MAX))
 
-.PHONY: steps new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions export pdfs handout similarity lab test test-browser test-quick clean-grades
+.PHONY: steps mutants new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions export pdfs handout similarity lab test test-browser test-quick clean-grades
 
 setup: install data release solutions example
 	@echo "setup: done. Student notebooks in release/<step>/, solutions in solutions/, example grades in autograder/grades/<step>.csv"
@@ -149,6 +149,11 @@ test-quick: $(PY)
 #   make bench [SIZES=10,40,160] [REPEATS=3] [PLAIN_MAX=40] [SERIAL_MAX=40]
 bench: $(PY)
 	$(PY) benchmarks/run.py $(BENCH_FLAGS)
+
+# Mutation testing of the hidden checks: every graded answer's solution, one mistake at a time, must lose
+# points on its hidden test (tests/mutants.py); writes tests/mutation_table.md. About 1 min on one core.
+mutants: $(PY)
+	OMP_NUM_THREADS=1 $(PY) tests/mutants.py
 
 steps: $(PY)
 	$(PY) -m autograder steps

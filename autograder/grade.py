@@ -99,7 +99,10 @@ def run_job(job: Job) -> dict:
         socket_path = str(scratch / "probe.sock")
         limits = Limits(**job.limits)
         sandbox = make_sandbox(job.sandbox, scratch, readable, passed_env=tuple(course_env))
-        with ProbeServer(socket_path, step, answer_seconds=limits.cell_timeout + 30) as server:
+        released = {c.get("id") for c in release_nb.get("cells", [])}
+        student_code = [c.source for c in nb.cells if c.cell_type == "code"
+                        and (c.get("metadata", {}).get("nbgrader", {}).get("solution") or c.get("id") not in released)]
+        with ProbeServer(socket_path, step, answer_seconds=limits.cell_timeout + 30, sources=student_code) as server:
             env = _kernel_env(job, workdir, socket_path, course_env)
             outcome = asyncio.run(execute(nb, workdir, env, sandbox, limits, hooks=server, template=template))
             cells = judge_notebook(nb, server)

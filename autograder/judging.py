@@ -116,7 +116,7 @@ def _judge_hidden(cell, grade_id, points, server) -> CellResult:
         verdict = judge_data(server.checks[grade_id], server.results[grade_id], server)
         score = round(points * verdict.fraction, 2)
         report = verdict.report(points)
-        error = "; ".join(f"{p.name}: {p.message}" if p.message else p.name for p in verdict.failures())
+        error = verdict.failure_text()
     else:
         score = 0.0
         why = _error_text(cell)

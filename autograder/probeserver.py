@@ -33,8 +33,11 @@ ANSWER_SECONDS = 600.0     # longest wait for one answer of the kernel (the cell
 
 
 class ProbeServer:
-    def __init__(self, socket_path: str, step, answer_seconds: float = ANSWER_SECONDS):
+    def __init__(self, socket_path: str, step, answer_seconds: float = ANSWER_SECONDS, sources=()):
         self.step = step
+        # the text of the student's code cells, as the grader rebuilt the notebook: a check may read how
+        # an answer computes from it (the kernel cannot change it, unlike anything it reports itself)
+        self.sources: list[str] = [str(s) for s in sources]
         self.checks = step.checks                                # grade_id -> Check, of this step only
         self.plugin = load_plugin(step.root)
         self.socket_path = socket_path
@@ -265,13 +268,26 @@ class StudentFunction:
 
     def outcome(self, *args, seed: int | None = None) -> str:
         reply = self._request(args, {}, mode="outcome", seed=seed)
+        if "changed" in reply:
+            return f"crashed: {_changed_error(reply['changed'])}"
         text = reply.get("outcome")
         if isinstance(text, str) and (text == "returned" or text.startswith(("assertion: ", "crashed: "))):
             return text
         return f"crashed: {reply.get('error', 'no answer')}"
 
 
+def _changed_error(names) -> str:
+    """The error of a call that changed its inputs in place: the caller's tensors are not theirs to change."""
+    names = [str(n)[:40] for n in names][:4] if isinstance(names, list) else []
+    which = ", ".join(f"`{n}`" for n in names) or "an input"
+    return (f"InputChanged: the function changed its input {which} in place, so the caller's "
+            f"{'tensor' if len(names) <= 1 else 'tensors'} changed too: work on a copy (e.g. x.clone()) "
+            "or on new tensors, never on the arguments")
+
+
 def _read(reply: dict):
+    if "changed" in reply:
+        raise StudentError(_changed_error(reply["changed"]))
     if "value" in reply:
         try:
             return from_plain(reply["value"])

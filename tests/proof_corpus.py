@@ -179,7 +179,7 @@ WRONG += [
     Entry("w02-entrywise-float32", P02, edit(P02, ENTRYWISE, (", dtype=q.dtype)", ")")),
           expect={"scores_entrywise_hidden": 2.5},
           why="the result made in float32: the float64 case loses its precision: 3 × 5/6",
-          says={"scores_entrywise_hidden": ["float64", "dtype=q.dtype"]},
+          says={"scores_entrywise_hidden": ["float64", "default dtype"]},
           visible_passes={"scores_entrywise_check": "the visible check uses float32 inputs only, where a float32 result is right"}),
     Entry("w02-entrywise-matmul", P02, {ENTRYWISE: code('''
 def scores_entrywise(q, k):
@@ -377,7 +377,7 @@ def _row_sums(body: str) -> dict:
 
 
 WRONG += [
-    # -- check_simplex: 10 broken matrices, 0.3 points each
+    # -- check_simplex: 12 broken matrices, 0.25 points each
     Entry("w03-simplex-asserts-nothing", P03, _simplex('''
     print("row sums:", A.sum(dim=-1))
     (A >= 0).all()
@@ -385,15 +385,15 @@ WRONG += [
           says={"check_simplex_hidden": ["every broken matrix", "assert anything"]}),
     Entry("w03-simplex-only-nonnegative", P03, _simplex('''
     assert (A >= 0).all(), "a negative weight"
-'''), expect={"check_simplex_hidden": 0.6},
-          why="only nonnegativity: catches the negative weight and the NaN row, 2 of 10",
+'''), expect={"check_simplex_hidden": 0.75},
+          why="only nonnegativity: catches the negative weight, the NaN row and the -0.001 future weight, 3 of 12",
           says={"check_simplex_hidden": ["one row summing to 0.9", "1e-12 weight above the diagonal"]}),
     Entry("w03-simplex-no-triangle", P03, _simplex('''
     assert (A >= 0).all(), "a negative weight"
     assert ((A.sum(-1) - 1).abs() <= 1e-5).all(), "a row does not sum to 1"
-'''), expect={"check_simplex_hidden": 1.8},
-          why="no triangle test: a mask filled with 0 (rows still sum to 1), no mask, a tiny future weight and an "
-              "unmasked last sequence pass; 6 of 10 caught",
+'''), expect={"check_simplex_hidden": 1.75},
+          why="no triangle test: a mask filled with 0 (rows still sum to 1), no mask, a tiny future weight, an "
+              "unmasked last sequence and weight on key i + 1 pass; 7 of 12 caught",
           says={"check_simplex_hidden": ["mask filled with 0 instead of -inf", "upper triangle must be exactly zero"]}),
     Entry("w03-simplex-allclose", P03, _simplex('''
     T = A.shape[-1]
@@ -401,8 +401,8 @@ WRONG += [
     assert torch.allclose(A.sum(-1), torch.ones_like(A.sum(-1))), "a row does not sum to 1"
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     assert torch.allclose(A[:, future], torch.zeros_like(A[:, future])), "weight above the diagonal"
-'''), expect={"check_simplex_hidden": 2.7},
-          why="allclose where exact zeros are asked: a 1e-12 future weight passes; 9 of 10",
+'''), expect={"check_simplex_hidden": 2.75},
+          why="allclose where exact zeros are asked: a 1e-12 future weight passes; 11 of 12",
           says={"check_simplex_hidden": ["1e-12 weight above the diagonal", "== 0, not allclose"]},
           visible_passes={"check_simplex_check": "the broken heads of the visible check leak far more than allclose forgives"}),
     Entry("w03-simplex-nan-blind", P03, _simplex('''
@@ -411,9 +411,9 @@ WRONG += [
     assert not ((A.sum(-1) - 1).abs() > 1e-5).any(), "a row does not sum to 1"
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     assert not (A[:, future].abs() > 0).any(), "weight above the diagonal"
-'''), expect={"check_simplex_hidden": 2.7},
+'''), expect={"check_simplex_hidden": 2.75},
           why="every assert says 'no bad entry', and every comparison with NaN is False: the NaN row (the "
-              "diagonal masked) passes; 9 of 10",
+              "diagonal masked) passes; 11 of 12",
           says={"check_simplex_hidden": ["NaN row", "(A >= 0).all()"]},
           visible_passes={"check_simplex_check": "no broken head of the visible check makes NaN rows"}),
     Entry("w03-simplex-diagonal", P03, _simplex('''
@@ -426,7 +426,7 @@ WRONG += [
           why="the diagonal counted as future: rejects every correct matrix",
           says={"check_simplex_hidden": ["every correct matrix", "the diagonal itself holds weight"]}),
 
-    # -- check_causality_perturbation: 14 broken heads, 3/14 points each
+    # -- check_causality_perturbation: 18 broken heads, 3/18 points each
     Entry("w03-perturbation-asserts-nothing", P03, _perturbation('''
     out = head(x)
     x2 = x.clone()
@@ -442,12 +442,12 @@ WRONG += [
     assert torch.allclose(out[:, :t], out2[:, :t]), "the past moved"
     for s in range(t, x.shape[1]):
         assert not torch.allclose(out[:, s], out2[:, s]), "the present did not move"
-'''), expect={"check_perturbation_hidden": 2.57},
+'''), expect={"check_perturbation_hidden": 2.67},
           why="allclose where bitwise equality is asked: the leak of 3e-7 of each output and the float64 head that "
-              "renormalises after masking (a rounding leak of ~1e-16, 1e8 times below atol) pass; 12 of 14. (The "
+              "renormalises after masking (a rounding leak of ~1e-16, 1e8 times below atol) pass; 16 of 18. (The "
               "1e-7 leak shows in outputs near 0, where allclose's atol of 1e-8 is all it allows: 2 to 7 times "
               "above it. That head was float32 before: its leak of ~1e-8 sat at atol, and this entry scored "
-              "2.79 on one CPU and 2.57 on another)",
+              "2.79 on one CPU and 2.57 on another, of 14 heads then)",
           says={"check_perturbation_hidden": ["inside allclose's tolerance", "torch.equal, not allclose"]},
           visible_passes={"check_causality_perturbation_check": "the broken heads of the visible check leak far more than allclose forgives"}),
     Entry("w03-perturbation-atol", P03, _perturbation('''
@@ -458,9 +458,9 @@ WRONG += [
     assert torch.allclose(out[:, :t], out2[:, :t], atol=1e-6), "the past moved"
     for s in range(t, x.shape[1]):
         assert not torch.allclose(out[:, s], out2[:, s], atol=1e-6), "the present did not move"
-'''), expect={"check_perturbation_hidden": 2.36},
+'''), expect={"check_perturbation_hidden": 2.5},
           why="a tolerance where bitwise equality is asked: the heads that mask after the softmax and "
-              "renormalise (a float64 head: a leak of ~1e-16), leak 1e-7 or 3e-7 of each output pass; 11 of 14",
+              "renormalise (a float64 head: a leak of ~1e-16), leak 1e-7 or 3e-7 of each output pass; 15 of 18",
           says={"check_perturbation_hidden": ["masks after the softmax and renormalises", "bitwise"]},
           visible_passes={"check_causality_perturbation_check": "the broken heads of the visible check leak far more than the tolerance"}),
     Entry("w03-perturbation-only-before", P03, _perturbation('''
@@ -471,18 +471,19 @@ WRONG += [
     assert torch.equal(out[:, t - 1], out2[:, t - 1]), "the position right before t moved"
     for s in range(t, x.shape[1]):
         assert not torch.equal(out[:, s], out2[:, s]), "the present did not move"
-'''), expect={"check_perturbation_hidden": 2.79},
+'''), expect={"check_perturbation_hidden": 2.83},
           why="only the position right before the perturbation: a head whose first row is unmasked leaks into "
-              "position 0 only; 13 of 14",
+              "position 0 only; 17 of 18",
           says={"check_perturbation_hidden": ["first row open", "out[:, :t]"]}),
     Entry("w03-perturbation-past-only", P03, _perturbation('''
     out = head(x)
     x2 = x.clone()
     x2[:, t] = torch.randn_like(x2[:, t])
     assert torch.equal(out[:, :t], head(x2)[:, :t]), "the past moved"
-'''), expect={"check_perturbation_hidden": 2.57},
-          why="only half the property (the past does not move): a head that ignores its input and one that "
-              "ignores the past pass; 12 of 14",
+'''), expect={"check_perturbation_hidden": 2.17},
+          why="only half the property (the past does not move): a head that ignores its input, one that ignores "
+              "the past, one that sees only the token before, one that skips it and one shifted by a position "
+              "pass; 13 of 18",
           says={"check_perturbation_hidden": ["ignores its input", "two halves"]}),
     Entry("w03-perturbation-diagonal", P03, _perturbation('''
     out = head(x)
@@ -493,7 +494,7 @@ WRONG += [
           why="the diagonal treated as masked: position t 'must not' see token t, so every correct head fails",
           says={"check_perturbation_hidden": ["every correct head", "a token sees itself"]}),
 
-    # -- check_causality_gradient: 12 broken heads, 0.25 points each
+    # -- check_causality_gradient: 17 broken heads, 3/17 points each
     Entry("w03-gradient-asserts-nothing", P03, _gradient('''
     x = x.clone().requires_grad_(True)
     head(x)[0, i].sum().backward()
@@ -504,9 +505,9 @@ WRONG += [
     x = x.clone().requires_grad_(True)
     head(x)[0, i].sum().backward()
     assert (x.grad[0, i + 1:] == 0).all(), "a gradient from the future"
-'''), expect={"check_gradient_hidden": 2.5},
-          why="only that future gradients are zero, never that past ones are not: the input-ignoring and the "
-              "self-only heads pass; 10 of 12",
+'''), expect={"check_gradient_hidden": 2.12},
+          why="only that future gradients are zero, never that past ones are not: the input-ignoring, self-only, "
+              "window, skipped-previous and shifted heads pass; 12 of 17",
           says={"check_gradient_hidden": ["ignores its input", "two halves"]}),
     Entry("w03-gradient-only-next", P03, _gradient('''
     x = x.clone().requires_grad_(True)
@@ -516,9 +517,9 @@ WRONG += [
         assert (g[i + 1] == 0).all(), "a gradient from the next position"
     for j in range(i + 1):
         assert (g[j] != 0).any(), f"no gradient from position {j}"
-'''), expect={"check_gradient_hidden": 2.75},
+'''), expect={"check_gradient_hidden": 2.82},
           why="only the position right after i: the head whose last position leaks into all others passes (it is "
-              "two or more steps after every i tried); 11 of 12",
+              "two or more steps after every i tried); 16 of 17",
           says={"check_gradient_hidden": ["only the last position leaks", "not only the next one"]},
           visible_passes={"check_causality_gradient_check": "every broken head of the visible check leaks into the position right after i"}),
     Entry("w03-gradient-allclose", P03, _gradient('''
@@ -528,8 +529,8 @@ WRONG += [
     assert torch.allclose(g[i + 1:], torch.zeros_like(g[i + 1:])), "a gradient from the future"
     for j in range(i + 1):
         assert not torch.allclose(g[j], torch.zeros_like(g[j])), f"no gradient from {j}"
-'''), expect={"check_gradient_hidden": 2.75},
-          why="allclose where exact zeros are asked: a future gradient of 1e-10 passes; 11 of 12",
+'''), expect={"check_gradient_hidden": 2.82},
+          why="allclose where exact zeros are asked: a future gradient of 1e-10 passes; 16 of 17",
           says={"check_gradient_hidden": ["1e-10", "== 0, not allclose"]},
           visible_passes={"check_causality_gradient_check": "the broken heads of the visible check leak far more than allclose forgives"}),
     Entry("w03-gradient-diagonal", P03, _gradient('''
@@ -973,7 +974,7 @@ WRONG += [
           expect={"smoothing_attention_hidden": 3.0},
           why="s squared twice: still causal, on the simplex, decaying, with both limits (s^4 is tiny or huge when s "
               "is); only the kernel's values (1.5 of 6) are wrong: 4 × 4.5/6",
-          says={"smoothing_attention_hidden": ["squared twice", "2 s^2"]}),
+          says={"smoothing_attention_hidden": ["squared twice", "too high a power"]}),
     Entry("w05-no-factor-2", P05, _smoothing((SCORES, "scores = -(i[:, None] - i[None, :]) ** 2 / s ** 2")),
           expect={"smoothing_attention_hidden": 3.0},
           why="the factor 2 missing: only the kernel's values (1.5 of 6) are wrong: 4 × 4.5/6",
@@ -1130,4 +1131,178 @@ def mask_after_softmax_row_sums(scores):
           says={"mask_after_softmax_hidden": ["keeps the softmax weights of keys j <= i", "computed over all T keys"]},
           visible_passes={"mask_after_softmax_check": "the visible check's scores are all equal, where (i + 1)/T "
                           "is the right answer"}),
+]
+
+
+# ---- issue classes: the work judged, not the API; violations at every offset; inputs left alone ----
+# scores_entrywise_hidden: 4 cases × 0.5 + "one entry at a time" 1.0. bonus_online_softmax: 13 weights of
+# 3 points, "keys visited one at a time" 3 of them. bonus_streaming_attention: 6.5 weights of 2 points,
+# "keys and values visited one at a time" 1.5 of them.
+
+def _entrywise(body: str) -> dict:
+    return {ENTRYWISE: "def scores_entrywise(q, k):\n" + code(body)}
+
+
+CORRECT += [
+    Entry("c02-entrywise-row-times-column", P02, _entrywise('''
+    B, T, d_head = q.shape
+    scores = torch.zeros(B, T, T, dtype=q.dtype)
+    for b in range(B):
+        for i in range(T):
+            for j in range(T):
+                scores[b, i, j] = (q[b, i:i + 1] @ k[b, j:j + 1].T).squeeze()   # (1, d) @ (d, 1): one entry
+    return scores
+'''), why="a (1×d)@(d×1) product per entry: it multiplies d numbers at once, one entry's work"),
+    Entry("c02-entrywise-slices-times", P02, _entrywise('''
+    B, T, d_head = q.shape
+    scores = torch.zeros(B, T, T, dtype=q.dtype)
+    for b in range(B):
+        for i in range(T):
+            for j in range(T):
+                scores[b, i, j] = (q[b, i:i + 1] * k[b, j:j + 1]).sum()
+    return scores
+'''), why="(q[b, i:i+1] * k[b, j:j+1]).sum(): two (1, d) slices, the handout's (u * w).sum()"),
+    Entry("c02-entrywise-numpy-loops", P02, _entrywise('''
+    qn, kn = q.numpy(), k.numpy()
+    B, T, d_head = qn.shape
+    out = np.zeros((B, T, T), dtype=qn.dtype)
+    for b in range(B):
+        for i in range(T):
+            for j in range(T):
+                out[b, i, j] = np.dot(qn[b, i], kn[b, j])
+    return torch.from_numpy(out)
+'''), why="the same loops in numpy: one np.dot of two d-vectors per entry"),
+]
+
+WRONG += [
+    Entry("w02-entrywise-numpy-matrix", P02, _entrywise('''
+    qn, kn = q.numpy(), k.numpy()
+    out = np.zeros((q.shape[0], q.shape[1], q.shape[1]), dtype=qn.dtype)
+    for b in range(q.shape[0]):
+        out[b] = qn[b] @ kn[b].T                         # a whole (T, T) matrix per sequence, in numpy
+    return torch.from_numpy(out)
+'''), expect={"scores_entrywise_hidden": 2.0},
+          why="right values, but each sequence's scores come from one numpy matrix product: the process share "
+              "(1 of 3) is lost, whatever the library",
+          says={"scores_entrywise_hidden": ["whole matrices or rows at once", "the positions"]},
+          visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w02-entrywise-vecdot", P02, _entrywise('''
+    return torch.linalg.vecdot(q[:, :, None, :], k[:, None, :, :])     # (B, T, 1, d) · (B, 1, T, d) -> (B, T, T)
+'''), expect={"scores_entrywise_hidden": 2.0},
+          why="one broadcast torch.linalg.vecdot computes every entry at once: an op no list of names held",
+          says={"scores_entrywise_hidden": ["vecdot", "whole matrices or rows at once"]},
+          visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w02-entrywise-in-place-broadcast", P02, _entrywise('''
+    products = q[:, :, None, :] + torch.zeros_like(k)[:, None, :, :]   # (B, T, T, d): q[b, i] in every column
+    products *= k[:, None, :, :]                        # in place: every pair at once
+    return products.sum(dim=-1)
+'''), expect={"scores_entrywise_hidden": 2.0},
+          why="an in-place *= on a broadcast multiplies every pair at once",
+          says={"scores_entrywise_hidden": ["*=", "whole matrices or rows at once"]},
+          visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w02-entrywise-trace-off", P02, _entrywise('''
+    with torch._C.DisableTorchFunction():               # nothing of this reaches a torch-call recorder
+        return q @ k.transpose(-2, -1)
+'''), expect={"scores_entrywise_hidden": 2.0},
+          why="the whole product under torch._C.DisableTorchFunction(), so no torch call is recorded: the "
+              "process is judged from the source, where this cannot be read for it",
+          says={"scores_entrywise_hidden": ["DisableTorchFunction", "cannot be judged"]},
+          visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w06-online-numpy-one-shot", P06, {"online_softmax": code('''
+def online_softmax(scores):
+    x = scores.numpy()
+    e = np.exp(x - x.max(axis=-1, keepdims=True))      # the whole row at once, in numpy
+    return torch.from_numpy(e / e.sum(axis=-1, keepdims=True))
+''')}, expect={"bonus_online_softmax": 2.31},
+          why="right values from a one-shot softmax in numpy, which no torch hook sees: the process (3 of 13) is lost",
+          says={"bonus_online_softmax": ["one pass over the keys", "reduces over the keys at once"]},
+          visible_passes={"online_softmax_check": "the visible check tests the values only"}),
+    Entry("w06-online-forged-trace", P06, {"online_softmax": code('''
+def online_softmax(scores):
+    for j in range(scores.shape[-1]):                   # per-key calls for a recorder to see ...
+        torch.maximum(scores[..., j], scores[..., j])
+    with torch._C.DisableTorchFunction():               # ... and the real work out of its sight
+        return torch.softmax(scores, dim=-1)
+''')}, expect={"bonus_online_softmax": 2.31},
+          why="fake per-key calls shown while the softmax is taken in one shot out of a recorder's sight: the "
+              "source says what it does",
+          says={"bonus_online_softmax": ["DisableTorchFunction"]},
+          visible_passes={"online_softmax_check": "the visible check tests the values only"}),
+    Entry("w06-streaming-numpy-one-shot", P06, {"streaming_attention": code('''
+def streaming_attention(q, k, v):
+    scores = np.einsum("...qd,...kd->...qk", q.numpy(), k.numpy()) / q.shape[-1] ** 0.5   # (..., T, T)
+    T = scores.shape[-1]
+    scores = np.where(np.tril(np.ones((T, T), dtype=bool)), scores, -np.inf)
+    w = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return torch.from_numpy((w / w.sum(axis=-1, keepdims=True)) @ v.numpy())
+''')}, expect={"bonus_streaming_attention": 1.54},
+          why="the whole T×T matrix in numpy: right values, the streaming share (1.5 of 6.5) lost",
+          says={"bonus_streaming_attention": ["not streamed", "the keys"]},
+          visible_passes={"streaming_attention_check": "the visible check tests the values only"}),
+
+    # checks that miss a violation where no broken head used to put one
+    Entry("w03-simplex-offset-two", P03, edit(P03, SIMPLEX, ("diagonal=1)", "diagonal=2)")),
+          expect={"check_simplex_hidden": 2.75},
+          why="the upper triangle starts one diagonal too far up (diagonal=2): weight on key i + 1 only passes; 11 of 12",
+          says={"check_simplex_hidden": ["key j = i + 1", "the one right above it"]},
+          visible_passes={"check_simplex_check": "the visible check's broken heads put weight further up too"}),
+    Entry("w03-gradient-ignores-i", P03, _gradient('''
+    i = 3                                            # the notebook's position, whatever i is given
+    x = x.clone().requires_grad_(True)
+    head(x)[0, i].sum().backward()
+    g = x.grad[0]
+    assert (g[i + 1:] == 0).all(), "a gradient from the future"
+    assert (g[: i + 1] != 0).any(dim=-1).all(), "no gradient from the past"
+'''), expect={"check_gradient_hidden": 2.82},
+          why="always looks at position 3: misses the head whose first row is open (only i = 0 shows it); 16 of 17",
+          says={"check_gradient_hidden": ["first row open", "the position i you are given"]},
+          visible_passes={"check_causality_gradient_check": "the visible check tries i = 3 mostly, and its broken "
+                          "heads leak into every position"}),
+    Entry("w03-gradient-signed-sum", P03, _gradient('''
+    x = x.clone().requires_grad_(True)
+    head(x)[0, i].sum().backward()
+    g = x.grad[0]
+    assert g[i + 1:].sum() == 0, "a gradient from the future"
+    assert (g[: i + 1] != 0).any(dim=-1).all(), "no gradient from the past"
+'''), expect={"check_gradient_hidden": 2.82},
+          why="sums the future gradient instead of looking at each entry: the two leaks of opposite signs cancel "
+              "exactly; 16 of 17",
+          says={"check_gradient_hidden": ["cancel in a sum"]},
+          visible_passes={"check_causality_gradient_check": "the visible check's broken heads leak with one sign"}),
+
+    # answers that change their caller's inputs in place
+    Entry("w03-row-sums-shifts-scores", P03, {"mask_after_softmax_row_sums": code('''
+def mask_after_softmax_row_sums(scores):
+    T = scores.shape[-1]
+    scores -= scores.max(dim=-1, keepdim=True).values    # stabilised in place: the caller's scores change
+    keep = torch.tril(torch.ones(T, T, dtype=scores.dtype))
+    return (F.softmax(scores, dim=-1) * keep).sum(dim=-1)
+''')}, expect={"mask_after_softmax_hidden": 0.0},
+          why="right row sums, but every call changes the caller's scores in place: each case fails",
+          says={"mask_after_softmax_hidden": ["changed its input `scores` in place", "copy"]},
+          visible_passes={"mask_after_softmax_check": "the visible check does not look at its scores afterwards"}),
+    Entry("w03-perturbation-changes-x", P03, _perturbation('''
+    out = head(x)
+    x[:, t] = torch.randn_like(x[:, t])                  # the caller's x, not a copy
+    out2 = head(x)
+    assert torch.equal(out[:, :t], out2[:, :t]), "the past moved"
+    for s in range(t, x.shape[1]):
+        assert not torch.equal(out[:, s], out2[:, s]), "the present did not move"
+'''), expect={"check_perturbation_hidden": 0.0},
+          why="perturbs the caller's x itself: on a correct head it returns quietly but changes x, which counts "
+              "as a crash on every correct head: 0",
+          says={"check_perturbation_hidden": ["changes its caller's tensor in place", "x.clone()"]},
+          visible_passes={"check_causality_perturbation_check": "the visible check does not look at x afterwards"}),
+    Entry("w04-stats-clamps-A", P04, {"pattern_stats": code('''
+def pattern_stats(A):
+    T = A.shape[0]
+    A.clamp_(min=1e-30)                                 # no log(0): but the caller's A changes
+    H = -(A * torch.log(A)).sum(dim=-1)
+    H_max = torch.log(torch.arange(1, T + 1, dtype=A.dtype))
+    return {"diagonal": A.diagonal().mean().item(), "first_column": A[:, 0].mean().item(),
+            "entropy": (H[1:] / H_max[1:]).mean().item()}
+''')}, expect={"pattern_stats_hidden": 0.0},
+          why="right statistics, but every call clamps the caller's matrix in place: each case fails",
+          says={"pattern_stats_hidden": ["changed its input `A` in place"]},
+          visible_passes={"pattern_stats_check": "the visible check does not look at its matrices afterwards"}),
 ]

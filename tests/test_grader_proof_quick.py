@@ -43,8 +43,10 @@ def namespace(entry: Entry) -> dict:
         vocab = Vocab(load_text())
         ns.update(text=load_text(), vocab=vocab, encode=vocab.encode, V=vocab.size)
     answers = {**answers_of(STEP4, entry.notebook), **entry.answers}
+    ns["In"] = [""]                     # the input history a notebook's kernel keeps: the cells run, in order
     for gid in code_answers(entry.notebook):
         exec(compile(answers[gid], f"<{gid}>", "exec"), ns)
+        ns["In"].append(answers[gid])
     return ns
 
 

@@ -66,6 +66,14 @@ class Verdict:
                 lines.append(f"  ✗ {'; '.join(names)}: {p.message}")
         return "\n".join(lines)
 
+    def failure_text(self) -> str:
+        """The failing parts in one line (the reports' `error`), each message once."""
+        out = []
+        for n, p in enumerate(self.failures()):
+            later = self.failures()[n + 1:]
+            out.append(p.name if (not p.message or (later and later[0].message == p.message)) else f"{p.name}: {p.message}")
+        return "; ".join(out)
+
 
 class Check:
     """A hidden test. Subclasses set grade_id and points, and write probe and judge."""
@@ -220,7 +228,8 @@ def judge_data(check: Check, data: Any, ctx) -> Verdict:
 
 
 def probe_and_judge(grade_id: str, ns: dict, step=None) -> Verdict:
-    """The whole hidden test in this process, through the same requests as in grading."""
+    """The whole hidden test in this process, through the same requests as in grading. The student's
+    code, for checks that read it, is the kernel's input history (IPython's `In`)."""
     import shutil
     import tempfile
     from pathlib import Path
@@ -232,11 +241,35 @@ def probe_and_judge(grade_id: str, ns: dict, step=None) -> Verdict:
     try:
         with ProbeServer(str(Path(folder) / "probe.sock"), step) as server:
             server.expect(grade_id)
+            server.sources = _sources_of(ns)
             serve(server.socket_path, grade_id, ns)
             server.expect(None)
             return judge_data(step.checks[grade_id], server.results.get(grade_id), server)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _sources_of(ns: dict) -> list[str]:
+    """The student's code, for checks that read it, without a grader: the kernel's input history
+    (IPython's `In`), or else the source of each function in the namespace (a test calling a check
+    on functions of its own)."""
+    history = ns.get("In")
+    if isinstance(history, list) and any(isinstance(cell, str) and cell for cell in history):
+        return [cell for cell in history if isinstance(cell, str)]
+    import ast
+    import inspect
+    import textwrap
+    sources = []
+    for name, value in list(ns.items()):
+        if inspect.isfunction(value):
+            try:
+                tree = ast.parse(textwrap.dedent(inspect.getsource(value)))
+            except (OSError, TypeError, SyntaxError):
+                continue
+            if tree.body and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+                tree.body[0].name = str(name)          # defined under another name, given as `name`
+            sources.append(ast.unparse(tree))
+    return sources
 
 
 def step_with(grade_id: str):

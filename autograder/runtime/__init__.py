@@ -194,9 +194,51 @@ class Session:
         except (Exception, SystemExit) as err:   # a student's error is an answer, not a crash
             text = f"{type(err).__name__}: {str(err)[:300]}"
             reply = {"outcome": f"crashed: {text[:220]}"} if request.get("mode") == "outcome" else {"error": text}
+        try:
+            changed = _changed_inputs(fn, request, args, kwargs)
+        except Exception:          # a student's object that cannot even be read back changed: say so
+            changed = ["an input"]
+        if changed:
+            reply = {"changed": changed}
         if trace is not None:
             reply["trace"] = trace
         return reply
+
+
+def _changed_inputs(fn, request: dict, args, kwargs) -> list[str]:
+    """The names of the inputs the call changed in place: each plain input (numbers, lists, arrays,
+    tensors) read again after the call and compared with what the grader sent. Served objects and
+    layers are not compared (a module's own state is its business)."""
+    sent_args = request.get("args", [])
+    sent_kwargs = (request.get("kwargs") or {}).get("__dict__", {})
+    try:
+        import inspect
+        names = [p.name for p in inspect.signature(fn).parameters.values()]
+    except (TypeError, ValueError):
+        names = []
+    changed = []
+    pairs = [(names[n] if n < len(names) else f"argument {n + 1}", sent, now)
+             for n, (sent, now) in enumerate(zip(sent_args if isinstance(sent_args, list) else [], args))]
+    pairs += [(str(k), sent_kwargs[k], kwargs.get(k)) for k in (sent_kwargs if isinstance(sent_kwargs, dict) else {})]
+    for name, sent, now in pairs:
+        if _has_served(sent):
+            continue
+        try:
+            if to_plain(now) != sent:
+                changed.append(name)
+        except NotPlain:
+            changed.append(name)
+    return changed
+
+
+def _has_served(sent, depth=0) -> bool:
+    if isinstance(sent, dict):
+        if "__served__" in sent or "__module__" in sent:
+            return True
+        return depth < 8 and any(_has_served(v, depth + 1) for v in sent.values())
+    if isinstance(sent, list):
+        return depth < 8 and any(_has_served(v, depth + 1) for v in sent)
+    return False
 
 
 def _run(fn, args, kwargs, seed, trace):

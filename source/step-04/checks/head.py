@@ -8,6 +8,8 @@ import torch
 
 from autograder.checks import Check, Verdict, attempt, register, student, unpack
 
+from .process import entrywise_work
+
 
 # ---- scores_entrywise ----------------------------------------------------------------------
 
@@ -19,34 +21,43 @@ def entrywise_inputs(B, T, d_head, seed, dtype):
     return q, k
 
 
-# operations that multiply: called on operands of two or more axes, they compute many entries at once
+# operations that multiply: called on operands larger than one entry's d numbers, they compute many entries at once
 PRODUCTS = {"matmul", "__matmul__", "__rmatmul__", "bmm", "mm", "mv", "einsum", "baddbmm", "addbmm", "addmm",
             "tensordot", "linear", "mul", "__mul__", "__rmul__", "prod", "inner", "outer", "cdist"}
 
 
-def products_of(trace) -> list[str]:
-    """The products in a call's trace (autograder/runtime `_describe`) taken of operands with two or
-    more axes: such a product computes many entries at once."""
+def products_of(trace, d: int) -> list[str]:
+    """The products in a call's trace (autograder/runtime `_describe`) with an operand of more than d
+    numbers: such a product multiplies more than one entry's worth at once. Judged by how much one
+    call multiplies, never by the op's name or its operands' rank: (1×d)@(d×1) is one entry."""
     found = set()
 
-    def dims(described, depth=0):
+    def sizes(described, depth=0):
         if isinstance(described, dict) and "__tensor_shape__" in described:
-            yield len(described["__tensor_shape__"])
+            yield math.prod(int(n) for n in described["__tensor_shape__"])
         elif isinstance(described, list) and depth < 4:
             for item in described:
-                yield from dims(item, depth + 1)
+                yield from sizes(item, depth + 1)
         elif isinstance(described, dict) and depth < 4:
             for item in described.values():
-                yield from dims(item, depth + 1)
+                yield from sizes(item, depth + 1)
 
     for name, args, kwargs in (c for c in trace if isinstance(c, list) and len(c) == 3):
-        if name in PRODUCTS and any(n >= 2 for n in dims([args, kwargs])):
+        operands = list(sizes([args, kwargs]))
+        if name in PRODUCTS and len(operands) >= 2 and max(operands) > d:
             found.add(name)
     return sorted(found)
 
 
 @register
 class ScoresEntrywise(Check):
+    """Values on edge cases (B = 1, T = 1, T > d_head, float64), and the process: one entry at a time.
+
+    The process is judged from the answer's source in the grader (process.py: its threat model), by
+    how much one operation multiplies: a product of q and k spanning more than one entry's d features
+    (a row, a matrix, a broadcast), in torch, numpy or anything else, loses the process points; so does
+    a notebook whose code cannot be read for it (exec, torch._C, a second definition). The kernel's own
+    trace of torch calls can only take points away."""
     grade_id = "scores_entrywise_hidden"
     points = 3
     # (label, B, T, d_head, seed, dtype); the visible test uses (2, 3, 5)
@@ -64,14 +75,15 @@ class ScoresEntrywise(Check):
         for _, B, T, d_head, seed, dtype in self.CASES:
             q, k = entrywise_inputs(B, T, d_head, seed, getattr(torch, dtype))
             results.append(attempt(fn, q, k))
-        return {"cases": results, "spy": attempt(self._spy, fn)}
+        source = entrywise_work(ctx.sources, "scores_entrywise", {"q": ("B", "T", "D"), "k": ("B", "T", "D")})
+        return {"cases": results, "spy": attempt(self._spy, fn), "source": list(source)}
 
     def _spy(self, fn):
         """Which products the student's function takes (it runs once more, traced in the kernel)."""
         B, T, d_head, seed = self.SPY_CASE
         q, k = entrywise_inputs(B, T, d_head, seed, torch.float32)
         _, trace = fn.traced(q, k)
-        return products_of(trace)
+        return products_of(trace, d_head)
 
     def judge(self, data, ctx):
         verdict = Verdict()
@@ -82,14 +94,19 @@ class ScoresEntrywise(Check):
             computed |= near
             verdict.add(label, ok, message)
         spy, why = unpack(data.get("spy"))
-        if why is None and isinstance(spy, list) and spy:
+        traced = spy if why is None and isinstance(spy, list) else []
+        source = data.get("source")
+        problem, found = (source if isinstance(source, list) and len(source) == 2 else ("no reading of the source", []))
+        if problem:
+            verdict.add("one entry at a time", False, f"{problem}.", weight=2)
+        elif found or traced:
+            what = "; ".join(found) if found else f"{', '.join(map(str, traced))} on more than one entry's numbers"
             verdict.add("one entry at a time", False,
-                        f"your function multiplies whole matrices or rows at once ({', '.join(map(str, spy))} on "
-                        "operands with two or more axes). The task is to make each entry yourself: loop over b, i "
-                        "and j, and take one dot product of two vectors per entry.", weight=2)
+                        f"your function multiplies whole matrices or rows at once ({what}). The task is to make "
+                        "each entry yourself: loop over b, i and j, and take one dot product of two vectors "
+                        "(d_head numbers each) per entry.", weight=2)
         else:
-            # no whole-matrix product seen (or the recording could not follow the code, e.g. numpy inside):
-            # the loops count once they compute the scores
+            # no whole-matrix work in the source or the trace: the loops count once they compute the scores
             verdict.add("one entry at a time", computed,
                         "this part counts once your loops compute the scores: fix the values first", weight=2)
         return verdict
@@ -119,12 +136,12 @@ class ScoresEntrywise(Check):
 
         if close(got, ref, tol):
             if dtype == "float64" and got.dtype != np.float64:
-                return False, ("float64 inputs gave float32 scores: create the result in the inputs' dtype, "
-                               "e.g. torch.zeros(B, T, T, dtype=q.dtype)"), True
+                return False, ("float64 inputs gave float32 scores: the tensor the scores are written into is "
+                               "created with the default dtype, not the inputs' one"), True
             return True, "", True
         if dtype == "float64" and close(got, ref, loose):
-            return False, ("right to float32 precision only: float64 inputs lost precision. Create the result "
-                           "in the inputs' dtype, e.g. torch.zeros(B, T, T, dtype=q.dtype)"), True
+            return False, ("right to float32 precision only: float64 inputs lost precision somewhere (a tensor "
+                           "created with the default dtype, or a conversion to float32)"), True
         if close(got, ref / math.sqrt(d_head), loose):
             return False, ("your scores are divided by sqrt(d_k): this function computes the raw q kᵀ; "
                            "the head divides by sqrt(d_k) afterwards"), True

@@ -50,9 +50,9 @@ def reference(T: int, s: float, variant: str = "correct") -> np.ndarray:
 
 
 MISTAKES = {
-    "squared_twice": "the bandwidth is squared twice: the score divides by 2 s^2, not 2 s^4",
+    "squared_twice": "the bandwidth is squared twice: s enters the score with too high a power",
     "no_factor_2": "the factor 2 is missing: the score is -(i - j)^2 / (2 s^2)",
-    "s_not_squared": "the bandwidth is not squared: the score divides by 2 s^2, not 2 s",
+    "s_not_squared": "the bandwidth is not squared: s enters the score with too low a power",
     "distance_not_squared": "the distance is not squared: the score uses (i - j)^2, not |i - j|",
     "sign": "the sign is flipped: the score is MINUS (i - j)^2 / (2 s^2), so far keys score low",
     "no_mask": "there is no causal mask: fill the scores above the diagonal with -inf before the softmax",

@@ -64,6 +64,10 @@ class MutantHead(nn.Module):
         elif variant == "first_row_unmasked":                    # a mask loop that starts at row 1
             keep = keep.clone()
             keep[0] = True
+        elif variant == "window":                                # each token sees itself and the one before
+            keep = keep & torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=-1)
+        elif variant == "skips_previous":                        # the mask also hides key j = i - 1
+            keep = keep & ~torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1).triu(diagonal=-1)
         if variant == "no_mask":
             A = F.softmax(scores, dim=-1)
         elif variant == "mask_zero":
@@ -92,6 +96,10 @@ class MutantHead(nn.Module):
             out = self.constant.expand(B, T, -1) + 0.0 * x[..., : out.shape[-1]]
         elif variant == "last_leaks_back":
             out = out + 0.01 * v[:, -1:, :]                        # the last position leaks into all others
+        elif variant == "cancelling_leak":                         # two future leaks of opposite signs: they
+            out = out + 0.01 * (v[:, -1:, :] - v[:, -2:-1, :])     # cancel in a sum over positions, not one by one
+        elif variant == "shifted":                                 # output i is the attention output of i - 1
+            out = torch.cat([torch.zeros_like(out[:, :1]), out[:, :-1]], dim=1)
         return out
 
 
@@ -146,6 +154,19 @@ COMMON_CAUSAL_CHAFFS = [
     Case("last_leaks_back", "chaff", "a head where only the last position leaks into the others", _head("last_leaks_back", 9),
          hint="it leaks only from the last position: test every future position, not only the next one "
               "(every x.grad[0, j] for j > i; every t, the last one included)"),
+    Case("window", "chaff", "a head where each token sees only itself and the token before it",
+         _head("window", 17),
+         hint="the property's second half holds for every later position: each output from the boundary to the "
+              "end of the sequence (or each j <= i) must depend on it, not only the nearest ones"),
+    Case("skips_previous", "chaff", "a head whose mask also hides the previous token (key j = i - 1)",
+         _head("skips_previous", 18),
+         hint="every position up to the boundary must matter, the one right before it included"),
+    Case("shifted", "chaff", "a head whose output at i is the attention output of i - 1 (shifted by one)",
+         _head("shifted", 19),
+         hint="a token must matter to its own output: out_i depends on x_i (j = i is allowed)"),
+    Case("cancelling_leak", "chaff", "a head with two future leaks of opposite signs that cancel in a sum",
+         _head("cancelling_leak", 20),
+         hint="compare position by position (and entry by entry): leaks of opposite signs cancel in a sum"),
 ]
 
 SUITES: dict[str, list[Case]] = {
@@ -170,6 +191,10 @@ SUITES: dict[str, list[Case]] = {
     # masking after the softmax and renormalising leaks only through rounding in the backward pass too,
     # but whether that rounding error is exactly zero depends on the inputs: it is not a fair chaff here.
     "causal_gradient": CAUSAL_WHEATS + COMMON_CAUSAL_CHAFFS + [
+        Case("first_row_unmasked", "chaff",
+             "a head whose mask leaves the first row open (position 0 sees the whole sequence)",
+             _head("first_row_unmasked", 16),
+             hint="only position 0 sees the future here: look at the position i you are given, not a fixed one"),
         Case("diagonal_masked", "chaff", "a head that masks the diagonal too (no token sees itself)",
              _head("diagonal_masked", 12),
              hint="its first row is NaN: NaN is not zero, and a check must say so"),
@@ -244,6 +269,19 @@ def _transposed():
     return _causal_softmax(_scores(29)).transpose(-2, -1).contiguous()
 
 
+def _one_future_key():
+    s = _scores(31)
+    keep = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=1)       # j <= i + 1: one key too many
+    return F.softmax(s.masked_fill(~keep, float("-inf")), dim=-1)
+
+
+def _cancelling_future():
+    A = _causal_softmax(_scores(32)).clone()
+    A[2, 3, 5] = 1e-3                        # a future weight ...
+    A[2, 3, 6] = -1e-3                       # ... and a negative one beside it: the row's future sums to 0
+    return A
+
+
 def _mask_zero():
     s = _scores(30)
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
@@ -282,4 +320,9 @@ SUITES["simplex"] = [
          hint="check every A[b] of the batch, not only A[0]"),
     Case("transposed", "chaff", "a transposed attention matrix (columns sum to 1, not rows)", _transposed,
          hint="rows are A.sum(dim=-1)"),
+    Case("one_future_key", "chaff", "a matrix whose only future weight is on key j = i + 1 (rows sum to 1)",
+         _one_future_key, hint="every entry strictly above the diagonal (j > i, torch.triu(..., diagonal=1)) must be "
+                               "zero, the one right above it included"),
+    Case("cancelling_future", "chaff", "a matrix with a +0.001 and a -0.001 weight above the diagonal (they cancel "
+         "in a sum)", _cancelling_future, hint="compare each entry with 0, not their sum"),
 ]

@@ -72,6 +72,9 @@ def probe_input(p):
 def _crash_hint(text: str) -> str:
     if "NotImplementedError" in text:
         return "the answer cell is not filled in yet"
+    if "InputChanged" in text:
+        return ("your check changes its caller's tensor in place (the notebook's own x would change too): "
+                "perturb a copy, x.clone()")
     if "does not require grad" in text or "grad_fn" in text or "'NoneType' object is not subscriptable" in text:
         return ("x arrives without requires_grad: make a leaf copy first, "
                 "x = x.clone().requires_grad_(True)")

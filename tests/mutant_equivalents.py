@@ -1,0 +1,208 @@
+"""Mutants of the graded answers that are not to be killed (tests/mutants.py), each with its reason.
+
+EQUIVALENT: mutant id -> why it behaves like the solution on every valid input. Each must keep full
+marks on its hidden test (a judge that took points from one would fail a correct answer).
+SURVIVING: mutant id -> why the hidden test cannot tell it from the solution although it is not
+equivalent (what it would take). Every other mutant must lose points."""
+
+EQUIVALENT: dict[str, str] = {
+    # number - 1: return head.A[(-1)]
+    'attention_on_text:5878e72823': 'the batch holds one sequence: A[-1] is A[0]',
+    # sign flipped: -head(x)
+    'attention_on_text:8ed8775387': "the statement's value is discarded; head(x) runs the same",
+    # mutmut number: head = Head(32, 16, T_max=65)
+    'attention_on_text:ff3713240f': 'T_max sizes only the mask buffer, which is not random: the layers get the same random numbers',
+    # sign flipped: out = head(-x)
+    'check_causality_gradient:3576cdddd2': 'causality is a property for every x: the head at -x (another input of the same distribution) shows the same zeros and nonzeros of the gradient',
+    # sign flipped: assert (-grad[i + 1:] == 0).all(), (
+    'check_causality_gradient:41b5c9a594': 'a negated gradient is zero exactly where the gradient is',
+    # sign flipped: grad = -x.grad[0]
+    'check_causality_gradient:590792ee72': 'a negated gradient is zero exactly where the gradient is',
+    # sign flipped: zero = [j for j in range(i + 1) if not (-grad[j] != 0).any()]
+    'check_causality_gradient:73dad83ce0': 'a negated gradient is zero exactly where the gradient is',
+    # sign flipped: out = -head(x)
+    'check_causality_gradient:b63d3405b3': 'a negated gradient is zero exactly where the gradient is',
+    # sign flipped: x_new[:, t, :] = -torch.randn_like(x_new[:, t, :])
+    'check_causality_perturbation:2310d3c60d': 'a new token drawn from -N(0, 1) = N(0, 1): the same perturbation in distribution',
+    # sign flipped: assert not -torch.equal(out[:, s], out_new[:, s]), (
+    'check_causality_perturbation:3e413ff58b': '-True is truthy and -False falsy: the assert asserts the same',
+    # arguments swapped: assert not torch.equal(out_new[:, s], out[:, s]), (
+    'check_causality_perturbation:42daad885b': 'torch.equal is symmetric',
+    # sign flipped: assert -torch.equal(out[:, :t], out_new[:, :t]), (
+    'check_causality_perturbation:530adfe800': '-True is truthy and -False falsy: the assert asserts the same',
+    # fixed to the visible size: x_new[:, t, :] = torch.randn_like(x_new[:, 5, :])
+    'check_causality_perturbation:9877acf032': 'randn_like reads only the shape and dtype of its argument, the same for every slice and for -x',
+    # sign flipped: x_new[:, t, :] = torch.randn_like(x_new[:, -t, :])
+    'check_causality_perturbation:9e1e520a70': 'randn_like reads only the shape and dtype of its argument, the same for every slice and for -x',
+    # arguments swapped: assert torch.equal(out_new[:, :t], out[:, :t]), (
+    'check_causality_perturbation:d8037458d3': 'torch.equal is symmetric',
+    # sign flipped: x_new[:, t, :] = torch.randn_like(-x_new[:, t, :])
+    'check_causality_perturbation:ed928bcdc2': 'randn_like reads only the shape and dtype of its argument, the same for every slice and for -x',
+    # mutmut number: T = A.shape[-2]
+    'check_simplex:0ab725a4a4': 'A is (B, T, T): its last two axes (and axis 1) are both T',
+    # mutmut swap_op: T = A.shape[+1]
+    'check_simplex:5e7bf9807c': 'A is (B, T, T): its last two axes (and axis 1) are both T',
+    # operands swapped: worst = (1 - row_sums).abs().max().item()
+    'check_simplex:8076ff81c0': '|1 - s| = |s - 1|',
+    # constant halved: assert worst <= 5e-06, f"rows of A sum to between {row_sums.min().item():.6f} and {row_sum
+    'check_simplex:ac55467d98': 'a float32 attention row sums to 1 within 2.4e-7 (T = 64), a broken one is off by 1e-4 or more: every tolerance between about 1e-6 and 1e-4 (and < or <=) tells them apart; the spec asks for a float32 tolerance, not for 1e-5 exactly',
+    # sign flipped: assert (-A[:, future] == 0).all(), (
+    'check_simplex:f4f2224d2a': '-a == 0 exactly when a == 0 (NaN fails both)',
+    # mutmut swap_op: assert worst < 1e-5, f"rows of A sum to between {row_sums.min().item():.6f} and {row_sums.
+    'check_simplex:f558419128': 'a float32 attention row sums to 1 within 2.4e-7 (T = 64), a broken one is off by 1e-4 or more: every tolerance between about 1e-6 and 1e-4 (and < or <=) tells them apart; the spec asks for a float32 tolerance, not for 1e-5 exactly',
+    # mutmut swap_op: dots = (q * k).sum(dim=+1)
+    'dot_variance:2c02c7bd25': 'q * k is (n, d_k): dim=1 is dim=-1',
+    # sign flipped: dots = -(q * k).sum(dim=-1)
+    'dot_variance:6d38961c30': 'Var(-X) = Var(X)',
+    # sign flipped: k = -torch.randn(n, d_k, generator=g)
+    'dot_variance:77b1f5d4f7': 'N(0, 1) is symmetric: -randn draws from the same distribution, so the statistics the spec asks for have the same distribution',
+    # sign flipped: g = torch.Generator().manual_seed(-seed)
+    'dot_variance:ca5b35413a': 'the spec asks for samples drawn from a generator seeded with `seed`, not for one stream: another seed derived from it one to one gives other but equally valid samples (the judge tests the statistics and that the same seed gives the same result)',
+    # sign flipped: q = -torch.randn(n, d_k, generator=g)
+    'dot_variance:e32e1964b6': 'N(0, 1) is symmetric: -randn draws from the same distribution, so the statistics the spec asks for have the same distribution',
+    # mutmut arg_removal: log_T = np.log(np.asarray(Ts, dtype=None))
+    'fit_exponent:3760fff152': 'np.log of an integer or float array is float64 either way: the same slope',
+    # mutmut arg_removal: log_time = np.log(np.asarray(times, dtype=None))
+    'fit_exponent:94851ed36c': 'np.log of an integer or float array is float64 either way: the same slope',
+    # mutmut arg_removal: log_time = np.log(np.asarray(times, ))
+    'fit_exponent:9a221ea7d7': 'np.log of an integer or float array is float64 either way: the same slope',
+    # mutmut arg_removal: log_T = np.log(np.asarray(Ts, ))
+    'fit_exponent:ad08b5762d': 'np.log of an integer or float array is float64 either way: the same slope',
+    # mutmut number: T = scores.shape[-2]
+    'mask_after_softmax_row_sums:6de3229bb1': 'scores are (B, T, T): axes 1, -2 and -1 are all T',
+    # mutmut arg_removal: keep = torch.tril(torch.ones(T, T, ))
+    'mask_after_softmax_row_sums:6e0dc6ed1c': "a float32 mask times float64 weights is float64: type promotion keeps the scores' dtype",
+    # mutmut arg_removal: keep = torch.tril(torch.ones(T, T, dtype=None))
+    'mask_after_softmax_row_sums:d0dc5df60f': "a float32 mask times float64 weights is float64: type promotion keeps the scores' dtype",
+    # mutmut swap_op: T = scores.shape[+1]
+    'mask_after_softmax_row_sums:f4372acf9e': 'scores are (B, T, T): axes 1, -2 and -1 are all T',
+    # mutmut arg_removal: running_sum = torch.zeros(scores.shape[:-1], dtype=None)
+    'online_softmax:07fc958377': 'a float32 running quantity meets float64 tensors of the same rank in its first update, and type promotion makes it float64 before any rounding: the same values',
+    # mutmut arg_removal: running_max = torch.full(scores.shape[:-1], float('-inf'), )
+    'online_softmax:10fd7c0c07': 'a float32 running quantity meets float64 tensors of the same rank in its first update, and type promotion makes it float64 before any rounding: the same values',
+    # arguments swapped: new_max = torch.maximum(s_j, running_max)
+    'online_softmax:3075bed2df': 'torch.maximum is symmetric (NaN included)',
+    # number - 1: shift = torch.where(running_max == float('-inf'), (-1.0), running_max)
+    'online_softmax:78a003c68f': 'the shift is used only while every key seen is -inf, when the running sum is 0 and exp(-inf - c) = 0 for any finite c: any finite shift gives the same weights',
+    # number - 1: running_sum = torch.zeros(scores.shape[:-(0)], dtype=scores.dtype)
+    'online_softmax:920f6f003a': "a running quantity of shape () (or (d_v,)) broadcasts to the rows' shape in its first update: the same values",
+    # mutmut arg_removal: running_max = torch.full(scores.shape[:-1], float('-inf'), dtype=None)
+    'online_softmax:96c9cae695': 'a float32 running quantity meets float64 tensors of the same rank in its first update, and type promotion makes it float64 before any rounding: the same values',
+    # mutmut arg_removal: running_sum = torch.zeros(scores.shape[:-1], )
+    'online_softmax:9cac0f07e4': 'a float32 running quantity meets float64 tensors of the same rank in its first update, and type promotion makes it float64 before any rounding: the same values',
+    # mutmut string: shift = torch.where(running_max == float('-INF'), 0.0, running_max)
+    'online_softmax:9d641bb2c9': "float('-INF') is float('-inf')",
+    # mutmut string: running_max = torch.full(scores.shape[:-1], float('-INF'), dtype=scores.dtype)
+    'online_softmax:9dbbd12e00': "float('-INF') is float('-inf')",
+    # number - 1: running_max = torch.full(scores.shape[:-(0)], float('-inf'), dtype=scores.dtype)
+    'online_softmax:a8cf208e81': "a running quantity of shape () (or (d_v,)) broadcasts to the rows' shape in its first update: the same values",
+    # statement dropped: pass
+    'online_softmax:b333833bdf': 'the final shift recomputes the value the last loop step left in `shift` (the same running max): dropping it changes nothing',
+    # mutmut number: shift = torch.where(running_max == float('-inf'), 1.0, running_max)
+    'online_softmax:be0288378d': 'the shift is used only while every key seen is -inf, when the running sum is 0 and exp(-inf - c) = 0 for any finite c: any finite shift gives the same weights',
+    # mutmut number: shift = torch.where(new_max == float('-inf'), 1.0, new_max)
+    'online_softmax:c79fd28453': 'the shift is used only while every key seen is -inf, when the running sum is 0 and exp(-inf - c) = 0 for any finite c: any finite shift gives the same weights',
+    # mutmut string: shift = torch.where(new_max == float('-INF'), 0.0, new_max)
+    'online_softmax:f158db9a2d': "float('-INF') is float('-inf')",
+    # number - 1: shift = torch.where(new_max == float('-inf'), (-1.0), new_max)
+    'online_softmax:f3e8ef96d1': 'the shift is used only while every key seen is -inf, when the running sum is 0 and exp(-inf - c) = 0 for any finite c: any finite shift gives the same weights',
+    # mutmut number: T = A.shape[1]
+    'pattern_stats:1fca854218': 'A is square (T, T)',
+    # mutmut arg_removal: H_max = torch.log(torch.arange(1, T + 1, ))
+    'pattern_stats:6e9d30feb9': "log of an integer arange is float32, the dtype of the notebook's matrices; a float64 A loses only float32 precision in log(i + 1) (~1e-7), far below what the spec asks of three statistics reported as floats",
+    # number - 1: T = A.shape[(-1)]
+    'pattern_stats:839b42bfe2': 'A is square (T, T)',
+    # mutmut swap_op: H = -torch.xlogy(A, A).sum(dim=+1)
+    'pattern_stats:b62cff2521': 'A is (T, T): dim=1 is dim=-1',
+    # mutmut arg_removal: H_max = torch.log(torch.arange(1, T + 1, dtype=None))
+    'pattern_stats:ec90d8d3a2': "log of an integer arange is float32, the dtype of the notebook's matrices; a float64 A loses only float32 precision in log(i + 1) (~1e-7), far below what the spec asks of three statistics reported as floats",
+    # mutmut swap_op: x_pos = x - P
+    'permutation_gaps:392d5d695d': 'gaps 1 and 2 are at rounding level for every x (attention without a mask is equivariant), so -x or x - P give gaps as small; gaps 3 and 4 do not use x',
+    # arguments swapped: tokens = gap(head(tok_emb(idx))[:, perm], head(tok_emb(idx[:, perm])))
+    'permutation_gaps:65cfbc9dca': '|a - b| = |b - a|',
+    # arguments swapped: tokens_pos = gap(head(tok_emb(idx) + P)[:, perm], head(tok_emb(idx[:, perm]) + P))
+    'permutation_gaps:6dc41f2e67': '|a - b| = |b - a|',
+    # sign flipped: x = -tok_emb(idx)
+    'permutation_gaps:917578f42a': 'gaps 1 and 2 are at rounding level for every x (attention without a mask is equivariant), so -x or x - P give gaps as small; gaps 3 and 4 do not use x',
+    # operands swapped: return (b - a).abs().max().item()
+    'permutation_gaps:eb8cb12c1b': '|a - b| = |b - a|',
+    # arguments swapped: rows_pos = gap(head(x_pos)[:, perm], head(x_pos[:, perm]))
+    'permutation_gaps:f349a13025': '|a - b| = |b - a|',
+    # arguments swapped: rows = gap(head(x)[:, perm], head(x[:, perm]))
+    'permutation_gaps:f5a5335f4e': '|a - b| = |b - a|',
+    # mutmut swap_op: top_scaled = F.softmax(scaled, dim=-1).max(dim=+1).values
+    'scale_table:02e5c81e49': 'the largest weight overall is the same over any axis, and no scaled row reaches 0.9995: scaled scores have std 1, and a weight of 0.9995 over 8 keys needs a score gap of 7.6 (over 5 standard deviations of a difference), about 1e-7 per row: one_hot_scaled is 0 either way',
+    # sign flipped: g = torch.Generator().manual_seed(-seed)
+    'scale_table:17ce91f71b': 'the spec asks for samples drawn from a generator seeded with `seed`, not for one stream: another seed derived from it one to one gives other but equally valid samples (the judge tests the statistics and that the same seed gives the same result)',
+    # sign flipped: "one_hot_scaled": -(top_scaled >= 0.9995).float().mean().item(),
+    'scale_table:1a08e6dc5d': 'no scaled row reaches 0.9995 (see above): one_hot_scaled is 0 (or -0.0) either way',
+    # mutmut number: top_scaled = F.softmax(scaled, dim=-1).max(dim=-2).values
+    'scale_table:22033dcfb2': 'the largest weight overall is the same over any axis, and no scaled row reaches 0.9995: scaled scores have std 1, and a weight of 0.9995 over 8 keys needs a score gap of 7.6 (over 5 standard deviations of a difference), about 1e-7 per row: one_hot_scaled is 0 either way',
+    # mutmut swap_op: top_scaled = F.softmax(scaled, dim=+1).max(dim=-1).values
+    'scale_table:25622237b7': 'a softmax over the queries of S is the transpose of a softmax over the keys of Sᵀ, and Sᵀ = k qᵀ has the distribution of S (q and k iid): the overall largest weight has the same distribution; and no scaled row reaches 0.9995 (a gap of 7.6 over 5 standard deviations), so one_hot_scaled is 0 either way',
+    # sign flipped: q = -torch.randn(4, 8, d_k, generator=g)
+    'scale_table:494884e4e0': 'N(0, 1) is symmetric: -randn draws from the same distribution, so the statistics the spec asks for have the same distribution',
+    # number - 1: top_scaled = F.softmax(scaled, dim=-1).max(dim=-(0)).values
+    'scale_table:6868773298': 'the largest weight overall is the same over any axis, and no scaled row reaches 0.9995: scaled scores have std 1, and a weight of 0.9995 over 8 keys needs a score gap of 7.6 (over 5 standard deviations of a difference), about 1e-7 per row: one_hot_scaled is 0 either way',
+    # mutmut number: top_scaled = F.softmax(scaled, dim=-2).max(dim=-1).values
+    'scale_table:7acc85f481': 'a softmax over the queries of S is the transpose of a softmax over the keys of Sᵀ, and Sᵀ = k qᵀ has the distribution of S (q and k iid): the overall largest weight has the same distribution; and no scaled row reaches 0.9995 (a gap of 7.6 over 5 standard deviations), so one_hot_scaled is 0 either way',
+    # mutmut swap_op: "one_hot_scaled": (top_scaled > 0.9995).float().mean().item(),
+    'scale_table:7ddcd703c3': 'a float32 weight exactly equal to float32(0.9995) has a probability of about 1e-7 per row: > and >= count the same rows',
+    # arguments swapped: raw = q @ k.transpose(-1, -2)
+    'scale_table:a62f15adce': 'transpose(-1, -2) is transpose(-2, -1)',
+    # sign flipped: scaled = raw / -math.sqrt(d_k)
+    'scale_table:b340cf3f8a': 'negated scores: the std is the same, and softmax(-S) has the distribution of softmax(S) for S = q kᵀ with q, k ~ N(0, 1)',
+    # sign flipped: raw = q @ -k.transpose(-2, -1)
+    'scale_table:ca8378e2a0': 'negated scores: the std is the same, and softmax(-S) has the distribution of softmax(S) for S = q kᵀ with q, k ~ N(0, 1)',
+    # mutmut number: "one_hot_scaled": (top_scaled >= 1.9995).float().mean().item(),
+    'scale_table:e17fae5fb2': 'no scaled row reaches 0.9995 (see above): one_hot_scaled is 0 (or -0.0) either way',
+    # mutmut swap_op: "one_hot_raw": (top_raw > 0.9995).float().mean().item(),
+    'scale_table:eb2809de4c': 'a float32 weight exactly equal to float32(0.9995) has a probability of about 1e-7 per row: > and >= count the same rows',
+    # sign flipped: k = -torch.randn(4, 8, d_k, generator=g)
+    'scale_table:faccc7f2cc': 'N(0, 1) is symmetric: -randn draws from the same distribution, so the statistics the spec asks for have the same distribution',
+    # mutmut arg_removal: i = torch.arange(T, )
+    'smoothing_attention:016f106d55': 'an integer arange divided by a float is float32: the same scores',
+    # mutmut swap_op: return torch.softmax(scores, dim=+1)
+    'smoothing_attention:3a9e8ca1d6': 'the scores are (T, T): dim=1 is dim=-1',
+    # operands swapped: scores = -(i[None, :] - i[:, None]) ** 2 / (2 * s ** 2)
+    'smoothing_attention:5e1eadbe7e': '(j - i)^2 = (i - j)^2',
+    # mutmut string: scores = scores.masked_fill(future, float('-INF'))
+    'smoothing_attention:b1e75f9f8c': "float('-INF') is float('-inf')",
+    # mutmut arg_removal: i = torch.arange(T, dtype=None)
+    'smoothing_attention:effe1409ab': 'an integer arange divided by a float is float32: the same scores',
+    # mutmut arg_removal: running_out = torch.zeros(*q.shape[:-1], v.shape[-1], )
+    'streaming_attention:00d5e1d9a6': 'a float32 running quantity meets float64 tensors of the same rank in its first update, and type promotion makes it float64 before any rounding: the same values',
+    # number - 1: running_sum = torch.zeros(q.shape[:-(0)], dtype=q.dtype)
+    'streaming_attention:02a9aca2c1': "a running quantity of shape () (or (d_v,)) broadcasts to the rows' shape in its first update: the same values",
+    # number - 1: running_max = torch.full(q.shape[:-(0)], float('-inf'), dtype=q.dtype)
+    'streaming_attention:060e943452': "a running quantity of shape () (or (d_v,)) broadcasts to the rows' shape in its first update: the same values",
+    # mutmut string: running_max = torch.full(q.shape[:-1], float('-INF'), dtype=q.dtype)
+    'streaming_attention:2e4e892a97': "float('-INF') is float('-inf')",
+    # mutmut arg_removal: running_sum = torch.zeros(q.shape[:-1], dtype=None)
+    'streaming_attention:4e390e9e8f': 'a float32 running quantity meets float64 tensors of the same rank in its first update, and type promotion makes it float64 before any rounding: the same values',
+    # mutmut arg_removal: running_max = torch.full(q.shape[:-1], float('-inf'), dtype=None)
+    'streaming_attention:762b20aaec': 'a float32 running quantity meets float64 tensors of the same rank in its first update, and type promotion makes it float64 before any rounding: the same values',
+    # number - 1: running_out = torch.zeros(*q.shape[:-(0)], v.shape[-1], dtype=q.dtype)
+    'streaming_attention:81e5675ce8': "a running quantity of shape () (or (d_v,)) broadcasts to the rows' shape in its first update: the same values",
+    # sign flipped: weight = -torch.exp(s_j - new_max)
+    'streaming_attention:8fd024d339': 'the running sum and the running output are both negated: their ratio is the same',
+    # mutmut arg_removal: running_out = torch.zeros(v.shape[-1], dtype=q.dtype)
+    'streaming_attention:90d0c632e9': "a running quantity of shape () (or (d_v,)) broadcasts to the rows' shape in its first update: the same values",
+    # arguments swapped: new_max = torch.maximum(s_j, running_max)
+    'streaming_attention:a72573fd4d': 'torch.maximum is symmetric (NaN included)',
+    # mutmut arg_removal: running_out = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=None)
+    'streaming_attention:c220908ee8': 'a float32 running quantity meets float64 tensors of the same rank in its first update, and type promotion makes it float64 before any rounding: the same values',
+    # mutmut arg_removal: running_sum = torch.zeros(q.shape[:-1], )
+    'streaming_attention:c55941577f': 'a float32 running quantity meets float64 tensors of the same rank in its first update, and type promotion makes it float64 before any rounding: the same values',
+    # mutmut arg_removal: running_max = torch.full(q.shape[:-1], float('-inf'), )
+    'streaming_attention:c9104793fa': 'a float32 running quantity meets float64 tensors of the same rank in its first update, and type promotion makes it float64 before any rounding: the same values',
+    # mutmut string: s_j = s_j.masked_fill(query_pos < j, float('-INF'))
+    'streaming_attention:e5401753f6': "float('-INF') is float('-inf')",
+}
+
+SURVIVING: dict[str, str] = {
+    'scale_table:6ac27d8d15': "q drawn once, (8, d_k), and shared by the 4 sequences: a table's statistics barely move: simulated over 2,000 tables, raw_std / sqrt(d_k) keeps its mean (0.998-1.000) and its spread across seeds grows from 0.079 to at most 0.112 (shared q or k, d_k = 8); the largest scaled weight moves by 0.03 (7 or 9 keys) against a spread of 0.085 per table. The judge averages 24 tables with a tolerance of six standard errors (no false fail of a correct sampler), which would need about 300 tables per answer to see a shift of 0.03; the spec lets a student sample in any reproducible way (numpy included), so the exact numbers cannot be asked for",
+    'scale_table:91a865bca8': "k drawn once, (8, d_k), and shared by the 4 sequences: a table's statistics barely move: simulated over 2,000 tables, raw_std / sqrt(d_k) keeps its mean (0.998-1.000) and its spread across seeds grows from 0.079 to at most 0.112 (shared q or k, d_k = 8); the largest scaled weight moves by 0.03 (7 or 9 keys) against a spread of 0.085 per table. The judge averages 24 tables with a tolerance of six standard errors (no false fail of a correct sampler), which would need about 300 tables per answer to see a shift of 0.03; the spec lets a student sample in any reproducible way (numpy included), so the exact numbers cannot be asked for",
+    'scale_table:098c87e03f': "k with 9 keys instead of 8: a table's statistics barely move: simulated over 2,000 tables, raw_std / sqrt(d_k) keeps its mean (0.998-1.000) and its spread across seeds grows from 0.079 to at most 0.112 (shared q or k, d_k = 8); the largest scaled weight moves by 0.03 (7 or 9 keys) against a spread of 0.085 per table. The judge averages 24 tables with a tolerance of six standard errors (no false fail of a correct sampler), which would need about 300 tables per answer to see a shift of 0.03; the spec lets a student sample in any reproducible way (numpy included), so the exact numbers cannot be asked for",
+    'scale_table:482548b410': "k with 7 keys instead of 8: a table's statistics barely move: simulated over 2,000 tables, raw_std / sqrt(d_k) keeps its mean (0.998-1.000) and its spread across seeds grows from 0.079 to at most 0.112 (shared q or k, d_k = 8); the largest scaled weight moves by 0.03 (7 or 9 keys) against a spread of 0.085 per table. The judge averages 24 tables with a tolerance of six standard errors (no false fail of a correct sampler), which would need about 300 tables per answer to see a shift of 0.03; the spec lets a student sample in any reproducible way (numpy included), so the exact numbers cannot be asked for",
+}
