@@ -15,6 +15,7 @@ notebook's title, `# Step ...`) is the same in every notebook and is counted in 
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -96,8 +97,8 @@ def minutes(nb: dict, with_header: bool = True) -> float:
 
 
 def rounded(value: float) -> int:
-    """To the nearest 5 minutes, as the notebooks state it."""
-    return int(5 * round(value / 5))
+    """To the nearest 5 minutes (halves up), as the notebooks state it."""
+    return 5 * math.floor(value / 5 + 0.5)
 
 
 def stated(nb: dict) -> int | None:
