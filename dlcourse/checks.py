@@ -1,24 +1,52 @@
 """Checks for "check your work" cells: each failure says what is wrong and what most likely caused it."""
 from __future__ import annotations
 
-from contextlib import contextmanager
+import builtins
+import sys
 
 import torch
 
 
-@contextmanager
-def needs(*names: str):
+class needs:
     """Run a provided cell that uses your answers; if one is not written yet, say so instead of crashing.
 
         with needs("smoothing_attention"):
             plot(smoothing_attention(64, 4.0))
+
+    A `NotImplementedError` (an answer cell still holding its stub) prints "fill in the answer above".
+    A `NameError` prints "run the cells above first" only when the missing name is one this cell needs
+    (one it names, or one read by its own code, functions it defines included) and no cell has defined
+    it yet. A `NameError` raised inside a function from another cell, yours for instance, for a name
+    that function reads (a typo, a variable used before it is set) is a bug in that function: it is
+    shown as it is, with its traceback, so you can find the line.
     """
-    try:
-        yield
-    except NotImplementedError:
-        print(f"(This cell uses {', '.join(names)}: fill in the answer above, run it, then run this cell again.)")
-    except NameError as err:
-        print(f"(This cell needs {err.name!r}, which is not defined yet: run the cells above first.)")
+
+    def __init__(self, *names: str):
+        self.names = names
+
+    def __enter__(self):
+        self.cell = sys._getframe(1)            # the frame of the cell that says `with needs(...)`
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        if kind is None:
+            return False
+        if issubclass(kind, NotImplementedError):
+            print(f"(This cell uses {', '.join(self.names)}: fill in the answer above, run it, then run this cell again.)")
+            return True
+        if issubclass(kind, NameError) and not issubclass(kind, UnboundLocalError) and self._not_run_yet(error, traceback):
+            print(f"(This cell needs {error.name!r}, which is not defined yet: run the cells above first.)")
+            return True
+        return False                            # anything else, shown as it is
+
+    def _not_run_yet(self, error: NameError, traceback) -> bool:
+        name = getattr(error, "name", None)
+        if name is None or name in self.cell.f_globals or hasattr(builtins, name):
+            return False
+        while traceback.tb_next is not None:    # the frame that raised: the cell's code, or a function it called
+            traceback = traceback.tb_next
+        in_this_cell = traceback.tb_frame.f_code.co_filename == self.cell.f_code.co_filename   # functions it defines too
+        return name in self.names or in_this_cell
 
 
 def rel_error(x, y) -> float:

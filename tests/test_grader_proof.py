@@ -52,8 +52,10 @@ HALF_FILLS = {
     "04-attention-on-text": ["attention_on_text", "pattern_stats"],
     # 2 answers: smoothing_attention | smoothing_as_s_grows
     "05-attention-as-smoothing": ["smoothing_attention"],
-    # 7 answers: permutation_gaps, bonus_equivariance_sentence, online_softmax, streaming_attention | the rest
-    "06-going-further": ["permutation_gaps", "bonus_equivariance_sentence", "online_softmax", "streaming_attention"],
+    # 9 answers: permutation_gaps, bonus_equivariance_sentence, online_softmax, streaming_attention,
+    # bonus_flash_answer | fit_exponent, bonus_cost_answer, vowel_head, padded_keep_mask (the last two self-checked)
+    "06-going-further": ["permutation_gaps", "bonus_equivariance_sentence", "online_softmax", "streaming_attention",
+                         "bonus_flash_answer"],
 }
 HALF_EXPECT = {
     "01-on-paper": {"shapes_hidden": 2.0,            # shapes is filled: full marks

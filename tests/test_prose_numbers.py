@@ -250,3 +250,87 @@ def test_a_claim_is_backed_only_by_a_matching_output():
     assert backed("sci", "3.6\\times10^{-7}", ["3.6e-07"]) and not backed("sci", "9\\times10^{-8}", ["2.4e-07"])
     assert backed("pow", "10^{-7}", ["1.2e-07"]) and not backed("pow", "10^{-16}", ["1.2e-07"])
     assert backed("count", "172 of the 200", ["172", "200"]) and not backed("count", "172 of the 200", ["200"])
+
+
+# ---- claims about pictures ------------------------------------------------------------------------
+# A sentence that says what a picture shows ("the exemplars differ mostly in vertical stripes", "a dark
+# first column", "dots on the diagonal") is a measured claim too: it must state a number, which the rule
+# above then requires the notebook to print, or be listed here with the reason it needs none (it tells
+# the reader what to look for in a picture whose numbers a nearby sentence states, or it describes a
+# picture that is exact by construction). A sentence counts as such a claim when it names a picture
+# and a pattern in it.
+PICTURE_WORDS = re.compile(r"\b(pictures?|heatmaps?|grid|plots?|scatter|histogram|curves?|figures?|panels?|exemplars?|"
+                           r"scale|top row|bottom row|colou?rs?|dots|shows?|looks?|visible|see)\b", re.I)
+PATTERN_WORDS = re.compile(r"\b(stripes?|diagonal|first column|column 0|dark|pale|white|confetti|cloud|clusters?|"
+                           r"band|sharp)\b", re.I)
+SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z*(`$])|\n\s*[*\d]+[.)]?\s+|\n\n")
+
+PICTURE_CLAIMS_WITHOUT_NUMBER: dict[str, dict[str, str]] = {
+    "01-on-paper": {},
+    "02-the-head": {},
+    "03-the-tests": {},
+    "04-attention-on-text": {
+        "This notebook builds the smallest such": "the notebook's outline; section 6 prints the column sums behind "
+                                                  "'the heavy first column'",
+        "What to look for: the **top-left corner is dark**": "row 0's one weight is 1 by the simplex constraint "
+                                                              "(printed in section 6); the next sentence states the "
+                                                              "measured weights of the pale rows",
+        "To see the departures from uniform": "how the relative picture's colour scale is made, not what it shows",
+        "**Exemplars, row by row.** Pick the seed": "how the exemplars are chosen",
+        "In the bottom row are the numbers": "what the bottom row plots; the cell prints its numbers",
+        "*Full marks:* row 0 must put": "the written answer's grading rubric",
+    },
+    "05-attention-as-smoothing": {},
+    "06-going-further": {},
+}
+
+
+def sentences(markdown: str) -> list[str]:
+    text = CODE.sub(" ", markdown)
+    return [" ".join(s.split()) for s in SENTENCE_END.split(text) if s and s.strip()]
+
+
+def picture_claims(markdown: str) -> list[str]:
+    """The sentences of a markdown cell that say what a picture shows: a picture word and a pattern word,
+    or stripes (a pattern only a picture has)."""
+    return [s for s in sentences(markdown)
+            if (PICTURE_WORDS.search(s) and PATTERN_WORDS.search(s)) or re.search(r"\bstripes?\b", s, re.I)]
+
+
+def unbacked_picture_claims(name: str) -> list[str]:
+    nb = read_nb(SOLUTIONS / f"{name}.ipynb")
+    listed = PICTURE_CLAIMS_WITHOUT_NUMBER[name]
+    missing = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "markdown":
+            continue
+        for claim in picture_claims(cell.source):
+            if prose_numbers(claim) or any(claim.startswith(prefix) for prefix in listed):
+                continue
+            missing.append(f"cell {index}: {claim[:160]!r}")
+    return missing
+
+
+@pytest.mark.parametrize("name", NOTEBOOK_NAMES)
+def test_every_claim_about_a_picture_states_a_printed_number(name):
+    missing = unbacked_picture_claims(name)
+    assert not missing, (
+        f"{name}: sentences that say what a picture shows without a number the notebook prints (state the "
+        f"measurement, printed by the cell, or list the sentence's start in PICTURE_CLAIMS_WITHOUT_NUMBER with why):"
+        f"\n  " + "\n  ".join(missing))
+
+
+def test_every_listed_picture_claim_is_still_made():
+    for name in NOTEBOOK_NAMES:
+        nb = read_nb(SOLUTIONS / f"{name}.ipynb")
+        claims = [c for cell in nb.cells if cell.cell_type == "markdown" for c in picture_claims(cell.source)]
+        for prefix in PICTURE_CLAIMS_WITHOUT_NUMBER[name]:
+            assert any(c.startswith(prefix) for c in claims), f"{name}: {prefix!r} is listed but no longer claimed"
+
+
+def test_the_claim_finder_reads_sentences_about_pictures():
+    text = ("On the relative scale the exemplars differ mostly in **vertical stripes**: some keys get more. "
+            "The diagonal is never masked. Seed 136 shows a dark first column in 25.4% of its rows.")
+    claims = picture_claims(text)
+    assert [c[:20] for c in claims] == ["On the relative scal", "Seed 136 shows a dar"]
+    assert not prose_numbers(claims[0]) and prose_numbers(claims[1]) == [("pct", "25.4")]

@@ -1,0 +1,135 @@
+"""The study time of a notebook, by the rule the README states ("How long a notebook takes").
+
+    time = words of prose in view / 150 words a minute
+         + an allowance for every cell the student works in or runs, by kind (ALLOWANCE)
+
+Prose in view: the markdown a student reads in the released notebook, without
+the written-answer cells and without the ▸ foldouts (`<details>`), which are there when needed; HTML
+tags are not words, and a word needs a letter or a digit (a table's `|` is not one). A live Python box
+that follows a foldout, directly or after other boxes, belongs to that foldout and costs nothing. The
+header every notebook starts with (the instructions, your name, the due date: every cell before the
+notebook's title, `# Step ...`) is the same in every notebook and is counted in the first one only.
+
+    python tests/study_time.py          the rule's figures for every notebook of the step
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+WORDS_PER_MINUTE = 150          # technical reading
+ALLOWANCE = {                   # minutes per cell, by kind
+    "code answer": 5,           # write a function or a value from its spec, run its check, fix it
+    "written answer": 4,        # a graded answer in words (an explanation, a proof sketch)
+    "note": 3,                  # a description you write for yourself, not graded ("*Your description ...")
+    "check": 1,                 # a "check your work" cell: run it, read its message
+    "provided": 1,              # a provided code cell: read the code, run it, read its output or picture
+    "slider": 2,                # a provided cell with a slider: move it and look
+    "box": 1,                   # a live Python box in view (not under a foldout)
+}
+DETAILS = re.compile(r"<details>.*?</details>", re.S)
+TAG = re.compile(r"<[^>]+>")
+WORD = re.compile(r"\S+")
+SLIDER = re.compile(r"\b\w+_slider\(")
+STATED = re.compile(r"\*\*about (\d+) minutes\*\*")
+STATED_REQUIRED = re.compile(r"notebooks 1–5, is about (\d+) h (\d+) min")
+
+
+def _text(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def words(markdown: str) -> int:
+    """Words of prose in view: foldouts and HTML tags left out; a word has a letter or a digit."""
+    visible = TAG.sub(" ", DETAILS.sub(" ", markdown))
+    return sum(1 for w in WORD.findall(visible) if any(ch.isalnum() for ch in w))
+
+
+def kind(cell: dict, after_foldout: bool) -> str | None:
+    """The kind of a cell for its allowance (None: no allowance)."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    text = _text(cell)
+    if cell["cell_type"] == "markdown":
+        if meta.get("solution"):
+            return "written answer"
+        return "note" if text.startswith("*Your ") else None
+    if meta.get("solution"):
+        return "code answer"
+    if meta.get("grade"):
+        return None if meta.get("points") else "check"     # a hidden test shows nothing to work on
+    if meta:
+        return "slider" if SLIDER.search(text) else "provided"
+    return None if after_foldout else "box"
+
+
+def header_length(nb: dict) -> int:
+    """The number of cells before the notebook's title (`# Step ...`): the header."""
+    for index, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "markdown" and _text(cell).startswith("# Step"):
+            return index
+    return 0
+
+
+def breakdown(nb: dict, with_header: bool = True) -> dict[str, float]:
+    """Minutes by part: "reading" and one entry per kind of cell (the header left out unless with_header)."""
+    parts = {"reading": 0.0}
+    after_foldout = False
+    for cell in nb["cells"][0 if with_header else header_length(nb):]:
+        text = _text(cell)
+        if cell["cell_type"] == "markdown":
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if not meta.get("solution") and not text.startswith("*Your "):
+                parts["reading"] += words(text) / WORDS_PER_MINUTE
+            after_foldout = text.rstrip().endswith("</details>")
+        part = kind(cell, after_foldout)
+        if part:
+            parts[part] = parts.get(part, 0) + ALLOWANCE[part]
+        if cell["cell_type"] == "code" and cell.get("metadata", {}).get("nbgrader"):
+            after_foldout = False                 # a provided or graded cell ends the foldout's boxes
+    return parts
+
+
+def minutes(nb: dict, with_header: bool = True) -> float:
+    return sum(breakdown(nb, with_header).values())
+
+
+def rounded(value: float) -> int:
+    """To the nearest 5 minutes (halves up), as the notebooks state it."""
+    return 5 * math.floor(value / 5 + 0.5)
+
+
+def stated(nb: dict) -> int | None:
+    """The minutes a notebook states at its top ("**about 45 minutes**"), or None."""
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            found = STATED.search(_text(cell))
+            if found:
+                return int(found[1])
+    return None
+
+
+def table(release: Path) -> list[tuple[str, dict[str, float], float]]:
+    """(notebook, minutes by part, minutes) for every notebook of a release, in order; the header is
+    counted in the first notebook only."""
+    rows = []
+    for index, path in enumerate(sorted(release.glob("*.ipynb"))):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        rows.append((path.stem, breakdown(nb, index == 0), minutes(nb, index == 0)))
+    return rows
+
+
+if __name__ == "__main__":
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from autograder.steps import find_step
+    step = find_step(None)
+    required = 0.0
+    for name, parts, total in table(step.release):
+        shown = ", ".join(f"{k} {v:.1f}" for k, v in parts.items())
+        print(f"{name:28s} {total:6.1f} min -> states {rounded(total)}   ({shown})")
+        if not name.startswith("06"):
+            required += total
+    print(f"required part (notebooks 1-5): {required:.1f} min -> {rounded(required)} min")

@@ -1,0 +1,88 @@
+"""The time each notebook states at its top is the README's rule applied to the release, and the
+required part (notebooks 1-5) fits the handout's "~3 hours": at most 3 h 15 min.
+
+The rule is tests/study_time.py (prose in view at 150 words a minute, plus an allowance per cell by
+kind); the README's section "How long a notebook takes" states it, and a test keeps the two equal."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import NOTEBOOK_NAMES, ROOT, STEP4, load
+from study_time import ALLOWANCE, STATED_REQUIRED, WORDS_PER_MINUTE, breakdown, kind, rounded, stated, table, words
+
+REQUIRED_LIMIT = 3 * 60 + 15          # minutes: the handout's ~3 hours, with a quarter of an hour's slack
+TIMES = {name: (parts, total) for name, parts, total in table(STEP4.release)}
+
+
+@pytest.mark.parametrize("name", NOTEBOOK_NAMES)
+def test_each_notebook_states_the_time_the_rule_gives(name):
+    parts, total = TIMES[name]
+    shown = ", ".join(f"{k} {v:.1f}" for k, v in parts.items())
+    assert stated(load(STEP4.release / f"{name}.ipynb")) == rounded(total), (
+        f"{name}: the rule gives {total:.1f} minutes ({shown}): state **about {rounded(total)} minutes** at the top "
+        "(python tests/study_time.py prints every notebook's figures)")
+
+
+def test_the_required_part_fits_and_notebook_one_states_it():
+    required = sum(total for name, (_, total) in TIMES.items() if not name.startswith("06"))
+    assert required <= REQUIRED_LIMIT, (
+        f"notebooks 1-5 take {required:.1f} minutes by the rule, more than {REQUIRED_LIMIT}: fold optional material "
+        "into a foldout or move it to notebook 6")
+    first = load(STEP4.release / f"{NOTEBOOK_NAMES[0]}.ipynb")
+    found = STATED_REQUIRED.search("\n".join("".join(c["source"]) for c in first["cells"] if c["cell_type"] == "markdown"))
+    assert found, f"{NOTEBOOK_NAMES[0]} does not state the required part's time ('notebooks 1–5, is about H h M min')"
+    assert 60 * int(found[1]) + int(found[2]) == rounded(required), (
+        f"notebook 1 says the required part takes {found[1]} h {found[2]} min; the rule gives {required:.1f} min")
+
+
+def test_the_readme_states_the_rule_the_test_applies():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### How long a notebook takes"):]
+    section = section[:section.index("\n#", 1)]
+    assert f"{WORDS_PER_MINUTE} words a minute" in section
+    for part, minutes in ALLOWANCE.items():
+        assert re.search(rf"\| {re.escape(part)} \| {minutes} \|", section), (
+            f"the README's table of allowances should have the row '| {part} | {minutes} |'")
+
+
+def test_words_in_view_leave_out_foldouts_tags_and_punctuation():
+    assert words("Two words | and\n<details><summary>▸ hidden</summary>\nmany hidden words\n</details>") == 3
+    assert words("<b>bold</b> $q_i\\cdot k_j$ — 4") == 4         # bold, $q_i\\cdot, k_j$, 4
+
+
+def _cells(*specs):
+    out = []
+    for cell_type, text, nbgrader in specs:
+        cell = {"cell_type": cell_type, "source": text, "metadata": {"nbgrader": nbgrader} if nbgrader else {}}
+        out.append(cell)
+    return {"cells": out}
+
+
+def test_each_kind_of_cell_gets_its_allowance():
+    nb = _cells(("markdown", "# Step 9 · a title of seven words", None),
+                ("code", "def f(): ...", {"solution": True}),
+                ("markdown", "YOUR ANSWER HERE", {"solution": True, "grade": True, "points": 2}),
+                ("code", "assert f()", {"grade": True, "points": 0}),
+                ("code", "hidden(...)", {"grade": True, "points": 2}),
+                ("code", "plot()", {"grade": False, "locked": True}),
+                ("code", "display(seed_slider(f))", {"grade": False, "locked": True}),
+                ("code", "print(1)", None),
+                ("markdown", "<details><summary>▸ more</summary>\nwords\n</details>", None),
+                ("code", "print(2)", None),
+                ("code", "print(3)", None),
+                ("markdown", "*Your description (not graded):*", None))
+    parts = breakdown(nb)
+    assert parts == {"reading": 7 / WORDS_PER_MINUTE, "code answer": ALLOWANCE["code answer"],
+                     "written answer": ALLOWANCE["written answer"], "check": ALLOWANCE["check"],
+                     "provided": ALLOWANCE["provided"], "slider": ALLOWANCE["slider"], "box": ALLOWANCE["box"],
+                     "note": ALLOWANCE["note"]}
+    assert kind(nb["cells"][9], after_foldout=True) is None
+
+
+def test_the_header_counts_once_in_the_first_notebook():
+    first, second = NOTEBOOK_NAMES[:2]
+    nb = load(STEP4.release / f"{second}.ipynb")
+    assert TIMES[second][1] < sum(breakdown(nb, with_header=True).values())
+    assert TIMES[first][1] == sum(breakdown(load(STEP4.release / f"{first}.ipynb"), with_header=True).values())
