@@ -255,7 +255,9 @@ def _sources_of(ns: dict) -> list[str]:
     on functions of its own)."""
     history = ns.get("In")
     if isinstance(history, list) and any(isinstance(cell, str) and cell for cell in history):
-        return [cell for cell in history if isinstance(cell, str)]
+        # the instructor's own hidden test cells (`hidden("<id>", globals())`, run in process when the
+        # source notebook runs) are the grader's code, not the student's: left out, as grading leaves them out
+        return [cell for cell in history if isinstance(cell, str) and not _is_hidden_cell(cell)]
     import ast
     import inspect
     import textwrap
@@ -270,6 +272,14 @@ def _sources_of(ns: dict) -> list[str]:
                 tree.body[0].name = str(name)          # defined under another name, given as `name`
             sources.append(ast.unparse(tree))
     return sources
+
+
+def _is_hidden_cell(text: str) -> bool:
+    from ..stamp import HiddenTestError, hidden_call
+    try:
+        return hidden_call(text) is not None
+    except HiddenTestError:
+        return False
 
 
 def step_with(grade_id: str):
