@@ -12,23 +12,24 @@ writes the same one.
 Canvas matches a line to a student by `ID` (Canvas's user id), `SIS User ID` or `SIS Login ID`. The
 course's `roster.csv` (`student,name,canvas_id,sis_user_id,sis_login_id,section`; `$COURSE_ROSTER`
 names another) fills those in; a student without a line in it is exported with the student id as
-`SIS Login ID` and the name from the gradebook. Fields an LMS could read as a formula (starting with
-`=`, `+`, `-` or `@`) are written with a leading `'`.
+`SIS Login ID` and the name from the gradebook. Every text field a spreadsheet could read as a
+formula is written with a leading `'`; the grader's numbers stay numbers (autograder/csvout.py).
 """
 from __future__ import annotations
 
 import csv
-import io
 import os
 from pathlib import Path
 
 from nbgrader.plugins import ExportPlugin
 
 from .course import ROOT, grader_home
+from .csvout import csv_text
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 NOTEBOOK_COLUMNS = ["student", "step", "notebook", "score", "max_score", "late_penalty", "final_score",
                     "written_to_grade", "timestamp", "due", "extension", "seconds_late"]
+NOTEBOOK_NUMBERS = ("score", "max_score", "late_penalty", "final_score", "seconds_late")
 
 
 def roster_file() -> Path:
@@ -47,11 +48,6 @@ def roster() -> dict[str, dict]:
     return {row["student"].strip(): row for row in rows}
 
 
-def safe(value) -> str:
-    text = "" if value is None else str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
-
-
 def _number(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".") if value == value else ""
 
@@ -65,15 +61,14 @@ def canvas_csv(gb, steps: list[str], students: list[str] | None = None) -> str:
     from .totals import from_gradebook
     people = roster()
     totals = {step: from_gradebook(gb, step) for step in steps}
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
     from .steps import find_step
-    writer.writerow(CANVAS_COLUMNS + [find_step(step).title for step in steps])     # the steps' TITLE
+    columns = CANVAS_COLUMNS + [find_step(step).title for step in steps]      # the steps' TITLE
+    rows = []
     possible = []
     for step in steps:
         any_student = next(iter(totals[step].values()), None)
         possible.append(_number(any_student["step"]["required_max"]) if any_student else "")
-    writer.writerow(["Points Possible", "", "", "", ""] + possible)
+    rows.append(["Points Possible", "", "", "", ""] + possible)
     ids = sorted({s.id for s in gb.students} | {sid for t in totals.values() for sid in t})
     for sid in ids:
         if students and sid not in students:
@@ -87,16 +82,14 @@ def canvas_csv(gb, steps: list[str], students: list[str] | None = None) -> str:
         row = [person.get("name") or name, person.get("canvas_id", ""), person.get("sis_user_id", ""),
                person.get("sis_login_id") or sid, person.get("section", "")]
         row += [_number(totals[step][sid]["step"]["total"]) if sid in totals[step] else "" for step in steps]
-        writer.writerow([safe(v) for v in row])
-    return out.getvalue()
+        rows.append(row)
+    return csv_text(columns, rows, numbers=columns[len(CANVAS_COLUMNS):])
 
 
 def notebooks_csv(gb, steps: list[str], students: list[str] | None = None) -> str:
     from .term import term_records_in
     from .totals import from_gradebook
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=NOTEBOOK_COLUMNS, lineterminator="\n")
-    writer.writeheader()
+    rows = []
     for step in steps:
         records = term_records_in(gb, step)
         for sid, entry in sorted(from_gradebook(gb, step).items()):
@@ -104,13 +97,13 @@ def notebooks_csv(gb, steps: list[str], students: list[str] | None = None) -> st
                 continue
             record = records.get(sid, {})
             for name, nb in sorted(entry["notebooks"].items()):
-                writer.writerow({k: safe(v) for k, v in {
+                rows.append({
                     "student": sid, "step": step, "notebook": name, "score": _number(nb["score"]),
                     "max_score": _number(nb["max_score"]), "late_penalty": _number(nb["late_penalty"]),
                     "final_score": _number(nb["final_score"]), "written_to_grade": " ".join(nb["to_grade"]),
                     "timestamp": record.get("timestamp", ""), "due": record.get("due", ""),
-                    "extension": record.get("extension", ""), "seconds_late": record.get("seconds_late", "")}.items()})
-    return out.getvalue()
+                    "extension": record.get("extension", ""), "seconds_late": record.get("seconds_late", "")})
+    return csv_text(NOTEBOOK_COLUMNS, rows, numbers=NOTEBOOK_NUMBERS)
 
 
 def default_path(kind: str, steps: list[str]) -> Path:

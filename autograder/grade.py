@@ -452,7 +452,7 @@ class Plan:
         with Gradebook(self.url, COURSE_ID) as gb:
             for sid, name in missing:
                 bad = [p for p in problems if p["student"] == sid and p["notebook"] == name]
-                other = [p for p in problems if p["student"] == sid and p["notebook"] is None]
+                other = [p for p in problems if p["student"] == sid and p["notebook"] is None and not p.get("notice")]
                 if bad:
                     reason = f"{bad[-1]['file']}: {bad[-1]['problem']}"
                 elif other:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .course import ENGINE_ROOT, RELEASE, ROOT
 
-GRADER_ONLY = {"psycopg2-binary", "latex2mathml"}      # the gradebook driver, feedback formulas
+GRADER_ONLY = {"psycopg2-binary", "latex2mathml", "confusable-homoglyphs"}   # gradebook driver, feedback formulas, look-alike ids
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 

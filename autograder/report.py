@@ -10,18 +10,18 @@ MAX_NOTES notes: the reports stay small whatever a submission printed or raised.
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 import unicodedata
 from pathlib import Path
 
 from .course import ROOT, db_url, grader_home
+from .csvout import write_csv
 from .limits import clip
 
 MAX_NOTES = 50
 
 FIELDS = ["student", "notebook", "grade_id", "score", "max_score", "error", "kind", "bonus"]
+NUMBER_FIELDS = ("score", "max_score")      # the grader's numbers; the rest is text, escaped (csvout.py)
 
 # <step>.json, version 2 (version 1 had no schema_version, term or submissions). A reader checks
 # schema_version; a new field is a new minor thing readers ignore, a changed or removed one a new version.
@@ -113,13 +113,8 @@ def _notes(result: dict) -> list[str]:
 def write_reports(step, results: list[dict], problems: list[dict], say=print) -> None:
     rows = records(results, step)
     problems = [{k: clip(v) if isinstance(v, str) else v for k, v in p.items()} for p in problems]
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=FIELDS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
     csv_path, json_path = report_paths(step)
-    csv_path.parent.mkdir(parents=True, exist_ok=True)
-    csv_path.write_text(out.getvalue(), encoding="utf-8")
+    write_csv(csv_path, FIELDS, rows, numbers=NUMBER_FIELDS)
     term, totals, submissions = _term_part(step, results, grader_home())
     json_path.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "step": step.name, "term": term,
                                      "grades": rows, "submissions": submissions, "problems": problems,

@@ -12,7 +12,6 @@ behind it, in `<grading home>/similarity.csv`. Answers left as released and answ
 from __future__ import annotations
 
 import builtins
-import csv
 import io
 import json
 import keyword
@@ -22,6 +21,7 @@ from itertools import combinations
 from pathlib import Path
 
 from .course import RELEASE, ROOT, grader_home
+from .csvout import write_csv
 from .steps import find_step
 
 SHINGLE = 5
@@ -100,10 +100,7 @@ def similar_pairs(step: str, threshold: float = 0.8) -> list[dict]:
 def report(step: str, threshold: float = 0.8, say=print) -> Path:
     pairs = similar_pairs(step, threshold)
     dest = grader_home() / "similarity.csv"
-    with open(dest, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=["notebook", "grade_id", "student_a", "student_b", "similarity"])
-        writer.writeheader()
-        writer.writerows(pairs)
+    write_csv(dest, ["notebook", "grade_id", "student_a", "student_b", "similarity"], pairs, numbers=("similarity",))
     shown = dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest
     say(f"similarity: {len(pairs)} pairs of answers at or above {threshold:g} in {shown} "
         "(for a person to look at; grades are not changed)")
