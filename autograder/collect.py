@@ -313,7 +313,8 @@ def _lms_raw_names(units: list[_Unit], roster_ids: dict) -> None:
     for unit in units:
         if unit.lms is None or not unit.raw:
             continue
-        key = (unit.lms.lms, unit.lms.user)
+        from .roster import fold_name
+        key = (unit.lms.lms, unit.lms.user) if unit.lms.lms == "canvas" else ("moodle-name", fold_name(unit.lms.name))
         if key in roster_ids:
             unit.raw = roster_ids[key]
         elif len(users.get(unit.raw, ())) > 1:

@@ -135,6 +135,16 @@ def return_feedback(step: str) -> list[str]:
               " (each fetches it with `make my-feedback`)")
     else:
         print("return-feedback: no graded submission from the exchange: `make collect`, then `make grade`")
+    through = {sid for sid in ids.values() if not isinstance(sid, UnusableId)}
+    elsewhere = sorted(p.parent.name for p in (home / "feedback").glob(f"*/{step}") if p.parent.name not in through)
+    if elsewhere:
+        from .roster import graded_lms_ids
+        lms = graded_lms_ids(home, step)
+        print(f"return-feedback: {len(elsewhere)} graded students did not hand in through the exchange, so their "
+              f"feedback cannot go back through it; hand it back yourself from {_show(home / 'feedback')}/<student>/{step}/:")
+        for sid in elsewhere:
+            where = lms.get(sid)
+            print(f"    {sid}" + (f" ({where['lms']} user {where['user_id']}, {where['name']!r})" if where else ""))
     return returned
 
 

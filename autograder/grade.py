@@ -354,7 +354,12 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     grader_home().mkdir(parents=True, exist_ok=True)      # a new $GRADER_HOME: the gradebook goes there
     url = db_url()
     sandbox = resolve_sandbox(sandbox)
-    received = collect(Path(submissions), step.notebooks(), only=only)
+    from .roster import RosterError, lms_ids, save_lms_ids
+    try:
+        roster_ids = lms_ids()
+    except RosterError as err:
+        raise SystemExit(f"grade: {err}") from None
+    received = collect(Path(submissions), step.notebooks(), only=only, roster_ids=roster_ids)
     part = (f" (shard {shard[0]} of {shard[1]})" if shard else "") + \
         (f" (students: {', '.join(sorted(students))})" if students else "")
     kernels = _kernels_for(kernels, sandbox)
@@ -371,6 +376,7 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     from .term import apply_term, save_time_sources, submission_times
     submitted_at, time_sources = submission_times(chosen, step.name)
     save_time_sources(time_sources, grader_home(), step.name)
+    save_lms_ids(chosen, grader_home(), step.name)
     plan.keep_received(chosen, force, submitted_at)
 
     def set_up_gradebook():     # while the workers start and grade: only recording needs the gradebook
