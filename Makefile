@@ -31,10 +31,10 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS)) \
               $(if $(PLAIN_MAX),--plain-max $(PLAIN_MAX)) $(if $(SERIAL_MAX),--serial-max $(SERIAL_MAX))
 
-.PHONY: steps new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions export pdfs handout similarity lab test test-browser test-quick clean-grades
+.PHONY: steps new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster export pdfs handout similarity lab test test-browser test-quick clean-grades
 
 setup: install data release solutions example
-	@echo "setup: done. Student notebooks in release/<step>/, solutions in solutions/, example grades in autograder/grades/<step>.csv"
+	@echo "setup: done. Student notebooks in release/<step>/, solutions in solutions/; the example class is graded apart, in autograder/example/ (its grades: autograder/example/grades/<step>.csv); the course's own gradebook holds no student yet"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -106,6 +106,12 @@ return-feedback: $(PY)
 extensions: $(PY)
 	$(PY) -m autograder extensions $(STEP_FLAG)
 
+# The class list from the LMS: roster.csv from Canvas's gradebook export or Moodle's grades export
+# (make roster FROM=<downloaded CSV>); make grade and make export match LMS students through it.
+roster: $(PY)
+	@test -n "$(FROM)" || { echo "usage: make roster FROM=<the gradebook export downloaded from Canvas or Moodle>"; exit 2; }
+	$(PY) -m autograder roster "$(FROM)"
+
 # Grades for the LMS: autograder/export/canvas-<step>.csv (Canvas's gradebook import) and
 # autograder/export/notebooks-<step>.csv (one line per student and notebook).
 export: $(PY)
@@ -155,5 +161,6 @@ new-check: $(PY)
 
 clean-grades:
 	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/work \
-	       autograder/gradebook.db autograder/grades autograder/example-class
-	@echo "clean-grades: removed every grading result (the sources, release and solutions are untouched)"
+	       autograder/gradebook.db autograder/grades autograder/example-class autograder/example \
+	       autograder/export autograder/pdfs autograder/similarity.csv
+	@echo "clean-grades: removed every grading result, the example class's too (the sources, release, solutions, exchange and roster are untouched)"

@@ -34,9 +34,6 @@ import tomllib
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from nbgrader.plugins import LateSubmissionPlugin
-from traitlets import Enum, Float, default
-
 from .course import ROOT
 
 POLICIES = ("none", "zero", "per_hour", "per_day")
@@ -117,26 +114,6 @@ def penalty(score: float, seconds_late: float, policy: str, percent: float) -> f
         return score
     units = math.ceil(seconds_late / UNIT_SECONDS[policy])
     return round(min(score, score * percent / 100 * units), 6)
-
-
-class CourseLatePenalty(LateSubmissionPlugin):
-    """nbgrader's late-submission plugin with the course's policy (course.toml [late]): `none` and
-    `zero` as nbgrader's own, `per_hour`/`per_day` a percentage of the notebook's score off per started
-    hour or day."""
-
-    penalty_method = Enum(POLICIES, help="none, zero, per_hour or per_day (course.toml [late] policy)").tag(config=True)
-    percent = Float(help="per_hour/per_day: % of the notebook's score off per started unit").tag(config=True)
-
-    @default("penalty_method")
-    def _default_method(self):
-        return late_policy()[0]
-
-    @default("percent")
-    def _default_percent(self):
-        return late_policy()[1]
-
-    def late_submission_penalty(self, student_id: str, score: float, total_seconds_late: float):
-        return penalty(score, total_seconds_late, self.penalty_method, self.percent)
 
 
 # ---- extensions ----------------------------------------------------------------------------------
@@ -286,7 +263,7 @@ def apply_term(url: str, step: str, students: list[str] | None = None) -> None:
 
     from .course import COURSE_ID
     granted = extensions(step)
-    plugin = CourseLatePenalty()
+    plugin = _nbgrader_classes()["CourseLatePenalty"]()
     with Gradebook(url, COURSE_ID) as gb:
         set_due_date(gb, step)
         query = gb.db.query(Submission).join(DbAssignment).filter(DbAssignment.name == step)
@@ -400,8 +377,6 @@ def time_source(sid: str, home: Path, step: str) -> str:
 
 # ---- the release ---------------------------------------------------------------------------------
 
-from nbgrader.preprocessors import NbGraderPreprocessor  # noqa: E402
-
 DUE_CELL_ID = "due-date"
 
 
@@ -413,18 +388,64 @@ def due_cell_text(step: str) -> str:
             "your own due date. `make fetch` and `make validate` show the due date and the time left.")
 
 
-class ShowDueDate(NbGraderPreprocessor):
-    """`nbgrader generate_assignment`: a markdown cell right after the header with the step's due date
-    and the late policy (course.toml); none when the step has no due date."""
+# ---- what nbgrader loads (nbgrader_config.py) ----------------------------------------------------
+# The two classes below subclass nbgrader's; importing nbgrader takes a second or more, which the
+# everyday commands that only read the term (`make fetch`, `make extensions`, `make submit`) must
+# not pay. They are made on first use: `from autograder.term import CourseLatePenalty` works as
+# before (a module __getattr__, PEP 562).
 
-    def preprocess(self, nb, resources):
-        import nbformat
-        step = resources.get("nbgrader", {}).get("assignment")
-        text = due_cell_text(step)
-        nb.cells = [c for c in nb.cells if c.get("id") != DUE_CELL_ID]
-        if text:
-            after = next((i + 1 for i, c in enumerate(nb.cells) if c.get("id") == "header_name"), 0)
-            cell = nbformat.v4.new_markdown_cell(text)
-            cell.id = DUE_CELL_ID
-            nb.cells.insert(after, cell)
-        return nb, resources
+def _nbgrader_classes() -> dict:
+    global _CLASSES
+    if _CLASSES is None:
+        from nbgrader.plugins import LateSubmissionPlugin
+        from nbgrader.preprocessors import NbGraderPreprocessor
+        from traitlets import Enum, Float, default
+
+        class CourseLatePenalty(LateSubmissionPlugin):
+            """nbgrader's late-submission plugin with the course's policy (course.toml [late]): `none` and
+            `zero` as nbgrader's own, `per_hour`/`per_day` a percentage of the notebook's score off per started
+            hour or day."""
+
+            penalty_method = Enum(POLICIES, help="none, zero, per_hour or per_day (course.toml [late] policy)").tag(config=True)
+            percent = Float(help="per_hour/per_day: % of the notebook's score off per started unit").tag(config=True)
+
+            @default("penalty_method")
+            def _default_method(self):
+                return late_policy()[0]
+
+            @default("percent")
+            def _default_percent(self):
+                return late_policy()[1]
+
+            def late_submission_penalty(self, student_id: str, score: float, total_seconds_late: float):
+                return penalty(score, total_seconds_late, self.penalty_method, self.percent)
+
+        class ShowDueDate(NbGraderPreprocessor):
+            """`nbgrader generate_assignment`: a markdown cell right after the header with the step's due date
+            and the late policy (course.toml); none when the step has no due date."""
+
+            def preprocess(self, nb, resources):
+                import nbformat
+                step = resources.get("nbgrader", {}).get("assignment")
+                text = due_cell_text(step)
+                nb.cells = [c for c in nb.cells if c.get("id") != DUE_CELL_ID]
+                if text:
+                    after = next((i + 1 for i, c in enumerate(nb.cells) if c.get("id") == "header_name"), 0)
+                    cell = nbformat.v4.new_markdown_cell(text)
+                    cell.id = DUE_CELL_ID
+                    nb.cells.insert(after, cell)
+                return nb, resources
+
+        _CLASSES = {"CourseLatePenalty": CourseLatePenalty, "ShowDueDate": ShowDueDate}
+        for cls in _CLASSES.values():
+            cls.__module__, cls.__qualname__ = __name__, cls.__name__
+    return _CLASSES
+
+
+_CLASSES = None
+
+
+def __getattr__(name: str):
+    if name in ("CourseLatePenalty", "ShowDueDate"):
+        return _nbgrader_classes()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
