@@ -243,7 +243,8 @@ def _entry_units(entry: Path, top: Path, notebooks: list[str]) -> list[_Unit]:
                       "rename it to the student's id if it is a submission")]
     if entry.is_dir():
         lms = lms_name(name)
-        return [_Unit("folder", name, name, make=lambda sid: _from_folder(entry, top, sid, notebooks), lms=lms)]
+        return [_Unit("folder", name, lms.name if lms else name, lms=lms,
+                      make=lambda sid: _from_folder(entry, top, sid, notebooks))]
     if entry.suffix == ".zip":
         return _zip_units(entry, name, notebooks)
     if entry.suffix == ".ipynb":

@@ -60,11 +60,15 @@ def csv_text(columns: list[str], rows, numbers=(), header: bool = True) -> str:
     numbers = set(numbers)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
+    # the csv module quotes a field holding "\n" but not one holding a lone "\r" when lines end in
+    # "\n": such a row is written with every field quoted, so that no reader splits it
+    quoted = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)
     if header:
         writer.writerow([escape_text(c) for c in columns])
     for row in rows:
         values = [row.get(c) for c in columns] if isinstance(row, dict) else list(row)
-        writer.writerow(_row(values, columns, numbers))
+        fields = _row(values, columns, numbers)
+        (quoted if any("\r" in f for f in fields) else writer).writerow(fields)
     return out.getvalue()
 
 

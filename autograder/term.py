@@ -197,23 +197,36 @@ def show_time(when: datetime | None) -> str:
     return when.astimezone(timezone.utc).strftime("%a %d %b %Y %H:%M UTC") if when else "-"
 
 
+TIMESTAMP = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})[ T](?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,6}))?"
+                       r"\s*(?P<zone>UTC|GMT|Z|[+-]\d{2}:?\d{2})?")
+
+
 def parse_timestamp(text: str) -> float | None:
-    """A `timestamp.txt` as nbgrader writes it (`2026-12-14 23:01:02.123456 UTC`, any zone nbgrader
-    can parse) -> seconds since the epoch; None when it is not a time."""
-    from nbgrader.utils import parse_utc
-    text = (text or "").strip()
-    if not text or len(text) > 64:
+    """A `timestamp.txt` as nbgrader writes it (`2026-12-14 23:01:02.123456 UTC`; also ISO 8601,
+    `2026-12-14T23:01:02Z`, and a numeric zone `+0100` read as ±HHMM) -> seconds since the epoch;
+    None for anything else. Strict on purpose: a student writes this file, and a lenient date parser
+    turns `-1` or `9999-12-31 23:59:59.999999` into dates that no one submitted at."""
+    if not isinstance(text, str):
         return None
-    offset = re.fullmatch(r"(\S+ \S+) ([+-]\d{4})", text)
+    match = TIMESTAMP.fullmatch(text.strip())
+    if not match:
+        return None
     try:
-        if offset:      # nbgrader's parse_utc reads a numeric zone as seconds: read it as ±HHMM
-            stamp = offset[1] + " " + offset[2]
-            fmt = "%Y-%m-%d %H:%M:%S.%f %z" if "." in offset[1] else "%Y-%m-%d %H:%M:%S %z"
-            return datetime.strptime(stamp, fmt).timestamp()
-        naive_utc = parse_utc(text)
-    except (ValueError, OverflowError, TypeError):
+        when = datetime.strptime(f"{match['date']} {match['time']}", "%Y-%m-%d %H:%M:%S")
+        if match["frac"]:
+            when = when.replace(microsecond=int(match["frac"].ljust(6, "0")))
+        zone = match["zone"] or "UTC"
+        offset = timedelta(0)
+        if zone[0] in "+-":
+            digits = zone[1:].replace(":", "")
+            hours, minutes = int(digits[:2]), int(digits[2:])
+            if hours > 23 or minutes > 59:
+                return None
+            offset = (1 if zone[0] == "+" else -1) * timedelta(hours=hours, minutes=minutes)
+        seconds = (when.replace(tzinfo=timezone.utc) - offset).timestamp()
+    except (ValueError, OverflowError):
         return None
-    return naive_utc.replace(tzinfo=timezone.utc).timestamp()
+    return seconds
 
 
 def format_timestamp(seconds: float) -> str:
