@@ -34,7 +34,8 @@ MAX_ZIP_MEMBERS = 200
 MAX_STUDENT_BYTES = 100 * 2**20       # read from one student's uploads in all (unzipped): six notebooks, pictures and all
 MAX_DEPTH = 64                        # a notebook's JSON is about 10 levels deep (widget states a few more)
 IGNORED_PARTS = {".ipynb_checkpoints", "__MACOSX", ".git"}
-NBGRADER_FILES = {"timestamp.txt", "submission_secret.txt"}   # what nbgrader's submit/collect put beside the notebooks
+NBGRADER_FILES = {"timestamp.txt", "submission_secret.txt",    # what nbgrader's submit/collect put beside the notebooks
+                  "notebook_times.json"}                         # and `make collect`: each notebook's own time
 NO_ID = "(no id)"                     # the student of a file whose name gives no usable id: never an id itself
 
 
@@ -367,6 +368,23 @@ def _stamp(item: Received, text: str | None) -> None:
                           f"submitted at: the {item.time_source} is used instead")
 
 
+def _own_time(item: Received, file: Path) -> None:
+    """A notebook's own time from the `notebook_times.json` that `make collect` writes beside a
+    submission's timestamp.txt (unchanged since an earlier submission): only ever earlier than the
+    submission's time, never later."""
+    from .term import parse_timestamp
+    times = file.parent / "notebook_times.json"
+    if item.time_source != "timestamp.txt" or not times.is_file() or times.is_symlink():
+        return
+    try:
+        with open(times, "rb") as f:
+            when = parse_timestamp(json.loads(f.read(64 * 1024).decode("utf-8")).get(file.name))
+    except Exception:                       # noqa: BLE001  a damaged file: the submission's time stands
+        return
+    if when is not None and plausible_time(when) and when < item.mtime:
+        item.mtime, item.time_source = when, "timestamp.txt (unchanged since an earlier submission)"
+
+
 def _file_time(seconds: float, what: str, item: Received) -> float:
     if 0 <= seconds < LATEST_TIME:          # a file time is the file system's: only an overflow is refused
         return float(seconds)
@@ -447,6 +465,7 @@ def _from_folder(entry: Path, top: Path, sid: str, notebooks: list[str]) -> list
         elif file.suffix == ".ipynb":
             item = _from_file(file, origin, sid, notebooks)
             _stamp(item, _folder_timestamp(file.parent, entry))
+            _own_time(item, file)
             out.append(item)
         elif file.name not in NBGRADER_FILES:
             out.append(Received(sid, None, origin, problem="not a notebook (.ipynb): ignored"))

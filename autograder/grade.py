@@ -373,9 +373,9 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     plan = Plan(step, url, sandbox, threads=max(1, cores // workers), limits=dict(limits or {}), kernels=kernels)
     # one time per student's submission: from nbgrader's timestamp.txt, else the file time (an LMS's
     # late mark taken into account: autograder/term.py)
-    from .term import apply_term, save_time_sources, submission_times
+    from .term import apply_term, notebook_times, save_time_sources, submission_times
     submitted_at, time_sources = submission_times(chosen, step.name)
-    save_time_sources(time_sources, grader_home(), step.name)
+    save_time_sources(time_sources, grader_home(), step.name, notebook_times(chosen, submitted_at))
     save_lms_ids(chosen, grader_home(), step.name)
     plan.keep_received(chosen, force, submitted_at)
 

@@ -76,7 +76,7 @@ def test_a_bad_course_toml_says_what_to_fix(tmp_path, text, message):
 def test_the_penalty_per_policy(policy, percent, seconds, score, expected):
     got = term.penalty(score, seconds, policy, percent)
     assert got == (None if expected is None else pytest.approx(expected))
-    plugin = term.CourseLatePenalty(penalty_method=policy, percent=percent)
+    plugin = term.CourseLatePenalty(penalty_method=policy, percent=percent, grace=0)
     assert plugin.late_submission_penalty("s", score, seconds) == got
 
 
