@@ -7,6 +7,7 @@
 # Instructor:  make release | make solutions | make grade SUBMISSIONS=<folder> | make feedback | make formgrader
 #              make collect (submissions from the exchange) | make return-feedback (feedback back to it)
 #              make extensions | make export (Canvas CSV, per-notebook CSV) | make pdfs (written answers)
+#              make roster FROM=<LMS gradebook export> | make written-scores [FROM=<filled-in CSV>]
 #              make handout (the student-only distribution) | make similarity (answers alike, to look at)
 # Student:     make lab (JupyterLab in notebooks/, with your own copy of the released step)
 #              make fetch | make validate | make submit [STUDENT=id] | make my-feedback
@@ -31,7 +32,7 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS)) \
               $(if $(PLAIN_MAX),--plain-max $(PLAIN_MAX)) $(if $(SERIAL_MAX),--serial-max $(SERIAL_MAX))
 
-.PHONY: steps new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster export pdfs handout similarity lab test test-browser test-quick clean-grades
+.PHONY: steps new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster written-scores export pdfs handout similarity lab test test-browser test-quick clean-grades
 
 setup: install data release solutions example
 	@echo "setup: done. Student notebooks in release/<step>/, solutions in solutions/; the example class is graded apart, in autograder/example/ (its grades: autograder/example/grades/<step>.csv); the course's own gradebook holds no student yet"
@@ -116,6 +117,11 @@ roster: $(PY)
 # autograder/export/notebooks-<step>.csv (one line per student and notebook).
 export: $(PY)
 	$(PY) -m autograder export $(STEP_FLAG)
+
+# Written answers graded offline: make written-scores writes autograder/written/written-<step>.csv
+# (student, notebook, grade id, points, score, comment, answer); FROM=<that file, filled in> imports it.
+written-scores: $(PY)
+	$(PY) -m autograder written-scores $(STEP_FLAG) $(if $(FROM),--from "$(FROM)")
 
 # The written answers, the question above each, one PDF per student (autograder/pdfs/; Chromium).
 pdfs: $(PY)

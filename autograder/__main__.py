@@ -22,6 +22,7 @@ only step in source/, or the newest).
   python -m autograder similarity [--threshold X]   answers alike across the class, for a person to look at
   python -m autograder extensions              the extensions granted (extensions.csv) and the due dates they give
   python -m autograder roster FILE             roster.csv from the LMS's gradebook export (Canvas or Moodle CSV)
+  python -m autograder written-scores [--from F]   the written answers to grade offline, as a CSV; --from: import it
   python -m autograder lab [--formgrader]      the course's JupyterLab (students: notebooks/; instructors: formgrader)
   python -m autograder steps                   the steps in source/
   python -m autograder new-check NOTEBOOK ID   a new hidden test: its check (probe, judge) and its cell, stubbed
@@ -197,6 +198,19 @@ def cmd_roster(step, args, extra) -> int:
     return 0
 
 
+def cmd_written_scores(step, args, extra) -> int:
+    from .written import WrittenScoresError, export_written, import_written
+    try:
+        if args.from_file:
+            import_written(step.name, args.from_file)
+        else:
+            export_written(step.name)
+    except WrittenScoresError as err:
+        print(f"written-scores: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
 COMMANDS = {
     "release": cmd_release, "solutions": cmd_solutions, "grade": cmd_grade, "example": cmd_example,
     "gradebook": cmd_gradebook, "report": cmd_report, "feedback": cmd_report,
@@ -207,7 +221,7 @@ COMMANDS = {
     "collect": _exchange(lambda ex, step, args: ex.collect(step) and None),
     "return-feedback": _exchange(lambda ex, step, args: ex.return_feedback(step) and None),
     "export": cmd_export, "pdfs": cmd_pdfs, "handout": cmd_handout, "similarity": cmd_similarity,
-    "extensions": cmd_extensions, "roster": cmd_roster,
+    "extensions": cmd_extensions, "roster": cmd_roster, "written-scores": cmd_written_scores,
     "lab": cmd_lab, "steps": cmd_steps, "new-check": cmd_new_check,
 }
 
@@ -237,6 +251,8 @@ def parser() -> argparse.ArgumentParser:
                        help="seconds one cell may run (default: 120); a result graded under another limit is graded again")
     made["report"].add_argument("--no-feedback", action="store_true", help="only the grade reports")
     made["roster"].add_argument("export", type=Path, help="the gradebook export downloaded from Canvas or Moodle (CSV)")
+    made["written-scores"].add_argument("--from", dest="from_file", type=Path, default=None,
+                                        help="import the scores and comments filled into this CSV")
     made["submit"].add_argument("--student", default=None, help="your student id (default: your login name)")
     made["lab"].add_argument("--formgrader", action="store_true",
                              help="the instructor's JupyterLab, opening nbgrader's formgrader")
