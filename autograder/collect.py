@@ -4,18 +4,25 @@
   * one folder per student (`alice/01-on-paper.ipynb`, or nbgrader's `alice/<step>/…`),
   * one zip per student (`alice.zip`, notebooks anywhere inside),
   * loose notebooks whose names carry the student id (`alice_01-on-paper.ipynb`,
-    `01-on-paper-alice.ipynb`, `alice - 01-on-paper (2).ipynb`: all three are `alice`), among them
-    the files of an LMS's bulk download (Canvas: `smithjohn_LATE_12345_67890_01-on-paper.ipynb`,
-    `canvas_name`: the student is `smithjohn`, and LATE marks the submission late).
+    `01-on-paper-alice.ipynb`, `alice - 01-on-paper (2).ipynb`: all three are `alice`),
+  * an LMS's bulk download, unzipped or left zipped (`lms_name`): Canvas's
+    `smithjohn_LATE_12345_67890_01-on-paper.ipynb` and per-student zips, Moodle's
+    `Full Name_12_assignsubmission_file_/` folders; each student's LMS user id is kept
+    (`Received.lms`), and Canvas's LATE marks the submission late.
 A submission's time is the `timestamp.txt` that nbgrader's submit writes beside the notebooks (in a
-student's folder or zip) when there is one, else the file's modification time (a zip entry's time);
-`Received.time_source` says which.
-A student's id is the name as written (`student_id`): letters of every script kept, in one Unicode
-form (NFC), so a name typed on Linux and the same name from a Mac are one student. A name that
-cannot be an id, or two names that would become one id (`Bob Smith` and `bob-smith`), are reported
-as problems and their files are not graded under any name (`assign_ids`).
-Nothing is extracted to disk or modified: every file is read into memory, size-capped,
-and checked; a bad file becomes a `Received` with a `problem` naming the file and the fault.
+student's folder or zip) when it holds a plausible time, else the file's modification time (a zip
+entry's time); `Received.time_source` says which, and a `timestamp.txt` that is no time is reported.
+`make collect`'s `notebook_times.json` gives a notebook unchanged since an earlier submission that
+submission's time.
+Student ids are given to the whole class at once (autograder/names.py): a name written exactly as
+its id keeps it, a rewritten name that another claims is refused, other Unicode forms and look-alikes
+are graded apart and reported as pairs; a name that cannot be an id is reported, its files not graded.
+Nothing is extracted to disk or modified. Names and sizes are read first; then, per student and
+notebook, the newest copy is read and checked, then the next newest only if that one is unreadable
+(`_read_newest`), never more than MAX_STUDENT_BYTES per student: a zip bomb within every per-file cap
+costs the grader one copy per notebook. A bad file, member or name becomes a `Received` with a
+`problem` naming the file and the fault, for that student alone: nothing one student hands in stops
+the class.
 """
 from __future__ import annotations
 

@@ -72,6 +72,8 @@ def table(results: list[dict], step, totals: dict | None = None) -> str:
     header = f"{'student':<18}" + "".join(f"{s:>7}" for s in short) + f"{'required':>13}" \
         + (f"{'bonus':>10}" if has_bonus else "") + f"{'late':>7}" + "  written answers"
     lines = [header, "-" * len(header)]
+    from .names import lookalikes, shown_id
+    alike = {sid: [o for o in group if o != sid] for group in lookalikes(students) for sid in group}
     for sid in students:
         cols, got, top, bonus, bonus_top, open_, written = [], 0.0, 0.0, 0.0, 0.0, 0, 0
         for name in notebooks:
@@ -89,7 +91,9 @@ def table(results: list[dict], step, totals: dict | None = None) -> str:
         late = totals.get(sid, {}).get("step", {}).get("late_penalty", 0)
         lines.append(padded(sid, 18) + "".join(cols) + f"{got:>8.1f}/{top:<4.0f}"
                      + (f"{bonus:>6.1f}/{bonus_top:<3.0f}" if has_bonus else "")
-                     + (f"{-late:>7.1f}" if late else f"{'-':>7}") + f"  {open_} of {written} to grade")
+                     + (f"{-late:>7.1f}" if late else f"{'-':>7}") + f"  {open_} of {written} to grade"
+                     + (f"  ({shown_id(sid)}: another student than the look-alike "
+                        f"{', '.join(shown_id(o) for o in alike[sid])})" if sid in alike else ""))
     lines.append("(notebook columns: autograded points; late: the late penalty (course.toml); written answers: "
                  "those left to grade by hand in the formgrader, an unanswered one is scored 0 already)")
     return "\n".join(lines)
