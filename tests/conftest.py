@@ -35,8 +35,8 @@ GRADES_JSON = f"grades/{STEP}.json"
 # What a course copy needs: the code kernels import, the notebooks, the corpus, nbgrader's config.
 COURSE_PARTS = ("autograder", "dlcourse", "source", "release", "solutions", "data", "notebooks",
                 "nbgrader_config.py", "Makefile", "pyproject.toml", "course.toml", "extensions.csv")
-GRADING_OUTPUTS = ("submitted", "autograded", "feedback", "work", "example-class", "collected",
-                   "gradebook.db", "grades")
+GRADING_OUTPUTS = ("submitted", "autograded", "feedback", "work", "example-class", "example", "collected",
+                   "gradebook.db", "grades", "export", "pdfs", "written", "similarity.csv")
 
 
 def copy_course(dest: Path) -> Path:

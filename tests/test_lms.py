@@ -224,3 +224,42 @@ def test_the_grades_report_escapes_student_text_and_keeps_scores(tmp_path):
            "error": "=HYPERLINK(\"http://evil\",\"x\") raised", "kind": "auto", "bonus": False}
     out = list(csv.DictReader(io.StringIO(csv_text(FIELDS, [row], numbers=NUMBER_FIELDS))))[0]
     assert out["error"].startswith("'=HYPERLINK") and out["score"] == "0.0" and out["max_score"] == "2.0"
+
+
+@pytest.mark.slow
+def test_a_canvas_class_download_graded_and_exported_with_ids(grading_home, tmp_path, monkeypatch):
+    """The instructor's path: `make roster` from Canvas's gradebook export, `make grade` on Canvas's
+    submissions.zip left zipped, `make export`: every line of the import carries the Canvas ID and the
+    SIS ids, the column names the existing assignment, and only the class's real students are in it."""
+    from autograder.example import filled
+    from autograder.export import export_all
+    from autograder.grade import grade
+    from autograder.roster import import_roster
+    from autograder.steps import all_steps
+    monkeypatch.setenv("COURSE_ROSTER", str(tmp_path / "roster.csv"))
+    monkeypatch.setenv("COURSE_TERM", str(tmp_path / "course.toml"))
+    (tmp_path / "course.toml").write_text(f'[due]\n{STEP} = 2030-01-01T00:00:00Z\n[late]\npolicy = "none"\n')
+    (tmp_path / "canvas.csv").write_text(CANVAS_EXPORT)
+    import_roster(tmp_path / "canvas.csv", all_steps(), say=lambda *a: None)
+    full = json.dumps(filled(STEP4, FIRST, lambda cid, i: True)).encode()
+    half = json.dumps(filled(STEP4, FIRST, lambda cid, i: i < 2)).encode()
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w") as z:
+        z.writestr(f"step04/{FIRST}.ipynb", half)
+    (tmp_path / "class").mkdir()
+    with zipfile.ZipFile(tmp_path / "class" / "submissions.zip", "w") as z:
+        z.writestr(f"lovelaceada_1001_90001_{FIRST}.ipynb", full)
+        z.writestr("smithjohn_12345_90002_step04.zip", inner.getvalue())
+    out = grade(STEP4, tmp_path / "class", workers=2, quiet=True, feedback=False)
+    assert {r["student"] for r in out["results"]} == {"ada.l", "jsmith"}        # the roster's ids
+    said = []
+    canvas, _ = export_all(STEP, say=said.append)
+    rows = list(csv.reader(canvas.read_text().splitlines()))
+    assert rows[0][5] == "Step 4: A Causal Self-Attention Head (55501)"
+    lines = {r[3]: r for r in rows[2:]}
+    assert set(lines) == {"ada.l", "jsmith"}
+    assert lines["ada.l"][:5] == ["Lovelace, Ada", "1001", "S-1", "ada.l", "Mon"]
+    assert lines["jsmith"][:5] == ["Smith, John", "12345", "S-2", "jsmith", "Mon"]
+    assert float(lines["ada.l"][5]) > float(lines["jsmith"][5]) > 0
+    text = "\n".join(said)
+    assert "on the roster, no grade: 'nsub'" in text and "graded, not on the roster" not in text
