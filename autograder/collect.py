@@ -243,7 +243,8 @@ def _collect(path: Path, notebooks: list[str], wanted, roster_ids: dict) -> list
 def _entry_units(entry: Path, top: Path, notebooks: list[str]) -> list[_Unit]:
     name = _utf8(entry.name)
     if entry.name in IGNORED_PARTS:
-        return []
+        return [_Unit("other", name, None, problem="an editor's or the system's folder (checkpoints, __MACOSX, .git): "
+                      "not read")]
     if entry.is_symlink():
         return [_Unit("link", name, name, make=lambda sid: [Received(sid, None, name, problem=SYMLINK)])]
     if name.startswith("."):

@@ -4,7 +4,11 @@ a throwaway course, and what each process imported is read back (sys.modules at 
 speed is measured by `make bench` (benchmarks/commands.py, BENCHMARKS.md section 5), not here."""
 import sys
 
+import pytest
+
 from conftest import ROOT
+
+pytestmark = pytest.mark.slow       # a dozen commands, each a process (and nbgrader's)
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import commands  # noqa: E402

@@ -132,7 +132,7 @@ def measure_intake(engine, submissions) -> dict:
 
 
 @pytest.mark.slow
-def test_a_zip_bomb_within_every_cap_keeps_the_grader_small(tmp_path):
+def test_a_zip_bomb_within_every_cap_keeps_the_grader_small(tmp_path, record_property):
     """2 zips x 60 members x 19.5 MB (2.3 GB unzipped, a few MB uploaded) beside an honest student:
     the grader's process reads at most MAX_STUDENT_BYTES of it, newest copy first, and holds one copy
     per notebook; its peak resident memory stays under BOMB_LIMIT_MIB."""
@@ -144,7 +144,9 @@ def test_a_zip_bomb_within_every_cap_keeps_the_grader_small(tmp_path):
     assert uploaded < 8 * 2**20 and BOMB_ZIPS * BOMB_MEMBERS * BOMB_MEMBER_BYTES > 2 * 2**30
     got = measure_intake(ROOT, tmp_path / "class")
     peak_mib = got["peak_kib"] / 1024
-    print(f"zip bomb: {uploaded / 2**20:.1f} MB uploaded; grader peak {peak_mib:.0f} MiB; held {got['held'] / 2**20:.0f} MB")
+    record_property("measured", f"zip bomb ({uploaded / 2**20:.1f} MB uploaded, {BOMB_ZIPS} x {BOMB_MEMBERS} x "
+                                f"{BOMB_MEMBER_BYTES / 2**20:.1f} MB): the grader's intake peaked at {peak_mib:.0f} MiB "
+                                f"(limit {BOMB_LIMIT_MIB}), holding {got['held'] / 2**20:.0f} MB of notebooks")
     assert f"ada/{INTAKE_NOTEBOOK}" in got["chosen"]
     assert got["held"] <= MAX_STUDENT_BYTES + len(good)
     assert peak_mib < BOMB_LIMIT_MIB, peak_mib

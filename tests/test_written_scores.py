@@ -13,11 +13,28 @@ from conftest import STEP
 from test_term import small_gradebook, term_files  # noqa: F401  (a fixture)
 
 
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    """The small gradebook made once (nbgrader creates a gradebook through alembic: seconds), copied per test."""
+    mp = pytest.MonkeyPatch()
+    try:
+        path = tmp_path_factory.mktemp("template") / "gradebook.db"
+        small_gradebook(path, mp)            # ada, bea, cy: notebook nb, a written answer w1 of 4 points
+    finally:
+        mp.undo()
+    return path
+
+
 @pytest.fixture
-def home(tmp_path, monkeypatch, term_files):
+def home(tmp_path, monkeypatch, term_files, template):
+    import os
+    import shutil
+    import sys
     home = tmp_path / "home"
     home.mkdir()
-    url = small_gradebook(home / "gradebook.db", monkeypatch)        # ada, bea, cy: notebook nb, written w1 (4 points)
+    shutil.copy(template, home / "gradebook.db")
+    url = f"sqlite:///{home / 'gradebook.db'}"
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
     monkeypatch.setenv("GRADER_HOME", str(home))
     monkeypatch.setenv("NBGRADER_DB_URL", url)
     graded = home / "autograded" / "ada" / STEP
