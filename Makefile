@@ -1,5 +1,5 @@
 # Course commands. Each prints what it did and where the results are.
-#   make setup        environment, corpus, release, solutions, and an example class graded
+#   make setup        environment, corpus, release, solutions, and an example class graded apart (autograder/example/)
 #   make bench        the benchmarks: rewrites BENCHMARKS.md (SIZES=10,40,160 REPEATS=3)
 #   make test         the whole test-suite, browser tests included (make test-quick: the fast subset;
 #                     make test-browser: only JupyterLab in Chromium)
@@ -71,6 +71,8 @@ release: $(PY)
 solutions: $(PY)
 	$(PY) -m autograder solutions $(STEP_FLAG) $(if $(FORCE),--force)
 
+# The example class (ada, blank, half), graded in its own grader home autograder/example/: never in
+# the course's gradebook, reports or exports.
 example: $(PY)
 	$(PY) -m autograder example $(GRADE_FLAGS)
 
