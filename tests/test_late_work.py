@@ -153,3 +153,21 @@ def test_a_late_mark_from_the_lms_keeps_one_time_for_all(tmp_path, course_toml):
     submitted_at, _ = submission_times(chosen, STEP)
     own = notebook_times(chosen, submitted_at)
     assert set(own["smithjohn"].values()) == {submitted_at["smithjohn"]} and submitted_at["smithjohn"] > DUE.timestamp()
+
+
+@pytest.mark.slow
+def test_make_submit_after_the_due_date_says_how_late_and_what_it_costs(tmp_path_factory):
+    """As a student meets it: `make fetch`, then `make submit` once the step is due."""
+    from conftest import copy_course
+    from test_exchange_flow import make
+    course = copy_course(tmp_path_factory.mktemp("late"))
+    (course / "course.toml").write_text(f'[due]\n{STEP} = 2026-01-10T12:00:00Z\n[late]\npolicy = "per_day"\n'
+                                        'percent = 10\ngrace = "5m"\n')
+    out = make(course, "fetch")
+    assert "(up to 5m late counts as on time)" in out
+    out = make(course, "submit", "STUDENT=ada")
+    assert "handed in as ada" in out and "submit: LATE: handed in" in out
+    assert "% of each late notebook's score (10 % per day or part of one" in out
+    (course / "course.toml").write_text(f'[due]\n{STEP} = 2099-01-10T12:00:00Z\n[late]\npolicy = "per_day"\npercent = 10\n')
+    out = make(course, "submit", "STUDENT=ada")
+    assert "LATE" not in out
