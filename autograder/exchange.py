@@ -114,13 +114,13 @@ def write_notebook_times(inbound: Path, collected: Path, student: str, step: str
     other five in unchanged, and they keep the time of the on-time submission that held them."""
     import json
     from .term import format_timestamp, parse_timestamp
-    history = []                    # (time, {notebook: bytes}) of every submission of this student
+    history = []                    # (time, {notebook: digest}) of every submission of this student
     for folder in inbound.glob(f"{glob_escape(student)}+{glob_escape(step)}+*"):
         stamp = folder / "timestamp.txt"
         when = parse_timestamp(stamp.read_text(encoding="utf-8", errors="replace")) if stamp.is_file() else None
         if folder.is_dir() and when is not None and folder.name.split("+")[0] == student:
-            history.append((when, _notebooks(folder)))
-    mine = _notebooks(collected)
+            history.append((when, _digests(folder)))
+    mine = _digests(collected)
     if not history or not (collected / "timestamp.txt").is_file():
         return {}
     history.sort(key=lambda entry: entry[0])
@@ -137,6 +137,19 @@ def write_notebook_times(inbound: Path, collected: Path, student: str, step: str
             times[name] = format_timestamp(when)
     (collected / NOTEBOOK_TIMES).write_text(json.dumps(times, indent=1, sort_keys=True), encoding="utf-8")
     return times
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    """notebook file name -> sha256 of its bytes (a student's many submissions are not held in memory)."""
+    import hashlib
+    out = {}
+    for path in sorted(Path(folder).glob("*.ipynb")):
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        out[path.name] = digest.hexdigest()
+    return out
 
 
 def glob_escape(text: str) -> str:
