@@ -362,7 +362,8 @@ def splice_commands(path: Path, results: dict) -> None:
     head, _, rest = text.partition(COMMANDS_SECTION)
     after = rest.split("\n## ", 1)[1] if "\n## " in rest else ""
     text = head.rstrip() + "\n\n" + "\n".join([COMMANDS_SECTION, "", *body]) + ("\n\n## " + after if after else "\n")
-    rows = [line for line in text.splitlines() if line.startswith("| make ") and " under " in line.split("|")[1]]
+    rows = [line for line in text.splitlines() if line.startswith("| make ") and " under " in line.split("|")[1]
+            and line.count("|") == 4]
     for line in rows:
         text = text.replace(line + "\n", "")
     new_rows = "".join(f"| {name} | {'yes' if ok else 'NO'} | {got} |\n" for name, ok, got in verdicts)
