@@ -9,7 +9,8 @@ written by `make roster FROM=<the LMS's gradebook export>` (`import_roster`) fro
   line first. The student's id here is the SIS Login ID (else the SIS User ID, else the Canvas
   id); the assignment ids of the columns are kept too, in `roster-assignments.csv`
   (`step,canvas_assignment_id,title`) for the step whose title or name the column carries, so that
-  `make export` writes `<title> (<id>)` and Canvas fills that column instead of creating another;
+  `make export` writes `<title> (<id>)` and Canvas fills that column instead of creating another
+  (course.toml's `[canvas_assignment] <step> = <id>` says it by hand, and wins);
 * Moodle's grades export (Grades > Export > Plain text file): `First name, Last name, ID number,
   Institution, Department, Email address`, then the grade items. The student's id is the ID number
   (else the email's local part); Moodle's submission downloads carry the student's full name and a
@@ -64,7 +65,12 @@ def roster() -> dict[str, dict]:
 
 
 def canvas_assignment_id(step: str) -> str | None:
-    """The Canvas assignment id of the step's column (roster-assignments.csv), if known."""
+    """The Canvas assignment id of the step's column: course.toml's `[canvas_assignment] <step> = <id>`
+    when it says, else what the roster import found (roster-assignments.csv); None when unknown."""
+    from .term import load_term
+    given = load_term().get("canvas_assignment", {}).get(step)
+    if isinstance(given, int) or (isinstance(given, str) and given.strip().isdigit()):
+        return str(given).strip()
     path = assignments_file()
     if not path.exists():
         return None
@@ -127,12 +133,17 @@ def import_roster(export: Path, steps: list, say=print) -> tuple[Path, int]:
                               f"{person['student']!r}: give them SIS Login IDs (Canvas) or ID numbers (Moodle)")
         seen[person["student"]] = person["name"]
     path = write_csv(roster_file(), ROSTER_COLUMNS, out)
-    if assignments:
+    if kind == "Canvas":            # this export's assignments, none left over from an older one
         write_csv(assignments_file(), ASSIGNMENT_COLUMNS, assignments)
     say(f"roster: {len(out)} students from {kind}'s export {export.name} -> {_shown(path)}")
     for row in assignments:
         say(f"roster: {row['step']} is Canvas assignment {row['canvas_assignment_id']} ({row['title']!r}): "
             f"make export fills that column -> {_shown(assignments_file())}")
+    if kind == "Canvas" and not assignments:
+        found = [c for c in columns if CANVAS_ASSIGNMENT.match(c)]
+        say("roster: no assignment column is named like a step (its TITLE or folder name), so `make export` "
+            "cannot name Canvas's assignment and Canvas would make a new column; say which it is in course.toml, "
+            "[canvas_assignment] <step> = <id>" + (f"; the export's columns: {', '.join(found[:12])}" if found else ""))
     for line in skipped:
         say(f"roster: not imported (no usable id): {line}")
     return path, len(out)

@@ -150,3 +150,37 @@ def test_a_zip_bomb_within_every_cap_keeps_the_grader_small(tmp_path, record_pro
     assert f"ada/{INTAKE_NOTEBOOK}" in got["chosen"]
     assert got["held"] <= MAX_STUDENT_BYTES + len(good)
     assert peak_mib < BOMB_LIMIT_MIB, peak_mib
+
+
+GRADE_PEAK = textwrap.dedent("""
+    import atexit, json, resource, sys
+    atexit.register(lambda: print("PEAK", json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))
+    from autograder.__main__ import main
+    sys.exit(main(sys.argv[1:]))
+""")
+
+
+@pytest.mark.slow
+def test_make_grade_on_the_zip_bomb_keeps_its_own_process_small(tmp_path, record_property):
+    """The same bomb through the whole `make grade` (its workers and kernels are processes of their
+    own, limited elsewhere): the grading process itself stays under BOMB_LIMIT_MIB, the honest student
+    is graded, and the bomb's unread copies are reported."""
+    write_zip_bomb(tmp_path / "class")
+    good, _ = notebooks()
+    (tmp_path / "class" / "ada").mkdir()
+    (tmp_path / "class" / "ada" / f"{INTAKE_NOTEBOOK}.ipynb").write_bytes(good)
+    home = tmp_path / "home"
+    env = {**os.environ, "GRADER_HOME": str(home)}
+    env.pop("NBGRADER_DB_URL", None)
+    proc = subprocess.run([sys.executable, "-c", GRADE_PEAK, "grade", str(tmp_path / "class"), "--workers", "2",
+                           "--no-feedback"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    peak_mib = int(proc.stdout.rsplit("PEAK", 1)[1].strip()) / 1024
+    record_property("measured", f"zip bomb through make grade: the grading process peaked at {peak_mib:.0f} MiB "
+                                f"(limit {BOMB_LIMIT_MIB})")
+    report = json.loads((home / "grades" / f"{STEP}.json").read_text())
+    ada = [g for g in report["grades"] if g["student"] == "ada" and g["notebook"] == INTAKE_NOTEBOOK and g["kind"] == "auto"]
+    assert ada and all(g["score"] == g["max_score"] for g in ada)
+    assert any(p["student"] == "bomb" and "more than 100 MB" in p["problem"] for p in report["problems"])
+    assert any(p["student"] == "bomb" and "is newer and was graded instead" in p["problem"] for p in report["problems"])
+    assert peak_mib < BOMB_LIMIT_MIB, peak_mib

@@ -149,6 +149,17 @@ def test_roster_imported_from_canvas_and_moodle_exports(tmp_path, monkeypatch):
     assert people["jsmith"]["canvas_id"] == "12345" and people["ada.l"]["sis_user_id"] == "S-1"
     assert canvas_assignment_id(STEP) == "55501" and any("55501" in line for line in said)
     assert next(csv.reader(io.StringIO((tmp_path / "roster.csv").read_text()))) == ROSTER_COLUMNS
+    # an export whose assignment is named otherwise: the import says so; course.toml names it by hand
+    monkeypatch.setenv("COURSE_TERM", str(tmp_path / "course.toml"))
+    (tmp_path / "course.toml").write_text(f"[due]\n{STEP} = 2026-01-10T12:00:00Z\n")
+    (tmp_path / "other.csv").write_text(CANVAS_EXPORT.replace("Step 4: A Causal Self-Attention Head (55501)",
+                                                              "Attention homework (55503)"))
+    said.clear()
+    import_roster(tmp_path / "other.csv", all_steps(), say=said.append)
+    assert canvas_assignment_id(STEP) is None
+    assert any("[canvas_assignment]" in line and "Attention homework (55503)" in line for line in said)
+    (tmp_path / "course.toml").write_text(f"[due]\n{STEP} = 2026-01-10T12:00:00Z\n[canvas_assignment]\n{STEP} = 55503\n")
+    assert canvas_assignment_id(STEP) == "55503"
     (tmp_path / "moodle.csv").write_text(MOODLE_EXPORT)
     import_roster(tmp_path / "moodle.csv", all_steps(), say=said.append)
     people = roster()
