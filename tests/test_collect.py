@@ -262,7 +262,9 @@ def test_unusable_and_colliding_names_are_reported_by_name_and_not_graded(tmp_pa
 @pytest.mark.slow
 def test_a_class_with_names_in_any_script_is_graded_under_those_names(grading_home, tmp_path):
     """Through grade(STEP4): Zoë (all correct) and Zoé (blank, later) are two students, 李雷 and `ü ñ`
-    get their grades and feedback, Alice and alice are reported and graded under no name."""
+    get their grades and feedback, Alice and alice are two students too (look-alikes: reported as a
+    pair, graded apart, never merged), and `ali ce` (rewritten into `ali-ce`, which `ali-ce` is
+    written as) is refused while `ali-ce` is graded."""
     from nbgrader.api import Gradebook
 
     from autograder.example import filled
@@ -277,18 +279,21 @@ def test_a_class_with_names_in_any_script_is_graded_under_those_names(grading_ho
     write(class_ / "李雷" / f"{first}.ipynb", full)
     write(class_ / f"ü ñ_{first}.ipynb", full)
     write(class_ / "Alice" / f"{first}.ipynb", full)
-    write(class_ / "alice" / f"{first}.ipynb", full)
+    write(class_ / "alice" / f"{first}.ipynb", blank, mtime=1_700_000_200)
+    write(class_ / "ali-ce" / f"{first}.ipynb", full)
+    write(class_ / "ali ce" / f"{first}.ipynb", blank, mtime=1_700_000_300)
     out = grade(STEP4, class_, workers=2, quiet=True)
-    ids = {"Zoë", "Zoé", "李雷", "ü-ñ"}
+    ids = {"Zoë", "Zoé", "李雷", "ü-ñ", "Alice", "alice", "ali-ce"}
     auto = {}
     for r in out["results"]:
         if r["notebook"] == first:
             auto[r["student"]] = [(c["score"], c["max_score"]) for c in r["cells"] if c["kind"] == "auto"]
     assert set(auto) == ids
-    for sid in ("Zoë", "李雷", "ü-ñ"):
+    for sid in ("Zoë", "李雷", "ü-ñ", "Alice", "ali-ce"):
         assert auto[sid] and all(score == top for score, top in auto[sid]), (sid, auto[sid])
-    assert all(score == 0 for score, _ in auto["Zoé"])
-    assert {p["file"] for p in out["problems"] if p["student"] == NO_ID} == {"Alice", "alice"}
+    assert all(score == 0 for score, _ in auto["Zoé"]) and all(score == 0 for score, _ in auto["alice"])
+    assert {p["file"] for p in out["problems"] if p["student"] == NO_ID} == {"ali ce"}
+    assert {p["student"] for p in out["problems"] if p.get("notice")} == {"Alice", "alice"}
     for folder in ("submitted", "autograded", "feedback"):
         assert {p.name for p in (grading_home / folder).iterdir()} == ids, folder
     for sid in ids:
