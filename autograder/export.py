@@ -9,10 +9,14 @@ writes the same one.
   NotebookTotalsExport   one line per student and notebook: score, maximum, late penalty, final score,
                          written answers still to grade, submission time, due date, lateness
 
-Canvas matches a line to a student by `ID` (Canvas's user id), `SIS User ID` or `SIS Login ID`. The
-course's `roster.csv` (`student,name,canvas_id,sis_user_id,sis_login_id,section`; `$COURSE_ROSTER`
-names another) fills those in; a student without a line in it is exported with the student id as
-`SIS Login ID` and the name from the gradebook. Every text field a spreadsheet could read as a
+Canvas matches a line to a student by `ID` (Canvas's user id), `SIS User ID` or `SIS Login ID`
+(Canvas's guide "How do I import grades in the Gradebook?": those columns first, then one column per
+assignment, an existing assignment's column named `<name> (<assignment id>)`; a name alone that is not
+exactly the assignment's makes a new assignment). The course's roster (autograder/roster.py, from
+`make roster FROM=<the LMS's gradebook export>`) fills those in, and the step's column carries the
+assignment id it found; a student graded from Canvas's download gets the user id the download
+carried; a student with neither is exported with the student id as `SIS Login ID` and the name from
+the gradebook, and `make export` names them (and the roster's students with no grade). Every text field a spreadsheet could read as a
 formula is written with a leading `'`; the grader's numbers stay numbers (autograder/csvout.py).
 """
 from __future__ import annotations
