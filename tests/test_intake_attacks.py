@@ -184,3 +184,41 @@ def test_make_grade_on_the_zip_bomb_keeps_its_own_process_small(tmp_path, record
     assert any(p["student"] == "bomb" and "more than 100 MB" in p["problem"] for p in report["problems"])
     assert any(p["student"] == "bomb" and "is newer and was graded instead" in p["problem"] for p in report["problems"])
     assert peak_mib < BOMB_LIMIT_MIB, peak_mib
+
+
+def generated_names(count: int = 60, seed: int = 22) -> list[str]:
+    """Folder names a student could choose, generated: letters of several scripts and their look-alikes,
+    combining marks, bidirectional and zero-width controls, spaces, dots, digits, symbols, control
+    characters, and the honest students' own names with something added."""
+    import random
+    rng = random.Random(seed)
+    parts = (list("adaebcyd.- _@+=") + ["\u0441", "\u0443", "\u0430", "\u0301", "\u0308", "\u202e", "\u200d", "\u200b",
+             "\u2028", "\x1b", "\x7f", "\u00e9", "\u0435", "\u03bf", "\uff41", "\u2160", "🙂", "李", "0", "1", "l", "I"])
+    names = set()
+    while len(names) < count:
+        base = rng.choice(INTAKE_HONEST + [""])
+        extra = "".join(rng.choice(parts) for _ in range(rng.randint(1, 4)))
+        name = rng.choice([base + extra, extra + base, extra])
+        if name and "/" not in name and name not in (".", "..") and name not in INTAKE_HONEST:
+            names.add(name)
+    return sorted(names)
+
+
+def test_generated_names_never_take_an_honest_students_id_or_work(tmp_path):
+    good = write_class(tmp_path, [])
+    _, blank = notebooks()
+    names = generated_names()
+    for name in names:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / f"{INTAKE_NOTEBOOK}.ipynb").write_bytes(blank)
+        os.utime(folder / f"{INTAKE_NOTEBOOK}.ipynb", (2_000_000_000, 2_000_000_000))      # newer than the honest
+    received = collect(tmp_path, STEP4.notebooks())
+    chosen, problems = pick_newest(received)
+    for sid in INTAKE_HONEST:
+        assert chosen[(sid, INTAKE_NOTEBOOK)].data == good, sid          # their own id, their own work
+    graded_generated = {item.origin.split("/")[0] for (sid, _), item in chosen.items() if sid not in INTAKE_HONEST}
+    refused = {p["file"] for p in problems if p["student"] == NO_ID}
+    from autograder.collect import printable
+    assert {printable(n) for n in names} == graded_generated | refused, "a name neither graded nor reported"
+    assert len({sid for sid, _ in chosen}) == len(chosen)               # one copy each: nobody merged
