@@ -30,7 +30,7 @@ GRADES_SCHEMA = {
     "schema_version": "int: 2",
     "step": "str: the step graded (its folder's name in source/)",
     "term": {"due": "str: ISO 8601 UTC or ''", "late_policy": "str: none, zero, per_hour or per_day",
-             "late_percent": "float"},
+             "late_percent": "float", "late_grace_seconds": "float: this late still counts as on time"},
     "grades": [{field: "one record per student, notebook and grade cell (<step>.csv's columns)" for field in FIELDS}],
     "submissions": [{"student": "str", "timestamp": "str: ISO 8601 UTC", "time_source": "str",
                      "due": "str: ISO 8601 UTC, the extension included, or ''", "extension": "str: e.g. 2d or ''",
@@ -138,11 +138,12 @@ def write_reports(step, results: list[dict], problems: list[dict], say=print) ->
 def _term_part(step, results: list[dict], home) -> tuple[dict, dict, list[dict]]:
     """grades.json's term, the totals per student, and its submissions list (from the gradebook's
     submission times, due dates and penalties; autograder/term.py)."""
-    from .term import due_date, late_policy, term_records, time_source
+    from .term import due_date, grace_seconds, late_policy, term_records, time_source
     from .totals import from_results
     due = due_date(step.name)
     policy, percent = late_policy()
-    term = {"due": due.isoformat() if due else "", "late_policy": policy, "late_percent": percent}
+    term = {"due": due.isoformat() if due else "", "late_policy": policy, "late_percent": percent,
+            "late_grace_seconds": grace_seconds()}
     records = term_records(db_url(), step.name)
     totals = from_results(results, records)
     submissions = []
