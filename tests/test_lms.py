@@ -274,3 +274,22 @@ def test_a_canvas_class_download_graded_and_exported_with_ids(grading_home, tmp_
     assert float(lines["ada.l"][5]) > float(lines["jsmith"][5]) > 0
     text = "\n".join(said)
     assert "on the roster, no grade: 'nsub'" in text and "graded, not on the roster" not in text
+
+
+def test_return_feedback_names_the_students_it_cannot_return_to(tmp_path, monkeypatch, capsys):
+    """Graded from an LMS's download, a student has no exchange submission to return feedback to:
+    `make return-feedback` says who, with their LMS user id, instead of skipping them without a word."""
+    from autograder.exchange import return_feedback
+    home = tmp_path / "home"
+    monkeypatch.setenv("GRADER_HOME", str(home))
+    monkeypatch.setenv("NBGRADER_EXCHANGE", str(tmp_path / "exchange"))
+    for sid in ("smithjohn", "ada"):
+        (home / "feedback" / sid / STEP).mkdir(parents=True)
+        (home / "feedback" / sid / STEP / f"{FIRST}.html").write_text("<html></html>")
+    (home / "work" / "lms" / STEP).mkdir(parents=True)
+    (home / "work" / "lms" / STEP / "smithjohn.json").write_text(
+        json.dumps({"lms": "canvas", "user_id": "12345", "name": "smithjohn"}))
+    assert return_feedback(STEP) == []
+    out = capsys.readouterr().out
+    assert "2 graded students did not hand in through the exchange" in out
+    assert "smithjohn (canvas user 12345, 'smithjohn')" in out and "\n    ada\n" in out
