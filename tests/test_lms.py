@@ -91,11 +91,16 @@ def test_moodle_download_folders_files_and_whole_zip(tmp_path):
     (tmp_path / "Frank Miller_4242_assignsubmission_file_").mkdir()
     (tmp_path / "Frank Miller_4242_assignsubmission_file_" / f"{FIRST}.ipynb").write_bytes(nb("frank"))
     (tmp_path / f"Zoë Dupont_17_assignsubmission_file_{FIRST}.ipynb").write_bytes(nb("zoe"))
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w") as z:
+        z.writestr(f"work/{FIRST}.ipynb", nb("bo"))
     with zipfile.ZipFile(tmp_path / "DL-course-Step 4-12.zip", "w") as z:
         z.writestr(f"Ann Lee_99_assignsubmission_file_/{FIRST}.ipynb", nb("ann"))
         z.writestr("Ann Lee_99_assignsubmission_onlinetext_onlinetext.html", b"<p>hi</p>")
+        z.writestr("Bo Chen_7_assignsubmission_file_/step04.zip", inner.getvalue())     # a student's own zip
     chosen, problems = pick_newest(collect(tmp_path, NAMES))
-    assert {s for s, _ in chosen} == {"Frank-Miller", "Zoë-Dupont", "Ann-Lee"}
+    assert {s for s, _ in chosen} == {"Frank-Miller", "Zoë-Dupont", "Ann-Lee", "Bo-Chen"}
+    assert chosen[("Bo-Chen", FIRST)].data == nb("bo") and chosen[("Bo-Chen", FIRST)].lms.user == "7"
     assert chosen[("Ann-Lee", FIRST)].data == nb("ann") and chosen[("Ann-Lee", FIRST)].lms.lms == "moodle"
     assert [p["student"] for p in problems] == ["Ann-Lee"] and "not a notebook" in problems[0]["problem"]
 
