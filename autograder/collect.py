@@ -549,8 +549,11 @@ def _zip_member(archive, opener, member, origin, sid, notebooks, stamps, lms_fil
         if member.compress_size > MAX_NESTED_ZIP_BYTES:
             return [Received(sid, None, inner, problem=f"a zip of {member.compress_size / 2**20:.0f} MB: too large to read")]
         import io
-        data = archive.read(member)
-        return _from_zip(lambda: zipfile.ZipFile(io.BytesIO(data)), inner, sid, notebooks, depth=1)
+
+        def nested(opener=opener, key=member.filename):      # read again for each use: never held
+            with opener() as outer:
+                return zipfile.ZipFile(io.BytesIO(outer.read(key)))
+        return _from_zip(nested, inner, sid, notebooks, depth=1)
     if not base.endswith(".ipynb"):
         if base not in NBGRADER_FILES:
             return [Received(sid, None, inner, problem="not a notebook (.ipynb): ignored")]
