@@ -99,12 +99,13 @@ def _prototypes() -> dict[str, str]:
     return {c: find(c) for c in list(parent)}
 
 
-def skeleton(sid: str) -> str:
-    """What an id looks like (TR39's skeleton, on case-folded compatibility forms): ids with the
-    same skeleton cannot be told apart by a reader."""
+def skeleton(sid: str, fold: bool = True) -> str:
+    """What an id looks like (TR39's skeleton: each character replaced by the representative of its
+    look-alikes; with `fold`, of its case-folded compatibility form): ids with the same skeleton
+    cannot be told apart by a reader."""
     prototypes = _prototypes()
-    folded = unicodedata.normalize("NFD", id_key(sid))
-    return unicodedata.normalize("NFD", "".join(prototypes.get(c, c) for c in folded))
+    text = unicodedata.normalize("NFD", id_key(sid) if fold else unicodedata.normalize("NFKC", sid))
+    return unicodedata.normalize("NFD", "".join(prototypes.get(c, c) for c in text))
 
 
 def shown_id(sid: str) -> str:
@@ -172,10 +173,26 @@ def _twin_id(sid: str, raw: str, taken: set[str]) -> str:
 def lookalikes(ids) -> list[list[str]]:
     """Groups (two or more) of distinct ids a reader cannot tell apart: same skeleton, or the same
     letters in another Unicode form or case."""
-    groups: dict[str, set[str]] = {}
-    for sid in set(ids):
-        groups.setdefault(skeleton(sid), set()).add(sid)
-    return [sorted(g) for _, g in sorted(groups.items()) if len(g) > 1]
+    parent = {sid: sid for sid in set(ids)}
+
+    def find(sid: str) -> str:
+        while parent[sid] != sid:
+            sid = parent[sid]
+        return sid
+    seen: dict[tuple[int, str], str] = {}
+    for sid in sorted(parent):
+        # as written (`l1` and `Il`: TR39 itself), and case-folded (`Alice` and `alice`, `суd` and `CYD`)
+        for key in ((0, skeleton(sid, fold=False)), (1, skeleton(sid))):
+            if key in seen:
+                a, b = find(seen[key]), find(sid)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+            else:
+                seen[key] = sid
+    groups: dict[str, list[str]] = {}
+    for sid in sorted(parent):
+        groups.setdefault(find(sid), []).append(sid)
+    return [g for _, g in sorted(groups.items()) if len(g) > 1]
 
 
 def lookalike_note(sid: str, group: list[str], raws: dict[str, list[str]] | None = None) -> str:

@@ -222,3 +222,11 @@ def test_generated_names_never_take_an_honest_students_id_or_work(tmp_path):
     from autograder.collect import printable
     assert {printable(n) for n in names} == graded_generated | refused, "a name neither graded nor reported"
     assert len({sid for sid, _ in chosen}) == len(chosen)               # one copy each: nobody merged
+
+
+def test_lookalikes_as_written_and_case_folded():
+    from autograder.names import lookalikes, shown_id
+    assert lookalikes(["l1", "Il", "ada", "bob", "Alice", "alice", "\u0441\u0443d", "cyd", "CYD", "fix", "\ufb01x"]) == \
+        [["Alice", "alice"], ["CYD", "cyd", "\u0441\u0443d"], ["Il", "l1"], ["fix", "\ufb01x"]]
+    assert lookalikes(["ada", "bea", "Zoë", "Zoé", "Zoe", "李雷", "李雷雷"]) == []
+    assert shown_id("\u0441\u0443d") == "\u0441\u0443d [U+0441 U+0443]" and shown_id("cyd") == "cyd"
