@@ -163,7 +163,7 @@ def return_feedback(step: str) -> list[str]:
     nbgrader finds a student's feedback by the secret their submission carried; the secret is
     copied next to the feedback only when the graded notebooks are exactly the collected ones,
     so feedback on an older submission is never handed out as if it were about a newer one."""
-    from .collect import UnusableId, assign_ids
+    from .names import UnusableId, assign_ids
     home = grader_home()
     returned = []
     folders = sorted((home / COLLECTED).glob(f"*/{step}"))
@@ -315,7 +315,7 @@ def _warn_if_late(step: str, student: str, stamp: str) -> None:
     import time as _time
     from datetime import timedelta
 
-    from .collect import UnusableId, student_id
+    from .names import UnusableId, student_id
     from .term import (TermError, UNIT_SECONDS, due_date, extensions, grace_seconds, late_policy, late_text,
                        parse_timestamp, show_time)
     try:
