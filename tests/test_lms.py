@@ -77,6 +77,9 @@ def test_canvas_whole_class_zip_left_zipped_is_read_as_its_students_with_their_u
     assert {s for s, _ in chosen} == {"smithjohn", "leeanna", "millerfrank"}        # never one student `submissions`
     assert chosen[("millerfrank", FIRST)].data == nb("miller's")
     assert chosen[("smithjohn", FIRST)].lms.user == "12345" and chosen[("leeanna", FIRST)].lms_late
+    # the zip itself given as the submissions (make grade SUBMISSIONS=submissions.zip): the same class
+    again, _ = pick_newest(collect(tmp_path / "submissions.zip", NAMES))
+    assert {key: item.data for key, item in again.items()} == {key: item.data for key, item in chosen.items()}
 
 
 def test_canvas_per_student_zip_is_the_student_not_the_file_name(tmp_path):
