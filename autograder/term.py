@@ -123,7 +123,7 @@ def grace_seconds(path: Path | None = None) -> float:
 
 def describe_policy(path: Path | None = None, grace: bool = True) -> str:
     """The policy in words; with `grace`, the grace period too (the released notebooks' due-date cell
-    leaves it out: `make fetch`, `validate` and `submit` say it)."""
+    leaves it out: `make fetch` and `make validate` say it)."""
     policy, percent = late_policy(path)
     text = {"none": "late work is graded in full",
             "zero": "a late notebook scores 0",
@@ -235,7 +235,8 @@ def parse_timestamp(text: str) -> float | None:
     """A `timestamp.txt` as nbgrader writes it (`2026-12-14 23:01:02.123456 UTC`; also ISO 8601,
     `2026-12-14T23:01:02Z`, and a numeric zone `+0100` read as ±HHMM) -> seconds since the epoch;
     None for anything else. Strict on purpose: a student writes this file, and a lenient date parser
-    turns `-1` or `9999-12-31 23:59:59.999999` into dates that no one submitted at."""
+    turns `-1` or `yesterday` into a date (a time that parses but is not plausible, such as
+    `9999-12-31 23:59:59.999999 UTC`, is refused by collect.plausible_time)."""
     if not isinstance(text, str):
         return None
     match = TIMESTAMP.fullmatch(text.strip())
