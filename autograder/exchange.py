@@ -95,8 +95,13 @@ def collect(step: str) -> list[str]:
     log = nbgrader("collect", step, "--update", f"--CourseDirectory.submitted_directory={dest}")
     new = re.findall(r"(?:Collecting|Updating) submission: (\S+) " + re.escape(step), log)
     students = sorted(p.name for p in dest.glob("*") if (p / step).is_dir())
+    submitted: dict[str, list[Path]] = {}          # inbound listed once: student -> their submissions of the step
+    for folder in inbound.iterdir():
+        parts = folder.name.split("+")
+        if len(parts) >= 3 and parts[1] == step:
+            submitted.setdefault(parts[0], []).append(folder)
     for sid in students:
-        write_notebook_times(inbound, dest / sid / step, sid, step)
+        write_notebook_times(submitted.get(sid, []), dest / sid / step, sid, step)
     print(f"collect: {len(new)} new submissions ({', '.join(new) or 'none'}); "
           f"{len(students)} students in {_show(dest)}/")
     if students:
@@ -107,7 +112,7 @@ def collect(step: str) -> list[str]:
 NOTEBOOK_TIMES = "notebook_times.json"      # beside nbgrader's timestamp.txt in a collected submission
 
 
-def write_notebook_times(inbound: Path, collected: Path, student: str, step: str) -> dict[str, str]:
+def write_notebook_times(submissions: list[Path], collected: Path, student: str, step: str) -> dict[str, str]:
     """Each notebook of a collected submission with its own time: the time of the earliest of the
     student's submissions since which it has not changed. nbgrader's exchange keeps one time stamp
     per submission; a student who fixes one notebook after the due date and submits again hands the
@@ -115,10 +120,10 @@ def write_notebook_times(inbound: Path, collected: Path, student: str, step: str
     import json
     from .term import format_timestamp, parse_timestamp
     history = []                    # (time, {notebook: digest}) of every submission of this student
-    for folder in inbound.glob(f"{glob_escape(student)}+{glob_escape(step)}+*"):
+    for folder in submissions:           # the exchange's `<student>+<step>+<time>+<random>` folders of this student
         stamp = folder / "timestamp.txt"
         when = parse_timestamp(stamp.read_text(encoding="utf-8", errors="replace")) if stamp.is_file() else None
-        if folder.is_dir() and when is not None and folder.name.split("+")[0] == student:
+        if folder.is_dir() and when is not None:
             history.append((when, _digests(folder)))
     mine = _digests(collected)
     if not history or not (collected / "timestamp.txt").is_file():
@@ -150,11 +155,6 @@ def _digests(folder: Path) -> dict[str, str]:
                 digest.update(block)
         out[path.name] = digest.hexdigest()
     return out
-
-
-def glob_escape(text: str) -> str:
-    import glob
-    return glob.escape(text)
 
 
 def return_feedback(step: str) -> list[str]:

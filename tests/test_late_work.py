@@ -101,7 +101,7 @@ def test_a_one_notebook_fix_makes_only_that_notebook_late(tmp_path, course_toml,
     submission(inbound, "bob", DUE + timedelta(hours=5), {"a": notebook("not ada's")})
     collected = tmp_path / "collected" / "ada" / STEP
     shutil.copytree(newest, collected)                       # what nbgrader collect copies
-    times = write_notebook_times(inbound, collected, "ada", STEP)
+    times = write_notebook_times(sorted(inbound.glob(f"ada+{STEP}+*")), collected, "ada", STEP)
     assert times == {"a.ipynb": term.format_timestamp((DUE - timedelta(hours=1)).timestamp()),
                      "b.ipynb": term.format_timestamp((DUE + timedelta(hours=3)).timestamp())}
     chosen, problems = pick_newest(collect(tmp_path / "collected", ["a", "b"]))
