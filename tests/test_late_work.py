@@ -169,5 +169,25 @@ def test_make_submit_after_the_due_date_says_how_late_and_what_it_costs(tmp_path
     assert "handed in as ada" in out and "submit: LATE: handed in" in out
     assert "% of each late notebook's score (10 % per day or part of one" in out
     (course / "course.toml").write_text(f'[due]\n{STEP} = 2099-01-10T12:00:00Z\n[late]\npolicy = "per_day"\npercent = 10\n')
-    out = make(course, "submit", "STUDENT=ada")
+    out = make(course, "submit", "STUDENT=bea")
     assert "LATE" not in out
+    # bea fixes one notebook and hands everything in again; make collect keeps the five unchanged
+    # notebooks at the time of her first submission
+    import time
+    time.sleep(1.1)
+    mine = course / "notebooks" / STEP
+    first = sorted(mine.glob("*.ipynb"))[0]
+    first.write_text(first.read_text().replace('"cells": [', '"cells": [{"cell_type": "markdown", "id": "fix", '
+                                                '"metadata": {}, "source": "a fix"}, ', 1))
+    make(course, "submit", "STUDENT=bea")
+    make(course, "collect")
+    collected = course / "autograder" / "collected" / "bea" / STEP
+    times = json.loads((collected / "notebook_times.json").read_text())
+    newest = (collected / "timestamp.txt").read_text().strip()
+    assert times[first.name] == newest
+    assert len(times) == 6 and all(t < newest for name, t in times.items() if name != first.name), times
+    chosen, problems = pick_newest(collect(course / "autograder" / "collected", [p.stem for p in mine.glob("*.ipynb")]))
+    bea = {name: item for (sid, name), item in chosen.items() if sid == "bea"}
+    assert bea[first.stem].time_source == "timestamp.txt"
+    assert all(item.time_source == "timestamp.txt (unchanged since an earlier submission)"
+               for name, item in bea.items() if name != first.stem)
