@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.collect import NO_ID, collect, lms_name, pick_newest
+from autograder.collect import collect, lms_name, pick_newest
 from autograder.csvout import csv_text, escape_text, number_field
 from conftest import ROOT, STEP, STEP4
 from test_term import small_gradebook, term_files  # noqa: F401  (a fixture)
