@@ -1,5 +1,5 @@
 # Course commands. Each prints what it did and where the results are.
-#   make setup        environment, corpus, release, solutions, and an example class graded
+#   make setup        environment, corpus, release, solutions, and an example class graded apart (autograder/example/)
 #   make bench        the benchmarks: rewrites BENCHMARKS.md (SIZES=10,40,160 REPEATS=3)
 #   make test         the whole test-suite, browser tests included (make test-quick: the fast subset;
 #                     make test-browser: only JupyterLab in Chromium)
@@ -7,6 +7,7 @@
 # Instructor:  make release | make solutions | make grade SUBMISSIONS=<folder> | make feedback | make formgrader
 #              make collect (submissions from the exchange) | make return-feedback (feedback back to it)
 #              make extensions | make export (Canvas CSV, per-notebook CSV) | make pdfs (written answers)
+#              make roster FROM=<LMS gradebook export> | make written-scores [FROM=<filled-in CSV>]
 #              make handout (the student-only distribution) | make similarity (answers alike, to look at)
 # Student:     make lab (JupyterLab in notebooks/, with your own copy of the released step)
 #              make fetch | make validate | make submit [STUDENT=id] | make my-feedback
@@ -31,10 +32,10 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS)) \
               $(if $(PLAIN_MAX),--plain-max $(PLAIN_MAX)) $(if $(SERIAL_MAX),--serial-max $(SERIAL_MAX))
 
-.PHONY: steps mutants new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions export pdfs handout similarity lab test test-browser test-quick clean-grades
+.PHONY: steps mutants new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster written-scores export pdfs handout similarity lab test test-browser test-quick clean-grades
 
 setup: install data release solutions example
-	@echo "setup: done. Student notebooks in release/<step>/, solutions in solutions/, example grades in autograder/grades/<step>.csv"
+	@echo "setup: done. Student notebooks in release/<step>/, solutions in solutions/; the example class is graded apart, in autograder/example/ (its grades: autograder/example/grades/<step>.csv); the course's own gradebook holds no student yet"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +71,8 @@ release: $(PY)
 solutions: $(PY)
 	$(PY) -m autograder solutions $(STEP_FLAG) $(if $(FORCE),--force)
 
+# The example class (ada, blank, half), graded in its own grader home autograder/example/: never in
+# the course's gradebook, reports or exports.
 example: $(PY)
 	$(PY) -m autograder example $(GRADE_FLAGS)
 
@@ -110,10 +113,21 @@ return-feedback: $(PY)
 extensions: $(PY)
 	$(PY) -m autograder extensions $(STEP_FLAG)
 
+# The class list from the LMS: roster.csv from Canvas's gradebook export or Moodle's grades export
+# (make roster FROM=<downloaded CSV>); make grade and make export match LMS students through it.
+roster: $(PY)
+	@test -n "$(FROM)" || { echo "usage: make roster FROM=<the gradebook export downloaded from Canvas or Moodle>"; exit 2; }
+	$(PY) -m autograder roster "$(FROM)"
+
 # Grades for the LMS: autograder/export/canvas-<step>.csv (Canvas's gradebook import) and
 # autograder/export/notebooks-<step>.csv (one line per student and notebook).
 export: $(PY)
 	$(PY) -m autograder export $(STEP_FLAG)
+
+# Written answers graded offline: make written-scores writes autograder/written/written-<step>.csv
+# (student, notebook, grade id, points, score, comment, answer); FROM=<that file, filled in> imports it.
+written-scores: $(PY)
+	$(PY) -m autograder written-scores $(STEP_FLAG) $(if $(FROM),--from "$(FROM)")
 
 # The written answers, the question above each, one PDF per student (autograder/pdfs/; Chromium);
 # ANON=1: named by code (autograder/pdfs/anonymous/<step>/), the key beside for the instructor.
@@ -165,5 +179,6 @@ new-check: $(PY)
 
 clean-grades:
 	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/work \
-	       autograder/gradebook.db autograder/grades autograder/example-class
-	@echo "clean-grades: removed every grading result (the sources, release and solutions are untouched)"
+	       autograder/gradebook.db autograder/grades autograder/example-class autograder/example \
+	       autograder/export autograder/pdfs autograder/similarity.csv
+	@echo "clean-grades: removed every grading result, the example class's too (the sources, release, solutions, exchange and roster are untouched)"

@@ -21,6 +21,8 @@ only step in source/, or the newest).
       [--hub URL --repo URL]                   and the nbgitpuller link that opens it on a JupyterHub
   python -m autograder similarity [--threshold X]   answers alike across the class, for a person to look at
   python -m autograder extensions              the extensions granted (extensions.csv) and the due dates they give
+  python -m autograder roster FILE             roster.csv from the LMS's gradebook export (Canvas or Moodle CSV)
+  python -m autograder written-scores [--from F]   the written answers to grade offline, as a CSV; --from: import it
   python -m autograder lab [--formgrader]      the course's JupyterLab (students: notebooks/; instructors: formgrader)
   python -m autograder steps                   the steps in source/
   python -m autograder new-check NOTEBOOK ID   a new hidden test: its check (probe, judge) and its cell, stubbed
@@ -32,6 +34,11 @@ import argparse
 import sys
 import time
 from pathlib import Path
+
+# nbformat validates with jsonschema, whose import builds the grammars of the optional package
+# rfc3987_syntax (seconds of CPU) for string formats no notebook schema uses: no command needs it
+# (grade.py and nbgrader_cmd.py say the same for the grading processes and nbgrader's).
+sys.modules.setdefault("rfc3987_syntax", None)
 
 from .course import ROOT, use_environment_tools
 
@@ -78,11 +85,20 @@ def cmd_grade(step, args, extra) -> int:
 
 
 def cmd_example(step, args, extra) -> int:
-    from .example import build
+    """The example class, graded in a grader home of its own (never the course's gradebook)."""
+    import os
+
+    from .example import build, example_home
     from .grade import grade
+    home = example_home()
     target = build(step)
-    print(f"example class: ada (all answers), blank (the release), half (half the answers) in {_shown(target)}/")
+    print(f"example class: ada (all answers), blank (the release), half (half the answers) in {_shown(target)}/, "
+          f"graded in its own grader home {_shown(home)}/ (the course's gradebook is not touched)")
+    os.environ["GRADER_HOME"] = str(home)
+    os.environ.pop("NBGRADER_DB_URL", None)          # its own SQLite gradebook in that home
     grade(step, target, **_grade_options(args))
+    print(f"example: its grades are in {_shown(home / 'grades')}/, its feedback in {_shown(home / 'feedback')}/; "
+          "`make clean-grades` removes them with every other grading result")
     return 0
 
 
@@ -120,8 +136,8 @@ def cmd_lab(step, args, extra) -> int:
 
 def cmd_steps(step, args, extra) -> int:
     from .steps import all_steps
-    for each in all_steps():
-        print(f"{each.name}: {len(each.notebooks())} notebooks, {len(each.checks)} hidden tests"
+    for each in all_steps():       # the hidden tests counted in the notebooks: no check (nor torch) imported
+        print(f"{each.name}: {len(each.notebooks())} notebooks, {each.hidden_test_count()} hidden tests"
               + (f", catch-up {each.catch_up}" if each.catch_up else ""))
     return 0
 
@@ -171,6 +187,30 @@ def cmd_extensions(step, args, extra) -> int:
     return 0
 
 
+def cmd_roster(step, args, extra) -> int:
+    from .roster import RosterError, import_roster
+    from .steps import all_steps
+    try:
+        import_roster(args.export, all_steps())
+    except RosterError as err:
+        print(f"roster: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_written_scores(step, args, extra) -> int:
+    from .written import WrittenScoresError, export_written, import_written
+    try:
+        if args.from_file:
+            import_written(step.name, args.from_file)
+        else:
+            export_written(step.name)
+    except WrittenScoresError as err:
+        print(f"written-scores: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
 COMMANDS = {
     "release": cmd_release, "solutions": cmd_solutions, "grade": cmd_grade, "example": cmd_example,
     "gradebook": cmd_gradebook, "report": cmd_report, "feedback": cmd_report,
@@ -181,7 +221,7 @@ COMMANDS = {
     "collect": _exchange(lambda ex, step, args: ex.collect(step) and None),
     "return-feedback": _exchange(lambda ex, step, args: ex.return_feedback(step) and None),
     "export": cmd_export, "pdfs": cmd_pdfs, "handout": cmd_handout, "similarity": cmd_similarity,
-    "extensions": cmd_extensions,
+    "extensions": cmd_extensions, "roster": cmd_roster, "written-scores": cmd_written_scores,
     "lab": cmd_lab, "steps": cmd_steps, "new-check": cmd_new_check,
 }
 
@@ -212,6 +252,9 @@ def parser() -> argparse.ArgumentParser:
     made["report"].add_argument("--no-feedback", action="store_true", help="only the grade reports")
     made["pdfs"].add_argument("--anonymous", action="store_true",
                               help="each PDF named by a code, not the student id; the key written beside")
+    made["roster"].add_argument("export", type=Path, help="the gradebook export downloaded from Canvas or Moodle (CSV)")
+    made["written-scores"].add_argument("--from", dest="from_file", type=Path, default=None,
+                                        help="import the scores and comments filled into this CSV")
     made["submit"].add_argument("--student", default=None, help="your student id (default: your login name)")
     made["lab"].add_argument("--formgrader", action="store_true",
                              help="the instructor's JupyterLab, opening nbgrader's formgrader")

@@ -1,4 +1,6 @@
-"""A small example class, built from the instructor notebooks, in the shapes instructors receive:
+"""A small example class, built from the instructor notebooks, in the shapes instructors receive
+(`make setup` grades it in a grader home of its own, `example_home()`: autograder/example/, so that
+the course's gradebook, formgrader, reports and exports hold only the course's real students):
 
   ada/            a folder per student: every answer filled in (the solutions)
   blank.zip       a zip per student: the release, untouched
@@ -43,9 +45,15 @@ def filled(step, name: str, keep) -> dict:
     return release
 
 
+def example_home() -> Path:
+    """Where `make example` (and so `make setup`) grades the example class: its own grader home,
+    with its own gradebook, beside the course's (<grading home>/example/)."""
+    return grader_home() / "example"
+
+
 def build(step, dest: Path | None = None) -> Path:
-    """The example class of a step in `dest` (default: <grading home>/example-class/<step>/)."""
-    dest = dest or grader_home() / "example-class" / step.name
+    """The example class of a step in `dest` (default: <example home>/class/<step>/)."""
+    dest = dest or example_home() / "class" / step.name
     if dest.exists():
         shutil.rmtree(dest)
     (dest / "ada").mkdir(parents=True)

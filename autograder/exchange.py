@@ -95,11 +95,66 @@ def collect(step: str) -> list[str]:
     log = nbgrader("collect", step, "--update", f"--CourseDirectory.submitted_directory={dest}")
     new = re.findall(r"(?:Collecting|Updating) submission: (\S+) " + re.escape(step), log)
     students = sorted(p.name for p in dest.glob("*") if (p / step).is_dir())
+    submitted: dict[str, list[Path]] = {}          # inbound listed once: student -> their submissions of the step
+    for folder in inbound.iterdir():
+        parts = folder.name.split("+")
+        if len(parts) >= 3 and parts[1] == step:
+            submitted.setdefault(parts[0], []).append(folder)
+    for sid in students:
+        write_notebook_times(submitted.get(sid, []), dest / sid / step, sid, step)
     print(f"collect: {len(new)} new submissions ({', '.join(new) or 'none'}); "
           f"{len(students)} students in {_show(dest)}/")
     if students:
         print(f"collect: grade them with  make grade SUBMISSIONS={_show(dest)}")
     return new
+
+
+NOTEBOOK_TIMES = "notebook_times.json"      # beside nbgrader's timestamp.txt in a collected submission
+
+
+def write_notebook_times(submissions: list[Path], collected: Path, student: str, step: str) -> dict[str, str]:
+    """Each notebook of a collected submission with its own time: the time of the earliest of the
+    student's submissions since which it has not changed. nbgrader's exchange keeps one time stamp
+    per submission; a student who fixes one notebook after the due date and submits again hands the
+    other five in unchanged, and they keep the time of the on-time submission that held them."""
+    import json
+    from .term import format_timestamp, parse_timestamp
+    history = []                    # (time, {notebook: digest}) of every submission of this student
+    for folder in submissions:           # the exchange's `<student>+<step>+<time>+<random>` folders of this student
+        stamp = folder / "timestamp.txt"
+        when = parse_timestamp(stamp.read_text(encoding="utf-8", errors="replace")) if stamp.is_file() else None
+        if folder.is_dir() and when is not None:
+            history.append((when, _digests(folder)))
+    mine = _digests(collected)
+    if not history or not (collected / "timestamp.txt").is_file():
+        return {}
+    history.sort(key=lambda entry: entry[0])
+    newest = parse_timestamp((collected / "timestamp.txt").read_text(encoding="utf-8", errors="replace"))
+    history = [entry for entry in history if newest is None or entry[0] <= newest]
+    times = {}
+    for name, data in mine.items():
+        when = newest
+        for earlier, notebooks in reversed(history):
+            if notebooks.get(name) != data:
+                break
+            when = earlier
+        if when is not None:
+            times[name] = format_timestamp(when)
+    (collected / NOTEBOOK_TIMES).write_text(json.dumps(times, indent=1, sort_keys=True), encoding="utf-8")
+    return times
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    """notebook file name -> sha256 of its bytes (a student's many submissions are not held in memory)."""
+    import hashlib
+    out = {}
+    for path in sorted(Path(folder).glob("*.ipynb")):
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        out[path.name] = digest.hexdigest()
+    return out
 
 
 def return_feedback(step: str) -> list[str]:
@@ -109,7 +164,7 @@ def return_feedback(step: str) -> list[str]:
     nbgrader finds a student's feedback by the secret their submission carried; the secret is
     copied next to the feedback only when the graded notebooks are exactly the collected ones,
     so feedback on an older submission is never handed out as if it were about a newer one."""
-    from .collect import UnusableId, assign_ids
+    from .names import UnusableId, assign_ids
     from .grade import refresh_stale_feedback
     from .steps import find_step
     home = grader_home()
@@ -140,6 +195,16 @@ def return_feedback(step: str) -> list[str]:
               " (each fetches it with `make my-feedback`)")
     else:
         print("return-feedback: no graded submission from the exchange: `make collect`, then `make grade`")
+    through = {sid for sid in ids.values() if not isinstance(sid, UnusableId)}
+    elsewhere = sorted(p.parent.name for p in (home / "feedback").glob(f"*/{step}") if p.parent.name not in through)
+    if elsewhere:
+        from .roster import graded_lms_ids
+        lms = graded_lms_ids(home, step)
+        print(f"return-feedback: {len(elsewhere)} graded students did not hand in through the exchange, so their "
+              f"feedback cannot go back through it; hand it back yourself from {_show(home / 'feedback')}/<student>/{step}/:")
+        for sid in elsewhere:
+            where = lms.get(sid)
+            print(f"    {sid}" + (f" ({where['lms']} user {where['user_id']}, {where['name']!r})" if where else ""))
     return returned
 
 
@@ -246,7 +311,51 @@ def submit(step: str, student: str | None = None) -> str:
           + (f" at {stamp[1].strip()}" if stamp else ""))
     if missing:
         print(f"submit: not handed in (not in {_show(mine)}/): {', '.join(missing)}")
+    _warn_if_late(step, who, stamp[1].strip() if stamp else "")
     return stamp[1].strip() if stamp else ""
+
+
+def _warn_if_late(step: str, student: str, stamp: str) -> None:
+    """After the due date (the student's extension included): say so, and what it costs."""
+    import time as _time
+    from datetime import timedelta
+
+    from .names import UnusableId, student_id
+    from .term import (TermError, UNIT_SECONDS, due_date, extensions, grace_seconds, late_policy, late_text,
+                       parse_timestamp, show_time)
+    try:
+        due = due_date(step)
+        if due is None:
+            return
+        try:
+            sid = student_id(student)
+        except UnusableId:
+            sid = student
+        own_due = due + extensions(step).get(sid, timedelta(0))
+        when = parse_timestamp(stamp) or _time.time()
+        late = when - own_due.timestamp()
+        grace = grace_seconds()
+        policy, percent = late_policy()
+    except TermError as err:
+        print(f"submit: the due date could not be checked: {err}")
+        return
+    if late <= 0:
+        return
+    if late <= grace:
+        print(f"submit: {late_text(late)} after the due date ({show_time(own_due)}), within the grace period of "
+              f"{late_text(grace)}: counted as on time")
+        return
+    cost = {"none": "late work is graded in full, its lateness is reported",
+            "zero": "each notebook handed in late scores 0",
+            "per_hour": "", "per_day": ""}[policy]
+    if policy in UNIT_SECONDS:
+        import math
+        units = math.ceil(late / UNIT_SECONDS[policy])
+        unit = "hour" if policy == "per_hour" else "day"
+        cost = (f"{min(100.0, percent * units):g} % of each late notebook's score ({percent:g} % per {unit} or part "
+                f"of one, {units} {unit}{'s' * (units > 1)} begun)")
+    print(f"submit: LATE: handed in {late_text(late)} after the due date ({show_time(own_due)}): {cost}. "
+          "Notebooks unchanged since a submission before the due date keep its time.")
 
 
 def my_feedback(step: str) -> list[Path]:

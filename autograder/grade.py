@@ -357,7 +357,12 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     grader_home().mkdir(parents=True, exist_ok=True)      # a new $GRADER_HOME: the gradebook goes there
     url = db_url()
     sandbox = resolve_sandbox(sandbox)
-    received = collect(Path(submissions), step.notebooks(), only=only)
+    from .roster import RosterError, lms_ids, save_lms_ids
+    try:
+        roster_ids = lms_ids()
+    except RosterError as err:
+        raise SystemExit(f"grade: {err}") from None
+    received = collect(Path(submissions), step.notebooks(), only=only, roster_ids=roster_ids)
     part = (f" (shard {shard[0]} of {shard[1]})" if shard else "") + \
         (f" (students: {', '.join(sorted(students))})" if students else "")
     kernels = _kernels_for(kernels, sandbox)
@@ -371,9 +376,10 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     plan = Plan(step, url, sandbox, threads=max(1, cores // workers), limits=dict(limits or {}), kernels=kernels)
     # one time per student's submission: from nbgrader's timestamp.txt, else the file time (an LMS's
     # late mark taken into account: autograder/term.py)
-    from .term import apply_term, save_time_sources, submission_times
+    from .term import apply_term, notebook_times, save_time_sources, submission_times
     submitted_at, time_sources = submission_times(chosen, step.name)
-    save_time_sources(time_sources, grader_home(), step.name)
+    save_time_sources(time_sources, grader_home(), step.name, notebook_times(chosen, submitted_at))
+    save_lms_ids(chosen, grader_home(), step.name)
     plan.keep_received(chosen, force, submitted_at)
 
     def set_up_gradebook():     # while the workers start and grade: only recording needs the gradebook
@@ -456,7 +462,7 @@ class Plan:
         with Gradebook(self.url, COURSE_ID) as gb:
             for sid, name in missing:
                 bad = [p for p in problems if p["student"] == sid and p["notebook"] == name]
-                other = [p for p in problems if p["student"] == sid and p["notebook"] is None]
+                other = [p for p in problems if p["student"] == sid and p["notebook"] is None and not p.get("notice")]
                 if bad:
                     reason = f"{bad[-1]['file']}: {bad[-1]['problem']}"
                 elif other:

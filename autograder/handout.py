@@ -21,7 +21,8 @@ from pathlib import Path
 
 from .course import ENGINE_ROOT, RELEASE, ROOT
 
-GRADER_ONLY = {"psycopg2-binary", "latex2mathml", "nh3", "jupyter-server-mathjax"}   # gradebook driver, feedback formulas, sanitiser, formgrader MathJax
+GRADER_ONLY = {"psycopg2-binary", "latex2mathml", "nh3", "jupyter-server-mathjax",   # gradebook driver, feedback formulas, sanitiser,
+               "confusable-homoglyphs"}                                               # formgrader MathJax, look-alike ids
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 

@@ -10,18 +10,18 @@ MAX_NOTES notes: the reports stay small whatever a submission printed or raised.
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 import unicodedata
 from pathlib import Path
 
 from .course import ROOT, db_url, grader_home
+from .csvout import write_csv
 from .limits import clip
 
 MAX_NOTES = 50
 
 FIELDS = ["student", "notebook", "grade_id", "score", "max_score", "error", "kind", "bonus"]
+NUMBER_FIELDS = ("score", "max_score")      # the grader's numbers; the rest is text, escaped (csvout.py)
 
 # <step>.json, version 2 (version 1 had no schema_version, term or submissions). A reader checks
 # schema_version; a new field is a new minor thing readers ignore, a changed or removed one a new version.
@@ -30,7 +30,7 @@ GRADES_SCHEMA = {
     "schema_version": "int: 2",
     "step": "str: the step graded (its folder's name in source/)",
     "term": {"due": "str: ISO 8601 UTC or ''", "late_policy": "str: none, zero, per_hour or per_day",
-             "late_percent": "float"},
+             "late_percent": "float", "late_grace_seconds": "float: this late still counts as on time"},
     "grades": [{field: "one record per student, notebook and grade cell (<step>.csv's columns)" for field in FIELDS}],
     "submissions": [{"student": "str", "timestamp": "str: ISO 8601 UTC", "time_source": "str",
                      "due": "str: ISO 8601 UTC, the extension included, or ''", "extension": "str: e.g. 2d or ''",
@@ -76,6 +76,8 @@ def table(results: list[dict], step, totals: dict | None = None) -> str:
     header = f"{'student':<18}" + "".join(f"{s:>7}" for s in short) + f"{'required':>13}" \
         + (f"{'bonus':>10}" if has_bonus else "") + f"{'late':>7}" + f"{'total':>8}" + "  written answers"
     lines = [header, "-" * len(header)]
+    from .names import lookalikes, shown_id
+    alike = {sid: [o for o in group if o != sid] for group in lookalikes(students) for sid in group}
     for sid in students:
         cols, got, top, bonus, bonus_top, open_, written = [], 0.0, 0.0, 0.0, 0.0, 0, 0
         for name in notebooks:
@@ -94,7 +96,9 @@ def table(results: list[dict], step, totals: dict | None = None) -> str:
         lines.append(padded(sid, 18) + "".join(cols) + f"{got:>8.1f}/{top:<4.0f}"
                      + (f"{bonus:>6.1f}/{bonus_top:<3.0f}" if has_bonus else "")
                      + (f"{-late:>7.1f}" if late else f"{'-':>7}") + f"{total:>8.1f}"
-                     + f"  {open_} of {written} to grade")
+                     + f"  {open_} of {written} to grade"
+                     + (f"  ({shown_id(sid)}: another student than the look-alike "
+                        f"{', '.join(shown_id(o) for o in alike[sid])})" if sid in alike else ""))
     lines.append("(notebook columns: points, autograded and written answers graded so far; required: out of "
                  "the required notebooks' points; late: the late penalty (course.toml); total: required + "
                  "bonus - late, as in the LMS export and the feedback; written answers: those left to grade "
@@ -120,13 +124,8 @@ def _notes(result: dict) -> list[str]:
 def write_reports(step, results: list[dict], problems: list[dict], say=print) -> None:
     rows = records(results, step)
     problems = [{k: clip(v) if isinstance(v, str) else v for k, v in p.items()} for p in problems]
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=FIELDS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
     csv_path, json_path = report_paths(step)
-    csv_path.parent.mkdir(parents=True, exist_ok=True)
-    csv_path.write_text(out.getvalue(), encoding="utf-8")
+    write_csv(csv_path, FIELDS, rows, numbers=NUMBER_FIELDS)
     term, totals, submissions = _term_part(step, results, grader_home())
     json_path.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "step": step.name, "term": term,
                                      "grades": rows, "submissions": submissions, "problems": problems,
@@ -146,11 +145,12 @@ def write_reports(step, results: list[dict], problems: list[dict], say=print) ->
 def _term_part(step, results: list[dict], home) -> tuple[dict, dict, list[dict]]:
     """grades.json's term, the totals per student, and its submissions list (from the gradebook's
     submission times, due dates and penalties; autograder/term.py)."""
-    from .term import due_date, late_policy, term_records, time_source
+    from .term import due_date, grace_seconds, late_policy, term_records, time_source
     from .totals import from_results
     due = due_date(step.name)
     policy, percent = late_policy()
-    term = {"due": due.isoformat() if due else "", "late_policy": policy, "late_percent": percent}
+    term = {"due": due.isoformat() if due else "", "late_policy": policy, "late_percent": percent,
+            "late_grace_seconds": grace_seconds()}
     records = term_records(db_url(), step.name)
     totals = from_results(results, records)
     submissions = []

@@ -5,14 +5,17 @@ Every answer cell (nbgrader `solution`) of every graded student is reduced to no
 (code: Python's tokens without comments, every name but builtins and attributes replaced by `N`,
 every literal by `L`, so renaming variables changes nothing; text: lower-case words), then cut into
 runs of 5 tokens. Two students' answers to the same cell are compared by the share of runs they have
-in common (Jaccard); a pair at or above the threshold (default 0.8) is listed, with the cells
-behind it, in `<grading home>/similarity.csv`. Answers left as released and answers shorter than
-12 tokens are not compared (they are alike by nature).
+in common (Jaccard). What the model solution and the release already say is not the students' own:
+runs found in the cell's instructor answer (source/, markers removed) or in its released stub are
+taken out of every answer first, so two students who both wrote the model solution are not listed,
+and a copy is measured on what was written beyond it. A pair of answers at or above the threshold
+(default 0.8) counts; the report, `<grading home>/similarity.csv`, lists each pair of *students* once,
+with how many of their answers are alike and which (most alike first). Answers left as released,
+answers shorter than 12 tokens and answers with fewer than 8 runs of their own are not compared.
 """
 from __future__ import annotations
 
 import builtins
-import csv
 import io
 import json
 import keyword
@@ -22,10 +25,13 @@ from itertools import combinations
 from pathlib import Path
 
 from .course import RELEASE, ROOT, grader_home
+from .csvout import write_csv
 from .steps import find_step
 
 SHINGLE = 5
 MIN_TOKENS = 12
+MIN_OWN_SHINGLES = 8        # runs left once the model solution's and the release's are taken out
+PAIR_COLUMNS = ["student_a", "student_b", "answers_alike", "max_similarity", "mean_similarity", "answers"]
 BUILTINS = set(dir(builtins)) | set(keyword.kwlist)
 
 
@@ -85,10 +91,34 @@ def answers(step: str) -> dict[tuple[str, str], dict[str, list[str]]]:
     return out
 
 
+def model_shingles(step: str) -> dict[tuple[str, str], set]:
+    """(notebook, grade id) -> the runs of the cell's instructor answer and of its released stub."""
+    from .example import answer_text
+    out: dict[tuple[str, str], set] = {}
+    source_step = find_step(step)
+    for name in source_step.notebooks():
+        for folder in (source_step.source, RELEASE / step):
+            try:
+                cells = json.loads((folder / f"{name}.ipynb").read_text(encoding="utf-8"))["cells"]
+            except (OSError, ValueError, KeyError):
+                continue
+            for cell in cells:
+                meta = cell.get("metadata", {}).get("nbgrader", {})
+                if meta.get("solution") and meta.get("grade_id"):
+                    text = answer_text(cell)
+                    out.setdefault((name, meta["grade_id"]), set()).update(shingles(tokens({**cell, "source": text})))
+    return out
+
+
 def similar_pairs(step: str, threshold: float = 0.8) -> list[dict]:
+    """Every pair of answers to the same cell at or above `threshold`, measured on each answer's own
+    runs (the model solution's and the release's taken out)."""
     pairs = []
+    model = model_shingles(step)
     for (name, gid), by_student in sorted(answers(step).items()):
-        cut = {sid: shingles(toks) for sid, toks in by_student.items()}
+        given = model.get((name, gid), set())
+        cut = {sid: shingles(toks) - given for sid, toks in by_student.items()}
+        cut = {sid: own for sid, own in cut.items() if len(own) >= MIN_OWN_SHINGLES}
         for a, b in combinations(sorted(cut), 2):
             score = len(cut[a] & cut[b]) / len(cut[a] | cut[b])
             if score >= threshold:
@@ -97,16 +127,31 @@ def similar_pairs(step: str, threshold: float = 0.8) -> list[dict]:
     return sorted(pairs, key=lambda p: (-p["similarity"], p["notebook"], p["grade_id"], p["student_a"]))
 
 
+def by_student_pair(pairs: list[dict]) -> list[dict]:
+    """The pairs of answers grouped by pair of students: most answers alike first, then most alike."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for pair in pairs:
+        groups.setdefault((pair["student_a"], pair["student_b"]), []).append(pair)
+    out = []
+    for (a, b), cells in groups.items():
+        scores = [c["similarity"] for c in cells]
+        cells = sorted(cells, key=lambda c: (-c["similarity"], c["notebook"], c["grade_id"]))
+        out.append({"student_a": a, "student_b": b, "answers_alike": len(cells), "max_similarity": max(scores),
+                    "mean_similarity": round(sum(scores) / len(scores), 3),
+                    "answers": "; ".join(f"{c['notebook']}/{c['grade_id']} {c['similarity']:.2f}" for c in cells)})
+    return sorted(out, key=lambda p: (-p["answers_alike"], -p["max_similarity"], p["student_a"], p["student_b"]))
+
+
 def report(step: str, threshold: float = 0.8, say=print) -> Path:
     pairs = similar_pairs(step, threshold)
+    students = by_student_pair(pairs)
     dest = grader_home() / "similarity.csv"
-    with open(dest, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=["notebook", "grade_id", "student_a", "student_b", "similarity"])
-        writer.writeheader()
-        writer.writerows(pairs)
+    write_csv(dest, PAIR_COLUMNS, students, numbers=("answers_alike", "max_similarity", "mean_similarity"))
     shown = dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest
-    say(f"similarity: {len(pairs)} pairs of answers at or above {threshold:g} in {shown} "
+    say(f"similarity: {len(students)} pairs of students with answers alike at or above {threshold:g} "
+        f"({len(pairs)} answers; the model solution's and the release's text not counted) in {shown} "
         "(for a person to look at; grades are not changed)")
-    for pair in pairs[:20]:
-        say(f"  {pair['similarity']:.2f}  {pair['notebook']}/{pair['grade_id']}: {pair['student_a']} and {pair['student_b']}")
+    for pair in students[:20]:
+        say(f"  {pair['student_a']} and {pair['student_b']}: {pair['answers_alike']} answer"
+            f"{'s' * (pair['answers_alike'] > 1)} alike (up to {pair['max_similarity']:.2f}): {pair['answers'][:120]}")
     return dest

@@ -112,6 +112,22 @@ class Step:
         from .checks.framework import checks_of
         return checks_of(self.package.__name__)
 
+    def hidden_test_count(self) -> int:
+        """How many hidden test cells the step's instructor notebooks hold (a cell is one line,
+        `hidden("<grade_id>", globals())`), read without importing the checks (`make steps`)."""
+        import json
+        import re
+        found = set()
+        for path in sorted(self.source.glob("*.ipynb")):
+            try:
+                cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+            except (OSError, ValueError):
+                continue
+            for cell in cells:
+                text = "".join(cell.get("source", "")) if isinstance(cell.get("source"), list) else cell.get("source", "")
+                found.update(re.findall(r"""\bhidden\(\s*["']([^"']+)["']""", text or ""))
+        return len(found)
+
     def is_bonus(self, grade_id: str) -> bool:
         return bool(self.bonus_prefix) and grade_id.startswith(self.bonus_prefix)
 

@@ -34,9 +34,6 @@ import tomllib
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from nbgrader.plugins import LateSubmissionPlugin
-from traitlets import Enum, Float, default
-
 from .course import ROOT
 
 POLICIES = ("none", "zero", "per_hour", "per_day")
@@ -101,42 +98,52 @@ def late_policy(path: Path | None = None) -> tuple[str, float]:
     return policy, float(percent)
 
 
-def describe_policy(path: Path | None = None) -> str:
+# The grace period: a submission at most this late counts as on time. Ten minutes by default: a
+# student who presses submit at 23:59 on a laptop whose clock runs a few minutes fast, or whose upload
+# of six notebooks takes a minute, has not handed in late work, and `per_hour`/`per_day` would charge
+# a whole hour or day (6.7 points for 21 s, once) for it; ten minutes is still far below the hour and
+# the day the policies count in, so it buys no real extra time. `grace = "0m"` turns it off.
+DEFAULT_GRACE = "10m"
+
+
+def grace_seconds(path: Path | None = None) -> float:
+    """course.toml's [late] grace (`"5m"`, `"1h"`, `"0m"`), in seconds; DEFAULT_GRACE when unset."""
+    late = load_term(path).get("late", {})
+    text = late.get("grace", DEFAULT_GRACE)
+    name = Path(path or term_file()).name
+    if not isinstance(text, str):
+        raise TermError(f"{name}: [late] grace = {text!r} must be a length of time in quotes, e.g. grace = \"10m\"")
+    if text.strip() in ("0", "0m", "0h", "0d"):
+        return 0.0
+    try:
+        return parse_duration(text).total_seconds()
+    except ValueError as err:
+        raise TermError(f"{name}: [late] grace: {err}") from None
+
+
+def describe_policy(path: Path | None = None, grace: bool = True) -> str:
+    """The policy in words; with `grace`, the grace period too (the released notebooks' due-date cell
+    leaves it out: `make fetch` and `make validate` say it)."""
     policy, percent = late_policy(path)
-    return {"none": "late work is graded in full",
+    text = {"none": "late work is graded in full",
             "zero": "a late notebook scores 0",
             "per_hour": f"{percent:g} % of a notebook's score off per hour or part of an hour late",
             "per_day": f"{percent:g} % of a notebook's score off per day or part of a day late"}[policy]
+    seconds = grace_seconds(path) if grace else 0
+    if seconds and policy != "none":
+        text += f" (up to {show_duration(timedelta(seconds=seconds))} late counts as on time)"
+    return text
 
 
-def penalty(score: float, seconds_late: float, policy: str, percent: float) -> float | None:
-    """Points taken off a notebook scoring `score` that came `seconds_late` late (None: no penalty)."""
-    if seconds_late <= 0 or policy == "none":
+def penalty(score: float, seconds_late: float, policy: str, percent: float, grace: float = 0.0) -> float | None:
+    """Points taken off a notebook scoring `score` that came `seconds_late` late (None: no penalty).
+    Within the grace period it is on time; past it, lateness counts from the due date itself."""
+    if seconds_late <= max(grace, 0) or policy == "none":
         return None
     if policy == "zero":
         return score
     units = math.ceil(seconds_late / UNIT_SECONDS[policy])
     return round(min(score, score * percent / 100 * units), 6)
-
-
-class CourseLatePenalty(LateSubmissionPlugin):
-    """nbgrader's late-submission plugin with the course's policy (course.toml [late]): `none` and
-    `zero` as nbgrader's own, `per_hour`/`per_day` a percentage of the notebook's score off per started
-    hour or day."""
-
-    penalty_method = Enum(POLICIES, help="none, zero, per_hour or per_day (course.toml [late] policy)").tag(config=True)
-    percent = Float(help="per_hour/per_day: % of the notebook's score off per started unit").tag(config=True)
-
-    @default("penalty_method")
-    def _default_method(self):
-        return late_policy()[0]
-
-    @default("percent")
-    def _default_percent(self):
-        return late_policy()[1]
-
-    def late_submission_penalty(self, student_id: str, score: float, total_seconds_late: float):
-        return penalty(score, total_seconds_late, self.penalty_method, self.percent)
 
 
 # ---- extensions ----------------------------------------------------------------------------------
@@ -220,23 +227,37 @@ def show_time(when: datetime | None) -> str:
     return when.astimezone(timezone.utc).strftime("%a %d %b %Y %H:%M UTC") if when else "-"
 
 
+TIMESTAMP = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})[ T](?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,6}))?"
+                       r"\s*(?P<zone>UTC|GMT|Z|[+-]\d{2}:?\d{2})?")
+
+
 def parse_timestamp(text: str) -> float | None:
-    """A `timestamp.txt` as nbgrader writes it (`2026-12-14 23:01:02.123456 UTC`, any zone nbgrader
-    can parse) -> seconds since the epoch; None when it is not a time."""
-    from nbgrader.utils import parse_utc
-    text = (text or "").strip()
-    if not text or len(text) > 64:
+    """A `timestamp.txt` as nbgrader writes it (`2026-12-14 23:01:02.123456 UTC`; also ISO 8601,
+    `2026-12-14T23:01:02Z`, and a numeric zone `+0100` read as ±HHMM) -> seconds since the epoch;
+    None for anything else. Strict on purpose: a student writes this file, and a lenient date parser
+    turns `-1` or `yesterday` into a date (a time that parses but is not plausible, such as
+    `9999-12-31 23:59:59.999999 UTC`, is refused by collect.plausible_time)."""
+    if not isinstance(text, str):
         return None
-    offset = re.fullmatch(r"(\S+ \S+) ([+-]\d{4})", text)
+    match = TIMESTAMP.fullmatch(text.strip())
+    if not match:
+        return None
     try:
-        if offset:      # nbgrader's parse_utc reads a numeric zone as seconds: read it as ±HHMM
-            stamp = offset[1] + " " + offset[2]
-            fmt = "%Y-%m-%d %H:%M:%S.%f %z" if "." in offset[1] else "%Y-%m-%d %H:%M:%S %z"
-            return datetime.strptime(stamp, fmt).timestamp()
-        naive_utc = parse_utc(text)
-    except (ValueError, OverflowError, TypeError):
+        when = datetime.strptime(f"{match['date']} {match['time']}", "%Y-%m-%d %H:%M:%S")
+        if match["frac"]:
+            when = when.replace(microsecond=int(match["frac"].ljust(6, "0")))
+        zone = match["zone"] or "UTC"
+        offset = timedelta(0)
+        if zone[0] in "+-":
+            digits = zone[1:].replace(":", "")
+            hours, minutes = int(digits[:2]), int(digits[2:])
+            if hours > 23 or minutes > 59:
+                return None
+            offset = (1 if zone[0] == "+" else -1) * timedelta(hours=hours, minutes=minutes)
+        seconds = (when.replace(tzinfo=timezone.utc) - offset).timestamp()
+    except (ValueError, OverflowError):
         return None
-    return naive_utc.replace(tzinfo=timezone.utc).timestamp()
+    return seconds
 
 
 def format_timestamp(seconds: float) -> str:
@@ -278,7 +299,9 @@ def set_due_date(gb, step: str) -> None:
 def apply_term(url: str, step: str, students: list[str] | None = None) -> None:
     """nbgrader's late-penalty step for the submissions of `students` (all when None): the due date
     on the assignment, each student's extension on their submission, then the plugin's penalty on
-    each submitted notebook (as AssignLatePenalties: reset, then clamped to 0..score)."""
+    each submitted notebook (as AssignLatePenalties: reset, then clamped to 0..score). A notebook
+    whose own time is known (`notebook_lateness`) is late by its own time, not by its submission's:
+    a one-notebook fix after the due date makes that notebook late, not the other five."""
     from nbgrader.api import Gradebook
     from nbgrader.api import SubmittedAssignment as Submission
     from nbgrader.api import Assignment as DbAssignment
@@ -286,7 +309,7 @@ def apply_term(url: str, step: str, students: list[str] | None = None) -> None:
 
     from .course import COURSE_ID
     granted = extensions(step)
-    plugin = CourseLatePenalty()
+    plugin = _nbgrader_classes()["CourseLatePenalty"]()
     with Gradebook(url, COURSE_ID) as gb:
         set_due_date(gb, step)
         query = gb.db.query(Submission).join(DbAssignment).filter(DbAssignment.name == step)
@@ -295,14 +318,35 @@ def apply_term(url: str, step: str, students: list[str] | None = None) -> None:
         for submission in query.all():
             extension = granted.get(submission.student.id)
             submission.extension = extension
-            seconds = submission.total_seconds_late
+            lateness = notebook_lateness(submission, step)
             for notebook in submission.notebooks:
                 notebook.late_submission_penalty = None
+                seconds = lateness.get(notebook.notebook.name, 0.0)
                 if seconds > 0:
                     points = plugin.late_submission_penalty(submission.student.id, notebook.score, seconds)
                     if points is not None:
                         notebook.late_submission_penalty = min(max(points, 0.0), notebook.score)
         gb.db.commit()
+
+
+def notebook_lateness(submission, step: str, home: Path | None = None) -> dict[str, float]:
+    """notebook -> seconds late, for one gradebook submission: the notebook's own time where grading
+    recorded one (work/times/<step>/<student>.json), never later than the submission's; else the
+    submission's time (nbgrader keeps one per submission)."""
+    from .course import grader_home
+    seconds = max(float(submission.total_seconds_late or 0), 0.0)
+    own = _saved_times(submission.student.id, home or grader_home(), step).get("notebooks", {})
+    out = {}
+    due = submission.duedate
+    for notebook in submission.notebooks:
+        name = notebook.notebook.name
+        when = own.get(name)
+        if due is not None and isinstance(when, (int, float)) and seconds > 0:
+            due_utc = due.replace(tzinfo=timezone.utc).timestamp()
+            out[name] = round(min(seconds, max(0.0, when - due_utc)), 1)
+        else:
+            out[name] = round(seconds, 1)
+    return out
 
 
 def term_records(url: str, step: str) -> dict[str, dict]:
@@ -327,13 +371,19 @@ def term_records_in(gb, step: str, student: str | None = None) -> dict[str, dict
     if student is not None:
         query = query.join(DbStudent).filter(DbStudent.id == student)
     rows = query.all()
+    try:
+        policy, grace = describe_policy(), grace_seconds()
+    except TermError:
+        policy, grace = "", 0.0
     for submission in rows:
         out[submission.student.id] = {
             "timestamp": _iso(submission.timestamp),
             "due": _iso(submission.duedate),
             "extension": show_duration(submission.extension) if submission.extension else "",
             "seconds_late": round(submission.total_seconds_late, 1),
+            "notebook_seconds_late": notebook_lateness(submission, step),
             "penalties": {nb.notebook.name: float(nb.late_submission_penalty or 0) for nb in submission.notebooks},
+            "policy": policy, "grace_seconds": grace,
         }
     return out
 
@@ -380,27 +430,45 @@ def submission_times(chosen: dict, step: str) -> tuple[dict[str, float], dict[st
     return times, sources
 
 
-def save_time_sources(sources: dict[str, str], home: Path, step: str) -> None:
-    """Where each student's submission time came from, for the reports (one file per student and
-    step: shards write their own students' only)."""
+def notebook_times(chosen: dict, submitted_at: dict[str, float]) -> dict[str, dict[str, float]]:
+    """student -> notebook -> its own time, where the submission carries one per notebook: a file's
+    or zip entry's time, or a notebook_times.json from `make collect` (unchanged since an earlier
+    submission through the exchange). A submission an LMS marked late (its files carry the
+    download's times) and one whose time came from one timestamp.txt have one time for all."""
+    out: dict[str, dict[str, float]] = {}
+    for (sid, name), item in chosen.items():
+        source = getattr(item, "time_source", "file time")
+        own = source in ("file time", "zip entry time") or source.startswith("timestamp.txt (")
+        when = item.mtime if own and item.mtime and not getattr(item, "lms_late", False) else submitted_at[sid]
+        out.setdefault(sid, {})[name] = min(when, submitted_at[sid])
+    return out
+
+
+def save_time_sources(sources: dict[str, str], home: Path, step: str, notebooks: dict | None = None) -> None:
+    """Where each student's submission time came from, and each notebook's own time, for the reports
+    and the late penalties (one file per student and step: shards write their own students' only)."""
     import json
     folder = home / "work" / "times" / step
     folder.mkdir(parents=True, exist_ok=True)
     for sid, source in sources.items():
-        (folder / f"{sid}.json").write_text(json.dumps({"time_source": source}), encoding="utf-8")
+        record = {"time_source": source, "notebooks": (notebooks or {}).get(sid, {})}
+        (folder / f"{sid}.json").write_text(json.dumps(record), encoding="utf-8")
+
+
+def _saved_times(sid: str, home: Path, step: str) -> dict:
+    import json
+    try:
+        record = json.loads((home / "work" / "times" / step / f"{sid}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def time_source(sid: str, home: Path, step: str) -> str:
-    import json
-    try:
-        return json.loads((home / "work" / "times" / step / f"{sid}.json").read_text(encoding="utf-8"))["time_source"]
-    except (OSError, ValueError, KeyError):
-        return ""
+    return str(_saved_times(sid, home, step).get("time_source", ""))
 
 
 # ---- the release ---------------------------------------------------------------------------------
-
-from nbgrader.preprocessors import NbGraderPreprocessor  # noqa: E402
 
 DUE_CELL_ID = "due-date"
 
@@ -409,22 +477,73 @@ def due_cell_text(step: str) -> str:
     due = due_date(step)
     if due is None:
         return ""
-    return (f"**Due: {show_time(due)}.** Late work: {describe_policy()}; an extension granted to you moves "
+    return (f"**Due: {show_time(due)}.** Late work: {describe_policy(grace=False)}; an extension granted to you moves "
             "your own due date. `make fetch` and `make validate` show the due date and the time left.")
 
 
-class ShowDueDate(NbGraderPreprocessor):
-    """`nbgrader generate_assignment`: a markdown cell right after the header with the step's due date
-    and the late policy (course.toml); none when the step has no due date."""
+# ---- what nbgrader loads (nbgrader_config.py) ----------------------------------------------------
+# The two classes below subclass nbgrader's; importing nbgrader takes a second or more, which the
+# everyday commands that only read the term (`make fetch`, `make extensions`, `make submit`) must
+# not pay. They are made on first use: `from autograder.term import CourseLatePenalty` works as
+# before (a module __getattr__, PEP 562).
 
-    def preprocess(self, nb, resources):
-        import nbformat
-        step = resources.get("nbgrader", {}).get("assignment")
-        text = due_cell_text(step)
-        nb.cells = [c for c in nb.cells if c.get("id") != DUE_CELL_ID]
-        if text:
-            after = next((i + 1 for i, c in enumerate(nb.cells) if c.get("id") == "header_name"), 0)
-            cell = nbformat.v4.new_markdown_cell(text)
-            cell.id = DUE_CELL_ID
-            nb.cells.insert(after, cell)
-        return nb, resources
+def _nbgrader_classes() -> dict:
+    global _CLASSES
+    if _CLASSES is None:
+        from nbgrader.plugins import LateSubmissionPlugin
+        from nbgrader.preprocessors import NbGraderPreprocessor
+        from traitlets import Enum, Float, default
+
+        class CourseLatePenalty(LateSubmissionPlugin):
+            """nbgrader's late-submission plugin with the course's policy (course.toml [late]): `none` and
+            `zero` as nbgrader's own, `per_hour`/`per_day` a percentage of the notebook's score off per started
+            hour or day."""
+
+            penalty_method = Enum(POLICIES, help="none, zero, per_hour or per_day (course.toml [late] policy)").tag(config=True)
+            percent = Float(help="per_hour/per_day: % of the notebook's score off per started unit").tag(config=True)
+            grace = Float(help="seconds late that still count as on time (course.toml [late] grace)").tag(config=True)
+
+            @default("grace")
+            def _default_grace(self):
+                return grace_seconds()
+
+            @default("penalty_method")
+            def _default_method(self):
+                return late_policy()[0]
+
+            @default("percent")
+            def _default_percent(self):
+                return late_policy()[1]
+
+            def late_submission_penalty(self, student_id: str, score: float, total_seconds_late: float):
+                return penalty(score, total_seconds_late, self.penalty_method, self.percent, self.grace)
+
+        class ShowDueDate(NbGraderPreprocessor):
+            """`nbgrader generate_assignment`: a markdown cell right after the header with the step's due date
+            and the late policy (course.toml); none when the step has no due date."""
+
+            def preprocess(self, nb, resources):
+                import nbformat
+                step = resources.get("nbgrader", {}).get("assignment")
+                text = due_cell_text(step)
+                nb.cells = [c for c in nb.cells if c.get("id") != DUE_CELL_ID]
+                if text:
+                    after = next((i + 1 for i, c in enumerate(nb.cells) if c.get("id") == "header_name"), 0)
+                    cell = nbformat.v4.new_markdown_cell(text)
+                    cell.id = DUE_CELL_ID
+                    nb.cells.insert(after, cell)
+                return nb, resources
+
+        _CLASSES = {"CourseLatePenalty": CourseLatePenalty, "ShowDueDate": ShowDueDate}
+        for cls in _CLASSES.values():
+            cls.__module__, cls.__qualname__ = __name__, cls.__name__
+    return _CLASSES
+
+
+_CLASSES = None
+
+
+def __getattr__(name: str):
+    if name in ("CourseLatePenalty", "ShowDueDate"):
+        return _nbgrader_classes()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -82,13 +82,20 @@ def from_gradebook(gb, step: str, student: str | None = None) -> dict[str, dict]
 
 def summary_lines(sid: str, totals: dict, term: dict | None = None) -> list[str]:
     """The summary a student reads (make my-feedback, the top of the feedback HTML)."""
+    from .term import late_text
     term = term or {}
     step = totals["step"]
     lines = []
+    own = term.get("notebook_seconds_late") or {}
+    grace = float(term.get("grace_seconds") or 0)
+    late = float(term.get("seconds_late") or 0)
     for name, nb in sorted(totals["notebooks"].items()):
         extra = []
         if nb["late_penalty"]:
-            extra.append(f"late penalty -{nb['late_penalty']:g}")
+            extra.append(f"late penalty -{nb['late_penalty']:g}"
+                         + (f", {late_text(own[name])} late" if own.get(name, 0) > 0 else ""))
+        elif late > grace and name in own and own[name] <= grace:
+            extra.append("on time: unchanged since a submission before the due date")
         if nb["to_grade"]:
             extra.append(f"{len(nb['to_grade'])} written answer{'s' * (len(nb['to_grade']) > 1)} still to be graded")
         lines.append((f"{name:<28} {nb['final_score']:6.1f} / {nb['max_score']:<5g}"
@@ -98,13 +105,18 @@ def summary_lines(sid: str, totals: dict, term: dict | None = None) -> list[str]
                  f"{step['bonus_max']:g}, "
                  + (f"late penalty -{step['late_penalty']:g})" if step["late_penalty"] else "no late penalty)"))
     if term.get("timestamp"):
-        late = term.get("seconds_late", 0)
-        from .term import late_text
         when = (f"submitted {term['timestamp'][:19].replace('T', ' ')} UTC, due {term['due'][:19].replace('T', ' ')} UTC"
                 if term.get("due") else f"submitted {term['timestamp'][:19].replace('T', ' ')} UTC")
         if term.get("extension"):
             when += f" (with an extension of {term['extension']})"
-        lines.append(when + (f": {late_text(late)} late" if late > 0 else ": on time"))
+        if late > grace:
+            lines.append(when + f": {late_text(late)} late")
+        elif late > 0:
+            lines.append(when + f": {late_text(late)} after it, within the grace period of {late_text(grace)}: on time")
+        else:
+            lines.append(when + ": on time")
+        if term.get("due") and term.get("policy"):
+            lines.append(f"late work: {term['policy']}")
     if step["to_grade"]:
         lines.append("still to be graded by hand: " + ", ".join(step["to_grade"])
                      + " (the total rises when they are)")

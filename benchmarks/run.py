@@ -5,7 +5,9 @@
 Parts (each also callable alone with --parts): throughput (grading a synthetic class: plain
 nbgrader against `make grade`, warm and cold kernels), whole_step (a class handing in all six
 notebooks, graded both ways), breakdown (where a notebook's grading time goes), student (each
-notebook's run time, each slider's update), head (forward time and memory against T).
+notebook's run time, each slider's update), head (forward time and memory against T), commands
+(the everyday commands `make steps/fetch/submit/collect/extensions/export`, beside the engine of
+`--against REV`; `--parts commands` alone rewrites only its section of an existing BENCHMARKS.md).
 Nothing is asserted about speed: the figures depend on the machine and on whatever else runs on
 it; ratios measured in the same run are what to compare. The raw figures also go to
 artifacts/bench.json (not committed).
@@ -24,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import ROOT, fmt, machine, stats  # noqa: E402
 
-PARTS = ("throughput", "whole_step", "breakdown", "student", "head")
+PARTS = ("throughput", "whole_step", "breakdown", "student", "head", "commands")
 SOLUTION_TARGET = 10.0      # seconds, every solution notebook
 SLIDER_TARGET = 0.200       # seconds, every slider update
 # class throughput against plain nbgrader on 2 cores: (target, aim) per way of grading
@@ -332,12 +334,44 @@ def write_report(path: Path, results: dict, command: str) -> None:
         sections += ["## 3. Student side", "", *body, ""]
     if "head" in results:
         sections += ["## 4. The head against T", "", *head_section(results["head"]), ""]
+    if "commands" in results:
+        import commands
+        body, v5 = commands.section(results["commands"])
+        verdicts += v5
+        sections += [COMMANDS_SECTION, "", *body, ""]
     for name, why in results.get("failed", {}).items():
         sections += [f"## {name}: FAILED", "", "```", why, "```", ""]
     lines += ["## Targets", "", "| target | met | measured |", "|---|---|---|"]
     lines += [f"| {name} | {'yes' if ok else 'NO'} | {got} |" for name, ok, got in verdicts]
     lines += ["", *sections]
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+
+
+COMMANDS_SECTION = "## 5. Everyday commands"
+
+
+def splice_commands(path: Path, results: dict) -> None:
+    """`--parts commands` alone: its section and its target rows replace those in the existing file,
+    the other sections (measured by a whole run) are kept as they are."""
+    import commands
+    body, verdicts = commands.section(results["commands"])
+    m = results["machine"]
+    body = [f"Measured by `python benchmarks/run.py --parts commands` on {m['date']} (load average "
+            f"{' '.join(f'{x:.1f}' for x in m['load_start'])} at its start), apart from the sections above.", "", *body]
+    text = path.read_text(encoding="utf-8")
+    head, _, rest = text.partition(COMMANDS_SECTION)
+    after = rest.split("\n## ", 1)[1] if "\n## " in rest else ""
+    text = head.rstrip() + "\n\n" + "\n".join([COMMANDS_SECTION, "", *body]) + ("\n\n## " + after if after else "\n")
+    rows = [line for line in text.splitlines() if line.startswith("| make ") and " under " in line.split("|")[1]
+            and line.count("|") == 4]
+    for line in rows:
+        text = text.replace(line + "\n", "")
+    new_rows = "".join(f"| {name} | {'yes' if ok else 'NO'} | {got} |\n" for name, ok, got in verdicts)
+    marker = "|---|---|---|\n"
+    at = text.index("## Targets")
+    cut = text.index("\n\n", text.index(marker, at))
+    text = text[:cut + 1] + new_rows + text[cut + 1:]
+    path.write_text(text.rstrip() + "\n", encoding="utf-8")
 
 
 def load_raw(path: Path) -> dict:
@@ -366,6 +400,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md")
     parser.add_argument("--from-json", type=Path, default=None,
                         help="write the report again from the raw figures of an earlier run (nothing is measured)")
+    parser.add_argument("--against", default="eb30254",
+                        help="commands: the git revision whose engine the everyday commands are compared with")
     parser.add_argument("--raw", type=Path, default=ROOT / "artifacts" / "bench.json", help="raw figures (JSON)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -428,12 +464,22 @@ def main(argv=None) -> int:
     part("throughput", lambda: throughput.measure(sizes, repeats, args.plain_max, args.serial_max, say=say))
     part("whole_step", lambda: throughput.measure_whole_step(args.whole_step, args.plain_timeout, say=say,
                                                                   notebooks=whole_step_names))
+
+    def commands_part():
+        import commands
+        return commands.measure(1 if args.quick else max(3, repeats), against=None if args.quick else args.against,
+                                say=say)
+    part("commands", commands_part)
     results["seconds"] = time.monotonic() - started
     results["command"] = command
     results["load_end"] = os.getloadavg()
     raw = args.raw
     raw.parent.mkdir(parents=True, exist_ok=True)
     raw.write_text(json.dumps(results, indent=1, default=str))
+    if parts == ["commands"] and args.out.exists() and "commands" in results:
+        splice_commands(args.out, results)
+        say(f"bench: the everyday commands' section of {args.out.name} rewritten (the other sections kept)")
+        return 0
     write_report(args.out, results, command)
     say(f"bench: wrote {args.out.name} in {results['seconds'] / 60:.1f} min (raw figures in {raw.name})")
     return 1 if results.get("failed") else 0

@@ -35,8 +35,8 @@ GRADES_JSON = f"grades/{STEP}.json"
 # What a course copy needs: the code kernels import, the notebooks, the corpus, nbgrader's config.
 COURSE_PARTS = ("autograder", "dlcourse", "source", "release", "solutions", "data", "notebooks",
                 "nbgrader_config.py", "Makefile", "pyproject.toml", "course.toml", "extensions.csv")
-GRADING_OUTPUTS = ("submitted", "autograded", "feedback", "work", "example-class", "collected",
-                   "gradebook.db", "grades")
+GRADING_OUTPUTS = ("submitted", "autograded", "feedback", "work", "example-class", "example", "collected",
+                   "gradebook.db", "grades", "export", "pdfs", "written", "similarity.csv")
 
 
 def copy_course(dest: Path) -> Path:
@@ -112,7 +112,8 @@ LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_grading", "test_redteam_c
                  "test_grading_postgres", "test_grading_guarantees", "test_lab_student", "test_redteam",
                  "test_exchange_flow", "test_lab_solutions", "test_visible_checks_proof", "test_notebooks_run",
                  "test_answer_variants_run", "test_caps", "test_release", "test_term_flow", "test_grading_by_hand",
-                 "test_hostile_pages", "test_collect", "test_second_step", "test_gradebook_fill"]
+                 "test_hostile_pages", "test_intake_attacks", "test_example_apart", "test_collect", "test_second_step",
+                 "test_gradebook_fill"]
 
 
 def pytest_collection_modifyitems(session, config, items):

@@ -890,3 +890,139 @@ def corpus(profiles=None) -> list[Case]:
     names = [c.student for c in cases]
     assert len(names) == len(set(names)), "two cases share a student id"
     return cases
+
+
+# ---- intake: the submissions folder itself ------------------------------------------------------------------------------
+# Attacks on how a class is read, not on a notebook's content: names chosen to take another student's
+# id or to look like it, time stamps and zip members that no parser should trust, uploads that
+# unzip to gigabytes. Each `IntakeAttack` writes its files into the class's submissions folder beside
+# honest students (`INTAKE_HONEST`), who must be graded under their own ids whatever the attack does;
+# `graded` is who the attack's own files are graded as (none: refused), `reported` a regex that the
+# problems must carry for it. tests/test_intake_attacks.py reads the class (fast) and grades it.
+
+INTAKE_NOTEBOOK = "01-on-paper"
+NFD_RENEE, NFC_RENEE = "Rene\u0301e", "Ren\u00e9e"
+INTAKE_HONEST = ["ada", "bea", NFC_RENEE, "cyd", "dan"]     # each hands in every answer correct, in a folder
+GRACE_TIMESTAMPS = [                                        # what a student can write into timestamp.txt
+    "9999-12-31 23:59:59.999999 UTC", "0001-01-01 00:00:00 UTC", "2026-13-45 99:99:99 UTC", "nan", "inf",
+    "-1", "1e308", "2026-12-14 23:59:00 +9999", "2026-12-14 23:59:00.5 UTC+99:99", "\x00\x01\x02",
+    "9" * 300, "2026-12-14T23:59:00Z\n" * 40, "\udcff", "", "   ", "2026-02-30 12:00:00 UTC",
+    "3000-01-01 00:00:00 UTC", "1969-12-31 23:59:59 UTC", "-0001-01-01 00:00:00 UTC",
+]
+
+
+@dataclass
+class IntakeAttack:
+    name: str
+    what: str
+    write: Callable[[Path, bytes, bytes], None]     # (submissions folder, an honest notebook, a blank one)
+    graded: set[str]                                # the ids its files are graded as (besides the honest students)
+    reported: str                                   # regex: a problem (or notice) names it and says why
+
+
+def _folder(root: Path, name: str, data: bytes, mtime: float | None = None, stamp: str | bytes | None = None):
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{INTAKE_NOTEBOOK}.ipynb").write_bytes(data)
+    if stamp is not None:
+        (folder / "timestamp.txt").write_bytes(stamp.encode("utf-8", "surrogateescape") if isinstance(stamp, str) else stamp)
+    if mtime is not None:
+        os.utime(folder / f"{INTAKE_NOTEBOOK}.ipynb", (mtime, mtime))
+
+
+def _zip(path: Path, members: dict[str, bytes], compression=zipfile.ZIP_DEFLATED):
+    with zipfile.ZipFile(path, "w", compression) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+
+
+def _bad_crc(root: Path, good: bytes, blank: bytes):
+    _zip(root / "crc.zip", {f"{INTAKE_NOTEBOOK}.ipynb": good}, zipfile.ZIP_STORED)
+    raw = bytearray((root / "crc.zip").read_bytes())
+    at = raw.index(b'"cells"')
+    raw[at + 1] ^= 0x20                                 # one byte changed: the stored CRC no longer matches
+    (root / "crc.zip").write_bytes(bytes(raw))
+
+
+def _bad_method(root: Path, good: bytes, blank: bytes):
+    _zip(root / "method.zip", {f"{INTAKE_NOTEBOOK}.ipynb": good}, zipfile.ZIP_STORED)
+    raw = bytearray((root / "method.zip").read_bytes())
+    for signature, offset in ((b"PK\x03\x04", 8), (b"PK\x01\x02", 10)):    # compression method 99 (AES)
+        at = raw.index(signature)
+        raw[at + offset:at + offset + 2] = (99).to_bytes(2, "little")
+    (root / "method.zip").write_bytes(bytes(raw))
+
+
+def _truncated_zip(root: Path, good: bytes, blank: bytes):
+    _zip(root / "cut.zip", {f"{INTAKE_NOTEBOOK}.ipynb": good})
+    raw = (root / "cut.zip").read_bytes()
+    (root / "cut.zip").write_bytes(raw[:len(raw) // 2])
+
+
+def _deflate_garbage(root: Path, good: bytes, blank: bytes):
+    _zip(root / "inflate.zip", {f"{INTAKE_NOTEBOOK}.ipynb": good})
+    raw = bytearray((root / "inflate.zip").read_bytes())
+    start = raw.index(b"PK\x03\x04") + 30 + len(f"{INTAKE_NOTEBOOK}.ipynb")
+    for i in range(start, start + 40):
+        raw[i] = 0xFF                                   # the deflate stream itself is garbage
+    (root / "inflate.zip").write_bytes(bytes(raw))
+
+
+def intake_attacks() -> list[IntakeAttack]:
+    attacks = [
+        IntakeAttack("ada-dot", "a folder `ada.` (blank, newer) beside the honest `ada`",
+                     lambda root, good, blank: _folder(root, "ada.", blank, mtime=2_000_000_000), set(),
+                     r"'ada\.'.*'ada' keeps it"),
+        IntakeAttack("rlo-bea", "a right-to-left override before `bea` (blank) beside the honest `bea`",
+                     lambda root, good, blank: _folder(root, "\u202ebea", blank, mtime=2_000_000_000), set(),
+                     r"'bea' keeps it"),
+        IntakeAttack("renee-nfd", "`Renée` decomposed (NFD; blank, newer) beside the honest `Renée` (NFC)",
+                     lambda root, good, blank: _folder(root, NFD_RENEE, blank, mtime=2_000_000_000),
+                     {NFC_RENEE + "-nfd"}, r"written like 'Renée'.*graded apart"),
+        IntakeAttack("cyrillic-cyd", "`суd` (Cyrillic с and у) beside the honest `cyd`",
+                     lambda root, good, blank: _folder(root, "\u0441\u0443d", blank), {"\u0441\u0443d"},
+                     r"U\+0441 U\+0443.*look-alike"),
+        IntakeAttack("dots", "a folder named `...`", lambda root, good, blank: _folder(root, "...", good), set(),
+                     r"hidden file or folder"),
+        IntakeAttack("bad-crc", "a zip whose member fails its CRC", _bad_crc, {"crc"}, r"could not be read|Bad CRC"),
+        IntakeAttack("bad-method", "a zip member in a compression method Python cannot read (99, AES)",
+                     _bad_method, {"method"}, r"could not be read|compression"),
+        IntakeAttack("cut-zip", "a zip cut off halfway", _truncated_zip, {"cut"}, r"not a readable zip"),
+        IntakeAttack("inflate", "a zip whose deflate stream is garbage", _deflate_garbage, {"inflate"},
+                     r"could not be read"),
+    ]
+    for number, stamp in enumerate(GRACE_TIMESTAMPS):
+        sid = f"stamp{number:02d}"
+        attacks.append(IntakeAttack(
+            sid, f"timestamp.txt {stamp[:40]!r}",
+            lambda root, good, blank, sid=sid, stamp=stamp: _folder(root, sid, good, stamp=stamp), {sid},
+            r"timestamp\.txt" if stamp.strip() else r"."))
+    import random
+    rng = random.Random(22)
+    for number in range(12):                            # generated: random bytes as a timestamp.txt
+        sid = f"noise{number:02d}"
+        noise = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 200)))
+        attacks.append(IntakeAttack(sid, "timestamp.txt of random bytes",
+                                    lambda root, good, blank, sid=sid, noise=noise: _folder(root, sid, good, stamp=noise),
+                                    {sid}, r"."))
+    return attacks
+
+
+# A zip bomb inside every per-file and per-zip cap: 2 zips of 60 members, each a valid notebook of
+# 19.5 MB (under the 20 MB cap) that compresses to a few kB. Read whole, 2.3 GB.
+BOMB_ZIPS, BOMB_MEMBERS, BOMB_MEMBER_BYTES = 2, 60, int(19.5 * 2**20)
+
+
+def write_zip_bomb(root: Path, student: str = "bomb") -> int:
+    """The bomb as `student`'s uploads (`<student>/upload<i>.zip`); returns the bytes on disk."""
+    folder = root / student
+    folder.mkdir(parents=True, exist_ok=True)
+    names = [n.stem for n in sorted((ROOT / "release" / STEP).glob("*.ipynb"))]
+    head = b'{"cells": [], "metadata": {"pad": "'
+    tail = b'"}, "nbformat": 4, "nbformat_minor": 5}'
+    member = head + b" " * (BOMB_MEMBER_BYTES - len(head) - len(tail)) + tail
+    for z in range(BOMB_ZIPS):
+        with zipfile.ZipFile(folder / f"upload{z}.zip", "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+            for i in range(BOMB_MEMBERS):
+                archive.writestr(f"copy{i:02d}/{names[i % len(names)]}.ipynb", member)
+    return sum(p.stat().st_size for p in folder.glob("*.zip"))

@@ -162,15 +162,24 @@ def test_the_docstring_example_and_other_loose_names():
     assert sid("smith_12345_67890_01-on-paper.ipynb") == ("01-on-paper", "smith_12345_67890")
 
 
-def test_assign_ids_merges_only_the_same_name():
+def test_assign_ids_never_merges_and_an_exact_id_keeps_its_name():
+    notes = {}
     ids = assign_ids(["Zoë", NFD_ZOE, "Zoé", "Zoe", "李雷", "李雷雷", "Alice", "alice", "bob smith", "bob-smith",
-                      "ﬁx", "fix", "carol"])
-    assert ids["Zoë"] == ids[NFD_ZOE] == "Zoë"           # one name in two Unicode forms: one student
+                      "ﬁx", "fix", "carol", "ada", "ada.", "\u202ebea", "bea"], notes)
+    # one name in two Unicode forms, side by side: two students, graded apart, reported as a pair
+    assert ids["Zoë"] == "Zoë" and ids[NFD_ZOE] == "Zoë-nfd"
+    assert "'Zoë'" in notes[NFD_ZOE] and "NFD" in notes[NFD_ZOE] and "never merged" in notes[NFD_ZOE]
     assert (ids["Zoé"], ids["Zoe"], ids["李雷"], ids["李雷雷"], ids["carol"]) == ("Zoé", "Zoe", "李雷", "李雷雷", "carol")
-    for raw, other in [("Alice", "alice"), ("alice", "Alice"), ("bob smith", "bob-smith"),
-                       ("bob-smith", "bob smith"), ("ﬁx", "fix"), ("fix", "ﬁx")]:
+    # ids written exactly as themselves keep them, whatever look-alike stands beside them
+    for raw in ("Alice", "alice", "bob-smith", "ﬁx", "fix", "ada", "bea"):
+        assert ids[raw] == raw, raw
+    # a name that had to be rewritten into a taken id is refused, naming who keeps it
+    for raw, owner in [("bob smith", "bob-smith"), ("ada.", "ada"), ("\u202ebea", "bea")]:
         assert isinstance(ids[raw], UnusableId), raw
-        assert repr(other) in str(ids[raw]) and "never be merged" in str(ids[raw])
+        assert repr(owner) in str(ids[raw]) and "keeps it" in str(ids[raw])
+    # two rewritten names and no exact one: neither is given the id
+    both = assign_ids(["bob smith", "bob  smith"])
+    assert all(isinstance(v, UnusableId) and "never be merged" in str(v) for v in both.values())
 
 
 def write(path, data=GOOD, mtime=None):
@@ -199,8 +208,8 @@ def test_zoe_and_zoe_stay_two_students(tmp_path):
 def test_newest_copy_of_the_same_student_wins(tmp_path, newer_first):
     old, new = (GOOD, GOOD.replace(b"[]", b"[ ]"))
     t_old, t_new = 1_000_000, 2_000_000
-    # the same student three ways: a folder (in NFD, as from a Mac), a zip and loose copies
-    write(tmp_path / NFD_ZOE / "01-on-paper.ipynb", old, mtime=t_old)
+    # the same student three ways: a folder, a zip and loose copies
+    write(tmp_path / "Zoë" / "01-on-paper.ipynb", old, mtime=t_old)
     write(tmp_path / "Zoë_01-on-paper.ipynb", new if newer_first else old, mtime=t_new if newer_first else t_old - 1)
     write(tmp_path / "Zoë_01-on-paper (1).ipynb", old if newer_first else new, mtime=t_old - 2 if newer_first else t_new)
     received = collect(tmp_path, NAMES)
@@ -228,12 +237,14 @@ def test_unusable_and_colliding_names_are_reported_by_name_and_not_graded(tmp_pa
     write(tmp_path / "Zoé" / "02-the-head.ipynb")
     received = collect(tmp_path, NAMES)
     graded = {r.student for r in received if r.student != NO_ID}
-    assert graded == {"ada", "Zoé", "Bob_Smith"}
+    # ids written exactly as themselves are graded, look-alikes apart (never merged) and reported
+    assert graded == {"ada", "Zoé", "Bob_Smith", "Alice", "alice", "bob-smith"}
+    notices = {r.student: r.problem for r in received if r.notice}
+    assert set(notices) == {"Alice", "alice"}
+    assert "look-alike 'alice'" in notices["Alice"] and "never merged" in notices["Alice"]
     reported = {r.origin: r.problem for r in received if r.student == NO_ID}
     assert all(reported.values()) and not any(r.data for r in received if r.student == NO_ID)
-    expect = {"Alice": ["'Alice'", "'alice'", "case"], "alice": ["'alice'", "'Alice'"],
-              "bob smith": ["'bob smith'", "'bob-smith'", "same id 'bob-smith'"],
-              "bob-smith": ["'bob-smith'", "'bob smith'"],
+    expect = {"bob smith": ["'bob smith'", "'bob-smith'", "keeps it"],
               "ali\\x1bce": ["'ali\\x1bce'", "control characters"],          # escaped: no terminal escape printed
               "---": ["'---'", "no letter or digit"], "x" * 70: ["too long"],
               "___.zip": ["zip's name '___'", "no letter or digit"],
@@ -251,7 +262,9 @@ def test_unusable_and_colliding_names_are_reported_by_name_and_not_graded(tmp_pa
 @pytest.mark.slow
 def test_a_class_with_names_in_any_script_is_graded_under_those_names(grading_home, tmp_path):
     """Through grade(STEP4): Zoë (all correct) and Zoé (blank, later) are two students, 李雷 and `ü ñ`
-    get their grades and feedback, Alice and alice are reported and graded under no name."""
+    get their grades and feedback, Alice and alice are two students too (look-alikes: reported as a
+    pair, graded apart, never merged), and `ali ce` (rewritten into `ali-ce`, which `ali-ce` is
+    written as) is refused while `ali-ce` is graded."""
     from nbgrader.api import Gradebook
 
     from autograder.example import filled
@@ -266,18 +279,21 @@ def test_a_class_with_names_in_any_script_is_graded_under_those_names(grading_ho
     write(class_ / "李雷" / f"{first}.ipynb", full)
     write(class_ / f"ü ñ_{first}.ipynb", full)
     write(class_ / "Alice" / f"{first}.ipynb", full)
-    write(class_ / "alice" / f"{first}.ipynb", full)
+    write(class_ / "alice" / f"{first}.ipynb", blank, mtime=1_700_000_200)
+    write(class_ / "ali-ce" / f"{first}.ipynb", full)
+    write(class_ / "ali ce" / f"{first}.ipynb", blank, mtime=1_700_000_300)
     out = grade(STEP4, class_, workers=2, quiet=True)
-    ids = {"Zoë", "Zoé", "李雷", "ü-ñ"}
+    ids = {"Zoë", "Zoé", "李雷", "ü-ñ", "Alice", "alice", "ali-ce"}
     auto = {}
     for r in out["results"]:
         if r["notebook"] == first:
             auto[r["student"]] = [(c["score"], c["max_score"]) for c in r["cells"] if c["kind"] == "auto"]
     assert set(auto) == ids
-    for sid in ("Zoë", "李雷", "ü-ñ"):
+    for sid in ("Zoë", "李雷", "ü-ñ", "Alice", "ali-ce"):
         assert auto[sid] and all(score == top for score, top in auto[sid]), (sid, auto[sid])
-    assert all(score == 0 for score, _ in auto["Zoé"])
-    assert {p["file"] for p in out["problems"] if p["student"] == NO_ID} == {"Alice", "alice"}
+    assert all(score == 0 for score, _ in auto["Zoé"]) and all(score == 0 for score, _ in auto["alice"])
+    assert {p["file"] for p in out["problems"] if p["student"] == NO_ID} == {"ali ce"}
+    assert {p["student"] for p in out["problems"] if p.get("notice")} == {"Alice", "alice"}
     for folder in ("submitted", "autograded", "feedback"):
         assert {p.name for p in (grading_home / folder).iterdir()} == ids, folder
     for sid in ids:

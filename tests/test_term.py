@@ -76,7 +76,7 @@ def test_a_bad_course_toml_says_what_to_fix(tmp_path, text, message):
 def test_the_penalty_per_policy(policy, percent, seconds, score, expected):
     got = term.penalty(score, seconds, policy, percent)
     assert got == (None if expected is None else pytest.approx(expected))
-    plugin = term.CourseLatePenalty(penalty_method=policy, percent=percent)
+    plugin = term.CourseLatePenalty(penalty_method=policy, percent=percent, grace=0)
     assert plugin.late_submission_penalty("s", score, seconds) == got
 
 
@@ -143,7 +143,8 @@ def test_submission_time_comes_from_timestamp_txt_in_folders_and_zips(tmp_path):
     write(tmp_path / "dan" / "timestamp.txt", b"not a time")                        # unreadable: file time
     write(tmp_path / f"eve_{FIRST}.ipynb", mtime=1_700_000_000)                     # loose: its own time
     chosen, problems = pick_newest(collect(tmp_path, NOTEBOOK_NAMES))
-    assert problems == []
+    assert [(p["student"], p.get("notice")) for p in problems] == [("dan", True)]      # reported, still graded
+    assert "timestamp.txt ('not a time')" in problems[0]["problem"]
     got = {sid: (item.mtime, item.time_source) for (sid, _), item in chosen.items()}
     assert got == {"ada": (STAMPED, "timestamp.txt"), "bea": (STAMPED, "timestamp.txt"),
                    "cy": (1_800_000_000, "file time"), "dan": (1_800_000_000, "file time"),

@@ -25,7 +25,8 @@ ARTIFACTS = ROOT / "artifacts"          # the export and a student's `make my-fe
 
 def set_due(course, when: datetime) -> None:
     (course / "course.toml").write_text(
-        f"[due]\n{STEP} = {when.strftime('%Y-%m-%dT%H:%M:%S.%f')}Z\n[late]\npolicy = \"per_hour\"\npercent = 10\n")
+        f"[due]\n{STEP} = {when.strftime('%Y-%m-%dT%H:%M:%S.%f')}Z\n[late]\npolicy = \"per_hour\"\npercent = 10\n"
+        'grace = "0m"\n')           # no grace period: the late submissions below are seconds late
 
 
 def test_a_whole_term(tmp_path_factory):
