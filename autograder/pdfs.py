@@ -21,7 +21,6 @@ anything.
 """
 from __future__ import annotations
 
-import csv
 import hashlib
 import hmac
 import html
@@ -33,6 +32,7 @@ import shutil
 from pathlib import Path
 
 from .course import ROOT, grader_home
+from .csvout import write_csv
 from .steps import find_step
 
 STYLE = """
@@ -181,10 +181,11 @@ def make_pdfs(step: str, students: list[str] | None = None, say=print, anonymous
     if anonymous:
         names = anonymous_codes(out_dir, step, graded)
         key = out_dir / f"anonymous-key-{step}.csv"
-        with open(key, "w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f)
-            writer.writerow(["code", "student"])
-            writer.writerows(sorted((code, sid) for sid, code in names.items()))
+        umask = os.umask(0o077)           # the key is the instructor's alone, from its first byte
+        try:
+            write_csv(key, ["code", "student"], sorted((code, sid) for sid, code in names.items()))
+        finally:
+            os.umask(umask)
         os.chmod(key, 0o600)
         out_dir = out_dir / "anonymous" / step
         out_dir.mkdir(parents=True, exist_ok=True)
