@@ -99,7 +99,7 @@ def run_job(job: Job) -> dict:
         socket_path = str(scratch / "probe.sock")
         limits = Limits(**job.limits)
         sandbox = make_sandbox(job.sandbox, scratch, readable, passed_env=tuple(course_env))
-        with ProbeServer(socket_path, step, answer_seconds=limits.cell_timeout + 30) as server:
+        with ProbeServer(socket_path, step, answer_seconds=limits.cell_wall + 30) as server:
             env = _kernel_env(job, workdir, socket_path, course_env)
             outcome = asyncio.run(execute(nb, workdir, env, sandbox, limits, hooks=server, template=template))
             cells = judge_notebook(nb, server)
@@ -112,6 +112,10 @@ def run_job(job: Job) -> dict:
         "notes": [clip(n) for n in notes + outcome.events], "events": [clip(e) for e in outcome.events],
         "seconds": round(time.monotonic() - started, 2), "kernel_starts": outcome.kernel_starts,
         "sandbox": sandbox.name, "kernels": outcome.kernels,
+        # the time its cells used (CPU, counted as its limits are) and the cells a limit stopped;
+        # per kernel, the highest memory and process count of its control group
+        "cpu_seconds": outcome.cpu_seconds, "metered": outcome.metered, "stopped": outcome.stopped,
+        "kernel_peaks": outcome.peaks,
     }
 
 
@@ -344,6 +348,8 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     """Grade every submission of `step` under `submissions` (or only shard (I, N) of the students, or
     only `students`); return {'results': [...], 'problems': [...]}. kernels: "warm" (forked from a
     template per worker where it can, else cold: said on screen) or "cold" (a fresh kernel per notebook)."""
+    from . import cgroups
+    from .limits import descriptors_problem
     from .sandbox import resolve_sandbox
     from .shards import available_cores, selector
     if students:        # as ids are (`ü ñ` is `ü-ñ`; NFC, whatever form the terminal typed)
@@ -354,17 +360,21 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     grader_home().mkdir(parents=True, exist_ok=True)      # a new $GRADER_HOME: the gradebook goes there
     url = db_url()
     sandbox = resolve_sandbox(sandbox)
+    groups = cgroups.resolve()          # a control group per kernel, or a warning (once per run)
     received = collect(Path(submissions), step.notebooks(), only=only)
     part = (f" (shard {shard[0]} of {shard[1]})" if shard else "") + \
         (f" (students: {', '.join(sorted(students))})" if students else "")
     kernels = _kernels_for(kernels, sandbox)
-    say(f"grade: {step.name}: {len(received)} files from {submissions}{part}; sandbox: {sandbox}; kernels: {kernels}")
+    say(f"grade: {step.name}: {len(received)} files from {submissions}{part}; sandbox: {sandbox}; kernels: {kernels}; "
+        f"limits per kernel: {'cgroup v%d' % groups.version if groups else 'per process only'}")
 
     # keep the newest readable copy of each (student, notebook); report every other file
     chosen, problems = pick_newest(received)
     students = sorted({s for s, _ in chosen} | {p["student"] for p in problems if p["student"] != NO_ID})
     cores = available_cores()
     workers = workers or cores
+    if descriptors_problem(workers):
+        print(f"WARNING: {descriptors_problem(workers)}", file=sys.stderr, flush=True)
     plan = Plan(step, url, sandbox, threads=max(1, cores // workers), limits=dict(limits or {}), kernels=kernels)
     # one time per student's submission: from nbgrader's timestamp.txt, else the file time (an LMS's
     # late mark taken into account: autograder/term.py)

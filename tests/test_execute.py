@@ -59,11 +59,16 @@ def test_flood_of_output_is_capped(tmp_path):
 
 
 def test_notebook_time_limit_marks_what_did_not_run(tmp_path):
-    nb, outcome = run(["import time; time.sleep(4)", "print('late')"], tmp_path, notebook_timeout=3, cell_timeout=10)
+    """A notebook that waits is stopped at its wall-clock ceiling."""
+    nb, outcome = run(["import time; time.sleep(30)", "print('late')"], tmp_path, notebook_timeout=100,
+                      notebook_wall_timeout=3, cell_timeout=10)
     assert enames(nb.cells[-1]) and "time limit" in nb.cells[-1].outputs[-1].evalue
-    assert "notebook time limit reached" in outcome.events, outcome.events
-    assert enames(nb.cells[0]) == ["CellTimeoutError"], "the sleeping cell is stopped at the notebook's limit"
+    assert any(e.startswith("notebook time limit reached: the notebook's wall-clock ceiling") for e in outcome.events), \
+        outcome.events
+    assert enames(nb.cells[0])[-1] == "CellTimeoutError", "the sleeping cell is stopped at the notebook's limit"
+    assert "wall-clock ceiling of 3 s" in nb.cells[0].outputs[-1].evalue
     assert enames(nb.cells[-1]) == ["NotebookTimeLimit"]
+    assert [s["limit"] for s in outcome.stopped] == ["notebook wall clock"]
 
 
 def test_memory_limit_kills_the_bomb_not_the_grader(tmp_path):
