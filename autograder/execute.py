@@ -11,6 +11,16 @@ more than `notebook_timeout`, is interrupted, and its kernel killed if the inter
 it within INTERRUPT_GRACE; wall-clock ceilings (`Limits.cell_wall`, `notebook_wall`) stop cells
 that wait without computing. Which limit stopped a cell, and the CPU and wall seconds it had used,
 are said in the cell's error, in the notes and in `Outcome.stopped`.
+
+What the kernel sends is read within bounds (a kernel is hostile): each ZeroMQ frame at most
+KERNEL_FRAME_BYTES and each message's JSON checked for its values and depth before it is decoded
+(runtime/wire.py), at most KERNEL_QUEUED messages waiting in the grader (the rest wait in the
+kernel, in its own memory), and widget (comm) messages count against the output caps, with at most
+WIDGET_STATE_BYTES of widget state kept. A larger frame ends its connection (ZeroMQ does not connect
+again): the run notices (`Disconnects`), the cell gets a GraderError saying why and the kernel is
+restarted. (Not bounded: the number of frames of one message, which ZeroMQ receives whole. A kernel
+can send one buffer many times over without copying it; only the grading process's own memory
+then bounds what it receives.)
 """
 from __future__ import annotations
 
@@ -27,17 +37,25 @@ import zmq
 from queue import Empty
 
 from nbclient import NotebookClient
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellExecutionComplete, DeadKernelError
 from nbgrader.preprocessors import Execute as NbgraderExecute
 
 from . import kernels
 from .cgroups import tree_cpu_seconds
 from .limits import Limits, clip  # noqa: F401  (Limits: where callers have always found it)
+from .runtime.wire import MessageRefused, check_json
 from .sandbox import Sandbox
 
 POLL_STEP = 0.25   # seconds
 RECONNECT_MS = 5     # how soon a client socket refused by a kernel still starting tries again
 INTERRUPT_GRACE = 20.0   # wall seconds an interrupted cell has to stop before its kernel is killed
+# What the grader reads of a kernel's Jupyter messages (an honest notebook's largest are pictures of
+# a few hundred kB; a stream message holds at most what the kernel printed in a tenth of a second)
+KERNEL_FRAME_BYTES = 128 * 2**20     # one frame (ZMQ_MAXMSGSIZE: a larger one ends the connection); 100 MB printed at once fit
+KERNEL_MESSAGE_VALUES = 200_000      # JSON values in one part of a message
+KERNEL_MESSAGE_DEPTH = 64
+KERNEL_QUEUED = 4                    # messages received and not yet read, per socket (ZMQ_RCVHWM)
+WIDGET_STATE_BYTES = 1_000_000       # widget state kept for the graded notebook (honest sliders: a few kB)
 
 
 def poll_in_short_steps(channel) -> None:
@@ -175,12 +193,48 @@ class _Client(NotebookClient):
         # no time limit of nbclient's: the run watches each cell (_Run._watch)
         super().__init__(nb, timeout=None, allow_errors=True, record_timing=False, **kw)
         self._limit = limits.output_bytes
+        self._widget_bytes = 0
+        self._last_iopub = 0.0
+        self.disconnects: Disconnects | None = None
         self._notebook_limit = limits.notebook_output_bytes
         self._bytes: dict[int, int] = {}
         self._total = 0
         self._late_errors: dict[int, object] = {}   # per cell, the error output kept past the cap
         self._current: int | None = None             # the cell whose messages are being processed
         self.truncated: set[int] = set()      # cells whose output went beyond the cap
+
+    async def _async_poll_for_reply(self, msg_id, cell, timeout, task_poll_output_msg, task_poll_kernel_alive):
+        """nbclient's, without a time limit of its own (the run watches the cell), and waiting for the
+        cell's outputs after its reply for as long as the kernel's messages keep coming: nbclient gives
+        up after `iopub_timeout` (4 s) whatever it is still reading, and a cell after a flood of output
+        (or on a busy machine, any cell) lost outputs that were on their way (an error among them
+        decides a test cell's grade). It gives up only after iopub_timeout of silence."""
+        while True:
+            msg = await self.kc.shell_channel.get_msg(timeout=None)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            while True:
+                done, _ = await asyncio.wait({task_poll_output_msg}, timeout=self.iopub_timeout)
+                if done:
+                    task_poll_output_msg.result()         # its error, if it failed
+                    break
+                if time.monotonic() - self._last_iopub > self.iopub_timeout and \
+                        not await self.kc.iopub_channel.msg_ready():
+                    task_poll_output_msg.cancel()
+                    self.log.warning("Timeout waiting for IOPub output")
+                    break
+            task_poll_kernel_alive.cancel()
+            return msg
+
+    async def _async_poll_output_msg(self, parent_msg_id, cell, cell_index):
+        while True:
+            msg = await self.kc.iopub_channel.get_msg(timeout=None)
+            self._last_iopub = time.monotonic()
+            if msg["parent_header"].get("msg_id") == parent_msg_id:
+                try:
+                    self.process_message(msg, cell, cell_index)
+                except CellExecutionComplete:
+                    return
 
     def _room(self, cell_index: int) -> int:
         return max(0, min(self._limit - self._bytes.get(cell_index, 0), self._notebook_limit - self._total))
@@ -217,6 +271,18 @@ class _Client(NotebookClient):
     def process_message(self, msg, cell, cell_index):
         self._current = cell_index
         return super().process_message(msg, cell, cell_index)
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        """A widget's message is output too: it counts against the caps, and the widget state kept
+        for the notebook stays within WIDGET_STATE_BYTES; beyond either it is dropped, with a note."""
+        content = msg.get("content", {})
+        size = _size(content) + sum(len(b) for b in msg.get("buffers") or [])
+        if size > self._room(cell_index) or self._widget_bytes + size > WIDGET_STATE_BYTES:
+            self._over(outs, cell_index)
+            return None
+        self._use(cell_index, size)
+        self._widget_bytes += size
+        return super().handle_comm_msg(outs, msg, cell_index)
 
     def _update_display_id(self, display_id, msg):
         rewritten = sum(len(v) for v in self._display_id_map.get(display_id, {}).values())
@@ -294,6 +360,54 @@ async def wait_for_ready(kc, timeout: float) -> None:
     raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
 
 
+def bounded_unpack(unpack):
+    """A Session's `unpack` that refuses a part of a kernel's message before decoding it if it is
+    larger, holds more values or nests deeper than the grader reads (MessageRefused)."""
+    def checked(data):
+        if len(data) > KERNEL_FRAME_BYTES:
+            raise MessageRefused(f"a message part of {len(data)} bytes")
+        check_json(data if isinstance(data, bytes) else bytes(data), KERNEL_MESSAGE_VALUES, KERNEL_MESSAGE_DEPTH)
+        return unpack(data)
+    checked.bounded = True
+    return checked
+
+
+def bound_client(kc) -> None:
+    """Bounds on what `kc` reads from its kernel (before its channels start)."""
+    kc.context.setsockopt(zmq.MAXMSGSIZE, KERNEL_FRAME_BYTES)
+    kc.context.setsockopt(zmq.RCVHWM, KERNEL_QUEUED)
+    if not getattr(kc.session.unpack, "bounded", False):
+        kc.session.unpack = bounded_unpack(kc.session.unpack)
+
+
+class Disconnects:
+    """Whether the kernel's IOPub or shell connection was closed under the client (a frame beyond
+    KERNEL_FRAME_BYTES: ZeroMQ drops the connection and does not make it again)."""
+
+    def __init__(self, kc):
+        self._monitors = []
+        for channel in (kc.iopub_channel, kc.shell_channel):
+            try:
+                self._monitors.append((channel.socket, channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)))
+            except (zmq.ZMQError, AttributeError):
+                pass
+
+    async def happened(self) -> bool:
+        for _, monitor in self._monitors:
+            if await monitor.poll(0):
+                return True
+        return False
+
+    def close(self) -> None:
+        for socket, monitor in self._monitors:
+            try:
+                socket.disable_monitor()
+            except zmq.ZMQError:
+                pass
+            monitor.close(linger=0)
+        self._monitors = []
+
+
 async def _start(client: _Client, sandbox: Sandbox, workdir: Path, env: dict, limits: Limits, template=None):
     """Start a kernel (forked from `template`, autograder/warm.py, when given) and connect `client`."""
     sandbox.next_kernel(limits)
@@ -312,7 +426,9 @@ async def _start(client: _Client, sandbox: Sandbox, workdir: Path, env: dict, li
     # a refused connect is retried after RECONNECT_IVL, 100 ms by default (half a warm kernel's start)
     kc = km.client()
     kc.context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MS)
+    bound_client(kc)
     kc.start_channels()
+    client.disconnects = Disconnects(kc)
     poll_in_short_steps(kc.shell_channel)
     poll_in_short_steps(kc.iopub_channel)
     try:
@@ -342,6 +458,9 @@ async def _kill(km) -> None:
 
 
 async def _stop(client: _Client) -> None:
+    if client.disconnects is not None:
+        client.disconnects.close()
+        client.disconnects = None
     if client.kc is not None:
         client.kc.stop_channels()
     if client.km is not None:
@@ -517,6 +636,11 @@ class _Run:
                 break
             now = time.monotonic()
             watched.cpu, watched.wall = meter.read() - cpu_before, now - started
+            if self.client.disconnects is not None and await self.client.disconnects.happened() \
+                    and await self.client.km.is_alive():
+                watched.cut = True         # its outputs can no longer be read: the kernel is replaced
+                task.cancel()
+                break
             if watched.limit is None:
                 watched.limit = self._reached(watched, used_before, now)
                 if watched.limit is not None:
@@ -532,7 +656,7 @@ class _Run:
         try:
             await task
         except asyncio.CancelledError:
-            if not watched.killed:
+            if not (watched.killed or watched.cut):
                 raise
         except BaseException as err:      # noqa: BLE001  (the caller decides what it means)
             watched.error = err
@@ -563,6 +687,10 @@ class _Run:
         ooms = group.peaks().get("oom_kills", 0) if group is not None else 0
         task = asyncio.ensure_future(self.client.async_execute_cell(cell, i, execution_count=i + 1))
         watched = await self._watch(task)
+        if watched.cut:
+            _error(cell, "GraderError", f"the kernel sent a message larger than the grader reads "
+                   f"({KERNEL_FRAME_BYTES // 2**20} MB a part): its outputs could not be read; the kernel was restarted")
+            return False
         if watched.limit is not None:
             what, seconds = watched.limit
             self.outcome.stopped.append({
@@ -579,8 +707,9 @@ class _Run:
                 if ended_by_memory else "(os._exit, a crash, a signal, or the memory limit)"))
             return False
         if err is not None:     # the kernel sent something nbclient could not handle
-            _error(cell, "GraderError", f"the grader could not process this cell's output "
-                   f"({type(err).__name__}); the kernel was restarted")
+            detail = f"{type(err).__name__}: {err}" if isinstance(err, MessageRefused) else type(err).__name__
+            _error(cell, "GraderError", clip(f"the grader could not process this cell's output ({detail}); "
+                                             "the kernel was restarted", 400))
             return False
         if _timed_out(cell):
             _error(cell, "CellTimeoutError", "this cell was stopped; the kernel was restarted")
@@ -593,7 +722,8 @@ class _Run:
         # replace what the cell showed when it ran (nbclient puts the cell it ran into the notebook: the
         # copy run here is taken out again), which is what is graded and what the student sees
         client, nb = self.client, self.nb
-        counters = (dict(client._bytes), client._total, set(client.truncated), dict(client._late_errors))
+        counters = (dict(client._bytes), client._total, set(client.truncated), dict(client._late_errors),
+                    client._widget_bytes)
         try:
             for i in self.done:
                 ran = nb.cells[i]
@@ -604,11 +734,12 @@ class _Run:
                     watched = await self._watch(asyncio.ensure_future(client.async_execute_cell(scratch, i)))
                 finally:
                     nb.cells[i] = ran
-                if watched.limit is not None or watched.error is not None:   # dead kernel, time limit, unreadable output
+                if watched.limit is not None or watched.error is not None or watched.cut:   # dead kernel, time limit, unreadable output
                     return False
             return True
         finally:
-            client._bytes, client._total, client.truncated, client._late_errors = counters
+            (client._bytes, client._total, client.truncated, client._late_errors,
+             client._widget_bytes) = counters
 
     def _give_up(self, ename: str, evalue: str, event: str) -> None:
         """The cells still to do are not run: each gets `ename: evalue`; the run notes `event`."""
@@ -624,6 +755,7 @@ class Watched:
     to be killed, the error its task raised, and the CPU and wall seconds it used."""
     limit: tuple | None = None
     killed: bool = False
+    cut: bool = False             # the kernel's connection was closed under the client (a frame too large)
     error: BaseException | None = None
     cpu: float = 0.0
     wall: float = 0.0
