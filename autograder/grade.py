@@ -77,6 +77,7 @@ def run_job(job: Job) -> dict:
     from .sandbox import make_sandbox
 
     started = time.monotonic()
+    _reset_peak_memory()
     step = Step(job.step, Path(job.root))
     student_nb = json.loads(Path(job.submitted).read_text(encoding="utf-8"))
     release_nb = json.loads((step.release / f"{job.notebook}.ipynb").read_text(encoding="utf-8"))
@@ -115,8 +116,26 @@ def run_job(job: Job) -> dict:
         # the time its cells used (CPU, counted as its limits are) and the cells a limit stopped;
         # per kernel, the highest memory and process count of its control group
         "cpu_seconds": outcome.cpu_seconds, "metered": outcome.metered, "stopped": outcome.stopped,
-        "kernel_peaks": outcome.peaks,
+        "kernel_peaks": outcome.peaks, "worker_peak_bytes": _peak_memory(),
     }
+
+
+def _reset_peak_memory() -> None:
+    """This worker's peak memory (VmHWM) starts again from what it holds now: each result records
+    the peak of its own notebook's grading (what a kernel's messages made the grader hold)."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def _peak_memory() -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration, ValueError):
+        return None
 
 
 def _kernel_env(job: Job, workdir: Path, socket_path: str, course_env: dict) -> dict:
