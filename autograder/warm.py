@@ -13,6 +13,10 @@ and the grader falls back to a cold kernel): no thread pool or lock is inherited
 A child is a copy of the template's memory: nothing a notebook changes (patched modules, globals,
 threads it starts) reaches the template or any other child.
 
+Each kernel is born in its own control group (autograder/cgroups.py): the grader moves the template
+into the kernel's group for the moment of the fork (the template tells its pid, as this process sees
+it, with a pidfd when it is ready), then back; the kernel and everything it starts stay there.
+
 `WarmProvisioner` (a LocalProvisioner) launches kernels through a template instead of Popen.
 Warm kernels are the grader's default. In the bwrap sandbox the template itself runs in a sandbox
 and gives each child what a cold kernel gets (kernel_template.py: namespaces, uid, folders, limits);
