@@ -13,8 +13,8 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 import tracemalloc
+from pathlib import Path
 
 import pytest
 
@@ -124,40 +124,67 @@ def server():
         yield srv
 
 
-def attack(server, kind: str, size: int, timeout: float = 120) -> tuple[str, float, int]:
-    """Run a hostile kernel against `server`; (what it printed, seconds, the server's peak over its start)."""
-    before = reset_peak()
-    started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-c", HOSTILE_KERNEL, server.socket_path, kind, str(size)],
-                          capture_output=True, text=True, timeout=timeout)
-    return proc.stdout + proc.stderr, time.monotonic() - started, vm_hwm() - before
+# A grading process of its own: a probe server that meets the hostile kernel, then reports what it
+# kept and its peak memory over what it held when the kernel connected.
+GRADER = r"""
+import json, os, subprocess, sys, tempfile, time
+sys.path.insert(0, sys.argv[1])
+from autograder.probeserver import ProbeServer
+from autograder.steps import find_step
+def hwm():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+kind, size, hostile = sys.argv[2], sys.argv[3], sys.argv[4]
+folder = tempfile.mkdtemp(prefix="pb-")
+with ProbeServer(os.path.join(folder, "s.sock"), find_step("step-04")) as server:
+    if kind == "answers":
+        server.expect("shapes_hidden")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    before, started = hwm(), time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", hostile, server.socket_path, kind, size],
+                          capture_output=True, text=True, timeout=300)
+    server.expect(None)
+    print(json.dumps({"out": proc.stdout + proc.stderr, "seconds": time.monotonic() - started,
+                      "peak": hwm() - before, "results": server.results, "budget": server.budget.used}))
+"""
 
 
+def attack(kind: str, size: int) -> dict:
+    """A hostile kernel against a probe server in a grading process of its own: what it printed, how
+    long it took, the server's peak over its start, the results the server kept."""
+    root = str(Path(__file__).resolve().parents[1])
+    proc = subprocess.run([sys.executable, "-c", GRADER, root, kind, str(size), HOSTILE_KERNEL],
+                          capture_output=True, text=True, timeout=600, cwd=root)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [31 * 2**20, KERNEL_MESSAGE - 1024])
-def test_answers_of_nested_empty_lists_end_the_test_with_a_reason(server, size, record_property):
+def test_answers_of_nested_empty_lists_end_the_test_with_a_reason(size, record_property):
     """The issue's attack (31 MB replies, under the old 32 MB cap) and the same within the new cap:
     the session ends at the first answer, the hidden test scores nothing and says why."""
-    server.expect("shapes_hidden")
-    out, seconds, peak = attack(server, "answers", size)
-    server.expect(None)
-    assert "ANSWERS DONE" in out, out
-    why = server.results["shapes_hidden"]["__missing__"]
+    got = attack("answers", size)
+    assert "ANSWERS DONE" in got["out"], got["out"]
+    why = got["results"]["shapes_hidden"]["__missing__"]
     assert why.startswith("the grader refused the kernel's answer: "), why
     assert ("too large" if size > KERNEL_MESSAGE else "more than 1,000,000 values") in why, why
     record_property("measured", f"probe server, answers of nested empty lists of {size / 2**20:.1f} MB: "
-                                f"peak +{peak / 2**20:.0f} MiB, {seconds:.1f} s")
-    assert peak < SERVER_PEAK_BYTES, peak
+                                f"peak +{got['peak'] / 2**20:.0f} MiB, {got['seconds']:.1f} s")
+    assert got["peak"] < SERVER_PEAK_BYTES, got["peak"]
 
 
-def test_idle_connections_with_one_big_message_each_hold_little(server, record_property):
+@pytest.mark.slow
+def test_idle_connections_with_one_big_message_each_hold_little(record_property):
     """The issue's attack: 16 connections with one 8 MB message each, held open. At most
     MAX_CONNECTIONS are served; their messages are refused (values) or wait for room (bytes)."""
-    out, seconds, peak = attack(server, "idle", KERNEL_MESSAGE - 64)
-    assert "IDLE SENT" in out, out
-    record_property("measured", f"probe server, 16 idle connections of 8 MB each: peak +{peak / 2**20:.0f} MiB, "
-                                f"{seconds:.1f} s")
-    assert peak < SERVER_PEAK_BYTES, peak
-    assert server.budget.used == 0 and MAX_CONNECTIONS <= 4 and BUFFERED_BYTES <= 2 * KERNEL_MESSAGE
+    got = attack("idle", KERNEL_MESSAGE - 64)
+    assert "IDLE SENT" in got["out"], got["out"]
+    record_property("measured", f"probe server, 16 idle connections of 8 MB each: peak +{got['peak'] / 2**20:.0f} MiB, "
+                                f"{got['seconds']:.1f} s")
+    assert got["peak"] < SERVER_PEAK_BYTES, got["peak"]
+    assert got["budget"] == 0 and MAX_CONNECTIONS <= 4 and BUFFERED_BYTES <= 2 * KERNEL_MESSAGE
 
 
 def test_the_answers_to_one_hidden_test_are_bounded_in_all(server):

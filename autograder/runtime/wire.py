@@ -60,7 +60,7 @@ def receive(sock: socket.socket, limit: int = MAX_MESSAGE, checked: bool = False
     bounded too (check_json); `budget`: shared by a reader's connections, `budget.take(n)` before n
     bytes are read (raising MessageRefused if they would be too many at once), `budget.give(n)` after."""
     header = _read_exactly(sock, 8)
-    (length,) = struct.unpack("!Q", header)
+    (length,) = struct.unpack("!Q", bytes(header))
     if length > limit:
         raise MessageRefused(f"message of {length} bytes is too large (at most {limit})")
     if budget is not None:
@@ -69,7 +69,7 @@ def receive(sock: socket.socket, limit: int = MAX_MESSAGE, checked: bool = False
         body = _read_exactly(sock, length)
         if checked:
             check_json(body)
-        message = json.loads(body.decode("utf-8"))
+        message = json.loads(body)
     finally:
         if budget is not None:
             budget.give(length)
@@ -79,11 +79,13 @@ def receive(sock: socket.socket, limit: int = MAX_MESSAGE, checked: bool = False
 
 
 def _read_exactly(sock, n):
-    chunks, got = [], 0
+    """n bytes from `sock`, read into one buffer (never more than n bytes held)."""
+    data = bytearray(n)
+    view, got = memoryview(data), 0
     while got < n:
-        chunk = sock.recv(min(n - got, 1 << 20))
-        if not chunk:
+        count = sock.recv_into(view[got:], min(n - got, 1 << 20))
+        if not count:
             raise ConnectionError("the other side closed the connection")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
+        got += count
+    view.release()
+    return data
