@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import GRADES_CSV, STEP, STEP4, bwrap_or_skip, run_once
-from test_redteam import LIMITS, RUN, SANDBOX, grade_the_corpus
+from test_redteam import RUN, SANDBOX, grade_the_corpus
 
 pytestmark = pytest.mark.slow
 
