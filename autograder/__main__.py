@@ -227,6 +227,7 @@ COMMANDS = {
 
 
 def parser() -> argparse.ArgumentParser:
+    from .limits import CELL_WALL_FACTOR, Limits     # every limit's default is there
     top = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="command", required=True)
@@ -248,7 +249,9 @@ def parser() -> argparse.ArgumentParser:
                             "(else cold, said on screen); cold: a fresh kernel started per notebook")
         p.add_argument("--no-feedback", action="store_true")
         p.add_argument("--cell-timeout", type=float, default=None, metavar="SECONDS",
-                       help="seconds one cell may run (default: 120); a result graded under another limit is graded again")
+                       help=f"seconds of CPU time one cell may use (default: {Limits.cell_timeout:g}; a cell that "
+                            f"waits is stopped after {CELL_WALL_FACTOR:g} times as long on the clock); a result "
+                            "graded under another limit is graded again")
     made["report"].add_argument("--no-feedback", action="store_true", help="only the grade reports")
     made["pdfs"].add_argument("--anonymous", action="store_true",
                               help="each PDF named by a code, not the student id; the key written beside")

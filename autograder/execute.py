@@ -3,6 +3,24 @@ resource limits on the kernel, and a kernel that dies is restarted and the rest 
 
 The job's sandbox (autograder/sandbox.py) says how the kernel is wrapped, the provisioner of
 autograder/kernels.py launches it; `execute()` owns everything else.
+
+Time limits count the student's work, not the machine's load (autograder/limits.py): while a cell
+runs, the CPU time of its kernel's processes (its control group's, else theirs in /proc) is read
+every POLL_STEP; a cell that uses more than `cell_timeout` CPU seconds, or all the cells together
+more than `notebook_timeout`, is interrupted, and its kernel killed if the interrupt does not stop
+it within INTERRUPT_GRACE; wall-clock ceilings (`Limits.cell_wall`, `notebook_wall`) stop cells
+that wait without computing. Which limit stopped a cell, and the CPU and wall seconds it had used,
+are said in the cell's error, in the notes and in `Outcome.stopped`.
+
+What the kernel sends is read within bounds (a kernel is hostile): each ZeroMQ frame at most
+KERNEL_FRAME_BYTES and each message's JSON checked for its values and depth before it is decoded
+(runtime/wire.py), at most KERNEL_QUEUED messages waiting in the grader (the rest wait in the
+kernel, in its own memory), and widget (comm) messages count against the output caps, with at most
+WIDGET_STATE_BYTES of widget state kept. A larger frame ends its connection (ZeroMQ does not connect
+again): the run notices (`Disconnects`), the cell gets a GraderError saying why and the kernel is
+restarted. (Not bounded: the number of frames of one message, which ZeroMQ receives whole. A kernel
+can send one buffer many times over without copying it; only the grading process's own memory
+then bounds what it receives.)
 """
 from __future__ import annotations
 
@@ -19,15 +37,25 @@ import zmq
 from queue import Empty
 
 from nbclient import NotebookClient
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellExecutionComplete, DeadKernelError
 from nbgrader.preprocessors import Execute as NbgraderExecute
 
 from . import kernels
+from .cgroups import tree_cpu_seconds
 from .limits import Limits, clip  # noqa: F401  (Limits: where callers have always found it)
+from .runtime.wire import MessageRefused, check_json
 from .sandbox import Sandbox
 
 POLL_STEP = 0.25   # seconds
 RECONNECT_MS = 5     # how soon a client socket refused by a kernel still starting tries again
+INTERRUPT_GRACE = 20.0   # wall seconds an interrupted cell has to stop before its kernel is killed
+# What the grader reads of a kernel's Jupyter messages (an honest notebook's largest are pictures of
+# a few hundred kB; a stream message holds at most what the kernel printed in a tenth of a second)
+KERNEL_FRAME_BYTES = 128 * 2**20     # one frame (ZMQ_MAXMSGSIZE: a larger one ends the connection); 100 MB printed at once fit
+KERNEL_MESSAGE_VALUES = 200_000      # JSON values in one part of a message
+KERNEL_MESSAGE_DEPTH = 64
+KERNEL_QUEUED = 4                    # messages received and not yet read, per socket (ZMQ_RCVHWM)
+WIDGET_STATE_BYTES = 1_000_000       # widget state kept for the graded notebook (honest sliders: a few kB)
 
 
 def poll_in_short_steps(channel) -> None:
@@ -78,6 +106,11 @@ class Outcome:
     seconds: float = 0.0
     kernel_starts: int = 0
     kernels: str = "cold"     # how the last kernel started: "cold", or "warm" (forked from a template)
+    cpu_seconds: float = 0.0  # CPU time the notebook's cells used (replays after a restart included)
+    metered: str = ""         # how: "cgroup" (the kernel's control group) or "proc" (its processes in /proc)
+    # cells a limit stopped: {"cell", "limit", "limit_seconds", "cpu_seconds", "wall_seconds", "killed"}
+    stopped: list[dict] = field(default_factory=list)
+    peaks: list[dict] = field(default_factory=list)    # per kernel: its control group's highest memory, processes
 
 
 # An error output is always kept (it decides a test cell's grade), with its parts clipped to these.
@@ -157,15 +190,51 @@ class _Client(NotebookClient):
     output it rewrites."""
 
     def __init__(self, nb, limits: Limits, **kw):
-        super().__init__(nb, timeout=int(limits.cell_timeout), allow_errors=True,
-                         interrupt_on_timeout=True, record_timing=False, **kw)
+        # no time limit of nbclient's: the run watches each cell (_Run._watch)
+        super().__init__(nb, timeout=None, allow_errors=True, record_timing=False, **kw)
         self._limit = limits.output_bytes
+        self._widget_bytes = 0
+        self._last_iopub = 0.0
+        self.disconnects: Disconnects | None = None
         self._notebook_limit = limits.notebook_output_bytes
         self._bytes: dict[int, int] = {}
         self._total = 0
         self._late_errors: dict[int, object] = {}   # per cell, the error output kept past the cap
         self._current: int | None = None             # the cell whose messages are being processed
         self.truncated: set[int] = set()      # cells whose output went beyond the cap
+
+    async def _async_poll_for_reply(self, msg_id, cell, timeout, task_poll_output_msg, task_poll_kernel_alive):
+        """nbclient's, without a time limit of its own (the run watches the cell), and waiting for the
+        cell's outputs after its reply for as long as the kernel's messages keep coming: nbclient gives
+        up after `iopub_timeout` (4 s) whatever it is still reading, and a cell after a flood of output
+        (or on a busy machine, any cell) lost outputs that were on their way (an error among them
+        decides a test cell's grade). It gives up only after iopub_timeout of silence."""
+        while True:
+            msg = await self.kc.shell_channel.get_msg(timeout=None)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            while True:
+                done, _ = await asyncio.wait({task_poll_output_msg}, timeout=self.iopub_timeout)
+                if done:
+                    task_poll_output_msg.result()         # its error, if it failed
+                    break
+                if time.monotonic() - self._last_iopub > self.iopub_timeout and \
+                        not await self.kc.iopub_channel.msg_ready():
+                    task_poll_output_msg.cancel()
+                    self.log.warning("Timeout waiting for IOPub output")
+                    break
+            task_poll_kernel_alive.cancel()
+            return msg
+
+    async def _async_poll_output_msg(self, parent_msg_id, cell, cell_index):
+        while True:
+            msg = await self.kc.iopub_channel.get_msg(timeout=None)
+            self._last_iopub = time.monotonic()
+            if msg["parent_header"].get("msg_id") == parent_msg_id:
+                try:
+                    self.process_message(msg, cell, cell_index)
+                except CellExecutionComplete:
+                    return
 
     def _room(self, cell_index: int) -> int:
         return max(0, min(self._limit - self._bytes.get(cell_index, 0), self._notebook_limit - self._total))
@@ -202,6 +271,18 @@ class _Client(NotebookClient):
     def process_message(self, msg, cell, cell_index):
         self._current = cell_index
         return super().process_message(msg, cell, cell_index)
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        """A widget's message is output too: it counts against the caps, and the widget state kept
+        for the notebook stays within WIDGET_STATE_BYTES; beyond either it is dropped, with a note."""
+        content = msg.get("content", {})
+        size = _size(content) + sum(len(b) for b in msg.get("buffers") or [])
+        if size > self._room(cell_index) or self._widget_bytes + size > WIDGET_STATE_BYTES:
+            self._over(outs, cell_index)
+            return None
+        self._use(cell_index, size)
+        self._widget_bytes += size
+        return super().handle_comm_msg(outs, msg, cell_index)
 
     def _update_display_id(self, display_id, msg):
         rewritten = sum(len(v) for v in self._display_id_map.get(display_id, {}).values())
@@ -279,9 +360,57 @@ async def wait_for_ready(kc, timeout: float) -> None:
     raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
 
 
+def bounded_unpack(unpack):
+    """A Session's `unpack` that refuses a part of a kernel's message before decoding it if it is
+    larger, holds more values or nests deeper than the grader reads (MessageRefused)."""
+    def checked(data):
+        if len(data) > KERNEL_FRAME_BYTES:
+            raise MessageRefused(f"a message part of {len(data)} bytes")
+        check_json(data if isinstance(data, bytes) else bytes(data), KERNEL_MESSAGE_VALUES, KERNEL_MESSAGE_DEPTH)
+        return unpack(data)
+    checked.bounded = True
+    return checked
+
+
+def bound_client(kc) -> None:
+    """Bounds on what `kc` reads from its kernel (before its channels start)."""
+    kc.context.setsockopt(zmq.MAXMSGSIZE, KERNEL_FRAME_BYTES)
+    kc.context.setsockopt(zmq.RCVHWM, KERNEL_QUEUED)
+    if not getattr(kc.session.unpack, "bounded", False):
+        kc.session.unpack = bounded_unpack(kc.session.unpack)
+
+
+class Disconnects:
+    """Whether the kernel's IOPub or shell connection was closed under the client (a frame beyond
+    KERNEL_FRAME_BYTES: ZeroMQ drops the connection and does not make it again)."""
+
+    def __init__(self, kc):
+        self._monitors = []
+        for channel in (kc.iopub_channel, kc.shell_channel):
+            try:
+                self._monitors.append((channel.socket, channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)))
+            except (zmq.ZMQError, AttributeError):
+                pass
+
+    async def happened(self) -> bool:
+        for _, monitor in self._monitors:
+            if await monitor.poll(0):
+                return True
+        return False
+
+    def close(self) -> None:
+        for socket, monitor in self._monitors:
+            try:
+                socket.disable_monitor()
+            except zmq.ZMQError:
+                pass
+            monitor.close(linger=0)
+        self._monitors = []
+
+
 async def _start(client: _Client, sandbox: Sandbox, workdir: Path, env: dict, limits: Limits, template=None):
     """Start a kernel (forked from `template`, autograder/warm.py, when given) and connect `client`."""
-    sandbox.next_kernel()
+    sandbox.next_kernel(limits)
     if template is not None:
         from .warm import warm_kernel_manager
         km = warm_kernel_manager(template, sandbox, workdir, limits)
@@ -297,11 +426,13 @@ async def _start(client: _Client, sandbox: Sandbox, workdir: Path, env: dict, li
     # a refused connect is retried after RECONNECT_IVL, 100 ms by default (half a warm kernel's start)
     kc = km.client()
     kc.context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MS)
+    bound_client(kc)
     kc.start_channels()
+    client.disconnects = Disconnects(kc)
     poll_in_short_steps(kc.shell_channel)
     poll_in_short_steps(kc.iopub_channel)
     try:
-        await wait_for_ready(kc, timeout=limits.cell_timeout)
+        await wait_for_ready(kc, timeout=limits.cell_wall)
     except RuntimeError as err:
         kc.stop_channels()
         await km.shutdown_kernel(now=True)
@@ -327,6 +458,9 @@ async def _kill(km) -> None:
 
 
 async def _stop(client: _Client) -> None:
+    if client.disconnects is not None:
+        client.disconnects.close()
+        client.disconnects = None
     if client.kc is not None:
         client.kc.stop_channels()
     if client.km is not None:
@@ -375,12 +509,13 @@ class _Run:
         self.sandbox, self.limits, self.hooks = sandbox, limits, hooks
         self.outcome = Outcome()
         self.started = time.monotonic()
-        self.deadline = self.started + limits.notebook_timeout
+        self.deadline = self.started + limits.notebook_wall
         self.client = _Client(nb, limits, resources={"metadata": {"path": str(workdir)}})
         self.todo = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip()]
         self.done: list[int] = []
         self.restarts_left = limits.restarts
         self.template = None
+        self.meter: CpuMeter | None = None
 
     async def run(self) -> Outcome:
         try:
@@ -390,6 +525,8 @@ class _Run:
             await _stop(self.client)
             self.sandbox.cleanup(self.workdir)
             self.outcome.seconds = time.monotonic() - self.started
+            self.outcome.peaks = list(getattr(self.sandbox, "peaks", []))
+            self.outcome.cpu_seconds = round(self.outcome.cpu_seconds, 2)
         for i in sorted(self.client.truncated):
             self.outcome.events.append(
                 f"cell {_label(self.nb.cells[i], i)}: its output went beyond {self.limits.output_bytes // 1000} kB "
@@ -406,10 +543,15 @@ class _Run:
             self._give_up("KernelStartError", f"the grading kernel did not start: {clip(err)}",
                           f"kernel did not start: {clip(err)}")
             return False
-        if self.outcome.kernel_starts > 1 and self.done and \
-                not await _replay(self.client, self.nb, self.done, self.deadline, self.limits):
-            self._give_up("KernelRestartFailed", "the kernel was restarted but could not run the earlier cells again",
-                          "replay after restart failed")
+        if self.outcome.kernel_starts > 1 and self.done and not await self._replay():
+            spent = self._out_of_time()
+            if spent:
+                self._give_up("NotebookTimeLimit", f"not run: the notebook's time limit ran out ({spent})",
+                              f"notebook time limit reached: {spent}")
+            else:
+                self._give_up("KernelRestartFailed",
+                              "the kernel was restarted but could not run the earlier cells again",
+                              "replay after restart failed")
             return False
         failed = await self._run_cells()
         await _stop(self.client)
@@ -432,6 +574,7 @@ class _Run:
             try:
                 await _start(self.client, self.sandbox, self.workdir, self.env, self.limits, self.template)
                 self.outcome.kernels = "warm"
+                self._metered()
                 return
             except Exception as err:
                 await _stop(self.client)
@@ -439,15 +582,31 @@ class _Run:
                 self.outcome.events.append(clip(f"a warm kernel did not start ({err}): a cold kernel was started"))
         await _start(self.client, self.sandbox, self.workdir, self.env, self.limits)
         self.outcome.kernels = "cold"
+        self._metered()
+
+    def _metered(self) -> None:
+        self.meter = CpuMeter(self.sandbox, self.client.km)
+        self.outcome.metered = self.meter.how
+        if self.sandbox.group_problem:
+            self.outcome.events.append(clip(f"no control group for this kernel ({self.sandbox.group_problem}): "
+                                            "its processes were limited one by one"))
+
+    def _out_of_time(self) -> str:
+        """Why the notebook has no time left for another cell ('' if it has)."""
+        if self.outcome.cpu_seconds >= self.limits.notebook_timeout:
+            return f"its cells used the notebook's {self.limits.notebook_timeout:g} s of CPU time"
+        if self.deadline - time.monotonic() <= 0:
+            return f"the notebook's wall-clock ceiling ({self.limits.notebook_wall:g} s) was reached"
+        return ""
 
     async def _run_cells(self) -> int | None:
         """Run the cells to do in the current kernel; the index of the cell that failed, or None."""
         while self.todo:
             i = self.todo[0]
-            if self.deadline - time.monotonic() <= 0:
-                self._give_up("NotebookTimeLimit",
-                              f"not run: the notebook's time limit ({self.limits.notebook_timeout:.0f} s) ran out",
-                              "notebook time limit reached")
+            spent = self._out_of_time()
+            if spent:
+                self._give_up("NotebookTimeLimit", f"not run: the notebook's time limit ran out ({spent})",
+                              f"notebook time limit reached: {spent}")
                 return None
             self.todo.pop(0)
             cell = self.nb.cells[i]
@@ -462,35 +621,125 @@ class _Run:
             self.done.append(i)
         return None
 
+    async def _watch(self, task) -> "Watched":
+        """Wait for a cell's task under the time limits: interrupt the kernel when one is reached,
+        and cancel the task (its kernel is then killed) if the interrupt does not stop the cell in
+        time. The CPU and wall seconds the cell used are added to the notebook's."""
+        limits, meter = self.limits, self.meter
+        cpu_before, started = meter.read(), time.monotonic()
+        used_before = self.outcome.cpu_seconds
+        watched = Watched()
+        interrupted = 0.0
+        while not task.done():
+            await asyncio.wait({task}, timeout=POLL_STEP)
+            if task.done():
+                break
+            now = time.monotonic()
+            watched.cpu, watched.wall = meter.read() - cpu_before, now - started
+            if self.client.disconnects is not None and await self.client.disconnects.happened() \
+                    and await self.client.km.is_alive():
+                watched.cut = True         # its outputs can no longer be read: the kernel is replaced
+                task.cancel()
+                break
+            if watched.limit is None:
+                watched.limit = self._reached(watched, used_before, now)
+                if watched.limit is not None:
+                    interrupted = now
+                    try:
+                        await self.client.km.interrupt_kernel()
+                    except Exception:       # a kernel already gone: its cell ends as a dead kernel
+                        pass
+            elif now - interrupted > INTERRUPT_GRACE:
+                watched.killed = True
+                task.cancel()
+                break
+        try:
+            await task
+        except asyncio.CancelledError:
+            if not (watched.killed or watched.cut):
+                raise
+        except BaseException as err:      # noqa: BLE001  (the caller decides what it means)
+            watched.error = err
+        watched.cpu, watched.wall = meter.read() - cpu_before, time.monotonic() - started
+        self.outcome.cpu_seconds += watched.cpu
+        if watched.limit is None:         # ended between two looks, having used more than it may
+            watched.limit = self._reached(watched, used_before, time.monotonic(), ended=True)
+        return watched
+
+    def _reached(self, watched: "Watched", used_before: float, now: float, ended: bool = False):
+        """The limit the running cell has reached (None: none): (what, seconds)."""
+        limits = self.limits
+        if watched.cpu > limits.cell_timeout:
+            return ("cell CPU time", limits.cell_timeout)
+        if used_before + watched.cpu > limits.notebook_timeout:
+            return ("notebook CPU time", limits.notebook_timeout)
+        if ended:           # a cell that ended is judged on its CPU time only: waiting costs nothing
+            return None
+        if watched.wall > limits.cell_wall:
+            return ("cell wall clock", limits.cell_wall)
+        if now > self.deadline:
+            return ("notebook wall clock", limits.notebook_wall)
+        return None
+
     async def _run_cell(self, cell, i: int) -> bool:
         """Run one cell; False (and an error output saying why) if the kernel must be replaced."""
-        limits = self.limits
-        cell_started = time.monotonic()
-        budget = min(limits.cell_timeout + 20, self.deadline - cell_started)
-        try:
-            await asyncio.wait_for(self.client.async_execute_cell(cell, i, execution_count=i + 1), timeout=budget)
-        except DeadKernelError:
-            if time.monotonic() - cell_started >= budget:
-                # wait_for gave up on a cell that ignored the interrupt; nbclient reports the
-                # cancellation as a dead kernel
-                _error(cell, "CellTimeoutError", f"this cell ran longer than {limits.cell_timeout:.0f} s "
-                       "and did not stop when interrupted; the kernel was restarted")
-            else:
-                _error(cell, "DeadKernelError", "the kernel died while running this cell "
-                       "(os._exit, a crash, a signal, or the memory limit)")
+        group = self.sandbox.group
+        ooms = group.peaks().get("oom_kills", 0) if group is not None else 0
+        task = asyncio.ensure_future(self.client.async_execute_cell(cell, i, execution_count=i + 1))
+        watched = await self._watch(task)
+        if watched.cut:
+            _error(cell, "GraderError", f"the kernel sent a message larger than the grader reads "
+                   f"({KERNEL_FRAME_BYTES // 2**20} MB a part): its outputs could not be read; the kernel was restarted")
             return False
-        except asyncio.TimeoutError:
-            _error(cell, "CellTimeoutError", f"this cell ran longer than {limits.cell_timeout:.0f} s and was stopped")
-            return False
-        except Exception as err:    # the kernel sent something nbclient could not handle
-            _error(cell, "GraderError", f"the grader could not process this cell's output "
-                   f"({type(err).__name__}); the kernel was restarted")
-            return False
-        if _timed_out(cell) or time.monotonic() - cell_started >= limits.cell_timeout:
-            _error(cell, "CellTimeoutError", f"this cell ran longer than {limits.cell_timeout:.0f} s "
-                   "and was interrupted; the kernel was restarted")
+        if watched.limit is not None:
+            what, seconds = watched.limit
+            self.outcome.stopped.append({
+                "cell": _label(cell, i).strip("'"), "limit": what, "limit_seconds": seconds,
+                "cpu_seconds": round(watched.cpu, 2), "wall_seconds": round(watched.wall, 2),
+                "killed": watched.killed})
+            _error(cell, "CellTimeoutError", watched.reason())
             return False        # restart for a clean, responsive kernel
+        err = watched.error
+        if isinstance(err, DeadKernelError):
+            ended_by_memory = group is not None and group.peaks().get("oom_kills", 0) > ooms
+            _error(cell, "DeadKernelError", "the kernel died while running this cell " + (
+                f"(its processes together reached the memory limit, {self.limits.memory_bytes / 2**30:g} GiB)"
+                if ended_by_memory else "(os._exit, a crash, a signal, or the memory limit)"))
+            return False
+        if err is not None:     # the kernel sent something nbclient could not handle
+            detail = f"{type(err).__name__}: {err}" if isinstance(err, MessageRefused) else type(err).__name__
+            _error(cell, "GraderError", clip(f"the grader could not process this cell's output ({detail}); "
+                                             "the kernel was restarted", 400))
+            return False
+        if _timed_out(cell):
+            _error(cell, "CellTimeoutError", "this cell was stopped; the kernel was restarted")
+            return False
         return True
+
+    async def _replay(self) -> bool:
+        """Run the cells done again in a new kernel, within the same time limits."""
+        # the replayed outputs are thrown away: they count neither against the cells' output caps, nor
+        # replace what the cell showed when it ran (nbclient puts the cell it ran into the notebook: the
+        # copy run here is taken out again), which is what is graded and what the student sees
+        client, nb = self.client, self.nb
+        counters = (dict(client._bytes), client._total, set(client.truncated), dict(client._late_errors),
+                    client._widget_bytes)
+        try:
+            for i in self.done:
+                ran = nb.cells[i]
+                scratch = nbformat.from_dict(json.loads(json.dumps(ran)))
+                if self._out_of_time():
+                    return False
+                try:
+                    watched = await self._watch(asyncio.ensure_future(client.async_execute_cell(scratch, i)))
+                finally:
+                    nb.cells[i] = ran
+                if watched.limit is not None or watched.error is not None or watched.cut:   # dead kernel, time limit, unreadable output
+                    return False
+            return True
+        finally:
+            (client._bytes, client._total, client.truncated, client._late_errors,
+             client._widget_bytes) = counters
 
     def _give_up(self, ename: str, evalue: str, event: str) -> None:
         """The cells still to do are not run: each gets `ename: evalue`; the run notes `event`."""
@@ -500,6 +749,56 @@ class _Run:
         self.outcome.events.append(event)
 
 
+@dataclass
+class Watched:
+    """How a cell's run ended: the limit it reached ((what, seconds) or None), whether its kernel had
+    to be killed, the error its task raised, and the CPU and wall seconds it used."""
+    limit: tuple | None = None
+    killed: bool = False
+    cut: bool = False             # the kernel's connection was closed under the client (a frame too large)
+    error: BaseException | None = None
+    cpu: float = 0.0
+    wall: float = 0.0
+
+    def reason(self) -> str:
+        what, seconds = self.limit
+        used = f"{self.cpu:.1f} s of CPU time in {self.wall:.1f} s"
+        why = {
+            "cell CPU time": f"this cell used more than its {seconds:g} s of CPU time ({used})",
+            "notebook CPU time": f"the notebook's cells used their {seconds:g} s of CPU time (this cell: {used})",
+            "cell wall clock": f"this cell was still running after {seconds:g} s, the limit for a cell that "
+                               f"waits rather than computes ({used})",
+            "notebook wall clock": f"the notebook reached its wall-clock ceiling of {seconds:g} s (this cell: {used})",
+        }[what]
+        return why + ("; it did not stop when interrupted, and the kernel was restarted" if self.killed
+                      else "; it was interrupted, and the kernel was restarted")
+
+
+class CpuMeter:
+    """The CPU time the current kernel's processes have used: its control group's count, or what
+    /proc shows of the kernel's process and those below it (autograder/cgroups.py)."""
+
+    def __init__(self, sandbox: Sandbox, km):
+        self.group = sandbox.group
+        process = getattr(getattr(km, "provisioner", None), "process", None)
+        self.pid = getattr(process, "pid", None)
+        self.how = "cgroup" if self.group is not None else "proc"
+        self._last = 0.0
+
+    def read(self) -> float:
+        try:
+            if self.group is not None:
+                value = self.group.cpu_seconds()
+            elif self.pid:
+                value = tree_cpu_seconds(self.pid)
+            else:
+                value = self._last
+        except (OSError, ValueError):
+            value = self._last
+        self._last = max(self._last, value)      # a kernel gone reads less: its time stays counted
+        return self._last
+
+
 def _label(cell, index: int) -> str:
     nbg = cell.get("metadata", {}).get("nbgrader", {})
     return repr(nbg.get("grade_id") or cell.get("id") or index)
@@ -507,27 +806,3 @@ def _label(cell, index: int) -> str:
 
 def _timed_out(cell) -> bool:
     return any(o.get("output_type") == "error" and o.get("ename") == "CellTimeoutError" for o in cell.outputs)
-
-
-async def _replay(client, nb, indices, deadline, limits) -> bool:
-    # the replayed outputs are thrown away: they count neither against the cells' output caps, nor
-    # replace what the cell showed when it ran (nbclient puts the cell it ran into the notebook: the
-    # copy run here is taken out again), which is what is graded and what the student sees
-    counters = (dict(client._bytes), client._total, set(client.truncated), dict(client._late_errors))
-    try:
-        for i in indices:
-            ran = nb.cells[i]
-            scratch = nbformat.from_dict(json.loads(json.dumps(ran)))
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            try:
-                await asyncio.wait_for(client.async_execute_cell(scratch, i),
-                                       timeout=min(limits.cell_timeout + 20, remaining))
-            except Exception:       # dead kernel, time limit, unreadable output
-                return False
-            finally:
-                nb.cells[i] = ran
-        return True
-    finally:
-        client._bytes, client._total, client.truncated, client._late_errors = counters

@@ -77,6 +77,7 @@ def run_job(job: Job) -> dict:
     from .sandbox import make_sandbox
 
     started = time.monotonic()
+    _reset_peak_memory()
     step = Step(job.step, Path(job.root))
     student_nb = json.loads(Path(job.submitted).read_text(encoding="utf-8"))
     release_nb = json.loads((step.release / f"{job.notebook}.ipynb").read_text(encoding="utf-8"))
@@ -102,7 +103,7 @@ def run_job(job: Job) -> dict:
         released = {c.get("id") for c in release_nb.get("cells", [])}
         student_code = [c.source for c in nb.cells if c.cell_type == "code"
                         and (c.get("metadata", {}).get("nbgrader", {}).get("solution") or c.get("id") not in released)]
-        with ProbeServer(socket_path, step, answer_seconds=limits.cell_timeout + 30, sources=student_code) as server:
+        with ProbeServer(socket_path, step, answer_seconds=limits.cell_wall + 30, sources=student_code) as server:
             env = _kernel_env(job, workdir, socket_path, course_env)
             outcome = asyncio.run(execute(nb, workdir, env, sandbox, limits, hooks=server, template=template))
             cells = judge_notebook(nb, server)
@@ -115,7 +116,29 @@ def run_job(job: Job) -> dict:
         "notes": [clip(n) for n in notes + outcome.events], "events": [clip(e) for e in outcome.events],
         "seconds": round(time.monotonic() - started, 2), "kernel_starts": outcome.kernel_starts,
         "sandbox": sandbox.name, "kernels": outcome.kernels,
+        # the time its cells used (CPU, counted as its limits are) and the cells a limit stopped;
+        # per kernel, the highest memory and process count of its control group
+        "cpu_seconds": outcome.cpu_seconds, "metered": outcome.metered, "stopped": outcome.stopped,
+        "kernel_peaks": outcome.peaks, "worker_peak_bytes": _peak_memory(),
     }
+
+
+def _reset_peak_memory() -> None:
+    """This worker's peak memory (VmHWM) starts again from what it holds now: each result records
+    the peak of its own notebook's grading (what a kernel's messages made the grader hold)."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def _peak_memory() -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration, ValueError):
+        return None
 
 
 def _kernel_env(job: Job, workdir: Path, socket_path: str, course_env: dict) -> dict:
@@ -347,6 +370,8 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     """Grade every submission of `step` under `submissions` (or only shard (I, N) of the students, or
     only `students`); return {'results': [...], 'problems': [...]}. kernels: "warm" (forked from a
     template per worker where it can, else cold: said on screen) or "cold" (a fresh kernel per notebook)."""
+    from . import cgroups
+    from .limits import descriptors_problem
     from .sandbox import resolve_sandbox
     from .shards import available_cores, selector
     if students:        # as ids are (`ü ñ` is `ü-ñ`; NFC, whatever form the terminal typed)
@@ -357,6 +382,7 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     grader_home().mkdir(parents=True, exist_ok=True)      # a new $GRADER_HOME: the gradebook goes there
     url = db_url()
     sandbox = resolve_sandbox(sandbox)
+    groups = cgroups.resolve()          # a control group per kernel, or a warning (once per run)
     from .roster import RosterError, lms_ids, save_lms_ids
     try:
         roster_ids = lms_ids()
@@ -366,13 +392,16 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     part = (f" (shard {shard[0]} of {shard[1]})" if shard else "") + \
         (f" (students: {', '.join(sorted(students))})" if students else "")
     kernels = _kernels_for(kernels, sandbox)
-    say(f"grade: {step.name}: {len(received)} files from {submissions}{part}; sandbox: {sandbox}; kernels: {kernels}")
+    say(f"grade: {step.name}: {len(received)} files from {submissions}{part}; sandbox: {sandbox}; kernels: {kernels}; "
+        f"limits per kernel: {'cgroup v%d' % groups.version if groups else 'per process only'}")
 
     # keep the newest readable copy of each (student, notebook); report every other file
     chosen, problems = pick_newest(received)
     students = sorted({s for s, _ in chosen} | {p["student"] for p in problems if p["student"] != NO_ID})
     cores = available_cores()
     workers = workers or cores
+    if descriptors_problem(workers):
+        print(f"WARNING: {descriptors_problem(workers)}", file=sys.stderr, flush=True)
     plan = Plan(step, url, sandbox, threads=max(1, cores // workers), limits=dict(limits or {}), kernels=kernels)
     # one time per student's submission: from nbgrader's timestamp.txt, else the file time (an LMS's
     # late mark taken into account: autograder/term.py)

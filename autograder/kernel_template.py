@@ -6,9 +6,11 @@ and none is visible to the kernels it forks.
 
     python -c <this file> <socket fd> <preimport as JSON>
 
-Requests come on the socket as length-prefixed JSON, with the kernel's log pipe as an attached
-file descriptor; each answer is {"pid": ...}, with a pidfd of the forked process attached (pids
-inside a PID namespace mean nothing outside it), or {"error": ...}.
+Once its modules are imported it says {"ready": ...}, with a pidfd of itself attached (the grader
+moves it into a kernel's control group for each fork: autograder/warm.py). Requests come on the
+socket as length-prefixed JSON, with the kernel's log pipe as an attached file descriptor; each
+answer is {"pid": ...}, with a pidfd of the forked process attached (pids inside a PID namespace
+mean nothing outside it), or {"error": ...}.
 
 A forked child becomes the job's kernel as a cold one starts:
   * without a sandbox: its own session, the job's folder, environment and resource limits;
@@ -170,10 +172,10 @@ def _drop(box):
     os.setresuid(box["uid"], box["uid"], box["uid"])
 
 
-def _limits(memory, cpu, processes, file_size):
+def _limits(memory, cpu, processes, file_size, files=1024):
     for which, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_CPU, cpu),
                          (resource.RLIMIT_FSIZE, file_size), (resource.RLIMIT_CORE, 0),
-                         (resource.RLIMIT_NPROC, processes)):
+                         (resource.RLIMIT_NPROC, processes), (resource.RLIMIT_NOFILE, files)):
         if value or which == resource.RLIMIT_CORE:
             resource.setrlimit(which, (value, value))
 
@@ -286,7 +288,9 @@ def serve(sock_fd, preimport):
     except BaseException as err:
         send(sock, {"error": f"import failed: {type(err).__name__}: {err}"})
         return
-    send(sock, {"ready": True, "threads": threads()})
+    me = os.pidfd_open(os.getpid())           # who the template is, in the grader's PID namespace too
+    send(sock, {"ready": True, "threads": threads()}, [me])
+    os.close(me)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)      # forked kernels are reaped by the system
     while True:
         request, fds = receive(sock)

@@ -1,7 +1,15 @@
-"""Start a program under resource limits: `python -m autograder.limits [options] -- program args…`.
+"""What a graded notebook may use (`Limits`: every default is here, and only here), and the program
+that starts a kernel under them: `python -m autograder.limits [options] -- program args…`.
 
-Used in front of every grading kernel, with or without a sandbox: a memory bomb, a fork bomb,
-a runaway loop or a huge file stop at these limits instead of taking the machine down.
+The wrapper is used in front of every cold grading kernel, with or without a sandbox: it joins the
+kernel's control group (autograder/cgroups.py), sets the per-process limits, then becomes the
+kernel (or bubblewrap). A memory bomb, a fork bomb, a runaway loop or a huge file stop at these
+limits instead of taking the machine down. (A warm kernel gets the same from its template.)
+
+Time is counted the way the student's work is, not the machine's load: a cell's limit is CPU time
+of its kernel's processes (all of them: the group's, else /proc's), so a cell stopped on a busy
+machine is stopped on an idle one too; a much longer wall-clock ceiling stops only cells that wait
+(sleep, block on input) without computing (autograder/execute.py).
 """
 from __future__ import annotations
 
@@ -17,17 +25,60 @@ from dataclasses import dataclass
 TEXT_CHARS = 2_000
 
 
+# Processes and descriptors of one kernel. Each process of a kernel may hold KERNEL_FILES open
+# descriptors (RLIMIT_NOFILE, inherited by its children) and a kernel may have KERNEL_PROCESSES
+# processes and threads (pids.max of its control group, and RLIMIT_NPROC of its uid in the sandbox):
+# at most 128 x 1,024 = 131,072 open files per kernel. The machine's table (fs.file-max) is sized
+# by Linux at about one file per 10 kB of memory: 2,466,165 on the course's 24 GiB machine, where
+# the two kernels of its two workers could hold 262,144, 11 % of it (before: processes of 20,000
+# descriptors each, 124 of them filled it). A grading run warns when its workers' kernels could hold
+# more than half of the machine's table (descriptors_problem).
+KERNEL_PROCESSES = 128
+KERNEL_FILES = 1_024
+
+# The wall-clock ceilings, for cells and notebooks that wait rather than compute, as multiples of
+# their CPU-time limits (when not set): a cell that sleeps is stopped after 5 x its CPU budget.
+CELL_WALL_FACTOR = 5.0
+NOTEBOOK_WALL_FACTOR = 3.0
+
+
 @dataclass
 class Limits:
-    """What a graded notebook and its kernel may use."""
-    cell_timeout: float = 120.0          # seconds one cell may run
-    notebook_timeout: float = 900.0      # seconds for the whole notebook, restarts included
+    """What a graded notebook and its kernel may use. Every default of the grader is here: the
+    command line (`--cell-timeout`), nbgrader_config.py and the tests read them from this class."""
+    cell_timeout: float = 120.0          # CPU seconds one cell may use (its kernel's processes, all of them)
+    notebook_timeout: float = 900.0      # CPU seconds for all the notebook's cells, restarts included
     output_bytes: int = 1_000_000        # output one cell may keep; the rest is dropped with a note
     notebook_output_bytes: int = 4_000_000   # output all the cells together may keep
-    memory_bytes: int = 6 * 2**30        # address space of the kernel process
-    processes: int = 0                   # RLIMIT_NPROC for an unprivileged kernel user (0: leave)
+    memory_bytes: int = 6 * 2**30        # a kernel and its children together (control group); each process's address space
+    processes: int = 0                   # processes and threads of a kernel (0: KERNEL_PROCESSES where it can be enforced)
     file_bytes: int = 256 * 2**20        # largest file the kernel may write
     restarts: int = 2                    # kernel restarts after a crash or a hung cell
+    cell_wall_timeout: float = 0.0       # wall seconds a cell may take (0: CELL_WALL_FACTOR x cell_timeout)
+    notebook_wall_timeout: float = 0.0   # wall seconds for the notebook (0: NOTEBOOK_WALL_FACTOR x notebook_timeout)
+
+    @property
+    def cell_wall(self) -> float:
+        return self.cell_wall_timeout or CELL_WALL_FACTOR * self.cell_timeout
+
+    @property
+    def notebook_wall(self) -> float:
+        return self.notebook_wall_timeout or NOTEBOOK_WALL_FACTOR * self.notebook_timeout
+
+
+def descriptors_problem(workers: int) -> str | None:
+    """Why `workers` kernels at once could exhaust this machine's table of open files (None: they cannot)."""
+    try:
+        with open("/proc/sys/fs/file-max", encoding="ascii") as f:
+            table = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    worst = workers * KERNEL_PROCESSES * KERNEL_FILES
+    if worst <= table // 2:
+        return None
+    return (f"{workers} kernels at once may hold {worst:,} open files ({KERNEL_PROCESSES} processes x "
+            f"{KERNEL_FILES:,} each), more than half of this machine's table (fs.file-max {table:,}): "
+            f"grade with at most {max(1, table // 2 // (KERNEL_PROCESSES * KERNEL_FILES))} workers")
 
 
 def clip(text: object, limit: int = TEXT_CHARS) -> str:
@@ -38,12 +89,13 @@ def clip(text: object, limit: int = TEXT_CHARS) -> str:
     return text[:limit] + f" [... {len(text) - limit} more characters left out by the grader]"
 
 
-def apply(memory_bytes: int, cpu_seconds: int, processes: int, file_bytes: int) -> None:
+def apply(memory_bytes: int, cpu_seconds: int, processes: int, file_bytes: int, files: int = KERNEL_FILES) -> None:
     limits = [
         (resource.RLIMIT_AS, memory_bytes),
         (resource.RLIMIT_CPU, cpu_seconds),
         (resource.RLIMIT_FSIZE, file_bytes),
         (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_NOFILE, files),
     ]
     if processes:
         limits.append((resource.RLIMIT_NPROC, processes))
@@ -58,12 +110,18 @@ def main(argv=None) -> None:
     parser.add_argument("--cpu", type=int, default=0, help="CPU-time limit in seconds")
     parser.add_argument("--processes", type=int, default=0, help="limit on processes of this user")
     parser.add_argument("--file-size", type=int, default=0, help="largest file it may write, in bytes")
+    parser.add_argument("--files", type=int, default=KERNEL_FILES, help="open descriptors per process")
+    parser.add_argument("--cgroup", action="append", default=[], metavar="PROCS_FILE",
+                        help="a control group's cgroup.procs to join first (repeatable: one per hierarchy)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command to run")
-    apply(args.memory, args.cpu, args.processes, args.file_size)
+    for procs in args.cgroup:        # before anything runs: every process the program starts is in it too
+        with open(procs, "w", encoding="ascii") as f:
+            f.write(str(os.getpid()))
+    apply(args.memory, args.cpu, args.processes, args.file_size, args.files)
     os.execvp(command[0], command)
 
 

@@ -13,6 +13,13 @@ from the student's kernel (autograder/runtime/):
   stay here: the kernel gets an opaque token and sends requests, which the plugin answers.
 
 The token -> object map, the step's suites and every check's code never leave this process.
+
+What a kernel sends here is bounded before it is decoded, and so is what the server holds at once:
+at most MAX_CONNECTIONS connections, each message at most KERNEL_MESSAGE bytes with at most
+wire.MAX_VALUES JSON values nested at most wire.MAX_DEPTH deep (checked on the raw bytes), at most
+BUFFERED_BYTES read and not yet decoded over all connections together, and at most SESSION_VALUES
+values over a hidden test's answers. A message beyond these ends its connection; in a hidden
+test's session the test gets no points, with the reason.
 """
 from __future__ import annotations
 
@@ -25,11 +32,38 @@ import threading
 from .checks.framework import KernelGone, Missing, StudentError, run_probe
 from .plugin import NotHandled, load_plugin
 from .runtime.plain import NotPlain, from_plain, to_plain
-from .runtime.wire import receive, send
+from .runtime.wire import MessageRefused, receive, send
 
 MAX_REQUESTS = 20_000      # served-object calls per notebook
-MAX_CONNECTIONS = 16       # open at once, per notebook (a session and one link)
+MAX_CONNECTIONS = 4        # open at once, per notebook (an honest kernel: a session and one link)
 ANSWER_SECONDS = 600.0     # longest wait for one answer of the kernel (the cell's own limit ends it sooner)
+# One message of the kernel: an honest answer is at most plain.MAX_ITEMS (200,000) numbers, about
+# 4 MB as JSON (a tensor's are base64: 2 MB); a served head's input is at most 100,000 numbers.
+KERNEL_MESSAGE = 8 * 2**20
+BUFFERED_BYTES = 2 * KERNEL_MESSAGE      # read and not yet decoded, over all connections at once
+SESSION_VALUES = 1_000_000               # JSON values over all the answers of one hidden test (honest: < 3,000)
+
+
+class KernelRefused(KernelGone):
+    """The kernel sent a message beyond the server's bounds: its session ends without an answer."""
+
+
+class Budget:
+    """Bytes read and not yet decoded, over all the connections of a server."""
+
+    def __init__(self, limit: int):
+        self.limit, self.used = limit, 0
+        self._lock = threading.Lock()
+
+    def take(self, n: int) -> None:
+        with self._lock:
+            if self.used + n > self.limit:
+                raise MessageRefused(f"the kernel's messages in flight would exceed {self.limit} bytes")
+            self.used += n
+
+    def give(self, n: int) -> None:
+        with self._lock:
+            self.used -= n
 
 
 class ProbeServer:
@@ -53,6 +87,7 @@ class ProbeServer:
         self._lock = threading.Lock()
         self._requests = 0
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.budget = Budget(BUFFERED_BYTES)
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(socket_path)
         os.chmod(socket_path, 0o666)   # the sandboxed kernel may run as another user
@@ -132,7 +167,7 @@ class ProbeServer:
             with conn:
                 conn.settimeout(self.answer_seconds)
                 try:
-                    first = receive(conn)
+                    first = self.receive(conn)
                 except (ConnectionError, OSError, ValueError):
                     return
                 if first.get("op") == "session":
@@ -153,6 +188,9 @@ class ProbeServer:
             return
         try:
             data = run_probe(self.checks[grade_id], KernelNamespace(KernelSession(conn, self)), self)
+        except KernelRefused as err:                     # no points, and why
+            self.results[grade_id] = {"__missing__": f"the grader refused the kernel's answer: {err}"}
+            return
         except KernelGone:
             return                                       # no result: the judge says why from the cell
         except Exception as err:                         # a fault of the grader's, said as such
@@ -160,16 +198,28 @@ class ProbeServer:
         self.results[grade_id] = data
         _quietly(send, conn, {"op": "done"})
 
+    def receive(self, conn, values: list | None = None) -> dict:
+        """The kernel's next message on `conn`, within the server's bounds (MessageRefused if not).
+        `values`: [JSON values still allowed], lowered by this message's."""
+        message = receive(conn, KERNEL_MESSAGE, checked=True, budget=self.budget)
+        if values is not None:
+            values[0] -= _values(message)
+            if values[0] < 0:
+                raise MessageRefused(f"the answers to one hidden test held more than {SESSION_VALUES:,} values")
+        return message
+
     def _link(self, conn, message):
         while True:
             try:
                 reply = self._handle(message)
             except (KeyError, TypeError, ValueError, NotPlain, RuntimeError) as err:
                 reply = {"error": f"{type(err).__name__}: {err}"}
+            message = None                  # nothing of it is kept while the next one is awaited
             if not _quietly(send, conn, reply):
                 return
+            del reply
             try:
-                message = receive(conn)
+                message = self.receive(conn)
             except (ConnectionError, OSError, ValueError):
                 return
 
@@ -195,6 +245,19 @@ class ProbeServer:
         self.close()
 
 
+def _values(data) -> int:
+    """How many JSON values `data` holds (iteratively: its depth is bounded, but not by recursion)."""
+    count, todo = 0, [data]
+    while todo:
+        item = todo.pop()
+        count += 1
+        if type(item) is list:
+            todo += item
+        elif type(item) is dict:
+            todo += item.values()
+    return count
+
+
 def _quietly(fn, *args) -> bool:
     try:
         fn(*args)
@@ -211,11 +274,14 @@ class KernelSession:
     def __init__(self, conn, server: ProbeServer):
         self.conn = conn
         self.server = server
+        self.values = [SESSION_VALUES]
 
     def request(self, message: dict) -> dict:
         try:
             send(self.conn, message)
-            reply = receive(self.conn)
+            reply = self.server.receive(self.conn, self.values)
+        except MessageRefused as err:
+            raise KernelRefused(str(err)) from None
         except (ConnectionError, OSError, ValueError) as err:
             raise KernelGone(str(err)) from None
         return reply

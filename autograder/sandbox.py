@@ -1,5 +1,9 @@
 """How grading kernels are isolated.
 
+Both give every kernel a control group of its own where the machine allows it (autograder/cgroups.py):
+the kernel, its children and its in-memory folders under one memory and process limit, their CPU
+time counted for the time limits; where it does not, each process is limited on its own.
+
 `none`:  the kernel runs as this user under resource limits (autograder/limits.py) only.
 `bwrap`: the kernel runs inside a bubblewrap sandbox (Debian package `bubblewrap`):
   * a filesystem of its own that holds only what a kernel needs, read-only: the system's
@@ -39,14 +43,15 @@ import sys
 import time
 from pathlib import Path
 
+from . import cgroups as _cgroups
 from .kernels import PYTHON, kernel_command
-from .limits import Limits
+from .limits import KERNEL_FILES, KERNEL_PROCESSES, Limits
 
 # Unprivileged uids for sandboxed kernels: one drawn at random per kernel, so that no two kernels
 # share a process budget: not two graded side by side, nor a restarted kernel and what is left
 # of the one before it (a fork bomb's children may take seconds to end). No account uses this range.
 UID_RANGE = (1_500_000_000, 1_600_000_000)
-SANDBOX_PROCESSES = 256        # RLIMIT_NPROC (threads count too) when Limits.processes is 0
+SANDBOX_PROCESSES = KERNEL_PROCESSES   # RLIMIT_NPROC (threads count too) when Limits.processes is 0
 # Where the kernel may write, all in memory and capped: it never writes to the grader's disk.
 TMP_BYTES = 256 * 2**20        # /tmp
 SHM_BYTES = 64 * 2**20         # /dev/shm
@@ -97,22 +102,52 @@ def _outermost(paths) -> list[Path]:
 
 class Sandbox:
     """How a grading kernel is wrapped (the kernel itself is launched by the provisioner of
-    autograder/kernels.py): without a sandbox, under resource limits only."""
+    autograder/kernels.py): without a sandbox, under resource limits only.
+
+    Every sandbox also gives each kernel a control group of its own where the machine allows it
+    (autograder/cgroups.py): the kernel and all its processes together under the memory and
+    process limits, their CPU time counted. `group` is the current kernel's (None without one),
+    `peaks` what each of the job's kernels reached (read when its group is removed)."""
     name = "none"
     transport = "ipc"        # Unix sockets in the scratch folder: no TCP ports, nothing on the network
     interrupt_mode = "signal"
 
+    def __init__(self, use_cgroups: bool = True):
+        self.cgroups = _cgroups.cgroups() if use_cgroups else None
+        self.group: _cgroups.KernelGroup | None = None
+        self.group_problem: str | None = None
+        self.peaks: list[dict] = []
+
     def argv(self, workdir: Path, limits: Limits, env: dict | None = None) -> list[str]:
+        return self.limit_command(limits, limits.processes) + kernel_command()
+
+    def limit_command(self, limits: Limits, processes: int) -> list[str]:
+        """autograder/limits.py in front of the kernel: its rlimits, and its control group joined."""
         return [PYTHON, "-m", "autograder.limits",
                 f"--memory={limits.memory_bytes}", f"--cpu={int(limits.notebook_timeout * 2)}",
-                f"--processes={limits.processes}", f"--file-size={limits.file_bytes}", "--",
-                *kernel_command()]
+                f"--processes={processes}", f"--file-size={limits.file_bytes}", f"--files={KERNEL_FILES}",
+                *[f"--cgroup={path}" for path in (self.group.procs_files() if self.group else [])], "--"]
 
     def connection_dir(self, workdir: Path) -> Path:
         return workdir
 
-    def next_kernel(self) -> None:
-        """Called before each kernel of the job is made (its command, or its request to a template)."""
+    def next_kernel(self, limits: Limits | None = None) -> None:
+        """Called before each kernel of the job is made (its command, or its request to a template):
+        the previous kernel's group is removed, a new one made for this kernel."""
+        self._close_group()
+        if self.cgroups is not None and limits is not None:
+            try:
+                self.group = self.cgroups.group(limits.memory_bytes, limits.processes or KERNEL_PROCESSES)
+                self.group_problem = None
+            except _cgroups.Unavailable as err:
+                self.group_problem = str(err)
+
+    def _close_group(self) -> None:
+        if self.group is not None:
+            group, self.group = self.group, None
+            peaks = group.peaks()
+            group.close()
+            self.peaks.append(peaks)
 
     def prepare(self, connection_file: Path) -> None:
         """Called once the connection file is written, before the kernel starts."""
@@ -121,7 +156,7 @@ class Sandbox:
         """Called once the kernel answers, before any cell runs."""
 
     def cleanup(self, workdir: Path) -> None:
-        pass
+        self._close_group()
 
 
 class BwrapSandbox(Sandbox):
@@ -133,7 +168,8 @@ class BwrapSandbox(Sandbox):
     interrupt_mode = "message"
 
     def __init__(self, scratch: Path, uid: int | None = None, readable: list[Path] | tuple = (),
-                 passed_env: tuple = ()):
+                 passed_env: tuple = (), use_cgroups: bool = True):
+        super().__init__(use_cgroups)
         self.readable = list(readable)     # what of the repository the kernel may read (plugin.kernel_readable)
         self.passed_env = PASSED_ENV + tuple(passed_env)   # the course's variables (plugin.kernel_env) too
         self.scratch = Path(scratch)
@@ -183,10 +219,11 @@ class BwrapSandbox(Sandbox):
     def connection_dir(self, workdir: Path) -> Path:
         return self.ipc
 
-    def next_kernel(self) -> None:
+    def next_kernel(self, limits: Limits | None = None) -> None:
         """Run by root, every kernel after the job's first gets a fresh uid: a fork bomb's children
         still being torn down (seconds, on a busy machine) would otherwise count against the new
         kernel's RLIMIT_NPROC and it could not even start its threads."""
+        super().next_kernel(limits)
         self._kernels += 1
         if self._kernels > 1 and self.root:
             self.uid = self.gid = _fresh_uid()
@@ -209,6 +246,7 @@ class BwrapSandbox(Sandbox):
             os.chmod(self.ipc, 0o750)
 
     def cleanup(self, workdir: Path) -> None:
+        super().cleanup(workdir)
         self._end_leftovers()
 
     def _end_leftovers(self) -> None:
@@ -228,10 +266,7 @@ class BwrapSandbox(Sandbox):
     def argv(self, workdir: Path, limits: Limits, env: dict | None = None) -> list[str]:
         # RLIMIT_NPROC counts the processes of a uid: only meaningful for the kernel's own uid
         processes = limits.processes or (SANDBOX_PROCESSES if self.root else 0)
-        limit = [PYTHON, "-m", "autograder.limits",
-                 f"--memory={limits.memory_bytes}", f"--cpu={int(limits.notebook_timeout * 2)}",
-                 f"--processes={processes}", f"--file-size={limits.file_bytes}", "--"]
-        return limit + self.command(workdir, env or {}) + kernel_command()
+        return self.limit_command(limits, processes) + self.command(workdir, env or {}) + kernel_command()
 
     def command(self, workdir: Path, env: dict, template: bool = False) -> list[str]:
         """bwrap and its options, up to the program to run in the sandbox. template: for a warm-kernel
@@ -373,7 +408,7 @@ def bwrap_problem() -> str | None:
         return "bwrap is not installed (Debian: apt-get install bubblewrap; `make system-deps`)"
     import tempfile
     with tempfile.TemporaryDirectory(prefix="bwrap-probe-") as tmp:
-        box = BwrapSandbox(Path(tmp))
+        box = BwrapSandbox(Path(tmp), use_cgroups=False)
         command = box.command(Path(tmp) / "work", {})
         command += [PYTHON, "-c", "import os; print(os.getuid())"]
         try:
@@ -413,11 +448,13 @@ def resolve_sandbox(choice: str) -> str:
     return choice
 
 
-def make_sandbox(choice: str, scratch: Path, readable: list[Path] | tuple = (), passed_env: tuple = ()) -> Sandbox:
+def make_sandbox(choice: str, scratch: Path, readable: list[Path] | tuple = (), passed_env: tuple = (),
+                 use_cgroups: bool = True) -> Sandbox:
     """`readable`: what of the repository a sandboxed kernel may read, `passed_env`: the course's
-    environment variables it gets (autograder/plugin.py)."""
+    environment variables it gets (autograder/plugin.py); `use_cgroups`: a control group per kernel
+    where the machine allows it (autograder/cgroups.py)."""
     if choice == "none":
-        return Sandbox()
+        return Sandbox(use_cgroups)
     if choice == "bwrap":
-        return BwrapSandbox(scratch, readable=readable, passed_env=passed_env)
+        return BwrapSandbox(scratch, readable=readable, passed_env=passed_env, use_cgroups=use_cgroups)
     raise ValueError(f"unknown sandbox {choice!r}")

@@ -13,6 +13,10 @@ and the grader falls back to a cold kernel): no thread pool or lock is inherited
 A child is a copy of the template's memory: nothing a notebook changes (patched modules, globals,
 threads it starts) reaches the template or any other child.
 
+Each kernel is born in its own control group (autograder/cgroups.py): the grader moves the template
+into the kernel's group for the moment of the fork (the template tells its pid, as this process sees
+it, with a pidfd when it is ready), then back; the kernel and everything it starts stay there.
+
 `WarmProvisioner` (a LocalProvisioner) launches kernels through a template instead of Popen.
 Warm kernels are the grader's default. In the bwrap sandbox the template itself runs in a sandbox
 and gives each child what a cold kernel gets (kernel_template.py: namespaces, uid, folders, limits);
@@ -123,7 +127,7 @@ class Template:
             from .sandbox import BwrapSandbox
             self.root = Path(tempfile.mkdtemp(prefix="grade-w-"))     # short: Unix socket paths live below
             self.home = None
-            box = BwrapSandbox(self.root, readable=readable, passed_env=passed_env)
+            box = BwrapSandbox(self.root, readable=readable, passed_env=passed_env, use_cgroups=False)
             home = self.root / "work"
             command = box.command(home, {**env, "HOME": str(home)}, template=True) + program
             popen_env = None
@@ -137,13 +141,17 @@ class Template:
         theirs.close()
         self._lock = threading.Lock()
         self._ready = None
+        self.pid: int | None = None      # the template's pid as this process sees it (inside bwrap: not self.proc's)
 
     def wait_ready(self, timeout: float = READY_SECONDS) -> None:
         """Block until the template has imported its modules; raise TemplateError if it cannot."""
         if self._ready is None:
             self._sock.settimeout(timeout)
             try:
-                answer, _ = receive(self._sock)
+                answer, fds = receive(self._sock)
+                for fd in fds:
+                    self.pid = pidfd_pid(fd)
+                    os.close(fd)
             except (OSError, ValueError) as err:
                 answer = {"error": f"no answer ({err})"}
             finally:
@@ -161,13 +169,23 @@ class Template:
         except Exception:
             return "(no message)"
 
-    def fork(self, request: dict, log_fd: int) -> "ForkedKernel":
-        """A kernel forked from the template (not a child of this process)."""
+    def fork(self, request: dict, log_fd: int, group=None) -> "ForkedKernel":
+        """A kernel forked from the template (not a child of this process). `group`: the kernel's
+        control group (autograder/cgroups.py): the template is in it while it forks, so that the
+        kernel is born there (and every process it starts), then it returns to this worker's group."""
         self.wait_ready()
         with self._lock:
             try:
-                send(self._sock, request, [log_fd])
-                answer, fds = receive(self._sock)
+                if group is not None:
+                    if not self.pid:
+                        raise TemplateError("the template's pid is not known: its kernels could not join a control group")
+                    group.join(self.pid)
+                try:
+                    send(self._sock, request, [log_fd])
+                    answer, fds = receive(self._sock)
+                finally:
+                    if group is not None:
+                        return_home(self.pid)
             except OSError as err:
                 raise TemplateError(f"the warm kernel template did not answer ({err})") from None
         if answer is None:
@@ -195,15 +213,40 @@ class Template:
                     shutil.rmtree(folder, ignore_errors=True)
 
 
+def pidfd_pid(fd: int) -> int | None:
+    """The pid, in this process's PID namespace, of the process a pidfd refers to (its fdinfo says)."""
+    try:
+        with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Pid:"):
+                    pid = int(line.split()[1])
+                    return pid if pid > 0 else None
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def return_home(pid: int) -> None:
+    """Move process `pid` back into this process's own control groups."""
+    from .cgroups import home_procs_files
+    for path in home_procs_files():
+        try:
+            with open(path, "w", encoding="ascii") as f:
+                f.write(str(pid))
+        except ProcessLookupError:
+            pass
+
+
 class ForkedKernel:
     """A forked kernel process as LocalProvisioner handles a Popen: poll, wait, signals, through a
     pidfd (its pid may be in another PID namespace; it is not a child of the grader: its exit code
-    is not known)."""
+    is not known). `pid` is its pid as this process sees it."""
     stdin = stdout = stderr = None
     GONE = -signal.SIGKILL
 
     def __init__(self, pidfd: int):
         self._fd = pidfd
+        self.pid = pidfd_pid(pidfd)
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
@@ -249,13 +292,14 @@ class WarmProvisioner(LocalProvisioner):
         return kwargs
 
     async def launch_kernel(self, cmd: list[str], **kwargs):
+        from .limits import KERNEL_FILES
         from .sandbox import SANDBOX_PROCESSES, TMP_BYTES, SHM_BYTES, WORK_BYTES
         limits, box, workdir = self.limits, self.sandbox, Path(self.workdir)
         env = dict(kwargs.get("env") or {})
         argv = [a.replace("{connection_file}", self.parent.connection_file) for a in kernel_command()[3:]]
         request = {"cwd": str(workdir), "argv": argv, "env": env, "parent_poller": True,
                    "limits": [limits.memory_bytes, int(limits.notebook_timeout * 2), limits.processes,
-                              limits.file_bytes]}
+                              limits.file_bytes, KERNEL_FILES]}
         if box.name == "bwrap":
             request.update(env=box.kernel_environment(workdir, env), parent_poller=False, sandbox={
                 "uid": box.uid, "gid": box.gid, "scratch": str(box.scratch), "worker_root": str(self.template.root),
@@ -263,7 +307,7 @@ class WarmProvisioner(LocalProvisioner):
             request["limits"][2] = limits.processes or SANDBOX_PROCESSES
         log_fd = kwargs.get("stdout")
         self.process = self.template.fork(request, log_fd if isinstance(log_fd, int) else
-                                          os.open(os.devnull, os.O_WRONLY))
+                                          os.open(os.devnull, os.O_WRONLY), group=box.group)
         self.pid = self.pgid = None           # signals go through the pidfd
         self.cwd = str(workdir)
         return self.connection_info

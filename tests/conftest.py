@@ -107,7 +107,7 @@ def read_nb(path: Path):
 # order. xdist gives a worker whose module has two tests or fewer left the next module at once, so
 # each short-listed module (one or two tests) is followed by one with more tests, not by another
 # long one.
-LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_grading", "test_redteam_cold",
+LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_busy_machine", "test_grading", "test_redteam_cold",
                  "test_cluster_slurm", "test_grader_proof", "test_bench", "test_lab_validate",
                  "test_grading_postgres", "test_grading_guarantees", "test_lab_student", "test_redteam",
                  "test_exchange_flow", "test_lab_solutions", "test_visible_checks_proof", "test_notebooks_run",

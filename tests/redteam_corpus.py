@@ -765,6 +765,159 @@ def headserver_cases(p: Profile) -> list[Case]:
                          lambda ctx: {t: p.answer(t) + "\n" + flood}, p.scores())]
 
 
+# ---- resources: a kernel and its children together, the grader's reading of what a kernel sends ----------
+
+# Memory split over three forked children (each under a process's address-space limit) and the
+# kernel's in-memory folders: more than the kernel's limit in all. Its control group ends children
+# (the largest first) until the rest fit; the kernel and the answer after the attack live on.
+MEMSPLIT = r"""
+import os, signal, time
+def _fill(path, mb):
+    try:
+        with open(path, "wb") as f:
+            for _ in range(mb):
+                f.write(b"t" * 2**20)
+    except OSError as err:
+        print("FOLDER", path, type(err).__name__)
+_fill("/tmp/held", 200)
+_fill("/dev/shm/held", 60)
+_kids = []
+for _ in range(3):
+    _pid = os.fork()
+    if _pid == 0:
+        _block = bytearray(700 * 2**20)
+        for _i in range(0, len(_block), 4096):
+            _block[_i] = 1
+        time.sleep(3)
+        os._exit(0)
+    _kids.append(_pid)
+_ends = []
+for _pid in _kids:
+    _, _status = os.waitpid(_pid, 0)
+    _ends.append("killed" if os.WIFSIGNALED(_status) and os.WTERMSIG(_status) == signal.SIGKILL else "ended")
+print("CHILDREN", sorted(_ends))
+os.remove("/tmp/held"); os.remove("/dev/shm/held")
+"""
+
+# Seven forked children, each opening descriptors until refused (the issue's attack, at 20,000 each,
+# took 140,239 of the host's open files): each process of a kernel may hold KERNEL_FILES.
+DESCRIPTORS = r"""
+import os, resource
+_r, _w = os.pipe()
+_kids = []
+for _ in range(7):
+    _pid = os.fork()
+    if _pid == 0:
+        _held = 0
+        try:
+            while True:
+                os.open("/dev/null", os.O_RDONLY)
+                _held += 1
+        except OSError:
+            pass
+        os.write(_w, f"{_held}\n".encode())
+        os._exit(0)
+    _kids.append(_pid)
+for _pid in _kids:
+    os.waitpid(_pid, 0)
+os.close(_w)
+_counts = sorted(int(n) for n in os.read(_r, 4096).split())
+print("DESCRIPTORS", resource.getrlimit(resource.RLIMIT_NOFILE)[0], _counts)
+"""
+
+# The hidden test's answers replaced by nested empty lists (the issue's: 31 MB each, under the old
+# 32 MB cap; and the same within the grader's 8 MB cap, refused for its ten million values).
+PROBE_LISTS = r"""
+import struct
+import autograder.runtime as _runtime
+_big = b'{{"value": [' + b"[]," * ({size} // 3) + b'[]]}}'
+_send = _runtime.send
+def _huge_answer(sock, message):
+    if message.get("op") == "session":
+        return _send(sock, message)
+    sock.sendall(struct.pack("!Q", len(_big)) + _big)
+_runtime.send = _huge_answer
+"""
+
+# 16 connections to the grader, each with one 8 MB message, held open (the issue's: 3.30 GiB).
+PROBE_IDLE = r"""
+import os, socket, struct
+_body = b'{"op": "forward", "x": [' + b"[]," * (8 * 2**20 // 3 - 20) + b'[]]}'
+_held, _sent = [], 0
+for _ in range(16):
+    _s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        _s.connect(os.environ["GRADER_SOCKET"])
+        _s.sendall(struct.pack("!Q", len(_body)) + _body)
+        _sent += 1
+        _s.settimeout(60)
+        _s.recv(1)                   # the grader's answer: it hangs up
+    except OSError:
+        pass
+    _held.append(_s)
+print("IDLE", len(_held), "sent", _sent)
+"""
+
+# Widget messages of 20 MB each (the issue's: 120 of them, 2.62 GiB of widget state in the grader;
+# tests/test_message_bounds.py sends 40). 10 here: the kernel holds its widgets and, while the grader
+# reads, the messages waiting to be sent, all within the batch's 2 GiB of address space with torch
+# loaded, however slowly a busy grader reads (20 ran out of it on a busy machine).
+WIDGETS = r"""
+import ipywidgets as _widgets
+_held = [_widgets.Text(value=str(_i % 10) * (20 * 2**20)) for _i in range(10)]
+print("WIDGETS", len(_held))
+"""
+
+
+def resource_cases(p: Profile) -> list[Case]:
+    t, tt = p.target, p.target_test
+    refused = r"the grader refused the kernel's answer"
+    return [
+        answers_case("memsplit", "runaway", "memory split over three forked children and the in-memory folders, "
+                     "more than the kernel's limit in all; answer correct", p,
+                     lambda ctx: {t: before(MEMSPLIT, p.answer(t))}, p.scores(), check=check_memsplit),
+        answers_case("descriptors", "runaway", "seven forked children open descriptors until refused; answer correct",
+                     p, lambda ctx: {t: before(DESCRIPTORS, p.answer(t))}, p.scores(), check=check_descriptors),
+        answers_case("probe-lists", "cheating", "answers a hidden test with 31 MB of nested empty lists", p,
+                     lambda ctx: {t: p.answer(t) + "\n" + PROBE_LISTS.format(size=31 * 2**20)},
+                     p.scores(**{tt: 0.0}), reasons={tt: refused + r": message of \d+ bytes is too large"}),
+        answers_case("probe-values", "cheating", "answers a hidden test with 8 MB of nested empty lists", p,
+                     lambda ctx: {t: p.answer(t) + "\n" + PROBE_LISTS.format(size=8 * 2**20 - 64)},
+                     p.scores(**{tt: 0.0}), reasons={tt: refused + r": a message of more than 1,000,000 values"}),
+        answers_case("probe-idle", "cheating", "16 connections to the grader with one 8 MB message each, held open; "
+                     "answer correct", p, lambda ctx: {t: p.answer(t) + "\n" + PROBE_IDLE}, p.scores(),
+                     check=check_probe_idle),
+        answers_case("widgets", "runaway", "10 widget messages of 20 MB each; answer correct", p,
+                     lambda ctx: {t: before(WIDGETS, p.answer(t))}, p.scores(),
+                     notes=[rf"cell '{t}': its output went beyond \d+ kB"]),
+    ]
+
+
+def check_memsplit(ctx: Ctx, graded) -> None:
+    text = graded.output_of(graded.case.profile.target)
+    assert "CHILDREN" in text and "FOLDER" not in text, text[:500]
+    if graded.result.get("metered") == "cgroup":       # the kernel's group ended children; without one, none
+        assert "killed" in text, text[:500]
+        (peak,) = graded.result["kernel_peaks"]
+        assert peak["oom_kills"] >= 1 and peak["memory_bytes"] >= 200 * 2**20, peak
+
+
+def check_descriptors(ctx: Ctx, graded) -> None:
+    from autograder.limits import KERNEL_FILES
+    text = graded.output_of(graded.case.profile.target)
+    found = re.search(r"DESCRIPTORS (\d+) \[([\d, ]+)\]", text)
+    assert found, text[:500]
+    counts = [int(n) for n in found.group(2).split(",")]
+    assert int(found.group(1)) == KERNEL_FILES and len(counts) == 7, text[:500]
+    assert all(KERNEL_FILES // 2 < n < KERNEL_FILES for n in counts), counts      # each stopped at the limit (less what it inherited)
+
+
+def check_probe_idle(ctx: Ctx, graded) -> None:
+    text = graded.output_of(graded.case.profile.target)
+    found = re.search(r"IDLE 16 sent (\d+)", text)
+    assert found and 0 < int(found.group(1)) <= 16, text[:500]
+
+
 # ---- broken files ----------------------------------------------------------------------------------------------------
 
 def malformed_cases(p: Profile) -> list[Case]:
@@ -885,7 +1038,7 @@ def corpus(profiles=None) -> list[Case]:
     cases = []
     for p in profiles or PROFILES:
         for make in (honest_cases, runaway_cases, tampering_cases, cheating_cases, eq_cases, reach_cases,
-                     headserver_cases, malformed_cases):
+                     headserver_cases, resource_cases, malformed_cases):
             cases += make(p)
     names = [c.student for c in cases]
     assert len(names) == len(set(names)), "two cases share a student id"

@@ -40,6 +40,12 @@ pytestmark = pytest.mark.slow
 SANDBOX = "bwrap" if sandbox.bwrap_problem() is None else "none"
 NO_SANDBOX = f"needs the bwrap sandbox: {sandbox.bwrap_problem()}"
 LIMITS = {"cell_timeout": 20, "notebook_timeout": 150, "memory_bytes": 2 * 2**30}
+# What grading one notebook may make a grading worker hold at its peak (torch and the checks imported:
+# about 220 MiB; an honest notebook adds little), whatever the kernel sends it.
+WORKER_PEAK_BYTES = 1 * 2**30
+# The attacks on resources (tests/redteam_corpus.py resource_cases), whose peaks are reported.
+RESOURCE_ATTACKS = ("memsplit", "descriptors", "probe-lists", "probe-values", "probe-idle", "widgets", "print",
+                    "membomb", "forkbomb")
 CASES = corpus()
 RUN = [c for c in CASES if SANDBOX == "bwrap" or not c.sandbox_only]
 
@@ -252,6 +258,43 @@ def test_every_grade_cell_has_a_score_in_the_gradebook(batch):
 
 def test_no_kernel_outlives_the_batch(batch):
     assert batch.left == []
+
+
+def test_the_grader_and_every_kernel_stay_within_their_stated_memory(batch, kernels, record_property):
+    """Each result records its worker's peak while grading it and each kernel's control group's peak
+    (autograder/grade.py, cgroups.py): no attack makes a grading worker hold more than WORKER_PEAK_BYTES,
+    no kernel (its children and folders included) more than its limit."""
+    measured = []
+    for student, graded in sorted(batch.graded.items()):
+        result = graded.result
+        if not result.get("kernel_starts"):
+            continue
+        assert result["worker_peak_bytes"] < WORKER_PEAK_BYTES, (student, result["worker_peak_bytes"])
+        for peak in result["kernel_peaks"]:
+            assert peak.get("memory_bytes", 0) <= LIMITS["memory_bytes"], (student, peak)
+        if graded.case.name in RESOURCE_ATTACKS:
+            kernels_peak = max((p.get("memory_bytes", 0) for p in result["kernel_peaks"]), default=0)
+            measured.append(f"{graded.case.name} worker {result['worker_peak_bytes'] / 2**20:.0f} MiB, "
+                            f"kernel {kernels_peak / 2**20:.0f} MiB")
+    assert len(measured) == len([c for c in RUN if c.name in RESOURCE_ATTACKS]), measured
+    record_property("measured", f"red-team peaks ({kernels} kernels): " + "; ".join(measured))
+
+
+def test_runaway_cells_are_stopped_by_the_limit_they_reached(batch, kernels, record_property):
+    """The runaways stop at a CPU-time limit when they compute, at the wall-clock ceiling only when
+    they wait; each result says which, and what the cell had used."""
+    expected = {"loop": "cell CPU time", "stubborn": "cell CPU time", "loop-in-fn": "cell CPU time",
+                "sleep": "cell wall clock"}
+    if SANDBOX == "bwrap":
+        expected["forkbomb"] = "cell CPU time"
+    figures = []
+    for name, limit in expected.items():
+        graded = next(g for g in batch.graded.values() if g.case.name == name)
+        stopped = graded.result["stopped"]         # (a function that loops stops its check cell and its test)
+        assert stopped and {s["limit"] for s in stopped} == {limit}, (name, stopped)
+        figures += [f"{name} '{s['cell']}' {s['cpu_seconds']:.1f} s CPU / {s['wall_seconds']:.1f} s wall"
+                    for s in stopped]
+    record_property("measured", f"runaway cells ({kernels} kernels): " + "; ".join(figures))
 
 
 def _check_source_lines() -> set[str]:

@@ -1,0 +1,138 @@
+"""A grade does not depend on how busy the machine was: the red-team batch's runaway and honest
+cases and the example class, graded again while processes that only compute keep every core busy
+(started and stopped by this test, and ending by themselves in any case), get exactly the scores of
+the idle runs, which are the session's own (the red-team batch of tests/test_redteam.py and the
+example class of conftest.example_class: graded once per session, shared).
+
+Cell limits count the kernel's CPU time (autograder/execute.py): a runaway is stopped by the same
+limit, with about the same CPU time used, however long it took on the clock. The figures of both
+runs are reported side by side."""
+from __future__ import annotations
+
+import csv
+import json
+import multiprocessing
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import GRADES_CSV, STEP, STEP4, bwrap_or_skip, run_once
+from test_redteam import RUN, SANDBOX, grade_the_corpus
+
+pytestmark = pytest.mark.slow
+
+HOG_SECONDS = 3600          # each hog ends by itself after this, whatever happens to the test
+BUSY = [c for c in RUN if c.kind in ("runaway", "honest")]
+
+
+def _hog(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    x = 0
+    while time.monotonic() < end:
+        x += 1
+
+
+class Hogs:
+    """Two processes per core that only compute (at the grader's priority), for at most HOG_SECONDS."""
+
+    def __enter__(self):
+        cores = len(os.sched_getaffinity(0))
+        context = multiprocessing.get_context("fork")
+        self.procs = [context.Process(target=_hog, args=(HOG_SECONDS,), daemon=True) for _ in range(2 * cores)]
+        for proc in self.procs:
+            proc.start()
+        self.started = time.monotonic()
+        return self
+
+    def __exit__(self, *exc):
+        for proc in self.procs:
+            proc.kill()
+        for proc in self.procs:
+            proc.join()
+        self.seconds = time.monotonic() - self.started
+
+
+def scores(home: Path) -> dict:
+    with open(home / GRADES_CSV, newline="", encoding="utf-8") as f:
+        return {(r["student"], r["notebook"], r["grade_id"]): r["score"] for r in csv.DictReader(f) if r["kind"] == "auto"}
+
+
+def stopped(home: Path) -> dict:
+    """(student, notebook) -> the cells a limit stopped, from the result files."""
+    return {(path.parent.name, path.stem): json.loads(path.read_text()).get("stopped", [])
+            for path in (home / "work" / "results" / STEP).rglob("*.json")}
+
+
+def grade_busy(base: Path) -> dict:
+    """The runaway and honest cases, and the example class, graded with every core kept busy."""
+    from autograder.example import build
+    from autograder.grade import grade
+    import test_redteam
+    redteam, example = base / "redteam", base / "example"
+    redteam.mkdir()
+    example.mkdir()
+    load = []
+    with Hogs() as hogs, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(test_redteam, "RUN", BUSY)
+        started = time.monotonic()
+        grade_the_corpus(redteam, "warm")
+        redteam_seconds = time.monotonic() - started
+        load.append(os.getloadavg()[0])
+        mp.setenv("GRADER_HOME", str(example / "home"))
+        mp.setenv("NBGRADER_DB_URL", f"sqlite:///{example / 'home' / 'gradebook.db'}")
+        mp.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+        started = time.monotonic()
+        grade(STEP4, build(STEP4, example / "class"), workers=2, sandbox=SANDBOX, quiet=True, feedback=False)
+        example_seconds = time.monotonic() - started
+        load.append(os.getloadavg()[0])
+    return {"redteam_seconds": redteam_seconds, "example_seconds": example_seconds, "load": load,
+            "hogs": len(hogs.procs), "hog_seconds": hogs.seconds}
+
+
+@pytest.fixture(scope="module")
+def idle_redteam(tmp_path_factory):
+    bwrap_or_skip()
+    base, _ = run_once(tmp_path_factory, "redteam-warm", lambda folder: grade_the_corpus(folder, "warm"))
+    return base / "home"
+
+
+@pytest.fixture(scope="module")
+def busy(tmp_path_factory):
+    bwrap_or_skip()
+    base, data = run_once(tmp_path_factory, "busy-machine", grade_busy)
+    return base, data
+
+
+def test_every_score_on_a_busy_machine_equals_the_idle_runs(busy, idle_redteam, example_class, record_property):
+    base, data = busy
+    hogged, idle = scores(base / "redteam" / "home"), scores(idle_redteam)
+    students = {c.student for c in BUSY}
+    idle = {k: v for k, v in idle.items() if k[0] in students}
+    assert {k[0] for k in hogged} == students and hogged == idle, \
+        {k: (v, idle.get(k)) for k, v in hogged.items() if v != idle.get(k)}
+    example_hogged, example_idle = scores(base / "example" / "home"), scores(example_class[0])
+    assert example_hogged and example_hogged == example_idle, \
+        {k: (v, example_idle.get(k)) for k, v in example_hogged.items() if v != example_idle.get(k)}
+    record_property("measured", f"busy machine: {data['hogs']} hogs for {data['hog_seconds']:.0f} s, load average "
+                                f"{' / '.join(f'{x:.1f}' for x in data['load'])}; runaway and honest cases "
+                                f"{data['redteam_seconds']:.0f} s, example class {data['example_seconds']:.0f} s")
+
+
+def test_runaways_are_stopped_by_the_same_limit_idle_and_busy(busy, idle_redteam, record_property):
+    base, _ = busy
+    hogged, idle = stopped(base / "redteam" / "home"), stopped(idle_redteam)
+    figures = []
+    for case in BUSY:
+        key = (case.student, case.profile.notebook)
+        now, before = hogged[key], idle[key]
+        assert [(s["cell"], s["limit"]) for s in now] == [(s["cell"], s["limit"]) for s in before], \
+            (case.student, now, before)
+        for a, b in zip(before, now):
+            figures.append(f"{case.name}: {a['limit']}, idle {a['cpu_seconds']:.1f} s CPU / {a['wall_seconds']:.1f} s "
+                           f"wall, busy {b['cpu_seconds']:.1f} s CPU / {b['wall_seconds']:.1f} s wall")
+    assert figures
+    for line in figures:
+        record_property("measured", line)

@@ -1,0 +1,114 @@
+"""Cell and notebook limits count the kernel's CPU time, not the clock (autograder/execute.py): a cell
+that computes is stopped when its kernel's processes (all of them: children too) have used its CPU
+budget, a cell that waits only at the much longer wall-clock ceiling, and a busy machine changes
+neither. Each stopped cell says which limit stopped it and what it had used."""
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import time
+
+import nbformat
+import pytest
+
+from autograder import cgroups
+from autograder.course import kernel_env
+from autograder.execute import Limits, execute
+from autograder.sandbox import Sandbox
+
+pytestmark = pytest.mark.slow
+
+BUSY = "import time\n_t = time.process_time()\nwhile time.process_time() - _t < {s}:\n    pass\nprint('done')"
+# three children compute 1.2 s of CPU time each while the kernel waits for them (using none itself)
+CHILDREN = ("import os, time\nkids = []\nfor _ in range(3):\n    pid = os.fork()\n    if pid == 0:\n"
+            "        _t = time.process_time()\n        while time.process_time() - _t < 1.2:\n            pass\n"
+            "        os._exit(0)\n    kids.append(pid)\nfor pid in kids:\n    os.waitpid(pid, 0)\nprint('done')")
+
+
+def run(sources, tmp_path, sandbox=None, **limits):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    outcome = asyncio.run(execute(nb, tmp_path, kernel_env(), sandbox, limits=Limits(**limits)))
+    return nb, outcome
+
+
+def last_error(cell):
+    errors = [o for o in cell.outputs if o.output_type == "error"]
+    return (errors[-1].ename, errors[-1].evalue) if errors else (None, "")
+
+
+def printed(cell):
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+def test_a_cell_that_computes_is_stopped_by_its_cpu_time_and_says_so(tmp_path):
+    nb, outcome = run(["x = 1", BUSY.format(s=60), "print(x)"], tmp_path, cell_timeout=2)
+    ename, evalue = last_error(nb.cells[1])
+    assert ename == "CellTimeoutError" and "more than its 2 s of CPU time" in evalue, evalue
+    assert printed(nb.cells[2]) == "1\n"
+    (stop,) = outcome.stopped
+    assert stop["limit"] == "cell CPU time" and stop["limit_seconds"] == 2
+    assert 2 <= stop["cpu_seconds"] < 4 and stop["wall_seconds"] >= stop["cpu_seconds"] * 0.9, stop
+    assert outcome.metered == ("cgroup" if cgroups.cgroups() else "proc")
+
+
+def test_a_cell_that_waits_longer_than_its_cpu_time_is_not_stopped(tmp_path):
+    nb, outcome = run(["import time\ntime.sleep(4)\nprint('woke')"], tmp_path, cell_timeout=1, cell_wall_timeout=30)
+    assert printed(nb.cells[0]) == "woke\n" and last_error(nb.cells[0])[0] is None
+    assert outcome.stopped == [] and outcome.cpu_seconds < 1
+
+
+def test_a_cell_that_waits_past_the_wall_clock_ceiling_is_stopped_and_says_so(tmp_path):
+    nb, outcome = run(["import time\ntime.sleep(600)", "print('next')"], tmp_path, cell_timeout=1, cell_wall_timeout=4)
+    ename, evalue = last_error(nb.cells[0])
+    assert ename == "CellTimeoutError" and "still running after 4 s" in evalue, evalue
+    assert printed(nb.cells[1]) == "next\n"
+    assert [s["limit"] for s in outcome.stopped] == ["cell wall clock"] and outcome.stopped[0]["cpu_seconds"] < 1
+
+
+def test_the_cpu_time_of_the_kernels_children_counts(tmp_path):
+    """The kernel waits while its children compute 3.6 s of CPU time: over a 2 s limit. (Counting the
+    kernel's own process only, the cell would use none and print 'done'.)"""
+    nb, outcome = run([CHILDREN], tmp_path, cell_timeout=2, cell_wall_timeout=60)
+    (stop,) = outcome.stopped
+    assert stop["limit"] == "cell CPU time" and stop["cpu_seconds"] >= 2, stop
+    assert last_error(nb.cells[0])[0] == "CellTimeoutError"
+
+
+def test_without_a_control_group_the_processes_in_proc_are_counted(tmp_path):
+    nb, outcome = run([CHILDREN], tmp_path, sandbox=Sandbox(use_cgroups=False), cell_timeout=2, cell_wall_timeout=60)
+    assert outcome.metered == "proc"
+    (stop,) = outcome.stopped
+    assert stop["limit"] == "cell CPU time" and stop["cpu_seconds"] >= 2, stop
+
+
+def test_the_notebook_cpu_limit_counts_every_cell(tmp_path):
+    nb, outcome = run([BUSY.format(s=1.5), BUSY.format(s=1.5), BUSY.format(s=1.5), "print('late')"], tmp_path,
+                      cell_timeout=10, notebook_timeout=4)
+    assert printed(nb.cells[0]) == "done\n" and printed(nb.cells[1]) == "done\n"
+    ename, evalue = last_error(nb.cells[2])
+    assert ename == "CellTimeoutError" and "the notebook's cells used their 4 s of CPU time" in evalue, evalue
+    assert last_error(nb.cells[3])[0] == "NotebookTimeLimit"
+    assert [s["limit"] for s in outcome.stopped] == ["notebook CPU time"]
+
+
+def _hog(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+def test_a_busy_machine_does_not_stop_an_honest_cell(tmp_path):
+    """An honest cell of 1.5 s of CPU time under a 3 s limit, while four processes keep every core
+    busy (bounded: they end by themselves, and are ended here): the cell takes longer on the clock
+    and is not stopped."""
+    hogs = [multiprocessing.get_context("fork").Process(target=_hog, args=(120,), daemon=True) for _ in range(4)]
+    for hog in hogs:
+        hog.start()
+    try:
+        nb, outcome = run([BUSY.format(s=1.5)], tmp_path, cell_timeout=3)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.join()
+    assert printed(nb.cells[0]) == "done\n" and outcome.stopped == [], (outcome.stopped, nb.cells[0].outputs)
+    assert 1.5 <= outcome.cpu_seconds < 3

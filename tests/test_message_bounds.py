@@ -1,0 +1,96 @@
+"""What the grader reads of a kernel's Jupyter messages is bounded (autograder/execute.py): widget
+messages count against the output caps and little widget state is kept; a message part with too
+many values, nested too deep or too large is refused before it is decoded, the cell says why and
+the kernel is replaced; and a flood of messages loses none of the outputs that follow it.
+
+The grader's side is measured by this process's peak memory (VmHWM, reset before), against a
+stated bound; the kernel's by its control group."""
+from __future__ import annotations
+
+import asyncio
+
+import nbformat
+import pytest
+
+from autograder.course import kernel_env
+from autograder.execute import KERNEL_FRAME_BYTES, WIDGET_STATE_BYTES, Limits, execute
+from test_probe_bounds import reset_peak, vm_hwm
+
+pytestmark = pytest.mark.slow
+
+# The grader's peak over what it held before: KERNEL_QUEUED messages of up to 20 MB waiting, the
+# one being read (its bytes, their check, the decoded text, its size counted), with room to spare.
+GRADER_PEAK_BYTES = 768 * 2**20
+
+WIDGETS = """
+import ipywidgets as widgets
+held = [widgets.Text(value=str(i % 10) * (20 * 2**20)) for i in range({n})]
+print("SENT", len(held))
+"""
+
+
+def run(sources, tmp_path, **limits):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    before = reset_peak()
+    outcome = asyncio.run(execute(nb, tmp_path, kernel_env(), limits=Limits(**limits)))
+    return nb, outcome, vm_hwm() - before
+
+
+def printed(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+def errors(cell) -> list[tuple[str, str]]:
+    return [(o.ename, o.evalue) for o in cell.outputs if o.output_type == "error"]
+
+
+def test_widget_messages_count_against_the_output_caps_and_lose_nothing_after(tmp_path, record_property):
+    """40 text widgets of 20 MB each (the issue's attack, 120 of them, held 2.62 GiB in the grader's
+    widget state): dropped with a note; the cell's own print and the next cell's error are kept."""
+    nb, outcome, peak = run([WIDGETS.format(n=40), "raise ValueError('kept')"], tmp_path,
+                            memory_bytes=4 * 2**30, cell_timeout=120)
+    assert "dropped by the grader" in printed(nb.cells[0]) and "SENT 40" in printed(nb.cells[0])
+    assert errors(nb.cells[1]) == [("ValueError", "kept")]
+    assert any("its output went beyond" in e for e in outcome.events), outcome.events
+    assert outcome.kernel_starts == 1
+    record_property("measured", f"40 widget messages of 20 MB: grader peak +{peak / 2**20:.0f} MiB, "
+                                f"kernel {outcome.peaks[0].get('memory_bytes', 0) / 2**20:.0f} MiB" if outcome.peaks
+                    else f"40 widget messages of 20 MB: grader peak +{peak / 2**20:.0f} MiB")
+    assert peak < GRADER_PEAK_BYTES, peak
+    assert WIDGET_STATE_BYTES <= 1_000_000
+
+
+def test_honest_widgets_keep_their_state(tmp_path):
+    nb, outcome, _ = run(["import ipywidgets as widgets\nfrom IPython.display import display\n"
+                          "s = widgets.IntSlider(value=3)\ndisplay(s)\ns.value = 5"], tmp_path)
+    assert outcome.events == []
+    states = [o for o in nb.cells[0].outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert states, nb.cells[0].outputs
+
+
+REFUSED = [
+    # too many values in one part of a message (JSON output of 600,000 values)
+    ("from IPython.display import display\ndisplay({'application/json': [[]] * 300_000}, raw=True)",
+     "MessageRefused: a message of more than 200,000 values"),
+    # nested deeper than the grader reads
+    ("x = []\nfor _ in range(100):\n    x = [x]\nfrom IPython.display import display\n"
+     "display({'application/json': x}, raw=True)", "MessageRefused: a message nested more than"),
+    # one part larger than the grader reads: ZeroMQ ends the connection
+    (f"print('z' * {KERNEL_FRAME_BYTES + 2**20})", f"larger than the grader reads ({KERNEL_FRAME_BYTES // 2**20} MB"),
+]
+
+
+@pytest.mark.parametrize("source,reason", REFUSED, ids=["values", "depth", "frame"])
+def test_a_message_beyond_the_bounds_is_refused_and_the_rest_is_graded(tmp_path, source, reason, record_property):
+    nb, outcome, peak = run(["x = 41", source, "print(x + 1)"], tmp_path)
+    (ename, evalue), = errors(nb.cells[1])
+    assert ename == "GraderError" and reason in evalue, evalue
+    assert printed(nb.cells[2]) == "42\n" and outcome.kernel_starts == 2
+    record_property("measured", f"refused message ({reason[:40]}): grader peak +{peak / 2**20:.0f} MiB")
+    assert peak < GRADER_PEAK_BYTES + KERNEL_FRAME_BYTES, peak
+
+
+def test_a_hundred_megabyte_line_is_still_read_and_clipped(tmp_path):
+    nb, outcome, _ = run(["print('z' * 10**8)", "print('after')"], tmp_path)
+    assert printed(nb.cells[0]).startswith("z" * 1000) and "dropped by the grader" in printed(nb.cells[0])
+    assert printed(nb.cells[1]) == "after\n" and outcome.kernel_starts == 1
