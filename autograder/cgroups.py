@@ -299,6 +299,14 @@ class KernelGroup:
                 return int(value) / 1e6
         return 0.0
 
+    def pids(self) -> list[int]:
+        """The processes in the group now."""
+        folder = self._dir("pids")
+        try:
+            return [int(v) for v in _read(folder / "cgroup.procs").split()]
+        except (OSError, ValueError):
+            return []
+
     def peaks(self) -> dict:
         """The highest memory use and process count the group reached (what the machine records of
         them), and how many of its processes the memory limit ended."""
@@ -428,6 +436,43 @@ def resolve(say_once=None) -> Cgroups | None:
 # ---- without a group: a kernel's CPU time from /proc ---------------------------------------------------
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def tree_pids(root: int) -> list[int]:
+    """Process `root` and every process below it, as /proc shows them now."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = _read(Path(entry.path, "stat")).rpartition(")")[2].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo += children.get(pid, [])
+    return found
+
+
+def run_delays(pids: list[int]) -> dict[int, float]:
+    """Seconds each thread of processes `pids` has spent runnable but waiting for a CPU, by thread id
+    (/proc/<pid>/task/<tid>/schedstat, its second field): the time the machine's load cost it."""
+    delays: dict[int, float] = {}
+    for pid in pids:
+        try:
+            tasks = os.scandir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        with tasks:
+            for task in tasks:
+                try:
+                    delays[int(task.name)] = int(_read(Path(task.path, "schedstat")).split()[1]) / 1e9
+                except (OSError, ValueError, IndexError):
+                    continue
+    return delays
 
 
 def tree_cpu_seconds(root: int) -> float:

@@ -41,12 +41,17 @@ from nbclient.exceptions import CellExecutionComplete, DeadKernelError
 from nbgrader.preprocessors import Execute as NbgraderExecute
 
 from . import kernels
-from .cgroups import tree_cpu_seconds
+from .cgroups import run_delays, tree_cpu_seconds, tree_pids
 from .limits import Limits, clip  # noqa: F401  (Limits: where callers have always found it)
 from .runtime.wire import MessageRefused, check_json
 from .sandbox import Sandbox
 
 POLL_STEP = 0.25   # seconds
+# A cell's wall-clock ceiling counts the time its kernel waited for a CPU the machine's other work held
+# as not spent; a kernel that keeps itself waiting (threads of the lowest priority on a busy machine)
+# is still stopped at CELL_HARD_FACTOR x the ceiling of real time.
+CELL_HARD_FACTOR = 4.0
+DEATH_GRACE = 5.0  # seconds a kernel whose connection closed is given to die before it is taken as cut off
 RECONNECT_MS = 5     # how soon a client socket refused by a kernel still starting tries again
 INTERRUPT_GRACE = 20.0   # wall seconds an interrupted cell has to stop before its kernel is killed
 # What the grader reads of a kernel's Jupyter messages (an honest notebook's largest are pictures of
@@ -108,7 +113,8 @@ class Outcome:
     kernels: str = "cold"     # how the last kernel started: "cold", or "warm" (forked from a template)
     cpu_seconds: float = 0.0  # CPU time the notebook's cells used (replays after a restart included)
     metered: str = ""         # how: "cgroup" (the kernel's control group) or "proc" (its processes in /proc)
-    # cells a limit stopped: {"cell", "limit", "limit_seconds", "cpu_seconds", "wall_seconds", "killed"}
+    # cells a limit stopped: {"cell", "limit", "limit_seconds", "cpu_seconds", "wall_seconds", "queued_seconds",
+    # "killed"}: queued, of the wall seconds, those the kernel waited for a CPU the machine's load held
     stopped: list[dict] = field(default_factory=list)
     peaks: list[dict] = field(default_factory=list)    # per kernel: its control group's highest memory, processes
 
@@ -626,7 +632,7 @@ class _Run:
         and cancel the task (its kernel is then killed) if the interrupt does not stop the cell in
         time. The CPU and wall seconds the cell used are added to the notebook's."""
         limits, meter = self.limits, self.meter
-        cpu_before, started = meter.read(), time.monotonic()
+        cpu_before, started, waited_before = meter.read(), time.monotonic(), meter.waited_for_cpu()
         used_before = self.outcome.cpu_seconds
         watched = Watched()
         interrupted = 0.0
@@ -636,8 +642,9 @@ class _Run:
                 break
             now = time.monotonic()
             watched.cpu, watched.wall = meter.read() - cpu_before, now - started
+            watched.queued = meter.waited_for_cpu() - waited_before
             if self.client.disconnects is not None and await self.client.disconnects.happened() \
-                    and await self.client.km.is_alive():
+                    and await self._alive_after_disconnect():
                 watched.cut = True         # its outputs can no longer be read: the kernel is replaced
                 task.cancel()
                 break
@@ -666,6 +673,17 @@ class _Run:
             watched.limit = self._reached(watched, used_before, time.monotonic(), ended=True)
         return watched
 
+    async def _alive_after_disconnect(self) -> bool:
+        """Whether the kernel outlives a closed connection: a kernel that dies (os._exit, a crash)
+        closes its sockets a moment before its process is gone, so it is given DEATH_GRACE to go;
+        one still alive after that had its connection cut for a frame too large."""
+        gone_by = time.monotonic() + DEATH_GRACE
+        while time.monotonic() < gone_by:
+            if not await self.client.km.is_alive():
+                return False
+            await asyncio.sleep(0.05)
+        return await self.client.km.is_alive()
+
     def _reached(self, watched: "Watched", used_before: float, now: float, ended: bool = False):
         """The limit the running cell has reached (None: none): (what, seconds)."""
         limits = self.limits
@@ -675,7 +693,7 @@ class _Run:
             return ("notebook CPU time", limits.notebook_timeout)
         if ended:           # a cell that ended is judged on its CPU time only: waiting costs nothing
             return None
-        if watched.wall > limits.cell_wall:
+        if watched.wall - watched.queued > limits.cell_wall or watched.wall > CELL_HARD_FACTOR * limits.cell_wall:
             return ("cell wall clock", limits.cell_wall)
         if now > self.deadline:
             return ("notebook wall clock", limits.notebook_wall)
@@ -696,6 +714,7 @@ class _Run:
             self.outcome.stopped.append({
                 "cell": _label(cell, i).strip("'"), "limit": what, "limit_seconds": seconds,
                 "cpu_seconds": round(watched.cpu, 2), "wall_seconds": round(watched.wall, 2),
+                "queued_seconds": round(watched.queued, 2),
                 "killed": watched.killed})
             _error(cell, "CellTimeoutError", watched.reason())
             return False        # restart for a clean, responsive kernel
@@ -759,6 +778,7 @@ class Watched:
     error: BaseException | None = None
     cpu: float = 0.0
     wall: float = 0.0
+    queued: float = 0.0           # of the wall seconds, those its kernel waited for a CPU the machine's load held
 
     def reason(self) -> str:
         what, seconds = self.limit
@@ -784,6 +804,8 @@ class CpuMeter:
         self.pid = getattr(process, "pid", None)
         self.how = "cgroup" if self.group is not None else "proc"
         self._last = 0.0
+        self._delays: dict[int, float] = {}
+        self._waited = 0.0
 
     def read(self) -> float:
         try:
@@ -797,6 +819,21 @@ class CpuMeter:
             value = self._last
         self._last = max(self._last, value)      # a kernel gone reads less: its time stays counted
         return self._last
+
+    def waited_for_cpu(self) -> float:
+        """Seconds the kernel spent runnable but waiting for a CPU the machine's other work held,
+        summed since this meter's first look (its most-delayed thread's, each look: threads that
+        wait side by side wait once). Subtracted from a cell's wall clock, so that the ceiling for
+        cells that wait counts their own waiting, not the machine's load."""
+        try:
+            pids = self.group.pids() if self.group is not None else tree_pids(self.pid) if self.pid else []
+            delays = run_delays(pids)
+        except OSError:
+            return self._waited
+        step = max((now - self._delays.get(tid, now) for tid, now in delays.items()), default=0.0)
+        self._delays = delays
+        self._waited += max(0.0, step)
+        return self._waited
 
 
 def _label(cell, index: int) -> str:

@@ -112,3 +112,36 @@ def test_a_busy_machine_does_not_stop_an_honest_cell(tmp_path):
             hog.join()
     assert printed(nb.cells[0]) == "done\n" and outcome.stopped == [], (outcome.stopped, nb.cells[0].outputs)
     assert 1.5 <= outcome.cpu_seconds < 3
+
+
+def _pinned_hog(cpu: int, seconds: float) -> None:
+    import os
+    os.sched_setaffinity(0, {cpu})
+    _hog(seconds)
+
+
+def test_a_computing_cell_slowed_by_the_machine_is_stopped_by_its_cpu_time_not_the_clock(tmp_path):
+    """The kernel shares one core with three hogs, so its loop gets at most half of it (a quarter,
+    or half where its control group is also a group of the CPU scheduler): its 2 s of CPU time take
+    4 s or more on the clock, past the 3 s ceiling for cells that wait. The time it spent waiting
+    for the core is the machine's, not the cell's: the CPU limit stops it, and its record says how
+    long it was kept waiting."""
+    import os
+    cpu = min(os.sched_getaffinity(0))
+    mine = os.sched_getaffinity(0)
+    hogs = [multiprocessing.get_context("fork").Process(target=_pinned_hog, args=(cpu, 120), daemon=True)
+            for _ in range(3)]
+    for hog in hogs:
+        hog.start()
+    os.sched_setaffinity(0, {cpu})        # the kernel started now inherits the one core
+    try:
+        nb, outcome = run([BUSY.format(s=60), "print('next')"], tmp_path, cell_timeout=2, cell_wall_timeout=3)
+    finally:
+        os.sched_setaffinity(0, mine)
+        for hog in hogs:
+            hog.kill()
+            hog.join()
+    (stop,) = outcome.stopped
+    assert stop["limit"] == "cell CPU time", stop
+    assert stop["wall_seconds"] > 3 and stop["queued_seconds"] > stop["wall_seconds"] - 3, stop
+    assert printed(nb.cells[1]) == "next\n"
