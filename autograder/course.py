@@ -40,10 +40,11 @@ def use_environment_tools() -> None:
 def kernel_env(extra: dict | None = None) -> dict:
     """Environment for kernels that run course notebooks from this checkout: the checkout on the
     path (hidden test cells import autograder.runtime, notebooks import dlcourse), the course's
-    folder, pictures without a display."""
+    folder, pictures without a display. The inline backend is set whatever the calling process has
+    (a shell's or a test's MPLBACKEND=Agg would leave every picture out of the notebook)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ENGINE_ROOT), env.get("PYTHONPATH", "")] if p)
     env["COURSE_ROOT"] = str(ROOT)
-    env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     env.update(extra or {})
     return env

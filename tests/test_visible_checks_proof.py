@@ -20,11 +20,11 @@ import builtins
 import contextlib
 import io
 import json
-import os
 
+import matplotlib
 import pytest
 
-os.environ.setdefault("MPLBACKEND", "Agg")
+matplotlib.use("Agg")       # pictures drawn in this process, never shown (the kernels it starts keep theirs)
 
 from autograder.course import RELEASE  # noqa: E402
 from autograder.example import answers_of  # noqa: E402
