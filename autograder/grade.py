@@ -70,6 +70,7 @@ def run_job(job: Job) -> dict:
     import nbformat
 
     from .assemble import assemble
+    from .casekey import case_key
     from .execute import Limits, execute
     from .judging import judge_notebook
     from .plugin import kernel_readable, load_plugin
@@ -103,7 +104,8 @@ def run_job(job: Job) -> dict:
         released = {c.get("id") for c in release_nb.get("cells", [])}
         student_code = [c.source for c in nb.cells if c.cell_type == "code"
                         and (c.get("metadata", {}).get("nbgrader", {}).get("solution") or c.get("id") not in released)]
-        with ProbeServer(socket_path, step, answer_seconds=limits.cell_wall + 30, sources=student_code) as server:
+        with ProbeServer(socket_path, step, answer_seconds=limits.cell_wall + 30, sources=student_code,
+                         case_key=case_key()) as server:
             env = _kernel_env(job, workdir, socket_path, course_env)
             outcome = asyncio.run(execute(nb, workdir, env, sandbox, limits, hooks=server, template=template))
             cells = judge_notebook(nb, server)
@@ -463,7 +465,9 @@ class Plan:
         One time stamp per student's submission (`submitted_at`), the same in submitted/,
         autograded/ and the gradebook: nbgrader's formgrader shows a submission whose stamps differ
         as "needs autograding"."""
-        fingerprint = self.step.fingerprint()
+        from .casekey import case_key, key_fingerprint
+        # the course's case key: made here, on first grading, before any kernel runs; a new key regrades
+        fingerprint = self.step.fingerprint() + key_fingerprint(case_key())
         for (sid, name), item in sorted(chosen.items()):
             path = grader_home() / "submitted" / sid / self.step.name / f"{name}.ipynb"
             if not path.exists() or path.read_bytes() != item.data:

@@ -12,7 +12,8 @@ from the student's kernel (autograder/runtime/):
   course's neural-network layers, say: the course plugin, autograder/plugin.py, says how). They
   stay here: the kernel gets an opaque token and sends requests, which the plugin answers.
 
-The token -> object map, the step's suites and every check's code never leave this process.
+The token -> object map, the step's suites, the course's case key and every check's code never
+leave this process.
 
 What a kernel sends here is bounded before it is decoded, and so is what the server holds at once:
 at most MAX_CONNECTIONS connections, each message at most KERNEL_MESSAGE bytes with at most
@@ -67,8 +68,12 @@ class Budget:
 
 
 class ProbeServer:
-    def __init__(self, socket_path: str, step, answer_seconds: float = ANSWER_SECONDS, sources=()):
+    def __init__(self, socket_path: str, step, answer_seconds: float = ANSWER_SECONDS, sources=(),
+                 case_key: bytes | None = None):
         self.step = step
+        # the course's case key (autograder/casekey.py): checks draw this submission's own cases from
+        # it and `sources` (framework.fresh_rng); it stays in this process, as the checks do
+        self.case_key = case_key
         # the text of the student's code cells, as the grader rebuilt the notebook: a check may read how
         # an answer computes from it (the kernel cannot change it, unlike anything it reports itself)
         self.sources: list[str] = [str(s) for s in sources]

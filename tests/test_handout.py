@@ -46,7 +46,7 @@ def test_the_handout_holds_the_release_the_package_and_the_binder_config(handout
     assert {f"release/step-04/{n}.ipynb" for n in NOTEBOOK_NAMES} <= names
     assert {"dlcourse/__init__.py", "dlcourse/data.py", "pyproject.toml", "requirements.txt",
             "environment.yml", "postBuild", "README.md"} <= names
-    for part in ("source", "autograder", "solutions", "tests", "gradebook.db", "course.toml", "extensions.csv"):
+    for part in ("source", "autograder", "solutions", "tests", "gradebook.db", "case-key", "course.toml", "extensions.csv"):
         assert not any(n == part or n.startswith(part + "/") for n in names), part
     for name in NOTEBOOK_NAMES:
         assert (handout / "release" / "step-04" / f"{name}.ipynb").read_bytes() == \

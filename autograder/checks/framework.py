@@ -13,6 +13,9 @@ process: a probe server on a socket of its own, the runtime answering from the n
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +90,57 @@ class Check:
     def judge(self, data: Any, ctx) -> Verdict:
         """In the grader: score the plain data the probe returned. Never runs student code."""
         raise NotImplementedError
+
+    def fresh(self, ctx, label: str = "") -> random.Random:
+        """This submission's own generator of cases (`fresh_rng`): the same in probe and judge."""
+        return fresh_rng(ctx, self, label)
+
+
+# ---- per-submission cases ----------------------------------------------------------------------
+# A check's fixed cases are the same for every student and every term: a student's code can record
+# them (and print them into its feedback). So a check also draws cases of its own for each
+# submission: from `fresh_rng(ctx, check, label)`, seeded with HMAC-SHA256(course case key; step,
+# grade id, label, the student's code). The probe and the judge each ask for it and get the same
+# draws; a regrade of the same submission gets the same cases, another submission or another key
+# others. The key lives in the grader home (autograder/casekey.py), which no kernel can read.
+# Without a grader (the instructor's kernel, `make solutions`) there is no key: UNKEYED is used.
+
+UNKEYED = b"no course key: an ungraded run"
+
+
+def submission_digest(sources) -> bytes:
+    """What identifies a submission for its cases: the text of the student's code cells."""
+    digest = hashlib.sha256()
+    for text in sources or ():
+        data = str(text).encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "big") + data)
+    return digest.digest()
+
+
+def fresh_seed(ctx, check: "Check", label: str = "") -> int:
+    """A 128-bit seed for this submission's own cases of `check` (see above)."""
+    key = getattr(ctx, "case_key", None) or UNKEYED
+    step = getattr(getattr(ctx, "step", None), "name", "")
+    message = b"\0".join([b"fresh-cases-v1", str(step).encode(), check.grade_id.encode(), label.encode(),
+                           submission_digest(getattr(ctx, "sources", ()))])
+    return int.from_bytes(hmac.new(key, message, hashlib.sha256).digest()[:16], "big")
+
+
+def fresh_rng(ctx, check: "Check", label: str = "") -> random.Random:
+    """A generator of this submission's own cases (a new one each call: probe and judge draw alike)."""
+    return random.Random(fresh_seed(ctx, check, label))
+
+
+def twin(rng: random.Random, values, keep=(1,), low: int = 2, high: int | None = None) -> tuple:
+    """Fresh integers in the same relations as `values`: every value but those in `keep` is
+    replaced, equal values by equal ones, and the order of the replacements is the order of the
+    originals (so an answer's case analysis, d_head <= d say, meets a twin as it met the fixed case).
+    Replacements lie in [low, high] (default: up to twice the largest value, at least 40)."""
+    distinct = sorted({v for v in values if v not in keep})
+    high = high if high is not None else max(40, 2 * max(distinct, default=low))
+    pool = [n for n in range(low, high + 1) if n not in keep]
+    fresh = dict(zip(distinct, sorted(rng.sample(pool, len(distinct)))))
+    return tuple(fresh.get(v, v) for v in values)
 
 
 def register(cls):
@@ -227,9 +281,10 @@ def judge_data(check: Check, data: Any, ctx) -> Verdict:
         return verdict
 
 
-def probe_and_judge(grade_id: str, ns: dict, step=None) -> Verdict:
+def probe_and_judge(grade_id: str, ns: dict, step=None, case_key: bytes | None = None) -> Verdict:
     """The whole hidden test in this process, through the same requests as in grading. The student's
-    code, for checks that read it, is the kernel's input history (IPython's `In`)."""
+    code, for checks that read it, is the kernel's input history (IPython's `In`). `case_key`: the
+    course key this submission's own cases are drawn with (None: UNKEYED, as without a grader)."""
     import shutil
     import tempfile
     from pathlib import Path
@@ -242,6 +297,7 @@ def probe_and_judge(grade_id: str, ns: dict, step=None) -> Verdict:
         with ProbeServer(str(Path(folder) / "probe.sock"), step) as server:
             server.expect(grade_id)
             server.sources = _sources_of(ns)
+            server.case_key = case_key
             serve(server.socket_path, grade_id, ns)
             server.expect(None)
             return judge_data(step.checks[grade_id], server.results.get(grade_id), server)
