@@ -6,7 +6,7 @@ import math
 import numpy as np
 import torch
 
-from autograder.checks import Check, Verdict, attempt, register, student, unpack
+from autograder.checks import Check, Verdict, attempt, register, student, twin, unpack
 
 from .process import entrywise_work
 
@@ -69,14 +69,23 @@ class ScoresEntrywise(Check):
     ]
     SPY_CASE = (2, 3, 4, 35)
 
+    # Each case has a twin of this submission's own: the same sizes and dtype, q and k drawn from a
+    # seed of framework.fresh_rng. A case's part needs both right, and the process part counts a case
+    # as computed only if its twin is too, so scores recorded from an earlier grading earn nothing.
+
+    def twins(self, ctx):
+        rng = self.fresh(ctx, "twins")
+        return [(label, B, T, d_head, rng.getrandbits(62), dtype) for label, B, T, d_head, _, dtype in self.CASES]
+
     def probe(self, ns, ctx):
         fn = student(ns, "scores_entrywise")
-        results = []
-        for _, B, T, d_head, seed, dtype in self.CASES:
-            q, k = entrywise_inputs(B, T, d_head, seed, getattr(torch, dtype))
-            results.append(attempt(fn, q, k))
+        results, twins = [], []
+        for cases, out in ((self.CASES, results), (self.twins(ctx), twins)):
+            for _, B, T, d_head, seed, dtype in cases:
+                q, k = entrywise_inputs(B, T, d_head, seed, getattr(torch, dtype))
+                out.append(attempt(fn, q, k))
         source = entrywise_work(ctx.sources, "scores_entrywise", {"q": ("B", "T", "D"), "k": ("B", "T", "D")})
-        return {"cases": results, "spy": attempt(self._spy, fn), "source": list(source)}
+        return {"cases": results, "twins": twins, "spy": attempt(self._spy, fn), "source": list(source)}
 
     def _spy(self, fn):
         """Which products the student's function takes (it runs once more, traced in the kernel)."""
@@ -88,9 +97,15 @@ class ScoresEntrywise(Check):
     def judge(self, data, ctx):
         verdict = Verdict()
         computed = False           # right on some case, at least up to a transpose or a scale
-        for (label, B, T, d_head, seed, dtype), entry in zip(self.CASES, data["cases"]):
+        for case, other, entry, fresh in zip(self.CASES, self.twins(ctx), data["cases"], data["twins"]):
+            label, B, T, d_head, seed, dtype = case
             q, k = entrywise_inputs(B, T, d_head, seed, torch.float64)   # the exact inputs, in float64
             ok, message, near = self._judge_case(entry, q.numpy(), k.numpy(), dtype)
+            if near:                    # the twin too: scores recorded for the fixed case only are not computed
+                q, k = entrywise_inputs(B, T, d_head, other[4], torch.float64)
+                twin_ok, twin_message, near = self._judge_case(fresh, q.numpy(), k.numpy(), dtype)
+                if ok:
+                    ok, message = twin_ok, twin_message
             computed |= near
             verdict.add(label, ok, message)
         spy, why = unpack(data.get("spy"))
@@ -190,21 +205,38 @@ class CountParams(Check):
     LABELS = ["a head narrower than its input", "a head wider than its input",
               "a wide input and a narrow head", "a head of width 1"]
 
+    # Each case has a twin drawn for this submission (framework.twin: fresh numbers in the same order,
+    # a width of 1 kept): a kind's part needs both right, so an answer that recorded the fixed cases
+    # (and returns them from a table) earns nothing, while an answer's partial credit is what it was
+    # (a formula right on a case is right on its twin; one that fails a kind fails its fixed case).
+
+    def twins(self, ctx):
+        rng = self.fresh(ctx, "twins")
+        return [twin(rng, case, high=400) for case in self.CASES]
+
     def probe(self, ns, ctx):
         fn = student(ns, "count_params")
-        return [attempt(fn, d, d_head) for d, d_head in self.CASES]
+        return {"cases": [attempt(fn, d, d_head) for d, d_head in self.CASES],
+                "twins": [attempt(fn, d, d_head) for d, d_head in self.twins(ctx)]}
 
     def judge(self, data, ctx):
         verdict = Verdict()
-        for (d, d_head), label, entry in zip(self.CASES, self.LABELS, data):
-            value, why = unpack(entry)
-            if why:
-                verdict.add(label, False, why)
-                continue
-            number = _as_number(value)
-            right = 3 * d * d_head
-            verdict.add(label, number == right, _diagnose_count(number, d, d_head))
+        for case, other, label, entry, fresh in zip(self.CASES, self.twins(ctx), self.LABELS,
+                                                    data["cases"], data["twins"]):
+            ok, message = self._case(case, entry)
+            if ok:
+                ok, message = self._case(other, fresh)
+            verdict.add(label, ok, message)
         return verdict
+
+    @staticmethod
+    def _case(case, entry):
+        d, d_head = case
+        value, why = unpack(entry)
+        if why:
+            return False, why
+        number = _as_number(value)
+        return number == 3 * d * d_head, _diagnose_count(number, d, d_head)
 
 
 def _as_number(value):

@@ -1,7 +1,7 @@
 """Hidden checks of notebook 01-on-paper."""
 import math
 
-from autograder.checks import Check, Verdict, attempt, register, student, unpack
+from autograder.checks import Check, Verdict, attempt, register, student, twin, unpack
 
 NAMES = ("X", "W_Q", "W_K", "W_V", "Q", "K", "V", "scores", "A", "out")
 
@@ -19,26 +19,43 @@ class Shapes(Check):
     LABELS = ["shapes when T, d, d_k and d_v all differ", "shapes when d_k equals d_v",
               "shapes when the values are wider than the keys"]
 
+    # Each case has a twin drawn for this submission (framework.twin: fresh sizes in the same order,
+    # equal sizes kept equal): a case's part needs both right, so sizes recorded from an earlier
+    # grading and answered from a table earn nothing; an answer right on a case is right on its twin.
+
+    def twins(self, ctx):
+        rng = self.fresh(ctx, "twins")
+        return [twin(rng, case, keep=(), low=2, high=96) for case in self.CASES]
+
     def probe(self, ns, ctx):
         fn = student(ns, "shapes")
-        return [attempt(lambda *a: _as_tuples(fn(*a)), *case) for case in self.CASES]
+        call = lambda *a: _as_tuples(fn(*a))          # noqa: E731
+        return {"cases": [attempt(call, *case) for case in self.CASES],
+                "twins": [attempt(call, *case) for case in self.twins(ctx)]}
 
     def judge(self, data, ctx):
         verdict = Verdict()
-        for case, label, entry in zip(self.CASES, self.LABELS, data):
-            value, why = unpack(entry)
-            if why:
-                verdict.add(label, False, why)
-                continue
-            wrong = [n for n in NAMES if tuple(value.get(n, ())) != expected_shapes(*case)[n]] \
-                if isinstance(value, dict) else list(NAMES)
-            hint = ""
-            if any(n in wrong for n in ("scores", "A")):
-                hint = " The scores compare every position with every position: which two sizes is that?"
-            elif any(n in wrong for n in ("V", "out", "W_V")):
-                hint = " The values have their own width d_v, which need not equal d_k."
-            verdict.add(label, not wrong, f"wrong or missing: {', '.join(wrong)}.{hint}")
+        for case, other, label, entry, fresh in zip(self.CASES, self.twins(ctx), self.LABELS,
+                                                    data["cases"], data["twins"]):
+            ok, message = self._case(case, entry)
+            if ok:
+                ok, message = self._case(other, fresh)
+            verdict.add(label, ok, message)
         return verdict
+
+    @staticmethod
+    def _case(case, entry):
+        value, why = unpack(entry)
+        if why:
+            return False, why
+        wrong = [n for n in NAMES if tuple(value.get(n, ())) != expected_shapes(*case)[n]] \
+            if isinstance(value, dict) else list(NAMES)
+        hint = ""
+        if any(n in wrong for n in ("scores", "A")):
+            hint = " The scores compare every position with every position: which two sizes is that?"
+        elif any(n in wrong for n in ("V", "out", "W_V")):
+            hint = " The values have their own width d_v, which need not equal d_k."
+        return not wrong, f"wrong or missing: {', '.join(wrong)}.{hint}"
 
 
 def _as_tuples(result):
