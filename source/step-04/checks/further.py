@@ -109,14 +109,20 @@ class PermutationGaps(Check):
             result = fn(*build_perm_case(*case))
             return [float(g) for g in result]
 
-        return [attempt(call, case) for case in PERM_CASES]
+        return [attempt(call, case) for case in self.cases(ctx)]
+
+    def cases(self, ctx):
+        """PERM_CASES and one of this submission's own (framework.fresh_rng: its seed and length), judged
+        as they are, so gaps recorded from an earlier grading and returned from a table earn nothing."""
+        rng = self.fresh(ctx, "case")
+        return PERM_CASES + [(rng.randrange(10_000, 2**31), 2, rng.randint(8, 24), torch.float32, False)]
 
     def judge(self, data, ctx):
         verdict = Verdict()
         tiny_ok, tiny_msgs = True, []
         big_ok, big_msgs = True, []
         measured_ok, measured_msgs = True, []
-        for case, entry in zip(PERM_CASES, data):
+        for case, entry in zip(self.cases(ctx), data):
             seed, B, T, dtype, identity = case
             label = f"T={T}, batch {B}, {str(dtype).replace('torch.', '')}" + (", identity permutation" if identity else "")
             value, why = unpack(entry)
@@ -329,9 +335,9 @@ def recorded_call(fn, T, *args):
 NEG_INF = float("-inf")
 
 
-def softmax_cases():
+def softmax_cases(seed=4242):
     """name -> list of score tensors. The visible check uses other sizes and values."""
-    g = torch.Generator().manual_seed(4242)
+    g = torch.Generator().manual_seed(seed)
     r = lambda *shape, dtype=torch.float32: torch.randn(*shape, generator=g, dtype=dtype)
     cases = {}
     cases["ordinary"] = [3 * r(4, 6, 17), r(17), 0.5 * r(2, 3, 5, 8)]
@@ -400,14 +406,20 @@ class OnlineSoftmax(Check):
     @quiet
     def probe(self, ns, ctx):
         fn = student(ns, "online_softmax")
-        out = {name: [attempt(fn, x.clone()) for x in xs] for name, xs in softmax_cases().items()}
+        out = {name: [attempt(fn, x.clone()) for x in xs] for name, xs in self.cases(ctx).items()}
         out["streaming"] = attempt(recorded_call, fn, 13, streaming_probe_scores())
         out["source"] = list(streamed_work(ctx.sources, "online_softmax", {"scores": ("*", "K")}))
         return out
 
+    def cases(self, ctx):
+        """softmax_cases(), each kind with the same recipe drawn again from a seed of this submission's
+        own (framework.fresh_rng): scores recorded from an earlier grading earn nothing."""
+        fresh = softmax_cases(self.fresh(ctx, "scores").getrandbits(62))
+        return {name: xs + fresh[name] for name, xs in softmax_cases().items()}
+
     def judge(self, data, ctx):
         verdict = Verdict()
-        for name, xs in softmax_cases().items():
+        for name, xs in self.cases(ctx).items():
             label, weight, hint = SOFTMAX_PARTS[name]
             problems = []
             for x, entry in zip(xs, data.get(name, [])):
@@ -496,9 +508,9 @@ def _compare_softmax(x: torch.Tensor, value, name):
 # 2b. streaming_attention
 # ---------------------------------------------------------------------------------------------
 
-def attention_cases():
+def attention_cases(seed=5151):
     """name -> list of (q, k, v). The visible check uses a Head's q, k, v on real text."""
-    g = torch.Generator().manual_seed(5151)
+    g = torch.Generator().manual_seed(seed)
     r = lambda *shape, dtype=torch.float32: torch.randn(*shape, generator=g, dtype=dtype)
     return {
         "ordinary": [(r(2, 11, 5), r(2, 11, 5), r(2, 11, 3))],
@@ -619,16 +631,25 @@ class StreamingAttention(Check):
     def probe(self, ns, ctx):
         fn = student(ns, "streaming_attention")
         out = {name: [attempt(fn, q.clone(), k.clone(), v.clone()) for q, k, v in triples]
-               for name, triples in attention_cases().items()}
+               for name, triples in self.cases(ctx).items()}
         q, k, v = attention_cases()["ordinary"][0]
         out["streaming"] = attempt(recorded_call, fn, 11, q.clone(), k.clone(), v.clone())
         out["source"] = list(streamed_work(ctx.sources, "streaming_attention",
                                            {"q": ("*", "Q", "D"), "k": ("*", "K", "D"), "v": ("*", "K", "E")}))
         return out
 
+    def cases(self, ctx):
+        """attention_cases(), each kind with the same recipe drawn again from a seed of this submission's
+        own (framework.fresh_rng): outputs recorded from an earlier grading earn nothing. Large scores
+        keep their calibrated case only: the proof's partial credit of scores divided by d_k rests on
+        its rows being one-hot under either scale, which another draw need not give."""
+        fresh = attention_cases(self.fresh(ctx, "qkv").getrandbits(62))
+        return {name: triples + (fresh[name] if name != "large_scores" else [])
+                for name, triples in attention_cases().items()}
+
     def judge(self, data, ctx):
         verdict = Verdict()
-        for name, triples in attention_cases().items():
+        for name, triples in self.cases(ctx).items():
             label, weight = ATTENTION_PARTS[name]
             problem = None
             entries = data.get(name, [])
@@ -746,11 +767,25 @@ class FitExponent(Check):
     def probe(self, ns, ctx):
         fn = student(ns, "fit_exponent")
         return {name: [attempt(lambda a, b: float(fn(a, b)), Ts, times) for Ts, times in pairs]
-                for name, pairs in fit_cases().items()}
+                for name, pairs in self.cases(ctx).items()}
+
+    def cases(self, ctx):
+        """fit_cases(), with an exact and a noisy power law of this submission's own (framework.fresh_rng:
+        sizes, exponent, constant, noise), so slopes recorded from an earlier grading earn nothing."""
+        rng = self.fresh(ctx, "laws")
+        cases = fit_cases()
+        for name, noise in (("exact", 0.0), ("noisy", 0.3)):
+            Ts = [rng.randint(4, 200)]
+            for _ in range(rng.randint(3, 6)):          # spread out (each 1.5 to 4 times the last): a well-posed slope
+                Ts.append(int(Ts[-1] * rng.uniform(1.5, 4.0)) + 1)
+            factors = [1.0 + rng.uniform(-noise, noise) for _ in Ts]
+            law = _power_law(Ts, round(rng.uniform(0.3, 3.2), 3), 10 ** rng.uniform(-8, 1), factors)
+            cases[name] = cases[name] + [(Ts, [float(t) for t in law])]
+        return cases
 
     def judge(self, data, ctx):
         verdict = Verdict()
-        for name, pairs in fit_cases().items():
+        for name, pairs in self.cases(ctx).items():
             problem = None
             entries = data.get(name, [])
             if len(entries) != len(pairs):

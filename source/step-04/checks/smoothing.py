@@ -66,9 +66,9 @@ MISTAKES = {
 
 def _label(case) -> str:
     """How a case is named in feedback: the limits by their kind, the others not at all (hidden inputs)."""
-    if case in TINY:
+    if case[1] <= 0.01:
         return "with a tiny s (0.001 or so)"
-    if case in HUGE:
+    if case[1] >= 1e4:
         return "with a huge s (10^4 or more)"
     return "for one of the hidden (T, s)"
 
@@ -92,12 +92,24 @@ class SmoothingAttention(Check):
     grade_id = "smoothing_attention_hidden"
     points = 4
 
+    def cases(self, ctx):
+        """(moderate, tiny, huge): the fixed cases, each kind with cases of this submission's own
+        (framework.fresh_rng) checked by every property the fixed ones are, so that matrices recorded
+        from an earlier grading and returned from a table fail them."""
+        rng = self.fresh(ctx, "cases")
+        moderate = tuple((rng.randint(3, 40), round(rng.uniform(0.6, 8.0), 4)) for _ in range(3))
+        tiny = ((rng.randint(3, 30), round(rng.uniform(1e-3, 3e-3), 6)),)
+        huge = ((rng.randint(3, 48), float(rng.randint(10_000, 100_000))),)
+        return MODERATE + moderate, TINY + tiny, HUGE + huge
+
     def probe(self, ns, ctx):
         fn = student(ns, "smoothing_attention")
-        return [attempt(lambda T, s: _as_array(fn(T, s)), T, s) for T, s in ALL_CASES]
+        return [attempt(lambda T, s: _as_array(fn(T, s)), T, s) for T, s in sum(self.cases(ctx), ())]
 
     def judge(self, data, ctx):
         verdict = Verdict()
+        MODERATE, TINY, HUGE = self.cases(ctx)          # noqa: N806  (the module's, with this submission's own)
+        ALL_CASES = MODERATE + TINY + HUGE              # noqa: N806
         data = list(data) if isinstance(data, (list, tuple)) else []
         data += [None] * (len(ALL_CASES) - len(data))
         if reason := unwritten(data):

@@ -456,53 +456,68 @@ class MaskAfterSoftmax(Check):
              ("one token (T = 1)", 2, 1, 52, 1.0, "float32"),
              ("float64 scores, 10 tokens", 2, 10, 53, 3.0, "float64")]
 
+    # Each case has a twin of this submission's own: the same sizes, scale and dtype, scores drawn
+    # from a seed of framework.fresh_rng. A case's part needs both right, so row sums recorded from
+    # an earlier grading and returned from a table earn nothing.
+
+    def twins(self, ctx):
+        rng = self.fresh(ctx, "twins")
+        return [(label, B, T, rng.getrandbits(62), scale, dtype) for label, B, T, _, scale, dtype in self.CASES]
+
     def probe(self, ns, ctx):
         fn = student(ns, "mask_after_softmax_row_sums")
-        return [attempt(fn, mask_after_inputs(B, T, seed, scale, getattr(torch, dtype)))
-                for _, B, T, seed, scale, dtype in self.CASES]
+        return {which: [attempt(fn, mask_after_inputs(B, T, seed, scale, getattr(torch, dtype)))
+                        for _, B, T, seed, scale, dtype in cases]
+                for which, cases in (("cases", self.CASES), ("twins", self.twins(ctx)))}
 
     def judge(self, data, ctx):
         verdict = Verdict()
-        for (label, B, T, seed, scale, dtype), entry in zip(self.CASES, data):
-            value, why = unpack(entry)
-            if why:
-                verdict.add(label, False, why)
-                continue
-            scores = mask_after_inputs(B, T, seed, scale, torch.float64)
-            ref = mask_after_reference(scores).numpy()
-            got = np.asarray(value, dtype=np.float64) if isinstance(value, (np.ndarray, list, float, int)) else None
-            if got is None or got.shape != (B, T):
-                shape = None if got is None else got.shape
-                hint = ": the row sums of A, A.sum(dim=-1)" if shape == (B, T, T) else ""
-                verdict.add(label, False, f"scores of shape {(B, T, T)} should give row sums of shape {(B, T)}; "
-                                          f"got {shape}{hint}")
-                continue
-            # float32 softmax and sum: relative error ~1e-7 per row; 1e-5 is far from any real mistake
-            if np.all(np.abs(got - ref) <= 1e-5):
-                verdict.add(label, True)
-                continue
-            upper = torch.triu(torch.ones(T, T, dtype=torch.float64))
-            flipped = (F.softmax(scores, dim=-1) * upper).sum(dim=-1).numpy()
-            lower = torch.tril(torch.ones(T, T, dtype=torch.float64))
-            by_column = (F.softmax(scores, dim=-2) * lower).sum(dim=-1).numpy()
-            no_diagonal = (F.softmax(scores, dim=-1) * torch.tril(lower, diagonal=-1)).sum(dim=-1).numpy()
-            if not np.isfinite(got).all():
-                hint = ("NaN or inf: after the softmax, set the future weights to 0 (multiply by the mask, or "
-                        "masked_fill with 0.0), not to -inf")
-            elif T > 1 and np.allclose(got, 1, atol=1e-5):
-                hint = ("every row sums to 1: that is masking before the softmax (or renormalising). Here the "
-                        "softmax runs over all keys first, then the future weights are zeroed")
-            elif T > 1 and np.allclose(got, flipped, atol=1e-5):
-                hint = "you kept the future and zeroed the past: tril keeps j <= i"
-            elif np.allclose(got, no_diagonal, atol=1e-5):
-                hint = "the diagonal was zeroed too: row i keeps keys j <= i, its own key j = i included (tril, not tril(-1))"
-            elif T > 1 and np.allclose(got, by_column, atol=1e-5):
-                hint = ("the softmax ran over the queries (dim=-2 or dim=1): each row is normalised over its keys, "
-                        "F.softmax(scores, dim=-1)")
-            else:
-                hint = "row i keeps the softmax weights of keys j <= i (computed over all T keys) and sums them"
-            verdict.add(label, False, hint)
+        for case, other, entry, fresh in zip(self.CASES, self.twins(ctx), data["cases"], data["twins"]):
+            ok, message = self._case(case, entry)
+            if ok:
+                ok, message = self._case(other, fresh)
+            verdict.add(case[0], ok, message)
         return verdict
+
+    @staticmethod
+    def _case(case, entry):
+        """(ok, message) of one case."""
+        label, B, T, seed, scale, dtype = case
+        value, why = unpack(entry)
+        if why:
+            return False, why
+        scores = mask_after_inputs(B, T, seed, scale, torch.float64)
+        ref = mask_after_reference(scores).numpy()
+        got = np.asarray(value, dtype=np.float64) if isinstance(value, (np.ndarray, list, float, int)) else None
+        if got is None or got.shape != (B, T):
+            shape = None if got is None else got.shape
+            hint = ": the row sums of A, A.sum(dim=-1)" if shape == (B, T, T) else ""
+            return False, (f"scores of shape {(B, T, T)} should give row sums of shape {(B, T)}; "
+                           f"got {shape}{hint}")
+        # float32 softmax and sum: relative error ~1e-7 per row; 1e-5 is far from any real mistake
+        if np.all(np.abs(got - ref) <= 1e-5):
+            return True, ""
+        upper = torch.triu(torch.ones(T, T, dtype=torch.float64))
+        flipped = (F.softmax(scores, dim=-1) * upper).sum(dim=-1).numpy()
+        lower = torch.tril(torch.ones(T, T, dtype=torch.float64))
+        by_column = (F.softmax(scores, dim=-2) * lower).sum(dim=-1).numpy()
+        no_diagonal = (F.softmax(scores, dim=-1) * torch.tril(lower, diagonal=-1)).sum(dim=-1).numpy()
+        if not np.isfinite(got).all():
+            hint = ("NaN or inf: after the softmax, set the future weights to 0 (multiply by the mask, or "
+                    "masked_fill with 0.0), not to -inf")
+        elif T > 1 and np.allclose(got, 1, atol=1e-5):
+            hint = ("every row sums to 1: that is masking before the softmax (or renormalising). Here the "
+                    "softmax runs over all keys first, then the future weights are zeroed")
+        elif T > 1 and np.allclose(got, flipped, atol=1e-5):
+            hint = "you kept the future and zeroed the past: tril keeps j <= i"
+        elif np.allclose(got, no_diagonal, atol=1e-5):
+            hint = "the diagonal was zeroed too: row i keeps keys j <= i, its own key j = i included (tril, not tril(-1))"
+        elif T > 1 and np.allclose(got, by_column, atol=1e-5):
+            hint = ("the softmax ran over the queries (dim=-2 or dim=1): each row is normalised over its keys, "
+                    "F.softmax(scores, dim=-1)")
+        else:
+            hint = "row i keeps the softmax weights of keys j <= i (computed over all T keys) and sums them"
+        return False, hint
 
 
 # ---- which checks fail on a mask-after-softmax head -----------------------------------------

@@ -113,13 +113,19 @@ class AttentionOnText(Check):
     grade_id = "attention_on_text_hidden"
     points = 3
 
+    def seeds(self, ctx) -> tuple:
+        """TEXT_SEEDS and a seed of this submission's own (framework.fresh_rng): every part checks it
+        as it checks the fixed ones, so matrices recorded from an earlier grading earn nothing."""
+        return TEXT_SEEDS + (self.fresh(ctx, "seed").randrange(10_000, 2**31),)
+
     def probe(self, ns, ctx):
         fn = student(ns, "attention_on_text")
-        results = {str(seed): attempt(fn, seed) for seed in TEXT_SEEDS}
+        results = {str(seed): attempt(fn, seed) for seed in self.seeds(ctx)}
         results["again"] = attempt(fn, TEXT_SEEDS[1])
         return results
 
     def judge(self, data, ctx):
+        TEXT_SEEDS = self.seeds(ctx)                      # noqa: N806  (the module's, with this submission's own)
         if reason := unwritten([data.get(str(seed)) for seed in TEXT_SEEDS] + [data.get("again")]):
             return unwritten_verdict(reason)
         verdict = Verdict()
@@ -289,13 +295,23 @@ class PatternStats(Check):
     grade_id = "pattern_stats_hidden"
     points = 3
 
+    def cases(self, ctx) -> list[tuple[str, torch.Tensor]]:
+        """stat_cases() and a random causal matrix of this submission's own (framework.fresh_rng), so
+        statistics recorded from an earlier grading and returned from a table earn nothing."""
+        rng = self.fresh(ctx, "matrix")
+        T = rng.randint(5, 40)
+        g = torch.Generator().manual_seed(rng.getrandbits(62))
+        scores = rng.uniform(0.5, 3.0) * torch.randn(T, T, generator=g, dtype=torch.float64)
+        A = torch.softmax(scores.masked_fill(torch.tril(torch.ones(T, T)) == 0, float("-inf")), dim=-1)
+        return stat_cases() + [("a random causal matrix", A.float())]
+
     def probe(self, ns, ctx):
         fn = student(ns, "pattern_stats")
-        return [attempt(lambda A: _as_stats(fn(A)), A.clone()) for _, A in stat_cases()]
+        return [attempt(lambda A: _as_stats(fn(A)), A.clone()) for _, A in self.cases(ctx)]
 
     def judge(self, data, ctx):
         verdict = Verdict()
-        cases = stat_cases()
+        cases = self.cases(ctx)
         data = list(data) if isinstance(data, (list, tuple)) else []
         data += [None] * (len(cases) - len(data))
         if reason := unwritten(data):
