@@ -1,0 +1,225 @@
+"""Hidden cases drawn per submission (issue 22): every check that calls a student's function on
+inputs of its own also draws inputs for each submission, from the course's case key and the
+student's code (autograder/checks/framework.py `fresh_rng`, autograder/casekey.py). The same
+submission regraded meets the same cases and earns the same grade; another submission or another key
+meets others; an answer that returns what it recorded in an earlier grading earns nothing for it;
+honest answers keep full marks and wrong ones their partial credit under any key."""
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import stat
+import types
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from autograder.casekey import KEY_FILE, case_key, key_fingerprint
+from autograder.checks.framework import UNKEYED, fresh_seed, probe_and_judge, twin
+from autograder.example import answers_of
+from dlcourse.data import Vocab, load_text
+from dlcourse.head import Head
+
+from conftest import STEP4
+from proof_corpus import WRONG
+from test_grader_proof import judged_by
+from test_grader_proof_quick import code_answers
+
+REGISTRY = STEP4.checks
+# grade id -> its notebook: the checks that draw cases of each submission's own
+FRESH = {
+    "shapes_hidden": "01-on-paper",
+    "scores_entrywise_hidden": "02-the-head", "count_params_hidden": "02-the-head",
+    "mask_after_softmax_hidden": "03-the-tests",
+    "attention_on_text_hidden": "04-attention-on-text", "pattern_stats_hidden": "04-attention-on-text",
+    "smoothing_attention_hidden": "05-attention-as-smoothing",
+    "bonus_permutation_gaps": "06-going-further", "bonus_online_softmax": "06-going-further",
+    "bonus_streaming_attention": "06-going-further", "bonus_fit_exponent": "06-going-further",
+}
+KEYS = [bytes([n]) * 32 for n in (1, 2, 3)]
+
+
+def namespace(notebook: str, answers: dict | None = None) -> dict:
+    """A notebook's answers (the instructor's, with `answers` instead of some) run in a namespace whose
+    input history is their code, as a kernel's is."""
+    ns = {"torch": torch, "nn": nn, "F": F, "math": math, "np": np, "Head": Head, "__name__": "__main__"}
+    if notebook.startswith("04"):
+        vocab = Vocab(load_text())
+        ns.update(text=load_text(), vocab=vocab, encode=vocab.encode, V=vocab.size)
+    code = {**answers_of(STEP4, notebook), **(answers or {})}
+    ns["In"] = [""]
+    for gid in code_answers(notebook):
+        exec(compile(code[gid], f"<{gid}>", "exec"), ns)
+        ns["In"].append(code[gid])
+    return ns
+
+
+def judged(grade_id: str, ns: dict, key: bytes | None):
+    torch.manual_seed(0)
+    with contextlib.redirect_stdout(io.StringIO()):
+        return probe_and_judge(grade_id, ns, case_key=key)
+
+
+def points(verdict, grade_id) -> float:
+    return round(REGISTRY[grade_id].points * verdict.fraction, 2)
+
+
+# ---- the key --------------------------------------------------------------------------------------
+
+def test_the_key_is_made_once_private_and_kept(tmp_path):
+    key = case_key(tmp_path)
+    path = tmp_path / KEY_FILE
+    assert len(key) == 32 and path.read_bytes() == key
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert case_key(tmp_path) == key                        # a regrade uses the same key
+    assert case_key(tmp_path / "other") != key              # another grader home (another term) another
+    assert key.hex() not in key_fingerprint(key) and key_fingerprint(key) == key_fingerprint(case_key(tmp_path))
+    assert [p.name for p in tmp_path.iterdir() if p.is_file()] == [KEY_FILE]     # no temporary file left
+
+
+def test_grading_makes_the_key_in_the_grader_home_and_a_new_key_regrades(tmp_path, monkeypatch):
+    """The results' keys carry the case key's fingerprint: a lost key cannot leave stale results."""
+    from autograder.grade import Plan
+    monkeypatch.setenv("GRADER_HOME", str(tmp_path))
+    item = types.SimpleNamespace(data=b"{}")
+    plan = Plan(STEP4, "sqlite://", "none", 1, {})
+    plan.keep_received({("s1", "01-on-paper"): item}, False, {"s1": 0.0})
+    assert (tmp_path / KEY_FILE).is_file()
+    first = plan.jobs[0].key
+    (tmp_path / KEY_FILE).unlink()
+    again = Plan(STEP4, "sqlite://", "none", 1, {})
+    again.keep_received({("s1", "01-on-paper"): item}, False, {"s1": 0.0})
+    assert again.jobs[0].key != first
+
+
+# ---- the seed -------------------------------------------------------------------------------------
+
+def test_the_seed_follows_the_key_the_step_the_check_and_the_code():
+    check = REGISTRY["count_params_hidden"]
+
+    def ctx(key=KEYS[0], step="step-04", sources=("def count_params(d, d_head):\n    return 3 * d * d_head\n",)):
+        return types.SimpleNamespace(case_key=key, step=types.SimpleNamespace(name=step), sources=list(sources))
+
+    seed = fresh_seed(ctx(), check, "twins")
+    assert seed == fresh_seed(ctx(), check, "twins")
+    others = [fresh_seed(ctx(key=KEYS[1]), check, "twins"), fresh_seed(ctx(step="step-05"), check, "twins"),
+              fresh_seed(ctx(sources=("def count_params(d, d_head):\n    return 3*d*d_head\n",)), check, "twins"),
+              fresh_seed(ctx(sources=()), check, "twins"), fresh_seed(ctx(), REGISTRY["shapes_hidden"], "twins"),
+              fresh_seed(ctx(), check, "other"), fresh_seed(ctx(key=None), check, "twins")]
+    assert len({seed, *others}) == len(others) + 1
+    # without a key (the instructor's kernel) the draw is UNKEYED's
+    assert fresh_seed(ctx(key=None), check, "twins") == fresh_seed(ctx(key=UNKEYED), check, "twins")
+
+
+def test_a_twin_keeps_every_relation_of_its_case():
+    import random
+    rng = random.Random(5)
+    for case in [(12, 5), (5, 12), (100, 7), (3, 1), (11, 13, 5, 3), (2, 64, 16, 16), (9, 4, 6, 10)]:
+        for _ in range(200):
+            new = twin(rng, case, keep=(1,) if len(case) == 2 else (), high=400)
+            for a, b in [(a, b) for a in range(len(case)) for b in range(len(case))]:
+                assert (case[a] < case[b]) == (new[a] < new[b]) and (case[a] == case[b]) == (new[a] == new[b])
+            assert all(n == 1 for c, n in zip(case, new) if c == 1 and len(case) == 2)
+
+
+# ---- grading with fresh cases ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("grade_id", sorted(FRESH))
+def test_honest_answers_keep_full_marks_under_every_key(grade_id):
+    ns = namespace(FRESH[grade_id])
+    for key in KEYS + [None]:
+        verdict = judged(grade_id, ns, key)
+        assert verdict.fraction == 1.0, (grade_id, key, verdict.report(REGISTRY[grade_id].points))
+
+
+WRONG_FRESH = [e for e in WRONG if set(judged_by(e)) & set(FRESH)]
+
+
+@pytest.mark.parametrize("entry", WRONG_FRESH, ids=lambda e: e.name)
+def test_wrong_answers_keep_their_partial_credit_under_every_key(entry):
+    """The proof corpus's exact partial scores were measured on the fixed cases; they hold for any draw."""
+    ns = namespace(entry.notebook, entry.answers)
+    for gid in sorted(set(judged_by(entry)) & set(FRESH)):
+        expected = entry.expect.get(gid, REGISTRY[gid].points)
+        for key in KEYS:
+            assert points(judged(gid, ns, key), gid) == pytest.approx(expected, abs=1e-9), (entry.name, gid, key)
+
+
+def recorder(notebook: str, function: str) -> dict:
+    """The instructor's answer, wrapped to record every input the hidden test calls it with."""
+    ns = namespace(notebook)
+    seen, original = [], ns[function]
+
+    def recording(*args):
+        seen.append(tuple(a.tolist() if isinstance(a, torch.Tensor) else a for a in args))
+        return original(*args)
+    ns[function] = recording
+    ns["SEEN"] = seen
+    return ns
+
+
+def test_the_same_submission_meets_the_same_cases_and_another_does_not():
+    runs = {}
+    for name, key, extra in [("first", KEYS[0], ""), ("regrade", KEYS[0], ""), ("other key", KEYS[1], ""),
+                             ("other code", KEYS[0], "# another student's comment")]:
+        ns = recorder("02-the-head", "count_params")
+        ns["In"].append(extra)
+        verdict = judged("count_params_hidden", ns, key)
+        runs[name] = (list(ns["SEEN"]), [(p.name, p.ok, p.message) for p in verdict.parts])
+    assert runs["first"] == runs["regrade"]
+    fixed = [tuple(c) for c in REGISTRY["count_params_hidden"].CASES]
+    assert runs["first"][0][:4] == fixed                            # the calibrated cases, then this submission's own
+    for other in ("other key", "other code"):
+        assert runs[other][0][:4] == fixed and runs[other][0][4:] != runs["first"][0][4:], other
+        assert runs[other][1] == runs["first"][1]                   # full marks all the same
+
+
+LOOKUP = {
+    "count_params_hidden": ("02-the-head", "count_params", "count_params",
+                            "def count_params(d, d_head):\n    return TABLE.get((d, d_head), 0)\n"),
+    "shapes_hidden": ("01-on-paper", "shapes", "shapes",
+                      "def shapes(T, d, d_k, d_v):\n    return TABLE.get((T, d, d_k, d_v), {})\n"),
+    "smoothing_attention_hidden": ("05-attention-as-smoothing", "smoothing_attention", "smoothing_attention",
+                                   "def smoothing_attention(T, s):\n"
+                                   "    return torch.tensor(TABLE.get((T, s), [[0.0]]))\n"),
+    "attention_on_text_hidden": ("04-attention-on-text", "attention_on_text", "attention_on_text",
+                                 "def attention_on_text(seed):\n    return torch.tensor(TABLE[seed])\n"),
+}
+
+
+@pytest.mark.parametrize("grade_id", sorted(LOOKUP))
+def test_answers_recorded_in_one_grading_earn_nothing_in_the_next(grade_id):
+    """A student's cell records every input and the right answer in one grading (its feedback prints
+    them); the resubmission answers from that table: new code, so new cases of its own."""
+    notebook, answer_id, function, lookup = LOOKUP[grade_id]
+    ns = recorder(notebook, function)
+    results = []
+    original = ns[function]
+    ns[function] = lambda *args: results.append((args, _plain(original(*args)))) or results[-1][1]
+    assert judged(grade_id, ns, KEYS[0]).fraction == 1.0
+    table = {args[0] if len(args) == 1 else tuple(args): value for args, value in results}
+    cheat = namespace(notebook, {answer_id: f"TABLE = {table!r}\n" + lookup})
+    verdict = judged(grade_id, cheat, KEYS[0])
+    assert verdict.fraction <= 0.25, verdict.report(REGISTRY[grade_id].points)
+    if grade_id in ("count_params_hidden", "shapes_hidden"):
+        assert verdict.fraction == 0.0, verdict.report(REGISTRY[grade_id].points)
+
+
+def _plain(value):
+    if isinstance(value, torch.Tensor):
+        return value.tolist()
+    if isinstance(value, dict):
+        return {k: tuple(v) for k, v in value.items()}
+    return value
+
+
+def test_no_kernel_file_names_the_key():
+    """The kernel's side of a hidden test (autograder/runtime) never reads the key: only the grader does."""
+    from autograder.course import ENGINE_ROOT
+    for path in (ENGINE_ROOT / "autograder" / "runtime").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "case_key" not in text and "casekey" not in text and KEY_FILE not in text, path
