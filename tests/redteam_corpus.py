@@ -662,6 +662,30 @@ def eq_cases(p: Profile) -> list[Case]:
     return cases
 
 
+def lookup_cases(p: Profile) -> list[Case]:
+    """Answers from recorded hidden inputs (issue 22): a student's cell recorded what the hidden test
+    called it with in an earlier grading (and printed it into the feedback); the resubmission answers
+    those inputs from a table and anything else wrongly. Each check also runs cases of this submission's
+    own, drawn from the course key and the code (the table's code too), so the table earns nothing."""
+    cases = []
+    if "shapes" in p.functions.values():
+        STEP4.package                                   # imports the step's checks: course_checks.step_04
+        from course_checks.step_04.paper import Shapes, expected_shapes
+        table = {case: expected_shapes(*case) for case in Shapes.CASES}
+        cases.append(answers_case(
+            "lookup-recorded", "cheating", "shapes() records its inputs, prints them, and answers the inputs "
+            "an earlier grading used from a table of their right shapes", p,
+            lambda ctx: {"shapes": textwrap.dedent(f'''
+                SEEN = []
+                TABLE = {table!r}    # the hidden inputs as an earlier grading's feedback printed them
+                def shapes(T, d, d_k, d_v):
+                    SEEN.append((T, d, d_k, d_v))
+                    print("hidden inputs so far:", SEEN)
+                    return TABLE.get((T, d, d_k, d_v), {{}})
+                ''')}, p.scores(shapes_hidden=0.0), reasons={"shapes_hidden": r"wrong or missing"}))
+    return cases
+
+
 # ---- reaching out of the sandbox ----------------------------------------------------------------------------------
 
 REACH = '''
@@ -701,6 +725,7 @@ def reach_paths(ctx: Ctx, p: Profile) -> dict:
         "read": {
             "instructor source": str(ROOT / "source" / STEP / f"{p.notebook}.ipynb"),
             "gradebook": str(ctx.home / "gradebook.db"),
+            "course case key": str(ctx.home / "case-key"),
             "honest submission": str(honest_sub),
             "honest original": str(ctx.submissions / honest / f"{p.notebook}.ipynb"),
             "results": str(ctx.home / "work" / "results"),
@@ -725,6 +750,8 @@ def check_reach(ctx: Ctx, graded) -> None:
     report = json.loads(found.group(1))
     leaks = {k: v for k, v in report.items() if not v.startswith(("blocked", "visible"))}
     assert leaks == {}, leaks
+    # the course's case key was made before any kernel ran, and is there to be hidden
+    assert (ctx.home / "case-key").is_file() and report["read course case key"].startswith("blocked"), report
     # /tmp is private: beside its own scratch folder the kernel sees no other kernel's
     visible = report["other kernels' scratch"].split(": ", 1)[1].split(", ")
     assert visible == [report["own scratch"].split(": ", 1)[1]], visible
@@ -1037,7 +1064,7 @@ def check_clean(ctx: Ctx, graded) -> None:
 def corpus(profiles=None) -> list[Case]:
     cases = []
     for p in profiles or PROFILES:
-        for make in (honest_cases, runaway_cases, tampering_cases, cheating_cases, eq_cases, reach_cases,
+        for make in (honest_cases, runaway_cases, tampering_cases, cheating_cases, eq_cases, lookup_cases, reach_cases,
                      headserver_cases, resource_cases, malformed_cases):
             cases += make(p)
     names = [c.student for c in cases]

@@ -60,9 +60,13 @@ paths = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
 def test_the_kernel_sees_only_what_it_needs(tmp_path):
     secret = tmp_path / "gradebook.db"
     secret.write_text("grades")
+    from autograder.casekey import case_key, key_path
+    case_key(tmp_path)                                  # the course's case key, beside the gradebook
     program = PROBE + f"""
 read = {{
     "gradebook": lambda: open({str(secret)!r}).read(),
+    "case key": lambda: open({str(key_path(tmp_path))!r}, "rb").read(),
+    "the default grader home's case key": lambda: open({str(ROOT / 'autograder' / 'case-key')!r}, "rb").read(),
     "source": lambda: open({str(ROOT / 'source' / 'step-04' / '01-on-paper.ipynb')!r}).read(),
     "release": lambda: os.listdir({str(ROOT / 'release')!r}),
     "grade.py": lambda: open({str(ROOT / 'autograder' / 'grade.py')!r}).read(),
