@@ -181,4 +181,4 @@ clean-grades:
 	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/work \
 	       autograder/gradebook.db autograder/grades autograder/example-class autograder/example \
 	       autograder/export autograder/pdfs autograder/similarity.csv
-	@echo "clean-grades: removed every grading result, the example class's too (the sources, release, solutions, exchange and roster are untouched)"
+	@echo "clean-grades: removed every grading result, the example class's too (the sources, release, solutions, exchange, roster and the course's case key autograder/case-key are untouched)"
