@@ -112,7 +112,7 @@ from autograder.grade import grade
 from autograder.steps import find_step
 returned = grade(find_step(sys.argv[4]), Path(sys.argv[1]), workers=2, sandbox=sys.argv[2], limits=json.loads(sys.argv[3]), quiet=True)
 print(json.dumps({"students": sorted({r["student"] for r in returned["results"]}),
-                  "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  "peak_rss": next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")) * 1024,
                   "children_peak_rss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}))
 """
 
