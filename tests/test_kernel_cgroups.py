@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -234,12 +235,18 @@ def test_cgroup_v2_groups_work_in_a_unified_hierarchy(tmp_path):
     folder = unified[0] / f"autograder-test-{os.getpid()}"
     folder.mkdir()
     group = cgroups.KernelGroup(2, {"": folder})
-    child = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
-                              "while time.process_time() - t < 0.5: pass\ntime.sleep(600)"])
+    # the child computes 0.5 s of CPU time once it is in the group, says so, then waits: however busy
+    # the machine, the group has counted its work when the line arrives
+    child = subprocess.Popen([sys.executable, "-c", "import sys, time\nsys.stdin.readline()\nt = time.process_time()\n"
+                              "while time.process_time() - t < 0.5: pass\nprint('done', flush=True)\ntime.sleep(600)"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         group.join(child.pid)
-        time.sleep(1.5)
-        assert group.pids() == [child.pid] and group.cpu_seconds() >= 0.3
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        ready, _, _ = select.select([child.stdout], [], [], 300)
+        assert ready and child.stdout.readline() == "done\n"
+        assert group.pids() == [child.pid] and group.cpu_seconds() >= 0.5
     finally:
         assert group.close()
         child.wait(10)
