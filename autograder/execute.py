@@ -47,10 +47,11 @@ from .runtime.wire import MessageRefused, check_json
 from .sandbox import Sandbox
 
 POLL_STEP = 0.25   # seconds
-# A cell's wall-clock ceiling counts the time its kernel waited for a CPU the machine's other work held
-# as not spent; a kernel that keeps itself waiting (threads of the lowest priority on a busy machine)
-# is still stopped at CELL_HARD_FACTOR x the ceiling of real time.
-CELL_HARD_FACTOR = 4.0
+# The wall-clock ceilings of a cell and of a notebook count the time its kernel waited for a CPU the
+# machine's other work held as not spent (and a notebook's, the time its kernels took to start); a
+# kernel that keeps itself waiting (threads of the lowest priority on a busy machine) is still stopped
+# at HARD_FACTOR x the ceiling of real time.
+HARD_FACTOR = 4.0
 DEATH_GRACE = 5.0  # seconds a kernel whose connection closed is given to die before it is taken as cut off
 RECONNECT_MS = 5     # how soon a client socket refused by a kernel still starting tries again
 INTERRUPT_GRACE = 20.0   # wall seconds an interrupted cell has to stop before its kernel is killed
@@ -516,6 +517,7 @@ class _Run:
         self.outcome = Outcome()
         self.started = time.monotonic()
         self.deadline = self.started + limits.notebook_wall
+        self.uncounted = 0.0    # seconds the notebook's wall clock does not count: kernels starting, waits for a CPU
         self.client = _Client(nb, limits, resources={"metadata": {"path": str(workdir)}})
         self.todo = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip()]
         self.done: list[int] = []
@@ -575,7 +577,14 @@ class _Run:
 
     async def _start(self) -> None:
         """A warm kernel when there is a template; a cold one otherwise, or when the warm one fails
-        to start (then for the rest of this notebook too)."""
+        to start (then for the rest of this notebook too). The time it takes is not the notebook's."""
+        started = time.monotonic()
+        try:
+            await self._start_kernel()
+        finally:
+            self.uncounted += time.monotonic() - started
+
+    async def _start_kernel(self) -> None:
         if self.template is not None:
             try:
                 await _start(self.client, self.sandbox, self.workdir, self.env, self.limits, self.template)
@@ -601,7 +610,7 @@ class _Run:
         """Why the notebook has no time left for another cell ('' if it has)."""
         if self.outcome.cpu_seconds >= self.limits.notebook_timeout:
             return f"its cells used the notebook's {self.limits.notebook_timeout:g} s of CPU time"
-        if self.deadline - time.monotonic() <= 0:
+        if self._past_deadline(time.monotonic()):
             return f"the notebook's wall-clock ceiling ({self.limits.notebook_wall:g} s) was reached"
         return ""
 
@@ -668,10 +677,17 @@ class _Run:
         except BaseException as err:      # noqa: BLE001  (the caller decides what it means)
             watched.error = err
         watched.cpu, watched.wall = meter.read() - cpu_before, time.monotonic() - started
+        watched.queued = meter.waited_for_cpu() - waited_before
         self.outcome.cpu_seconds += watched.cpu
+        self.uncounted += watched.queued
         if watched.limit is None:         # ended between two looks, having used more than it may
             watched.limit = self._reached(watched, used_before, time.monotonic(), ended=True)
         return watched
+
+    def _past_deadline(self, now: float, queued: float = 0.0) -> bool:
+        """Whether the notebook has used its wall-clock ceiling (`queued`: the running cell's wait for a CPU)."""
+        return (now - self.uncounted - queued > self.deadline
+                or now > self.started + HARD_FACTOR * self.limits.notebook_wall)
 
     async def _alive_after_disconnect(self) -> bool:
         """Whether the kernel outlives a closed connection: a kernel that dies (os._exit, a crash)
@@ -693,9 +709,9 @@ class _Run:
             return ("notebook CPU time", limits.notebook_timeout)
         if ended:           # a cell that ended is judged on its CPU time only: waiting costs nothing
             return None
-        if watched.wall - watched.queued > limits.cell_wall or watched.wall > CELL_HARD_FACTOR * limits.cell_wall:
+        if watched.wall - watched.queued > limits.cell_wall or watched.wall > HARD_FACTOR * limits.cell_wall:
             return ("cell wall clock", limits.cell_wall)
-        if now > self.deadline:
+        if self._past_deadline(now, watched.queued):
             return ("notebook wall clock", limits.notebook_wall)
         return None
 
