@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from autograder import sandbox
-from conftest import GRADES_CSV, GRADES_JSON, STEP, STEP4, bwrap_or_skip, kernels_under, run_once
+from conftest import GRADES_CSV, GRADES_JSON, STEP, STEP4, bwrap_or_skip, kernels_or_skip, kernels_under, run_once
 from redteam_corpus import Case, Ctx, corpus
 
 # one batch for the whole session, graded by whichever worker needs it first (run_once)
@@ -151,7 +151,7 @@ def kernels() -> str:
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory, kernels) -> Batch:
-    bwrap_or_skip()
+    kernels_or_skip(bwrap_or_skip(), kernels)     # warm kernels in bwrap need root: a skip, never a cold batch
     base, data = run_once(tmp_path_factory, f"redteam-{kernels}", lambda folder: grade_the_corpus(folder, kernels))
     submissions, home = base / "submissions", base / "home"
     ctx = Ctx(submissions=submissions, home=home, port=data["port"])
@@ -217,11 +217,9 @@ def test_honest_students_get_full_marks_in_the_same_batch(batch):
 def test_every_notebook_was_graded_in_the_kernels_asked_for(batch, kernels):
     """The corpus proves the kernels it was graded in: none of its notebooks that ran in a kernel (the
     unreadable files run in none) fell back to another kind. (Warm kernels in the sandbox need a grader
-    run by root: elsewhere the grader gives cold ones, and says why.)"""
-    from autograder.warm import why_cold
-    expected = "cold" if why_cold(SANDBOX) else kernels
+    run by root: elsewhere the warm batch skips, saying why, and fails with REQUIRE_WARM=1.)"""
     kinds = {student: g.result.get("kernels") for student, g in batch.graded.items() if g.result.get("kernel_starts")}
-    assert kinds and set(kinds.values()) == {expected}, {s: k for s, k in kinds.items() if k != expected}
+    assert kinds and set(kinds.values()) == {kernels}, {s: k for s, k in kinds.items() if k != kernels}
 
 
 def test_submissions_are_never_modified(batch):
