@@ -116,7 +116,26 @@ LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_busy_machine", "test_grad
                  "test_gradebook_fill"]
 
 
+# ---- markers by what a module needs (pyproject.toml; the README's test section) ---------------
+# sandbox: grades or runs code in the bwrap sandbox; services: starts PostgreSQL or Slurm;
+# browser: drives Chromium (the modules under tests/browser mark themselves). tests/test_markers.py
+# checks that every module needing one of them is listed here.
+MODULE_MARKS = {
+    "sandbox": ("test_busy_machine", "test_caps", "test_grader_proof", "test_grading", "test_grading_guarantees",
+                "test_kernel_cgroups", "test_redteam", "test_redteam_cold", "test_sandbox", "test_second_step",
+                "test_warm_kernels", "test_hostile_pages", "test_lab_formgrader"),
+    "services": ("test_grading_postgres", "test_cluster_slurm"),
+    "browser": ("test_term_flow",),
+}
+
+
+@pytest.hookimpl(tryfirst=True)        # the markers are added before `-m` deselects by them
 def pytest_collection_modifyitems(session, config, items):
+    for item in items:
+        module = Path(str(item.fspath)).stem
+        for marker, modules in MODULE_MARKS.items():
+            if module in modules:
+                item.add_marker(marker)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(Path(str(item.fspath)).stem, len(rank)))
 
