@@ -2,8 +2,8 @@
 
 The whole corpus is written into one submissions folder and graded once, the way `make grade`
 does it (autograder.grade.grade, two workers, a temporary GRADER_HOME), in the bwrap sandbox
-when it works here, in warm kernels (the default; tests/test_redteam_cold.py grades it again in
-cold ones). Then every case is checked: the exact score of each test cell, the reason
+when it works here, in warm kernels (the default; tests/test_redteam_cold.py grades again, in
+cold ones, the cases that differ there). Then every case is checked: the exact score of each test cell, the reason
 given for every lost point, the notes, the reported file problems; and the batch as a whole:
 the honest students get full marks, no grade is left empty, the submissions are unchanged.
 
