@@ -1,6 +1,7 @@
 """The suite's markers say what each module needs, so that `pytest -m "not browser"` (or not sandbox,
 not services, not slow) leaves out exactly the tests that need it; and the CI allow-list of skips
 says why each entry may skip."""
+import os
 import re
 import subprocess
 import sys
@@ -60,3 +61,35 @@ def test_the_markers_are_declared_and_deselect_what_they_mark():
 def test_each_allowed_skip_says_why():
     assert all(start.startswith("tests/") and re.compile(pattern) and len(why) > 20
                for start, pattern, why in ALLOWED_SKIPS)
+
+
+def test_under_ci_a_skip_not_allowed_is_a_failure_and_an_allowed_one_stays_a_skip():
+    from conftest import allowed_skip
+    assert allowed_skip("tests/test_warm_kernels.py::test_x", "Skipped: no fork or pidfd here")
+    assert not allowed_skip("tests/test_sandbox.py::test_x", "Skipped: no fork or pidfd here")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REQUIRE_", "PYTEST_XDIST"))}
+    run = lambda **more: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", "-q", "-rs",
+         "tests/test_sandbox.py", "-k", "the_sandbox_is_here_when_required"],
+        cwd=ROOT, env={**env, **more}, capture_output=True, text=True, timeout=300)
+    outside = run(CI="")
+    assert outside.returncode == 0 and "1 skipped" in outside.stdout, outside.stdout[-2000:]
+    under = run(CI="true")
+    assert under.returncode == 1 and "1 failed" in under.stdout, under.stdout[-2000:]
+    assert "CI=true: this test skipped" in under.stdout and "REQUIRE_SANDBOX is not set" in under.stdout
+
+
+def test_a_warm_test_skips_or_fails_where_warm_kernels_cannot_be_had_and_never_runs_cold(monkeypatch):
+    import autograder.warm
+    import conftest
+    monkeypatch.setattr(conftest, "uses", lambda component: None)      # this test uses no kernel
+    monkeypatch.setattr(autograder.warm, "why_cold", lambda sandbox: "no root here")
+    monkeypatch.delenv("REQUIRE_WARM", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="no root here"):
+        conftest.kernels_or_skip("bwrap", "warm")
+    monkeypatch.setenv("REQUIRE_WARM", "1")
+    with pytest.raises(pytest.fail.Exception, match="REQUIRE_WARM=1.*no root here"):
+        conftest.kernels_or_skip("bwrap", "warm")
+    assert conftest.kernels_or_skip("bwrap", "cold") == "cold"
+    monkeypatch.setattr(autograder.warm, "why_cold", lambda sandbox: "")
+    assert conftest.kernels_or_skip("bwrap", "warm") == "warm"
