@@ -162,7 +162,7 @@ def pytest_terminal_summary(terminalreporter):
         for line in _MEASURED:
             terminalreporter.write_line(line)
     terminalreporter.section("real components")
-    terminalreporter.write_line("tests passed that ran each component: "
+    terminalreporter.write_line("tests that ran each real component and succeeded: "
                                 + ", ".join(f"{name} {_RAN[name]}" for name in COMPONENTS))
 
 
