@@ -116,18 +116,44 @@ LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_busy_machine", "test_grad
                  "test_gradebook_fill"]
 
 
+# ---- markers by what a module needs (pyproject.toml; the README's test section) ---------------
+# sandbox: grades or runs code in the bwrap sandbox; services: starts PostgreSQL or Slurm;
+# browser: drives Chromium (the modules under tests/browser mark themselves). tests/test_markers.py
+# checks that every module needing one of them is listed here.
+MODULE_MARKS = {
+    "sandbox": ("test_busy_machine", "test_caps", "test_grader_proof", "test_grading", "test_grading_guarantees",
+                "test_kernel_cgroups", "test_redteam", "test_redteam_cold", "test_sandbox", "test_second_step",
+                "test_warm_kernels", "test_hostile_pages", "test_lab_formgrader"),
+    "services": ("test_grading_postgres", "test_cluster_slurm"),
+    "browser": ("test_term_flow",),
+}
+
+
+@pytest.hookimpl(tryfirst=True)        # the markers are added before `-m` deselects by them
 def pytest_collection_modifyitems(session, config, items):
+    for item in items:
+        module = Path(str(item.fspath)).stem
+        for marker, modules in MODULE_MARKS.items():
+            if module in modules:
+                item.add_marker(marker)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(Path(str(item.fspath)).stem, len(rank)))
 
 
 # ---- measurements a test reports (record_property("measured", "...")): printed after the run ----
 _MEASURED: list[str] = []
+# ---- and the real components each passed test ran (uses(...)): counted after the run ----
+COMPONENTS = ("sandbox", "warm", "cold", "browser", "PostgreSQL", "Slurm")
+_RAN: dict[str, int] = dict.fromkeys(COMPONENTS, 0)
 
 
 def pytest_runtest_logreport(report):
     if report.when == "call":
         _MEASURED.extend(value for key, value in getattr(report, "user_properties", []) if key == "measured")
+        if report.passed:
+            for key, value in getattr(report, "user_properties", []):
+                if key == "component":
+                    _RAN[value] += 1
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -135,6 +161,80 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("measurements")
         for line in _MEASURED:
             terminalreporter.write_line(line)
+    terminalreporter.section("real components")
+    terminalreporter.write_line("tests that ran each real component and succeeded: "
+                                + ", ".join(f"{name} {_RAN[name]}" for name in COMPONENTS))
+
+
+# ---- under CI, a skip is a failure unless it is allowed here, with its reason ----------------
+# (start of the test's id, pattern of the skip's reason, why that skip may happen in CI)
+ALLOWED_SKIPS = [
+    ("tests/test_warm_kernels.py::", r"no fork or pidfd here",
+     "a system without fork or pidfd_open cannot have warm kernels at all (never on Linux, as in CI)"),
+]
+
+
+def allowed_skip(nodeid: str, reason: str) -> bool:
+    import re
+    return any(nodeid.startswith(start) and re.search(pattern, reason) for start, pattern, _ in ALLOWED_SKIPS)
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    return longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+
+
+# which component each fixture being set up, or else the test itself, used (see uses())
+_FIXTURES_SETTING_UP: list = []
+_FIXTURE_USES: dict[int, set[str]] = {}
+_TEST_USES: set[str] = set()
+
+
+def uses(component: str) -> None:
+    """Say that the fixture being set up (or else the test running) really uses `component`, one of
+    COMPONENTS: each passed test that needs it (directly or through its fixtures) is counted."""
+    assert component in COMPONENTS, component
+    if _FIXTURES_SETTING_UP:
+        _FIXTURE_USES.setdefault(id(_FIXTURES_SETTING_UP[-1]), set()).add(component)
+    else:
+        _TEST_USES.add(component)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    _FIXTURES_SETTING_UP.append(fixturedef)
+    try:
+        yield
+    finally:
+        _FIXTURES_SETTING_UP.pop()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _TEST_USES.clear()
+
+
+def components_of(item) -> set[str]:
+    found = set(_TEST_USES)
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    for name in getattr(item, "fixturenames", ()):
+        if defs.get(name):
+            found |= _FIXTURE_USES.get(id(defs[name][-1]), set())
+    return found
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.passed:
+        report.user_properties = [*report.user_properties, *(("component", c) for c in sorted(components_of(item)))]
+    if os.environ.get("CI") == "true" and report.skipped and not hasattr(report, "wasxfail"):
+        reason = _skip_reason(report)
+        if not allowed_skip(report.nodeid, reason):
+            report.outcome = "failed"
+            report.longrepr = (f"CI=true: this test skipped, and its skip is not allowed in CI "
+                               f"(tests/conftest.py ALLOWED_SKIPS): {reason}")
 
 
 # ---- one expensive batch per test session ------------------------------------------------
@@ -190,6 +290,8 @@ def example_class(tmp_path_factory) -> tuple[Path, dict]:
     the modules that read it (test_grading, test_grader_proof, the formgrader's browser test).
     Read it, never write into it."""
     box = bwrap_or_skip()
+    from autograder.warm import why_cold
+    uses("cold" if why_cold(box) else "warm")           # the grader's default: warm where it can
     return run_once(tmp_path_factory, "example-class", lambda home: grade_example_class(home, box))
 
 
@@ -214,8 +316,29 @@ def bwrap_or_skip() -> str:
     from autograder import sandbox
     problem = sandbox.bwrap_problem()
     if problem is None:
+        uses("sandbox")
         return "bwrap"
     if os.environ.get("REQUIRE_SANDBOX") == "1":
         pytest.fail(f"REQUIRE_SANDBOX=1, but the bwrap sandbox cannot run here: {problem} "
                     "(install Debian's bubblewrap: sudo make system-deps)", pytrace=False)
     pytest.skip(f"grades only in the bwrap sandbox, which cannot run here: {problem}")
+
+
+@pytest.fixture
+def bwrap() -> str:
+    """"bwrap" for a test that runs code in the sandbox (bwrap_or_skip: a failure with REQUIRE_SANDBOX=1)."""
+    return bwrap_or_skip()
+
+
+def kernels_or_skip(sandbox: str, kernels: str) -> str:
+    """`kernels` ("warm" or "cold") for a test that grades in them with `sandbox`. Where warm kernels
+    cannot be had (autograder.warm.why_cold: in bwrap they need a grader run by root) a warm test
+    skips and says why, never grading cold kernels in their place; with REQUIRE_WARM=1 (CI, run by
+    root) that is a failure."""
+    from autograder.warm import why_cold
+    if kernels == "warm" and why_cold(sandbox):
+        if os.environ.get("REQUIRE_WARM") == "1":
+            pytest.fail(f"REQUIRE_WARM=1, but warm kernels cannot be had here: {why_cold(sandbox)}", pytrace=False)
+        pytest.skip(f"warm kernels cannot be had here: {why_cold(sandbox)}")
+    uses(kernels)
+    return kernels

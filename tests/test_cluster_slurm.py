@@ -25,7 +25,7 @@ from autograder.course import RELEASE
 from autograder.example import build
 from autograder.shards import shard_of
 
-from conftest import GRADES_CSV, GRADES_JSON, NOTEBOOK_NAMES, ROOT, STEP, STEP4, copy_course
+from conftest import GRADES_CSV, GRADES_JSON, NOTEBOOK_NAMES, ROOT, STEP, STEP4, copy_course, uses
 from pgserver import PostgresServer, missing_reason as pg_missing
 from slurmcluster import SlurmCluster, find, missing_reason as slurm_missing
 from test_grading_postgres import assert_one_grade_per_cell, gradebook_rows, report_rows
@@ -47,6 +47,7 @@ def slurm():
     cluster = SlurmCluster()
     try:
         cluster.start()         # installed but not starting: a failure, never a skip
+        uses("Slurm")
         yield cluster
     finally:
         cluster.stop()
@@ -58,6 +59,7 @@ def pg():
     server = PostgresServer()
     try:
         server.start()
+        uses("PostgreSQL")
         yield server
     finally:
         server.stop()

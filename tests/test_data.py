@@ -1,5 +1,6 @@
 """The corpus: present and verified, refused with a clear message when missing or wrong."""
 import shutil
+import subprocess
 
 import pytest
 
@@ -75,6 +76,20 @@ def test_fetch_without_shared_folder_and_network_says_what_to_do(tmp_path):
 
 
 def test_the_corpus_is_never_committed():
-    ignored = (ROOT / ".gitignore").read_text()
-    assert "data/*.txt" in ignored
-    assert data.URL.endswith("/data/tinyshakespeare/input.txt")
+    git = lambda *args: subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)  # noqa: E731
+    tracked = git("ls-files", "data")
+    assert tracked.returncode == 0, tracked.stderr
+    assert not [f for f in tracked.stdout.split() if f.endswith(".txt")], tracked.stdout
+    assert git("check-ignore", "-q", "data/tinyshakespeare.txt").returncode == 0, "git would commit the corpus"
+
+
+def test_fetch_without_a_shared_copy_downloads_from_the_course_url(tmp_path, monkeypatch):
+    asked = []
+
+    def refuse(url, timeout=None):
+        asked.append(url)
+        raise OSError("no network in this test")
+    monkeypatch.setattr(data.urllib.request, "urlopen", refuse)
+    with pytest.raises(CorpusError, match="Could not download"):
+        fetch(tmp_path / "tinyshakespeare.txt", shared=tmp_path / "no-shared")
+    assert asked == [data.URL] and asked[0].endswith("/data/tinyshakespeare/input.txt"), asked

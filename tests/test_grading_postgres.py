@@ -19,7 +19,7 @@ from autograder.example import filled
 from autograder.grade import grade, release_grade_cells
 from autograder.shards import shard_of
 
-from conftest import GRADES_CSV, NOTEBOOK_NAMES, ROOT, STEP, STEP4
+from conftest import GRADES_CSV, NOTEBOOK_NAMES, ROOT, STEP, STEP4, uses
 from pgserver import PostgresServer, missing_reason
 
 # Each graded class belongs to one test (pytest-xdist may spread a module's tests over workers,
@@ -38,6 +38,7 @@ def pg():
     server = PostgresServer()
     try:
         server.start()
+        uses("PostgreSQL")
         yield server
     finally:
         server.stop()

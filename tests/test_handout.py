@@ -67,9 +67,18 @@ def test_the_handout_holds_no_solution_text_and_no_hidden_check(handout):
             found = [name for name, text in texts.items() if line in text]
             assert not found, f"solution line of {source.name} in the hand-out ({found}): {line!r}"
     assert checked > 50, "the solution lines were not found in the sources: the search proves nothing"
-    for check in sorted((ROOT / "autograder" / "checks").glob("step04_*.py")):
+    # the step's hidden tests (source/<step>/checks/) and the engine's check framework
+    checks = sorted(STEP4.checks_dir.glob("*.py")) + sorted((ROOT / "autograder" / "checks").glob("*.py"))
+    assert len(checks) > 2 and any(c.name == "head.py" for c in checks), \
+        f"the step's checks were not found (looked in {STEP4.checks_dir.relative_to(ROOT)}): the search proves nothing"
+    searched = 0
+    for check in checks:
         distinctive = [l.strip() for l in check.read_text().splitlines() if len(l.strip()) > 40 and l.strip() not in PROVIDED]
-        assert distinctive and not any(l in everything for l in distinctive), f"{check.name} in the hand-out"
+        assert distinctive, f"{check.relative_to(ROOT)}: no line distinctive enough to search for"
+        searched += len(distinctive)
+        found = [l for l in distinctive if l in everything]
+        assert not found, f"{check.relative_to(ROOT)} in the hand-out: {found[:3]}"
+    assert searched > 100, f"only {searched} distinctive lines of the checks searched for: the search proves nothing"
 
 
 def test_binder_config_builds_without_the_editable_install(handout):

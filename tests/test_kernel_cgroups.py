@@ -25,7 +25,7 @@ from autograder.course import kernel_env
 from autograder.execute import Limits, execute
 from autograder.limits import KERNEL_FILES, KERNEL_PROCESSES
 from autograder.plugin import kernel_readable
-from conftest import STEP4, bwrap_or_skip
+from conftest import STEP4, bwrap_or_skip, kernels_or_skip
 
 pytestmark = pytest.mark.slow
 
@@ -49,10 +49,8 @@ def groups_of_this_process() -> list[str]:
 
 def run_sandboxed(tmp_path, sources, kernels="cold", **limits):
     """Run cells in a sandboxed kernel (cold, or forked from a warm template) under `limits`."""
-    from autograder.warm import close_templates, why_cold, worker_template
-    bwrap_or_skip()
-    if kernels == "warm" and why_cold("bwrap"):
-        pytest.skip(why_cold("bwrap"))
+    from autograder.warm import close_templates, worker_template
+    kernels_or_skip(bwrap_or_skip(), kernels)       # warm needs root: a skip, a failure with REQUIRE_WARM=1
     readable = kernel_readable(STEP4)
     env = kernel_env()
     template = worker_template("bwrap", [], env, readable=readable) if kernels == "warm" else None

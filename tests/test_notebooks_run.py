@@ -23,6 +23,7 @@ def test_source_notebook_runs_top_to_bottom_with_full_marks(name):
             text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
             got = FULL_MARKS.search(text)
             assert got and got[1] == got[2], f"{name}: the solution loses points in {cell.id}:\n{text}"
+    assert hidden_cells > 0, f"{name}: no hidden test cell ran: full marks on them proves nothing"
 
 
 @pytest.mark.parametrize("name", NOTEBOOK_NAMES)

@@ -2,16 +2,17 @@
 
 The whole corpus is written into one submissions folder and graded once, the way `make grade`
 does it (autograder.grade.grade, two workers, a temporary GRADER_HOME), in the bwrap sandbox
-when it works here, in warm kernels (the default; tests/test_redteam_cold.py grades it again in
-cold ones). Then every case is checked: the exact score of each test cell, the reason
+when it works here, in warm kernels (the default; tests/test_redteam_cold.py grades again, in
+cold ones, the cases that differ there). Then every case is checked: the exact score of each test cell, the reason
 given for every lost point, the notes, the reported file problems; and the batch as a whole:
 the honest students get full marks, no grade is left empty, the submissions are unchanged.
 
 The batch runs under tighter limits than production (autograder.execute.Limits) so that the
 bombs and runaways are cheap: 20 s per cell instead of 120, 2 GiB of memory instead of 6.
-Cases marked sandbox_only (fork bombs, reading other students' files, the network) are not
-run without bwrap: without a sandbox a fork bomb of root is not bounded, and reading the
-gradebook succeeds (the field notes' tampering table), so those tests skip, saying why.
+Cases marked sandbox_only (fork bombs, reading other students' files, the network) are never
+graded without bwrap: without a sandbox a fork bomb of root is not bounded, and reading the
+gradebook succeeds (the field notes' tampering table). The batch itself needs bwrap: without it
+every test skips, saying why (a failure with REQUIRE_SANDBOX=1).
 """
 from __future__ import annotations
 
@@ -31,14 +32,13 @@ from pathlib import Path
 import pytest
 
 from autograder import sandbox
-from conftest import GRADES_CSV, GRADES_JSON, STEP, STEP4, bwrap_or_skip, kernels_under, run_once
+from conftest import GRADES_CSV, GRADES_JSON, STEP, STEP4, bwrap_or_skip, kernels_or_skip, kernels_under, run_once
 from redteam_corpus import Case, Ctx, corpus
 
 # one batch for the whole session, graded by whichever worker needs it first (run_once)
 pytestmark = pytest.mark.slow
 
 SANDBOX = "bwrap" if sandbox.bwrap_problem() is None else "none"
-NO_SANDBOX = f"needs the bwrap sandbox: {sandbox.bwrap_problem()}"
 LIMITS = {"cell_timeout": 20, "notebook_timeout": 150, "memory_bytes": 2 * 2**30}
 # What grading one notebook may make a grading worker hold at its peak (torch and the checks imported:
 # about 220 MiB; an honest notebook adds little), whatever the kernel sends it.
@@ -48,6 +48,22 @@ RESOURCE_ATTACKS = ("memsplit", "descriptors", "probe-lists", "probe-values", "p
                     "membomb", "forkbomb")
 CASES = corpus()
 RUN = [c for c in CASES if SANDBOX == "bwrap" or not c.sandbox_only]
+# The cases a module grades and checks, read from the module the tests are collected in:
+# all of them here; tests/test_redteam_cold.py sets its own GRADED, those that differ on cold kernels.
+GRADED = RUN
+
+
+def pytest_generate_tests(metafunc):
+    """Each test that takes a `case` runs once for every case its module grades (GRADED)."""
+    if "case" in metafunc.fixturenames:
+        graded = metafunc.module.GRADED
+        metafunc.parametrize("case", graded, ids=[c.student for c in graded])
+
+
+@pytest.fixture(scope="module")
+def cases(request) -> list[Case]:
+    """The cases this module grades (its GRADED)."""
+    return list(request.module.GRADED)
 
 
 @dataclass
@@ -95,8 +111,8 @@ def _hashes(folder: Path) -> dict:
     return out
 
 
-def grade_the_corpus(base: Path, kernels: str) -> dict:
-    """Write the corpus into base/submissions, grade it into base/home in `kernels` ("warm", the
+def grade_the_corpus(base: Path, kernels: str, cases: list[Case]) -> dict:
+    """Write `cases` into base/submissions, grade them into base/home in `kernels` ("warm", the
     grader's default, or "cold"); return what the tests read."""
     from autograder.grade import grade
     submissions, home = base / "submissions", base / "home"
@@ -119,7 +135,7 @@ def grade_the_corpus(base: Path, kernels: str) -> dict:
     thread.start()
     port = server.getsockname()[1]
     ctx = Ctx(submissions=submissions, home=home, port=port)
-    for case in RUN:
+    for case in cases:
         case.write(ctx, submissions / case.student)
     before = _hashes(submissions)
     try:
@@ -150,16 +166,16 @@ def kernels() -> str:
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory, kernels) -> Batch:
-    bwrap_or_skip()
-    base, data = run_once(tmp_path_factory, f"redteam-{kernels}", lambda folder: grade_the_corpus(folder, kernels))
+def batch(tmp_path_factory, kernels, cases) -> Batch:
+    kernels_or_skip(bwrap_or_skip(), kernels)     # warm kernels in bwrap need root: a skip, never a cold batch
+    base, data = run_once(tmp_path_factory, f"redteam-{kernels}", lambda folder: grade_the_corpus(folder, kernels, cases))
     submissions, home = base / "submissions", base / "home"
     ctx = Ctx(submissions=submissions, home=home, port=data["port"])
     with open(home / GRADES_CSV, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     report = json.loads((home / GRADES_JSON).read_text(encoding="utf-8"))
     graded = {}
-    for case in RUN:
+    for case in cases:
         nb = case.profile.notebook
         result_file = home / "work" / "results" / STEP / case.student / f"{nb}.json"
         graded[case.student] = Graded(
@@ -177,10 +193,7 @@ def _score(row) -> float | None:
     return None if row["score"] in ("", None) else float(row["score"])
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.student for c in CASES])
 def test_case_gets_the_grade_it_deserves(batch, case):
-    if case not in RUN:
-        pytest.skip(NO_SANDBOX)
     graded = batch.graded[case.student]
     scores = {gid: _score(graded.rows[gid]) for gid in case.scores if gid in graded.rows}
     assert scores == case.scores, (graded.rows, graded.notes, graded.problems)
@@ -194,10 +207,7 @@ def test_case_gets_the_grade_it_deserves(batch, case):
         case.check(batch.ctx, graded)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.student for c in CASES])
 def test_every_lost_point_has_a_reason(batch, case):
-    if case not in RUN:
-        pytest.skip(NO_SANDBOX)
     for gid, row in batch.graded[case.student].rows.items():
         if row["kind"] != "auto":
             continue
@@ -206,8 +216,8 @@ def test_every_lost_point_has_a_reason(batch, case):
             assert row["error"].strip(), f"{gid}: points lost without a reason"
 
 
-def test_honest_students_get_full_marks_in_the_same_batch(batch):
-    honest = [c for c in RUN if c.kind == "honest" and c.name == "honest"]
+def test_honest_students_get_full_marks_in_the_same_batch(batch, cases):
+    honest = [c for c in cases if c.kind == "honest" and c.name == "honest"]
     assert honest
     for case in honest:
         rows = batch.graded[case.student].rows
@@ -217,11 +227,9 @@ def test_honest_students_get_full_marks_in_the_same_batch(batch):
 def test_every_notebook_was_graded_in_the_kernels_asked_for(batch, kernels):
     """The corpus proves the kernels it was graded in: none of its notebooks that ran in a kernel (the
     unreadable files run in none) fell back to another kind. (Warm kernels in the sandbox need a grader
-    run by root: elsewhere the grader gives cold ones, and says why.)"""
-    from autograder.warm import why_cold
-    expected = "cold" if why_cold(SANDBOX) else kernels
+    run by root: elsewhere the warm batch skips, saying why, and fails with REQUIRE_WARM=1.)"""
     kinds = {student: g.result.get("kernels") for student, g in batch.graded.items() if g.result.get("kernel_starts")}
-    assert kinds and set(kinds.values()) == {expected}, {s: k for s, k in kinds.items() if k != expected}
+    assert kinds and set(kinds.values()) == {kernels}, {s: k for s, k in kinds.items() if k != kernels}
 
 
 def test_submissions_are_never_modified(batch):
@@ -232,21 +240,21 @@ def test_the_network_was_never_reached(batch):
     assert batch.accepted == []
 
 
-def test_bad_files_are_reported_by_name_and_the_batch_goes_on(batch):
+def test_bad_files_are_reported_by_name_and_the_batch_goes_on(batch, cases):
     problems = batch.problems
-    assert problems
+    assert problems or not any(c.problem for c in cases), "the batch's bad files were not reported"
     for p in problems:
         assert p["file"] and p["problem"]
         assert (batch.ctx.submissions / p["file"].split(":", 1)[0]).exists() or \
             (batch.ctx.submissions / p["file"].split(":", 1)[0]).is_symlink(), p
-    assert {c.student for c in RUN} <= set(batch.students)
+    assert {c.student for c in cases} <= set(batch.students)
 
 
-def test_every_grade_cell_has_a_score_in_the_gradebook(batch):
+def test_every_grade_cell_has_a_score_in_the_gradebook(batch, cases):
     from nbgrader.api import Gradebook
     url = f"sqlite:///{batch.ctx.home / 'gradebook.db'}"
     with Gradebook(url, "dl-course") as gb:
-        for case in RUN:
+        for case in cases:
             submission = gb.find_submission_notebook(case.profile.notebook, STEP, case.student)
             manual = {c.name for c in submission.notebook.solution_cells}
             for grade in submission.grades:
@@ -260,7 +268,7 @@ def test_no_kernel_outlives_the_batch(batch):
     assert batch.left == []
 
 
-def test_the_grader_and_every_kernel_stay_within_their_stated_memory(batch, kernels, record_property):
+def test_the_grader_and_every_kernel_stay_within_their_stated_memory(batch, kernels, cases, record_property):
     """Each result records its worker's peak while grading it and each kernel's control group's peak
     (autograder/grade.py, cgroups.py): no attack makes a grading worker hold more than WORKER_PEAK_BYTES,
     no kernel (its children and folders included) more than its limit."""
@@ -276,17 +284,20 @@ def test_the_grader_and_every_kernel_stay_within_their_stated_memory(batch, kern
             kernels_peak = max((p.get("memory_bytes", 0) for p in result["kernel_peaks"]), default=0)
             measured.append(f"{graded.case.name} worker {result['worker_peak_bytes'] / 2**20:.0f} MiB, "
                             f"kernel {kernels_peak / 2**20:.0f} MiB")
-    assert len(measured) == len([c for c in RUN if c.name in RESOURCE_ATTACKS]), measured
+    assert measured and len(measured) == len([c for c in cases if c.name in RESOURCE_ATTACKS]), measured
     record_property("measured", f"red-team peaks ({kernels} kernels): " + "; ".join(measured))
 
 
-def test_runaway_cells_are_stopped_by_the_limit_they_reached(batch, kernels, record_property):
+def test_runaway_cells_are_stopped_by_the_limit_they_reached(batch, kernels, cases, record_property):
     """The runaways stop at a CPU-time limit when they compute, at the wall-clock ceiling only when
     they wait; each result says which, and what the cell had used."""
     expected = {"loop": "cell CPU time", "stubborn": "cell CPU time", "loop-in-fn": "cell CPU time",
                 "sleep": "cell wall clock"}
     if SANDBOX == "bwrap":
         expected["forkbomb"] = "cell CPU time"
+    graded_names = {c.name for c in cases}
+    expected = {name: limit for name, limit in expected.items() if name in graded_names}
+    assert len(expected) >= 3, f"the batch holds too few of the runaways to prove anything: {sorted(expected)}"
     figures = []
     for name, limit in expected.items():
         graded = next(g for g in batch.graded.values() if g.case.name == name)

@@ -10,7 +10,15 @@ points in every one of them.
 
 Only the kernel sets this CPU has are run: torch does not refuse ATEN_CPU_CAPABILITY=avx512 on a CPU
 without AVX-512, it reports AVX512 and the process dies on its first such instruction (SIGILL). On a
-CPU with AVX-512 all three sets run; on one with AVX2 only, default and AVX2 (and the test says so).
+CPU with AVX-512 all three sets run; on one with AVX2 only, default and AVX2 (and the run's
+measurements say which sets were left out, and how many settings ran).
+
+A run compares 4 representative settings, one scoring process each: the plain kernels on 1 thread;
+the plain kernels on 2 threads with MKL's vendor-independent path; the strongest set this CPU has
+on 2 threads; AVX2 on 1 thread with MKL's path (AVX2 on 2 threads where AVX2 is the strongest).
+Together they change every rounding named below (the kernel set, the thread count, MKL's path) against
+one another. FULL_MATRIX=1 runs every kernel set x thread count x MKL path this CPU has (12 settings
+on an AVX-512 CPU, in 6 processes).
 
 The settings change rounding here (measured with torch 2.13's CPU wheel, MKL 2024.2):
 ATEN_CPU_CAPABILITY=default changes matmuls, softmax, sums and randn; =avx2 changes softmax, sums and
@@ -50,17 +58,28 @@ def cpu_flags() -> set[str]:
 
 
 RUNNABLE = [cap for cap, needs in NEEDS.items() if needs <= cpu_flags()]      # on this CPU
-SETTINGS = {f"{cap}-{threads}thread{'s' * (threads > 1)}{'-mkl' if mkl else ''}": (cap, threads, mkl)
-            for cap in RUNNABLE for threads in THREADS for mkl in (False, True)}
 
 
-def run_process(cap: str, mkl: bool) -> list[dict]:
+def setting_name(cap: str, threads: int, mkl: bool) -> str:
+    return f"{cap}-{threads}thread{'s' * (threads > 1)}{'-mkl' if mkl else ''}"
+
+
+ALL_SETTINGS = {setting_name(cap, threads, mkl): (cap, threads, mkl)
+                for cap in RUNNABLE for threads in THREADS for mkl in (False, True)}
+STRONGEST = RUNNABLE[-1]
+REPRESENTATIVE = [("default", 1, False), ("default", 2, True), (STRONGEST, 2, False),
+                  ("avx2", 2 if STRONGEST == "avx2" else 1, True)]
+FULL_MATRIX = os.environ.get("FULL_MATRIX") == "1"
+SETTINGS = ALL_SETTINGS if FULL_MATRIX else {setting_name(*s): s for s in REPRESENTATIVE if setting_name(*s) in ALL_SETTINGS}
+
+
+def run_process(cap: str, mkl: bool, threads: tuple[int, ...]) -> list[dict]:
     """One process per CPU kernel set and MKL path (both chosen when torch is imported): the corpus
-    scored with each thread count of THREADS, one after the other."""
+    scored with each thread count of `threads`, one after the other."""
     env = {k: v for k, v in os.environ.items() if k not in NUMERIC_ENV}
-    env.update(ATEN_CPU_CAPABILITY=cap, OMP_NUM_THREADS=str(THREADS[0]), MKL_NUM_THREADS=str(THREADS[0]),
+    env.update(ATEN_CPU_CAPABILITY=cap, OMP_NUM_THREADS=str(threads[0]), MKL_NUM_THREADS=str(threads[0]),
                PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]), **(MKL if mkl else {}))
-    done = subprocess.run([sys.executable, str(ROOT / "tests" / "test_grader_proof_quick.py"), *map(str, THREADS)],
+    done = subprocess.run([sys.executable, str(ROOT / "tests" / "test_grader_proof_quick.py"), *map(str, threads)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, f"{cap}{' mkl' if mkl else ''}: the scoring failed\n{done.stderr[-3000:]}"
     return json.loads(done.stdout)
@@ -68,10 +87,28 @@ def run_process(cap: str, mkl: bool) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def runs() -> dict:
-    processes = sorted({(cap, mkl) for cap, _, mkl in SETTINGS.values()})
+    """{setting name: what its scoring returned}, for each of SETTINGS; a process scores only the
+    thread counts SETTINGS asks of its kernel set and MKL path."""
+    processes = {}
+    for cap, threads, mkl in SETTINGS.values():
+        processes.setdefault((cap, mkl), set()).add(threads)
+    processes = {p: tuple(sorted(t)) for p, t in sorted(processes.items())}
     with ThreadPoolExecutor(max_workers=2) as pool:           # two cores: two processes at a time
-        done = dict(zip(processes, pool.map(lambda p: run_process(*p), processes)))
-    return {name: done[cap, mkl][THREADS.index(threads)] for name, (cap, threads, mkl) in SETTINGS.items()}
+        done = dict(zip(processes, pool.map(lambda p: run_process(*p, processes[p]), processes)))
+    return {name: done[cap, mkl][processes[cap, mkl].index(threads)] for name, (cap, threads, mkl) in SETTINGS.items()}
+
+
+def test_the_settings_run_are_representative(record_property):
+    """Without FULL_MATRIX=1 the 4 settings still vary each rounding choice: both thread counts, both
+    MKL paths, the plain kernels and the strongest set this CPU has."""
+    chosen = list(SETTINGS.values())
+    assert {cap for cap, _, _ in chosen} >= {"default", STRONGEST}, chosen
+    assert {threads for _, threads, _ in chosen} == set(THREADS), chosen
+    assert {mkl for _, _, mkl in chosen} == {False, True}, chosen
+    assert len(chosen) == (len(ALL_SETTINGS) if FULL_MATRIX else 4), chosen
+    left = [n for n in ALL_SETTINGS if n not in SETTINGS]
+    record_property("measured", f"same grade on every CPU: {len(SETTINGS)} of {len(ALL_SETTINGS)} settings run on "
+                    f"this CPU ({', '.join(SETTINGS)})" + ("" if FULL_MATRIX else "; FULL_MATRIX=1 runs them all"))
 
 
 def expected() -> dict:
@@ -94,8 +131,10 @@ def test_the_kernel_sets_run_are_those_this_cpu_has(record_property):
         f"torch picks {done.stdout.strip()} here, the CPU flags say {CAPABILITIES[RUNNABLE[-1]]}: update NEEDS"
     assert RUNNABLE[:2] == ["default", "avx2"], f"this CPU runs only {RUNNABLE}: the proof compares at least the default and AVX2 kernels"
     skipped = [cap for cap in CAPABILITIES if cap not in RUNNABLE]
-    record_property("measured", f"same grade on every CPU: kernel sets run here: {', '.join(RUNNABLE)}"
-                    + (f"; not on this CPU: {', '.join(skipped)}" if skipped else ""))
+    left_out = sum(1 for cap in skipped for _ in THREADS for _ in (False, True))
+    record_property("measured", f"same grade on every CPU: kernel sets this CPU has: {', '.join(RUNNABLE)}"
+                    + (f"; NOT RUN, this CPU lacks them: {', '.join(skipped)} ({left_out} settings of the full "
+                       "matrix left out)" if skipped else ""))
 
 
 @pytest.mark.slow
@@ -118,6 +157,7 @@ def test_every_score_is_the_corpus_expectation(runs, name):
 def test_every_score_is_the_same_under_every_setting(runs):
     supported = {n: r for n, r in runs.items() if r["capability"] == CAPABILITIES[SETTINGS[n][0]]}
     assert set(supported) == set(SETTINGS), f"torch ran other kernel sets than asked: {set(SETTINGS) - set(supported)}"
+    assert len(supported) >= 4 and len({SETTINGS[n][0] for n in supported}) >= 2, "too few settings compared to prove anything"
     first, *others = supported
     differ = [f"{entry} / {gid}: " + ", ".join(f"{n} {supported[n]['scores'][entry][gid]}" for n in supported)
               for entry, cells in sorted(supported[first]["scores"].items()) for gid in sorted(cells)

@@ -23,8 +23,8 @@ from conftest import STEP4
 
 ROOT = Path(__file__).resolve().parents[1]
 
-needs_bwrap = pytest.mark.skipif(sandbox.bwrap_problem() is not None,
-                                 reason=f"no bwrap sandbox here: {sandbox.bwrap_problem()}")
+# the conftest's bwrap fixture: a skip saying why where bwrap cannot run, a failure with REQUIRE_SANDBOX=1
+needs_bwrap = pytest.mark.usefixtures("bwrap")
 
 
 def run_inside(tmp_path: Path, program: str, env: dict | None = None, limits: Limits | None = None,
@@ -335,11 +335,9 @@ def test_a_restarted_kernel_gets_a_uid_of_its_own(tmp_path, kernels):
 
     from autograder.course import kernel_env
     from autograder.execute import execute
-    from autograder.warm import close_templates, why_cold, worker_template
-    from conftest import bwrap_or_skip
-    bwrap_or_skip()
-    if kernels == "warm" and why_cold("bwrap"):
-        pytest.skip(why_cold("bwrap"))
+    from autograder.warm import close_templates, worker_template
+    from conftest import bwrap_or_skip, kernels_or_skip
+    kernels_or_skip(bwrap_or_skip(), kernels)       # warm needs root: a skip, a failure with REQUIRE_WARM=1
     readable = kernel_readable(STEP4)
     env = kernel_env()
     template = worker_template("bwrap", [], env, readable=readable) if kernels == "warm" else None

@@ -44,3 +44,7 @@ def test_solution_ran_every_cell_showed_its_pictures_and_hides_the_tests(path):
             plotting_cells += 1
             assert any("image/png" in o.get("data", {}) for o in cell.outputs), (
                 f"{path.name}: cell {index} draws a picture but the solution shows none")
+    pictures = sum(any("image/png" in o.get("data", {}) for o in c.get("outputs", [])) for c in nb.cells)
+    assert plotting_cells or not pictures, (
+        f"{path.name} shows {pictures} pictures, but DRAWS recognises none of its drawing cells: "
+        "the check above proves nothing for this notebook")

@@ -5,7 +5,8 @@ entry, the notebook's provided cells, the entry's answers and the visible check 
 one fresh namespace, as "Restart and run all" would run them (hidden test cells are left out). Then:
 
 * a correct variant passes every visible check of its notebook;
-* a wrong entry makes the visible check of every answer it replaces fail (raise), unless the entry
+* a wrong entry makes the visible check of every answer it replaces fail (raise AssertionError: any
+  other error is the answer's or the check's code breaking, not the check catching it), unless the entry
   says why that check cannot see its mistake (`visible_passes={"<grade_id>": "why"}`);
 * every visible check cell is made to fail by at least one wrong entry.
 
@@ -150,6 +151,8 @@ def test_wrong_entries_fail_the_visible_check_of_their_answer(entry):
             assert results[gid], (f"{entry.name}: the visible check {gid} accepts this wrong answer "
                                   f"({entry.why}); make the check see it, or record why it cannot in "
                                   f"visible_passes")
+            assert results[gid].startswith("AssertionError:"), (
+                f"{entry.name}: the visible check {gid} broke instead of catching the mistake: {results[gid]}")
 
 
 def test_every_visible_check_is_failed_by_some_wrong_entry():

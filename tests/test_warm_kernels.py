@@ -6,16 +6,24 @@ import os
 
 import pytest
 
-from autograder import sandbox
 from autograder.example import filled
 from autograder.grade import grade
-from conftest import STEP4
+from conftest import STEP4, bwrap_or_skip, kernels_or_skip, uses
 
 pytestmark = pytest.mark.slow
 
 NOTEBOOK = "02-the-head"
-# warm kernels in the sandbox need a grader run by root (a uid per kernel); else without one
-SANDBOX = "bwrap" if sandbox.bwrap_problem() is None and os.geteuid() == 0 else "none"
+
+
+@pytest.fixture
+def box() -> str:
+    """The sandbox these notebooks are graded in: bwrap, never none where bwrap cannot run (a skip
+    saying why; a failure with REQUIRE_SANDBOX=1). Warm kernels in bwrap need a grader run by root:
+    run by another user this skips (a failure with REQUIRE_WARM=1)."""
+    box = bwrap_or_skip()
+    kernels_or_skip(box, "warm")
+    return box
+
 
 HOSTILE = r"""
 import threading, time, builtins, torch, numpy, dlcourse
@@ -59,7 +67,7 @@ def _text(text) -> str:
     return "".join(text) if isinstance(text, list) else text
 
 
-def _graded(tmp_path, monkeypatch, kernels: str, students: dict) -> dict:
+def _graded(tmp_path, monkeypatch, box: str, kernels: str, students: dict) -> dict:
     home = tmp_path / f"home-{kernels}"
     # one worker with one thread: a template forks only while it is single-threaded, and with two
     # threads numpy's OpenBLAS keeps a thread of its own (then the kernels start cold: tested below)
@@ -69,7 +77,7 @@ def _graded(tmp_path, monkeypatch, kernels: str, students: dict) -> dict:
     for sid, extra in students.items():
         if not (tmp_path / "class" / sid).exists():
             _student(tmp_path, sid, extra)
-    run = grade(STEP4, tmp_path / "class", workers=1, sandbox=SANDBOX, kernels=kernels, feedback=False, quiet=True)
+    run = grade(STEP4, tmp_path / "class", workers=1, sandbox=box, kernels=kernels, feedback=False, quiet=True)
     out = {}
     for r in (r for r in run["results"] if r["notebook"] == NOTEBOOK):
         nb = json.loads((home / "autograded" / r["student"] / "step-04" / f"{r['notebook']}.ipynb").read_text())
@@ -81,12 +89,13 @@ def _graded(tmp_path, monkeypatch, kernels: str, students: dict) -> dict:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork") or not hasattr(os, "pidfd_open"), reason="no fork or pidfd here")
-def test_an_honest_notebook_after_a_hostile_one_from_the_same_template(tmp_path, monkeypatch):
+def test_an_honest_notebook_after_a_hostile_one_from_the_same_template(tmp_path, monkeypatch, box):
     # one worker: the hostile student's notebook ('a-hostile' sorts first) is forked from the
     # template before the honest one ('b-honest')
     students = {"a-hostile": HOSTILE, "b-honest": None}
-    warm = _graded(tmp_path, monkeypatch, "warm", students)
-    cold = _graded(tmp_path, monkeypatch, "cold", students)
+    warm = _graded(tmp_path, monkeypatch, box, "warm", students)
+    cold = _graded(tmp_path, monkeypatch, box, "cold", students)
+    uses("cold")
     assert warm["a-hostile"]["kernels"] == "warm" and warm["b-honest"]["kernels"] == "warm", warm
     assert cold["b-honest"]["kernels"] == "cold"
     honest = warm["b-honest"]

@@ -5,6 +5,8 @@ import os
 
 import pytest
 
+from conftest import uses
+
 from .lab import LAUNCH_ARGS, VIEWPORT, find_chromium, screenshot
 
 REQUIRED = os.environ.get("REQUIRE_BROWSER") == "1"
@@ -28,6 +30,7 @@ def chromium_path() -> str:
         import playwright.sync_api  # noqa: F401
     except ImportError:
         unavailable("the Python package playwright is not installed (`make install`)")
+    uses("browser")
     return path
 
 
