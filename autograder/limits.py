@@ -9,7 +9,9 @@ limits instead of taking the machine down. (A warm kernel gets the same from its
 Time is counted the way the student's work is, not the machine's load: a cell's limit is CPU time
 of its kernel's processes (all of them: the group's, else /proc's), so a cell stopped on a busy
 machine is stopped on an idle one too; a much longer wall-clock ceiling stops only cells that wait
-(sleep, block on input) without computing (autograder/execute.py).
+(sleep, block on input) without computing (autograder/execute.py). That ceiling leaves out the time
+the kernel was runnable but waiting for a CPU the machine's other work held (and, for a notebook, its
+kernels' start), so load moves neither limit; 4 x the ceiling of real time is the backstop.
 """
 from __future__ import annotations
 
