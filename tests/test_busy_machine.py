@@ -70,15 +70,13 @@ def grade_busy(base: Path) -> dict:
     """The runaway and honest cases, and the example class, graded with every core kept busy."""
     from autograder.example import build
     from autograder.grade import grade
-    import test_redteam
     redteam, example = base / "redteam", base / "example"
     redteam.mkdir()
     example.mkdir()
     load = []
     with Hogs() as hogs, pytest.MonkeyPatch.context() as mp:
-        mp.setattr(test_redteam, "RUN", BUSY)
         started = time.monotonic()
-        grade_the_corpus(redteam, "warm")
+        grade_the_corpus(redteam, "warm", BUSY)
         redteam_seconds = time.monotonic() - started
         load.append(os.getloadavg()[0])
         mp.setenv("GRADER_HOME", str(example / "home"))
@@ -95,7 +93,7 @@ def grade_busy(base: Path) -> dict:
 @pytest.fixture(scope="module")
 def idle_redteam(tmp_path_factory):
     bwrap_or_skip()
-    base, _ = run_once(tmp_path_factory, "redteam-warm", lambda folder: grade_the_corpus(folder, "warm"))
+    base, _ = run_once(tmp_path_factory, "redteam-warm", lambda folder: grade_the_corpus(folder, "warm", RUN))
     return base / "home"
 
 
