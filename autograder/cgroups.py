@@ -438,9 +438,11 @@ def resolve(say_once=None) -> Cgroups | None:
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def tree_pids(root: int) -> list[int]:
-    """Process `root` and every process below it, as /proc shows them now."""
+def _proc_table() -> tuple[dict[int, list[int]], dict[int, float]]:
+    """Every process /proc shows now: its children by parent, and each one's CPU seconds (its own time
+    and its children's that it has waited for)."""
     children: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -448,13 +450,24 @@ def tree_pids(root: int) -> list[int]:
             fields = _read(Path(entry.path, "stat")).rpartition(")")[2].split()
         except OSError:
             continue
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
+        pid = int(entry.name)
+        children.setdefault(int(fields[1]), []).append(pid)       # field 4: ppid
+        times[pid] = sum(int(v) for v in fields[11:15]) / _TICK    # fields 14-17: utime stime cutime cstime
+    return children, times
+
+
+def _below(children: dict[int, list[int]], root: int) -> list[int]:
     found, todo = [], [root]
     while todo:
         pid = todo.pop()
         found.append(pid)
         todo += children.get(pid, [])
     return found
+
+
+def tree_pids(root: int) -> list[int]:
+    """Process `root` and every process below it, as /proc shows them now."""
+    return _below(_proc_table()[0], root)
 
 
 def run_delays(pids: list[int]) -> dict[int, float]:
@@ -479,21 +492,5 @@ def tree_cpu_seconds(root: int) -> float:
     """CPU time (user and system) of process `root` and every process below it, as /proc shows them:
     each one's own time and its children's that it has waited for. (Children that left the tree
     before they ended, double-forked daemons, are not counted: a group counts them.)"""
-    children: dict[int, list[int]] = {}
-    times: dict[int, float] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = _read(Path(entry.path, "stat")).rpartition(")")[2].split()
-        except OSError:
-            continue
-        pid = int(entry.name)
-        children.setdefault(int(fields[1]), []).append(pid)       # field 4: ppid
-        times[pid] = sum(int(v) for v in fields[11:15]) / _TICK    # fields 14-17: utime stime cutime cstime
-    total, todo = 0.0, [root]
-    while todo:
-        pid = todo.pop()
-        total += times.get(pid, 0.0)
-        todo += children.get(pid, [])
-    return total
+    children, times = _proc_table()
+    return sum(times.get(pid, 0.0) for pid in _below(children, root))
