@@ -96,6 +96,31 @@ class Check:
         return fresh_rng(ctx, self, label)
 
 
+class TwinnedCheck(Check):
+    """A check of fixed CASES (named by LABELS), each with a twin drawn for this submission by
+    `twins(ctx)`: a case's part needs both right (`_case(case, entry) -> (ok, message)`), so answers
+    recorded from an earlier grading earn nothing while partial credit stays what the fixed cases give."""
+    CASES: list = []
+    LABELS: list = []
+
+    def twins(self, ctx) -> list:
+        raise NotImplementedError
+
+    @staticmethod
+    def _case(case, entry) -> tuple[bool, str]:
+        raise NotImplementedError
+
+    def judge(self, data, ctx) -> "Verdict":
+        verdict = Verdict()
+        for case, other, label, entry, fresh in zip(self.CASES, self.twins(ctx), self.LABELS,
+                                                    data["cases"], data["twins"]):
+            ok, message = self._case(case, entry)
+            if ok:
+                ok, message = self._case(other, fresh)
+            verdict.add(label, ok, message)
+        return verdict
+
+
 # ---- per-submission cases ----------------------------------------------------------------------
 # A check's fixed cases are the same for every student and every term: a student's code can record
 # them (and print them into its feedback). So a check also draws cases of its own for each

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import torch
 
-from autograder.checks import Check, Verdict, attempt, register, student, twin, unpack
+from autograder.checks import Check, TwinnedCheck, Verdict, attempt, register, student, twin, unpack
 
 from .process import entrywise_work
 
@@ -196,7 +196,7 @@ def _constant_factor(got, ref):
 # ---- count_params --------------------------------------------------------------------------
 
 @register
-class CountParams(Check):
+class CountParams(TwinnedCheck):
     grade_id = "count_params_hidden"
     points = 2
     CASES = [(12, 5), (5, 12), (100, 7), (3, 1)]        # the visible test uses (32, 16) and (40, 24)
@@ -218,16 +218,6 @@ class CountParams(Check):
         fn = student(ns, "count_params")
         return {"cases": [attempt(fn, d, d_head) for d, d_head in self.CASES],
                 "twins": [attempt(fn, d, d_head) for d, d_head in self.twins(ctx)]}
-
-    def judge(self, data, ctx):
-        verdict = Verdict()
-        for case, other, label, entry, fresh in zip(self.CASES, self.twins(ctx), self.LABELS,
-                                                    data["cases"], data["twins"]):
-            ok, message = self._case(case, entry)
-            if ok:
-                ok, message = self._case(other, fresh)
-            verdict.add(label, ok, message)
-        return verdict
 
     @staticmethod
     def _case(case, entry):

@@ -1,7 +1,7 @@
 """Hidden checks of notebook 01-on-paper."""
 import math
 
-from autograder.checks import Check, Verdict, attempt, register, student, twin, unpack
+from autograder.checks import Check, TwinnedCheck, Verdict, attempt, register, student, twin, unpack
 
 NAMES = ("X", "W_Q", "W_K", "W_V", "Q", "K", "V", "scores", "A", "out")
 
@@ -12,7 +12,7 @@ def expected_shapes(T, d, d_k, d_v):
 
 
 @register
-class Shapes(Check):
+class Shapes(TwinnedCheck):
     grade_id = "shapes_hidden"
     points = 2
     CASES = [(11, 13, 5, 3), (2, 64, 16, 16), (9, 4, 6, 10)]
@@ -32,16 +32,6 @@ class Shapes(Check):
         call = lambda *a: _as_tuples(fn(*a))          # noqa: E731
         return {"cases": [attempt(call, *case) for case in self.CASES],
                 "twins": [attempt(call, *case) for case in self.twins(ctx)]}
-
-    def judge(self, data, ctx):
-        verdict = Verdict()
-        for case, other, label, entry, fresh in zip(self.CASES, self.twins(ctx), self.LABELS,
-                                                    data["cases"], data["twins"]):
-            ok, message = self._case(case, entry)
-            if ok:
-                ok, message = self._case(other, fresh)
-            verdict.add(label, ok, message)
-        return verdict
 
     @staticmethod
     def _case(case, entry):
