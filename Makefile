@@ -134,7 +134,8 @@ written-scores: $(PY)
 pdfs: $(PY)
 	$(PY) -m autograder pdfs $(STEP_FLAG) $(if $(ANON),--anonymous)
 
-# Answers alike across the class, listed for a person to look at (autograder/similarity.csv; THRESHOLD=0.8).
+# Answers alike across the class, ranked for a person to look at (winnowing, as MOSS: autograder/similarity.csv,
+# and the matching regions side by side in autograder/similarity.html; THRESHOLD=0.8).
 similarity: $(PY)
 	$(PY) -m autograder similarity $(STEP_FLAG) $(if $(THRESHOLD),--threshold $(THRESHOLD))
 
@@ -180,5 +181,5 @@ new-check: $(PY)
 clean-grades:
 	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/work \
 	       autograder/gradebook.db autograder/grades autograder/example-class autograder/example \
-	       autograder/export autograder/pdfs autograder/similarity.csv
+	       autograder/export autograder/pdfs autograder/similarity.csv autograder/similarity.html
 	@echo "clean-grades: removed every grading result, the example class's too (the sources, release, solutions, exchange, roster and the course's case key autograder/case-key are untouched)"
