@@ -118,9 +118,10 @@ def review_lines(results: list[dict], step) -> list[str]:
                for c in r.get("cells", []) if c.get("kind") == "review" and c.get("score") is None]
     if not waiting:
         return []
-    lines = [f"review: {len(waiting)} cell{'s' * (len(waiting) > 1)} wait for a person's review (the grader could "
-             "not decide how the answer computes, so it took no points): grade them in the formgrader "
-             "(`make formgrader`, Manual Grading), then `make feedback`"]
+    n = len(waiting)
+    lines = [f"review: {n} cell{'s' * (n > 1)} wait{'s' * (n == 1)} for a person's review (the grader could not "
+             "decide how the answer computes, so it took no points): grade them in the formgrader (`make "
+             "formgrader`, Manual Grading), then `make feedback`"]
     for sid, name, c in waiting[:20]:
         lines.append(f"  {sid} {name} {c['grade_id']}: {clip(str(c.get('error') or ''), 300)}")
     if len(waiting) > 20:

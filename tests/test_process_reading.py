@@ -392,6 +392,20 @@ def test_what_the_reader_cannot_follow_goes_to_review(body):
     assert review(reading), reading
 
 
+def test_a_guard_for_other_ranks_is_read_as_the_inputs_rank_decides():
+    guard = "    if q.dim() == 2:\n        q, k = q.unsqueeze(0), k.unsqueeze(0)\n"
+    assert clean(entrywise("def scores_entrywise(q, k):\n" + guard + LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")[1:]))
+    ternary = "    q = q[None] if q.ndim == 2 else q\n    k = k[None] if len(k.shape) == 2 else k\n"
+    assert clean(entrywise("def scores_entrywise(q, k):\n" + ternary + LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")[1:]))
+    # a guard the reader cannot decide: each branch is read as one that may run, a rank unknown to it too
+    unknown = "    if q.requires_grad:\n        q = q.unsqueeze(0)\n"
+    assert not entrywise("def scores_entrywise(q, k):\n" + unknown + LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")[1:])["found"]
+    fallback = "    if q.dim() == 3:\n        return q @ k.mT\n" + LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")[1:]
+    assert caught(entrywise("def scores_entrywise(q, k):\n" + fallback))     # 3-D inputs take the whole product
+    other = "    if q.dim() == 2:\n        return q @ k.mT\n" + LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")[1:]
+    assert clean(entrywise("def scores_entrywise(q, k):\n" + other))         # never taken for 3-D inputs
+
+
 def test_a_view_that_keeps_the_shape_is_followed():
     body = "    B, T, d = q.shape\n    q = q.view(B, T, d)\n    k = k.reshape(B, T, -1)\n" + \
         LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")[1:]
@@ -507,6 +521,8 @@ def streaming_attention(q, k, v):
         m = new
     return o / z.unsqueeze(-1)'''
     assert clean(streaming(zipped)), streaming(zipped)
+    fused = "def streaming_attention(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v, is_causal=True)"
+    assert caught(streaming(fused)), streaming(fused)
     rows = '''
 def streaming_attention(q, k, v):
     outs = []

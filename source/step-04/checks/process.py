@@ -215,6 +215,12 @@ def _is_arr(v) -> bool:
     return isinstance(v, tuple)
 
 
+def _array_choice(v) -> bool:
+    """One of several arrays (of different ranks), depending on a branch the reader could not decide."""
+    return isinstance(v, Choice) and any(_is_arr(o) for o in v.options) and \
+        all(_is_arr(o) or o is None for o in v.options)
+
+
 def _as_arr(v, depth=0):
     """The axes of `v` used as an array operand (a list of rows is a matrix), or None."""
     if isinstance(v, tuple):
@@ -240,6 +246,10 @@ def _merge(*values):
         return None
     arrays = [v for v in values if _is_arr(v)]
     if arrays and len(arrays) == len(values):
+        ranks = {len(a) for a in arrays if a}
+        if len(ranks) > 1:                   # arrays of different ranks: one or the other, not a broadcast
+            distinct = list({a: None for a in arrays})
+            return Choice(distinct)
         return _broadcast(*arrays) if any(arrays) else ()
     if len(values) == 1:
         return values[0]
@@ -347,10 +357,6 @@ class Reading:
     ops: list = field(default_factory=list)
     undecided: list = field(default_factory=list)   # why the reader cannot decide (the cell goes to a person)
     notes: list = field(default_factory=list)       # e.g. the kernel's record of torch calls turned off
-
-    @property
-    def problem(self) -> str:
-        return "; ".join(dict.fromkeys(self.undecided))
 
 
 class _TooMuch(Exception):
@@ -603,6 +609,8 @@ class _Interpreter:
                 return self.block(node.body, scope, module_level)
             if test is False:
                 return self.block(node.orelse, scope, module_level)
+            if not module_level:
+                return self.fork([node.body, node.orelse], scope)
             a = self.branch(node.body, scope, module_level)
             b = self.branch(node.orelse, scope, module_level)
             return a and b and bool(node.orelse)
@@ -660,9 +668,74 @@ class _Interpreter:
                 self.branch(case.body, scope, module_level)
         return False
 
+    def fork(self, branches, scope) -> bool:
+        """Branches of which one runs (an if and its else): each from the same start, then each name bound
+        to what it is after either (one value, or a choice of two); True if every branch returns."""
+        start = dict(scope.vars)
+        outs = []
+        self.uncertain += 1
+        try:
+            for stmts in branches:
+                scope.vars.clear()
+                scope.vars.update(start)
+                ended = self.block(stmts, scope)
+                outs.append((dict(scope.vars), ended))
+        finally:
+            self.uncertain -= 1
+        flowing = [v for v, ended in outs if not ended]
+        scope.vars.clear()
+        if not flowing:
+            scope.vars.update(outs[-1][0])
+            return True
+        for name in set().union(*flowing):
+            values = [v.get(name) for v in flowing]
+            first = values[0]
+            scope.vars[name] = first if all(v is first for v in values) else _merge(*values)
+        return False
+
     def constant_test(self, test, scope):
+        """True or False where the reader can tell (a constant, the rank of an input of known rank), else None."""
         if isinstance(test, ast.Constant):
             return bool(test.value)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self.constant_test(test.operand, scope)
+            return None if inner is None else not inner
+        if isinstance(test, ast.BoolOp):
+            values = [self.constant_test(v, scope) for v in test.values]
+            if isinstance(test.op, ast.And):
+                return False if False in values else (True if all(v is True for v in values) else None)
+            return True if True in values else (False if all(v is False for v in values) else None)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            left, right = self.known_int(test.left, scope), self.known_int(test.comparators[0], scope)
+            if left is None or right is None:
+                return None
+            op = type(test.ops[0])
+            table = {ast.Eq: left == right, ast.NotEq: left != right, ast.Lt: left < right, ast.LtE: left <= right,
+                     ast.Gt: left > right, ast.GtE: left >= right}
+            return table.get(op)
+        return None
+
+    def known_int(self, node, scope):
+        """An int the reader knows: a constant, or the rank of an array whose rank is known."""
+        value = _int_value(node)
+        if value is not None:
+            return value
+        target = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("dim", "ndimension") \
+                and not node.args:
+            target = node.func.value
+        elif isinstance(node, ast.Attribute) and node.attr == "ndim":
+            target = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and node.args \
+                and isinstance(node.args[0], ast.Attribute) and node.args[0].attr == "shape":
+            target = node.args[0].value
+        if target is None:
+            return None
+        value = self.quietly(target, scope)
+        if isinstance(value, Blank):
+            value = value.axes
+        if _is_arr(value) and "*" not in value and UNKNOWN not in value:
+            return len(value)
         return None
 
     def decorate(self, deco, value, scope):
@@ -805,16 +878,37 @@ class _Interpreter:
             return self.subscript(node, scope)
         if isinstance(node, ast.BinOp):
             left, right = self.expr(node.left, scope), self.expr(node.right, scope)
-            if isinstance(node.op, ast.MatMult):
-                return self.product("@", [left, right], node, matmul=True)
-            if isinstance(node.op, ast.Mult):
-                if isinstance(left, (Tup, Seq)) and not _is_arr(right) or \
-                        isinstance(right, (Tup, Seq)) and not _is_arr(left):
-                    return left if isinstance(left, (Tup, Seq)) else right       # [x] * n: a list repeated
-                return self.product("*", [left, right], node)
-            return self.arith(left, right)
+            return self.each([left, right], lambda lr: self.binop(node, *lr))
         if isinstance(node, ast.UnaryOp):
             return self.expr(node.operand, scope)
+        return self.expr_rest(node, scope)
+
+    def each(self, values, fn):
+        """fn(values), or, where some of them are a choice of arrays (one or the other, by a branch the
+        reader could not decide), fn of each combination, as work that may not run, the results merged."""
+        picks = [i for i, v in enumerate(values) if _array_choice(v)]
+        if not picks:
+            return fn(values)
+        combos = [[]]
+        for i, v in enumerate(values):
+            combos = [c + [o] for c in combos for o in (v.options if i in picks else [v])][:8]
+        self.uncertain += 1
+        try:
+            return _merge(*[fn(c) for c in combos])
+        finally:
+            self.uncertain -= 1
+
+    def binop(self, node, left, right):
+        if isinstance(node.op, ast.MatMult):
+            return self.product("@", [left, right], node, matmul=True)
+        if isinstance(node.op, ast.Mult):
+            if isinstance(left, (Tup, Seq)) and not _is_arr(right) or \
+                    isinstance(right, (Tup, Seq)) and not _is_arr(left):
+                return left if isinstance(left, (Tup, Seq)) else right       # [x] * n: a list repeated
+            return self.product("*", [left, right], node)
+        return self.arith(left, right)
+
+    def expr_rest(self, node, scope):
         if isinstance(node, ast.BoolOp):
             values = [self.expr(node.values[0], scope)]
             self.uncertain += 1
@@ -828,6 +922,9 @@ class _Interpreter:
             arrays = [_as_arr(v) for v in values if not isinstance(v, (Seq, Tup)) or _as_arr(v) is not None]
             return _broadcast(*[a for a in arrays if a is not None]) if any(a is not None for a in arrays) else None
         if isinstance(node, ast.IfExp):
+            test = self.constant_test(node.test, scope)
+            if test is not None:
+                return self.expr(node.body if test else node.orelse, scope)
             self.expr(node.test, scope)
             self.uncertain += 1
             try:
@@ -910,6 +1007,8 @@ class _Interpreter:
             if attr == "shape":
                 return Shape(base.axes)
             return None
+        if _array_choice(base):
+            return _merge(*[self.array_attribute(o, attr) for o in base.options])
         if isinstance(base, Choice):
             return _merge(*[self.attribute_of(o, attr) for o in base.options])
         if not _is_arr(base):
@@ -917,6 +1016,11 @@ class _Interpreter:
                 base = _as_arr(base)
             else:
                 return None
+        return self.array_attribute(base, attr)
+
+    def array_attribute(self, base, attr):
+        if base is None:
+            return None
         if attr == "T":
             return tuple(reversed(base))
         if attr == "mT":
@@ -1010,7 +1114,7 @@ class _Interpreter:
             return base.attrs.get("[]")
         if isinstance(base, Choice):
             arrays = [o for o in base.options if _is_arr(o)]
-            return self.index_array(_broadcast(*arrays), items, values) if arrays else None
+            return _merge(*[self.index_array(a, items, values) for a in arrays]) if arrays else None
         if not _is_arr(base):
             return None
         return self.index_array(base, items, values)
@@ -1086,6 +1190,11 @@ class _Interpreter:
                 self.expr(k.value, scope)
         if isinstance(func, ast.Attribute):
             base = self.expr(func.value, scope)
+            if _array_choice(base) or any(_array_choice(a) for a in args):
+                return self.each([base] + args, lambda v: self.method(func.attr, v[0], v[1:], kwargs, node, scope)
+                                 if _is_arr(v[0]) or v[0] is None or isinstance(v[0], (Blank, Size, Index))
+                                 else self.apply(self.attribute_of(v[0], func.attr), v[1:], kwargs, node, scope,
+                                                 label=func.attr))
             if _is_arr(base) or isinstance(base, Blank) or base is None or isinstance(base, (Size, Index)):
                 return self.method(func.attr, base, args, kwargs, node, scope)
             if isinstance(base, (Seq, Tup)):
@@ -1106,6 +1215,8 @@ class _Interpreter:
             if arr is not None and len(arr) >= 2:
                 return Seq(Tup([(arr[0],) + arr[2:]]), arr[1])
             return Seq(None, UNKNOWN)
+        if any(_array_choice(a) for a in args):
+            return self.each(args, lambda v: self.apply(callee, v, kwargs, node, scope, label=_call_name(func)))
         return self.apply(callee, args, kwargs, node, scope, label=_call_name(func))
 
     def apply(self, callee, args, kwargs, node, scope, label=""):
@@ -1450,6 +1561,12 @@ class _Interpreter:
                     "take_along_dim", "take_along_axis", "diag_embed"):
             x = base if base is not None else next((o for o in operands if o is not None), None)
             return tuple(UNKNOWN for _ in x) if x else x
+        if name == "scaled_dot_product_attention" and len(operands) >= 3 and operands[1] is not None:
+            q, k, v = operands[:3]
+            self.op("product", "scaled_dot_product_attention", [o for o in (q, k) if o is not None],
+                    (k[-1],) if k else (), ((q or k)[:-1] + (k[-2],)) if k and len(k) >= 2 else (), node)
+            self.op("softmax", name, [k], (k[-2],) if len(k) >= 2 else (UNKNOWN,), k, node)
+            return (q[:-1] if q else k[:-1]) + ((v[-1],) if v else (UNKNOWN,))
         if name in SOFTMAX:
             x = next((o for o in operands if o is not None), None)
             if x is not None:
@@ -1472,6 +1589,14 @@ class _Interpreter:
                 return self.product(name, operands, node, outer=True)
             if name == "linear":
                 return self.product(name, operands[:2], node, linear=True)
+            if name in ("addmm", "baddbmm", "addbmm", "addmv", "addcmul"):
+                operands = operands[1:]             # the first is what the product is added to
+            if name == "tensordot":
+                big = [o for o in operands if o is not None]
+                if len(big) >= 2:
+                    mixed = _mixed(_merge_labels(*big[0], *big[1]))
+                    self.op("product", name, big, (UNKNOWN,), (mixed,) * max(len(big[0]) + len(big[1]) - 2, 1), node)
+                    return (mixed,) * max(len(big[0]) + len(big[1]) - 2, 1)
             return self.product(name, operands, node, matmul=name in MATMULS)
         if name in REDUCTIONS:
             x = base if base is not None else (operands[0] if operands else None)
