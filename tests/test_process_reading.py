@@ -531,3 +531,45 @@ def streaming_attention(q, k, v):
         outs.append(w @ v)
     return torch.stack(outs, -2)'''
     assert streaming(rows)["found"], streaming(rows)
+
+
+# ---- which cells the reader gets: the student's, in the order they run, up to the test's own cell -----
+
+def test_the_grader_reads_the_cells_that_run_before_the_test_boxes_and_added_cells_included(tmp_path):
+    """A graded notebook (assemble.py) as grading gives it to a process check: answer cells, live Python
+    boxes as the student left them, cells the student added; never what runs after the test's cell."""
+    import json
+    import os
+
+    import nbformat
+
+    from autograder.assemble import assemble
+    from autograder.example import with_answers
+    from autograder.grade import student_program
+    from autograder.probeserver import ProbeServer
+
+    name = "02-the-head"
+    release = json.loads((STEP4.release / f"{name}.ipynb").read_text())
+    source = json.loads((STEP4.source / f"{name}.ipynb").read_text())
+    caller = "def scores_entrywise(q, k):\n    return torch.stack([pair(q[b], k[b]) for b in range(q.shape[0])])\n"
+    student = with_answers(STEP4, name, {"scores_entrywise": caller})
+    ids = [c["id"] for c in student["cells"]]
+    box = next(c for c in student["cells"] if c["cell_type"] == "code" and not c["metadata"].get("nbgrader")
+               and ids.index(c["id"]) > 2)                           # a live Python box above the answer
+    box["source"] = "def pair(u, w):\n    return torch.stack([torch.stack([(x * y).sum() for y in w]) for x in u])\n"
+    hidden_at = next(n for n, c in enumerate(student["cells"])
+                     if c["metadata"].get("nbgrader", {}).get("grade_id") == "scores_entrywise_hidden")
+    later = nbformat.v4.new_code_cell("def scores_entrywise(q, k):\n    return q @ k.mT   # after the test")
+    student["cells"].insert(hidden_at + 1, later)
+    graded, _ = assemble(student, release, source)
+    nb = nbformat.from_dict(graded)
+    program = student_program(nb, {c.get("id") for c in release["cells"]})
+    with ProbeServer(os.path.join(str(tmp_path), "s.sock"), STEP4, program=program) as server:
+        before = server.code_before("scores_entrywise_hidden")
+        everything = server.code_before("no such test")
+    assert any("def pair" in cell for cell in before) and not any("after the test" in cell for cell in before)
+    assert any("after the test" in cell for cell in everything)
+    assert clean(process.entrywise_work(before, "scores_entrywise", QK))      # the box's per-entry helper
+    assert review(process.entrywise_work([c for c in before if "def pair" not in c], "scores_entrywise", QK))
+    assert caught(process.entrywise_work(everything, "scores_entrywise", QK))
+    assert not any("hidden(" in cell for cell in everything)           # no test cell is the student's code
