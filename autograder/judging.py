@@ -20,6 +20,7 @@ the cells to grade by hand, and the score a TA gives there is the cell's score e
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import asdict, dataclass
 
 import nbformat
@@ -126,9 +127,9 @@ def _judge_hidden(cell, grade_id, points, server) -> CellResult:
         error = verdict.failure_text()
         if verdict.needs_review:
             decided = score
-            report += (f"\n\nFor the grader: this cell waits for your score (the parts decided above give "
-                       f"{decided:g} of {points:g}; give the whole cell's score, {points:g} if the parts marked ? "
-                       "are as asked).")
+            report += "\n\n" + "\n".join(textwrap.wrap(
+                f"For the grader: this cell waits for your score (the parts decided above give {decided:g} of "
+                f"{points:g}; give the whole cell's score, {points:g} if the parts marked ? are as asked).", 100))
             # the decided points as the cell's value too: anything that scores the cell by nbgrader's own rule
             # (determine_grade) gets the points decided, never full marks (grade.record then empties it)
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=report + "\n"),

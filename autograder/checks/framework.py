@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import random
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,7 +82,7 @@ class Verdict:
         earned = round(points * self.fraction, 2)
         if self.needs_review:
             waiting = round(points * self.undecided_fraction(), 2)
-            lines = [f"Hidden tests: waiting for a person's review. {earned:g} of {points:g} points are decided; "
+            lines = [f"Hidden tests: waiting for a person's review. {earned:g} of {points:g} points are decided;",
                      f"{waiting:g} wait for a person, who gives this cell its score."]
         else:
             lines = [f"Hidden tests: {earned:g} of {points:g} points."]
@@ -90,8 +91,11 @@ class Verdict:
             if p.message:
                 by_message.setdefault(p.message, []).append(p.name)
         for p in self.parts:
-            if p.review:
-                lines.append(f"  ? {p.name}: {REVIEW_NOTE}. Why: {p.review}.")
+            if p.review:        # in short lines: the formgrader shows a cell's output without wrapping it
+                lines.append(f"  ? {p.name}: waiting for a person's review.")
+                lines += textwrap.wrap(f"Why: {p.review}.", 96, initial_indent="      ", subsequent_indent="      ")
+                lines += textwrap.wrap(REVIEW_NOTE[0].upper() + REVIEW_NOTE[1:] + ".", 96,
+                                       initial_indent="      ", subsequent_indent="      ")
             elif p.ok or not p.message:
                 lines.append(f"  {'✓' if p.ok else '✗'} {p.name}")
             elif p.message in by_message:
