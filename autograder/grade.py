@@ -105,7 +105,7 @@ def run_job(job: Job) -> dict:
         student_code = [c.source for c in nb.cells if c.cell_type == "code"
                         and (c.get("metadata", {}).get("nbgrader", {}).get("solution") or c.get("id") not in released)]
         with ProbeServer(socket_path, step, answer_seconds=limits.cell_wall + 30, sources=student_code,
-                         case_key=case_key()) as server:
+                         case_key=case_key(), program=student_program(nb, released)) as server:
             env = _kernel_env(job, workdir, socket_path, course_env)
             outcome = asyncio.run(execute(nb, workdir, env, sandbox, limits, hooks=server, template=template))
             cells = judge_notebook(nb, server)
@@ -123,6 +123,22 @@ def run_job(job: Job) -> dict:
         "cpu_seconds": outcome.cpu_seconds, "metered": outcome.metered, "stopped": outcome.stopped,
         "kernel_peaks": outcome.peaks, "worker_peak_bytes": _peak_memory(),
     }
+
+
+def student_program(nb, released: set) -> list[tuple[str | None, str | None]]:
+    """The graded notebook's code cells in the order they run: (the text, if the student wrote it: an
+    answer cell, a live Python box kept as the student left it (assemble.py), a cell the student added;
+    else None), and the grade id of each hidden test cell (else None). A process check reads what the
+    student's cells bound before its own cell runs (ProbeServer.code_before)."""
+    program = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        nbg = cell.get("metadata", {}).get("nbgrader", {})
+        written = bool(nbg.get("solution")) or cell.get("id") not in released or not nbg
+        hidden = nbg.get("grade_id") if nbg.get("grade") and not nbg.get("solution") else None
+        program.append((cell.source if written and not hidden else None, hidden))
+    return program
 
 
 def _reset_peak_memory() -> None:
@@ -247,8 +263,32 @@ def record(step: Step, result: dict, url: str, mtime: float) -> None:
     nb = nbformat.reads(result["notebook_json"], as_version=4)
     SaveAutoGrades().preprocess(nb, {"nbgrader": {"notebook": name, "assignment": step.name,
                                                   "student": sid, "db_url": url}})
+    flag_for_review(step, result, url)
     stored = {k: v for k, v in result.items() if k != "notebook_json"}
     _atomic_write(result_path(step, sid, name), json.dumps(stored, indent=1))
+
+
+def flag_for_review(step: Step, result: dict, url: str) -> None:
+    """The hidden tests a check could not decide (judging: kind "review") wait for a person, as a written
+    answer does: no auto_score (nbgrader's score then counts nothing for them until a TA gives one, so no
+    total, export or page shows points nobody has given or taken) and `needs_manual_grade` set, so the
+    formgrader lists the cell as needing a manual grade; the TA's score there is the cell's score."""
+    from nbgrader.api import Gradebook
+    review = [c["grade_id"] for c in result.get("cells", []) if c.get("kind") == "review"]
+    if not review:
+        return
+    with Gradebook(url, COURSE_ID) as gb:
+        for grade_id in review:
+            grade = gb.find_grade(grade_id, result["notebook"], step.name, result["student"])
+            grade.auto_score = None
+            grade.needs_manual_grade = True
+        gb.db.commit()
+
+
+def is_review_grade(grade) -> bool:
+    """A hidden test's grade that was flagged for review (flag_for_review): an autograded cell with no
+    auto_score, waiting for a person's score or given one."""
+    return grade.auto_score is None and (bool(grade.needs_manual_grade) or grade.manual_score is not None)
 
 
 def sync_submission_times(step: Step, submitted_at: dict[str, float], url: str) -> None:
@@ -715,7 +755,10 @@ def with_manual_scores(step: Step, results: list[dict]) -> list[dict]:
                 if grade.manual_score is not None:
                     cell["score"] = float(grade.manual_score)
                     cell["error"] = "" if grade.manual_score >= cell["max_score"] else cell.get("error", "")
-                elif cell.get("kind") == "manual":
+                    if cell.get("kind") == "review" and grade.manual_score < cell["max_score"]:
+                        why = str(cell.get("error") or "").removeprefix("waits for review: ")
+                        cell["error"] = "scored by a grader after review" + (f" ({why})" if why else "")
+                elif cell.get("kind") in ("manual", "review"):
                     cell["score"] = None if grade.auto_score is None else float(grade.auto_score)
     return results
 
@@ -732,8 +775,12 @@ def _results_only_in_gradebook(gb, step: Step, known: set[tuple[str, str]]) -> l
         manual = {c.name for c in submission.notebook.solution_cells}
         order = list(cell_order.get(name, {}))
         grades = sorted(submission.grades, key=lambda g: (order.index(g.name) if g.name in order else len(order), g.name))
-        cells = [{"grade_id": g.name, "max_score": float(g.max_score),
-                  "score": None if g.score is None else float(g.score),
-                  "error": "", "kind": "manual" if g.name in manual else "auto"} for g in grades]
+        cells = []
+        for g in grades:
+            kind = "manual" if g.name in manual else "review" if is_review_grade(g) else "auto"
+            waiting = kind == "review" and g.manual_score is None
+            cells.append({"grade_id": g.name, "max_score": float(g.max_score),
+                          "score": None if waiting or g.score is None else float(g.score),
+                          "error": "waits for review" if waiting else "", "kind": kind})
         out.append({"student": sid, "notebook": name, "key": "gradebook", "cells": cells, "notes": []})
     return out

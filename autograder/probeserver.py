@@ -69,7 +69,7 @@ class Budget:
 
 class ProbeServer:
     def __init__(self, socket_path: str, step, answer_seconds: float = ANSWER_SECONDS, sources=(),
-                 case_key: bytes | None = None):
+                 case_key: bytes | None = None, program=None):
         self.step = step
         # the course's case key (autograder/casekey.py): checks draw this submission's own cases from
         # it and `sources` (framework.fresh_rng); it stays in this process, as the checks do
@@ -77,6 +77,11 @@ class ProbeServer:
         # the text of the student's code cells, as the grader rebuilt the notebook: a check may read how
         # an answer computes from it (the kernel cannot change it, unlike anything it reports itself)
         self.sources: list[str] = [str(s) for s in sources]
+        # the notebook's code cells in the order they run, as (the student's text, or None for a cell the
+        # student did not write; the grade id of a hidden test cell, or None): what a hidden test meets
+        # when it runs is what the student's cells above it bound (code_before)
+        self.program: list[tuple[str | None, str | None]] | None = \
+            [(None if t is None else str(t), g) for t, g in program] if program is not None else None
         self.checks = step.checks                                # grade_id -> Check, of this step only
         self.plugin = load_plugin(step.root)
         self.socket_path = socket_path
@@ -120,6 +125,20 @@ class ProbeServer:
             driver.join(timeout=5)
 
     # -- what probes and judges use -------------------------------------------------------------
+    def code_before(self, grade_id: str) -> list[str]:
+        """The student's code cells that run before hidden test `grade_id`'s cell, in the notebook's order
+        (answer cells, live Python boxes, cells the student added): what the names its check reads are
+        bound to when the test runs. Without a program (a notebook run without a grader): `sources`."""
+        if self.program is None:
+            return list(self.sources)
+        before = []
+        for text, gid in self.program:
+            if gid == grade_id:
+                return before
+            if text is not None:
+                before.append(text)
+        return before
+
     def suite(self, name: str) -> list[tuple[str, object]]:
         """[(token, object)] of a suite, in the shuffled order it is served in."""
         with self._lock:

@@ -18,12 +18,17 @@ from autograder.example import answers_of
 from conftest import STEP4
 
 
+# An expectation that a grade cell goes to a person: its check cannot decide (code the process reader cannot
+# follow), so it takes no points and the cell waits for a manual grade (score None, kind "review").
+REVIEW = "review"
+
+
 @dataclass(frozen=True)
 class Entry:
     name: str                                   # corpus id
     notebook: str
     answers: dict                               # answer grade_id -> source that replaces the solution
-    expect: dict = field(default_factory=dict)  # grade cell -> exact points it must get
+    expect: dict = field(default_factory=dict)  # grade cell -> exact points it must get, or REVIEW
     why: str = ""                               # the mistake and how the expectation follows, or why a
                                                 # different answer is still right
     says: dict = field(default_factory=dict)    # grade cell -> words its feedback must contain
@@ -1205,8 +1210,8 @@ WRONG += [
         return q @ k.transpose(-2, -1)
 '''), expect={"scores_entrywise_hidden": 2.0},
           why="the whole product under torch._C.DisableTorchFunction(), so no torch call is recorded: the "
-              "process is judged from the source, where this cannot be read for it",
-          says={"scores_entrywise_hidden": ["DisableTorchFunction", "cannot be judged"]},
+              "process is judged from the source, which still says `q @ k.transpose(-2, -1)`",
+          says={"scores_entrywise_hidden": ["DisableTorchFunction", "whole matrices or rows at once"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w06-online-numpy-one-shot", P06, {"online_softmax": code('''
 def online_softmax(scores):
@@ -1305,4 +1310,135 @@ def pattern_stats(A):
           why="right statistics, but every call clamps the caller's matrix in place: each case fails",
           says={"pattern_stats_hidden": ["changed its input `A` in place"]},
           visible_passes={"pattern_stats_check": "the visible check does not look at its matrices afterwards"}),
+]
+
+
+# ---- what runs, and what the process reader cannot follow ---------------------------------------------
+# The process checks judge the binding the hidden test calls (the last definition above it, helpers as bound
+# then), and follow data through iteration helpers, other libraries and the student's own helpers: an earlier
+# attempt left above keeps full marks, whole-matrix work routed through zip/map/comprehensions is still found,
+# and what the reader cannot follow goes to a person (REVIEW), never against the student.
+
+ENTRYWISE_SOLUTION = answers_of(STEP4, P02)[ENTRYWISE]
+
+CORRECT += [
+    Entry("c02-entrywise-earlier-attempt-above", P02, {ENTRYWISE: code('''
+def scores_entrywise(q, k):
+    """First try: the whole matrix at once (not what the task asks)."""
+    return q @ k.transpose(-2, -1)
+
+
+''') + "\n\n" + ENTRYWISE_SOLUTION},
+          why="an earlier whole-matrix attempt left above the per-entry definition: Python calls the last one"),
+    Entry("c02-entrywise-helper-redefined-later", P02, {ENTRYWISE: code('''
+def pair(u, w):
+    return torch.outer(u, w).trace()                    # a first helper, replaced below
+
+
+def scores_entrywise(q, k):
+    B, T, d_head = q.shape
+    scores = torch.zeros(B, T, T, dtype=q.dtype)        # (B, T, T)
+    for b, (q_b, k_b) in enumerate(zip(q, k)):           # each sequence: its (T, d_head) queries and keys
+        for i, q_i in enumerate(q_b):
+            for j, k_j in enumerate(k_b):
+                scores[b, i, j] = pair(q_i, k_j)
+    return scores
+
+
+def pair(u, w):
+    return sum(a * c for a, c in zip(u, w))             # one dot product, a number at a time
+''')},
+          why="the helper is redefined after its caller (the last definition runs), and the data reaches it "
+              "through zip and enumerate: one entry's work"),
+    Entry("c02-entrywise-product-and-floats", P02, {ENTRYWISE: code('''
+import itertools
+import math
+import operator
+
+
+def scores_entrywise(q, k):
+    B, T, d_head = q.shape
+    rows_q, rows_k = q.double().tolist(), k.double().tolist()        # Python floats
+    scores = torch.empty(B, T, T, dtype=torch.float64)
+    for b, i, j in itertools.product(range(B), range(T), range(T)):
+        scores[b, i, j] = math.fsum(map(operator.mul, rows_q[b][i], rows_k[b][j]))
+    return scores.to(q.dtype)
+''')},
+          why="itertools.product of the indices, Python floats, math.fsum of a map: one entry at a time"),
+    Entry("c06-online-earlier-attempt-above", P06, {"online_softmax": code('''
+def online_softmax(scores):
+    return torch.softmax(scores, dim=-1)                # a first check of the values: one shot
+
+
+''') + "\n\n" + answers_of(STEP4, P06)["online_softmax"]},
+          why="a one-shot softmax left above the streamed definition: the streamed one runs"),
+]
+
+WRONG += [
+    Entry("w02-entrywise-zip-of-sequences", P02, {ENTRYWISE: code('''
+def scores_entrywise(q, k):
+    return torch.stack([q_b @ k_b.T for q_b, k_b in zip(q, k)])     # (T, d) @ (d, T) per sequence
+''')}, expect={"scores_entrywise_hidden": 2.0},
+          why="each sequence's whole (T, T) matrix, the data passed through zip: the process share (1 of 3) is lost",
+          says={"scores_entrywise_hidden": ["whole matrices or rows at once", "the positions"]},
+          visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w02-entrywise-map-numpy", P02, {ENTRYWISE: code('''
+def scores_entrywise(q, k):
+    rows = map(lambda q_b, k_b: np.dot(q_b, k_b.T), q.numpy(), k.numpy())   # numpy, one sequence at a time
+    return torch.from_numpy(np.stack(list(rows)))
+''')}, expect={"scores_entrywise_hidden": 2.0},
+          why="numpy's dot of whole (T, d) matrices inside a lambda handed to map: no torch call, and the "
+              "process share is still lost",
+          says={"scores_entrywise_hidden": ["whole matrices or rows at once", "lambda"]},
+          visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w02-entrywise-rows-rebuilt", P02, {ENTRYWISE: code('''
+def scores_entrywise(q, k):
+    B, T, d_head = q.shape
+    out = []
+    for b in range(B):
+        queries = torch.stack([q[b, i] for i in range(T)])      # the rows, one by one ...
+        keys = [k[b, j] for j in range(T)]
+        out.append(queries @ torch.stack(keys).T)                # ... then every entry at once
+    return torch.stack(out)
+''')}, expect={"scores_entrywise_hidden": 2.0},
+          why="rows gathered one at a time in comprehensions, then one matrix product",
+          says={"scores_entrywise_hidden": ["whole matrices or rows at once", "line 7"]},
+          visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w02-entrywise-attempt-below", P02, {ENTRYWISE: ENTRYWISE_SOLUTION + "\n\n\n" + code('''
+def scores_entrywise(q, k):
+    """Faster."""
+    return torch.einsum("bid,bjd->bij", q, k)
+''')}, expect={"scores_entrywise_hidden": 2.0},
+          why="the per-entry loops, then a whole-matrix einsum defined below them: the einsum is what runs",
+          says={"scores_entrywise_hidden": ["einsum", "whole matrices or rows at once"]},
+          visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w06-online-keys-unbound", P06, {"online_softmax": code('''
+import functools
+
+
+def online_softmax(scores):
+    keys = scores.unbind(-1)                            # the keys one by one ...
+    m = functools.reduce(torch.maximum, keys)           # (a running max)
+    z = sum(torch.exp(s - m) for s in keys)             # ... but the sum takes them all at once, after the max
+    return torch.exp(scores - m[..., None]) / z[..., None]
+''')},
+          expect={"bonus_online_softmax": 2.31},
+          why="a running max, then a second pass summing over all keys: not one pass over the keys (3 of 13 lost)",
+          says={"bonus_online_softmax": ["one pass over the keys", "reduces over the keys at once"]},
+          visible_passes={"online_softmax_check": "the visible check tests the values only"}),
+]
+
+# Answers whose process the reader cannot follow: the cell goes to a person (REVIEW), nothing is taken.
+UNDECIDED = [
+    Entry("r02-entrywise-vmapped", P02, {ENTRYWISE: code('''
+def one_entry(u, w):
+    return torch.dot(u, w)                              # one dot product of two d_head-vectors
+
+
+# vmapped over j, then i, then b: each entry is one call of one_entry, as torch.vmap runs it
+scores_entrywise = torch.vmap(torch.vmap(torch.vmap(one_entry, in_dims=(None, 0)), in_dims=(0, None)))
+''')}, expect={"scores_entrywise_hidden": REVIEW},
+          why="torch.vmap of a per-entry function: the reader cannot see how vmap batches it, so the process "
+              "share goes to a person (the values are right: 2 of 3 points decided)",
+          says={"scores_entrywise_hidden": ["waits for review", "torch.vmap"]}),
 ]
