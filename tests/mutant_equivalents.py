@@ -51,15 +51,15 @@ EQUIVALENT: dict[str, str] = {
     # mutmut swap_op: assert worst < 1e-5, f"rows of A sum to between {row_sums.min().item():.6f} and {row_sums.
     'check_simplex:f558419128': 'a float32 attention row sums to 1 within 2.4e-7 (T = 64), a broken one is off by 1e-4 or more: every tolerance between about 1e-6 and 1e-4 (and < or <=) tells them apart; the spec asks for a float32 tolerance, not for 1e-5 exactly',
     # mutmut swap_op: dots = (q * k).sum(dim=+1)
-    'dot_variance:2c02c7bd25': 'q * k is (n, d_k): dim=1 is dim=-1',
+    'dot_variance:597b1ed38d': 'q * k is (n, d_k): dim=1 is dim=-1',
     # sign flipped: dots = -(q * k).sum(dim=-1)
-    'dot_variance:6d38961c30': 'Var(-X) = Var(X)',
+    'dot_variance:7dc02e3cc1': "the law of q·k is symmetric about 0: -q·k has the same law (the judge's test of the dot products sees no difference) and Var(-X) = Var(X)",
     # sign flipped: k = -torch.randn(n, d_k, generator=g)
-    'dot_variance:77b1f5d4f7': 'N(0, 1) is symmetric: -randn draws from the same distribution, so the statistics the spec asks for have the same distribution',
+    'dot_variance:a28a11a146': 'N(0, 1) is symmetric: -randn draws from the same distribution, so the dot products have the law the spec asks for',
     # sign flipped: g = torch.Generator().manual_seed(-seed)
-    'dot_variance:ca5b35413a': 'the spec asks for samples drawn from a generator seeded with `seed`, not for one stream: another seed derived from it one to one gives other but equally valid samples (the judge tests the statistics and that the same seed gives the same result)',
+    'dot_variance:3f2163b693': 'the spec asks for samples drawn from a generator seeded with `seed`, not for one stream: another seed derived from it one to one gives other but equally valid samples (the judge tests the samples and that the same seed gives the same ones, another seed others)',
     # sign flipped: q = -torch.randn(n, d_k, generator=g)
-    'dot_variance:e32e1964b6': 'N(0, 1) is symmetric: -randn draws from the same distribution, so the statistics the spec asks for have the same distribution',
+    'dot_variance:1582b807b9': 'N(0, 1) is symmetric: -randn draws from the same distribution, so the dot products have the law the spec asks for',
     # mutmut arg_removal: log_T = np.log(np.asarray(Ts, dtype=None))
     'fit_exponent:3760fff152': 'np.log of an integer or float array is float64 either way: the same slope',
     # mutmut arg_removal: log_time = np.log(np.asarray(times, dtype=None))

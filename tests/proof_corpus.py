@@ -56,9 +56,11 @@ def edit(notebook: str, answer: str, *changes: tuple[str, str]) -> dict:
 # ---- 01-on-paper -----------------------------------------------------------------------------
 
 # ---- 01-on-paper -----------------------------------------------------------------------------
-# shapes_hidden: 3 cases, one point-share each. dot_variance_hidden: 3 closeness parts (1 each),
-# "same seed, same estimate" (1), "comes from samples" (2: the spread at two n and the n = 2 estimates,
-# 2/3 each): 6 shares. An estimate close to d_k that behaves like no sample keeps no closeness share.
+# shapes_hidden: 3 cases, one point-share each. dot_variance_hidden: 4 cases (three widths with n = 20,000,
+# and n = 2; each with its twin) and "the same seed, the same dot products; another seed, others": 5 shares
+# of 2 points. A case is right when its dot products are n samples of q·k (their number, distinct values,
+# their law by a Kolmogorov-Smirnov test) and the variance returned is theirs. Dot products that are not
+# samples of q·k in any case earn nothing anywhere.
 
 P01 = "01-on-paper"
 CORRECT = [
@@ -86,8 +88,9 @@ def dot_variance(d_k, n, seed):
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((n, d_k))
     k = rng.standard_normal((n, d_k))
-    return float(np.var(np.einsum("nd,nd->n", q, k)))
-''')}, why="numpy's generator, einsum, the biased variance"),
+    dots = np.einsum("nd,nd->n", q, k)
+    return dots, float(np.var(dots))
+''')}, why="numpy's generator, einsum, the dot products as a float64 numpy array, the biased variance"),
 ]
 
 WRONG = [
@@ -108,23 +111,24 @@ def shapes(T, d, d_k, d_v):
 def dot_variance(d_k, n, seed):
     g = torch.Generator().manual_seed(seed)
     q, k = torch.randn(n, d_k, generator=g), torch.randn(n, d_k, generator=g)
-    return (q * k).var().item()
+    products = q * k                                    # (n, d_k)
+    return products, products.var().item()
 ''')}, expect={"dot_variance_hidden": 0.0},
-          why="variance of the products q_m k_m (about 1), not of their sum: no case close, so the seed parts "
-              "are not judged either",
-          says={"dot_variance_hidden": ["close to d_k", "one product", "sum over the d_k axis"]}),
+          why="the products q_m k_m, (n, d_k), returned as the dot products: not one number per pair in any case "
+              "(too many values to send at the wider widths), so nothing is credited",
+          says={"dot_variance_hidden": ["one number per pair", "sum over the d_k axis"]}),
     Entry("w01-variance-unseeded", P01, edit(P01, "dot_variance", ("q = torch.randn(n, d_k, generator=g)", "q = torch.randn(n, d_k)"),
                                              ("k = torch.randn(n, d_k, generator=g)", "k = torch.randn(n, d_k)")),
-          expect={"dot_variance_hidden": 1.67},
-          why="sampled from the global generator, ignoring `seed`: every estimate close, only 'the same seed gives "
-              "the same estimate' (1 of 6) lost: partial credit",
+          expect={"dot_variance_hidden": 1.6},
+          why="sampled from the global generator, ignoring `seed`: every case right, only 'the same seed gives "
+              "the same dot products' (1 of 5) lost: 2 × 4/5",
           says={"dot_variance_hidden": ["same seed", "manual_seed"]}),
-    Entry("w01-variance-formula", P01, {"dot_variance": code('''
-def dot_variance(d_k, n, seed):
-    return float(d_k)
-''')}, expect={"dot_variance_hidden": 0.0}, why="the lemma's answer typed in, nothing sampled: a number that "
-     "ignores the seed is not an estimate, so its closeness to d_k earns nothing",
-          says={"dot_variance_hidden": ["comes from samples", "not from the formula"]}),
+    Entry("w01-variance-formula", P01, edit(P01, "dot_variance", ("return dots, dots.var().item()",
+                                                                  "return dots, float(d_k)")),
+          expect={"dot_variance_hidden": 0.0}, why="honest dot products, but the lemma's answer typed in as their "
+          "variance: not their sample variance in any case (it differs by the sampling error, about 1%, far beyond "
+          "float rounding), so no case is right and the seed is not judged",
+          says={"dot_variance_hidden": ["not the sample variance of the dot products", "not from the formula"]}),
 ]
 
 
@@ -1031,7 +1035,7 @@ def dot_variance(d_k, n, seed):
     torch.manual_seed(seed)                           # the global generator, seeded
     q, k = torch.randn(n, d_k), torch.randn(n, d_k)  # (n, d_k) each
     dots = torch.einsum("nd,nd->n", q, k)            # (n,)
-    return (dots ** 2).mean().item()                 # the mean is known to be 0
+    return dots, (dots ** 2).mean().item()           # the mean is known to be 0
 ''')}, why="torch.manual_seed, einsum, the second moment about the known mean 0: an estimate with the same "
        "sampling spread as the sample variance"),
     Entry("c01-variance-float64-manual", P01, {"dot_variance": code('''
@@ -1040,7 +1044,7 @@ def dot_variance(d_k, n, seed):
     q = torch.randn(n, d_k, generator=g, dtype=torch.float64)   # (n, d_k)
     k = torch.randn(n, d_k, generator=g, dtype=torch.float64)   # (n, d_k)
     dots = (q * k).sum(dim=1)                                    # (n,)
-    return float(((dots - dots.mean()) ** 2).sum() / (n - 1))
+    return dots, float(((dots - dots.mean()) ** 2).sum() / (n - 1))
 ''')}, why="float64 samples, the unbiased variance written out by hand instead of torch.var"),
     Entry("c02-entrywise-einsum-vectors", P02, edit(P02, ENTRYWISE, (
         "scores[b, i, j] = (q[b, i] * k[b, j]).sum()",
@@ -1104,14 +1108,39 @@ def pattern_stats(A):
 
 WRONG += [
     Entry("w01-variance-wobble", P01, {"dot_variance": code('''
-import math
-
 def dot_variance(d_k, n, seed):
-    return d_k * (1 + 0.01 * math.sin(seed))          # the lemma, with a seed-dependent wobble
+    g = torch.Generator().manual_seed(seed)
+    dots = torch.randn(n, generator=g) * d_k ** 0.5   # (n,): the lemma's law typed in, as noise of variance d_k
+    return dots, dots.var().item()
 ''')}, expect={"dot_variance_hidden": 0.0},
-          why="the lemma typed in with a wobble, nothing sampled: the spread across seeds is the same at every n "
-              "and never below d_k/4 at n = 2, so nothing behaves like a sample and closeness earns nothing",
-          says={"dot_variance_hidden": ["comes from samples", "not from the formula"]}),
+          why="the formula plus noise, as samples: dot products drawn from a normal law of variance d_k, seeded, "
+              "n of them, the variance theirs. At the narrow widths (d_k = 2, Laplace; the twin's d_k <= 6) their "
+              "Kolmogorov-Smirnov distance to q·k's law (about 0.07 at d_k = 2) is three times the threshold: they "
+              "are not samples of q·k, so nothing is credited",
+          says={"dot_variance_hidden": ["do not follow the law of q·k", "not from a normal law"]}),
+    Entry("w01-variance-repeated", P01, edit(P01, "dot_variance",
+                                             ("q = torch.randn(n, d_k, generator=g)", "q = torch.randn(n // 10 + 1, d_k, generator=g)"),
+                                             ("k = torch.randn(n, d_k, generator=g)", "k = torch.randn(n // 10 + 1, d_k, generator=g)"),
+                                             ("dots = (q * k).sum(dim=-1)", "dots = (q * k).sum(dim=-1).repeat(10)[:n]")),
+          expect={"dot_variance_hidden": 0.0},
+          why="fewer samples than asked: a tenth of the pairs drawn and repeated ten times to make n; about 10% of "
+              "the values are distinct where n independent pairs give n distinct ones: not n samples, nothing "
+              "credited",
+          says={"dot_variance_hidden": ["distinct", "fewer pairs drawn and repeated"]}),
+    Entry("w01-variance-fewer", P01, edit(P01, "dot_variance", ("dots = (q * k).sum(dim=-1)",
+                                                                "dots = (q * k).sum(dim=-1)[:1000]")),
+          expect={"dot_variance_hidden": 0.0},
+          why="fewer samples than asked: at most 1,000 dot products whatever n is: too few at n = 20,000, so "
+              "nothing is credited (at n = 2 the answer is right, but not credited either)",
+          says={"dot_variance_hidden": ["fewer dot products than pairs", "not credited"]}),
+    Entry("w01-variance-uniform", P01, edit(P01, "dot_variance",
+                                            ("q = torch.randn(n, d_k, generator=g)", "q = (torch.rand(n, d_k, generator=g) * 2 - 1) * 3 ** 0.5"),
+                                            ("k = torch.randn(n, d_k, generator=g)", "k = (torch.rand(n, d_k, generator=g) * 2 - 1) * 3 ** 0.5")),
+          expect={"dot_variance_hidden": 0.0},
+          why="q and k with uniform entries of mean 0 and variance 1: Var(q·k) = d_k holds, but q·k does not have "
+              "the law of the spec's standard normal pairs: at d_k = 2 the distance is far beyond the threshold, so "
+              "nothing is credited",
+          says={"dot_variance_hidden": ["do not follow the law of q·k", "standard normal entries"]}),
     Entry("w01-shapes-visible-only", P01, {"shapes": code('''
 def shapes(T, d, d_k, d_v):
     # the visible check's numbers (5, 7, 3, 2) typed in

@@ -140,13 +140,13 @@ PAPER = Profile(
                 q = torch.randn(n, d_k, generator=g)
                 k = torch.randn(n, d_k, generator=g)
                 dots = (q * k).sum(dim=-1)
-                dots.var().item()
+                dots, dots.var().item()
             '''),
     },
     # what the checks give these answers (tests/test_redteam_corpus.py asks them)
     wrong_scores={"shapes_hidden": 0.0, "dot_variance_hidden": 0.0},
     wrong_reasons={"shapes_hidden": r"wrong or missing: scores, A",
-                   "dot_variance_hidden": r"raised TypeError: float\(\) argument must be"},
+                   "dot_variance_hidden": r"should return a pair \(dots, variance\)"},
 )
 
 PROFILES = [PAPER]

@@ -32,7 +32,7 @@ from test_grader_proof_quick import code_answers
 REGISTRY = STEP4.checks
 # grade id -> its notebook: the checks that draw cases of each submission's own
 FRESH = {
-    "shapes_hidden": "01-on-paper",
+    "shapes_hidden": "01-on-paper", "dot_variance_hidden": "01-on-paper",
     "scores_entrywise_hidden": "02-the-head", "count_params_hidden": "02-the-head",
     "mask_after_softmax_hidden": "03-the-tests",
     "attention_on_text_hidden": "04-attention-on-text", "pattern_stats_hidden": "04-attention-on-text",
