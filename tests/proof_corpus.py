@@ -1150,7 +1150,7 @@ def dot_variance(d_k, n, seed):
     return dots, dots.var().item()
 ''')}, expect={"dot_variance_hidden": 0.0},
           why="the formula plus noise, as samples: dot products drawn from a normal law of variance d_k, seeded, "
-              "n of them, the variance theirs. At the narrow widths (d_k = 2, Laplace; the twin's d_k <= 6) their "
+              "n of them, the variance theirs. At the narrow widths (d_k = 2, Laplace; the twin's d_k <= 4) their "
               "Kolmogorov-Smirnov distance to q·k's law (about 0.07 at d_k = 2) is three times the threshold: they "
               "are not samples of q·k, so nothing is credited",
           says={"dot_variance_hidden": ["do not follow the law of q·k", "not from a normal law"]}),
