@@ -65,9 +65,9 @@ X_SEED, CALL_SEED = 4200, 4300     # the notebook's x comes from torch.manual_se
 GENERIC = "a check must return quietly whenever the property holds"
 
 
-def probe_input(p):
-    """The x a head check is run on at position p: (4, 8, 32), from its own generator."""
-    g = torch.Generator().manual_seed(X_SEED + p)
+def probe_input(p, seed=None):
+    """The x a head check is run on at position p: (4, 8, 32), from its own generator (`seed`: a twin's)."""
+    g = torch.Generator().manual_seed(X_SEED + p if seed is None else seed)
     return torch.randn(4, 8, 32, generator=g)
 
 
@@ -102,35 +102,51 @@ def _what_happened(outs, label):
 
 
 class Examplar(Check):
+    """A student's check run on every case of its suite, and on a twin of each drawn for the submission
+    (`twins`: the case's construction from other random numbers, with inputs x of its own): a wheat
+    counts as accepted, a chaff as caught, only when the check does so on both."""
     suite = ""
     function = ""
     params: tuple = (None,)
     label = ""                 # the name of the parameter in messages ("t", "i")
     thing, plural = "head", "heads"
 
-    def arguments(self, obj, p):
+    def arguments(self, obj, p, x_seed=None):
         raise NotImplementedError
+
+    def twins(self, ctx) -> list:
+        """[(case, seed of its twin, seed of the twin's inputs)], in an order of this submission's own."""
+        rng = self.fresh(ctx, "twins")
+        drawn = [(case, rng.getrandbits(31), rng.getrandbits(31)) for case in SUITES[self.suite]]
+        rng.shuffle(drawn)
+        return drawn
+
+    def _run(self, fn, obj, x_seed=None) -> list[str]:
+        # the check's own randomness is reproducible: the kernel's seed is set before each call
+        return [outcome(fn, *self.arguments(obj, p, x_seed), seed=CALL_SEED + (p or 0)) for p in self.params]
 
     def probe(self, ns, ctx):
         fn = student(ns, self.function)
-        results = {}
-        for token, obj in ctx.suite(self.suite):
-            outs = []
-            for p in self.params:
-                args = self.arguments(obj, p)
-                # the check's own randomness is reproducible: the kernel's seed is set before each call
-                outs.append(outcome(fn, *args, seed=CALL_SEED + (p or 0)))
-            results[token] = outs
-        return results
+        cases = {token: self._run(fn, obj) for token, obj in ctx.suite(self.suite)}
+        twins = {case.name: self._run(fn, case.build(seed), x_seed) for case, seed, x_seed in self.twins(ctx)}
+        return {"cases": cases, "twins": twins}
+
+    def _outs(self, outs):
+        ok = isinstance(outs, list) and len(outs) == len(self.params) and all(isinstance(o, str) for o in outs)
+        return outs if ok else None
 
     def judge(self, data, ctx):
         verdict = Verdict()
         cases = ctx.cases(self.suite)
         rejected, chaffs = [], []
+        fixed = data.get("cases") if isinstance(data, dict) and isinstance(data.get("cases"), dict) else {}
+        twins = data.get("twins") if isinstance(data, dict) and isinstance(data.get("twins"), dict) else {}
         for token, case in cases:
-            outs = data.get(token) if isinstance(data, dict) else None
-            if not (isinstance(outs, list) and len(outs) == len(self.params) and all(isinstance(o, str) for o in outs)):
-                outs = None
+            outs, twin = self._outs(fixed.get(token)), self._outs(twins.get(case.name))
+            right = (lambda o: all(x == "returned" for x in o)) if case.kind == "wheat" else \
+                (lambda o: any(x.startswith("assertion") for x in o))
+            if outs is not None and right(outs):
+                outs = twin             # right on the case: the twin decides (the same kind, other numbers)
             if case.kind == "wheat":
                 if outs is None:
                     rejected.append((case, "gave no result", ""))
@@ -193,7 +209,7 @@ class CheckSimplex(Examplar):
     points = 3
     suite, function, thing, plural = "simplex", "check_simplex", "matrix", "matrices"
 
-    def arguments(self, A, p):
+    def arguments(self, A, p, x_seed=None):
         return (A.clone(),)
 
 
@@ -204,8 +220,8 @@ class CheckPerturbation(Examplar):
     suite, function, label = "causal_perturbation", "check_causality_perturbation", "t"
     params = (2, 5, 7)
 
-    def arguments(self, head, t):
-        return head, probe_input(t), t
+    def arguments(self, head, t, x_seed=None):
+        return head, probe_input(t, x_seed), t
 
 
 @register
@@ -215,8 +231,8 @@ class CheckGradient(Examplar):
     suite, function, label = "causal_gradient", "check_causality_gradient", "i"
     params = (0, 3, 5)                 # i = 5 < T - 2: a leak from the last position only is two steps away
 
-    def arguments(self, head, i):
-        return head, probe_input(10 + i), i
+    def arguments(self, head, i, x_seed=None):
+        return head, probe_input(10 + i, x_seed), i
 
 
 # ---- the scale check ------------------------------------------------------------------------
