@@ -262,3 +262,18 @@ def test_a_check_that_knows_the_calibrated_matrices_catches_nothing():
         assert points(verdict, "check_simplex_hidden") == round(check.points / len(table), 2), report
         assert "✓ catches a matrix with a NaN row" in report and report.count("✓ catches") == 1, report
 
+
+def test_the_large_scores_twin_is_new_and_one_hot_under_either_scale():
+    from course_checks.step_04.further import _attention_reference, attention_cases
+    check = REGISTRY["bonus_streaming_attention"]
+    fixed = attention_cases()["large_scores"][0]
+    seen = []
+    for key in KEYS:
+        ctx = types.SimpleNamespace(case_key=key, step=types.SimpleNamespace(name="step-04"), sources=["pass"])
+        cases = check.cases(ctx)["large_scores"]
+        assert len(cases) == 2 and all(torch.equal(a, b) for a, b in zip(cases[0], fixed))
+        q, k, v = cases[1]
+        assert not torch.equal(q, fixed[0]) and not any(torch.equal(q, s) for s in seen)
+        seen.append(q)
+        gap = np.abs(_attention_reference(q, k, v) - _attention_reference(q, k, v, scale=1 / q.shape[-1])).max()
+        assert gap <= 1e-4
