@@ -41,6 +41,7 @@ from pathlib import Path
 sys.modules.setdefault("rfc3987_syntax", None)
 
 from .course import ROOT, use_environment_tools
+from .errors import GraderError, UsageError
 
 
 def _shown(path: Path) -> Path:
@@ -78,7 +79,7 @@ def cmd_grade(step, args, extra) -> int:
     try:
         shard = parse_shard(args.shard) if args.shard else None
     except ValueError as err:
-        raise SystemExit(f"grade: {err}") from None
+        raise UsageError(str(err)) from None
     students = [s for s in (args.students or "").split(",") if s] or None
     grade(step, args.submissions, shard=shard, students=students, **_grade_options(args))
     return 0
@@ -121,11 +122,7 @@ def cmd_report(step, args, extra) -> int:
 def _exchange(action):
     def run(step, args, extra) -> int:
         from . import exchange
-        try:
-            return action(exchange, step.name, args) or 0
-        except exchange.ExchangeError as err:
-            print(f"{args.command}: {err}", file=sys.stderr)
-            return 1
+        return action(exchange, step.name, args) or 0
     return run
 
 
@@ -171,43 +168,31 @@ def cmd_handout(step, args, extra) -> int:
 
 def cmd_similarity(step, args, extra) -> int:
     if not 0 < args.threshold <= 1:
-        raise SystemExit("similarity: --threshold must be above 0 and at most 1")
+        raise UsageError("--threshold must be above 0 and at most 1")
     from .similarity import report
     report(step.name, args.threshold)
     return 0
 
 
 def cmd_extensions(step, args, extra) -> int:
-    from .term import TermError, list_extensions
-    try:
-        list_extensions(step.name)
-    except TermError as err:
-        print(f"extensions: {err}", file=sys.stderr)
-        return 1
+    from .term import list_extensions
+    list_extensions(step.name)
     return 0
 
 
 def cmd_roster(step, args, extra) -> int:
-    from .roster import RosterError, import_roster
+    from .roster import import_roster
     from .steps import all_steps
-    try:
-        import_roster(args.export, all_steps())
-    except RosterError as err:
-        print(f"roster: {err}", file=sys.stderr)
-        return 1
+    import_roster(args.export, all_steps())
     return 0
 
 
 def cmd_written_scores(step, args, extra) -> int:
-    from .written import WrittenScoresError, export_written, import_written
-    try:
-        if args.from_file:
-            import_written(step.name, args.from_file)
-        else:
-            export_written(step.name)
-    except WrittenScoresError as err:
-        print(f"written-scores: {err}", file=sys.stderr)
-        return 1
+    from .written import export_written, import_written
+    if args.from_file:
+        import_written(step.name, args.from_file)
+    else:
+        export_written(step.name)
     return 0
 
 
@@ -283,8 +268,12 @@ def main(argv=None) -> int:
     started = time.monotonic()
     use_environment_tools()
     from .steps import find_step
-    step = find_step(args.step) if args.command != "steps" else None
-    code = COMMANDS[args.command](step, args, extra)
+    try:        # the one place an error becomes an exit code: modules raise, never exit
+        step = find_step(args.step) if args.command != "steps" else None
+        code = COMMANDS[args.command](step, args, extra)
+    except GraderError as err:
+        print(f"{args.command}: {err}", file=sys.stderr)
+        return err.exit_code
     if args.command != "lab":
         print(f"({args.command}: {time.monotonic() - started:.1f} s)")
     return code

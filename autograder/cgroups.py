@@ -43,6 +43,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import GraderError
+
 V1_CONTROLLERS = ("memory", "pids", "cpuacct")
 V2_CONTROLLERS = ("memory", "pids")        # cpu.stat is there without the cpu controller
 FOLDER = "autograder"
@@ -120,7 +122,7 @@ def _inside(point: Path, root: str, path: str) -> Path:
     return point / relative.lstrip("/")
 
 
-class Unavailable(Exception):
+class Unavailable(GraderError):
     """No control group can be made for kernels here (the message says why)."""
 
 

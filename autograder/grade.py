@@ -38,6 +38,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 
 from .collect import NO_ID, collect, pick_newest  # noqa: E402
 from .course import COURSE_ID, ROOT, db_url, grader_home, use_environment_tools  # noqa: E402
+from .errors import UsageError  # noqa: E402
 from .gradebook import release_grade_cells  # noqa: E402
 from .limits import clip  # noqa: E402
 from .steps import Step  # noqa: E402
@@ -228,7 +229,7 @@ def _ensure_gradebook(url: str, step: Step) -> None:
     try:
         fill_gradebook(url, step)
     except GradebookInUse as err:
-        raise SystemExit(
+        raise GradebookInUse(
             f"The gradebook ({url}) holds grades for another set of {step.name} notebooks than the release "
             f"has now ({', '.join(sorted(wanted))}): {err}. nbgrader will not change an assignment that has "
             "submissions. Grade this release with a new gradebook: move autograder/ aside (or run "
@@ -425,11 +426,8 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     url = db_url()
     sandbox = resolve_sandbox(sandbox)
     groups = cgroups.resolve()          # a control group per kernel, or a warning (once per run)
-    from .roster import RosterError, lms_ids, save_lms_ids
-    try:
-        roster_ids = lms_ids()
-    except RosterError as err:
-        raise SystemExit(f"grade: {err}") from None
+    from .roster import lms_ids, save_lms_ids
+    roster_ids = lms_ids()
     received = collect(Path(submissions), step.notebooks(), only=only, roster_ids=roster_ids)
     part = (f" (shard {shard[0]} of {shard[1]})" if shard else "") + \
         (f" (students: {', '.join(sorted(students))})" if students else "")
@@ -568,7 +566,7 @@ class Plan:
 def _kernels_for(kernels: str, sandbox: str) -> str:
     """The kernels a run uses: as asked, except warm where they cannot be had (then cold, and why)."""
     if kernels not in ("cold", "warm"):
-        raise SystemExit(f"unknown kind of kernels {kernels!r}: cold (a fresh kernel per notebook) or warm "
+        raise UsageError(f"unknown kind of kernels {kernels!r}: cold (a fresh kernel per notebook) or warm "
                          "(forked from a template that has imported the course's modules)")
     from .warm import why_cold
     reason = why_cold(sandbox) if kernels == "warm" else ""
@@ -598,7 +596,7 @@ def _requested_id(name: str) -> str:
     try:
         return student_id(name)
     except UnusableId as err:
-        raise SystemExit(f"--students: {name!r} cannot be a student id: {err}") from None
+        raise UsageError(f"--students: {name!r} cannot be a student id: {err}") from None
 
 
 def progress_bar(done: int, total: int, width: int = 20) -> str:

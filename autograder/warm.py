@@ -39,6 +39,7 @@ from pathlib import Path
 from jupyter_client.provisioning import KernelProvisionerFactory, LocalProvisioner
 from traitlets import Any
 
+from .errors import GraderError
 from .kernel_template import receive, send
 from .kernels import PYTHON, GradingKernelSpecs, kernel_command, register_provisioner
 from .limits import Limits
@@ -109,7 +110,7 @@ def close_templates() -> None:
     _templates.clear()
 
 
-class TemplateError(RuntimeError):
+class TemplateError(GraderError, RuntimeError):
     """The template could not fork a kernel (it died, refused, or is not ready): start a cold one."""
 
 

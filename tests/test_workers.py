@@ -58,6 +58,7 @@ def test_a_gradebook_that_cannot_take_the_step_stops_the_run_and_keeps_what_it_h
 
     from autograder.course import COURSE_ID, db_url
     from autograder.grade import grade
+    from autograder.gradebook import GradebookInUse
     from conftest import STEP4
     url = db_url()
     with Gradebook(url, COURSE_ID) as gb:
@@ -70,7 +71,7 @@ def test_a_gradebook_that_cannot_take_the_step_stops_the_run_and_keeps_what_it_h
     for sid in students:
         (submissions / sid).mkdir(parents=True)
         shutil.copy(STEP4.release / "02-the-head.ipynb", submissions / sid / "02-the-head.ipynb")
-    with pytest.raises(SystemExit, match="holds grades for another set"):
+    with pytest.raises(GradebookInUse, match="holds grades for another set"):
         grade(STEP4, submissions, workers=1, feedback=False, quiet=True, sandbox="none")
     results = list((grading_home / "work" / "results").rglob("*.json"))
     assert results == [], f"recorded although the gradebook refused: {results}"
