@@ -123,7 +123,7 @@ LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_busy_machine", "test_grad
 MODULE_MARKS = {
     "sandbox": ("test_busy_machine", "test_caps", "test_grader_proof", "test_grading", "test_grading_guarantees",
                 "test_kernel_cgroups", "test_redteam", "test_redteam_cold", "test_sandbox", "test_second_step",
-                "test_warm_kernels", "test_hostile_pages", "test_lab_formgrader"),
+                "test_warm_kernels", "test_hostile_pages", "test_lab_formgrader", "test_student_budget"),
     "services": ("test_grading_postgres", "test_cluster_slurm"),
     "browser": ("test_term_flow",),
 }
