@@ -3,8 +3,7 @@
 The grader runs a student's notebooks in parallel workers, one job per (student, notebook). The budget
 is kept here, in the grading process (autograder/grade.py `run_jobs`), by a `Ledger` that hands each
 job the seconds it may count (its `allowance`, which autograder/execute.py enforces, counting as a
-notebook's wall-clock ceiling counts: kernels' start, waits for a CPU and for the grader's own work
-left out) and settles what each job used.
+notebook's wall-clock ceiling counts: kernels' start and waits for a CPU left out) and settles what each job used.
 
 The rule, a function of the submission alone: a student's notebooks are taken in notebook order, and
 each is allowed what the notebooks before it left:

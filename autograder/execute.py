@@ -541,19 +541,19 @@ class _Run:
         self.allowance = limits.student_budget
         self.grader_meter = GraderMeter()
 
-    def _grader_seconds(self) -> tuple[float, float]:
-        """(the hooks' clock of the grader's work for the kernel, this grading process's own CPU time and
-        waits for a CPU): cumulative; a cell counts the larger of their growths as the grader's."""
+    def _grader_seconds(self) -> tuple[float, float, float]:
+        """(the hooks' clock of the grader's work for the kernel, this grading process's own CPU time, its
+        waits for a CPU), cumulative (`_grown` makes a cell's figures of them)."""
         try:
             clock = float(self.hooks.grader_seconds())
         except Exception:       # noqa: BLE001  (hooks without the clock: nothing is the grader's)
             clock = 0.0
-        return clock, self.grader_meter.busy()
+        return (clock, *self.grader_meter.read())
 
     def counted(self, now: float, queued: float = 0.0) -> float:
         """The notebook's seconds as its wall-clock ceiling and the student's budget count them: its
-        kernels' start, their waits for a CPU and for the grader's own work left out (`queued`: the
-        running cell's uncounted seconds so far)."""
+        kernels' start and the machine's load (the kernel's and the grader's waits for a CPU) left out;
+        the grader's own work for the kernel counts (`queued`: the running cell's uncounted seconds so far)."""
         return now - self.started - self.uncounted - queued
 
     async def run(self) -> Outcome:
@@ -706,7 +706,7 @@ class _Run:
             now = time.monotonic()
             watched.cpu, watched.wall = meter.read() - cpu_before, now - started
             watched.queued = meter.waited_for_cpu() - waited_before
-            watched.grader = _grown(self._grader_seconds(), grader_before)
+            watched.grader, watched.grader_queued = _grown(self._grader_seconds(), grader_before)
             relay = self.client.relay
             if relay is not None and relay.cut:
                 watched.cut = True         # its outputs can no longer be read: the kernel is replaced
@@ -739,9 +739,9 @@ class _Run:
             watched.error = err
         watched.cpu, watched.wall = meter.read() - cpu_before, time.monotonic() - started
         watched.queued = meter.waited_for_cpu() - waited_before
-        watched.grader = _grown(self._grader_seconds(), grader_before)
+        watched.grader, watched.grader_queued = _grown(self._grader_seconds(), grader_before)
         self.outcome.cpu_seconds += watched.cpu
-        self.uncounted += watched.queued + watched.grader
+        self.uncounted += watched.queued + watched.grader_queued
         if watched.limit is None:         # ended between two looks, having used more than it may
             watched.limit = self._reached(watched, used_before, time.monotonic(), ended=True)
         return watched
@@ -760,7 +760,7 @@ class _Run:
             return ("notebook CPU time", limits.notebook_timeout)
         if ended:           # a cell that ended is judged on its CPU time only: waiting costs nothing
             return None
-        uncounted = watched.queued + watched.grader
+        uncounted = watched.queued + watched.grader_queued
         if self.counted(now, uncounted) > self.allowance:
             return ("student budget", limits.student_budget)
         if watched.wall - uncounted > limits.cell_wall or watched.wall > HARD_FACTOR * limits.cell_wall:
@@ -791,6 +791,7 @@ class _Run:
                 "cell": _label(cell, i).strip("'"), "limit": what, "limit_seconds": seconds,
                 "cpu_seconds": round(watched.cpu, 2), "wall_seconds": round(watched.wall, 2),
                 "queued_seconds": round(watched.queued, 2), "grader_seconds": round(watched.grader, 2),
+                "grader_queued_seconds": round(watched.grader_queued, 2),
                 "waited_seconds": round(watched.waited, 2), "killed": watched.killed})
             _error(cell, "CellTimeoutError", watched.reason())
             return False        # restart for a clean, responsive kernel
@@ -856,13 +857,14 @@ class Watched:
     cpu: float = 0.0
     wall: float = 0.0
     queued: float = 0.0           # of the wall seconds, those its kernel waited for a CPU the machine's load held
-    grader: float = 0.0           # of the wall seconds, those its kernel waited for the grader's own work
+    grader: float = 0.0           # the grader's own work meanwhile (reading the kernel's output, probes)
+    grader_queued: float = 0.0    # the grader's waits for a CPU meanwhile
 
     @property
     def waited(self) -> float:
         """The seconds the cell's kernel waited of its own: neither computing, nor queued for a CPU,
         nor waiting for the grader (a kernel whose threads compute side by side waits for none)."""
-        return max(0.0, self.wall - self.cpu - self.queued - self.grader)
+        return max(0.0, self.wall - self.cpu - self.queued - self.grader - self.grader_queued)
 
     def reason(self) -> str:
         what, seconds = self.limit
@@ -885,21 +887,26 @@ class Watched:
                       else "; it was interrupted, and the kernel was restarted")
 
 
-def _grown(now: tuple[float, float], before: tuple[float, float]) -> float:
-    return max(now[0] - before[0], now[1] - before[1], 0.0)
+def _grown(now: tuple[float, float, float], before: tuple[float, float, float]) -> tuple[float, float]:
+    """(the grader's work, its waits for a CPU) since `before`: the work is the larger of the probe
+    server's clock and this process's CPU time (they overlap)."""
+    return max(now[0] - before[0], now[1] - before[1], 0.0), max(now[2] - before[2], 0.0)
 
 
 class GraderMeter:
-    """How long this grading process has been busy: its CPU time (every thread: reading the kernel's
+    """How busy this grading process has been: its CPU time (every thread: reading the kernel's
     messages, the relay, the probe server's checks) and the time its threads waited for a CPU (the
     most-delayed thread's, each look). A kernel waits for the grader while the grader reads a flood
-    of its output or judges an answer: that waiting is the grader's, not the student's."""
+    of its output or judges an answer: that waiting is not the student's (the ceiling for a cell's
+    waiting leaves it out), but the class spends it on the student (the budget counts the work, not
+    the waits for a CPU)."""
 
     def __init__(self):
         self._delays: dict[int, float] = {}
         self._waited = 0.0
 
-    def busy(self) -> float:
+    def read(self) -> tuple[float, float]:
+        """(CPU seconds, seconds waited for a CPU), cumulative."""
         try:
             delays = run_delays([os.getpid()])
         except OSError:
@@ -907,7 +914,7 @@ class GraderMeter:
         step = max((now - self._delays.get(tid, now) for tid, now in delays.items()), default=0.0)
         self._delays = delays
         self._waited += max(0.0, step)
-        return time.process_time() + self._waited
+        return time.process_time(), self._waited
 
 
 class CpuMeter:

@@ -102,8 +102,8 @@ def test_a_notebook_whose_budget_is_spent_starts_no_kernel(tmp_path):
 
 
 def test_waiting_for_the_grader_is_not_the_students(tmp_path):
-    """Hooks whose grader works 4 s during a cell (as a hidden test's probe does): the kernel waits
-    for it, and neither the 2 s ceiling for waiting nor the 3 s budget count it."""
+    """Hooks whose grader works 4 s during a cell (as a hidden test's probe does): the kernel waits for
+    it, and the 2 s ceiling for waiting does not count it; the budget does (the class spends it)."""
     from autograder.execute import CellHooks
 
     class SlowGrader(CellHooks):
@@ -122,9 +122,9 @@ def test_waiting_for_the_grader_is_not_the_students(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import time\ntime.sleep(4)  # the grader works"),
                                          nbformat.v4.new_code_cell("print('after')")])
     outcome = asyncio.run(execute(nb, tmp_path, kernel_env(), limits=Limits(cell_wait_timeout=2),
-                                  hooks=SlowGrader(), allowance=3.0))
+                                  hooks=SlowGrader(), allowance=30.0))
     assert outcome.stopped == [] and printed(nb.cells[1]) == "after\n", (outcome.stopped, outcome.events)
-    assert outcome.counted_seconds < 3.0
+    assert outcome.counted_seconds >= 4.0
 
 
 # ---- a class: one student who waits in several notebooks, beside honest students, one worker ----------
