@@ -27,7 +27,6 @@ import socket
 import termios
 import threading
 import time
-from pathlib import Path
 
 from . import leftovers
 
@@ -113,11 +112,11 @@ class FrameCounter:
 class _Pair:
     """One connection of the grader's client and the relay's connection to the kernel for it."""
 
-    def __init__(self, client: socket.socket, kernel: socket.socket):
+    def __init__(self, client: socket.socket, kernel: socket.socket, counter: FrameCounter):
         self.client, self.kernel = client, kernel
         self.to_kernel = b""           # read from the client, not yet written to the kernel
         self.to_client = b""
-        self.counter = FrameCounter()
+        self.counter = counter
 
     def sockets(self):
         return (self.client, self.kernel)
@@ -185,7 +184,7 @@ class Relay:
             return
         client.setblocking(False)
         kernel.setblocking(False)
-        pair = _Pair(client, kernel)
+        pair = _Pair(client, kernel, FrameCounter(self.max_bytes, self.max_frames))
         self._pairs[client] = self._pairs[kernel] = pair
         self._interest(pair)
 

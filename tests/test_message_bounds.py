@@ -164,3 +164,44 @@ def test_the_frame_counter_reads_zmtp_a_byte_at_a_time_and_sums_each_message():
 def test_the_frame_counter_cuts_what_it_cannot_count(stream, why):
     with pytest.raises(Cut, match=why):
         FrameCounter().feed(stream)
+
+
+def test_the_relay_passes_messages_both_ways_and_cuts_the_kernel_off_past_its_bounds(tmp_path):
+    """A relay between a stand-in kernel (a Unix socket speaking ZMTP) and a client: bytes pass both
+    ways unchanged; a message past the relay's bounds ends both connections, says why, and no new
+    connection is accepted."""
+    import socket
+    import time
+
+    from autograder.relay import Relay
+    kernel_ip = str(tmp_path / "kernel")
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(f"{kernel_ip}-1")
+    listener.listen(1)
+    relay = Relay(kernel_ip, [1], max_bytes=1000, max_frames=10)
+    try:
+        client = socket.socket(socket.AF_UNIX)
+        client.connect(f"{relay.ip}-1")
+        kernel, _ = listener.accept()
+        client.settimeout(10)
+        kernel.settimeout(10)
+        client.sendall(b"to the kernel")
+        assert kernel.recv(100) == b"to the kernel"
+        sent = GREETING + READY + message(b"a" * 400, b"b" * 400)
+        kernel.sendall(sent)
+        got = b""
+        while len(got) < len(sent):
+            got += client.recv(65536)
+        assert got == sent and relay.cut is None
+        kernel.sendall(message(*[b"c" * 100] * 11))
+        deadline = time.monotonic() + 10
+        while relay.cut is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert relay.cut == "a message of more than 10 parts"
+        assert client.recv(65536) == b"" and kernel.recv(65536) == b""        # both ends cut
+        with pytest.raises(OSError):
+            socket.socket(socket.AF_UNIX).connect(f"{relay.ip}-1")
+    finally:
+        relay.close()
+        listener.close()
+    assert not relay.folder.exists()
