@@ -134,6 +134,7 @@ class Outcome:
     counted_seconds: float = 0.0
     budget_ran_out: bool = False
     longest_wait: dict = field(default_factory=dict)   # the cell that waited longest: {"cell", "seconds"}
+    largest_message: int = 0      # bytes of the largest message a kernel of the notebook sent (relay.py)
 
 
 # An error output is always kept (it decides a test cell's grade), with its parts clipped to these.
@@ -469,8 +470,10 @@ async def _kill(km) -> None:
     await km.provisioner.wait()
 
 
-async def _stop(client: _Client) -> None:
+async def _stop(client: _Client, outcome: Outcome | None = None) -> None:
     if client.relay is not None:
+        if outcome is not None:
+            outcome.largest_message = max(outcome.largest_message, client.relay.largest())
         client.relay.close()
         client.relay = None
     if client.kc is not None:
@@ -563,7 +566,7 @@ class _Run:
             while self.todo and await self._one_kernel():
                 pass
         finally:
-            await _stop(self.client)
+            await _stop(self.client, self.outcome)
             self.sandbox.cleanup(self.workdir)
             self.outcome.seconds = time.monotonic() - self.started
             # what it counted of the student's budget: nothing if no kernel ran
@@ -600,7 +603,7 @@ class _Run:
                               "replay after restart failed")
             return False
         failed = await self._run_cells()
-        await _stop(self.client)
+        await _stop(self.client, self.outcome)
         if failed is None or not self.todo:
             return False
         if self.restarts_left == 0:
@@ -630,7 +633,7 @@ class _Run:
                 self._metered()
                 return
             except Exception as err:
-                await _stop(self.client)
+                await _stop(self.client, self.outcome)
                 self.template = None
                 self.outcome.events.append(clip(f"a warm kernel did not start ({err}): a cold kernel was started"))
         await _start(self.client, self.sandbox, self.workdir, self.env, self.limits)

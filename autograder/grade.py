@@ -129,7 +129,7 @@ def run_job(job: Job) -> dict:
         # out here (autograder/budget.py); and the cell that waited longest (Limits.cell_wait_timeout)
         "budget": {"allowance": None if job.allowance is None else round(job.allowance, 2),
                    "used": outcome.counted_seconds, "ran_out": outcome.budget_ran_out},
-        "longest_wait": outcome.longest_wait,
+        "longest_wait": outcome.longest_wait, "largest_message_bytes": outcome.largest_message,
     }
 
 

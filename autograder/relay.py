@@ -55,6 +55,7 @@ class FrameCounter:
         self._skip = 0
         self.message_bytes = 0
         self.message_frames = 0
+        self.largest = 0                # the largest whole message so far, in bytes (all its parts)
 
     def feed(self, data) -> None:
         data = memoryview(data)
@@ -105,6 +106,7 @@ class FrameCounter:
             if self.message_bytes > self.max_bytes:
                 raise Cut(f"a message of more than {self.max_bytes // 2**20} MB")
             if not self._flags & 0x01:              # its last part
+                self.largest = max(self.largest, self.message_bytes)
                 self.message_bytes = self.message_frames = 0
         self._skip = size
 
@@ -134,6 +136,7 @@ class Relay:
         self.ip = str(self.folder / "k")
         self.cut: str | None = None
         self.last_read = 0.0            # when the relay last read from the kernel (time.monotonic())
+        self._largest_closed = 0        # the largest message of the connections closed so far
         self._selector = selectors.DefaultSelector()
         self._listeners: dict[socket.socket, int] = {}
         self._pairs: dict[socket.socket, _Pair] = {}
@@ -231,6 +234,7 @@ class Relay:
                 self._watched.discard(sock)
 
     def _drop(self, pair: _Pair) -> None:
+        self._largest_closed = max(self._largest_closed, pair.counter.largest)
         for sock in pair.sockets():
             self._pairs.pop(sock, None)
             if sock in self._watched:
@@ -262,6 +266,13 @@ class Relay:
         os.close(self._wake_r)
 
     # -- from the grader ---------------------------------------------------------------------------
+    def largest(self) -> int:
+        """The largest whole message the kernel has sent, in bytes (all its parts)."""
+        try:
+            return max([self._largest_closed, *(pair.counter.largest for pair in list(self._pairs.values()))])
+        except RuntimeError:
+            return self._largest_closed
+
     def busy(self, within: float) -> bool:
         """Whether the kernel's messages may still be on their way to the grader: the relay read from the
         kernel within the last `within` seconds, holds bytes not yet passed on, or bytes wait for it
