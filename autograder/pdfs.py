@@ -33,6 +33,7 @@ from pathlib import Path
 
 from .course import ROOT, grader_home
 from .csvout import write_csv
+from .errors import SetupError
 from .steps import find_step
 
 STYLE = """
@@ -177,7 +178,7 @@ def make_pdfs(step: str, students: list[str] | None = None, say=print, anonymous
         return []
     browser_path = chromium_path()
     if browser_path is None:
-        raise SystemExit("pdfs: Chromium is not installed: `sudo make system-deps` installs Debian's chromium "
+        raise SetupError("Chromium is not installed: `sudo make system-deps` installs Debian's chromium "
                          "(or set CHROMIUM=/path/to/chromium)")
     out_dir = home / "pdfs"
     out_dir.mkdir(parents=True, exist_ok=True)

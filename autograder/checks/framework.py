@@ -21,6 +21,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import GraderError
 from ..runtime.plain import NotPlain, from_plain, to_plain
 
 # package of a step's checks (course_checks.<step>) -> grade_id -> Check. Two steps may use the
@@ -268,15 +269,15 @@ def code_before(ctx, check: "Check") -> list[str]:
     return list(getattr(ctx, "sources", None) or ())
 
 
-class Missing(Exception):
+class Missing(GraderError):
     pass
 
 
-class StudentError(Exception):
+class StudentError(GraderError):
     """The student's code raised (or returned something that is not plain data): 'Type: message'."""
 
 
-class KernelGone(Exception):
+class KernelGone(GraderError):
     """The kernel stopped answering (it died, was interrupted at its time limit, or hung up)."""
 
 
