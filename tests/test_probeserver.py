@@ -157,6 +157,27 @@ def test_served_heads_work_under_every_standard_way_to_differentiate_or_call(ser
     assert x64.grad.dtype == torch.float64 and (x64.grad[0, 4:] == 0).all() and (x64.grad[0, :4] != 0).any()
 
 
+def test_served_heads_take_the_dtypes_the_notebooks_own_head_takes(server):
+    """A float32 head of the suites refuses float64 input as the notebook's Head does (nn.Linear: 'mat1 and
+    mat2 must have the same dtype'), until it is turned .double() (or .to(torch.float64)), as a real one."""
+    from dlcourse.head import Head
+    token = next(t for t, c in server.cases("causal_gradient") if c.name == "correct_seed0")
+    torch.manual_seed(1)
+    x64 = torch.randn(4, 8, 32, dtype=torch.float64)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        Head(32, 16, T_max=8)(x64)                                   # the notebook's own head
+    served = ServedModule(Link(server.socket_path), token)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        served(x64)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        served(x64.float().half())
+    assert served(x64.float()).dtype == torch.float32               # float32 in: as before
+    assert served.to(torch.float64)(x64).dtype == torch.float64      # converted: computes in float64
+    assert served.float()(x64.float()).dtype == torch.float32        # and back
+    with pytest.raises(RuntimeError, match="same dtype"):
+        served(x64)
+
+
 def test_server_refuses_abuse_with_an_error_not_a_crash(server):
     link = Link(server.socket_path)
     with pytest.raises(RuntimeError, match="KeyError"):

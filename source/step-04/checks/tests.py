@@ -80,6 +80,9 @@ def _crash_hint(text: str) -> str:
                 "x = x.clone().requires_grad_(True)")
     if "has no attribute" in text:
         return "treat the head as a black box: call head(x) (and read head.A) only"
+    if "must have the same dtype" in text:
+        return ("the head is float32, as the notebook's: give it x as it comes (or convert the head too, "
+                "head.double(), as you would a real module)")
     if "dtype" in text.lower() or "did not match" in text or "Double" in text:
         return "build what you compare with from A itself (torch.ones_like(...)), so dtypes match"
     if "index" in text.lower() or "size" in text.lower() or "shape" in text.lower():
