@@ -1442,3 +1442,24 @@ scores_entrywise = torch.vmap(torch.vmap(torch.vmap(one_entry, in_dims=(None, 0)
               "share goes to a person (the values are right: 2 of 3 points decided)",
           says={"scores_entrywise_hidden": ["waits for review", "torch.vmap"]}),
 ]
+
+
+# ---- hidden tests at least as demanding as the contract (dlcourse/contracts.py) and the visible checks ----
+# Each entry exploits a way a hidden test was laxer than its answer's contract: a form (type, dtype,
+# shape) the visible check refused but the hidden test read anyway, sizes never past the notebook's,
+# inputs the docstring allows but no case passed, tolerances looser than the spec's, heads served with
+# another behaviour than the notebook's own, leaks at only one class of positions. Partial credit for
+# a form: scores_entrywise, mask_after_softmax_row_sums, permutation_gaps and fit_exponent judge it with
+# each case (a result of another type or dtype is not the answer); attention_on_text in its form part
+# (0.5 of 4.5), online_softmax and streaming_attention in their dtype part (1 of 13 weights of 3
+# points, 1 of 6.5 weights of 2 points).
+
+
+WRONG += [
+    Entry("w02-entrywise-float64-result", P02, edit(P02, ENTRYWISE, ("dtype=q.dtype", "dtype=torch.float64")),
+          expect={"scores_entrywise_hidden": 1.5},
+          why="the scores always made in float64: right values, but float32 inputs give float64 scores, not q's "
+              "dtype (the hidden test checked the dtype for float64 inputs only): the 3 float32 cases fail, the "
+              "float64 one and the loops stay: 3 × 3/6",
+          says={"scores_entrywise_hidden": ["dtype of its input `q`", "float32"]}),
+]
