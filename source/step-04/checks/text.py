@@ -9,6 +9,10 @@ import torch
 
 from autograder.checks import Check, Verdict, attempt, register, student, unpack, unwritten, unwritten_verdict
 
+from dlcourse.contracts import contract
+
+from .forms import attempt_form, form_of
+
 
 T_TEXT, D_MODEL, D_HEAD = 64, 32, 16
 
@@ -22,7 +26,7 @@ TEXT_SEEDS = (7, 123, 2024)
 # pos_emb(arange), another matmul order or thread count) moves a score of size O(1) by a few float32
 # ulps (~1e-7 relative) and a weight by less than 1e-6. Any change to the construction (another
 # order, a missing positional term, another seed) moves weights by more than 1e-3.
-TEXT_ATOL = 1e-5
+TEXT_ATOL = contract("attention_on_text").tol("float32")         # 1e-5, the contract's
 
 
 @lru_cache(maxsize=1)
@@ -120,7 +124,8 @@ class AttentionOnText(Check):
 
     def probe(self, ns, ctx):
         fn = student(ns, "attention_on_text")
-        results = {str(seed): attempt(fn, seed) for seed in self.seeds(ctx)}
+        # each result as the function returned it, its form judged by the contract: a (64, 64) tensor or array
+        results = {str(seed): attempt_form("attention_on_text", fn, seed) for seed in self.seeds(ctx)}
         results["again"] = attempt(fn, TEXT_SEEDS[1])
         return results
 
@@ -143,9 +148,14 @@ class AttentionOnText(Check):
                 continue
             matrices[seed] = a
         got_all = len(matrices) == len(TEXT_SEEDS)
-        verdict.add("returns a (64, 64) matrix for every seed", got_all,
-                    "; ".join(f"for a hidden seed, attention_on_text {r}" if r.startswith("raise")
-                              else f"for a hidden seed: {r}" for r in dict.fromkeys(reasons.values())), weight=0.5)
+        # the contract's form (the visible check's): a (64, 64) tensor or numpy array. A batch of one or nested
+        # lists are read for the other parts, but they are not the form asked for
+        forms = [f for seed in TEXT_SEEDS if seed in matrices and (f := form_of(data.get(str(seed))))]
+        message = "; ".join(f"for a hidden seed, attention_on_text {r}" if r.startswith("raise")
+                            else f"for a hidden seed: {r}" for r in dict.fromkeys(reasons.values()))
+        if got_all and forms:
+            message = f"{forms[0]}: return head.A[0], the matrix of the one sequence in the batch"
+        verdict.add("returns a (64, 64) matrix for every seed", got_all and not forms, message, weight=0.5)
 
         problems = [why for a in matrices.values() if (why := _is_causal_attention(a))]
         verdict.add("each matrix is causal attention (zero above the diagonal, rows on the simplex)",
@@ -207,7 +217,8 @@ def _causal_uniform(T: int) -> torch.Tensor:
 
 def stat_cases() -> list[tuple[str, torch.Tensor]]:
     """The matrices pattern_stats is tried on (float32, as the notebook's matrices are). The visible
-    test uses the identity, the uniform matrix and column collapse at T = 8; these differ."""
+    test uses the identity, the uniform matrix and column collapse at T = 8, the notebook's own cells
+    T = 64; these differ, and one is longer."""
     from dlcourse.head import Head
     cases = []
     cases.append(("the identity", torch.eye(10)))
@@ -229,6 +240,11 @@ def stat_cases() -> list[tuple[str, torch.Tensor]]:
         scores = 3 * torch.randn(9, 9)
     sharp = torch.softmax(scores.masked_fill(torch.tril(torch.ones(9, 9)) == 0, float("-inf")), dim=-1)
     cases.append(("a sharp random causal matrix", sharp))
+    with torch.random.fork_rng():                  # longer than the notebook's 64 tokens
+        torch.manual_seed(32)
+        long_scores = 2 * torch.randn(80, 80)
+    cases.append(("a random causal matrix longer than the notebook's",
+                  torch.softmax(long_scores.masked_fill(torch.tril(torch.ones(80, 80)) == 0, float("-inf")), dim=-1)))
     half = _causal_uniform(12).clone()
     half[6:] = 0
     half[6:, 0] = 0.5
