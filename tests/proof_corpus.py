@@ -1593,3 +1593,61 @@ WRONG += [
               "form part (0.5 of 4.5)",
           says={"attention_on_text_hidden": ["should return a tensor (or a numpy array), not list"]}),
 ]
+
+
+WRONG += [
+    Entry("w06-gaps-tensors", P06, edit(P06, "permutation_gaps", ("return (a - b).abs().max().item()",
+                                                                  "return (a - b).abs().max()")),
+          expect={"bonus_permutation_gaps": 0.0},
+          why="the gaps as 0-dimensional tensors: the docstring asks for Python floats (the hidden test read them "
+              "with float() and gave full marks); every case fails its form",
+          says={"bonus_permutation_gaps": ["Python floats", "torch.Tensor", ".item()"]}),
+    Entry("w06-gaps-pos-weight", P06, edit(P06, "permutation_gaps", (
+              "P = pos_emb(torch.arange(T))                      # (T, d)", "P = pos_emb.weight")),
+          expect={"bonus_permutation_gaps": 0.0},
+          why="P is the whole table: right only when pos_emb has exactly T rows (every case did), but the docstring "
+              "allows a longer one; it crashes there, which fails every part",
+          says={"bonus_permutation_gaps": ["pos_emb may have more than T rows", "pos_emb(torch.arange(T))"]},
+          visible_passes={"permutation_gaps_check": "the notebook's pos_emb has exactly T rows, where pos_emb.weight "
+                                                    "is P"}),
+    Entry("w06-fit-rounded", P06, edit(P06, "fit_exponent", ("return float(slope)", "return round(float(slope), 4)")),
+          expect={"bonus_fit_exponent": 1.0},
+          why="the slope rounded to 4 decimals (off by up to 5e-5, within the hidden test's old 1e-4 but not the "
+              "spec's tolerance): the exact laws and the unsorted points stay right (their slopes round to "
+              "themselves or within 1e-5), the noisy laws and the numpy arrays do not: 2 of 4",
+          says={"bonus_fit_exponent": ["rounded"]}),
+    Entry("w06-fit-tensor", P06, edit(P06, "fit_exponent", ("return float(slope)", "return torch.tensor(slope)")),
+          expect={"bonus_fit_exponent": 0.0},
+          why="a 0-dimensional tensor, not the Python float the docstring says (the hidden test read it with "
+              "float()): every case fails its form",
+          says={"bonus_fit_exponent": ["Python float", "torch.Tensor"]}),
+    Entry("w06-online-float64-inside", P06, edit(P06, "online_softmax", (
+              "T = scores.shape[-1]", "scores = scores.double()                        # float64 inside\n    T = scores.shape[-1]")),
+          expect={"bonus_online_softmax": 2.77},
+          why="computed and returned in float64 for float32 scores: right values, but not the scores' dtype (the "
+              "visible check's demand, which the hidden test did not make): the dtype part, 1 of 13",
+          says={"bonus_online_softmax": ["dtype of its input", "float32"]}),
+    Entry("w06-online-numpy", P06, edit(P06, "online_softmax", (
+              "return torch.exp(scores - shift[..., None]) / running_sum[..., None]",
+              "return (torch.exp(scores - shift[..., None]) / running_sum[..., None]).numpy()")),
+          expect={"bonus_online_softmax": 2.77},
+          why="a numpy array instead of a tensor (the notebook's next cell subtracts a tensor from it and fails): "
+              "the dtype and form part, 1 of 13",
+          says={"bonus_online_softmax": ["should return a tensor", "numpy.ndarray"]}),
+    Entry("w06-streaming-float64-inside", P06, edit(P06, "streaming_attention", (
+              "T, d_k = q.shape[-2], q.shape[-1]",
+              "q, k, v = q.double(), k.double(), v.double()      # float64 inside\n    T, d_k = q.shape[-2], q.shape[-1]")),
+          expect={"bonus_streaming_attention": 1.69},
+          why="float64 results for float32 inputs: the dtype part, 1 of 6.5",
+          says={"bonus_streaming_attention": ["dtype of its input `q`", "float32"]}),
+    Entry("w06-streaming-mask-of-64", P06, edit(P06, "streaming_attention", (
+              "    query_pos = torch.arange(T)                                               # (T,)\n",
+              "    tril = torch.tril(torch.ones(64, 64, dtype=torch.bool))                   # the notebook's T_max\n"),
+              ("s_j = s_j.masked_fill(query_pos < j, float('-inf'))", "s_j = s_j.masked_fill(~tril[:T, j], float('-inf'))")),
+          expect={"bonus_streaming_attention": 1.38},
+          why="the mask precomputed for the notebook's 64 tokens: every hidden sequence was shorter; a sequence "
+              "of 70 breaks it: the ordinary part, 2 of 6.5",
+          says={"bonus_streaming_attention": ["longer than the notebook's"]},
+          visible_passes={"streaming_attention_check": "the visible check's sequence has exactly the 64 tokens "
+                                                       "the mask was made for"}),
+]
