@@ -23,7 +23,8 @@ STUDENT ?=
 STEP ?=
 STEP_FLAG = $(if $(STEP),--step $(STEP))
 GRADE_FLAGS = $(STEP_FLAG) $(if $(WORKERS),--workers $(WORKERS)) --sandbox $(SANDBOX) $(if $(KERNELS),--kernels $(KERNELS)) \
-              $(if $(FORCE),--force) $(if $(CELL_TIMEOUT),--cell-timeout $(CELL_TIMEOUT))
+              $(if $(FORCE),--force) $(if $(CELL_TIMEOUT),--cell-timeout $(CELL_TIMEOUT)) \
+              $(if $(CELL_WAIT),--cell-wait $(CELL_WAIT)) $(if $(STUDENT_BUDGET),--student-budget $(STUDENT_BUDGET))
 
 # make test's parallel workers: one more than the cores (its tests also wait: on kernels, time limits,
 # Slurm, the browser); TEST_WORKERS=n to choose

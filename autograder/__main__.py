@@ -68,7 +68,9 @@ def cmd_solutions(step, args, extra) -> int:
 
 
 def _grade_options(args) -> dict:
-    limits = {"cell_timeout": args.cell_timeout} if args.cell_timeout else None
+    given = {"cell_timeout": args.cell_timeout, "cell_wait_timeout": args.cell_wait,
+             "student_budget": args.student_budget}
+    limits = {key: value for key, value in given.items() if value} or None
     return {"workers": args.workers, "force": args.force, "sandbox": args.sandbox, "feedback": not args.no_feedback,
             "limits": limits, "kernels": args.kernels}
 
@@ -237,6 +239,11 @@ def parser() -> argparse.ArgumentParser:
                        help=f"seconds of CPU time one cell may use (default: {Limits.cell_timeout:g}; a cell that "
                             f"waits is stopped after {CELL_WALL_FACTOR:g} times as long on the clock); a result "
                             "graded under another limit is graded again")
+        p.add_argument("--cell-wait", type=float, default=None, metavar="SECONDS",
+                       help=f"seconds one cell may wait without computing (default: {Limits.cell_wait_timeout:g})")
+        p.add_argument("--student-budget", type=float, default=None, metavar="SECONDS",
+                       help=f"seconds for all of a student's notebooks together (default: {Limits.student_budget:g}); "
+                            "past it the cells and notebooks left score 0, saying so")
     made["report"].add_argument("--no-feedback", action="store_true", help="only the grade reports")
     made["pdfs"].add_argument("--anonymous", action="store_true",
                               help="each PDF named by a code, not the student id; the key written beside")

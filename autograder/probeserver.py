@@ -29,6 +29,7 @@ import random
 import secrets
 import socket
 import threading
+import time
 
 from .checks.framework import KernelGone, Missing, StudentError, run_probe
 from .plugin import NotHandled, load_plugin
@@ -67,6 +68,35 @@ class Budget:
             self.used -= n
 
 
+class GraderClock:
+    """How long the kernel has waited for this server's own work: a hidden test's probe between two
+    requests to the kernel, a served head answering the kernel. The seconds in which any of the
+    server's threads works for the kernel count once (autograder/execute.py leaves them out of the
+    cell's waiting and of the student's time budget: they are the grader's, not the student's)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._working = 0
+        self._since = 0.0
+        self._total = 0.0
+
+    def begin(self) -> None:
+        with self._lock:
+            if self._working == 0:
+                self._since = time.monotonic()
+            self._working += 1
+
+    def end(self) -> None:
+        with self._lock:
+            self._working -= 1
+            if self._working == 0:
+                self._total += time.monotonic() - self._since
+
+    def seconds(self) -> float:
+        with self._lock:
+            return self._total + (time.monotonic() - self._since if self._working else 0.0)
+
+
 class ProbeServer:
     def __init__(self, socket_path: str, step, answer_seconds: float = ANSWER_SECONDS, sources=(),
                  case_key: bytes | None = None, program=None):
@@ -98,6 +128,7 @@ class ProbeServer:
         self._requests = 0
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.budget = Budget(BUFFERED_BYTES)
+        self.clock = GraderClock()
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(socket_path)
         os.chmod(socket_path, 0o666)   # the sandboxed kernel may run as another user
@@ -114,6 +145,10 @@ class ProbeServer:
 
     def after_cell(self, cell) -> None:
         self.expect(None)
+
+    def grader_seconds(self) -> float:
+        """Seconds the kernel has waited for this server's own work so far (GraderClock)."""
+        return self.clock.seconds()
 
     def expect(self, grade_id: str | None) -> None:
         """The hidden test whose session is accepted from now on (None: none). Ending an expectation
@@ -210,6 +245,7 @@ class ProbeServer:
         if not accepted:
             _quietly(send, conn, {"op": "refused", "why": "the grader runs each hidden test once, from its own cell"})
             return
+        self.clock.begin()          # the kernel waits for the probe, except while it answers (request)
         try:
             data = run_probe(self.checks[grade_id], KernelNamespace(KernelSession(conn, self)), self)
         except KernelRefused as err:                     # no points, and why
@@ -219,6 +255,8 @@ class ProbeServer:
             return                                       # no result: the judge says why from the cell
         except Exception as err:                         # a fault of the grader's, said as such
             data = {"__grader_error__": f"{type(err).__name__}: {str(err)[:200]}"}
+        finally:
+            self.clock.end()
         self.results[grade_id] = data
         _quietly(send, conn, {"op": "done"})
 
@@ -234,12 +272,17 @@ class ProbeServer:
 
     def _link(self, conn, message):
         while True:
+            self.clock.begin()              # the kernel waits for the served head's answer
             try:
-                reply = self._handle(message)
-            except (KeyError, TypeError, ValueError, NotPlain, RuntimeError) as err:
-                reply = {"error": f"{type(err).__name__}: {err}"}
-            message = None                  # nothing of it is kept while the next one is awaited
-            if not _quietly(send, conn, reply):
+                try:
+                    reply = self._handle(message)
+                except (KeyError, TypeError, ValueError, NotPlain, RuntimeError) as err:
+                    reply = {"error": f"{type(err).__name__}: {err}"}
+                message = None                  # nothing of it is kept while the next one is awaited
+                sent = _quietly(send, conn, reply)
+            finally:
+                self.clock.end()
+            if not sent:
                 return
             del reply
             try:
@@ -301,6 +344,8 @@ class KernelSession:
         self.values = [SESSION_VALUES]
 
     def request(self, message: dict) -> dict:
+        clock = self.server.clock
+        clock.end()                 # from here to its answer, the time is the kernel's
         try:
             send(self.conn, message)
             reply = self.server.receive(self.conn, self.values)
@@ -308,6 +353,8 @@ class KernelSession:
             raise KernelRefused(str(err)) from None
         except (ConnectionError, OSError, ValueError) as err:
             raise KernelGone(str(err)) from None
+        finally:
+            clock.begin()
         return reply
 
 

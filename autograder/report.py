@@ -40,6 +40,8 @@ GRADES_SCHEMA = {
                      "step": "totals.step_totals"}],
     "problems": [{"student": "str", "notebook": "str or null", "file": "str", "problem": "str"}],
     "notes": {"<student>/<notebook>": ["str"]},
+    "time_budget": {"ran_out": ["str: the students whose time budget (Limits.student_budget) ran out: the "
+                                "cells and notebooks after it scored 0"]},
 }
 
 
@@ -153,18 +155,27 @@ def write_reports(step, results: list[dict], problems: list[dict], say=print) ->
     json_path.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "step": step.name, "term": term,
                                      "grades": rows, "submissions": submissions, "problems": problems,
                                      "notes": {f"{r['student']}/{r['notebook']}": _notes(r)
-                                               for r in results if r.get("notes")}},
+                                               for r in results if r.get("notes")},
+                                     "time_budget": {"ran_out": budget_ran_out(results)}},
                                     indent=1), encoding="utf-8")
     say("")
     say(table(results, step, totals))
     for line in review_lines(results, step):
         say(line)
+    if budget_ran_out(results):
+        say("\nstudents whose time budget ran out (the cells and notebooks after it scored 0, saying so): "
+            + ", ".join(budget_ran_out(results)))
     if problems:
         say("\nfiles that could not be graded:")
         for p in problems:
             say(f"  {p['student']}: {p['file']}: {p['problem']}")
     shown = [p.relative_to(ROOT) if p.is_relative_to(ROOT) else p for p in (csv_path, json_path)]
     say(f"\ngrades: {shown[0]} and {shown[1]} ({len(rows)} records)")
+
+
+def budget_ran_out(results: list[dict]) -> list[str]:
+    """The students whose time budget for all their notebooks ran out (autograder/budget.py)."""
+    return sorted({r["student"] for r in results if (r.get("budget") or {}).get("ran_out")})
 
 
 def _term_part(step, results: list[dict], home) -> tuple[dict, dict, list[dict]]:

@@ -109,10 +109,14 @@ CONTRACTS: dict[str, Contract] = {c.name: c for c in [
                      "(a numpy array is fine too)",
              form="array", shape=lambda seed: (64, 64), dtype="float",
              tolerance={"float32": 1e-5}, visible={"seed": 0}),
-    Contract("pattern_stats", "04-attention-on-text", "pattern_stats_hidden",
-             takes={"A": "one (T, T) causal attention matrix, a float32 tensor"},
-             returns='{"diagonal", "first_column", "entropy"} as numbers (read with float())',
-             tolerance={"float32": 1e-4}, visible={"T": 8}, used={"T": 64}),
+    Contract("top_key_shares", "04-attention-on-text", "top_key_shares_hidden",
+             takes={"A": "one (T, T) causal attention matrix, T >= 2, a float32 tensor, a single largest weight "
+                         "in every row"},
+             returns="(the share of rows 1..T-1 whose top key is on the diagonal, the share on column 0), "
+                     "two Python floats (a tuple or a list)",
+             form="floats", length=2,
+             # shares are means of T - 1 booleans: exact up to float32 rounding (~6e-8); a slip moves one by 1/(T-1)
+             tolerance={"shares": 1e-6}, visible={"T": 8}, used={"T": 64}),
     # ---- 05-attention-as-smoothing
     Contract("smoothing_attention", "05-attention-as-smoothing", "smoothing_attention_hidden",
              takes={"T": "a positive int", "s": "a positive float"},

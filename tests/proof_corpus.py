@@ -852,10 +852,11 @@ def streaming_attention(q, k, v):
 # ---- 04-attention-on-text --------------------------------------------------------------------
 # attention_on_text_hidden: parts weighing 4.5 (a (64, 64) matrix per seed 0.5, causal attention 1,
 # same seed same matrix 0.5, seeds differ 0.5, agrees with the grader's construction 2), 3 points.
-# pattern_stats_hidden: diagonal 1, first column 1, entropy 2; 3 points.
+# top_key_shares_hidden: diagonal 1.5, column 0 1.5, two Python floats (the contract's form, read on every
+# case that returned) 0.5; 3 points.
 
 P04 = "04-attention-on-text"
-TEXT, STATS = "attention_on_text", "pattern_stats"
+TEXT, SHARES = "attention_on_text", "top_key_shares"
 CORRECT += [
     Entry("c04-text-functional", P04, {TEXT: code('''
 def attention_on_text(seed):
@@ -869,17 +870,18 @@ def attention_on_text(seed):
         head(x.unsqueeze(0))                                        # (1, 64, 32)
     return head.A.squeeze(0).numpy()                                # a numpy array
 ''')}, why="F.embedding on the weight matrix, pos_emb.weight instead of pos_emb(arange(64)), no_grad, numpy out"),
-    Entry("c04-stats-numpy", P04, {STATS: code('''
-import math
+    Entry("c04-shares-numpy-loop", P04, {SHARES: code('''
 import numpy as np
 
-def pattern_stats(A):
+def top_key_shares(A):
     a = np.asarray(A, dtype=np.float64)
-    T = len(a)
-    H = np.array([-sum(p * math.log2(p) for p in row if p > 0) for row in a])    # bits; 0 log 0 skipped
-    return {"diagonal": float(np.trace(a) / T), "first_column": float(a[:, 0].mean()),
-            "entropy": float(np.mean(H[1:] / np.log2(np.arange(2, T + 1))))}     # the same base below
-''')}, why="numpy and a Python loop, entropy in bits (the ratio does not depend on the base)"),
+    on_diagonal = on_column = 0
+    for i in range(1, len(a)):
+        j = int(np.argmax(a[i, :i + 1]))                  # the allowed keys only: the same top key
+        on_diagonal += j == i
+        on_column += j == 0
+    return [on_diagonal / (len(a) - 1), on_column / (len(a) - 1)]
+''')}, why="numpy and a Python loop over the rows, the allowed keys only, a list of two floats"),
 ]
 
 
@@ -887,8 +889,8 @@ def _text(*changes) -> dict:
     return edit(P04, TEXT, *changes)
 
 
-def _stats(*changes) -> dict:
-    return edit(P04, STATS, *changes)
+def _shares(*changes) -> dict:
+    return edit(P04, SHARES, *changes)
 
 
 WRONG += [
@@ -916,22 +918,35 @@ WRONG += [
           why="seeded with 0 whatever the seed: every seed the same matrix (0.5), not the handout's for the hidden "
               "seeds (2): 3 × 2/4.5",
           says={"attention_on_text_hidden": ["is `seed` passed to torch.manual_seed"]}),
-    Entry("w04-stats-log-zero", P04, _stats(("H = -torch.xlogy(A, A).sum(dim=-1)", "H = -(A * torch.log(A)).sum(dim=-1)")),
-          expect={"pattern_stats_hidden": 1.5},
-          why="A * log A: the masked zeros give 0 * (-inf) = NaN: entropy (2 of 4) lost",
-          says={"pattern_stats_hidden": ["NaN", "xlogy"]}),
-    Entry("w04-stats-log-T", P04, {STATS: "import math\n\n" + _stats(("(H[1:] / H_max[1:]).mean()", "(H[1:] / math.log(T)).mean()"))[STATS]},
-          expect={"pattern_stats_hidden": 1.5},
-          why="every row's entropy divided by log T: entropy (2 of 4) lost",
-          says={"pattern_stats_hidden": ["log(T)", "log(i + 1)"]}),
-    Entry("w04-stats-row-zero", P04, _stats(("(H[1:] / H_max[1:]).mean()", "(H / H_max.clamp(min=1e-12)).mean()")),
-          expect={"pattern_stats_hidden": 1.5},
-          why="the mean over all T rows, row 0 (one allowed key, entropy 0) included: entropy (2 of 4) lost",
-          says={"pattern_stats_hidden": ["row 0", "leave it out"]}),
-    Entry("w04-stats-first-row", P04, _stats(('A[:, 0].mean().item()', 'A[0].mean().item()')),
-          expect={"pattern_stats_hidden": 2.25},
-          why="the first row instead of the first column: first_column (1 of 4) lost: partial credit",
-          says={"pattern_stats_hidden": ["first_column", "not the row A[0]"]}),
+    Entry("w04-shares-row-zero", P04, _shares(("top = A[1:].argmax(dim=-1)", "top = A.argmax(dim=-1)"),
+                                              ("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(A.shape[0])")),
+          expect={"top_key_shares_hidden": 0.43},
+          why="row 0 counted (its one key is both the diagonal and column 0): both shares wrong (3 of 3.5), the form "
+              "kept: 3 × 0.5/3.5",
+          says={"top_key_shares_hidden": ["row 0 is counted"]}),
+    Entry("w04-shares-counts", P04, _shares(("return (top == rows).float().mean().item(), (top == 0).float().mean().item()",
+                                             "return (top == rows).float().sum().item(), (top == 0).float().sum().item()")),
+          expect={"top_key_shares_hidden": 0.43},
+          why="counts instead of shares: both wrong (3 of 3.5), the form kept: 3 × 0.5/3.5",
+          says={"top_key_shares_hidden": ["counts, not shares"]}),
+    Entry("w04-shares-previous", P04, _shares(("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(0, A.shape[0] - 1)")),
+          expect={"top_key_shares_hidden": 1.71},
+          why="the diagonal compared with the row's index less one (the previous key): the diagonal part lost: "
+              "3 × 2/3.5",
+          says={"top_key_shares_hidden": ["shifted by one"]}),
+    Entry("w04-shares-first-64-rows", P04, _shares(("top = A[1:].argmax(dim=-1)", "top = A[1:64].argmax(dim=-1)"),
+                                                   ("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(1, 1 + len(top))")),
+          expect={"top_key_shares_hidden": 0.43},
+          why="the notebook's 64 tokens hard-wired: rows past 63 are never counted. Every matrix the hidden test "
+              "tried had at most 40 rows (3 before); one of 80 now loses both shares: 3 × 0.5/3.5",
+          says={"top_key_shares_hidden": ["T = 80"]},
+          visible_passes={"top_key_shares_check": "its matrices have 8 rows"}),
+    Entry("w04-shares-tensors", P04, _shares(("return (top == rows).float().mean().item(), (top == 0).float().mean().item()",
+                                              "return (top == rows).float().mean(), (top == 0).float().mean()")),
+          expect={"top_key_shares_hidden": 2.57},
+          why="right shares as 0-dim tensors where the spec asks for Python floats (the hidden test read them with "
+              "float(): 3 before); the contract's form part lost: 3 × 3/3.5",
+          says={"top_key_shares_hidden": ["Python floats", "torch.Tensor"]}),
 ]
 
 
@@ -1093,15 +1108,14 @@ def fit_exponent(Ts, times):
     mx, my = sum(x) / len(x), sum(y) / len(y)
     return sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)
 ''')}, why="the least-squares slope written out (covariance over variance) instead of np.polyfit"),
-    Entry("c04-stats-where-log", P04, {"pattern_stats": code('''
-def pattern_stats(A):
+    Entry("c04-shares-max-indices", P04, {"top_key_shares": code('''
+def top_key_shares(A):
     T = A.shape[0]
-    plogp = torch.where(A > 0, A * torch.log(A.clamp_min(1e-30)), torch.zeros_like(A))   # (T, T)
-    H = -plogp.sum(dim=1)                                                                 # (T,)
-    H_max = torch.log(torch.arange(2, T + 1, dtype=A.dtype))                              # (T-1,)
-    return {"diagonal": torch.diagonal(A).mean().item(), "first_column": A[:, 0].mean().item(),
-            "entropy": (H[1:] / H_max).mean().item()}
-''')}, why="0·log 0 taken as 0 with torch.where instead of torch.xlogy"),
+    best = A.max(dim=1).indices[1:]                               # (T-1,) rows 1..T-1
+    diagonal = sum(int(best[r]) == r + 1 for r in range(T - 1)) / (T - 1)
+    column = sum(int(best[r]) == 0 for r in range(T - 1)) / (T - 1)
+    return diagonal, column
+''')}, why="max(dim=1).indices and Python sums instead of argmax and a mean"),
 ]
 
 WRONG += [
@@ -1301,18 +1315,16 @@ def mask_after_softmax_row_sums(scores):
               "as a crash on every correct head: 0",
           says={"check_perturbation_hidden": ["changes its caller's tensor in place", "x.clone()"]},
           visible_passes={"check_causality_perturbation_check": "the visible check does not look at x afterwards"}),
-    Entry("w04-stats-clamps-A", P04, {"pattern_stats": code('''
-def pattern_stats(A):
-    T = A.shape[0]
-    A.clamp_(min=1e-30)                                 # no log(0): but the caller's A changes
-    H = -(A * torch.log(A)).sum(dim=-1)
-    H_max = torch.log(torch.arange(1, T + 1, dtype=A.dtype))
-    return {"diagonal": A.diagonal().mean().item(), "first_column": A[:, 0].mean().item(),
-            "entropy": (H[1:] / H_max[1:]).mean().item()}
-''')}, expect={"pattern_stats_hidden": 0.0},
-          why="right statistics, but every call clamps the caller's matrix in place: each case fails",
-          says={"pattern_stats_hidden": ["changed its input `A` in place"]},
-          visible_passes={"pattern_stats_check": "the visible check does not look at its matrices afterwards"}),
+    Entry("w04-shares-changes-A", P04, {"top_key_shares": code('''
+def top_key_shares(A):
+    A[0] = 0                                            # row 0 is not counted: but the caller's A changes
+    top = A.argmax(dim=-1)[1:]
+    rows = torch.arange(1, A.shape[0])
+    return (top == rows).float().mean().item(), (top == 0).float().mean().item()
+''')}, expect={"top_key_shares_hidden": 0.0},
+          why="right shares, but every call zeroes row 0 of the caller's matrix in place: each case fails",
+          says={"top_key_shares_hidden": ["changed its input `A` in place"]},
+          visible_passes={"top_key_shares_check": "the visible check does not look at its matrices afterwards"}),
 ]
 
 

@@ -65,7 +65,8 @@ def test_the_visible_check_judges_the_form_by_the_contract(name):
 
 
 @pytest.mark.parametrize("name", ["scores_entrywise", "mask_after_softmax_row_sums", "permutation_gaps",
-                                  "online_softmax", "streaming_attention", "fit_exponent", "smoothing_attention"])
+                                  "online_softmax", "streaming_attention", "fit_exponent", "smoothing_attention",
+                                  "top_key_shares"])
 def test_the_visible_check_takes_its_tolerance_from_the_contract(name):
     assert f'tolerance("{name}"' in visible_check_of(name, CONTRACTS[name].notebook)
 
@@ -109,6 +110,7 @@ def test_tolerances_are_read_from_one_place():
     assert further.STREAMING is CONTRACTS["streaming_attention"] and head.ENTRYWISE is CONTRACTS["scores_entrywise"]
     assert tests.ROW_SUMS is CONTRACTS["mask_after_softmax_row_sums"] and smoothing.SMOOTHING.tol("weights") == smoothing.ATOL
     assert text.TEXT_ATOL == tolerance("attention_on_text")
+    assert text.SHARES is CONTRACTS["top_key_shares"] and text.SHARE_ATOL == tolerance("top_key_shares", "shares")
 
 
 # ---- the hidden tests go past the notebook's sizes ---------------------------------------------------
@@ -124,7 +126,7 @@ def test_hidden_cases_reach_past_every_size_the_notebook_uses():
     assert max(T for _, B, T, *_ in tests.MaskAfterSoftmax.CASES) > largest("mask_after_softmax_row_sums")
     assert max(tests.length_at(p) for p in tests.CheckPerturbation.params) > largest("check_causality_perturbation")
     assert max(tests.length_at(i) for i in tests.CheckGradient.params) > largest("check_causality_gradient")
-    assert max(A.shape[-1] for _, A in text.stat_cases()) > largest("pattern_stats")
+    assert max(A.shape[-1] for _, A in text.share_cases()) > largest("top_key_shares")
     assert max(T for T, _ in smoothing.MODERATE) > largest("smoothing_attention")
     assert max(T for _, _, T, *_ in further.PERM_CASES) > largest("permutation_gaps")
     assert any(extra > 0 for *_, extra in further.PERM_CASES), "a pos_emb longer than T, as the docstring allows"
