@@ -66,31 +66,37 @@ class Answer:
     in_place: tuple = ()              # statements that change an input in place
 
 
-# Every graded code answer: its hidden test, the sizes and arguments of its visible check, and how
-# its inputs can be changed in place.
+def _visible(answer: str) -> dict:
+    """The sizes and arguments of the answer's visible check, as its contract declares them (dlcourse/contracts.py)."""
+    from dlcourse.contracts import CONTRACTS
+    return dict(CONTRACTS["FAILS_ON_MASK_AFTER_SOFTMAX" if answer == "fails_on_mask_after_softmax" else answer].visible)
+
+
+# Every graded code answer: its hidden test, the sizes and arguments of its visible check (from its
+# contract), and how its inputs can be changed in place.
 ANSWERS = {
-    "shapes": Answer("01-on-paper", "shapes_hidden", {"T": 5, "d": 7, "d_k": 3, "d_v": 2}),
-    "dot_variance": Answer("01-on-paper", "dot_variance_hidden", {"d_k": 16, "n": 20_000, "seed": 0}),
-    "scores_entrywise": Answer("02-the-head", "scores_entrywise_hidden", {"B": 2, "T": 3, "d_head": 5},
+    "shapes": Answer("01-on-paper", "shapes_hidden", _visible("shapes")),
+    "dot_variance": Answer("01-on-paper", "dot_variance_hidden", _visible("dot_variance")),
+    "scores_entrywise": Answer("02-the-head", "scores_entrywise_hidden", _visible("scores_entrywise"),
                                ("q.mul_(2)", "k.add_(1)")),
-    "count_params": Answer("02-the-head", "count_params_hidden", {"d": 32, "d_head": 16}),
-    "check_simplex": Answer("03-the-tests", "check_simplex_hidden", {"T": 8}, ("A.mul_(0.5)",)),
-    "check_causality_perturbation": Answer("03-the-tests", "check_perturbation_hidden", {"t": 5},
+    "count_params": Answer("02-the-head", "count_params_hidden", _visible("count_params")),
+    "check_simplex": Answer("03-the-tests", "check_simplex_hidden", _visible("check_simplex"), ("A.mul_(0.5)",)),
+    "check_causality_perturbation": Answer("03-the-tests", "check_perturbation_hidden", _visible("check_causality_perturbation"),
                                            ("x.add_(1)",)),
-    "check_causality_gradient": Answer("03-the-tests", "check_gradient_hidden", {"i": 3}, ("x.add_(1)",)),
-    "scale_table": Answer("03-the-tests", "scale_table_hidden", {"seed": 0, "d_k": 16}, ("d_heads.reverse()",)),
-    "mask_after_softmax_row_sums": Answer("03-the-tests", "mask_after_softmax_hidden", {"T": 4},
+    "check_causality_gradient": Answer("03-the-tests", "check_gradient_hidden", _visible("check_causality_gradient"), ("x.add_(1)",)),
+    "scale_table": Answer("03-the-tests", "scale_table_hidden", _visible("scale_table"), ("d_heads.reverse()",)),
+    "mask_after_softmax_row_sums": Answer("03-the-tests", "mask_after_softmax_hidden", _visible("mask_after_softmax_row_sums"),
                                           ("scores.mul_(2)",)),
-    "fails_on_mask_after_softmax": Answer("03-the-tests", "fails_on_mask_after_softmax_hidden", {}),
-    "attention_on_text": Answer("04-attention-on-text", "attention_on_text_hidden", {"seed": 0}),
-    "top_key_shares": Answer("04-attention-on-text", "top_key_shares_hidden", {"T": 8}, ("A.mul_(0.5)",)),
-    "smoothing_attention": Answer("05-attention-as-smoothing", "smoothing_attention_hidden", {"T": 8, "s": 2.0}),
-    "permutation_gaps": Answer("06-going-further", "bonus_permutation_gaps", {"T": 32},
+    "fails_on_mask_after_softmax": Answer("03-the-tests", "fails_on_mask_after_softmax_hidden", _visible("fails_on_mask_after_softmax")),
+    "attention_on_text": Answer("04-attention-on-text", "attention_on_text_hidden", _visible("attention_on_text")),
+    "top_key_shares": Answer("04-attention-on-text", "top_key_shares_hidden", _visible("top_key_shares"), ("A.mul_(0.5)",)),
+    "smoothing_attention": Answer("05-attention-as-smoothing", "smoothing_attention_hidden", _visible("smoothing_attention")),
+    "permutation_gaps": Answer("06-going-further", "bonus_permutation_gaps", _visible("permutation_gaps"),
                                ("idx.fill_(0)", "perm.copy_(perm.flip(0))")),
-    "online_softmax": Answer("06-going-further", "bonus_online_softmax", {"T": 7}, ("scores.mul_(2)",)),
-    "streaming_attention": Answer("06-going-further", "bonus_streaming_attention", {"T": 64, "d_k": 16},
+    "online_softmax": Answer("06-going-further", "bonus_online_softmax", _visible("online_softmax"), ("scores.mul_(2)",)),
+    "streaming_attention": Answer("06-going-further", "bonus_streaming_attention", _visible("streaming_attention"),
                                   ("q.mul_(2)", "v.add_(1)")),
-    "fit_exponent": Answer("06-going-further", "bonus_fit_exponent", {}, ("times[0] = times[0] * 2",)),
+    "fit_exponent": Answer("06-going-further", "bonus_fit_exponent", _visible("fit_exponent"), ("times[0] = times[0] * 2",)),
 }
 
 
