@@ -111,8 +111,9 @@ class Mutant:
 
 
 def _skipped(node) -> bool:
-    """Nodes whose mutants say nothing about the judge: annotations, decorators, docstrings."""
-    return isinstance(node, (cst.Annotation, cst.Decorator))
+    """Nodes whose mutants say nothing about the judge: annotations, decorators, docstrings, imports
+    (a rewrite's `import torch as T`: a mutated import fails at once, as any student would see)."""
+    return isinstance(node, (cst.Annotation, cst.Decorator, cst.Import, cst.ImportFrom))
 
 
 def _docstring(node) -> bool:
@@ -296,36 +297,69 @@ def _alarm(signum, frame):
     raise TimeUp()
 
 
-def judge(mutant: Mutant) -> tuple[float, float, str]:
-    """(points, full points, the feedback's first failing line) of the mutant's hidden test."""
+CELL = "# %% a cell of its own"     # in an answer's source: what follows runs as a new notebook cell
+
+
+def cells_of(source: str) -> list[str]:
+    """An answer's source as the notebook cells it stands for (split at `CELL` lines)."""
+    cells, current = [], []
+    for line in source.split("\n"):
+        if line.strip() == CELL:
+            cells.append("\n".join(current))
+            current = []
+        else:
+            current.append(line)
+    return cells + ["\n".join(current)]
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int = SECONDS):
+    """Raise TimeUp in the block after `seconds` (grading's cell time limit would stop it too)."""
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def judge_source(name: str, source: str) -> tuple[float, float, str]:
+    """(points, full points, the feedback's first failing line) of `source` in place of answer `name`'s
+    solution, judged by its hidden test in this process as tests/test_grader_proof_quick.py judges the
+    proof corpus. `source` may stand for several cells (`CELL` lines): each is run, and kept in the
+    kernel's input history, as a cell of its own."""
     import torch
     from autograder.checks import hidden
     from conftest import STEP4
     from proof_corpus import Entry
     from test_grader_proof_quick import namespace
 
-    answer = ANSWERS[mutant.answer]
+    answer = ANSWERS[name]
     full = float(STEP4.checks[answer.check].points)
-    entry = Entry(f"mutant-{mutant.id}", answer.notebook, {mutant.answer: mutant.source})
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(SECONDS)
+    cells = cells_of(source)
+    entry = Entry(f"judged-{name}-{hashlib.sha1(source.encode()).hexdigest()[:10]}", answer.notebook,
+                  {name: cells if len(cells) > 1 else source})
     try:
-        try:
-            ns = namespace(entry)
-        except TimeUp:
-            raise
-        except BaseException as err:       # the mutant cannot even be defined: grading scores it 0
-            return 0.0, full, f"the answer cell fails: {type(err).__name__}"
-        torch.manual_seed(0)
-        with contextlib.redirect_stdout(io.StringIO()) as report:
-            got = hidden(answer.check, ns)
+        with time_limit():
+            try:
+                ns = namespace(entry)
+            except TimeUp:
+                raise
+            except BaseException as err:       # the answer cannot even be defined: grading scores it 0
+                return 0.0, full, f"the answer cell fails: {type(err).__name__}"
+            torch.manual_seed(0)
+            with contextlib.redirect_stdout(io.StringIO()) as report:
+                got = hidden(answer.check, ns)
         failing = [ln.strip() for ln in report.getvalue().splitlines() if ln.strip().startswith("✗")]
         return float(got), full, (failing[0] if failing else "")
     except TimeUp:
         return 0.0, full, f"ran past {SECONDS} s"
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
+
+
+def judge(mutant: Mutant) -> tuple[float, float, str]:
+    """(points, full points, the feedback's first failing line) of the mutant's hidden test."""
+    return judge_source(mutant.answer, mutant.source)
 
 
 def outcome(mutant: Mutant) -> tuple[str, float, float, str]:
