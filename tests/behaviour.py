@@ -17,7 +17,6 @@ a float32 one, or changes its input, is not.
 """
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -244,7 +243,8 @@ def _equal_exactly(a, b) -> bool:
     if isinstance(a, list):
         return type(b) is list and len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b))
     if isinstance(a, torch.Tensor):
-        return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a.nan_to_num(7.0), b.detach().nan_to_num(7.0)))
+        return a.shape == b.shape and a.dtype == b.dtype \
+            and bool(torch.equal(a.nan_to_num(7.0), b.detach().nan_to_num(7.0)))
     return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True))
 
 
