@@ -23,7 +23,8 @@ STUDENT ?=
 STEP ?=
 STEP_FLAG = $(if $(STEP),--step $(STEP))
 GRADE_FLAGS = $(STEP_FLAG) $(if $(WORKERS),--workers $(WORKERS)) --sandbox $(SANDBOX) $(if $(KERNELS),--kernels $(KERNELS)) \
-              $(if $(FORCE),--force) $(if $(CELL_TIMEOUT),--cell-timeout $(CELL_TIMEOUT))
+              $(if $(FORCE),--force) $(if $(CELL_TIMEOUT),--cell-timeout $(CELL_TIMEOUT)) \
+              $(if $(CELL_WAIT),--cell-wait $(CELL_WAIT)) $(if $(STUDENT_BUDGET),--student-budget $(STUDENT_BUDGET))
 
 # make test's parallel workers: one more than the cores (its tests also wait: on kernels, time limits,
 # Slurm, the browser); TEST_WORKERS=n to choose
@@ -134,7 +135,8 @@ written-scores: $(PY)
 pdfs: $(PY)
 	$(PY) -m autograder pdfs $(STEP_FLAG) $(if $(ANON),--anonymous)
 
-# Answers alike across the class, listed for a person to look at (autograder/similarity.csv; THRESHOLD=0.8).
+# Answers alike across the class, ranked for a person to look at (winnowing, as MOSS: autograder/similarity.csv,
+# and the matching regions side by side in autograder/similarity.html; THRESHOLD=0.8).
 similarity: $(PY)
 	$(PY) -m autograder similarity $(STEP_FLAG) $(if $(THRESHOLD),--threshold $(THRESHOLD))
 
@@ -187,5 +189,5 @@ new-check: $(PY)
 clean-grades:
 	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/work \
 	       autograder/gradebook.db autograder/grades autograder/example-class autograder/example \
-	       autograder/export autograder/pdfs autograder/similarity.csv
+	       autograder/export autograder/pdfs autograder/similarity.csv autograder/similarity.html
 	@echo "clean-grades: removed every grading result, the example class's too (the sources, release, solutions, exchange, roster and the course's case key autograder/case-key are untouched)"

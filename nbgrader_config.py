@@ -115,12 +115,22 @@ c.HTMLExporter.filters = {"markdown2html": "autograder.pages.markdown2html",
 # not from a CDN: it grades offline (autograder/templates/base/mathjax.html.j2 stands in for
 # nbconvert's macro; nbgrader's formgrade template is found, as nbgrader configures it, beside).
 import nbgrader as _nbgrader  # noqa: E402
-TEMPLATES = [str(ENGINE / "autograder" / "templates"),
-             str(Path(_nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates")]
+NBGRADER_TEMPLATES = str(Path(_nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates")
+TEMPLATES = [str(ENGINE / "autograder" / "templates"), NBGRADER_TEMPLATES]
 c.HTMLExporter.extra_template_basedirs = TEMPLATES
+# The formgrader's submission page is nbgrader's `formgrade` with a Content-Security-Policy (pictures
+# only from the server itself and data:, nothing fetched from elsewhere) and each student's content
+# in a box that clips it and cannot cover the grading controls (autograder/templates/course_formgrade,
+# which extends nbgrader's template by its path: `formgrade/index.html.j2` below NBGRADER_TEMPLATES).
+# nbgrader's feedback command puts Bootstrap's style sheet on that path (the feedback page inlines it):
+# this file, read after, keeps it there.
+c.HTMLExporter.template_name = "course_formgrade"
+c.HTMLExporter.extra_template_paths = [
+    NBGRADER_TEMPLATES,
+    str(Path(NBGRADER_TEMPLATES).parent / "static" / "node_modules" / "bootstrap" / "dist" / "css")]
 # The feedback pages alone use the course's template (nbgrader's feedback page without MathJax from
 # a CDN, with the student's summary: autograder/templates/course_feedback); the formgrader's pages
-# keep nbgrader's own templates.
+# keep nbgrader's own templates, the submission page with the additions above.
 c.GenerateFeedback.exporter_class = "autograder.pages.FeedbackExporter"
 c.FeedbackExporter.template_name = "course_feedback"
 c.FeedbackExporter.extra_template_basedirs = TEMPLATES

@@ -41,6 +41,7 @@ from pathlib import Path
 sys.modules.setdefault("rfc3987_syntax", None)
 
 from .course import ROOT, use_environment_tools
+from .errors import GraderError, UsageError
 
 
 def _shown(path: Path) -> Path:
@@ -67,7 +68,9 @@ def cmd_solutions(step, args, extra) -> int:
 
 
 def _grade_options(args) -> dict:
-    limits = {"cell_timeout": args.cell_timeout} if args.cell_timeout else None
+    given = {"cell_timeout": args.cell_timeout, "cell_wait_timeout": args.cell_wait,
+             "student_budget": args.student_budget}
+    limits = {key: value for key, value in given.items() if value} or None
     return {"workers": args.workers, "force": args.force, "sandbox": args.sandbox, "feedback": not args.no_feedback,
             "limits": limits, "kernels": args.kernels}
 
@@ -78,7 +81,7 @@ def cmd_grade(step, args, extra) -> int:
     try:
         shard = parse_shard(args.shard) if args.shard else None
     except ValueError as err:
-        raise SystemExit(f"grade: {err}") from None
+        raise UsageError(str(err)) from None
     students = [s for s in (args.students or "").split(",") if s] or None
     grade(step, args.submissions, shard=shard, students=students, **_grade_options(args))
     return 0
@@ -121,11 +124,7 @@ def cmd_report(step, args, extra) -> int:
 def _exchange(action):
     def run(step, args, extra) -> int:
         from . import exchange
-        try:
-            return action(exchange, step.name, args) or 0
-        except exchange.ExchangeError as err:
-            print(f"{args.command}: {err}", file=sys.stderr)
-            return 1
+        return action(exchange, step.name, args) or 0
     return run
 
 
@@ -171,43 +170,31 @@ def cmd_handout(step, args, extra) -> int:
 
 def cmd_similarity(step, args, extra) -> int:
     if not 0 < args.threshold <= 1:
-        raise SystemExit("similarity: --threshold must be above 0 and at most 1")
+        raise UsageError("--threshold must be above 0 and at most 1")
     from .similarity import report
     report(step.name, args.threshold)
     return 0
 
 
 def cmd_extensions(step, args, extra) -> int:
-    from .term import TermError, list_extensions
-    try:
-        list_extensions(step.name)
-    except TermError as err:
-        print(f"extensions: {err}", file=sys.stderr)
-        return 1
+    from .term import list_extensions
+    list_extensions(step.name)
     return 0
 
 
 def cmd_roster(step, args, extra) -> int:
-    from .roster import RosterError, import_roster
+    from .roster import import_roster
     from .steps import all_steps
-    try:
-        import_roster(args.export, all_steps())
-    except RosterError as err:
-        print(f"roster: {err}", file=sys.stderr)
-        return 1
+    import_roster(args.export, all_steps())
     return 0
 
 
 def cmd_written_scores(step, args, extra) -> int:
-    from .written import WrittenScoresError, export_written, import_written
-    try:
-        if args.from_file:
-            import_written(step.name, args.from_file)
-        else:
-            export_written(step.name)
-    except WrittenScoresError as err:
-        print(f"written-scores: {err}", file=sys.stderr)
-        return 1
+    from .written import export_written, import_written
+    if args.from_file:
+        import_written(step.name, args.from_file)
+    else:
+        export_written(step.name)
     return 0
 
 
@@ -252,6 +239,11 @@ def parser() -> argparse.ArgumentParser:
                        help=f"seconds of CPU time one cell may use (default: {Limits.cell_timeout:g}; a cell that "
                             f"waits is stopped after {CELL_WALL_FACTOR:g} times as long on the clock); a result "
                             "graded under another limit is graded again")
+        p.add_argument("--cell-wait", type=float, default=None, metavar="SECONDS",
+                       help=f"seconds one cell may wait without computing (default: {Limits.cell_wait_timeout:g})")
+        p.add_argument("--student-budget", type=float, default=None, metavar="SECONDS",
+                       help=f"seconds for all of a student's notebooks together (default: {Limits.student_budget:g}); "
+                            "past it the cells and notebooks left score 0, saying so")
     made["report"].add_argument("--no-feedback", action="store_true", help="only the grade reports")
     made["pdfs"].add_argument("--anonymous", action="store_true",
                               help="each PDF named by a code, not the student id; the key written beside")
@@ -283,8 +275,12 @@ def main(argv=None) -> int:
     started = time.monotonic()
     use_environment_tools()
     from .steps import find_step
-    step = find_step(args.step) if args.command != "steps" else None
-    code = COMMANDS[args.command](step, args, extra)
+    try:        # the one place an error becomes an exit code: modules raise, never exit
+        step = find_step(args.step) if args.command != "steps" else None
+        code = COMMANDS[args.command](step, args, extra)
+    except GraderError as err:
+        print(f"{args.command}: {err}", file=sys.stderr)
+        return err.exit_code
     if args.command != "lab":
         print(f"({args.command}: {time.monotonic() - started:.1f} s)")
     return code

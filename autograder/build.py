@@ -15,14 +15,15 @@ from nbgrader.preprocessors import (ClearHiddenTests, ClearMarkScheme, ClearOutp
                                     LockCells, NbGraderPreprocessor)
 
 from .course import ROOT, kernel_env
+from .errors import GraderError
 from .nbgrader_cmd import run_nbgrader
 
 SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
                     "BEGIN MARK SCHEME", "END MARK SCHEME")
 
 
-class BuildError(RuntimeError):
-    pass
+class BuildError(GraderError, RuntimeError):
+    """The release or the solutions could not be built; the message says why."""
 
 
 def release(step, db_url: str | None = None) -> list[Path]:

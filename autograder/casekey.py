@@ -17,6 +17,7 @@ import secrets
 from pathlib import Path
 
 from .course import grader_home
+from .errors import SetupError
 
 KEY_FILE = "case-key"
 KEY_BYTES = 32
@@ -43,7 +44,7 @@ def case_key(home: Path | None = None) -> bytes:
             tmp.unlink()
     key = path.read_bytes()
     if len(key) < 16:
-        raise SystemExit(f"{path}: the course's case key is damaged (delete it: future gradings draw new cases)")
+        raise SetupError(f"{path}: the course's case key is damaged (delete it: future gradings draw new cases)")
     return key
 
 

@@ -43,6 +43,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import GraderError
+
 V1_CONTROLLERS = ("memory", "pids", "cpuacct")
 V2_CONTROLLERS = ("memory", "pids")        # cpu.stat is there without the cpu controller
 FOLDER = "autograder"
@@ -120,7 +122,7 @@ def _inside(point: Path, root: str, path: str) -> Path:
     return point / relative.lstrip("/")
 
 
-class Unavailable(Exception):
+class Unavailable(GraderError):
     """No control group can be made for kernels here (the message says why)."""
 
 
@@ -149,6 +151,26 @@ class Cgroups:
             for folder in reversed(made):
                 _remove(folder)
             raise Unavailable(f"a control group could not be made in {self.where()}: {err}") from None
+
+    def worker_group(self, memory_bytes: int) -> "KernelGroup":
+        """A new group for a grading worker process (and the template it starts), limited in memory:
+        a worker that a kernel's messages made hold too much ends alone (autograder/worker.py).
+        Named for its owner, so that `sweep` removes it once the worker is gone."""
+        name = f"{owner_tag()}-worker"
+        dirs = {key: base / name for key, base in self.bases.items()}
+        made = []
+        try:
+            for folder in dirs.values():
+                folder.mkdir(exist_ok=True)
+                made.append(folder)
+            group = KernelGroup(self.version, dirs)
+            group.set_limits(memory_bytes, 0)
+            return group
+        except OSError as err:
+            for folder in reversed(made):
+                _remove(folder)
+            raise Unavailable(f"a control group for a grading worker could not be made in {self.where()}: "
+                              f"{err}") from None
 
     def sweep(self) -> int:
         """Remove the groups of graders that are gone (killed, crashed); how many were removed."""
@@ -272,13 +294,15 @@ class KernelGroup:
             # with swap accounting, memory + swap too: no way around the limit through swap
             if (memory / "memory.memsw.limit_in_bytes").exists():
                 _write(memory / "memory.memsw.limit_in_bytes", memory_bytes)
-            _write(self.dirs["pids"] / "pids.max", processes)
+            if processes:
+                _write(self.dirs["pids"] / "pids.max", processes)
         else:
             folder = self.dirs[""]
             _write(folder / "memory.max", memory_bytes)
             if (folder / "memory.swap.max").exists():
                 _write(folder / "memory.swap.max", 0)
-            _write(folder / "pids.max", processes)
+            if processes:
+                _write(folder / "pids.max", processes)
 
     def procs_files(self) -> list[Path]:
         """The files a process writes its pid into to join the group (every hierarchy's)."""

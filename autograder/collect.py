@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .errors import GraderError
+
 MAX_NOTEBOOK_BYTES = 20 * 2**20       # a Step 4 notebook with all its pictures is well under 5 MB
 MAX_ZIP_MEMBERS = 200
 MAX_STUDENT_BYTES = 100 * 2**20       # read from one student's uploads in all (unzipped): six notebooks, pictures and all
@@ -70,8 +72,8 @@ class Received:
 SYMLINK = "a symbolic link, not a file: not read (hand in the notebook itself)"
 
 
-class SubmissionError(RuntimeError):
-    pass
+class SubmissionError(GraderError, RuntimeError):
+    """A submission that cannot be read; the message says which file and why."""
 
 
 from .names import (MAX_ID_BYTES, MAX_ID_CHARS, UnusableId, assign_ids, id_key, lookalike_note,  # noqa: E402,F401

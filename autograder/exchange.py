@@ -29,13 +29,14 @@ import tempfile
 from pathlib import Path
 
 from .course import COURSE_ID, ENGINE_ROOT, NOTEBOOKS, RELEASE, ROOT, grader_home, kernel_env
+from .errors import GraderError
 from .nbgrader_cmd import NbgraderError, run_nbgrader
 
 COLLECTED = "collected"                 # under the grading home: what `make collect` brings in
 SECRET = "submission_secret.txt"        # written by `nbgrader submit`; feedback is found by it
 
 
-class ExchangeError(RuntimeError):
+class ExchangeError(GraderError, RuntimeError):
     """An exchange command failed; the message says what to do."""
 
 

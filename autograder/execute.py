@@ -9,18 +9,29 @@ runs, the CPU time of its kernel's processes (its control group's, else theirs i
 every POLL_STEP; a cell that uses more than `cell_timeout` CPU seconds, or all the cells together
 more than `notebook_timeout`, is interrupted, and its kernel killed if the interrupt does not stop
 it within INTERRUPT_GRACE; wall-clock ceilings (`Limits.cell_wall`, `notebook_wall`) stop cells
-that wait without computing. Which limit stopped a cell, and the CPU and wall seconds it had used,
+that wait without computing, and `Limits.cell_wait_timeout` a cell whose kernel has waited that long
+(neither computing, nor waiting for a CPU, nor waiting for the grader: `GraderMeter`, the grading
+process's own CPU time and waits for a CPU while it reads the kernel's output or judges, and the hooks'
+`grader_seconds`, the probe server's clock). Which limit stopped a cell, and the CPU and wall seconds it had used,
 are said in the cell's error, in the notes and in `Outcome.stopped`.
 
-What the kernel sends is read within bounds (a kernel is hostile): each ZeroMQ frame at most
-KERNEL_FRAME_BYTES and each message's JSON checked for its values and depth before it is decoded
-(runtime/wire.py), at most KERNEL_QUEUED messages waiting in the grader (the rest wait in the
-kernel, in its own memory), and widget (comm) messages count against the output caps, with at most
-WIDGET_STATE_BYTES of widget state kept. A larger frame ends its connection (ZeroMQ does not connect
-again): the run notices (`Disconnects`), the cell gets a GraderError saying why and the kernel is
-restarted. (Not bounded: the number of frames of one message, which ZeroMQ receives whole. A kernel
-can send one buffer many times over without copying it; only the grading process's own memory
-then bounds what it receives.)
+The student's time budget (Limits.student_budget, shared by a student's notebooks: autograder/budget.py)
+gives the notebook an `allowance`: the seconds it may count, as its wall-clock ceiling counts them.
+When they run out the running cell is stopped (its kernel killed at once: nothing runs after it), and
+every cell left gets a StudentTimeBudget error; a notebook whose allowance is spent before it starts
+runs no kernel at all.
+
+What the kernel sends is read within bounds (a kernel is hostile): the grader's client reaches the
+kernel's sockets through a relay (autograder/relay.py) that counts each message's parts and sums their
+sizes as they arrive, so that no message of more than relay.MESSAGE_BYTES (or relay.MESSAGE_FRAMES
+parts) reaches the grader: ZeroMQ receives a multipart message whole, and each part's own cap
+(KERNEL_FRAME_BYTES, ZMQ_MAXMSGSIZE) does not bound their number. Each message's JSON is checked for
+its values and depth before it is decoded (runtime/wire.py), at most KERNEL_QUEUED messages wait in
+the grader (the rest wait in the kernel, in its own memory), and widget (comm) messages count against
+the output caps, with at most WIDGET_STATE_BYTES of widget state kept. A message past the relay's
+bounds ends every connection to the kernel: the run notices (`relay.cut`), the cell gets a GraderError
+saying why and the kernel is restarted. (A kernel that dies closes its connections too: that is not a
+cut, and nbclient sees the dead kernel.)
 """
 from __future__ import annotations
 
@@ -42,6 +53,7 @@ from nbgrader.preprocessors import Execute as NbgraderExecute
 
 from . import kernels
 from .cgroups import run_delays, tree_cpu_seconds, tree_pids
+from .relay import MESSAGE_BYTES, MESSAGE_FRAMES, Relay
 from .limits import Limits, clip  # noqa: F401  (Limits: where callers have always found it)
 from .runtime.wire import MessageRefused, check_json
 from .sandbox import Sandbox
@@ -52,12 +64,11 @@ POLL_STEP = 0.25   # seconds
 # kernel that keeps itself waiting (threads of the lowest priority on a busy machine) is still stopped
 # at HARD_FACTOR x the ceiling of real time.
 HARD_FACTOR = 4.0
-DEATH_GRACE = 5.0  # seconds a kernel whose connection closed is given to die before it is taken as cut off
 RECONNECT_MS = 5     # how soon a client socket refused by a kernel still starting tries again
 INTERRUPT_GRACE = 20.0   # wall seconds an interrupted cell has to stop before its kernel is killed
 # What the grader reads of a kernel's Jupyter messages (an honest notebook's largest are pictures of
 # a few hundred kB; a stream message holds at most what the kernel printed in a tenth of a second)
-KERNEL_FRAME_BYTES = 128 * 2**20     # one frame (ZMQ_MAXMSGSIZE: a larger one ends the connection); 100 MB printed at once fit
+KERNEL_FRAME_BYTES = MESSAGE_BYTES    # one frame (ZMQ_MAXMSGSIZE; the relay cuts a message of more first); 100 MB printed at once fit
 KERNEL_MESSAGE_VALUES = 200_000      # JSON values in one part of a message
 KERNEL_MESSAGE_DEPTH = 64
 KERNEL_QUEUED = 4                    # messages received and not yet read, per socket (ZMQ_RCVHWM)
@@ -118,6 +129,12 @@ class Outcome:
     # "killed"}: queued, of the wall seconds, those the kernel waited for a CPU the machine's load held
     stopped: list[dict] = field(default_factory=list)
     peaks: list[dict] = field(default_factory=list)    # per kernel: its control group's highest memory, processes
+    # the seconds of the student's budget this notebook counted (autograder/budget.py), and whether the
+    # budget ran out in it (a cell stopped by it, or cells left unrun)
+    counted_seconds: float = 0.0
+    budget_ran_out: bool = False
+    longest_wait: dict = field(default_factory=dict)   # the cell that waited longest: {"cell", "seconds"}
+    largest_message: int = 0      # bytes of the largest message a kernel of the notebook sent (relay.py)
 
 
 # An error output is always kept (it decides a test cell's grade), with its parts clipped to these.
@@ -202,7 +219,7 @@ class _Client(NotebookClient):
         self._limit = limits.output_bytes
         self._widget_bytes = 0
         self._last_iopub = 0.0
-        self.disconnects: Disconnects | None = None
+        self.relay: Relay | None = None
         self._notebook_limit = limits.notebook_output_bytes
         self._bytes: dict[int, int] = {}
         self._total = 0
@@ -226,7 +243,8 @@ class _Client(NotebookClient):
                     task_poll_output_msg.result()         # its error, if it failed
                     break
                 if time.monotonic() - self._last_iopub > self.iopub_timeout and \
-                        not await self.kc.iopub_channel.msg_ready():
+                        not await self.kc.iopub_channel.msg_ready() and \
+                        not (self.relay is not None and self.relay.busy(self.iopub_timeout)):
                     task_poll_output_msg.cancel()
                     self.log.warning("Timeout waiting for IOPub output")
                     break
@@ -387,34 +405,6 @@ def bound_client(kc) -> None:
         kc.session.unpack = bounded_unpack(kc.session.unpack)
 
 
-class Disconnects:
-    """Whether the kernel's IOPub or shell connection was closed under the client (a frame beyond
-    KERNEL_FRAME_BYTES: ZeroMQ drops the connection and does not make it again)."""
-
-    def __init__(self, kc):
-        self._monitors = []
-        for channel in (kc.iopub_channel, kc.shell_channel):
-            try:
-                self._monitors.append((channel.socket, channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)))
-            except (zmq.ZMQError, AttributeError):
-                pass
-
-    async def happened(self) -> bool:
-        for _, monitor in self._monitors:
-            if await monitor.poll(0):
-                return True
-        return False
-
-    def close(self) -> None:
-        for socket, monitor in self._monitors:
-            try:
-                socket.disable_monitor()
-            except zmq.ZMQError:
-                pass
-            monitor.close(linger=0)
-        self._monitors = []
-
-
 async def _start(client: _Client, sandbox: Sandbox, workdir: Path, env: dict, limits: Limits, template=None):
     """Start a kernel (forked from `template`, autograder/warm.py, when given) and connect `client`."""
     sandbox.next_kernel(limits)
@@ -429,13 +419,17 @@ async def _start(client: _Client, sandbox: Sandbox, workdir: Path, env: dict, li
     finally:
         log.close_writer()
     client.km = km
+    # every connection to the kernel goes through the relay (autograder/relay.py): the client's, and the
+    # kernel manager's own control socket (it asks a sandboxed kernel to interrupt itself there)
+    relay = client.relay = Relay(km.ip, [km.shell_port, km.iopub_port, km.stdin_port, km.control_port, km.hb_port])
     # the client connects as soon as the kernel is launched, before the kernel has bound its sockets;
     # a refused connect is retried after RECONNECT_IVL, 100 ms by default (half a warm kernel's start)
     kc = km.client()
+    kc.ip = relay.ip
     kc.context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MS)
     bound_client(kc)
+    km._control_socket = _relayed_control_socket(km, relay)
     kc.start_channels()
-    client.disconnects = Disconnects(kc)
     poll_in_short_steps(kc.shell_channel)
     poll_in_short_steps(kc.iopub_channel)
     try:
@@ -447,6 +441,18 @@ async def _start(client: _Client, sandbox: Sandbox, workdir: Path, env: dict, li
     kc.allow_stdin = False
     client.kc = kc
     km.provisioner.ready()
+
+
+def _relayed_control_socket(km, relay: Relay):
+    """The kernel manager's control socket (jupyter_client makes it on first use, straight to the kernel),
+    through the relay and under the client's bounds."""
+    sock = km.context.socket(zmq.DEALER)
+    sock.linger = 100
+    sock.setsockopt(zmq.MAXMSGSIZE, KERNEL_FRAME_BYTES)
+    sock.setsockopt(zmq.RCVHWM, KERNEL_QUEUED)
+    sock.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MS)
+    sock.connect(f"ipc://{relay.ip}-{km.control_port}")
+    return sock
 
 
 async def _kill(km) -> None:
@@ -464,10 +470,12 @@ async def _kill(km) -> None:
     await km.provisioner.wait()
 
 
-async def _stop(client: _Client) -> None:
-    if client.disconnects is not None:
-        client.disconnects.close()
-        client.disconnects = None
+async def _stop(client: _Client, outcome: Outcome | None = None) -> None:
+    if client.relay is not None:
+        if outcome is not None:
+            outcome.largest_message = max(outcome.largest_message, client.relay.largest())
+        client.relay.close()
+        client.relay = None
     if client.kc is not None:
         client.kc.stop_channels()
     if client.km is not None:
@@ -485,7 +493,9 @@ async def _stop(client: _Client) -> None:
 
 class CellHooks:
     """Told before and after each cell runs (not when cells are run again after a restart): the
-    probe server accepts a hidden test's session only while that test's cell runs."""
+    probe server accepts a hidden test's session only while that test's cell runs. `grader_seconds`:
+    how long, so far, the kernel has waited for the grader's own work (probes, served heads): not
+    the student's waiting."""
 
     def before_cell(self, cell) -> None:
         pass
@@ -493,14 +503,21 @@ class CellHooks:
     def after_cell(self, cell) -> None:
         pass
 
+    def grader_seconds(self) -> float:
+        return 0.0
+
 
 async def execute(nb, workdir: Path, env: dict, sandbox: Sandbox | None = None,
-                  limits: Limits | None = None, hooks: CellHooks | None = None, template=None) -> Outcome:
+                  limits: Limits | None = None, hooks: CellHooks | None = None, template=None,
+                  allowance: float | None = None) -> Outcome:
     """Execute `nb` in place. Errors go into the cells' outputs; nothing raises for student faults.
     template: a warm-kernel template (autograder/warm.py) to fork kernels from; a kernel it cannot
-    give is started cold, and the outcome says so."""
-    run = _Run(nb, workdir, env, sandbox or Sandbox(), limits or Limits(), hooks or CellHooks())
+    give is started cold, and the outcome says so. allowance: the seconds of the student's budget
+    left for this notebook (autograder/budget.py; None: the whole budget, a notebook graded alone)."""
+    limits = limits or Limits()
+    run = _Run(nb, workdir, env, sandbox or Sandbox(), limits, hooks or CellHooks())
     run.template = template
+    run.allowance = limits.student_budget if allowance is None else allowance
     return await run.run()
 
 
@@ -524,15 +541,37 @@ class _Run:
         self.restarts_left = limits.restarts
         self.template = None
         self.meter: CpuMeter | None = None
+        self.allowance = limits.student_budget
+        self.grader_meter = GraderMeter()
+
+    def _grader_seconds(self) -> tuple[float, float, float]:
+        """(the hooks' clock of the grader's work for the kernel, this grading process's own CPU time, its
+        waits for a CPU), cumulative (`_grown` makes a cell's figures of them)."""
+        try:
+            clock = float(self.hooks.grader_seconds())
+        except Exception:       # noqa: BLE001  (hooks without the clock: nothing is the grader's)
+            clock = 0.0
+        return (clock, *self.grader_meter.read())
+
+    def counted(self, now: float, queued: float = 0.0) -> float:
+        """The notebook's seconds as its wall-clock ceiling and the student's budget count them: its
+        kernels' start and the machine's load (the kernel's and the grader's waits for a CPU) left out;
+        the grader's own work for the kernel counts (`queued`: the running cell's uncounted seconds so far)."""
+        return now - self.started - self.uncounted - queued
 
     async def run(self) -> Outcome:
         try:
+            if self.todo and self.allowance <= 0:
+                self._out_of_budget(before=True)
             while self.todo and await self._one_kernel():
                 pass
         finally:
-            await _stop(self.client)
+            await _stop(self.client, self.outcome)
             self.sandbox.cleanup(self.workdir)
             self.outcome.seconds = time.monotonic() - self.started
+            # what it counted of the student's budget: nothing if no kernel ran
+            self.outcome.counted_seconds = round(max(0.0, self.counted(time.monotonic())), 2) \
+                if self.outcome.kernel_starts else 0.0
             self.outcome.peaks = list(getattr(self.sandbox, "peaks", []))
             self.outcome.cpu_seconds = round(self.outcome.cpu_seconds, 2)
         for i in sorted(self.client.truncated):
@@ -553,7 +592,9 @@ class _Run:
             return False
         if self.outcome.kernel_starts > 1 and self.done and not await self._replay():
             spent = self._out_of_time()
-            if spent:
+            if self.outcome.budget_ran_out or self.counted(time.monotonic()) >= self.allowance:
+                self._out_of_budget()
+            elif spent:
                 self._give_up("NotebookTimeLimit", f"not run: the notebook's time limit ran out ({spent})",
                               f"notebook time limit reached: {spent}")
             else:
@@ -562,7 +603,7 @@ class _Run:
                               "replay after restart failed")
             return False
         failed = await self._run_cells()
-        await _stop(self.client)
+        await _stop(self.client, self.outcome)
         if failed is None or not self.todo:
             return False
         if self.restarts_left == 0:
@@ -592,7 +633,7 @@ class _Run:
                 self._metered()
                 return
             except Exception as err:
-                await _stop(self.client)
+                await _stop(self.client, self.outcome)
                 self.template = None
                 self.outcome.events.append(clip(f"a warm kernel did not start ({err}): a cold kernel was started"))
         await _start(self.client, self.sandbox, self.workdir, self.env, self.limits)
@@ -606,6 +647,15 @@ class _Run:
             self.outcome.events.append(clip(f"no control group for this kernel ({self.sandbox.group_problem}): "
                                             "its processes were limited one by one"))
 
+    def _out_of_budget(self, before: bool = False) -> None:
+        """The student's time budget is spent: every cell left gets a StudentTimeBudget error."""
+        self.outcome.budget_ran_out = True
+        budget = self.limits.student_budget
+        why = (f"not run: the student's time budget ({budget:g} s for all the notebooks together) was used up "
+               + ("by the notebooks graded before this one" if before else "in this notebook"))
+        self._give_up("StudentTimeBudget", why, f"the student's time budget of {budget:g} s ran out: "
+                      f"{len(self.todo)} cells were not run")
+
     def _out_of_time(self) -> str:
         """Why the notebook has no time left for another cell ('' if it has)."""
         if self.outcome.cpu_seconds >= self.limits.notebook_timeout:
@@ -618,6 +668,9 @@ class _Run:
         """Run the cells to do in the current kernel; the index of the cell that failed, or None."""
         while self.todo:
             i = self.todo[0]
+            if self.counted(time.monotonic()) >= self.allowance:
+                self._out_of_budget()
+                return None
             spent = self._out_of_time()
             if spent:
                 self._give_up("NotebookTimeLimit", f"not run: the notebook's time limit ran out ({spent})",
@@ -632,6 +685,9 @@ class _Run:
                 last = cell.outputs[-1]
                 self.outcome.events.append(clip(f"cell {_label(cell, i)}: {last.get('ename', 'error')}: "
                                                 f"{last.get('evalue', '')}"))
+                if self.outcome.budget_ran_out:     # the budget stopped this cell: nothing else runs
+                    self._out_of_budget()
+                    return None
                 return i
             self.done.append(i)
         return None
@@ -642,6 +698,7 @@ class _Run:
         time. The CPU and wall seconds the cell used are added to the notebook's."""
         limits, meter = self.limits, self.meter
         cpu_before, started, waited_before = meter.read(), time.monotonic(), meter.waited_for_cpu()
+        grader_before = self._grader_seconds()
         used_before = self.outcome.cpu_seconds
         watched = Watched()
         interrupted = 0.0
@@ -652,13 +709,20 @@ class _Run:
             now = time.monotonic()
             watched.cpu, watched.wall = meter.read() - cpu_before, now - started
             watched.queued = meter.waited_for_cpu() - waited_before
-            if self.client.disconnects is not None and await self.client.disconnects.happened() \
-                    and await self._alive_after_disconnect():
+            watched.grader, watched.grader_queued = _grown(self._grader_seconds(), grader_before)
+            relay = self.client.relay
+            if relay is not None and relay.cut:
                 watched.cut = True         # its outputs can no longer be read: the kernel is replaced
+                watched.cut_why = relay.cut
                 task.cancel()
                 break
             if watched.limit is None:
                 watched.limit = self._reached(watched, used_before, now)
+                if watched.limit is not None and watched.limit[0] == "student budget":
+                    watched.killed = True       # nothing runs after it: no need to wait for an interrupt
+                    self.outcome.budget_ran_out = True
+                    task.cancel()
+                    break
                 if watched.limit is not None:
                     interrupted = now
                     try:
@@ -678,8 +742,9 @@ class _Run:
             watched.error = err
         watched.cpu, watched.wall = meter.read() - cpu_before, time.monotonic() - started
         watched.queued = meter.waited_for_cpu() - waited_before
+        watched.grader, watched.grader_queued = _grown(self._grader_seconds(), grader_before)
         self.outcome.cpu_seconds += watched.cpu
-        self.uncounted += watched.queued
+        self.uncounted += watched.queued + watched.grader_queued
         if watched.limit is None:         # ended between two looks, having used more than it may
             watched.limit = self._reached(watched, used_before, time.monotonic(), ended=True)
         return watched
@@ -688,17 +753,6 @@ class _Run:
         """Whether the notebook has used its wall-clock ceiling (`queued`: the running cell's wait for a CPU)."""
         return (now - self.uncounted - queued > self.deadline
                 or now > self.started + HARD_FACTOR * self.limits.notebook_wall)
-
-    async def _alive_after_disconnect(self) -> bool:
-        """Whether the kernel outlives a closed connection: a kernel that dies (os._exit, a crash)
-        closes its sockets a moment before its process is gone, so it is given DEATH_GRACE to go;
-        one still alive after that had its connection cut for a frame too large."""
-        gone_by = time.monotonic() + DEATH_GRACE
-        while time.monotonic() < gone_by:
-            if not await self.client.km.is_alive():
-                return False
-            await asyncio.sleep(0.05)
-        return await self.client.km.is_alive()
 
     def _reached(self, watched: "Watched", used_before: float, now: float, ended: bool = False):
         """The limit the running cell has reached (None: none): (what, seconds)."""
@@ -709,9 +763,14 @@ class _Run:
             return ("notebook CPU time", limits.notebook_timeout)
         if ended:           # a cell that ended is judged on its CPU time only: waiting costs nothing
             return None
-        if watched.wall - watched.queued > limits.cell_wall or watched.wall > HARD_FACTOR * limits.cell_wall:
+        uncounted = watched.queued + watched.grader_queued
+        if self.counted(now, uncounted) > self.allowance:
+            return ("student budget", limits.student_budget)
+        if watched.wall - uncounted > limits.cell_wall or watched.wall > HARD_FACTOR * limits.cell_wall:
             return ("cell wall clock", limits.cell_wall)
-        if self._past_deadline(now, watched.queued):
+        if watched.waited > limits.cell_wait_timeout:
+            return ("cell waiting", limits.cell_wait_timeout)
+        if self._past_deadline(now, uncounted):
             return ("notebook wall clock", limits.notebook_wall)
         return None
 
@@ -721,17 +780,22 @@ class _Run:
         ooms = group.peaks().get("oom_kills", 0) if group is not None else 0
         task = asyncio.ensure_future(self.client.async_execute_cell(cell, i, execution_count=i + 1))
         watched = await self._watch(task)
+        if watched.waited > self.outcome.longest_wait.get("seconds", 0.0):
+            self.outcome.longest_wait = {"cell": _label(cell, i).strip("'"), "seconds": round(watched.waited, 2)}
         if watched.cut:
-            _error(cell, "GraderError", f"the kernel sent a message larger than the grader reads "
-                   f"({KERNEL_FRAME_BYTES // 2**20} MB a part): its outputs could not be read; the kernel was restarted")
+            _error(cell, "GraderError", clip(
+                f"the kernel sent a message larger than the grader reads ({MESSAGE_BYTES // 2**20} MB a message, "
+                f"in at most {MESSAGE_FRAMES:,} parts: it sent {watched.cut_why}): its outputs could not be read; "
+                "the kernel was restarted", 400))
             return False
         if watched.limit is not None:
             what, seconds = watched.limit
             self.outcome.stopped.append({
                 "cell": _label(cell, i).strip("'"), "limit": what, "limit_seconds": seconds,
                 "cpu_seconds": round(watched.cpu, 2), "wall_seconds": round(watched.wall, 2),
-                "queued_seconds": round(watched.queued, 2),
-                "killed": watched.killed})
+                "queued_seconds": round(watched.queued, 2), "grader_seconds": round(watched.grader, 2),
+                "grader_queued_seconds": round(watched.grader_queued, 2),
+                "waited_seconds": round(watched.waited, 2), "killed": watched.killed})
             _error(cell, "CellTimeoutError", watched.reason())
             return False        # restart for a clean, responsive kernel
         err = watched.error
@@ -763,7 +827,7 @@ class _Run:
             for i in self.done:
                 ran = nb.cells[i]
                 scratch = nbformat.from_dict(json.loads(json.dumps(ran)))
-                if self._out_of_time():
+                if self._out_of_time() or self.counted(time.monotonic()) >= self.allowance:
                     return False
                 try:
                     watched = await self._watch(asyncio.ensure_future(client.async_execute_cell(scratch, i)))
@@ -790,11 +854,20 @@ class Watched:
     to be killed, the error its task raised, and the CPU and wall seconds it used."""
     limit: tuple | None = None
     killed: bool = False
-    cut: bool = False             # the kernel's connection was closed under the client (a frame too large)
+    cut: bool = False             # the relay cut the kernel's connections (a message too large)
+    cut_why: str = ""
     error: BaseException | None = None
     cpu: float = 0.0
     wall: float = 0.0
     queued: float = 0.0           # of the wall seconds, those its kernel waited for a CPU the machine's load held
+    grader: float = 0.0           # the grader's own work meanwhile (reading the kernel's output, probes)
+    grader_queued: float = 0.0    # the grader's waits for a CPU meanwhile
+
+    @property
+    def waited(self) -> float:
+        """The seconds the cell's kernel waited of its own: neither computing, nor queued for a CPU,
+        nor waiting for the grader (a kernel whose threads compute side by side waits for none)."""
+        return max(0.0, self.wall - self.cpu - self.queued - self.grader - self.grader_queued)
 
     def reason(self) -> str:
         what, seconds = self.limit
@@ -805,9 +878,46 @@ class Watched:
             "cell wall clock": f"this cell was still running after {seconds:g} s, the limit for a cell that "
                                f"waits rather than computes ({used})",
             "notebook wall clock": f"the notebook reached its wall-clock ceiling of {seconds:g} s (this cell: {used})",
+            "cell waiting": f"this cell waited for more than {seconds:g} s without computing (sleeping, or "
+                            f"blocked on a read, a lock, an event or a child process), the limit for a cell's "
+                            f"waiting ({used}, {self.waited:.1f} s of it waiting)",
+            "student budget": f"the student's time budget of {seconds:g} s for all the notebooks together ran "
+                              f"out during this cell ({used}); the cells after it were not run",
         }[what]
+        if what == "student budget":
+            return why
         return why + ("; it did not stop when interrupted, and the kernel was restarted" if self.killed
                       else "; it was interrupted, and the kernel was restarted")
+
+
+def _grown(now: tuple[float, float, float], before: tuple[float, float, float]) -> tuple[float, float]:
+    """(the grader's work, its waits for a CPU) since `before`: the work is the larger of the probe
+    server's clock and this process's CPU time (they overlap)."""
+    return max(now[0] - before[0], now[1] - before[1], 0.0), max(now[2] - before[2], 0.0)
+
+
+class GraderMeter:
+    """How busy this grading process has been: its CPU time (every thread: reading the kernel's
+    messages, the relay, the probe server's checks) and the time its threads waited for a CPU (the
+    most-delayed thread's, each look). A kernel waits for the grader while the grader reads a flood
+    of its output or judges an answer: that waiting is not the student's (the ceiling for a cell's
+    waiting leaves it out), but the class spends it on the student (the budget counts the work, not
+    the waits for a CPU)."""
+
+    def __init__(self):
+        self._delays: dict[int, float] = {}
+        self._waited = 0.0
+
+    def read(self) -> tuple[float, float]:
+        """(CPU seconds, seconds waited for a CPU), cumulative."""
+        try:
+            delays = run_delays([os.getpid()])
+        except OSError:
+            delays = {}
+        step = max((now - self._delays.get(tid, now) for tid, now in delays.items()), default=0.0)
+        self._delays = delays
+        self._waited += max(0.0, step)
+        return time.process_time(), self._waited
 
 
 class CpuMeter:

@@ -31,7 +31,7 @@ from .roster import roster, roster_file  # noqa: F401  (roster_file: where the r
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 NOTEBOOK_COLUMNS = ["student", "step", "notebook", "score", "max_score", "late_penalty", "final_score",
-                    "written_to_grade", "timestamp", "due", "extension", "seconds_late"]
+                    "written_to_grade", "review_to_grade", "timestamp", "due", "extension", "seconds_late"]
 NOTEBOOK_NUMBERS = ("score", "max_score", "late_penalty", "final_score", "seconds_late")
 
 
@@ -120,6 +120,7 @@ def notebooks_csv(gb, steps: list[str], students: list[str] | None = None) -> st
                     "student": sid, "step": step, "notebook": name, "score": _number(nb["score"]),
                     "max_score": _number(nb["max_score"]), "late_penalty": _number(nb["late_penalty"]),
                     "final_score": _number(nb["final_score"]), "written_to_grade": " ".join(nb["to_grade"]),
+                    "review_to_grade": " ".join(nb.get("to_review", [])),
                     "timestamp": record.get("timestamp", ""), "due": record.get("due", ""),
                     "extension": record.get("extension", ""), "seconds_late": record.get("seconds_late", "")})
     return csv_text(NOTEBOOK_COLUMNS, rows, numbers=NOTEBOOK_NUMBERS)

@@ -12,7 +12,8 @@ pictures were kept, see assemble.py).
 
 `ForStudents`, listed after nbgrader's GetGrades, makes the page a student's: it opens with the
 summary `make my-feedback` prints (totals per notebook and for the step, the late penalty, the
-written answers still to be graded; also as JSON for that command), shows formulas (in the cells and
+written answers still to be graded, the hidden tests waiting for a person's review; also as JSON for
+that command), marks a hidden test waiting for review as such in its heading, shows formulas (in the cells and
 in the graders' comments) as MathML (no
 MathJax from a network, autograder/mathml.py) and drops the value a test cell returns (its score is in
 the cell's heading); the page's template (autograder/templates/course_feedback) puts the summary
@@ -106,4 +107,9 @@ class ForStudents(NbGraderPreprocessor):
         if info.get("db_url") and info.get("student") and info.get("assignment"):
             summary = summary_for(info["db_url"], info["assignment"], info["student"])
         resources["course_summary_html"] = summary_html(summary) if summary else ""
+        # a hidden test waiting for a person's review: its heading says so, not "Score: 0"
+        waiting = set((summary or {}).get("notebooks", {}).get(info.get("notebook"), {}).get("to_review", []))
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("grade_id") in waiting:
+                cell.metadata["course_review"] = True
         return nb, resources

@@ -38,6 +38,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 
 from .collect import NO_ID, collect, pick_newest  # noqa: E402
 from .course import COURSE_ID, ROOT, db_url, grader_home, use_environment_tools  # noqa: E402
+from .errors import UsageError  # noqa: E402
 from .gradebook import release_grade_cells  # noqa: E402
 from .limits import clip  # noqa: E402
 from .steps import Step  # noqa: E402
@@ -59,6 +60,7 @@ class Job:
     threads: int
     limits: dict = field(default_factory=dict)
     kernels: str = "warm"   # forked from this worker's template (autograder/warm.py) when it can; "cold": a fresh one
+    allowance: float | None = None  # seconds of the student's time budget left for it (autograder/budget.py)
 
 
 # ---- in a worker process -------------------------------------------------------------------
@@ -69,6 +71,7 @@ def run_job(job: Job) -> dict:
 
     import nbformat
 
+    from . import leftovers
     from .assemble import assemble
     from .casekey import case_key
     from .execute import Limits, execute
@@ -94,7 +97,7 @@ def run_job(job: Job) -> dict:
         template = worker_template(job.sandbox, plugin.preimport(step),
                                    _kernel_env(job, Path("/nonexistent"), "", course_env),
                                    readable=readable, passed_env=tuple(course_env))
-    scratch = Path(tempfile.mkdtemp(prefix="grade-", dir=getattr(template, "root", None)))  # short: sockets live here
+    scratch = leftovers.made("grade-", dir=getattr(template, "root", None))  # short: sockets live here
     try:
         workdir = scratch / "work"
         workdir.mkdir()
@@ -105,9 +108,10 @@ def run_job(job: Job) -> dict:
         student_code = [c.source for c in nb.cells if c.cell_type == "code"
                         and (c.get("metadata", {}).get("nbgrader", {}).get("solution") or c.get("id") not in released)]
         with ProbeServer(socket_path, step, answer_seconds=limits.cell_wall + 30, sources=student_code,
-                         case_key=case_key()) as server:
+                         case_key=case_key(), program=student_program(nb, released)) as server:
             env = _kernel_env(job, workdir, socket_path, course_env)
-            outcome = asyncio.run(execute(nb, workdir, env, sandbox, limits, hooks=server, template=template))
+            outcome = asyncio.run(execute(nb, workdir, env, sandbox, limits, hooks=server, template=template,
+                                          allowance=job.allowance))
             cells = judge_notebook(nb, server)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -122,7 +126,28 @@ def run_job(job: Job) -> dict:
         # per kernel, the highest memory and process count of its control group
         "cpu_seconds": outcome.cpu_seconds, "metered": outcome.metered, "stopped": outcome.stopped,
         "kernel_peaks": outcome.peaks, "worker_peak_bytes": _peak_memory(),
+        # the student's time budget: what this notebook was left of it, what it counted, whether it ran
+        # out here (autograder/budget.py); and the cell that waited longest (Limits.cell_wait_timeout)
+        "budget": {"allowance": None if job.allowance is None else round(job.allowance, 2),
+                   "used": outcome.counted_seconds, "ran_out": outcome.budget_ran_out},
+        "longest_wait": outcome.longest_wait, "largest_message_bytes": outcome.largest_message,
     }
+
+
+def student_program(nb, released: set) -> list[tuple[str | None, str | None]]:
+    """The graded notebook's code cells in the order they run: (the text, if the student wrote it: an
+    answer cell, a live Python box kept as the student left it (assemble.py), a cell the student added;
+    else None), and the grade id of each hidden test cell (else None). A process check reads what the
+    student's cells bound before its own cell runs (ProbeServer.code_before)."""
+    program = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        nbg = cell.get("metadata", {}).get("nbgrader", {})
+        written = bool(nbg.get("solution")) or cell.get("id") not in released or not nbg
+        hidden = nbg.get("grade_id") if nbg.get("grade") and not nbg.get("solution") else None
+        program.append((cell.source if written and not hidden else None, hidden))
+    return program
 
 
 def _reset_peak_memory() -> None:
@@ -212,7 +237,7 @@ def _ensure_gradebook(url: str, step: Step) -> None:
     try:
         fill_gradebook(url, step)
     except GradebookInUse as err:
-        raise SystemExit(
+        raise GradebookInUse(
             f"The gradebook ({url}) holds grades for another set of {step.name} notebooks than the release "
             f"has now ({', '.join(sorted(wanted))}): {err}. nbgrader will not change an assignment that has "
             "submissions. Grade this release with a new gradebook: move autograder/ aside (or run "
@@ -247,8 +272,32 @@ def record(step: Step, result: dict, url: str, mtime: float) -> None:
     nb = nbformat.reads(result["notebook_json"], as_version=4)
     SaveAutoGrades().preprocess(nb, {"nbgrader": {"notebook": name, "assignment": step.name,
                                                   "student": sid, "db_url": url}})
+    flag_for_review(step, result, url)
     stored = {k: v for k, v in result.items() if k != "notebook_json"}
     _atomic_write(result_path(step, sid, name), json.dumps(stored, indent=1))
+
+
+def flag_for_review(step: Step, result: dict, url: str) -> None:
+    """The hidden tests a check could not decide (judging: kind "review") wait for a person, as a written
+    answer does: no auto_score (nbgrader's score then counts nothing for them until a TA gives one, so no
+    total, export or page shows points nobody has given or taken) and `needs_manual_grade` set, so the
+    formgrader lists the cell as needing a manual grade; the TA's score there is the cell's score."""
+    from nbgrader.api import Gradebook
+    review = [c["grade_id"] for c in result.get("cells", []) if c.get("kind") == "review"]
+    if not review:
+        return
+    with Gradebook(url, COURSE_ID) as gb:
+        for grade_id in review:
+            grade = gb.find_grade(grade_id, result["notebook"], step.name, result["student"])
+            grade.auto_score = None
+            grade.needs_manual_grade = True
+        gb.db.commit()
+
+
+def is_review_grade(grade) -> bool:
+    """A hidden test's grade that was flagged for review (flag_for_review): an autograded cell with no
+    auto_score, waiting for a person's score or given one."""
+    return grade.auto_score is None and (bool(grade.needs_manual_grade) or grade.manual_score is not None)
 
 
 def sync_submission_times(step: Step, submitted_at: dict[str, float], url: str) -> None:
@@ -304,23 +353,41 @@ def start_worker(environ: dict, cwd: str) -> None:
     start(environ, cwd)
 
 
-def run_jobs(jobs: list[Job], workers: int, attempts: int = 3, meanwhile=None):
-    """Run jobs in worker processes; yield (job, result dict) or (job, error text) as each finishes.
+def run_jobs(jobs: list[Job], workers: int, attempts: int = 3, meanwhile=None, budget: float | None = None,
+             recorded: dict | None = None):
+    """Run jobs in worker processes; yield (job, result dict) or (job, error text) as each is settled.
+    Each student's notebooks share one time budget (`budget` seconds; `recorded`: {(student, notebook):
+    seconds used} by results of an earlier run): a `Ledger` (autograder/budget.py) decides which job
+    starts next and what it is allowed, so that a grade does not depend on the number of workers or the
+    order they finish in; the job yielded carries its allowance.
     A worker that dies (a grader fault, never student code: that runs in kernels) takes only its
     own job down: the pool is rebuilt and unfinished jobs run again, up to `attempts` times.
-    `meanwhile()` runs here while the jobs are handed out (handing out the first one waits for the
-    fork server's imports, seconds), before the first result is yielded; if it raises, the jobs not
+    `meanwhile()` runs here while the first jobs are handed out (handing out the first one waits for
+    the fork server's imports, seconds), before the first result is yielded; if it raises, the jobs not
     started are dropped and the error goes on."""
+    import dataclasses
     import traceback
     from concurrent.futures.process import BrokenProcessPool
+
+    from .budget import Ledger
+    from .limits import Limits
+    ledger = Ledger(jobs, Limits.student_budget if budget is None else budget, recorded or {})
     tries = {i: 0 for i in range(len(jobs))}
-    pending = list(range(len(jobs)))
     context = worker_context()
-    while pending:
-        with cf.ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=context,
+    while not ledger.done():
+        with cf.ProcessPoolExecutor(max_workers=max(1, min(workers, len(jobs))), mp_context=context,
                                     initializer=start_worker, initargs=(dict(os.environ), os.getcwd())) as pool:
-            futures, handing_out = _hand_out(pool, jobs, pending)
-            pending = []
+            running: dict = {}
+
+            def fill() -> None:
+                while len(running) < workers:
+                    nxt = ledger.next_job()
+                    if nxt is None:
+                        return
+                    i, allowance = nxt
+                    running[pool.submit(run_job, dataclasses.replace(jobs[i], allowance=allowance))] = i
+
+            handing_out = _in_thread(fill)
             try:
                 if meanwhile is not None:
                     meanwhile()
@@ -332,38 +399,61 @@ def run_jobs(jobs: list[Job], workers: int, attempts: int = 3, meanwhile=None):
             handing_out.join()
             if handing_out.error is not None:
                 raise handing_out.error
-            for future in cf.as_completed(futures):
-                i = futures[future]
-                try:
-                    yield jobs[i], future.result()
-                except BrokenProcessPool:
-                    tries[i] += 1
-                    if tries[i] < attempts:
-                        pending.append(i)
-                    else:
-                        yield jobs[i], "its grading process died repeatedly"
-                except Exception as err:
-                    traceback.print_exception(err, file=sys.stderr)
-                    yield jobs[i], f"{type(err).__name__}: {err}"
+            broken = False
+            while running:
+                done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+                for future in done:
+                    i = running.pop(future)
+                    try:
+                        outcome = future.result()
+                    except BrokenProcessPool:
+                        if not broken:
+                            _sweep_after_dead_workers()
+                        broken = True
+                        tries[i] += 1
+                        if tries[i] < attempts:
+                            ledger.retry(i)
+                            continue
+                        outcome = "its grading process died repeatedly"
+                    except Exception as err:
+                        traceback.print_exception(err, file=sys.stderr)
+                        outcome = f"{type(err).__name__}: {err}"
+                    for j, settled in ledger.finished(i, outcome):
+                        yield dataclasses.replace(jobs[j], allowance=settled_allowance(settled)), settled
+                if not broken:
+                    fill()
+        _sweep_after_dead_workers()
 
 
-def _hand_out(pool, jobs: list[Job], indices: list[int]):
-    """Submit jobs[i] for each of `indices` to `pool` in a thread of its own; ({future: i}, the
-    thread, joined by the caller, with .error set if submitting failed)."""
+def settled_allowance(outcome) -> float | None:
+    budget = outcome.get("budget") if isinstance(outcome, dict) else None
+    return (budget or {}).get("allowance")
+
+
+def _in_thread(fn):
+    """Run `fn()` in a thread of its own; the thread (joined by the caller) has .error set if it raised."""
     import threading
-    futures: dict = {}
 
-    def submit_all():
+    def target():
         try:
-            for i in indices:
-                futures[pool.submit(run_job, jobs[i])] = i
+            fn()
         except BaseException as err:        # noqa: BLE001  (raised in the caller's thread)
             thread.error = err
 
-    thread = threading.Thread(target=submit_all, name="hand-out-jobs", daemon=True)
+    thread = threading.Thread(target=target, name="hand-out-jobs", daemon=True)
     thread.error = None
     thread.start()
-    return futures, thread
+    return thread
+
+
+def _sweep_after_dead_workers() -> None:
+    """What grading workers that died (or ended) left behind: their control groups, their templates',
+    jobs' and relays' folders (autograder/leftovers.py)."""
+    from . import cgroups, leftovers
+    found = cgroups.cgroups()
+    if found is not None:
+        found.sweep()
+    leftovers.sweep()
 
 
 def grade(step: Step, submissions: Path, workers: int | None = None, force: bool = False, sandbox: str = "auto",
@@ -385,11 +475,10 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     url = db_url()
     sandbox = resolve_sandbox(sandbox)
     groups = cgroups.resolve()          # a control group per kernel, or a warning (once per run)
-    from .roster import RosterError, lms_ids, save_lms_ids
-    try:
-        roster_ids = lms_ids()
-    except RosterError as err:
-        raise SystemExit(f"grade: {err}") from None
+    from . import leftovers
+    leftovers.sweep()                   # the folders of grading workers that died in an earlier run
+    from .roster import lms_ids, save_lms_ids
+    roster_ids = lms_ids()
     received = collect(Path(submissions), step.notebooks(), only=only, roster_ids=roster_ids)
     part = (f" (shard {shard[0]} of {shard[1]})" if shard else "") + \
         (f" (students: {', '.join(sorted(students))})" if students else "")
@@ -468,6 +557,7 @@ class Plan:
         from .casekey import case_key, key_fingerprint
         # the course's case key: made here, on first grading, before any kernel runs; a new key regrades
         fingerprint = self.step.fingerprint() + key_fingerprint(case_key())
+        reused: list[tuple[dict, Job]] = []
         for (sid, name), item in sorted(chosen.items()):
             path = grader_home() / "submitted" / sid / self.step.name / f"{name}.ipynb"
             if not path.exists() or path.read_bytes() != item.data:
@@ -478,13 +568,23 @@ class Plan:
             limits = json.dumps(self.limits, sort_keys=True).encode() if self.limits else b""
             key = hashlib.sha256(item.data + fingerprint.encode() + limits).hexdigest()
             done = result_path(self.step, sid, name)
+            job = Job(self.step.name, str(self.step.root), sid, name, str(path), key, self.sandbox,
+                      self.threads, dict(self.limits), self.kernels)
             if not force and done.exists():
                 previous = json.loads(done.read_text())
                 if previous.get("key") == key:
-                    self.results.append(previous)
+                    reused.append((previous, job))
                     continue
-            self.jobs.append(Job(self.step.name, str(self.step.root), sid, name, str(path), key, self.sandbox,
-                                 self.threads, dict(self.limits), self.kernels))
+            self.jobs.append(job)
+        # a notebook the student's time budget stopped depends on what the student's other notebooks
+        # used: if one of them is graded again, so is it (autograder/budget.py)
+        regraded = {job.student for job in self.jobs}
+        for previous, job in reused:
+            if job.student in regraded and (previous.get("budget") or {}).get("ran_out"):
+                self.jobs.append(job)
+            else:
+                self.results.append(previous)
+        self.jobs.sort(key=lambda job: (job.student, job.notebook))
 
     def record_missing(self, students: list[str], chosen: dict, problems: list[dict]) -> None:
         """Notebooks a student did not hand in (or handed in unreadable) score zero, with the reason."""
@@ -508,8 +608,11 @@ class Plan:
     def run(self, workers: int, submitted_at: dict[str, float], say, meanwhile=None) -> None:
         """Grade the jobs in worker processes; record each result as it comes, with a progress line
         (`meanwhile()`: run once the jobs are handed out, before the first is recorded)."""
+        from .limits import Limits
         started, done = time.monotonic(), 0
-        for job, outcome in run_jobs(self.jobs, workers, meanwhile=meanwhile):
+        budget = float(self.limits.get("student_budget", Limits.student_budget))
+        recorded = {(r["student"], r["notebook"]): (r.get("budget") or {}).get("used", 0.0) for r in self.results}
+        for job, outcome in run_jobs(self.jobs, workers, meanwhile=meanwhile, budget=budget, recorded=recorded):
             if isinstance(outcome, dict):
                 record(self.step, outcome, self.url, submitted_at[job.student])
                 result = outcome
@@ -528,7 +631,7 @@ class Plan:
 def _kernels_for(kernels: str, sandbox: str) -> str:
     """The kernels a run uses: as asked, except warm where they cannot be had (then cold, and why)."""
     if kernels not in ("cold", "warm"):
-        raise SystemExit(f"unknown kind of kernels {kernels!r}: cold (a fresh kernel per notebook) or warm "
+        raise UsageError(f"unknown kind of kernels {kernels!r}: cold (a fresh kernel per notebook) or warm "
                          "(forked from a template that has imported the course's modules)")
     from .warm import why_cold
     reason = why_cold(sandbox) if kernels == "warm" else ""
@@ -558,7 +661,7 @@ def _requested_id(name: str) -> str:
     try:
         return student_id(name)
     except UnusableId as err:
-        raise SystemExit(f"--students: {name!r} cannot be a student id: {err}") from None
+        raise UsageError(f"--students: {name!r} cannot be a student id: {err}") from None
 
 
 def progress_bar(done: int, total: int, width: int = 20) -> str:
@@ -715,7 +818,10 @@ def with_manual_scores(step: Step, results: list[dict]) -> list[dict]:
                 if grade.manual_score is not None:
                     cell["score"] = float(grade.manual_score)
                     cell["error"] = "" if grade.manual_score >= cell["max_score"] else cell.get("error", "")
-                elif cell.get("kind") == "manual":
+                    if cell.get("kind") == "review" and grade.manual_score < cell["max_score"]:
+                        why = str(cell.get("error") or "").removeprefix("waits for review: ")
+                        cell["error"] = "scored by a grader after review" + (f" ({why})" if why else "")
+                elif cell.get("kind") in ("manual", "review"):
                     cell["score"] = None if grade.auto_score is None else float(grade.auto_score)
     return results
 
@@ -732,8 +838,12 @@ def _results_only_in_gradebook(gb, step: Step, known: set[tuple[str, str]]) -> l
         manual = {c.name for c in submission.notebook.solution_cells}
         order = list(cell_order.get(name, {}))
         grades = sorted(submission.grades, key=lambda g: (order.index(g.name) if g.name in order else len(order), g.name))
-        cells = [{"grade_id": g.name, "max_score": float(g.max_score),
-                  "score": None if g.score is None else float(g.score),
-                  "error": "", "kind": "manual" if g.name in manual else "auto"} for g in grades]
+        cells = []
+        for g in grades:
+            kind = "manual" if g.name in manual else "review" if is_review_grade(g) else "auto"
+            waiting = kind == "review" and g.manual_score is None
+            cells.append({"grade_id": g.name, "max_score": float(g.max_score),
+                          "score": None if waiting or g.score is None else float(g.score),
+                          "error": "waits for review" if waiting else "", "kind": kind})
         out.append({"student": sid, "notebook": name, "key": "gradebook", "cells": cells, "notes": []})
     return out

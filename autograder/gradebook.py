@@ -21,9 +21,10 @@ import functools
 from pathlib import Path
 
 from .course import COURSE_ID, ENGINE_ROOT
+from .errors import SetupError
 
 
-class GradebookInUse(RuntimeError):
+class GradebookInUse(SetupError, RuntimeError):
     """The gradebook holds submissions of another set of the step's notebooks."""
 
 
@@ -79,7 +80,7 @@ def release_grade_cells(step) -> dict[str, dict[str, float]]:
     for name in step.notebooks():
         path = step.release / f"{name}.ipynb"
         if not path.exists():
-            raise SystemExit(f"{step.name}: its release has no {name}.ipynb (release/{step.name}/): "
+            raise SetupError(f"{step.name}: its release has no {name}.ipynb (release/{step.name}/): "
                              f"generate the release first (make release STEP={step.name})")
         nb = json.loads(path.read_text(encoding="utf-8"))
         out[name] = {c["metadata"]["nbgrader"]["grade_id"]: float(c["metadata"]["nbgrader"].get("points", 0))

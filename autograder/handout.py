@@ -20,6 +20,7 @@ import urllib.parse
 from pathlib import Path
 
 from .course import ENGINE_ROOT, RELEASE, ROOT
+from .errors import SetupError, UsageError
 
 GRADER_ONLY = {"psycopg2-binary", "latex2mathml", "nh3", "jupyter-server-mathjax",   # gradebook driver, feedback formulas, sanitiser,
                "confusable-homoglyphs"}                                               # formgrader MathJax, look-alike ids
@@ -122,15 +123,15 @@ uploaded to the course's LMS. Before you hand in: Kernel, Restart Kernel and Run
 def build_handout(step: str, dest: Path | None = None, say=print) -> Path:
     dest = Path(dest or ROOT / "handout").resolve()
     if dest == ROOT or ROOT.is_relative_to(dest):
-        raise SystemExit(f"handout: {dest} would hold the course itself: give a folder of its own")
+        raise UsageError(f"{dest} would hold the course itself: give a folder of its own")
     if dest.exists():
         if not (dest / ".course-handout").exists():
-            raise SystemExit(f"handout: {dest} exists and is not a hand-out built here: give another folder "
+            raise UsageError(f"{dest} exists and is not a hand-out built here: give another folder "
                              "(nothing was changed)")
         shutil.rmtree(dest)
     notebooks = sorted((RELEASE / step).glob("*.ipynb"))
     if not notebooks:
-        raise SystemExit(f"handout: release/{step} holds no notebooks: run `make release` first")
+        raise SetupError(f"release/{step} holds no notebooks: run `make release` first")
     (dest / "release" / step).mkdir(parents=True)
     for path in notebooks:
         shutil.copy2(path, dest / "release" / step / path.name)

@@ -9,10 +9,18 @@ For every grade cell of the executed notebook:
   * any other test cell: nbgrader's own rule (an error or stderr output scores zero), after
     harmless warnings are stripped from stderr;
   * a manually graded answer: unscored (needs a grader), or zero when left unchanged.
+
+A hidden test whose check could not decide a part (Verdict.needs_review: code it cannot follow)
+takes nothing for it: the cell is unscored, kind "review", its `error` saying why, and its output
+tells the TA (the formgrader shows the autograded notebook) and the student (the feedback) that a
+person gives its score. grade.record then leaves the cell's auto_score empty and flags it
+`needs_manual_grade` in nbgrader's gradebook, as a written answer is: the formgrader lists it among
+the cells to grade by hand, and the score a TA gives there is the cell's score everywhere.
 """
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import asdict, dataclass
 
 import nbformat
@@ -27,8 +35,8 @@ class CellResult:
     grade_id: str
     score: float | None       # None: waits for a manual grade
     max_score: float
-    error: str = ""           # why points were lost, in the student's terms
-    kind: str = "auto"        # "auto" or "manual"
+    error: str = ""           # why points were lost, in the student's terms (a review cell: why it waits)
+    kind: str = "auto"        # "auto", "manual" (a written answer) or "review" (a hidden test a person scores)
 
     def as_dict(self):
         return asdict(self)
@@ -117,6 +125,17 @@ def _judge_hidden(cell, grade_id, points, server) -> CellResult:
         score = round(points * verdict.fraction, 2)
         report = verdict.report(points)
         error = verdict.failure_text()
+        if verdict.needs_review:
+            decided = score
+            report += "\n\n" + "\n".join(textwrap.wrap(
+                f"For the grader: this cell waits for your score (the parts decided above give {decided:g} of "
+                f"{points:g}; give the whole cell's score, {points:g} if the parts marked ? are as asked).", 100))
+            # the decided points as the cell's value too: anything that scores the cell by nbgrader's own rule
+            # (determine_grade) gets the points decided, never full marks (grade.record then empties it)
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=report + "\n"),
+                            nbformat.v4.new_output("execute_result", data={"text/plain": f"{decided:g}"},
+                                                   execution_count=cell.get("execution_count"))]
+            return CellResult(grade_id, None, points, verdict.review_text(), "review")
     else:
         score = 0.0
         why = _error_text(cell)

@@ -29,12 +29,23 @@ SETTINGS = Path(__file__).resolve().parent / "lab_settings"
 ROLES = ("student", "instructor")
 
 
+# The instructor's JupyterLab opens students' notebooks (the formgrader's "Open live notebook", the
+# autograded and feedback folders): every page it serves may show pictures only from the server itself
+# and its own data (data:, blob:), and nothing that fetches from or frames an address a student chose.
+# Scripts and connections are JupyterLab's own business, so they are left as Jupyter sets them.
+INSTRUCTOR_CSP = ("frame-ancestors 'self'; img-src 'self' data: blob:; media-src 'self' data: blob:; "
+                  "font-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'")
+
+
 def lab_arguments(root_dir: Path, role: str = "student", default_url: str | None = None) -> list[str]:
     """The options of the course's JupyterLab serving `root_dir` for a student or an instructor."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}, not {role!r}")
     args = [f"--ServerApp.root_dir={root_dir}", f"--LabApp.app_settings_dir={SETTINGS / role}",
             "--LabApp.news_url=None"]
+    if role == "instructor":
+        import json
+        args.append("--ServerApp.tornado_settings=" + json.dumps({"headers": {"Content-Security-Policy": INSTRUCTOR_CSP}}))
     if default_url:
         args.append(f"--ServerApp.default_url={default_url}")
     return args

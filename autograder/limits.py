@@ -12,6 +12,15 @@ machine is stopped on an idle one too; a much longer wall-clock ceiling stops on
 (sleep, block on input) without computing (autograder/execute.py). That ceiling leaves out the time
 the kernel was runnable but waiting for a CPU the machine's other work held (and, for a notebook, its
 kernels' start), so load moves neither limit; 4 x the ceiling of real time is the backstop.
+
+Two limits bound what waiting costs the class (a cell that waits uses no CPU time, so no CPU limit
+stops it): a cell may wait at most `cell_wait_timeout` seconds (the time its kernel neither computed,
+nor waited for a CPU, nor waited for the grader's own work: reading its output, the hidden tests'
+probes, the heads the grader serves), and a student's whole submission, all its notebooks together, has
+`student_budget` seconds counted as a notebook's wall-clock ceiling counts them (its kernels' start
+and the machine's load, the kernel's and the grader's waits for a CPU, left out; the grader's own work
+for the kernel counts: the class spends it on the student). How the budget is shared between a
+student's notebooks, graded by parallel workers: autograder/budget.py.
 """
 from __future__ import annotations
 
@@ -38,6 +47,25 @@ TEXT_CHARS = 2_000
 KERNEL_PROCESSES = 128
 KERNEL_FILES = 1_024
 
+# Memory of one grading worker process and the warm-kernel template it starts, together (a control group
+# of their own, where the machine has them: autograder/worker.py). A worker holds torch and the checks
+# (about 250 MiB), its template about as much, and what its kernel's messages make it hold: at most
+# KERNEL_QUEUED messages waiting and one being read, each at most relay.MESSAGE_BYTES (128 MiB). Past
+# this, the machine's memory limit ends the worker, not the machine or another worker: its notebook is
+# graded again, and after three deaths scores 0 saying the grader failed on it.
+WORKER_MEMORY_BYTES = 3 * 2**30
+
+# The longest an honest cell waits (each result records its notebook's longest wait, `longest_wait`),
+# measured when cell_wait_timeout was set: `make setup`'s example class (ada: the solutions; half;
+# blank), warm kernels in bwrap, 2 cores at load 6-20. No honest cell waits a second: the longest,
+# 0.08 s, are hidden tests' cells ('pattern_stats_hidden' of 04) and 06's checks; counting the grader's
+# judging as waiting (the probe server's clock alone), 0.82 s ('dot_variance_hidden' of 01), and the
+# sliders 0.09-0.16 s ('bandwidth_slider' of 05, 'seed_slider' of 04). The honest students' notebooks
+# count 18.1 s of the budget in all (ada; half 16.7 s, blank 8.2 s). So the defaults: 30 s of waiting
+# per cell, more than 30 times the longest honest wait; 600 s per student, 30 times ada's total.
+WAIT_MEASURED = {"longest_honest_wait_seconds": 0.82, "cell": "01-on-paper/dot_variance_hidden",
+                 "largest_honest_total_seconds": 18.1}
+
 # The wall-clock ceilings, for cells and notebooks that wait rather than compute, as multiples of
 # their CPU-time limits (when not set): a cell that sleeps is stopped after 5 x its CPU budget.
 CELL_WALL_FACTOR = 5.0
@@ -58,6 +86,13 @@ class Limits:
     restarts: int = 2                    # kernel restarts after a crash or a hung cell
     cell_wall_timeout: float = 0.0       # wall seconds a cell may take (0: CELL_WALL_FACTOR x cell_timeout)
     notebook_wall_timeout: float = 0.0   # wall seconds for the notebook (0: NOTEBOOK_WALL_FACTOR x notebook_timeout)
+    # Seconds one cell may wait: the wall seconds in which its kernel neither computed, nor waited for a
+    # CPU, nor waited for the grader's own work. WAIT_MEASURED says what the honest notebooks wait.
+    cell_wait_timeout: float = 30.0
+    # Seconds for one student's whole submission, every notebook together, counted as a notebook's
+    # wall-clock ceiling counts them (Gradescope's default for a whole submission: 10 minutes). When
+    # it runs out the cells and notebooks left score 0, saying so (autograder/budget.py).
+    student_budget: float = 600.0
 
     @property
     def cell_wall(self) -> float:

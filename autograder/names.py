@@ -25,11 +25,13 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from .errors import GraderError
+
 MAX_ID_CHARS = 64                     # nbgrader's gradebook holds ids of up to 128 characters
 MAX_ID_BYTES = 128                    # the id is a folder name: well under a file system's 255 bytes
 
 
-class UnusableId(ValueError):
+class UnusableId(GraderError, ValueError):
     """A name that cannot be a student id; the message says why."""
 
 

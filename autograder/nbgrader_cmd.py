@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from .course import ENGINE_ROOT, ROOT, kernel_env
+from .errors import GraderError
 
 # Library warnings on stderr (a PyTorch UserWarning, a matplotlib font notice) that must not zero a
 # correct answer: the grader strips them before judging (judging.py), and nbgrader_config.py gives
@@ -27,7 +28,7 @@ NBGRADER_MAIN = ("import sys; sys.modules.setdefault('rfc3987_syntax', None); "
 ERROR_LINE = re.compile(r"\| (ERROR|CRITICAL|FATAL)\]")
 
 
-class NbgraderError(RuntimeError):
+class NbgraderError(GraderError, RuntimeError):
     """An nbgrader command failed. `errors`: its own error lines; `log`: all it wrote."""
 
     def __init__(self, args: tuple[str, ...], log: str):

@@ -45,13 +45,37 @@ MATHML_ATTRIBUTES = {"display", "mathvariant", "stretchy", "fence", "separator",
                      "rowspacing", "columnlines", "rowlines", "frame", "notation", "linethickness",
                      "displaystyle", "scriptlevel", "minsize", "maxsize", "movablelimits", "symmetric",
                      "largeop", "form", "encoding", "open", "close", "separators", "xmlns"}
-# Inline styles a table or a coloured word may use; nothing that positions, overlays or loads.
-STYLE_PROPERTIES = {"color", "background-color", "text-align", "vertical-align", "font-weight", "font-style",
-                    "text-decoration", "white-space", "border", "border-collapse", "padding", "width"}
-URL_SCHEMES = {"http", "https", "mailto", "data"}
+# No `style` and no class of the student's: the page's own classes (Bootstrap's navbar-fixed-top,
+# modal, btn...) would lay a student's markup over the page as if it were the page's. The only
+# classes kept are the ones the markdown renderer itself writes for a code block's colours
+# (pygments' token classes, `highlight`) and a heading's anchor, on the tags it writes them on:
+# they colour text and position nothing (tests/browser/test_hostile_pages.py looks at every
+# element of a student's content in the pages).
+def _code_classes() -> frozenset[str]:
+    from pygments.token import STANDARD_TYPES
+    return frozenset(c for c in STANDARD_TYPES.values() if c)
+
+
+RENDERER_CLASSES = {"span": None, "div": {"highlight"}, "a": {"anchor-link"}}     # None: pygments' token classes
+# A student's content shows no URL at all but a picture's own data (`data:image/...;base64`) and a
+# link to a heading in the same answer (`#...`): nothing a page shows fetches from or leads to an
+# address the student chose (who opened the page, and when, is nobody else's business).
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml")
 DATA_IMAGE = re.compile(r"data:(image/(?:png|jpeg|gif|webp|svg\+xml));base64,[A-Za-z0-9+/=\s]*\Z", re.I)
+URL_ATTRIBUTES = {"href", "src", "cite", "longdesc", "background", "poster", "action", "formaction", "data",
+                  "srcset", "ping", "xlink:href", "codebase", "usemap", "manifest", "lowsrc", "dynsrc"}
 ID_PREFIX = "answer-"
+URL_SCHEMES = {"data"}          # ammonia's own scheme check; the attribute filter below decides
+
+
+def browser_url(value: str) -> str:
+    """`value` as a browser's URL parser reads it before it looks at the scheme (WHATWG URL
+    standard, "basic URL parser"): leading and trailing C0 controls and spaces removed, every ASCII
+    tab and newline removed wherever it is (`ja\\tva\\nscript:` is `javascript:`), and a backslash
+    read as a slash (`/\\host/x` and `\\\\host/x` are `//host/x`, another host, in http(s) pages)."""
+    value = value.strip("".join(map(chr, range(0x21))))
+    value = re.sub(r"[\t\n\r]", "", value)
+    return value.replace("\\", "/")
 
 
 def _tags() -> set[str]:
@@ -61,47 +85,53 @@ def _tags() -> set[str]:
 
 def _attributes() -> dict[str, set[str]]:
     import nh3
-    allowed = {tag: set(attrs) for tag, attrs in nh3.ALLOWED_ATTRIBUTES.items()}
-    allowed["*"] = {"class", "id", "title", "lang", "dir", "style", "align"}
+    allowed = {tag: set(attrs) - URL_ATTRIBUTES for tag, attrs in nh3.ALLOWED_ATTRIBUTES.items()}
+    allowed["*"] = {"id", "title", "lang", "dir", "align"}
     for tag in MATHML_TAGS:
         allowed[tag] = allowed.get(tag, set()) | MATHML_ATTRIBUTES
     allowed["img"] = {"src", "alt", "width", "height", "title"}
-    allowed["a"] = {"href", "title"}
+    allowed["a"] = {"href", "title", "class"}
+    allowed["span"] = {"class"}
+    allowed["div"] = allowed.get("div", set()) | {"class"}
     return allowed
 
 
 def _keep_attribute(tag: str, name: str, value: str) -> str | None:
-    """A data: URL only as a picture's source, and only of a picture; no remote pictures (a page
-    opened offline, a grader's visit not reported to anyone); sizes only as numbers."""
-    if name == "href" and value.startswith("#"):
-        return "#" + ID_PREFIX + value[1:]                   # to the prefixed id of a heading in the answer
-    if name in ("src", "href"):
-        stripped = value.strip()
-        if stripped.lower().startswith("data:"):
-            return stripped if tag == "img" and name == "src" and DATA_IMAGE.match(stripped) else None
-        if tag == "img" and re.match(r"[a-z][a-z0-9+.-]*:|//", stripped, re.I):
-            return None
+    """What survives of an attribute: a link only to a heading of the answer itself, a picture only
+    from its own data, sizes only as numbers, a class only as the markdown renderer writes it."""
+    if name == "href":
+        url = browser_url(value)
+        return "#" + ID_PREFIX + url[1:] if tag == "a" and url.startswith("#") else None
+    if name == "src":
+        url = browser_url(value)
+        return url if tag == "img" and DATA_IMAGE.match(url) else None
+    if name in URL_ATTRIBUTES:
+        return None
+    if name == "class":
+        allowed = RENDERER_CLASSES.get(tag, set())
+        allowed = _CONFIG["code_classes"] if allowed is None else allowed
+        return value if value.split() and all(c in allowed for c in value.split()) else None
     if name in ("width", "height") and tag in ("img", "td", "th", "table", "col", "hr"):
         return value if re.fullmatch(r"\s*\d{1,5}(\.\d+)?(%|px)?\s*", value) else None
     return value
 
 
 def clean(html: str) -> str:
-    """`html` from a submission, with nothing that can run or load: nh3 (ammonia) with the course's
-    allow-list. Text and pictures stay; script, event handlers, javascript: and other URLs that
-    are not http(s), mailto or a picture's data, frames, forms, meta refreshes, style sheets go."""
+    """`html` from a submission, with nothing that can run, load or pass for the page's own: nh3
+    (ammonia) with the course's allow-list. Text, tables, formulas and pictures of their own data
+    stay; script, event handlers, styles and classes, frames, forms, meta refreshes, style sheets
+    and every URL but a picture's data or a link within the answer go."""
     import nh3
     if not html:
         return ""
     return nh3.clean(str(html), tags=_CONFIG["tags"], attributes=_CONFIG["attributes"],
-                     attribute_filter=_keep_attribute, url_schemes=URL_SCHEMES,
-                     filter_style_properties=STYLE_PROPERTIES, id_prefix=ID_PREFIX,
-                     link_rel="noopener noreferrer nofollow", strip_comments=True)
+                     attribute_filter=_keep_attribute, url_schemes=URL_SCHEMES, id_prefix=ID_PREFIX,
+                     link_rel=None, strip_comments=True)
 
 
 class _LazyConfig(dict):
     def __missing__(self, key):
-        self["tags"], self["attributes"] = _tags(), _attributes()
+        self["tags"], self["attributes"], self["code_classes"] = _tags(), _attributes(), _code_classes()
         return self[key]
 
 
@@ -145,15 +175,19 @@ SHOWN_TYPES = {"text/plain", "text/html", "text/markdown", "text/latex", "image/
 
 
 def safe_output(output: dict) -> dict | None:
-    """A code cell's output with only what a page can show safely (None: nothing left)."""
+    """A code cell's output with only what a page can show safely (None: nothing left), rebuilt from
+    its known fields alone: a field the template would read as a file's address (an output's
+    `svg_filename`, its metadata's `filenames`) never reaches it."""
     kind = output.get("output_type")
     if kind == "stream":
-        return output if isinstance(output.get("text"), str) else None
+        text = output.get("text")
+        text = "".join(t for t in text if isinstance(t, str)) if isinstance(text, list) else text
+        name = output.get("name") if output.get("name") in ("stdout", "stderr") else "stdout"
+        return {"output_type": "stream", "name": name, "text": text} if isinstance(text, str) else None
     if kind == "error":
         lines = output.get("traceback")
-        output["traceback"] = [line for line in lines if isinstance(line, str)] if isinstance(lines, list) else []
-        output["ename"], output["evalue"] = str(output.get("ename", "")), str(output.get("evalue", ""))
-        return output
+        return {"output_type": "error", "ename": str(output.get("ename", "")), "evalue": str(output.get("evalue", "")),
+                "traceback": [line for line in lines if isinstance(line, str)] if isinstance(lines, list) else []}
     if kind not in ("display_data", "execute_result"):
         return None
     data = output.get("data") if isinstance(output.get("data"), dict) else {}
@@ -180,8 +214,11 @@ def safe_output(output: dict) -> dict | None:
         sizes = {k: v for k, v in sizes.items() if v is not None}
         if sizes:
             metadata[mime] = sizes
-    output["data"], output["metadata"] = kept, metadata
-    return output
+    out = {"output_type": kind, "data": kept, "metadata": metadata}
+    if kind == "execute_result":
+        count = output.get("execution_count")
+        out["execution_count"] = count if isinstance(count, int) and not isinstance(count, bool) else None
+    return out
 
 
 def safe_attachments(attachments) -> dict:

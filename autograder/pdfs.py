@@ -33,6 +33,7 @@ from pathlib import Path
 
 from .course import ROOT, grader_home
 from .csvout import write_csv
+from .errors import SetupError
 from .steps import find_step
 
 STYLE = """
@@ -45,11 +46,15 @@ div.meta { font-size: 9pt; color: #555; }
 div.score { float: right; font-size: 10pt; margin: 0 0 0.3em 1em; }
 div.score span.box { display: inline-block; width: 3.2em; height: 1.5em; border: 1.5px solid #000;
                      vertical-align: middle; margin-right: 0.3em; }
-div.answer { overflow-wrap: anywhere; }
+div.answer { overflow-wrap: anywhere; position: relative; contain: paint; isolation: isolate; }
 pre { white-space: pre-wrap; font-size: 9.5pt; }
 math[display="block"] { display: block; margin: 0.4em 0; }
 img { max-width: 100%; }
 """
+
+# The page runs nothing and loads nothing but its own pictures' data (as the feedback page).
+PAGE_CSP = ("<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'; "
+            "img-src data:; font-src data:; form-action 'none'; base-uri 'none'\">")
 
 
 def chromium_path() -> str | None:
@@ -109,7 +114,7 @@ def written_answers(nb: dict) -> list[dict]:
 def student_html(sid: str, step: str, notebooks: dict[str, dict]) -> str:
     """The page of one student's written answers; `sid` is what the page names them by (their id,
     or their code when the PDFs are anonymous)."""
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(sid)}</title>"
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'>{PAGE_CSP}<title>{html.escape(sid)}</title>"
              f"<style>{STYLE}</style></head><body>",
              f"<h1>{html.escape(step)}: written answers of {html.escape(sid)}</h1>"]
     for name, nb in notebooks.items():
@@ -173,7 +178,7 @@ def make_pdfs(step: str, students: list[str] | None = None, say=print, anonymous
         return []
     browser_path = chromium_path()
     if browser_path is None:
-        raise SystemExit("pdfs: Chromium is not installed: `sudo make system-deps` installs Debian's chromium "
+        raise SetupError("Chromium is not installed: `sudo make system-deps` installs Debian's chromium "
                          "(or set CHROMIUM=/path/to/chromium)")
     out_dir = home / "pdfs"
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -21,11 +21,12 @@ import sys
 from pathlib import Path
 
 from .course import ROOT
+from .errors import GraderError, SetupError
 
 PLUGIN_FILE = Path("source") / "course_plugin.py"
 
 
-class NotHandled(Exception):
+class NotHandled(GraderError):
     """`encode` does not know this object: the engine sends it as plain data."""
 
 
@@ -62,7 +63,7 @@ def load_plugin(root: Path = ROOT) -> CoursePlugin:
         spec.loader.exec_module(module)
     plugin = getattr(module, "plugin", None)
     if not isinstance(plugin, CoursePlugin):
-        raise SystemExit(f"{path} must define `plugin`, an instance of autograder.plugin.CoursePlugin")
+        raise SetupError(f"{path} must define `plugin`, an instance of autograder.plugin.CoursePlugin")
     return plugin
 
 

@@ -29,6 +29,7 @@ import random
 import secrets
 import socket
 import threading
+import time
 
 from .checks.framework import KernelGone, Missing, StudentError, run_probe
 from .plugin import NotHandled, load_plugin
@@ -67,9 +68,38 @@ class Budget:
             self.used -= n
 
 
+class GraderClock:
+    """How long the kernel has waited for this server's own work: a hidden test's probe between two
+    requests to the kernel, a served head answering the kernel. The seconds in which any of the
+    server's threads works for the kernel count once (autograder/execute.py leaves them out of the
+    cell's waiting and of the student's time budget: they are the grader's, not the student's)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._working = 0
+        self._since = 0.0
+        self._total = 0.0
+
+    def begin(self) -> None:
+        with self._lock:
+            if self._working == 0:
+                self._since = time.monotonic()
+            self._working += 1
+
+    def end(self) -> None:
+        with self._lock:
+            self._working -= 1
+            if self._working == 0:
+                self._total += time.monotonic() - self._since
+
+    def seconds(self) -> float:
+        with self._lock:
+            return self._total + (time.monotonic() - self._since if self._working else 0.0)
+
+
 class ProbeServer:
     def __init__(self, socket_path: str, step, answer_seconds: float = ANSWER_SECONDS, sources=(),
-                 case_key: bytes | None = None):
+                 case_key: bytes | None = None, program=None):
         self.step = step
         # the course's case key (autograder/casekey.py): checks draw this submission's own cases from
         # it and `sources` (framework.fresh_rng); it stays in this process, as the checks do
@@ -77,6 +107,11 @@ class ProbeServer:
         # the text of the student's code cells, as the grader rebuilt the notebook: a check may read how
         # an answer computes from it (the kernel cannot change it, unlike anything it reports itself)
         self.sources: list[str] = [str(s) for s in sources]
+        # the notebook's code cells in the order they run, as (the student's text, or None for a cell the
+        # student did not write; the grade id of a hidden test cell, or None): what a hidden test meets
+        # when it runs is what the student's cells above it bound (code_before)
+        self.program: list[tuple[str | None, str | None]] | None = \
+            [(None if t is None else str(t), g) for t, g in program] if program is not None else None
         self.checks = step.checks                                # grade_id -> Check, of this step only
         self.plugin = load_plugin(step.root)
         self.socket_path = socket_path
@@ -93,6 +128,7 @@ class ProbeServer:
         self._requests = 0
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.budget = Budget(BUFFERED_BYTES)
+        self.clock = GraderClock()
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(socket_path)
         os.chmod(socket_path, 0o666)   # the sandboxed kernel may run as another user
@@ -110,6 +146,10 @@ class ProbeServer:
     def after_cell(self, cell) -> None:
         self.expect(None)
 
+    def grader_seconds(self) -> float:
+        """Seconds the kernel has waited for this server's own work so far (GraderClock)."""
+        return self.clock.seconds()
+
     def expect(self, grade_id: str | None) -> None:
         """The hidden test whose session is accepted from now on (None: none). Ending an expectation
         waits a moment for a session still being judged to store its result."""
@@ -120,6 +160,20 @@ class ProbeServer:
             driver.join(timeout=5)
 
     # -- what probes and judges use -------------------------------------------------------------
+    def code_before(self, grade_id: str) -> list[str]:
+        """The student's code cells that run before hidden test `grade_id`'s cell, in the notebook's order
+        (answer cells, live Python boxes, cells the student added): what the names its check reads are
+        bound to when the test runs. Without a program (a notebook run without a grader): `sources`."""
+        if self.program is None:
+            return list(self.sources)
+        before = []
+        for text, gid in self.program:
+            if gid == grade_id:
+                return before
+            if text is not None:
+                before.append(text)
+        return before
+
     def suite(self, name: str) -> list[tuple[str, object]]:
         """[(token, object)] of a suite, in the shuffled order it is served in."""
         with self._lock:
@@ -191,6 +245,7 @@ class ProbeServer:
         if not accepted:
             _quietly(send, conn, {"op": "refused", "why": "the grader runs each hidden test once, from its own cell"})
             return
+        self.clock.begin()          # the kernel waits for the probe, except while it answers (request)
         try:
             data = run_probe(self.checks[grade_id], KernelNamespace(KernelSession(conn, self)), self)
         except KernelRefused as err:                     # no points, and why
@@ -200,6 +255,8 @@ class ProbeServer:
             return                                       # no result: the judge says why from the cell
         except Exception as err:                         # a fault of the grader's, said as such
             data = {"__grader_error__": f"{type(err).__name__}: {str(err)[:200]}"}
+        finally:
+            self.clock.end()
         self.results[grade_id] = data
         _quietly(send, conn, {"op": "done"})
 
@@ -215,12 +272,17 @@ class ProbeServer:
 
     def _link(self, conn, message):
         while True:
+            self.clock.begin()              # the kernel waits for the served head's answer
             try:
-                reply = self._handle(message)
-            except (KeyError, TypeError, ValueError, NotPlain, RuntimeError) as err:
-                reply = {"error": f"{type(err).__name__}: {err}"}
-            message = None                  # nothing of it is kept while the next one is awaited
-            if not _quietly(send, conn, reply):
+                try:
+                    reply = self._handle(message)
+                except (KeyError, TypeError, ValueError, NotPlain, RuntimeError) as err:
+                    reply = {"error": f"{type(err).__name__}: {err}"}
+                message = None                  # nothing of it is kept while the next one is awaited
+                sent = _quietly(send, conn, reply)
+            finally:
+                self.clock.end()
+            if not sent:
                 return
             del reply
             try:
@@ -282,6 +344,8 @@ class KernelSession:
         self.values = [SESSION_VALUES]
 
     def request(self, message: dict) -> dict:
+        clock = self.server.clock
+        clock.end()                 # from here to its answer, the time is the kernel's
         try:
             send(self.conn, message)
             reply = self.server.receive(self.conn, self.values)
@@ -289,6 +353,8 @@ class KernelSession:
             raise KernelRefused(str(err)) from None
         except (ConnectionError, OSError, ValueError) as err:
             raise KernelGone(str(err)) from None
+        finally:
+            clock.begin()
         return reply
 
 

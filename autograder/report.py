@@ -1,7 +1,9 @@
 """The grade report of a step: a table on screen, autograder/grades/<step>.csv and <step>.json.
 
 One record per student, notebook and grade cell: student, notebook, grade_id, score,
-max_score, error (why the cell scored less than full marks), kind (auto or manual).
+max_score, error (why the cell scored less than full marks, or why it waits for review), kind (auto,
+manual: a written answer, or review: a hidden test a check could not decide, scored by a person; its
+score is empty until then).
 <step>.json (its shape: GRADES_SCHEMA below, `schema_version` SCHEMA_VERSION) adds, per student, the
 submission's time, due date, extension, lateness and per-notebook totals with the late penalty
 (autograder/totals.py, autograder/term.py).
@@ -38,6 +40,8 @@ GRADES_SCHEMA = {
                      "step": "totals.step_totals"}],
     "problems": [{"student": "str", "notebook": "str or null", "file": "str", "problem": "str"}],
     "notes": {"<student>/<notebook>": ["str"]},
+    "time_budget": {"ran_out": ["str: the students whose time budget (Limits.student_budget) ran out: the "
+                                "cells and notebooks after it scored 0"]},
 }
 
 
@@ -79,7 +83,7 @@ def table(results: list[dict], step, totals: dict | None = None) -> str:
     from .names import lookalikes, shown_id
     alike = {sid: [o for o in group if o != sid] for group in lookalikes(students) for sid in group}
     for sid in students:
-        cols, got, top, bonus, bonus_top, open_, written = [], 0.0, 0.0, 0.0, 0.0, 0, 0
+        cols, got, top, bonus, bonus_top, open_, written, waiting = [], 0.0, 0.0, 0.0, 0.0, 0, 0, 0
         for name in notebooks:
             cells = (by.get((sid, name)) or {}).get("cells", [])
             cols.append(f"{sum(c['score'] or 0 for c in cells):>7.1f}" if cells else f"{'-':>7}")
@@ -87,6 +91,8 @@ def table(results: list[dict], step, totals: dict | None = None) -> str:
                 if c.get("kind") == "manual":
                     written += 1
                     open_ += c["score"] is None
+                elif c.get("kind") == "review" and c["score"] is None:
+                    waiting += 1
                 if step.is_bonus(c["grade_id"]):
                     bonus, bonus_top = bonus + (c["score"] or 0), bonus_top + c["max_score"]
                 else:
@@ -96,14 +102,33 @@ def table(results: list[dict], step, totals: dict | None = None) -> str:
         lines.append(padded(sid, 18) + "".join(cols) + f"{got:>8.1f}/{top:<4.0f}"
                      + (f"{bonus:>6.1f}/{bonus_top:<3.0f}" if has_bonus else "")
                      + (f"{-late:>7.1f}" if late else f"{'-':>7}") + f"{total:>8.1f}"
-                     + f"  {open_} of {written} to grade"
+                     + f"  {open_} of {written} to grade" + (f", {waiting} to review" if waiting else "")
                      + (f"  ({shown_id(sid)}: another student than the look-alike "
                         f"{', '.join(shown_id(o) for o in alike[sid])})" if sid in alike else ""))
     lines.append("(notebook columns: points, autograded and written answers graded so far; required: out of "
                  "the required notebooks' points; late: the late penalty (course.toml); total: required + "
                  "bonus - late, as in the LMS export and the feedback; written answers: those left to grade "
-                 "by hand in the formgrader, an unanswered one is scored 0 already)")
+                 "by hand in the formgrader, an unanswered one is scored 0 already; to review: hidden tests the "
+                 "grader could not decide, graded by hand in the formgrader too, counting nothing until then)")
     return "\n".join(lines)
+
+
+def review_lines(results: list[dict], step) -> list[str]:
+    """The cells waiting for a person's review (a check could not decide them), one line each with the
+    check's reason, for `make grade`'s summary."""
+    waiting = [(r["student"], r["notebook"], c) for r in sorted(results, key=lambda r: (r["student"], r["notebook"]))
+               for c in r.get("cells", []) if c.get("kind") == "review" and c.get("score") is None]
+    if not waiting:
+        return []
+    n = len(waiting)
+    lines = [f"review: {n} cell{'s' * (n > 1)} wait{'s' * (n == 1)} for a person's review (the grader could not "
+             "decide how the answer computes, so it took no points): grade them in the formgrader (`make "
+             "formgrader`, Manual Grading), then `make feedback`"]
+    for sid, name, c in waiting[:20]:
+        lines.append(f"  {sid} {name} {c['grade_id']}: {clip(str(c.get('error') or ''), 300)}")
+    if len(waiting) > 20:
+        lines.append(f"  ... and {len(waiting) - 20} more (grades/{step.name}.csv: kind review)")
+    return lines
 
 
 def padded(text: str, width: int) -> str:
@@ -130,16 +155,27 @@ def write_reports(step, results: list[dict], problems: list[dict], say=print) ->
     json_path.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "step": step.name, "term": term,
                                      "grades": rows, "submissions": submissions, "problems": problems,
                                      "notes": {f"{r['student']}/{r['notebook']}": _notes(r)
-                                               for r in results if r.get("notes")}},
+                                               for r in results if r.get("notes")},
+                                     "time_budget": {"ran_out": budget_ran_out(results)}},
                                     indent=1), encoding="utf-8")
     say("")
     say(table(results, step, totals))
+    for line in review_lines(results, step):
+        say(line)
+    if budget_ran_out(results):
+        say("\nstudents whose time budget ran out (the cells and notebooks after it scored 0, saying so): "
+            + ", ".join(budget_ran_out(results)))
     if problems:
         say("\nfiles that could not be graded:")
         for p in problems:
             say(f"  {p['student']}: {p['file']}: {p['problem']}")
     shown = [p.relative_to(ROOT) if p.is_relative_to(ROOT) else p for p in (csv_path, json_path)]
     say(f"\ngrades: {shown[0]} and {shown[1]} ({len(rows)} records)")
+
+
+def budget_ran_out(results: list[dict]) -> list[str]:
+    """The students whose time budget for all their notebooks ran out (autograder/budget.py)."""
+    return sorted({r["student"] for r in results if (r.get("budget") or {}).get("ran_out")})
 
 
 def _term_part(step, results: list[dict], home) -> tuple[dict, dict, list[dict]]:

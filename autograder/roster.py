@@ -30,13 +30,14 @@ import re
 from pathlib import Path
 
 from .course import ROOT
+from .errors import GraderError
 
 ROSTER_COLUMNS = ["student", "name", "canvas_id", "sis_user_id", "sis_login_id", "section", "moodle_name"]
 ASSIGNMENT_COLUMNS = ["step", "canvas_assignment_id", "title"]
 CANVAS_ASSIGNMENT = re.compile(r"^(?P<title>.*\S)\s*\((?P<id>\d+)\)\s*$")
 
 
-class RosterError(ValueError):
+class RosterError(GraderError, ValueError):
     """A roster or an LMS export that cannot be used; the message says what to fix."""
 
 

@@ -44,6 +44,7 @@ import time
 from pathlib import Path
 
 from . import cgroups as _cgroups
+from .errors import SetupError, UsageError
 from .kernels import PYTHON, kernel_command
 from .limits import KERNEL_FILES, KERNEL_PROCESSES, Limits
 
@@ -442,9 +443,9 @@ def resolve_sandbox(choice: str) -> str:
             _warned = True
         return "none"
     if choice == "bwrap" and bwrap_problem() is not None:
-        raise SystemExit(f"sandbox 'bwrap' is not available here: {bwrap_problem()}")
+        raise SetupError(f"sandbox 'bwrap' is not available here: {bwrap_problem()}")
     if choice not in ("bwrap", "none"):
-        raise SystemExit(f"unknown sandbox {choice!r} (available: {', '.join(available())}, auto)")
+        raise UsageError(f"unknown sandbox {choice!r} (available: {', '.join(available())}, auto)")
     return choice
 
 

@@ -14,6 +14,8 @@ import json
 import re
 from pathlib import Path
 
+from .errors import UsageError
+
 TEMPLATE = '''
 
 @register
@@ -45,29 +47,29 @@ class {cls}(Check):
 IMPORTS = "from autograder.checks import Check, Verdict, attempt, register, student, unpack\n"
 
 
-class ScaffoldError(SystemExit):
-    pass
+class ScaffoldError(UsageError):
+    """`new-check` cannot write this check; the message says why."""
 
 
 def new_check(step, notebook: str, grade_id: str, points: float = 1.0, answer: str | None = None,
               module: str | None = None) -> list[Path]:
     if not re.fullmatch(r"[A-Za-z_]\w*", grade_id):
-        raise ScaffoldError(f"new-check: {grade_id!r} is not a grade id (letters, digits and _)")
+        raise ScaffoldError(f"{grade_id!r} is not a grade id (letters, digits and _)")
     if grade_id in step.checks:
-        raise ScaffoldError(f"new-check: {step.name} has a check {grade_id!r} already")
+        raise ScaffoldError(f"{step.name} has a check {grade_id!r} already")
     if points <= 0:
-        raise ScaffoldError("new-check: a hidden test is worth more than 0 points")
+        raise ScaffoldError("a hidden test is worth more than 0 points")
     path = step.source / f"{notebook}.ipynb"
     if not path.exists():
-        raise ScaffoldError(f"new-check: no notebook {path.name} in {step.source} "
+        raise ScaffoldError(f"no notebook {path.name} in {step.source} "
                             f"(notebooks: {', '.join(step.notebooks())})")
     nb = json.loads(path.read_text(encoding="utf-8"))
     answer = answer or grade_id.removesuffix("_hidden")
     ids = [c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in nb["cells"]]
     if answer not in ids:
-        raise ScaffoldError(f"new-check: {path.name} has no answer cell {answer!r} (give --answer NAME)")
+        raise ScaffoldError(f"{path.name} has no answer cell {answer!r} (give --answer NAME)")
     if grade_id in ids:
-        raise ScaffoldError(f"new-check: {path.name} has a cell {grade_id!r} already")
+        raise ScaffoldError(f"{path.name} has a cell {grade_id!r} already")
 
     module = module or re.sub(r"^\d+-", "", notebook).replace("-", "_")
     check_file = step.checks_dir / f"{module}.py"

@@ -13,12 +13,14 @@ import re
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from .errors import GraderError
+
 HIDDEN_CALL = re.compile(r"""^hidden\(\s*["'](?P<grade_id>[\w-]+)["']\s*,\s*globals\(\)\s*\)\s*$""", re.M)
 POINTS_LABEL = re.compile(r"\s*\((?P<points>[\d.]+) points?\)\s*$")
 
 
-class HiddenTestError(ValueError):
-    pass
+class HiddenTestError(GraderError, ValueError):
+    """A hidden test cell that does not name its check as the engine expects."""
 
 
 def hidden_call(source: str) -> str | None:

@@ -29,13 +29,14 @@ from functools import cached_property
 from pathlib import Path
 
 from .course import ROOT
+from .errors import UsageError
 
 CHECKS_PACKAGE = "checks"
 MODULE_PREFIX = "course_checks"     # a step's check package is imported as course_checks.<step_with_underscores>
 
 
-class UnknownStep(SystemExit):
-    pass
+class UnknownStep(UsageError):
+    """No such step, or a folder that is not a gradable step."""
 
 
 @dataclass(frozen=True)

@@ -35,13 +35,14 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from .course import ROOT
+from .errors import GraderError
 
 POLICIES = ("none", "zero", "per_hour", "per_day")
 UNIT_SECONDS = {"per_hour": 3600, "per_day": 86400}
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"     # nbgrader's Exchange.timestamp_format
 
 
-class TermError(ValueError):
+class TermError(GraderError, ValueError):
     """course.toml or extensions.csv holds something that cannot be used; the message says what to fix."""
 
 

@@ -2,7 +2,10 @@
 grades.json, the feedback HTML's summary, `make my-feedback`, the exports to an LMS.
 
 Per notebook: points scored (autograded and written answers), the most it can give, the late
-penalty (autograder/term.py) and the written answers still waiting for a grader. For the step:
+penalty (autograder/term.py), the written answers still waiting for a grader (`to_grade`) and the
+hidden tests waiting for a person's review (`to_review`: a check could not decide them, judging.py).
+A cell that waits counts nothing until a grader gives its score, as nbgrader's gradebook counts it
+(its auto_score is empty): the totals rise when it is graded. For the step:
 
   required    points of the required notebooks' cells,   out of required_max
   bonus       points of the optional notebook's cells (grade ids `bonus_…`), out of bonus_max
@@ -31,6 +34,7 @@ def notebook_totals(cells: list[dict], penalty: float = 0.0) -> dict:
         "late_penalty": round(float(penalty or 0), 6),
         "final_score": round(score - float(penalty or 0), 6),
         "to_grade": [c["grade_id"] for c in cells if c.get("kind") == "manual" and c["score"] is None],
+        "to_review": [c["grade_id"] for c in cells if c.get("kind") == "review" and c["score"] is None],
     }
 
 
@@ -41,6 +45,7 @@ def step_totals(notebooks: dict[str, dict]) -> dict:
     out["late_penalty"] = round(sum(nb["late_penalty"] for nb in notebooks.values()), 6)
     out["total"] = round(out["required"] + out["bonus"] - out["late_penalty"], 6)
     out["to_grade"] = [f"{name}/{gid}" for name, nb in sorted(notebooks.items()) for gid in nb["to_grade"]]
+    out["to_review"] = [f"{name}/{gid}" for name, nb in sorted(notebooks.items()) for gid in nb.get("to_review", [])]
     return out
 
 
@@ -71,10 +76,13 @@ def from_gradebook(gb, step: str, student: str | None = None) -> dict[str, dict]
         notebooks = {}
         for nb in submission.notebooks:
             manual = {c.name for c in nb.notebook.solution_cells}
-            # a written answer nobody has scored yet: nbgrader's `score` reads 0, `needs_manual_grade` says so
+            # a written answer nobody has scored yet: nbgrader's `score` reads 0, `needs_manual_grade` says so;
+            # so for a hidden test flagged for review (no auto_score: grade.flag_for_review)
             cells = [{"grade_id": g.name, "max_score": float(g.max_score),
                       "score": None if g.needs_manual_grade and g.manual_score is None else float(g.score or 0),
-                      "kind": "manual" if g.name in manual else "auto"} for g in nb.grades]
+                      "kind": "manual" if g.name in manual else
+                      "review" if g.auto_score is None and (g.needs_manual_grade or g.manual_score is not None)
+                      else "auto"} for g in nb.grades]
             notebooks[nb.notebook.name] = notebook_totals(cells, nb.late_submission_penalty or 0.0)
         out[submission.student.id] = {"notebooks": notebooks, "step": step_totals(notebooks)}
     return out
@@ -98,6 +106,9 @@ def summary_lines(sid: str, totals: dict, term: dict | None = None) -> list[str]
             extra.append("on time: unchanged since a submission before the due date")
         if nb["to_grade"]:
             extra.append(f"{len(nb['to_grade'])} written answer{'s' * (len(nb['to_grade']) > 1)} still to be graded")
+        if nb.get("to_review"):
+            n = len(nb["to_review"])
+            extra.append(f"{n} hidden test{'s' * (n > 1)} waiting for a person's review")
         lines.append((f"{name:<28} {nb['final_score']:6.1f} / {nb['max_score']:<5g}"
                       + (f"  ({'; '.join(extra)})" if extra else "")).rstrip())
     lines.append(f"{'step total':<28} {step['total']:6.1f} / {step['required_max']:<5g}"
@@ -120,4 +131,8 @@ def summary_lines(sid: str, totals: dict, term: dict | None = None) -> list[str]
     if step["to_grade"]:
         lines.append("still to be graded by hand: " + ", ".join(step["to_grade"])
                      + " (the total rises when they are)")
+    if step.get("to_review"):
+        lines.append("waiting for a person's review: " + ", ".join(step["to_review"])
+                     + " (the grader could not decide how your code computes there, so it took no points: "
+                       "a person will look at your code and give them; the total rises when they do)")
     return lines

@@ -32,13 +32,14 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 from pathlib import Path
 
 from jupyter_client.provisioning import KernelProvisionerFactory, LocalProvisioner
 from traitlets import Any
 
+from . import leftovers
+from .errors import GraderError
 from .kernel_template import receive, send
 from .kernels import PYTHON, GradingKernelSpecs, kernel_command, register_provisioner
 from .limits import Limits
@@ -109,7 +110,7 @@ def close_templates() -> None:
     _templates.clear()
 
 
-class TemplateError(RuntimeError):
+class TemplateError(GraderError, RuntimeError):
     """The template could not fork a kernel (it died, refused, or is not ready): start a cold one."""
 
 
@@ -125,7 +126,7 @@ class Template:
         program = [PYTHON, "-c", TEMPLATE_SOURCE, str(theirs.fileno()), json.dumps(self.preimport)]
         if sandbox == "bwrap":
             from .sandbox import BwrapSandbox
-            self.root = Path(tempfile.mkdtemp(prefix="grade-w-"))     # short: Unix socket paths live below
+            self.root = leftovers.made("grade-w-")     # short: Unix socket paths live below
             self.home = None
             box = BwrapSandbox(self.root, readable=readable, passed_env=passed_env, use_cgroups=False)
             home = self.root / "work"
@@ -133,7 +134,7 @@ class Template:
             popen_env = None
         else:
             self.root = None
-            home = self.home = Path(tempfile.mkdtemp(prefix="warm-template-"))     # its HOME, removed with it
+            home = self.home = leftovers.made("warm-template-")     # its HOME, removed with it
             command = program
             popen_env = {**env, "HOME": str(home)}
         self.proc = subprocess.Popen(command, env=popen_env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

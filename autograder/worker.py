@@ -59,8 +59,27 @@ if ENDS_AT_ONCE:
 
 
 def start_worker(environ: dict, cwd: str) -> None:
-    """A new worker takes the grader's environment and folder as they are now."""
+    """A new worker takes the grader's environment and folder as they are now, and joins a control
+    group of its own, limited to limits.WORKER_MEMORY_BYTES (where the machine has them)."""
     os.environ.clear()
     os.environ.update(environ)
     tempfile.tempdir = None         # worked out again from $TMPDIR
     os.chdir(cwd)
+    join_worker_group()
+
+
+def join_worker_group():
+    """Put this worker in a memory-limited control group of its own (None where there is none). The
+    kernels' groups are made where the grader's are (cgroups.detect, run before joining: they are not
+    below the worker's), and the template this worker starts is in the worker's group."""
+    from . import cgroups
+    from .limits import WORKER_MEMORY_BYTES
+    found = cgroups.cgroups()
+    if found is None:
+        return None
+    try:
+        group = found.worker_group(WORKER_MEMORY_BYTES)
+        group.join(os.getpid())
+    except (cgroups.Unavailable, OSError):
+        return None
+    return group

@@ -25,13 +25,14 @@ from pathlib import Path
 
 from .course import COURSE_ID, ROOT, db_url, grader_home
 from .csvout import FORMULA_START, write_csv
+from .errors import GraderError
 
 COLUMNS = ["student", "notebook", "grade_id", "max_score", "score", "comment", "answer"]
 NUMBERS = ("max_score", "score")
 MAX_ANSWER_CHARS = 20_000
 
 
-class WrittenScoresError(ValueError):
+class WrittenScoresError(GraderError, ValueError):
     """The file cannot be imported; the message names every bad line."""
 
 

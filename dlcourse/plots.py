@@ -147,6 +147,17 @@ def heatmap_grid(matrices, titles, chars: str | None = None, ncols: int | None =
     return fig
 
 
+def sharpen(A, beta: float) -> torch.Tensor:
+    """The weights softmax(beta * scores) from A = softmax(scores), without the scores: A ** beta, each
+    row renormalised (computed in float64, returned as float32; 0 stays 0 above the diagonal).
+
+    Multiplying every score by beta is multiplying W_Q and W_K by sqrt(beta). A power keeps the order of
+    a row's weights, so each row's largest weight (its top key) is the same for every beta > 0.
+    """
+    powered = torch.as_tensor(A).double() ** beta                  # (..., T, T)
+    return (powered / powered.sum(dim=-1, keepdim=True)).float()   # (..., T, T)
+
+
 def update_heatmap(ax, A, title: str | None = None) -> None:
     """Put a new matrix into a heatmap drawn by `attention_heatmap` (same size and masking):
     only the pixels change, so a slider redraws in milliseconds."""

@@ -3,12 +3,13 @@
 Each slider calls a plain function that returns a matplotlib Figure, so the pictures can be
 tested without a browser:
 
-    seed_figure(attention_fn, seed, chars)            the heatmap of attention_fn(seed)
+    seed_figure(attention_fn, seed, chars, beta)      the heatmap of attention_fn(seed), scores times beta
     bandwidth_figure(smoothing_fn, s, signal, chars)  A = smoothing_fn(T, s) and A @ signal
 
 and a builder wraps it in an ipywidgets `interactive`:
 
-    seed_slider(attention_on_text, chars=text[:64])           # IntSlider,      CSS class "seed-slider"
+    seed_slider(attention_on_text, chars=text[:64], beta=16)  # IntSlider,      CSS class "seed-slider",
+                                                              # and a choice of beta, CSS class "beta-choice"
     bandwidth_slider(smoothing_attention, signal, chars)      # FloatLogSlider, CSS class "bandwidth-slider"
 
 The builders draw the first picture before they create the slider, so a function that is not
@@ -29,14 +30,18 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from .plots import attention_heatmap, heatmap_size, smoothing_plot, update_heatmap
+from .plots import attention_heatmap, heatmap_size, sharpen, smoothing_plot, update_heatmap
 
 SEED_CLASS = "seed-slider"
+BETA_CLASS = "beta-choice"
 BANDWIDTH_CLASS = "bandwidth-slider"
+BETAS = (1, 4, 16, 64)              # the score scales the seed slider offers: 1 is the head as built
 
 
-def _seed_title(seed: int) -> str:
-    return f"attention A of an untrained head, seed {seed}"
+def _seed_title(seed: int, beta: float = 1) -> str:
+    if beta == 1:
+        return f"attention A of an untrained head, seed {seed}, as built"
+    return f"untrained head, seed {seed}, scores × {beta:g}: each row commits to its top key"
 
 
 def _bandwidth_title(s: float) -> str:
@@ -44,20 +49,25 @@ def _bandwidth_title(s: float) -> str:
 
 
 def seed_figure(attention_fn: Callable[[int], torch.Tensor], seed: int, chars: str | None = None,
-                fig: Figure | None = None) -> Figure:
-    """The heatmap of `attention_fn(seed)`, a (T, T) attention matrix.
+                fig: Figure | None = None, beta: float = 1) -> Figure:
+    """The heatmap of `attention_fn(seed)`, a (T, T) attention matrix, with its scores times `beta`
+    (`dlcourse.plots.sharpen`; beta = 1 draws the matrix as it is).
 
     Without `fig`, draws a new Figure. With `fig` (one this function returned before), puts the
     new matrix into it and returns the same Figure: nothing is added, nothing needs closing.
+    The layout is matplotlib's "compressed" one, made for a square image: with "constrained", the
+    y label of a 64-character heatmap fell off the figure's left edge.
     """
     A = attention_fn(int(seed))
+    if beta != 1:
+        A = sharpen(A, beta)
     if fig is None:
         T = A.shape[-1]
         size = heatmap_size(T) if chars is not None else (4.5 if T <= 16 else 8)
-        fig = Figure(figsize=(size + 1, size), layout="constrained")
-        attention_heatmap(A, chars=chars, ax=fig.add_subplot(), title=_seed_title(seed))
+        fig = Figure(figsize=(size + 1, size), layout="compressed")
+        attention_heatmap(A, chars=chars, ax=fig.add_subplot(), title=_seed_title(seed, beta))
     else:
-        update_heatmap(fig.axes[0], A, title=_seed_title(seed))
+        update_heatmap(fig.axes[0], A, title=_seed_title(seed, beta))
     return fig
 
 
@@ -142,26 +152,33 @@ def _show(png: bytes) -> None:
 
 
 def seed_slider(attention_fn: Callable[[int], torch.Tensor], chars: str | None = None,
-                seed: int = 0, max_seed: int = 199):
-    """An IntSlider over seeds (CSS class "seed-slider") that redraws the heatmap of attention_fn(seed).
+                seed: int = 0, max_seed: int = 199, beta: float = 1, betas=BETAS):
+    """An IntSlider over seeds (CSS class "seed-slider") and a choice of score scale beta among `betas`
+    (CSS class "beta-choice", starting at `beta`) that redraw the heatmap of attention_fn(seed) with its
+    scores times beta (`dlcourse.plots.sharpen`).
 
     Returns the `interactive`; its `.result` is the Figure after the last move (the same Figure
-    every time, redrawn in place).
+    every time, redrawn in place) and its `.kwargs` the seed and beta drawn.
     """
-    from ipywidgets import IntSlider, Layout, interactive
+    from ipywidgets import IntSlider, Layout, ToggleButtons, interactive
 
-    fig = seed_figure(attention_fn, seed, chars)   # fails here, not inside the widget, if attention_fn does
+    if beta not in betas:
+        raise ValueError(f"beta = {beta!r} is not one of the choices {tuple(betas)}")
+    fig = seed_figure(attention_fn, seed, chars, beta=beta)   # fails here, not inside the widget, if attention_fn does
     frames = FrameRenderer(fig, fig.axes[:1])      # only the heatmap's pixels and title change
     slider = IntSlider(value=seed, min=0, max=max_seed, step=1, description="seed",
                        continuous_update=False, readout=True, layout=Layout(width="560px"))
     slider.add_class(SEED_CLASS)
+    choice = ToggleButtons(options=[(f"× {b:g}" if b != 1 else "as built", b) for b in betas], value=beta,
+                           description="scores", style={"button_width": "70px"})
+    choice.add_class(BETA_CLASS)
 
-    def redraw(seed):
-        figure = seed_figure(attention_fn, seed, chars, fig=fig)
+    def redraw(seed, beta):
+        figure = seed_figure(attention_fn, seed, chars, fig=fig, beta=beta)
         _show(frames.png())
         return figure
 
-    return interactive(redraw, seed=slider)
+    return interactive(redraw, seed=slider, beta=choice)
 
 
 def bandwidth_slider(smoothing_fn: Callable[[int, float], torch.Tensor], signal, chars: str | None = None,

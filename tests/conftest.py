@@ -36,7 +36,8 @@ GRADES_JSON = f"grades/{STEP}.json"
 COURSE_PARTS = ("autograder", "dlcourse", "source", "release", "solutions", "data", "notebooks",
                 "nbgrader_config.py", "Makefile", "pyproject.toml", "course.toml", "extensions.csv")
 GRADING_OUTPUTS = ("submitted", "autograded", "feedback", "work", "example-class", "example", "collected",
-                   "gradebook.db", "case-key", "grades", "export", "pdfs", "written", "similarity.csv")
+                   "gradebook.db", "case-key", "grades", "export", "pdfs", "written", "similarity.csv",
+                   "similarity.html")
 
 
 def copy_course(dest: Path) -> Path:
@@ -111,7 +112,7 @@ LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_busy_machine", "test_grad
                  "test_cluster_slurm", "test_grader_proof", "test_bench", "test_lab_validate",
                  "test_grading_postgres", "test_grading_guarantees", "test_lab_student", "test_redteam",
                  "test_exchange_flow", "test_lab_solutions", "test_visible_checks_proof", "test_notebooks_run",
-                 "test_answer_variants_run", "test_caps", "test_release", "test_term_flow", "test_grading_by_hand",
+                 "test_answer_variants_run", "test_caps", "test_student_budget", "test_release", "test_term_flow", "test_grading_by_hand", "test_review_by_hand",
                  "test_hostile_pages", "test_intake_attacks", "test_example_apart", "test_collect", "test_second_step",
                  "test_gradebook_fill"]
 
@@ -123,7 +124,7 @@ LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_busy_machine", "test_grad
 MODULE_MARKS = {
     "sandbox": ("test_busy_machine", "test_caps", "test_grader_proof", "test_grading", "test_grading_guarantees",
                 "test_kernel_cgroups", "test_redteam", "test_redteam_cold", "test_sandbox", "test_second_step",
-                "test_warm_kernels", "test_hostile_pages", "test_lab_formgrader"),
+                "test_warm_kernels", "test_hostile_pages", "test_lab_formgrader", "test_student_budget"),
     "services": ("test_grading_postgres", "test_cluster_slurm"),
     "browser": ("test_term_flow",),
 }

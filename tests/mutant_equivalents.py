@@ -107,16 +107,12 @@ EQUIVALENT: dict[str, str] = {
     'online_softmax:f158db9a2d': "float('-INF') is float('-inf')",
     # number - 1: shift = torch.where(new_max == float('-inf'), (-1.0), new_max)
     'online_softmax:f3e8ef96d1': 'the shift is used only while every key seen is -inf, when the running sum is 0 and exp(-inf - c) = 0 for any finite c: any finite shift gives the same weights',
-    # mutmut number: T = A.shape[1]
-    'pattern_stats:1fca854218': 'A is square (T, T)',
-    # mutmut arg_removal: H_max = torch.log(torch.arange(1, T + 1, ))
-    'pattern_stats:6e9d30feb9': "log of an integer arange is float32, the dtype of the notebook's matrices; a float64 A loses only float32 precision in log(i + 1) (~1e-7), far below what the spec asks of three statistics reported as floats",
-    # number - 1: T = A.shape[(-1)]
-    'pattern_stats:839b42bfe2': 'A is square (T, T)',
-    # mutmut swap_op: H = -torch.xlogy(A, A).sum(dim=+1)
-    'pattern_stats:b62cff2521': 'A is (T, T): dim=1 is dim=-1',
-    # mutmut arg_removal: H_max = torch.log(torch.arange(1, T + 1, dtype=None))
-    'pattern_stats:ec90d8d3a2': "log of an integer arange is float32, the dtype of the notebook's matrices; a float64 A loses only float32 precision in log(i + 1) (~1e-7), far below what the spec asks of three statistics reported as floats",
+    # mutmut swap_op: top = A[1:].argmax(dim=+1)
+    'top_key_shares:347c3fa804': 'A is (T, T): dim=1 is dim=-1',
+    # mutmut number: rows = torch.arange(1, A.shape[1])
+    'top_key_shares:0f7e42efbe': 'A is square (T, T)',
+    # number - 1: rows = torch.arange(1, A.shape[(-1)])
+    'top_key_shares:0b5ff7f81f': 'A is square (T, T)',
     # mutmut swap_op: x_pos = x - P
     'permutation_gaps:392d5d695d': 'gaps 1 and 2 are at rounding level for every x (attention without a mask is equivariant), so -x or x - P give gaps as small; gaps 3 and 4 do not use x',
     # arguments swapped: tokens = gap(head(tok_emb(idx))[:, perm], head(tok_emb(idx[:, perm])))

@@ -83,7 +83,7 @@ ANSWERS = {
                                           ("scores.mul_(2)",)),
     "fails_on_mask_after_softmax": Answer("03-the-tests", "fails_on_mask_after_softmax_hidden", {}),
     "attention_on_text": Answer("04-attention-on-text", "attention_on_text_hidden", {"seed": 0}),
-    "pattern_stats": Answer("04-attention-on-text", "pattern_stats_hidden", {"T": 8}, ("A.mul_(0.5)",)),
+    "top_key_shares": Answer("04-attention-on-text", "top_key_shares_hidden", {"T": 8}, ("A.mul_(0.5)",)),
     "smoothing_attention": Answer("05-attention-as-smoothing", "smoothing_attention_hidden", {"T": 8, "s": 2.0}),
     "permutation_gaps": Answer("06-going-further", "bonus_permutation_gaps", {"T": 32},
                                ("idx.fill_(0)", "perm.copy_(perm.flip(0))")),

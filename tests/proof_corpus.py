@@ -18,13 +18,18 @@ from autograder.example import answers_of
 from conftest import STEP4
 
 
+# An expectation that a grade cell goes to a person: its check cannot decide (code the process reader cannot
+# follow), so it takes no points and the cell waits for a manual grade (score None, kind "review").
+REVIEW = "review"
+
+
 @dataclass(frozen=True)
 class Entry:
     name: str                                   # corpus id
     notebook: str
     answers: dict                               # answer grade_id -> source that replaces the solution (or a
                                                 # list of sources: the cells a student wrote in its place)
-    expect: dict = field(default_factory=dict)  # grade cell -> exact points it must get
+    expect: dict = field(default_factory=dict)  # grade cell -> exact points it must get, or REVIEW
     why: str = ""                               # the mistake and how the expectation follows, or why a
                                                 # different answer is still right
     says: dict = field(default_factory=dict)    # grade cell -> words its feedback must contain
@@ -846,10 +851,10 @@ def streaming_attention(q, k, v):
 # ---- 04-attention-on-text --------------------------------------------------------------------
 # attention_on_text_hidden: parts weighing 4.5 (a (64, 64) matrix per seed 0.5, causal attention 1,
 # same seed same matrix 0.5, seeds differ 0.5, agrees with the grader's construction 2), 3 points.
-# pattern_stats_hidden: diagonal 1, first column 1, entropy 2; 3 points.
+# top_key_shares_hidden: diagonal 1.5, column 0 1.5; 3 points.
 
 P04 = "04-attention-on-text"
-TEXT, STATS = "attention_on_text", "pattern_stats"
+TEXT, SHARES = "attention_on_text", "top_key_shares"
 CORRECT += [
     Entry("c04-text-functional", P04, {TEXT: code('''
 def attention_on_text(seed):
@@ -863,17 +868,18 @@ def attention_on_text(seed):
         head(x.unsqueeze(0))                                        # (1, 64, 32)
     return head.A.squeeze(0).numpy()                                # a numpy array
 ''')}, why="F.embedding on the weight matrix, pos_emb.weight instead of pos_emb(arange(64)), no_grad, numpy out"),
-    Entry("c04-stats-numpy", P04, {STATS: code('''
-import math
+    Entry("c04-shares-numpy-loop", P04, {SHARES: code('''
 import numpy as np
 
-def pattern_stats(A):
+def top_key_shares(A):
     a = np.asarray(A, dtype=np.float64)
-    T = len(a)
-    H = np.array([-sum(p * math.log2(p) for p in row if p > 0) for row in a])    # bits; 0 log 0 skipped
-    return {"diagonal": float(np.trace(a) / T), "first_column": float(a[:, 0].mean()),
-            "entropy": float(np.mean(H[1:] / np.log2(np.arange(2, T + 1))))}     # the same base below
-''')}, why="numpy and a Python loop, entropy in bits (the ratio does not depend on the base)"),
+    on_diagonal = on_column = 0
+    for i in range(1, len(a)):
+        j = int(np.argmax(a[i, :i + 1]))                  # the allowed keys only: the same top key
+        on_diagonal += j == i
+        on_column += j == 0
+    return [on_diagonal / (len(a) - 1), on_column / (len(a) - 1)]
+''')}, why="numpy and a Python loop over the rows, the allowed keys only, a list of two floats"),
 ]
 
 
@@ -881,8 +887,8 @@ def _text(*changes) -> dict:
     return edit(P04, TEXT, *changes)
 
 
-def _stats(*changes) -> dict:
-    return edit(P04, STATS, *changes)
+def _shares(*changes) -> dict:
+    return edit(P04, SHARES, *changes)
 
 
 WRONG += [
@@ -910,22 +916,20 @@ WRONG += [
           why="seeded with 0 whatever the seed: every seed the same matrix (0.5), not the handout's for the hidden "
               "seeds (2): 3 × 2/4.5",
           says={"attention_on_text_hidden": ["is `seed` passed to torch.manual_seed"]}),
-    Entry("w04-stats-log-zero", P04, _stats(("H = -torch.xlogy(A, A).sum(dim=-1)", "H = -(A * torch.log(A)).sum(dim=-1)")),
-          expect={"pattern_stats_hidden": 1.5},
-          why="A * log A: the masked zeros give 0 * (-inf) = NaN: entropy (2 of 4) lost",
-          says={"pattern_stats_hidden": ["NaN", "xlogy"]}),
-    Entry("w04-stats-log-T", P04, {STATS: "import math\n\n" + _stats(("(H[1:] / H_max[1:]).mean()", "(H[1:] / math.log(T)).mean()"))[STATS]},
-          expect={"pattern_stats_hidden": 1.5},
-          why="every row's entropy divided by log T: entropy (2 of 4) lost",
-          says={"pattern_stats_hidden": ["log(T)", "log(i + 1)"]}),
-    Entry("w04-stats-row-zero", P04, _stats(("(H[1:] / H_max[1:]).mean()", "(H / H_max.clamp(min=1e-12)).mean()")),
-          expect={"pattern_stats_hidden": 1.5},
-          why="the mean over all T rows, row 0 (one allowed key, entropy 0) included: entropy (2 of 4) lost",
-          says={"pattern_stats_hidden": ["row 0", "leave it out"]}),
-    Entry("w04-stats-first-row", P04, _stats(('A[:, 0].mean().item()', 'A[0].mean().item()')),
-          expect={"pattern_stats_hidden": 2.25},
-          why="the first row instead of the first column: first_column (1 of 4) lost: partial credit",
-          says={"pattern_stats_hidden": ["first_column", "not the row A[0]"]}),
+    Entry("w04-shares-row-zero", P04, _shares(("top = A[1:].argmax(dim=-1)", "top = A.argmax(dim=-1)"),
+                                              ("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(A.shape[0])")),
+          expect={"top_key_shares_hidden": 0.0},
+          why="row 0 counted (its one key is both the diagonal and column 0): both shares wrong",
+          says={"top_key_shares_hidden": ["row 0 is counted"]}),
+    Entry("w04-shares-counts", P04, _shares(("return (top == rows).float().mean().item(), (top == 0).float().mean().item()",
+                                             "return (top == rows).float().sum().item(), (top == 0).float().sum().item()")),
+          expect={"top_key_shares_hidden": 0.0},
+          why="counts instead of shares: both wrong",
+          says={"top_key_shares_hidden": ["counts, not shares"]}),
+    Entry("w04-shares-previous", P04, _shares(("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(0, A.shape[0] - 1)")),
+          expect={"top_key_shares_hidden": 1.5},
+          why="the diagonal compared with the row's index less one (the previous key): the diagonal part (1.5 of 3) lost",
+          says={"top_key_shares_hidden": ["shifted by one"]}),
 ]
 
 
@@ -1087,15 +1091,14 @@ def fit_exponent(Ts, times):
     mx, my = sum(x) / len(x), sum(y) / len(y)
     return sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)
 ''')}, why="the least-squares slope written out (covariance over variance) instead of np.polyfit"),
-    Entry("c04-stats-where-log", P04, {"pattern_stats": code('''
-def pattern_stats(A):
+    Entry("c04-shares-max-indices", P04, {"top_key_shares": code('''
+def top_key_shares(A):
     T = A.shape[0]
-    plogp = torch.where(A > 0, A * torch.log(A.clamp_min(1e-30)), torch.zeros_like(A))   # (T, T)
-    H = -plogp.sum(dim=1)                                                                 # (T,)
-    H_max = torch.log(torch.arange(2, T + 1, dtype=A.dtype))                              # (T-1,)
-    return {"diagonal": torch.diagonal(A).mean().item(), "first_column": A[:, 0].mean().item(),
-            "entropy": (H[1:] / H_max).mean().item()}
-''')}, why="0·log 0 taken as 0 with torch.where instead of torch.xlogy"),
+    best = A.max(dim=1).indices[1:]                               # (T-1,) rows 1..T-1
+    diagonal = sum(int(best[r]) == r + 1 for r in range(T - 1)) / (T - 1)
+    column = sum(int(best[r]) == 0 for r in range(T - 1)) / (T - 1)
+    return diagonal, column
+''')}, why="max(dim=1).indices and Python sums instead of argmax and a mean"),
 ]
 
 WRONG += [
@@ -1206,8 +1209,8 @@ WRONG += [
         return q @ k.transpose(-2, -1)
 '''), expect={"scores_entrywise_hidden": 2.0},
           why="the whole product under torch._C.DisableTorchFunction(), so no torch call is recorded: the "
-              "process is judged from the source, where this cannot be read for it",
-          says={"scores_entrywise_hidden": ["DisableTorchFunction", "cannot be judged"]},
+              "process is judged from the source, which still says `q @ k.transpose(-2, -1)`",
+          says={"scores_entrywise_hidden": ["DisableTorchFunction", "whole matrices or rows at once"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w06-online-numpy-one-shot", P06, {"online_softmax": code('''
 def online_softmax(scores):
@@ -1294,16 +1297,145 @@ def mask_after_softmax_row_sums(scores):
               "as a crash on every correct head: 0",
           says={"check_perturbation_hidden": ["changes its caller's tensor in place", "x.clone()"]},
           visible_passes={"check_causality_perturbation_check": "the visible check does not look at x afterwards"}),
-    Entry("w04-stats-clamps-A", P04, {"pattern_stats": code('''
-def pattern_stats(A):
-    T = A.shape[0]
-    A.clamp_(min=1e-30)                                 # no log(0): but the caller's A changes
-    H = -(A * torch.log(A)).sum(dim=-1)
-    H_max = torch.log(torch.arange(1, T + 1, dtype=A.dtype))
-    return {"diagonal": A.diagonal().mean().item(), "first_column": A[:, 0].mean().item(),
-            "entropy": (H[1:] / H_max[1:]).mean().item()}
-''')}, expect={"pattern_stats_hidden": 0.0},
-          why="right statistics, but every call clamps the caller's matrix in place: each case fails",
-          says={"pattern_stats_hidden": ["changed its input `A` in place"]},
-          visible_passes={"pattern_stats_check": "the visible check does not look at its matrices afterwards"}),
+    Entry("w04-shares-changes-A", P04, {"top_key_shares": code('''
+def top_key_shares(A):
+    A[0] = 0                                            # row 0 is not counted: but the caller's A changes
+    top = A.argmax(dim=-1)[1:]
+    rows = torch.arange(1, A.shape[0])
+    return (top == rows).float().mean().item(), (top == 0).float().mean().item()
+''')}, expect={"top_key_shares_hidden": 0.0},
+          why="right shares, but every call zeroes row 0 of the caller's matrix in place: each case fails",
+          says={"top_key_shares_hidden": ["changed its input `A` in place"]},
+          visible_passes={"top_key_shares_check": "the visible check does not look at its matrices afterwards"}),
+]
+
+
+# ---- what runs, and what the process reader cannot follow ---------------------------------------------
+# The process checks judge the binding the hidden test calls (the last definition above it, helpers as bound
+# then), and follow data through iteration helpers, other libraries and the student's own helpers: an earlier
+# attempt left above keeps full marks, whole-matrix work routed through zip/map/comprehensions is still found,
+# and what the reader cannot follow goes to a person (REVIEW), never against the student.
+
+ENTRYWISE_SOLUTION = answers_of(STEP4, P02)[ENTRYWISE]
+
+CORRECT += [
+    Entry("c02-entrywise-earlier-attempt-above", P02, {ENTRYWISE: code('''
+def scores_entrywise(q, k):
+    """First try: the whole matrix at once (not what the task asks)."""
+    return q @ k.transpose(-2, -1)
+
+
+''') + "\n\n" + ENTRYWISE_SOLUTION},
+          why="an earlier whole-matrix attempt left above the per-entry definition: Python calls the last one"),
+    Entry("c02-entrywise-helper-redefined-later", P02, {ENTRYWISE: code('''
+def pair(u, w):
+    return torch.outer(u, w).trace()                    # a first helper, replaced below
+
+
+def scores_entrywise(q, k):
+    B, T, d_head = q.shape
+    scores = torch.zeros(B, T, T, dtype=q.dtype)        # (B, T, T)
+    for b, (q_b, k_b) in enumerate(zip(q, k)):           # each sequence: its (T, d_head) queries and keys
+        for i, q_i in enumerate(q_b):
+            for j, k_j in enumerate(k_b):
+                scores[b, i, j] = pair(q_i, k_j)
+    return scores
+
+
+def pair(u, w):
+    return sum(a * c for a, c in zip(u, w))             # one dot product, a number at a time
+''')},
+          why="the helper is redefined after its caller (the last definition runs), and the data reaches it "
+              "through zip and enumerate: one entry's work"),
+    Entry("c02-entrywise-product-and-floats", P02, {ENTRYWISE: code('''
+import itertools
+import math
+import operator
+
+
+def scores_entrywise(q, k):
+    B, T, d_head = q.shape
+    rows_q, rows_k = q.double().tolist(), k.double().tolist()        # Python floats
+    scores = torch.empty(B, T, T, dtype=torch.float64)
+    for b, i, j in itertools.product(range(B), range(T), range(T)):
+        scores[b, i, j] = math.fsum(map(operator.mul, rows_q[b][i], rows_k[b][j]))
+    return scores.to(q.dtype)
+''')},
+          why="itertools.product of the indices, Python floats, math.fsum of a map: one entry at a time"),
+    Entry("c06-online-earlier-attempt-above", P06, {"online_softmax": code('''
+def online_softmax(scores):
+    return torch.softmax(scores, dim=-1)                # a first check of the values: one shot
+
+
+''') + "\n\n" + answers_of(STEP4, P06)["online_softmax"]},
+          why="a one-shot softmax left above the streamed definition: the streamed one runs"),
+]
+
+WRONG += [
+    Entry("w02-entrywise-zip-of-sequences", P02, {ENTRYWISE: code('''
+def scores_entrywise(q, k):
+    return torch.stack([q_b @ k_b.T for q_b, k_b in zip(q, k)])     # (T, d) @ (d, T) per sequence
+''')}, expect={"scores_entrywise_hidden": 2.0},
+          why="each sequence's whole (T, T) matrix, the data passed through zip: the process share (1 of 3) is lost",
+          says={"scores_entrywise_hidden": ["whole matrices or rows at once", "the positions"]},
+          visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w02-entrywise-map-numpy", P02, {ENTRYWISE: code('''
+def scores_entrywise(q, k):
+    rows = map(lambda q_b, k_b: np.dot(q_b, k_b.T), q.numpy(), k.numpy())   # numpy, one sequence at a time
+    return torch.from_numpy(np.stack(list(rows)))
+''')}, expect={"scores_entrywise_hidden": 2.0},
+          why="numpy's dot of whole (T, d) matrices inside a lambda handed to map: no torch call, and the "
+              "process share is still lost",
+          says={"scores_entrywise_hidden": ["whole matrices or rows at once", "lambda"]},
+          visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w02-entrywise-rows-rebuilt", P02, {ENTRYWISE: code('''
+def scores_entrywise(q, k):
+    B, T, d_head = q.shape
+    out = []
+    for b in range(B):
+        queries = torch.stack([q[b, i] for i in range(T)])      # the rows, one by one ...
+        keys = [k[b, j] for j in range(T)]
+        out.append(queries @ torch.stack(keys).T)                # ... then every entry at once
+    return torch.stack(out)
+''')}, expect={"scores_entrywise_hidden": 2.0},
+          why="rows gathered one at a time in comprehensions, then one matrix product",
+          says={"scores_entrywise_hidden": ["whole matrices or rows at once", "line 7"]},
+          visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w02-entrywise-attempt-below", P02, {ENTRYWISE: ENTRYWISE_SOLUTION + "\n\n\n" + code('''
+def scores_entrywise(q, k):
+    """Faster."""
+    return torch.einsum("bid,bjd->bij", q, k)
+''')}, expect={"scores_entrywise_hidden": 2.0},
+          why="the per-entry loops, then a whole-matrix einsum defined below them: the einsum is what runs",
+          says={"scores_entrywise_hidden": ["einsum", "whole matrices or rows at once"]},
+          visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w06-online-keys-unbound", P06, {"online_softmax": code('''
+import functools
+
+
+def online_softmax(scores):
+    keys = scores.unbind(-1)                            # the keys one by one ...
+    m = functools.reduce(torch.maximum, keys)           # (a running max)
+    z = sum(torch.exp(s - m) for s in keys)             # ... but the sum takes them all at once, after the max
+    return torch.exp(scores - m[..., None]) / z[..., None]
+''')},
+          expect={"bonus_online_softmax": 2.31},
+          why="a running max, then a second pass summing over all keys: not one pass over the keys (3 of 13 lost)",
+          says={"bonus_online_softmax": ["one pass over the keys", "reduces over the keys at once"]},
+          visible_passes={"online_softmax_check": "the visible check tests the values only"}),
+]
+
+# Answers whose process the reader cannot follow: the cell goes to a person (REVIEW), nothing is taken.
+UNDECIDED = [
+    Entry("r02-entrywise-vmapped", P02, {ENTRYWISE: code('''
+def one_entry(u, w):
+    return torch.dot(u, w)                              # one dot product of two d_head-vectors
+
+
+# vmapped over j, then i, then b: each entry is one call of one_entry, as torch.vmap runs it
+scores_entrywise = torch.vmap(torch.vmap(torch.vmap(one_entry, in_dims=(None, 0)), in_dims=(0, None)))
+''')}, expect={"scores_entrywise_hidden": REVIEW},
+          why="torch.vmap of a per-entry function: the reader cannot see how vmap batches it, so the process "
+              "share goes to a person (the values are right: 2 of 3 points decided)",
+          says={"scores_entrywise_hidden": ["waits for review", "torch.vmap"]}),
 ]

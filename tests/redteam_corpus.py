@@ -163,6 +163,7 @@ class Ctx:
     submissions: Path
     home: Path               # the batch's GRADER_HOME
     port: int                # a TCP server on the host's loopback that nobody should reach
+    limits: dict = field(default_factory=dict)    # the limits the batch is graded under (autograder.limits.Limits)
 
 
 @dataclass
@@ -917,7 +918,24 @@ def resource_cases(p: Profile) -> list[Case]:
         answers_case("widgets", "runaway", "10 widget messages of 20 MB each; answer correct", p,
                      lambda ctx: {t: before(WIDGETS, p.answer(t))}, p.scores(),
                      notes=[rf"cell '{t}': its output went beyond \d+ kB"]),
+        answers_case("frames", "runaway", "one message of 40 parts of 48 MB, each a view of one buffer (1.9 GB "
+                     "for the grader, 48 MB for the kernel)", p,
+                     lambda ctx: {t: before(FRAMES, p.answer(t))}, p.scores(**{tt: 0.0}),
+                     reasons={tt: NOT_DEFINED},
+                     notes=[rf"cell '{t}': GraderError: the kernel sent a message larger than the grader reads "
+                            r"\(128 MB a message, in at most 1,000 parts: it sent a message of more than 128 MB\)"]),
     ]
+
+
+# One Jupyter message of many parts, each under ZeroMQ's cap on a part, all views of one buffer, to the
+# grader's shell socket: ZeroMQ copies none of them in the kernel, and the grader's ZeroMQ would receive
+# them all before the grader reads the first (autograder/relay.py counts them as they arrive).
+FRAMES = """
+_kernel = get_ipython().kernel
+_view = memoryview(bytearray(48 * 2**20))
+_kernel.session.send(_kernel.shell_stream, "stream", {"name": "stdout", "text": "parts"},
+                     parent=_kernel.get_parent("shell"), ident=_kernel._parent_ident["shell"], buffers=[_view] * 40)
+"""
 
 
 def check_memsplit(ctx: Ctx, graded) -> None:
@@ -1044,6 +1062,98 @@ def check_no_escape(ctx: Ctx, graded) -> None:
     assert not Path(f"/tmp/escaped-{nb_name}").exists()
 
 
+# ---- waiting: cells that use no CPU time and hold a worker ---------------------------------------------------------------
+# A cell that waits uses no CPU time, so no CPU limit stops it: each kind of wait is stopped at the ceiling
+# for a cell's waiting (Limits.cell_wait_timeout), and a student who waits in cell after cell, each just
+# under that ceiling, in every notebook, at the student's time budget (Limits.student_budget), with the
+# cells and notebooks after it scoring 0, saying so (autograder/execute.py, autograder/budget.py).
+
+WAITS = {
+    "wait-pipe": ("reads a pipe whose other end it holds itself", "import os\n_r, _w = os.pipe()\nos.read(_r, 16)"),
+    "wait-event": ("waits for a threading.Event nobody sets", "import threading\nthreading.Event().wait()"),
+    "wait-select": ("select() on nothing, without a timeout", "import select\nselect.select([], [], [])"),
+    "wait-naps": ("sleeps a million times 10 ms", "import time\nfor _ in range(10**6):\n    time.sleep(0.01)"),
+    "wait-child": ("waits for a child process that sleeps", "import subprocess\nsubprocess.call(['sleep', '86400'])"),
+    "wait-join": ("joins a thread that waits forever",
+                  "import threading\n_t = threading.Thread(target=threading.Event().wait, daemon=True)\n"
+                  "_t.start()\n_t.join()"),
+    "wait-stubborn": ("ignores SIGINT, then sleeps", "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                      "time.sleep(86400)"),
+}
+# the sleeping cells of the student who waits in every notebook: each waits this share of the ceiling
+NAP_SHARE = 0.6
+NAPPING_CELLS = 80
+NAPPING_NOTEBOOKS = ("02-the-head", "05-attention-as-smoothing")     # besides the profile's own
+
+
+def waiting_cases(p: Profile) -> list[Case]:
+    t, tt = p.target, p.target_test
+    lost = p.scores(**{tt: 0.0})
+    cases = [answers_case(name, "runaway", what, p, lambda ctx, code=code: {t: before(code, p.answer(t))}, lost,
+                          reasons={tt: NOT_DEFINED}, notes=[rf"cell '{t}': CellTimeoutError"])
+             for name, (what, code) in WAITS.items()]
+    cases += [
+        answers_case("wait-in-fn", "runaway", "the function sleeps on every call (the hidden test waits for it)", p,
+                     lambda ctx: {t: inside(p, t, "import time\ntime.sleep(86400)")}, lost,
+                     reasons={tt: r"the hidden tests could not run: CellTimeoutError"},
+                     notes=[rf"cell '{tt}': CellTimeoutError"]),
+        answers_case("wait-stdin", "runaway", "input() at the top of an answer cell (a graded kernel has no stdin)", p,
+                     lambda ctx: {t: before("name = input('your name? ')", p.answer(t))}, lost,
+                     reasons={tt: NOT_DEFINED}, check=check_no_stdin),
+        Case("wait-everywhere", "runaway",
+             f"{NAPPING_CELLS} added cells in each of three notebooks, each sleeping just under the ceiling for "
+             "waiting: the student's time budget runs out", p, _write_napping(p),
+             p.scores(**{h: 0.0 for h in p.hidden}),
+             reasons={h: r"time budget" for h in p.hidden}, check=check_budget_ran_out),
+    ]
+    return cases
+
+
+def check_no_stdin(ctx: Ctx, graded) -> None:
+    """input() fails at once in a graded kernel (it has no stdin): the cell waits for nothing."""
+    assert graded.result["stopped"] == [], graded.result["stopped"]
+    path = graded.home / "autograded" / graded.case.student / STEP / f"{graded.case.profile.notebook}.ipynb"
+    cell = cell_of(json.loads(path.read_text(encoding="utf-8")), graded.case.profile.target)
+    assert [o.get("ename") for o in cell["outputs"] if o.get("output_type") == "error"] == \
+        ["StdinNotImplementedError"], cell["outputs"]
+
+
+def napping(nb: dict, seconds: float) -> dict:
+    """`nb` with NAPPING_CELLS cells added after its first, each sleeping `seconds`."""
+    naps = [{"cell_type": "code", "id": f"nap-{i}", "metadata": {}, "execution_count": None, "outputs": [],
+             "source": f"import time\ntime.sleep({seconds:.2f})  # nap {i}"} for i in range(NAPPING_CELLS)]
+    nb["cells"][1:1] = naps
+    return nb
+
+
+def _write_napping(p: Profile):
+    def write(ctx: Ctx, folder: Path) -> None:
+        seconds = NAP_SHARE * ctx.limits.get("cell_wait_timeout", 30.0)
+        notebook_file(ctx, folder, p, napping(p.notebook_with(), seconds))
+        for name in NAPPING_NOTEBOOKS:          # the release, answered by nothing but the naps
+            release = _load(ROOT / "release" / STEP / f"{name}.ipynb")
+            (folder / f"{name}.ipynb").write_text(json.dumps(napping(release, seconds)), encoding="utf-8")
+    return write
+
+
+def check_budget_ran_out(ctx: Ctx, graded) -> None:
+    """The budget ran out in the first notebook: the notebooks after it ran no kernel, every cell of theirs
+    says why, and the report lists the student; what the notebooks counted is at most the budget and a look."""
+    results = {name: json.loads((graded.home / "work" / "results" / STEP / graded.case.student / f"{name}.json")
+                                .read_text()) for name in (graded.case.profile.notebook, *NAPPING_NOTEBOOKS)}
+    first = results[graded.case.profile.notebook]
+    assert first["budget"]["ran_out"] and [s["limit"] for s in first["stopped"]] == ["student budget"], first["stopped"]
+    for name in NAPPING_NOTEBOOKS:
+        assert results[name]["kernel_starts"] == 0 and results[name]["budget"]["ran_out"], results[name]["budget"]
+        assert all("time budget" in c["error"] for c in results[name]["cells"] if c["kind"] == "auto"
+                   and c["max_score"] > 0), results[name]["cells"]
+    budget = ctx.limits["student_budget"]
+    used = sum(r["budget"]["used"] for r in results.values())
+    assert budget - 1 <= used <= budget + 1, [r["budget"] for r in results.values()]
+    report = json.loads((graded.home / "grades" / f"{STEP}.json").read_text(encoding="utf-8"))
+    assert graded.case.student in report["time_budget"]["ran_out"], report["time_budget"]
+
+
 # ---- the class -------------------------------------------------------------------------------------------------------
 
 def honest_cases(p: Profile) -> list[Case]:
@@ -1064,8 +1174,8 @@ def check_clean(ctx: Ctx, graded) -> None:
 def corpus(profiles=None) -> list[Case]:
     cases = []
     for p in profiles or PROFILES:
-        for make in (honest_cases, runaway_cases, tampering_cases, cheating_cases, eq_cases, lookup_cases, reach_cases,
-                     headserver_cases, resource_cases, malformed_cases):
+        for make in (honest_cases, runaway_cases, waiting_cases, tampering_cases, cheating_cases, eq_cases, lookup_cases,
+                     reach_cases, headserver_cases, resource_cases, malformed_cases):
             cases += make(p)
     names = [c.student for c in cases]
     assert len(names) == len(set(names)), "two cases share a student id"

@@ -25,7 +25,10 @@ from test_redteam import RUN, SANDBOX, grade_the_corpus
 pytestmark = pytest.mark.slow
 
 HOG_SECONDS = 3600          # each hog ends by itself after this, whatever happens to the test
-BUSY = [c for c in RUN if c.kind in ("runaway", "honest")]
+# the runaway and honest cases, but the student who spends the whole time budget on purpose (100 s, and
+# more on the clock of a busy machine): the budget counts as the notebook's ceiling does, which the
+# runaways here prove load-free, and tests/test_student_budget.py and the idle batch prove it spent
+BUSY = [c for c in RUN if c.kind in ("runaway", "honest") and c.name != "wait-everywhere"]
 
 
 def _hog(seconds: float) -> None:

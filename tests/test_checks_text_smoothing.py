@@ -86,61 +86,64 @@ def test_attention_on_text_unwritten_gets_one_clear_reason():
     assert v.fraction == 0 and len(v.parts) == 1 and "not filled in" in v.parts[0].message
 
 
-# ---- pattern_stats -----------------------------------------------------------------------
+# ---- top_key_shares ----------------------------------------------------------------------
 
-def stats_torch(A):
-    T = A.shape[0]
-    H = -torch.xlogy(A, A).sum(-1)
-    return {"diagonal": A.diagonal().mean().item(), "first_column": A[:, 0].mean().item(),
-            "entropy": (H[1:] / torch.log(torch.arange(2, T + 1, dtype=A.dtype))).mean().item()}
+def shares_torch(A):
+    top = A[1:].argmax(dim=-1)
+    rows = torch.arange(1, A.shape[0])
+    return (top == rows).float().mean().item(), (top == 0).float().mean().item()
 
 
-def stats_numpy_log2(A):
+def shares_numpy_loop(A):
     A = np.asarray(A, dtype=np.float64)
-    T = len(A)
-    H = np.array([-sum(p * math.log2(p) for p in row if p > 0) for row in A])
-    return {"diagonal": np.trace(A) / T, "first_column": A[:, 0].mean(),
-            "entropy": float(np.mean(H[1:] / np.log2(np.arange(2, T + 1))))}
+    on_diagonal = on_column = 0
+    for i in range(1, len(A)):
+        j = int(np.argmax(A[i, :i + 1]))            # only the allowed keys: the same top key
+        on_diagonal += j == i
+        on_column += j == 0
+    return [on_diagonal / (len(A) - 1), on_column / (len(A) - 1)]      # a list is two numbers too
 
 
-def stats_tensors(A):
-    return {k: torch.tensor(v) for k, v in stats_torch(A).items()}
+def shares_tensors(A):
+    return tuple(torch.tensor(v) for v in shares_torch(A))
 
 
-@pytest.mark.parametrize("fn", [stats_torch, stats_numpy_log2, stats_tensors])
-def test_pattern_stats_correct_variants_get_full_marks(fn):
-    v = verdict("pattern_stats_hidden", pattern_stats=fn)
+@pytest.mark.parametrize("fn", [shares_torch, shares_numpy_loop, shares_tensors])
+def test_top_key_shares_correct_variants_get_full_marks(fn):
+    v = verdict("top_key_shares_hidden", top_key_shares=fn)
     assert v.fraction == 1, failed(v)
 
 
-def with_entropy(entropy):
-    def pattern_stats(A):
-        d = stats_torch(A)
-        T = A.shape[0]
-        H = -torch.xlogy(A, A).sum(-1)
-        d["entropy"] = float(entropy(A, H, T))
-        return d
-    return pattern_stats
+def _counts(A):
+    top = A[1:].argmax(dim=-1)
+    return float((top == torch.arange(1, A.shape[0])).sum()), float((top == 0).sum())
 
 
-@pytest.mark.parametrize("fn, hint", [
-    (with_entropy(lambda A, H, T: (-(A * A.log()).sum(-1)[1:] / torch.log(torch.arange(2., T + 1))).mean()), "0 * log 0"),
-    (with_entropy(lambda A, H, T: torch.cat([torch.zeros(1), H[1:] / torch.log(torch.arange(2., T + 1))]).mean()), "row 0"),
-    (with_entropy(lambda A, H, T: H[1:].mean()), "not divided by its maximum"),
-    (with_entropy(lambda A, H, T: (H[1:] / math.log(T)).mean()), "log(T)"),
+def _with_row_zero(A):
+    top = A.argmax(dim=-1)
+    return (top == torch.arange(A.shape[0])).float().mean().item(), (top == 0).float().mean().item()
+
+
+def _shifted(A):
+    top = A[1:].argmax(dim=-1)
+    return (top == torch.arange(A.shape[0] - 1)).float().mean().item(), (top == 0).float().mean().item()
+
+
+@pytest.mark.parametrize("fn, parts, hint", [
+    (_with_row_zero, 2, "row 0 is counted"),
+    (_counts, 2, "counts, not shares"),
+    (_shifted, 1, "shifted by one"),
 ])
-def test_pattern_stats_entropy_slips_lose_only_the_entropy_part(fn, hint):
-    v = verdict("pattern_stats_hidden", pattern_stats=fn)
-    failures = failed(v)
-    assert list(failures) == ["entropy: the mean normalised row entropy"]
-    assert hint in failures["entropy: the mean normalised row entropy"]
+def test_top_key_shares_slips_are_named(fn, parts, hint):
+    failures = failed(verdict("top_key_shares_hidden", top_key_shares=fn))
+    assert len(failures) == parts and all(hint in message for message in failures.values()), failures
 
 
-def test_pattern_stats_column_sum_instead_of_mean_loses_the_column_part():
-    def summed(A):
-        return dict(stats_torch(A), first_column=A[:, 0].sum().item())
-    assert list(failed(verdict("pattern_stats_hidden", pattern_stats=summed))) == [
-        "first_column: the mean weight on column 0"]
+def test_top_key_shares_unwritten_gets_one_clear_reason():
+    def unwritten(A):
+        raise NotImplementedError()
+    v = verdict("top_key_shares_hidden", top_key_shares=unwritten)
+    assert v.fraction == 0 and len(v.parts) == 1 and "not filled in" in v.parts[0].message
 
 
 # ---- smoothing_attention -----------------------------------------------------------------

@@ -175,9 +175,11 @@ def test_the_wall_clock_ceiling_counts_a_cells_own_waiting_not_the_machines():
     from types import SimpleNamespace
 
     from autograder.execute import HARD_FACTOR, Watched, _Run
-    limits = Limits(cell_timeout=5, cell_wall_timeout=3, notebook_timeout=100, notebook_wall_timeout=1000)
-    run_ = SimpleNamespace(limits=limits, started=0.0, uncounted=0.0, deadline=1000.0)
+    limits = Limits(cell_timeout=5, cell_wall_timeout=3, notebook_timeout=100, notebook_wall_timeout=1000,
+                    cell_wait_timeout=100)
+    run_ = SimpleNamespace(limits=limits, started=0.0, uncounted=0.0, deadline=1000.0, allowance=10_000.0)
     run_._past_deadline = lambda now, queued=0.0: _Run._past_deadline(run_, now, queued)
+    run_.counted = lambda now, queued=0.0: _Run.counted(run_, now, queued)
 
     def reached(cpu, wall, queued):
         return _Run._reached(run_, Watched(cpu=cpu, wall=wall, queued=queued), 0.0, now=wall)
@@ -191,6 +193,34 @@ def test_the_wall_clock_ceiling_counts_a_cells_own_waiting_not_the_machines():
     assert reached(cpu=1, wall=2, queued=1.5) is None and _Run._past_deadline(run_, 1500.0) is False
     assert _Run._past_deadline(run_, 1601.0) is True
     assert _Run._past_deadline(run_, 1000.0 * HARD_FACTOR + 1) is True
+
+
+def test_the_ceiling_for_waiting_and_the_budget_count_the_students_own_time():
+    """A cell's waiting is its wall time less its CPU time, its waits for a CPU and for the grader (its
+    work and its own waits for a CPU); the student's budget counts as the notebook's ceiling does: the
+    waits for a CPU left out, the grader's work counted (the class spends it on the student)."""
+    from types import SimpleNamespace
+
+    from autograder.execute import Watched, _Run
+    limits = Limits(cell_timeout=50, notebook_timeout=500, cell_wait_timeout=3, student_budget=600)
+    run_ = SimpleNamespace(limits=limits, started=0.0, uncounted=0.0, deadline=10_000.0, allowance=20.0)
+    run_._past_deadline = lambda now, queued=0.0: _Run._past_deadline(run_, now, queued)
+    run_.counted = lambda now, queued=0.0: _Run.counted(run_, now, queued)
+
+    def reached(cpu, wall, queued=0.0, grader=0.0, grader_queued=0.0):
+        watched = Watched(cpu=cpu, wall=wall, queued=queued, grader=grader, grader_queued=grader_queued)
+        return _Run._reached(run_, watched, 0.0, now=wall)
+
+    assert reached(cpu=2, wall=4) is None                       # 2 s of waiting
+    assert reached(cpu=2, wall=6) == ("cell waiting", 3)        # 4 s
+    assert reached(cpu=2, wall=6, queued=1.5) is None           # 2.5 s: the machine's 1.5 s are not its own
+    assert reached(cpu=2, wall=10, grader=6) is None            # 2 s: the grader's probes worked 6 s
+    assert reached(cpu=2, wall=10, grader=4, grader_queued=2) is None
+    assert reached(cpu=15, wall=15) is None                     # computing is not waiting
+    assert reached(cpu=19, wall=21) == ("student budget", 600)  # 21 s counted, 20 allowed
+    assert reached(cpu=9, wall=21, grader=12) == ("student budget", 600)   # the grader's work counts
+    assert reached(cpu=19, wall=21, grader_queued=2) is None    # 19 s counted: its waits for a CPU do not
+    assert Watched(cpu=8, wall=4).waited == 0.0                 # threads computing side by side wait for none
 
 
 def test_run_delays_count_the_time_a_process_waits_for_a_cpu():

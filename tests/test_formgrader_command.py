@@ -50,13 +50,14 @@ def test_make_formgrader_starts_with_make_variables(tmp_path):
         while time.monotonic() < deadline and proc.poll() is None:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/formgrader", timeout=2) as response:
-                    status = response.status
+                    status, policy = response.status, response.headers.get("Content-Security-Policy", "")
                     break
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
                 time.sleep(0.5)
         text = (tmp_path / "make.log").read_text(errors="replace")
         assert status == 200, f"the formgrader did not answer on port {port}:\n{text[-3000:]}"
         assert "Running as root is not recommended" not in text
+        assert "img-src 'self' data: blob:" in policy and "object-src 'none'" in policy, policy   # its pages fetch no student's URL
         if os.geteuid() == 0:
             assert "--allow-root" in " ".join(Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")
                                               .replace("\0", " ") for p in _group(proc.pid))

@@ -35,7 +35,7 @@ FRESH = {
     "shapes_hidden": "01-on-paper",
     "scores_entrywise_hidden": "02-the-head", "count_params_hidden": "02-the-head",
     "mask_after_softmax_hidden": "03-the-tests",
-    "attention_on_text_hidden": "04-attention-on-text", "pattern_stats_hidden": "04-attention-on-text",
+    "attention_on_text_hidden": "04-attention-on-text", "top_key_shares_hidden": "04-attention-on-text",
     "smoothing_attention_hidden": "05-attention-as-smoothing",
     "bonus_permutation_gaps": "06-going-further", "bonus_online_softmax": "06-going-further",
     "bonus_streaming_attention": "06-going-further", "bonus_fit_exponent": "06-going-further",

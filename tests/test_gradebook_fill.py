@@ -84,10 +84,11 @@ def test_a_changed_step_with_graded_submissions_is_refused(tmp_path):
 
 def test_a_step_without_its_release_is_named(tmp_path):
     """The gradebook records the released step: without a release, the error says what to run."""
+    from autograder.errors import SetupError
     from autograder.gradebook import fill_gradebook
     from autograder.steps import Step
     root = tmp_path / "course"
     shutil.copytree(STEP4.source, root / "source" / STEP4.name)
-    with pytest.raises(SystemExit, match=f"release/{STEP4.name}/.*make release"):
+    with pytest.raises(SetupError, match=f"release/{STEP4.name}/.*make release"):
         fill_gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}", Step(STEP4.name, root))
     assert not (tmp_path / "gradebook.db").exists()

@@ -1,5 +1,6 @@
 """The proof corpus, judged in-process: each entry's answers are defined in a namespace and the
-hidden checks that judge them are called as JupyterLab and nbgrader call them, `hidden(grade_id, ns)`.
+hidden checks that judge them are called as JupyterLab and nbgrader call them (`hidden(grade_id, ns)`
+is `probe_and_judge` and the verdict's report): a cell the check cannot decide is REVIEW.
 
 No kernel, no notebook: seconds per entry, for working on a check. The proof itself goes through
 grading (tests/test_grader_proof.py); this test also shows that the in-kernel path (JupyterLab,
@@ -18,13 +19,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.checks import hidden
+from autograder.checks.framework import probe_and_judge
 from autograder.course import RELEASE, SOURCE
 from autograder.example import answers_of
 from dlcourse.data import Vocab, load_text
 from dlcourse.head import Head
 
-from proof_corpus import CORRECT, WRONG, Entry
+from proof_corpus import CORRECT, REVIEW, UNDECIDED, WRONG, Entry
 from test_grader_proof import judged_by
 from conftest import STEP, STEP4  # noqa: E402
 
@@ -60,9 +61,12 @@ def judge_entry(entry: Entry) -> dict[str, tuple[float, str]]:
     for gid in sorted(judged_by(entry)):
         if gid not in REGISTRY:
             continue                                # a visible check-your-work cell (0 points)
-        with contextlib.redirect_stdout(io.StringIO()) as report:
-            got = hidden(gid, ns)
-        judged[gid] = (got, report.getvalue())
+        with contextlib.redirect_stdout(io.StringIO()):
+            verdict = probe_and_judge(gid, ns, STEP4)
+        points = REGISTRY[gid].points
+        got = REVIEW if verdict.needs_review else round(points * verdict.fraction, 2)
+        text = verdict.report(points) + ("\n" + verdict.review_text() if verdict.needs_review else "")
+        judged[gid] = (got, text)
     return judged
 
 
@@ -71,10 +75,12 @@ def corpus_scores() -> dict[str, dict[str, float]]:
     return {entry.name: {gid: got for gid, (got, _) in judge_entry(entry).items()} for entry in CORRECT + WRONG}
 
 
-@pytest.mark.parametrize("entry", CORRECT + WRONG, ids=lambda e: e.name)
+@pytest.mark.parametrize("entry", CORRECT + WRONG + UNDECIDED, ids=lambda e: e.name)
 def test_in_process_points_match_the_corpus(entry):
     for gid, (got, report) in judge_entry(entry).items():
         expected = entry.expect.get(gid, REGISTRY[gid].points)
+        if expected == REVIEW or got == REVIEW:
+            assert got == expected, f"{entry.name} / {gid}: {entry.why}\n{report}"
         assert got == pytest.approx(expected, abs=1e-9), f"{entry.name} / {gid}: {entry.why}\n{report}"
         for word in entry.says.get(gid, []):
             assert word.lower() in report.lower(), f"{entry.name} / {gid} does not say {word!r}"

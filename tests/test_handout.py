@@ -7,6 +7,7 @@ import urllib.parse
 
 import pytest
 
+from autograder.errors import UsageError
 from autograder.handout import build_handout, nbgitpuller_link, student_requirements
 
 from conftest import NOTEBOOK_NAMES, ROOT, SOURCE_NOTEBOOKS, STEP, STEP4, cell_text, load, nbgrader_meta
@@ -116,8 +117,8 @@ def test_nbgitpuller_link():
 
 def test_a_folder_that_is_not_a_handout_is_never_replaced(tmp_path):
     (tmp_path / "mine.txt").write_text("keep")
-    with pytest.raises(SystemExit, match="not a hand-out built here"):
+    with pytest.raises(UsageError, match="not a hand-out built here"):
         build_handout(STEP, tmp_path, say=lambda *a: None)
     assert (tmp_path / "mine.txt").read_text() == "keep"
-    with pytest.raises(SystemExit, match="would hold the course itself"):
+    with pytest.raises(UsageError, match="would hold the course itself"):
         build_handout(STEP, ROOT.parent, say=lambda *a: None)

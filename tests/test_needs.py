@@ -22,8 +22,8 @@ def ns():
 
 
 def test_an_answer_still_a_stub_says_fill_it_in(ns, capsys):
-    run("def pattern_stats(A):\n    raise NotImplementedError()", ns)
-    run('with needs("pattern_stats"):\n    pattern_stats(1)', ns)
+    run("def top_key_shares(A):\n    raise NotImplementedError()", ns)
+    run('with needs("top_key_shares"):\n    top_key_shares(1)', ns)
     assert "fill in the answer above" in capsys.readouterr().out
 
 
@@ -33,7 +33,7 @@ def test_a_name_the_cell_needs_from_a_cell_not_run_says_run_the_cells_above(ns, 
 
 
 def test_a_name_read_by_the_cells_own_code_or_its_own_functions_counts_too(ns, capsys):
-    run('def helper():\n    return FAMILIES\nwith needs("pattern_stats"):\n    helper()', ns)
+    run('def helper():\n    return FAMILIES\nwith needs("top_key_shares"):\n    helper()', ns)
     assert "needs 'FAMILIES'" in capsys.readouterr().out
 
 

@@ -1,19 +1,54 @@
-"""The process checks' reading of an answer's source (source/step-04/checks/process.py): whole-matrix
-work is found whatever the library or op, one entry's work is never taken for it, and code that can
-change what its text says (the trace turned off, exec, a second definition) cannot be judged."""
+"""The process checks' reading of an answer's source (source/step-04/checks/process.py).
+
+It judges what runs: the binding the name has when the hidden test calls it (the last definition in
+cell order, an earlier attempt above it or not), helpers as they are bound when the answer runs, names
+bound by assignment followed. Whole-matrix work is found whatever the library or op and whatever
+iteration helper the data passes through (zip, enumerate, map, comprehensions, unpacking,
+itertools.product, the student's own helpers); one entry's work is never taken for it; and what the
+reader cannot decide (code that can change what its text says, a binding or a library call it cannot
+follow, axes a reshape mixes, work in a branch that may not run) goes to a person: `review`, never a
+finding.
+"""
 from __future__ import annotations
+
+import importlib
 
 import pytest
 
-from conftest import STEP4  # noqa: F401  (the step's checks are importable once the step is loaded)
-
-import importlib
+from conftest import STEP4
 
 process = importlib.import_module(STEP4.checks["scores_entrywise_hidden"].__module__.rpartition(".")[0] + ".process")
 
 QK = {"q": ("B", "T", "D"), "k": ("B", "T", "D")}
 SCORES = {"scores": ("*", "K")}
 QKV = {"q": ("*", "Q", "D"), "k": ("*", "K", "D"), "v": ("*", "K", "E")}
+
+
+def entrywise(*cells):
+    return process.entrywise_work(list(cells), "scores_entrywise", QK)
+
+
+def online(*cells):
+    return process.streamed_work(list(cells), "online_softmax", SCORES)
+
+
+def streaming(*cells):
+    return process.streamed_work(list(cells), "streaming_attention", QKV)
+
+
+def clean(reading) -> bool:
+    return reading["found"] == [] and reading["review"] == ""
+
+
+def caught(reading) -> bool:
+    """Whole-matrix work the reader is sure of: the process points are lost."""
+    return bool(reading["found"]) and reading["review"] == ""
+
+
+def review(reading) -> bool:
+    """The reader cannot decide: the cell goes to a person, nothing is taken."""
+    return reading["found"] == [] and bool(reading["review"])
+
 
 LOOPS = '''
     B, T, d = q.shape
@@ -24,6 +59,9 @@ LOOPS = '''
                 s[b, i, j] = {entry}
     return s'''
 
+PER_ENTRY = "def scores_entrywise(q, k):" + LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")
+WHOLE_MATMUL = "def scores_entrywise(q, k):\n    return q @ k.transpose(-2, -1)"
+
 ONE_ENTRY = {
     "dot of two vectors": "torch.dot(q[b, i], k[b, j])",
     "(1×d)@(d×1)": "(q[b, i:i + 1] @ k[b, j:j + 1].T).squeeze()",
@@ -32,6 +70,9 @@ ONE_ENTRY = {
     "vecdot of two vectors": "torch.linalg.vecdot(q[b, i], k[b, j])",
     "einsum of two vectors": "torch.einsum('d,d->', q[b, i], k[b, j])",
     "Python floats": "sum(a * c for a, c in zip(q[b, i].tolist(), k[b, j].tolist()))",
+    "math.fsum of a map": "math.fsum(map(operator.mul, q[b, i].tolist(), k[b, j].tolist()))",
+    "a row reshaped to (1, d)": "(q[b, i].reshape(1, -1) @ k[b, j].reshape(-1, 1)).item()",
+    "float64 and back": "(q[b, i].double() * k[b, j].double()).sum().to(q.dtype)",
 }
 
 WHOLE = {
@@ -42,41 +83,341 @@ WHOLE = {
     "a row at once": "    s = torch.zeros(2, 3, 3)\n    for b in range(2):\n        for i in range(3):\n            s[b, i] = k[b] @ q[b, i]\n    return s",
     "a helper doing it": "    return helper(q, k)\n\ndef helper(a, c):\n    return torch.bmm(a, c.transpose(1, 2))",
     "einsum": "    return torch.einsum('bid,bjd->bij', q, k)",
+    "numpy dot of matrices": "    return torch.stack([torch.from_numpy(np.dot(a.numpy(), c.numpy().T)) for a, c in zip(q, k)])",
 }
 
 
 @pytest.mark.parametrize("entry", list(ONE_ENTRY.values()), ids=list(ONE_ENTRY))
 def test_one_entry_at_a_time_is_one_entrys_work(entry):
-    source = "def scores_entrywise(q, k):" + LOOPS.format(entry=entry)
-    assert process.entrywise_work([source], "scores_entrywise", QK) == ("", [])
+    assert clean(entrywise("def scores_entrywise(q, k):" + LOOPS.format(entry=entry)))
 
 
 @pytest.mark.parametrize("body", list(WHOLE.values()), ids=list(WHOLE))
 def test_whole_matrix_work_is_found_in_any_library(body):
-    problem, found = process.entrywise_work(["def scores_entrywise(q, k):\n" + body], "scores_entrywise", QK)
-    assert problem == "" and found, body
+    reading = entrywise("def scores_entrywise(q, k):\n" + body)
+    assert caught(reading), (body, reading)
 
+
+# ---- what runs: the last binding in cell order, helpers as bound when the answer runs -----------------
+
+def test_an_earlier_attempt_left_above_is_not_judged():
+    assert clean(entrywise(WHOLE_MATMUL, PER_ENTRY))
+    assert clean(entrywise(WHOLE_MATMUL + "\n\n" + PER_ENTRY))                  # in the same cell
+    assert caught(entrywise(PER_ENTRY, WHOLE_MATMUL))                           # the whole one is the last
+    assert clean(entrywise(PER_ENTRY, PER_ENTRY))                               # a cell run twice
+
+
+def test_a_cell_copied_and_changed_is_judged_as_changed():
+    first = "def scores_entrywise(q, k):" + LOOPS.format(entry="(q[b] @ k[b].T)[i, j]")
+    assert caught(entrywise(first))
+    assert clean(entrywise(first, PER_ENTRY))
+
+
+HELPER_CALLER = "def scores_entrywise(q, k):" + LOOPS.format(entry="pair(q[b, i], k[b, j])")
+
+
+def test_a_helper_is_the_binding_its_name_has_when_the_answer_runs():
+    per_entry = "def pair(u, w):\n    return (u * w).sum()"
+    rows = "def pair(u, w):\n    return (u[None, :] @ k_all.mT)[0, 0]"     # reaches for a global: not its inputs
+    whole = "def pair(u, w):\n    return torch.outer(u, w).trace()"
+    assert clean(entrywise(per_entry, HELPER_CALLER))
+    assert clean(entrywise(HELPER_CALLER, per_entry))                 # defined in a later cell than its caller
+    assert clean(entrywise(whole, HELPER_CALLER, per_entry))          # redefined later: the last one runs
+    assert clean(entrywise(rows, HELPER_CALLER, per_entry))
+    matrix_helper = "def pair(u, w):\n    return u @ w.T"
+    caller = "def scores_entrywise(q, k):\n    return torch.stack([pair(q[b], k[b]) for b in range(q.shape[0])])"
+    assert caught(entrywise(caller, "def pair(u, w):\n    return (u * w).sum()", matrix_helper))
+
+
+def test_names_rebound_by_assignment_are_followed():
+    helper = "def entries(a, c):" + LOOPS.replace("q", "a").replace("k", "c").format(entry="(a[b, i] * c[b, j]).sum()")
+    whole = "def matrix(a, c):\n    return a @ c.mT"
+    assert clean(entrywise(helper, "scores_entrywise = entries"))
+    assert caught(entrywise(whole, "scores_entrywise = matrix"))
+    assert clean(entrywise(whole, "scores_entrywise = matrix", PER_ENTRY))           # then a def: that runs
+    assert caught(entrywise(PER_ENTRY, whole, "scores_entrywise = matrix"))
+    # an alias keeps the function it named then, not a later one of that name
+    assert clean(entrywise(helper, "scores_entrywise = entries", "def entries(a, c):\n    return a @ c.mT"))
+    assert caught(entrywise("scores_entrywise = lambda q, k: q @ k.mT"))
+    assert clean(entrywise("scores_entrywise = lambda q, k: torch.tensor([[[float(q[b, i] @ k[b, j]) for j in "
+                           "range(k.shape[1])] for i in range(q.shape[1])] for b in range(q.shape[0])])"))
+    partial = "import functools\ndef scaled(q, k, c):\n    return c * ({})\nscores_entrywise = functools.partial(scaled, c=1.0)"
+    assert caught(entrywise(partial.format("q @ k.mT")))
+    assert clean(entrywise(partial.format("torch.stack([torch.stack([torch.stack([qi @ kj for kj in kb]) "
+                                          "for qi in qb]) for qb, kb in zip(q, k)])")))
+
+
+def test_closures_objects_and_decorators_are_followed():
+    closure = '''
+def make():
+    count = [0]
+    def inner(q, k):
+        count[0] += 1
+        return {}
+    return inner
+scores_entrywise = make()
+'''
+    assert caught(entrywise(closure.format("q @ k.mT")))
+    assert clean(entrywise(closure.format("torch.tensor([[[q[b, i] @ k[b, j] for j in range(q.shape[1])] "
+                                          "for i in range(q.shape[1])] for b in range(q.shape[0])])")))
+    obj = '''
+class Scores:
+    def __init__(self, scale):
+        self.scale = scale
+    def pair(self, u, w):
+        return {}
+    def __call__(self, q, k):
+        B, T, d = q.shape
+        out = torch.zeros(B, T, T, dtype=q.dtype)
+        for b, i, j in itertools.product(range(B), range(T), range(T)):
+            out[b, i, j] = self.scale * self.pair(q[b, i], k[b, j])
+        return out
+scores_entrywise = Scores(1.0)
+'''
+    assert clean(entrywise(obj.format("(u * w).sum()")))
+    assert caught(entrywise(obj.format("(u[None] @ k_rows.T)[0, 0]").replace("self.pair(q[b, i], k[b, j])",
+                                                                             "self.pair(q[b, i], k[b])")
+                            .replace("k_rows", "w")))
+    decorated = "@torch.no_grad()\n" + PER_ENTRY
+    assert clean(entrywise(decorated))
+    assert caught(entrywise("@functools.lru_cache(maxsize=None)\n" + WHOLE_MATMUL))
+
+
+def test_bindings_the_reader_cannot_resolve_go_to_review():
+    assert review(entrywise(PER_ENTRY, "scores_entrywise = torch.vmap(torch.vmap(torch.vmap(torch.dot, (None, 0)), (0, None)))"))
+    assert review(entrywise("@my_library.trace\n" + PER_ENTRY))
+    assert review(entrywise("x = 1"))                                  # no definition before the test
+    conditional = "if USE_FAST:\n    def scores_entrywise(q, k):\n        return q @ k.mT\n"
+    assert review(entrywise(PER_ENTRY, conditional))
+
+
+# ---- data through iteration helpers, another library, the student's helpers -----------------------
+
+PER_ENTRY_SHAPES = {
+    "zip of rows": '''
+    out = []
+    for qb, kb in zip(q, k):
+        out.append(torch.stack([torch.stack([torch.dot(qi, kj) for kj in kb]) for qi in qb]))
+    return torch.stack(out)''',
+    "enumerate": '''
+    s = torch.zeros(q.shape[0], q.shape[1], k.shape[1], dtype=q.dtype)
+    for b, qb in enumerate(q):
+        for i, qi in enumerate(qb):
+            for j, kj in enumerate(k[b]):
+                s[b, i, j] = (qi * kj).sum()
+    return s''',
+    "map over rows": '''
+    return torch.stack([torch.stack([torch.stack(list(map(lambda kj: (qi * kj).sum(), kb))) for qi in qb])
+                        for qb, kb in zip(q, k)])''',
+    "range(len(...))": '''
+    s = torch.zeros(len(q), len(q[0]), len(k[0]), dtype=q.dtype)
+    for b in range(len(q)):
+        for i in range(len(q[b])):
+            for j in range(len(k[b])):
+                s[b, i, j] = sum(q[b][i][m] * k[b][j][m] for m in range(len(q[b][i])))
+    return s''',
+    "dict comprehension": '''
+    B, T, d = q.shape
+    table = {(b, i, j): float(torch.dot(q[b, i], k[b, j])) for b in range(B) for i in range(T) for j in range(T)}
+    return torch.tensor([[[table[b, i, j] for j in range(T)] for i in range(T)] for b in range(B)], dtype=q.dtype)''',
+    "tuple unpacking": '''
+    (B, T, d), out = q.shape, []
+    for b in range(B):
+        rows = []
+        for i in range(T):
+            u, (w_all) = q[b, i], k[b]
+            rows.append([float((u * w).sum()) for w in w_all])
+        out.append(rows)
+    return torch.tensor(out, dtype=q.dtype)''',
+    "itertools.product": '''
+    B, T, d = q.shape
+    s = torch.empty(B, T, T, dtype=q.dtype)
+    for b, i, j in itertools.product(range(B), range(T), range(T)):
+        s[b, i, j] = q[b, i] @ k[b, j]
+    return s''',
+    "itertools.product of rows": '''
+    B, T, d = q.shape
+    return torch.stack([torch.stack([qi @ kj for qi, kj in itertools.product(q[b], k[b])]).reshape(T, T)
+                        for b in range(B)])''',
+    "numpy floats": '''
+    qn, kn = q.detach().numpy().astype(np.float64), k.detach().numpy().astype(np.float64)
+    out = np.zeros((qn.shape[0], qn.shape[1], kn.shape[1]))
+    for b in range(qn.shape[0]):
+        for i in range(qn.shape[1]):
+            for j in range(kn.shape[1]):
+                out[b, i, j] = float(np.sum(qn[b, i] * kn[b, j]))
+    return torch.from_numpy(out).to(q.dtype)''',
+    "Python lists and math": '''
+    ql, kl = q.tolist(), k.tolist()
+    return torch.tensor([[[math.fsum(x * y for x, y in zip(qi, kj)) for kj in kb] for qi in qb]
+                         for qb, kb in zip(ql, kl)], dtype=q.dtype)''',
+    "a helper with its arguments bound": '''
+    return torch.stack([one_sequence(q[b], k[b]) for b in range(q.shape[0])])
+
+def one_sequence(qs, ks):
+    return torch.stack([torch.stack([one_entry(x, y) for y in ks]) for x in qs])
+
+def one_entry(x, y, scale=1.0):
+    return scale * (x * y).sum()''',
+    "functools.reduce of products": '''
+    B, T, d = q.shape
+    s = q.new_zeros(B, T, T)
+    for b in range(B):
+        for i in range(T):
+            for j in range(T):
+                s[b, i, j] = functools.reduce(operator.add, [q[b, i, m] * k[b, j, m] for m in range(d)])
+    return s''',
+}
+
+WHOLE_SHAPES = {
+    "zip of sequences": '''
+    return torch.stack([qb @ kb.T for qb, kb in zip(q, k)])''',
+    "enumerate of sequences": '''
+    out = torch.zeros(q.shape[0], q.shape[1], q.shape[1])
+    for b, qb in enumerate(q):
+        out[b] = torch.matmul(qb, k[b].T)
+    return out''',
+    "map of a matrix product": '''
+    return torch.stack(list(map(lambda a, c: a @ c.T, q, k)))''',
+    "map of a library function": '''
+    return torch.stack(list(map(torch.mm, q, k.transpose(1, 2))))''',
+    "rows rebuilt by a comprehension": '''
+    B, T, d = q.shape
+    out = []
+    for b in range(B):
+        qs = torch.stack([q[b, i] for i in range(T)])
+        ks = torch.stack([k[b, j] for j in range(T)])
+        out.append(qs @ ks.T)
+    return torch.stack(out)''',
+    "rows gathered with append": '''
+    B, T, d = q.shape
+    out = []
+    for b in range(B):
+        rows = []
+        for i in range(T):
+            rows.append(q[b, i])
+        out.append(torch.stack(rows) @ k[b].T)
+    return torch.stack(out)''',
+    "a dict as a hiding place": '''
+    kept = {}
+    kept["q"], kept["k"] = q, k
+    return kept["q"] @ kept["k"].mT''',
+    "an object as a hiding place": '''
+    box = Box()
+    box.q = q
+    return box.q @ k.mT
+
+class Box:
+    pass''',
+    "numpy through tolist": '''
+    return torch.tensor(np.array(q.tolist()) @ np.array(k.tolist()).transpose(0, 2, 1))''',
+    "numpy float64 arrays": '''
+    qn, kn = np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64)
+    return torch.from_numpy(np.matmul(qn, np.swapaxes(kn, 1, 2))).to(q.dtype)''',
+    "a helper given whole inputs": '''
+    return torch.stack([rows(q[b], k[b]) for b in range(q.shape[0])])
+
+def rows(a, c):
+    return torch.einsum("id,jd->ij", a, c)''',
+    "itertools.product of sequences": '''
+    return torch.stack([qb @ kb.T for (qb, kb), _ in itertools.product(zip(q, k), [None])])''',
+    "a generator of the student's": '''
+    return torch.stack([a @ c.T for a, c in pairs(q, k)])
+
+def pairs(x, y):
+    for b in range(len(x)):
+        yield x[b], y[b]''',
+    "stored into a zeros tensor": '''
+    qq = torch.zeros_like(q)
+    qq[:] = q
+    return qq @ k.mT''',
+    "an outer product per row": '''
+    s = torch.zeros(q.shape[0], q.shape[1], q.shape[1])
+    for b in range(q.shape[0]):
+        for i in range(q.shape[1]):
+            s[b, i] = (q[b, i][None, :] * k[b]).sum(-1)
+    return s''',
+}
+
+
+@pytest.mark.parametrize("body", list(PER_ENTRY_SHAPES.values()), ids=list(PER_ENTRY_SHAPES))
+def test_per_entry_work_through_iteration_helpers_is_per_entry(body):
+    reading = entrywise("def scores_entrywise(q, k):" + body)
+    assert clean(reading), reading
+
+
+@pytest.mark.parametrize("body", list(WHOLE_SHAPES.values()), ids=list(WHOLE_SHAPES))
+def test_whole_matrix_work_hidden_behind_iteration_helpers_is_found(body):
+    reading = entrywise("def scores_entrywise(q, k):" + body)
+    assert caught(reading), reading
+
+
+def test_parameters_are_bound_by_position_whatever_their_names():
+    assert caught(entrywise("def scores_entrywise(queries, keys):\n    return queries @ keys.mT"))
+    assert caught(entrywise("def scores_entrywise(*pair):\n    a, c = pair\n    return a @ c.mT"))
+
+
+# ---- what the reader cannot decide goes to a person -----------------------------------------------
 
 @pytest.mark.parametrize("cell", [
-    "with torch._C.DisableTorchFunction():\n    pass",
     "exec('x = 1')",
     "globals()['scores_entrywise'] = lambda q, k: q @ k.mT",
     "import sys\nsys.modules['torch'].matmul = None",
     "from torch.overrides import TorchFunctionMode",
+    "torch.dot = lambda a, b: (a * b).sum()",
+    "setattr(torch, 'dot', None)",
 ])
-def test_code_that_can_change_what_its_text_says_is_not_judged(cell):
-    answer = "def scores_entrywise(q, k):" + LOOPS.format(entry=ONE_ENTRY["dot of two vectors"])
-    problem, _ = process.entrywise_work([answer, cell], "scores_entrywise", QK)
-    assert "cannot be judged" in problem
+def test_code_that_can_change_what_its_text_says_goes_to_review(cell):
+    reading = entrywise(PER_ENTRY, cell)
+    assert review(reading), reading
+    assert "behind its text" in reading["review"] or "changes what library code does" in reading["review"], reading
+    assert review(entrywise(WHOLE_MATMUL, cell))                   # not even whole work is sure then
 
 
-def test_a_second_definition_is_not_judged_but_a_cell_run_twice_is():
-    answer = "def scores_entrywise(q, k):" + LOOPS.format(entry=ONE_ENTRY["dot of two vectors"])
-    assert process.entrywise_work([answer, answer], "scores_entrywise", QK) == ("", [])
-    other = "def scores_entrywise(q, k):\n    return q @ k.mT"
-    assert "more than once" in process.entrywise_work([answer, other], "scores_entrywise", QK)[0]
-    assert "no `def" in process.entrywise_work(["x = 1"], "scores_entrywise", QK)[0]
+def test_hiding_work_from_the_kernel_record_does_not_hide_it_from_the_reader():
+    hidden = "def scores_entrywise(q, k):\n    with torch._C.DisableTorchFunction():\n        return q @ k.mT"
+    reading = entrywise(hidden)
+    assert caught(reading) and "DisableTorchFunction" in reading["notes"][0], reading
+    honest = PER_ENTRY.replace("    return s", "    with torch._C.DisableTorchFunction():\n        return s")
+    assert clean(entrywise(honest))
 
+
+@pytest.mark.parametrize("body", [
+    "    return q.reshape(-1, q.shape[-1]) @ k.reshape(-1, k.shape[-1]).T",               # axes a reshape mixes
+    "    return scipy.spatial.distance.cdist_like(q, k)",                                  # a library it cannot read
+    "    if q.requires_grad:\n        return q @ k.mT\n" + LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")[1:],
+])
+def test_what_the_reader_cannot_follow_goes_to_review(body):
+    reading = entrywise("def scores_entrywise(q, k):\n" + body)
+    assert review(reading), reading
+
+
+def test_a_guard_for_other_ranks_is_read_as_the_inputs_rank_decides():
+    guard = "    if q.dim() == 2:\n        q, k = q.unsqueeze(0), k.unsqueeze(0)\n"
+    assert clean(entrywise("def scores_entrywise(q, k):\n" + guard + LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")[1:]))
+    ternary = "    q = q[None] if q.ndim == 2 else q\n    k = k[None] if len(k.shape) == 2 else k\n"
+    assert clean(entrywise("def scores_entrywise(q, k):\n" + ternary + LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")[1:]))
+    # a guard the reader cannot decide: each branch is read as one that may run, a rank unknown to it too
+    unknown = "    if q.requires_grad:\n        q = q.unsqueeze(0)\n"
+    assert not entrywise("def scores_entrywise(q, k):\n" + unknown + LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")[1:])["found"]
+    fallback = "    if q.dim() == 3:\n        return q @ k.mT\n" + LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")[1:]
+    assert caught(entrywise("def scores_entrywise(q, k):\n" + fallback))     # 3-D inputs take the whole product
+    other = "    if q.dim() == 2:\n        return q @ k.mT\n" + LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")[1:]
+    assert clean(entrywise("def scores_entrywise(q, k):\n" + other))         # never taken for 3-D inputs
+
+
+def test_a_view_that_keeps_the_shape_is_followed():
+    body = "    B, T, d = q.shape\n    q = q.view(B, T, d)\n    k = k.reshape(B, T, -1)\n" + \
+        LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")[1:]
+    assert clean(entrywise("def scores_entrywise(q, k):\n" + body))
+
+
+def test_dead_code_after_a_return_is_not_judged():
+    body = LOOPS.format(entry="torch.dot(q[b, i], k[b, j])") + "\n    return q @ k.mT    # the old attempt"
+    assert clean(entrywise("def scores_entrywise(q, k):" + body))
+
+
+# ---- online softmax and streaming attention -------------------------------------------------------
 
 ONLINE = '''
 def online_softmax(scores):
@@ -89,18 +430,63 @@ def online_softmax(scores):
     return torch.exp(scores - m[..., None]) / z[..., None]
 '''
 
+ONLINE_SHAPES = {
+    "enumerate of unbind": '''
+def online_softmax(scores):
+    m = torch.full(scores.shape[:-1], float('-inf'), dtype=scores.dtype)
+    z = torch.zeros_like(m)
+    for j, s_j in enumerate(scores.unbind(-1)):
+        new = torch.maximum(m, s_j)
+        z = z * torch.exp(m - new) + torch.exp(s_j - new)
+        m = new
+    return torch.exp(scores - m.unsqueeze(-1)) / z.unsqueeze(-1)''',
+    "a helper for one step": '''
+def step(state, s_j):
+    m, z = state
+    new = torch.maximum(m, s_j)
+    return new, z * torch.exp(m - new) + torch.exp(s_j - new)
+
+def online_softmax(scores):
+    state = (torch.full(scores.shape[:-1], -math.inf, dtype=scores.dtype), scores.new_zeros(scores.shape[:-1]))
+    for s_j in scores.movedim(-1, 0):
+        state = step(state, s_j)
+    m, z = state
+    return (scores - m[..., None]).exp() / z[..., None]''',
+}
+
+ONLINE_ONE_SHOT = {
+    "numpy": "    x = scores.numpy()\n    e = np.exp(x - x.max(axis=-1, keepdims=True))\n    return e / e.sum(-1, keepdims=True)",
+    "softmax": "    return torch.softmax(scores, dim=-1)",
+    "logsumexp": "    return torch.exp(scores - torch.logsumexp(scores, -1, keepdim=True))",
+    "builtin max and sum over the keys": '''    rows = scores.reshape(-1, scores.shape[-1]).tolist()
+    out = []
+    for row in scores.unbind(0) if scores.dim() > 1 else [scores]:
+        m = max(row.unbind(-1))
+        z = sum(torch.exp(s - m) for s in row.unbind(-1))
+        out.append(torch.exp(row - m) / z)
+    return torch.stack(out)''',
+    "keys gathered back with a comprehension": '''    T = scores.shape[-1]
+    keys = torch.stack([scores[..., j] for j in range(T)], dim=-1)
+    return torch.softmax(keys, -1)''',
+}
+
 
 def test_a_streamed_softmax_is_streamed_and_a_one_shot_one_is_not():
-    assert process.streamed_work([ONLINE], "online_softmax", SCORES) == ("", [])
-    for body in ("x = scores.numpy()\n    e = np.exp(x - x.max(axis=-1, keepdims=True))\n    return e / e.sum(-1, keepdims=True)",
-                 "return torch.softmax(scores, dim=-1)",
-                 "return torch.exp(scores - torch.logsumexp(scores, -1, keepdim=True))"):
-        problem, found = process.streamed_work([f"def online_softmax(scores):\n    {body}"], "online_softmax", SCORES)
-        assert problem == "" and found, body
+    assert clean(online(ONLINE))
+    for body in ONLINE_SHAPES.values():
+        assert clean(online(body)), (body, online(body))
+    for name, body in ONLINE_ONE_SHOT.items():
+        reading = online(f"def online_softmax(scores):\n{body}")
+        assert reading["found"], (name, reading)
 
 
-def test_streaming_attention_without_and_with_the_t_by_t_matrix():
-    streamed = '''
+def test_an_earlier_one_shot_softmax_above_the_streamed_one_is_not_judged():
+    one_shot = "def online_softmax(scores):\n    return torch.softmax(scores, -1)"
+    assert clean(online(one_shot, ONLINE))
+    assert caught(online(ONLINE, one_shot))
+
+
+STREAMED = '''
 def streaming_attention(q, k, v):
     T = q.shape[-2]
     m = torch.full(q.shape[:-1], float('-inf'), dtype=q.dtype)
@@ -115,7 +501,75 @@ def streaming_attention(q, k, v):
         m = new
     return o / z[..., None]
 '''
-    assert process.streamed_work([streamed], "streaming_attention", QKV) == ("", [])
+
+
+def test_streaming_attention_without_and_with_the_t_by_t_matrix():
+    assert clean(streaming(STREAMED))
     one_shot = "def streaming_attention(q, k, v):\n    return torch.softmax(q @ k.mT, -1) @ v"
-    problem, found = process.streamed_work([one_shot], "streaming_attention", QKV)
-    assert problem == "" and len(found) >= 2
+    reading = streaming(one_shot)
+    assert caught(reading) and len(reading["found"]) >= 2
+    zipped = '''
+def streaming_attention(q, k, v):
+    m = torch.full(q.shape[:-1], float('-inf'), dtype=q.dtype)
+    z = torch.zeros_like(m)
+    o = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
+    for j, (k_j, v_j) in enumerate(zip(k.unbind(-2), v.unbind(-2))):
+        s = (q * k_j.unsqueeze(-2)).sum(-1) / math.sqrt(q.shape[-1])
+        new = torch.maximum(m, s)
+        o = o * torch.exp(m - new).unsqueeze(-1) + torch.exp(s - new).unsqueeze(-1) * v_j.unsqueeze(-2)
+        z = z * torch.exp(m - new) + torch.exp(s - new)
+        m = new
+    return o / z.unsqueeze(-1)'''
+    assert clean(streaming(zipped)), streaming(zipped)
+    fused = "def streaming_attention(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v, is_causal=True)"
+    assert caught(streaming(fused)), streaming(fused)
+    rows = '''
+def streaming_attention(q, k, v):
+    outs = []
+    for qi in q.unbind(-2):
+        w = torch.softmax(torch.stack([(qi * kj).sum(-1) for kj in k.unbind(-2)], -1), -1)
+        outs.append(w @ v)
+    return torch.stack(outs, -2)'''
+    assert streaming(rows)["found"], streaming(rows)
+
+
+# ---- which cells the reader gets: the student's, in the order they run, up to the test's own cell -----
+
+def test_the_grader_reads_the_cells_that_run_before_the_test_boxes_and_added_cells_included(tmp_path):
+    """A graded notebook (assemble.py) as grading gives it to a process check: answer cells, live Python
+    boxes as the student left them, cells the student added; never what runs after the test's cell."""
+    import json
+    import os
+
+    import nbformat
+
+    from autograder.assemble import assemble
+    from autograder.example import with_answers
+    from autograder.grade import student_program
+    from autograder.probeserver import ProbeServer
+
+    name = "02-the-head"
+    release = json.loads((STEP4.release / f"{name}.ipynb").read_text())
+    source = json.loads((STEP4.source / f"{name}.ipynb").read_text())
+    caller = "def scores_entrywise(q, k):\n    return torch.stack([pair(q[b], k[b]) for b in range(q.shape[0])])\n"
+    student = with_answers(STEP4, name, {"scores_entrywise": caller})
+    ids = [c["id"] for c in student["cells"]]
+    box = next(c for c in student["cells"] if c["cell_type"] == "code" and not c["metadata"].get("nbgrader")
+               and ids.index(c["id"]) > 2)                           # a live Python box above the answer
+    box["source"] = "def pair(u, w):\n    return torch.stack([torch.stack([(x * y).sum() for y in w]) for x in u])\n"
+    hidden_at = next(n for n, c in enumerate(student["cells"])
+                     if c["metadata"].get("nbgrader", {}).get("grade_id") == "scores_entrywise_hidden")
+    later = nbformat.v4.new_code_cell("def scores_entrywise(q, k):\n    return q @ k.mT   # after the test")
+    student["cells"].insert(hidden_at + 1, later)
+    graded, _ = assemble(student, release, source)
+    nb = nbformat.from_dict(graded)
+    program = student_program(nb, {c.get("id") for c in release["cells"]})
+    with ProbeServer(os.path.join(str(tmp_path), "s.sock"), STEP4, program=program) as server:
+        before = server.code_before("scores_entrywise_hidden")
+        everything = server.code_before("no such test")
+    assert any("def pair" in cell for cell in before) and not any("after the test" in cell for cell in before)
+    assert any("after the test" in cell for cell in everything)
+    assert clean(process.entrywise_work(before, "scores_entrywise", QK))      # the box's per-entry helper
+    assert review(process.entrywise_work([c for c in before if "def pair" not in c], "scores_entrywise", QK))
+    assert caught(process.entrywise_work(everything, "scores_entrywise", QK))
+    assert not any("hidden(" in cell for cell in everything)           # no test cell is the student's code

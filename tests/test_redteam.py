@@ -8,7 +8,8 @@ given for every lost point, the notes, the reported file problems; and the batch
 the honest students get full marks, no grade is left empty, the submissions are unchanged.
 
 The batch runs under tighter limits than production (autograder.execute.Limits) so that the
-bombs and runaways are cheap: 20 s per cell instead of 120, 2 GiB of memory instead of 6.
+bombs and runaways are cheap: 20 s per cell instead of 120, 2 GiB of memory instead of 6, 5 s of
+waiting per cell instead of 30, and a time budget of 100 s per student instead of 600.
 Cases marked sandbox_only (fork bombs, reading other students' files, the network) are never
 graded without bwrap: without a sandbox a fork bomb of root is not bounded, and reading the
 gradebook succeeds (the field notes' tampering table). The batch itself needs bwrap: without it
@@ -39,13 +40,14 @@ from redteam_corpus import Case, Ctx, corpus
 pytestmark = pytest.mark.slow
 
 SANDBOX = "bwrap" if sandbox.bwrap_problem() is None else "none"
-LIMITS = {"cell_timeout": 20, "notebook_timeout": 150, "memory_bytes": 2 * 2**30}
+LIMITS = {"cell_timeout": 20, "notebook_timeout": 150, "memory_bytes": 2 * 2**30, "cell_wait_timeout": 5,
+          "student_budget": 100}
 # What grading one notebook may make a grading worker hold at its peak (torch and the checks imported:
 # about 220 MiB; an honest notebook adds little), whatever the kernel sends it.
 WORKER_PEAK_BYTES = 1 * 2**30
 # The attacks on resources (tests/redteam_corpus.py resource_cases), whose peaks are reported.
 RESOURCE_ATTACKS = ("memsplit", "descriptors", "probe-lists", "probe-values", "probe-idle", "widgets", "print",
-                    "membomb", "forkbomb")
+                    "membomb", "forkbomb", "frames")
 CASES = corpus()
 RUN = [c for c in CASES if SANDBOX == "bwrap" or not c.sandbox_only]
 # The cases a module grades and checks, read from the module the tests are collected in:
@@ -134,7 +136,7 @@ def grade_the_corpus(base: Path, kernels: str, cases: list[Case]) -> dict:
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     port = server.getsockname()[1]
-    ctx = Ctx(submissions=submissions, home=home, port=port)
+    ctx = Ctx(submissions=submissions, home=home, port=port, limits=LIMITS)
     for case in cases:
         case.write(ctx, submissions / case.student)
     before = _hashes(submissions)
@@ -170,7 +172,7 @@ def batch(tmp_path_factory, kernels, cases) -> Batch:
     kernels_or_skip(bwrap_or_skip(), kernels)     # warm kernels in bwrap need root: a skip, never a cold batch
     base, data = run_once(tmp_path_factory, f"redteam-{kernels}", lambda folder: grade_the_corpus(folder, kernels, cases))
     submissions, home = base / "submissions", base / "home"
-    ctx = Ctx(submissions=submissions, home=home, port=data["port"])
+    ctx = Ctx(submissions=submissions, home=home, port=data["port"], limits=LIMITS)
     with open(home / GRADES_CSV, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     report = json.loads((home / GRADES_JSON).read_text(encoding="utf-8"))
@@ -289,10 +291,11 @@ def test_the_grader_and_every_kernel_stay_within_their_stated_memory(batch, kern
 
 
 def test_runaway_cells_are_stopped_by_the_limit_they_reached(batch, kernels, cases, record_property):
-    """The runaways stop at a CPU-time limit when they compute, at the wall-clock ceiling only when
+    """The runaways stop at a CPU-time limit when they compute, at the ceiling for a cell's waiting when
     they wait; each result says which, and what the cell had used."""
+    from redteam_corpus import WAITS
     expected = {"loop": "cell CPU time", "stubborn": "cell CPU time", "loop-in-fn": "cell CPU time",
-                "sleep": "cell wall clock"}
+                "sleep": "cell waiting", "wait-in-fn": "cell waiting", **dict.fromkeys(WAITS, "cell waiting")}
     if SANDBOX == "bwrap":
         expected["forkbomb"] = "cell CPU time"
     graded_names = {c.name for c in cases}

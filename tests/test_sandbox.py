@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from autograder import sandbox
+from autograder.errors import SetupError
 from autograder.execute import Limits
 from autograder.plugin import kernel_readable
 from conftest import STEP4
@@ -255,7 +256,7 @@ def test_auto_falls_back_to_none_with_one_loud_warning(monkeypatch, capsys):
     assert sandbox.resolve_sandbox("auto") == "none"
     err = capsys.readouterr().err
     assert err.count("WARNING: grading WITHOUT a sandbox: bwrap is not installed (test)") == 1
-    with pytest.raises(SystemExit, match="not available here: bwrap is not installed"):
+    with pytest.raises(SetupError, match="not available here: bwrap is not installed"):
         sandbox.resolve_sandbox("bwrap")
     assert sandbox.resolve_sandbox("none") == "none"
     assert type(sandbox.make_sandbox("none", Path("/nonexistent"))) is sandbox.Sandbox

@@ -37,7 +37,7 @@ WITH_SLIDERS = [p for p in SOLUTIONS if slider_calls(nbformat.read(p, as_version
 # How to read, from the Figure a slider shows, the matrix its function returns for one value.
 # A builder the notebooks use must be listed here (test_every_slider_builder_is_checked).
 MATRIX_OF = {
-    "seed_slider": ("fig.axes[0].images[0].get_array()", "{fn}(value)"),
+    "seed_slider": ("fig.axes[0].images[0].get_array()", "_sharpen({fn}(value), _w.kwargs['beta'])"),
     "bandwidth_slider": ("fig.axes[1].images[0].get_array()", "{fn}(shown.shape[-1], value)"),
 }
 
@@ -69,6 +69,7 @@ import json as _json, numpy as _np
 from ipywidgets import interactive as _interactive
 from ipywidgets.widgets.widget import _instances as _widgets
 from matplotlib.figure import Figure as _Figure
+from dlcourse.plots import sharpen as _sharpen
 
 def _grid(slider, k):
     """The k-th value on the slider's grid from its minimum (a value the slider can hold)."""

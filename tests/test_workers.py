@@ -58,6 +58,7 @@ def test_a_gradebook_that_cannot_take_the_step_stops_the_run_and_keeps_what_it_h
 
     from autograder.course import COURSE_ID, db_url
     from autograder.grade import grade
+    from autograder.gradebook import GradebookInUse
     from conftest import STEP4
     url = db_url()
     with Gradebook(url, COURSE_ID) as gb:
@@ -70,7 +71,7 @@ def test_a_gradebook_that_cannot_take_the_step_stops_the_run_and_keeps_what_it_h
     for sid in students:
         (submissions / sid).mkdir(parents=True)
         shutil.copy(STEP4.release / "02-the-head.ipynb", submissions / sid / "02-the-head.ipynb")
-    with pytest.raises(SystemExit, match="holds grades for another set"):
+    with pytest.raises(GradebookInUse, match="holds grades for another set"):
         grade(STEP4, submissions, workers=1, feedback=False, quiet=True, sandbox="none")
     results = list((grading_home / "work" / "results").rglob("*.json"))
     assert results == [], f"recorded although the gradebook refused: {results}"
@@ -78,3 +79,67 @@ def test_a_gradebook_that_cannot_take_the_step_stops_the_run_and_keeps_what_it_h
     with Gradebook(url, COURSE_ID) as gb:
         assert {nb.name for nb in gb.find_assignment(STEP4.name).notebooks} == {"00-gone"}
         assert [s.student.id for s in gb.find_assignment(STEP4.name).submissions] == ["ada"]
+
+
+def _my_groups() -> dict:
+    from autograder import cgroups
+    found = cgroups.cgroups()
+    own = cgroups._own_groups()
+    memory = next(((point, root) for kind, point, root, opts in cgroups._mounts()
+                   if (kind == "cgroup" and "memory" in opts) or (kind == "cgroup2" and found.version == 2)), None)
+    path = own.get("memory" if found.version == 1 else "")
+    folder = cgroups._inside(memory[0], memory[1], path)
+    limit = folder / ("memory.limit_in_bytes" if found.version == 1 else "memory.max")
+    return {"pid": os.getpid(), "group": str(folder), "limit": int(limit.read_text().split()[0])}
+
+
+def test_a_worker_runs_in_a_memory_bounded_group_of_its_own_removed_after_it(monkeypatch, tmp_path):
+    """Each grading worker joins a control group of its own, limited to WORKER_MEMORY_BYTES (what its
+    kernels' messages make it hold costs that worker alone); the grader removes it once the worker is gone."""
+    from autograder import cgroups
+    from autograder.grade import _sweep_after_dead_workers, start_worker, worker_context
+    from autograder.limits import WORKER_MEMORY_BYTES
+    if cgroups.cgroups() is None:
+        pytest.skip(f"no control groups here: {cgroups.problem()}")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    with cf.ProcessPoolExecutor(2, mp_context=worker_context(), initializer=start_worker,
+                                initargs=(dict(os.environ), str(tmp_path))) as pool:
+        seen = [pool.submit(_my_groups).result(timeout=300) for _ in range(4)]
+    groups = {s["group"] for s in seen}
+    assert all(g.endswith("-worker") and "/autograder/" in g for g in groups), groups
+    assert len(groups) == len({s["pid"] for s in seen})          # one group per worker
+    assert {s["limit"] for s in seen} == {WORKER_MEMORY_BYTES}
+    assert _my_groups()["group"] not in groups                 # the grader itself stays where it was
+    _sweep_after_dead_workers()
+    assert not any(Path(g).exists() for g in groups), groups
+
+
+def test_the_folders_of_a_worker_that_died_are_removed_and_no_others(monkeypatch, tmp_path):
+    """A worker killed (its memory limit, kill -9) leaves its template's and jobs' folders: they are
+    marked with their owner and removed once it is gone, at the start of a run and when a worker dies;
+    a living process's folders and folders without the mark stay."""
+    import subprocess
+
+    from autograder import leftovers
+    from autograder.grade import grade
+    from conftest import STEP4
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)      # worked out again from $TMPDIR
+    made = subprocess.run([sys.executable, "-c", "import os, sys; from autograder import leftovers\n"
+                           "for p in ('grade-w-', 'warm-template-', 'grade-', 'relay-'):\n"
+                           "    print(leftovers.made(p, dir=sys.argv[1]), flush=True)\n"
+                           "os._exit(9)", str(tmp_path)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    dead = [Path(line) for line in made.stdout.split()]
+    assert len(dead) == 4 and all(p.is_dir() for p in dead), (made.stdout, made.stderr[-2000:])
+    alive = leftovers.made("grade-w-", dir=tmp_path)
+    unmarked = tmp_path / "grade-unmarked"
+    unmarked.mkdir()
+    (tmp_path / "class").mkdir()
+    monkeypatch.setenv("GRADER_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("NBGRADER_DB_URL", raising=False)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    grade(STEP4, tmp_path / "class", workers=1, feedback=False, quiet=True, sandbox="none")     # a run starts
+    assert not any(p.exists() for p in dead), [p for p in dead if p.exists()]
+    assert alive.is_dir() and unmarked.is_dir()

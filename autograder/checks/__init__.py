@@ -3,5 +3,5 @@ and a judge, run on the plain data it returned). Each step's checks live with th
 source/<step>/checks/ (autograder/steps.py imports them); autograder/runtime/ is the little a
 grading kernel runs to answer a probe.
 """
-from .framework import (Check, StudentError, TwinnedCheck, Verdict, attempt, checks_of, fresh_rng, fresh_seed,  # noqa: F401
+from .framework import (Check, StudentError, code_before, TwinnedCheck, Verdict, attempt, checks_of, fresh_rng, fresh_seed,  # noqa: F401
                         hidden, outcome, register, student, twin, unpack, unwritten, unwritten_verdict)

@@ -16,9 +16,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import random
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import GraderError
 from ..runtime.plain import NotPlain, from_plain, to_plain
 
 # package of a step's checks (course_checks.<step>) -> grade_id -> Check. Two steps may use the
@@ -28,11 +30,18 @@ REGISTRIES: dict[str, dict[str, "Check"]] = {}
 
 @dataclass
 class Part:
-    """One independently scored property of an answer."""
+    """One independently scored property of an answer. `review`: the check could not decide this part
+    (code it cannot follow, a binding it cannot resolve), and says why: the part is neither passed nor
+    failed, its points wait for a person (the cell is flagged for manual grading)."""
     name: str
     ok: bool
     message: str = ""      # shown when the part fails: what is wrong and what the student most likely did
     weight: float = 1.0
+    review: str = ""       # non-empty: undecided, for this reason; a person gives this part's points
+
+
+REVIEW_NOTE = ("the grader could not decide this part, so it takes no points for it: a person will look at your "
+               "code and give them")
 
 
 @dataclass
@@ -43,26 +52,52 @@ class Verdict:
         self.parts.append(Part(name, bool(ok), message, weight))
         return bool(ok)
 
+    def add_review(self, name: str, reason: str, weight: float = 1.0) -> None:
+        """A part the check cannot decide: it goes to a person with `reason`, never against the student."""
+        self.parts.append(Part(name, False, "", weight, review=reason or "the grader could not decide"))
+
     @property
     def fraction(self) -> float:
+        """The share of the points the decided parts earn (a part waiting for review earns nothing yet)."""
         total = sum(p.weight for p in self.parts)
         return sum(p.weight for p in self.parts if p.ok) / total if total else 0.0
 
+    @property
+    def needs_review(self) -> bool:
+        return any(p.review for p in self.parts)
+
+    def reviewed(self) -> list[Part]:
+        return [p for p in self.parts if p.review]
+
+    def undecided_fraction(self) -> float:
+        total = sum(p.weight for p in self.parts)
+        return sum(p.weight for p in self.reviewed()) / total if total else 0.0
+
     def failures(self) -> list[Part]:
-        return [p for p in self.parts if not p.ok]
+        return [p for p in self.parts if not p.ok and not p.review]
 
     def report(self, points: float) -> str:
         """The verdict as the student reads it. Failures that share one message (an answer that
         raises fails every case the same way) are one line naming them all, where the first was:
-        the message once, not once per case."""
+        the message once, not once per case. A part waiting for review says so, and why."""
         earned = round(points * self.fraction, 2)
-        lines = [f"Hidden tests: {earned:g} of {points:g} points."]
+        if self.needs_review:
+            waiting = round(points * self.undecided_fraction(), 2)
+            lines = [f"Hidden tests: waiting for a person's review. {earned:g} of {points:g} points are decided;",
+                     f"{waiting:g} wait for a person, who gives this cell its score."]
+        else:
+            lines = [f"Hidden tests: {earned:g} of {points:g} points."]
         by_message: dict[str, list[str]] = {}
-        for p in self.parts:
-            if not p.ok and p.message:
+        for p in self.failures():
+            if p.message:
                 by_message.setdefault(p.message, []).append(p.name)
         for p in self.parts:
-            if p.ok or not p.message:
+            if p.review:        # in short lines: the formgrader shows a cell's output without wrapping it
+                lines.append(f"  ? {p.name}: waiting for a person's review.")
+                lines += textwrap.wrap(f"Why: {p.review}.", 96, initial_indent="      ", subsequent_indent="      ")
+                lines += textwrap.wrap(REVIEW_NOTE[0].upper() + REVIEW_NOTE[1:] + ".", 96,
+                                       initial_indent="      ", subsequent_indent="      ")
+            elif p.ok or not p.message:
                 lines.append(f"  {'✓' if p.ok else '✗'} {p.name}")
             elif p.message in by_message:
                 names = by_message.pop(p.message)       # later parts with this message: already listed
@@ -72,10 +107,17 @@ class Verdict:
     def failure_text(self) -> str:
         """The failing parts in one line (the reports' `error`), each message once."""
         out = []
-        for n, p in enumerate(self.failures()):
-            later = self.failures()[n + 1:]
+        failures = self.failures()
+        for n, p in enumerate(failures):
+            later = failures[n + 1:]
             out.append(p.name if (not p.message or (later and later[0].message == p.message)) else f"{p.name}: {p.message}")
         return "; ".join(out)
+
+    def review_text(self) -> str:
+        """Why the cell waits for a person (the reports' `error` of a cell to review), failures after it."""
+        why = "; ".join(f"{p.name}: {p.review}" for p in self.reviewed())
+        failed = self.failure_text()
+        return f"waits for review: {why}" + (f"; also lost: {failed}" if failed else "")
 
 
 class Check:
@@ -187,15 +229,25 @@ def checks_of(package: str) -> dict[str, Check]:
 
 # ---- helpers for probes -------------------------------------------------------------------
 
-class Missing(Exception):
+def code_before(ctx, check: "Check") -> list[str]:
+    """The student's code cells that run before `check`'s hidden test cell, in the order the notebook runs
+    them (grading: the graded notebook's answer cells, live Python boxes and added cells; without a
+    grader: the kernel's input history): the text a check reads to judge how an answer computes."""
+    before = getattr(ctx, "code_before", None)
+    if callable(before):
+        return list(before(check.grade_id))
+    return list(getattr(ctx, "sources", None) or ())
+
+
+class Missing(GraderError):
     pass
 
 
-class StudentError(Exception):
+class StudentError(GraderError):
     """The student's code raised (or returned something that is not plain data): 'Type: message'."""
 
 
-class KernelGone(Exception):
+class KernelGone(GraderError):
     """The kernel stopped answering (it died, was interrupted at its time limit, or hung up)."""
 
 

@@ -1,6 +1,8 @@
 """A class with a hostile student, graded once per test session: the example class (ada, blank,
 half) and `mallory`, whose 01-on-paper puts every vector of tests/hostile.py where a page shows it
-(the written answers, and HTML, markdown, JavaScript, SVG and picture outputs of an answer cell),
+(the written answers, and HTML, markdown, JavaScript, SVG and picture outputs of an answer cell:
+script, requests to REQUEST_HOST, and overlays of a fake score, the last in the written answer
+`variance_proof` and in an output),
 beside what a page must keep showing (markdown formatting, formulas, a table, a picture pasted into
 a written answer, a matplotlib picture, an HTML table). Her answers are otherwise the solutions, so
 she is graded like anyone else."""
@@ -11,7 +13,8 @@ import shutil
 from pathlib import Path
 
 from conftest import STEP4, bwrap_or_skip, run_once
-from hostile import HOSTILE_HTML, HOSTILE_MARKDOWN, PAYLOAD, PNG_1PX
+from hostile import (HOSTILE_HTML, HOSTILE_MARKDOWN, OVERLAY_HTML, OVERLAY_MATH, PAYLOAD, PNG_1PX, REQUEST_HOST,
+                     REQUEST_HTML, REQUEST_MARKDOWN)
 
 HOSTILE = "mallory"
 LEGIT_MARKDOWN = ("**Legit bold** and *legit italic*, a formula $\\frac{QK^\\top}{\\sqrt{d_k}}$ and\n\n"
@@ -38,8 +41,8 @@ RED_SQUARE = _red_square_png()
 
 def _code_outputs(solution: str) -> str:
     """The answer cell `shapes`: the solution, then outputs of every kind a page shows."""
-    vectors = json.dumps(HOSTILE_HTML)
-    markdown = json.dumps(HOSTILE_HTML + HOSTILE_MARKDOWN)
+    vectors = json.dumps(HOSTILE_HTML + REQUEST_HTML + OVERLAY_HTML)
+    markdown = json.dumps(HOSTILE_HTML + HOSTILE_MARKDOWN + REQUEST_MARKDOWN)
     return solution + f"""
 
 from IPython.display import HTML, Markdown, Javascript, SVG, display
@@ -49,6 +52,9 @@ for v in {markdown}:
     display(Markdown(v))
 display(Javascript({PAYLOAD!r}))
 display(SVG('<svg xmlns="http://www.w3.org/2000/svg" onload="{PAYLOAD}"><script>{PAYLOAD}</script><rect width="5" height="5"/></svg>'))
+display(SVG('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><image href="http://{REQUEST_HOST}/r70-svg-output.png" width="10" height="10"/></svg>'))
+display({{"image/svg+xml": '<svg xmlns="http://www.w3.org/2000/svg"><style>@import url(http://{REQUEST_HOST}/r71-svg-output.css);</style></svg>'}},
+        raw=True, metadata={{"image/svg+xml": {{"width": 10}}}})
 display({{"image/png": {PNG_1PX!r}}}, raw=True, metadata={{"image/png": {{"width": "1 onerror={PAYLOAD.replace(' ', '')}"}}}})
 display({{"image/png": 'x" onerror="{PAYLOAD}'}}, raw=True)
 display({{"text/html": '<b>isolated</b><script>{PAYLOAD}</script>'}}, raw=True, metadata={{"text/html": {{"isolated": True}}}})
@@ -70,9 +76,10 @@ def hostile_submission(dest: Path) -> Path:
     answers = answers_of(STEP4, "01-on-paper")
     half = len(HOSTILE_HTML) // 2
     nb = with_answers(STEP4, "01-on-paper", {
-        "map_written": "Answer with HTML:\n\n" + "\n\n".join(HOSTILE_HTML[:half]),
+        "map_written": "Answer with HTML:\n\n" + "\n\n".join(HOSTILE_HTML[:half] + REQUEST_HTML),
         "simplex_proof": "More HTML:\n\n" + "\n\n".join(HOSTILE_HTML[half:]),
-        "causality_proof": "Markdown links:\n\n" + "\n\n".join(HOSTILE_MARKDOWN),
+        "causality_proof": "Markdown links:\n\n" + "\n\n".join(HOSTILE_MARKDOWN + REQUEST_MARKDOWN),
+        "variance_proof": "The variance is d_k.\n\n" + "\n\n".join(OVERLAY_HTML + OVERLAY_MATH),
         "coupling_expectation": LEGIT_MARKDOWN,
         "shapes": _code_outputs(answers["shapes"]),
     })

@@ -21,9 +21,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.checks import Check, Verdict, attempt, register, student, unpack
+from autograder.checks import Check, Verdict, attempt, code_before, register, student, unpack
 
-from .process import streamed_work
+from .process import source_reading, streamed_work
 
 def quiet(probe):
     """A probe that silences warnings raised by the student's code: nbgrader scores a test cell that
@@ -314,13 +314,6 @@ class CallRecorder:
             pass
 
 
-def _source_reading(entry) -> tuple[str, list[str]]:
-    """(problem, findings) of the probe's reading of the answer's source (process.py)."""
-    if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and isinstance(entry[1], list):
-        return entry[0], [str(f) for f in entry[1]]
-    return "the grader could not read the answer's source", []
-
-
 def recorded_call(fn, T, *args):
     """Call the student's fn(*args), traced in the kernel; one-shot work over an axis of size T
     found in the trace: {'value', 'flagged'}."""
@@ -408,7 +401,7 @@ class OnlineSoftmax(Check):
         fn = student(ns, "online_softmax")
         out = {name: [attempt(fn, x.clone()) for x in xs] for name, xs in self.cases(ctx).items()}
         out["streaming"] = attempt(recorded_call, fn, 13, streaming_probe_scores())
-        out["source"] = list(streamed_work(ctx.sources, "online_softmax", {"scores": ("*", "K")}))
+        out["source"] = streamed_work(code_before(ctx, self), "online_softmax", {"scores": ("*", "K")})
         return out
 
     def cases(self, ctx):
@@ -443,20 +436,23 @@ class OnlineSoftmax(Check):
             x = streaming_probe_scores()
             wrong = _compare_softmax(x, value.get("value") if isinstance(value, dict) else None, "ordinary")
             flagged = value.get("flagged", []) if isinstance(value, dict) else ["no record"]
-            problem, found = _source_reading(data.get("source"))
+            found, review, notes = source_reading(data.get("source"))
             flagged = found + flagged
-            if problem:
-                verdict.add("keys visited one at a time", False, f"{problem}.", 3.0)
-            elif wrong:
+            if wrong:
                 verdict.add("keys visited one at a time", False,
                             "cannot tell: the result on ordinary scores is wrong (see above)", 3.0)
-            else:
-                verdict.add("keys visited one at a time", not flagged,
+            elif flagged:
+                verdict.add("keys visited one at a time", False,
                             "the result is right, but it is not computed in one pass over the keys: we found "
                             + "; ".join(flagged) + ". The exercise is to visit key j = 0, 1, …, T-1 one at a time, "
                             "keeping a running max and running sum (the final division may be done on the whole "
                             "row). (Read from the function's source, and from the torch calls it made on a (2, 3, 13) "
-                            "input, where a reduction over an axis of 13 counts.)", 3.0)
+                            "input, where a reduction over an axis of 13 counts.)"
+                            + "".join(f" ({n})" for n in notes), 3.0)
+            elif review:
+                verdict.add_review("keys visited one at a time", review, 3.0)
+            else:
+                verdict.add("keys visited one at a time", True, "", 3.0)
         return verdict
 
 
@@ -634,8 +630,8 @@ class StreamingAttention(Check):
                for name, triples in self.cases(ctx).items()}
         q, k, v = attention_cases()["ordinary"][0]
         out["streaming"] = attempt(recorded_call, fn, 11, q.clone(), k.clone(), v.clone())
-        out["source"] = list(streamed_work(ctx.sources, "streaming_attention",
-                                           {"q": ("*", "Q", "D"), "k": ("*", "K", "D"), "v": ("*", "K", "E")}))
+        out["source"] = streamed_work(code_before(ctx, self), "streaming_attention",
+                                   {"q": ("*", "Q", "D"), "k": ("*", "K", "D"), "v": ("*", "K", "E")})
         return out
 
     def cases(self, ctx):
@@ -668,21 +664,23 @@ class StreamingAttention(Check):
             q, k, v = attention_cases()["ordinary"][0]
             out = value.get("value") if isinstance(value, dict) else None
             flagged = value.get("flagged", []) if isinstance(value, dict) else ["no record"]
-            problem, found = _source_reading(data.get("source"))
+            found, review, notes = source_reading(data.get("source"))
             flagged = found + flagged
-            if problem:
-                verdict.add("keys and values visited one at a time", False, f"{problem}.", 1.5)
-            elif not _attention_like(q, k, v, out):
+            if not _attention_like(q, k, v, out):
                 verdict.add("keys and values visited one at a time", False,
                             "cannot tell: the result on the ordinary case is wrong (see above)", 1.5)
-            else:
-                verdict.add("keys and values visited one at a time", not flagged,
+            elif flagged:
+                verdict.add("keys and values visited one at a time", False,
                             "the output is right, but not streamed: we found " + "; ".join(flagged)
                             + ". Visit key j (and value j) one at a time, updating a running max, running sum and "
                             "running weighted sum of values for every query row. (Recorded by watching torch "
                             "calls on inputs with T = 11, where a reduction or product over an axis of 11 counts; and read from "
-                            "the function's source.)",
+                            "the function's source.)" + "".join(f" ({n})" for n in notes),
                             1.5)
+            elif review:
+                verdict.add_review("keys and values visited one at a time", review, 1.5)
+            else:
+                verdict.add("keys and values visited one at a time", True, "", 1.5)
         return verdict
 
 

@@ -6,9 +6,9 @@ import math
 import numpy as np
 import torch
 
-from autograder.checks import Check, TwinnedCheck, Verdict, attempt, register, student, twin, unpack
+from autograder.checks import Check, TwinnedCheck, Verdict, attempt, code_before, register, student, twin, unpack
 
-from .process import entrywise_work
+from .process import entrywise_work, source_reading
 
 
 # ---- scores_entrywise ----------------------------------------------------------------------
@@ -53,11 +53,13 @@ def products_of(trace, d: int) -> list[str]:
 class ScoresEntrywise(Check):
     """Values on edge cases (B = 1, T = 1, T > d_head, float64), and the process: one entry at a time.
 
-    The process is judged from the answer's source in the grader (process.py: its threat model), by
-    how much one operation multiplies: a product of q and k spanning more than one entry's d features
-    (a row, a matrix, a broadcast), in torch, numpy or anything else, loses the process points; so does
-    a notebook whose code cannot be read for it (exec, torch._C, a second definition). The kernel's own
-    trace of torch calls can only take points away."""
+    The process is judged from the answer's source in the grader (process.py: its threat model), as
+    the binding the hidden test calls (the last definition above it, helpers as bound then), by how
+    much one operation multiplies: a product of q and k spanning more than one entry's d features (a
+    row, a matrix, a broadcast), in torch, numpy or anything else, loses the process points. Code the
+    reader cannot decide on (exec, a library function replaced, a binding or call it cannot follow)
+    takes nothing: the part goes to a person (review). The kernel's own trace of torch calls can only
+    take points away."""
     grade_id = "scores_entrywise_hidden"
     points = 3
     # (label, B, T, d_head, seed, dtype); the visible test uses (2, 3, 5)
@@ -84,8 +86,9 @@ class ScoresEntrywise(Check):
             for _, B, T, d_head, seed, dtype in cases:
                 q, k = entrywise_inputs(B, T, d_head, seed, getattr(torch, dtype))
                 out.append(attempt(fn, q, k))
-        source = entrywise_work(ctx.sources, "scores_entrywise", {"q": ("B", "T", "D"), "k": ("B", "T", "D")})
-        return {"cases": results, "twins": twins, "spy": attempt(self._spy, fn), "source": list(source)}
+        source = entrywise_work(code_before(ctx, self), "scores_entrywise",
+                                {"q": ("B", "T", "D"), "k": ("B", "T", "D")})
+        return {"cases": results, "twins": twins, "spy": attempt(self._spy, fn), "source": source}
 
     def _spy(self, fn):
         """Which products the student's function takes (it runs once more, traced in the kernel)."""
@@ -110,20 +113,21 @@ class ScoresEntrywise(Check):
             verdict.add(label, ok, message)
         spy, why = unpack(data.get("spy"))
         traced = spy if why is None and isinstance(spy, list) else []
-        source = data.get("source")
-        problem, found = (source if isinstance(source, list) and len(source) == 2 else ("no reading of the source", []))
-        if problem:
-            verdict.add("one entry at a time", False, f"{problem}.", weight=2)
-        elif found or traced:
+        found, review, notes = source_reading(data.get("source"))
+        if found or traced:
             what = "; ".join(found) if found else f"{', '.join(map(str, traced))} on more than one entry's numbers"
             verdict.add("one entry at a time", False,
                         f"your function multiplies whole matrices or rows at once ({what}). The task is to make "
                         "each entry yourself: loop over b, i and j, and take one dot product of two vectors "
-                        "(d_head numbers each) per entry.", weight=2)
-        else:
-            # no whole-matrix work in the source or the trace: the loops count once they compute the scores
-            verdict.add("one entry at a time", computed,
+                        "(d_head numbers each) per entry." + "".join(f" ({n})" for n in notes), weight=2)
+        elif not computed:
+            verdict.add("one entry at a time", False,
                         "this part counts once your loops compute the scores: fix the values first", weight=2)
+        elif review:
+            verdict.add_review("one entry at a time", review, weight=2)
+        else:
+            # no whole-matrix work in the source or the trace, and the loops compute the scores
+            verdict.add("one entry at a time", True, weight=2)
         return verdict
 
     @staticmethod

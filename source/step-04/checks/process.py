@@ -6,61 +6,339 @@ kernel keeps of its own calls (the trace of torch calls: a hook removed, work do
 `torch._C.DisableTorchFunction()`, fake per-key calls shown while the result comes from one shot),
 and it can do the work in numpy or Python floats, which no torch hook sees. What the kernel cannot
 change is the answer's source: the grader rebuilds the notebook from the submission and keeps the
-text of every code cell (grading: autograder/grade.py; a notebook run without a grader: the
-kernel's input history). So the work is judged from that text:
+text of every code cell the student wrote, in the order the notebook runs them (grading:
+autograder/grade.py; a notebook run without a grader: the kernel's input history). So the work is
+judged from that text.
 
-* the function is found by name among the student's cells; a name bound twice, bound by assignment,
-  or code that reaches for the machinery (exec, eval, compile, globals(), setattr, __code__,
-  sys.modules, importlib, torch._C, torch.overrides, __torch_function__, the grader's own package) in
-  the function, in a helper it calls, or in what any cell runs outside its functions, makes the process
-  unverifiable, and it earns nothing;
-* the function's body (and the body of every helper of the student's it calls) is read by a small
-  abstract interpreter that follows the axes of the inputs through names, indexing, slicing,
-  transposes and conversions (numpy, lists, Python floats alike) and records every product,
-  contraction, reduction and softmax with the axes of its operands. A check then says which of these
-  are whole-matrix work: a product of q and k that multiplies more than one entry's d numbers at once,
-  a reduction over the key axis, a (T, T) matrix. By what it multiplies, never by an op's name or
-  rank: (1×d)@(d×1) and (q[b, i:i+1] * k[b, j:j+1]).sum() are one entry's work.
+What runs. The hidden test calls the answer when its cell runs, so the reader runs the student's
+cells before that cell, in order, at the level of bindings: a `def`, a class, an assignment, an
+import, a decorator; a later definition replaces an earlier one, as in Python (an earlier attempt
+left above, a cell copied and changed, a helper redefined later), and a name bound by assignment is
+followed where it can be (`f = g`, `functools.partial(g, ...)`, a lambda, a closure a function
+returns, an object whose class has `__call__`). A helper is the binding its name has when the
+answer runs: the last one in cell order, wherever it is.
 
-What this does not see: work hidden behind a function it cannot read (a library call receiving whole
-inputs is reported as such, and counts against the answer), and code whose axes it cannot follow
-(a reshape mixing axes, say), which it treats as whole-matrix work. The kernel's trace is still asked
-for: it can only take points away (it is the student's own record), never give them.
+How it computes. The answer's body (and every helper of the student's it calls, with the call's
+arguments bound to the helper's parameters) is run by a small abstract interpreter that follows the
+axes of the inputs through names, indexing, slicing, transposes and conversions (numpy, lists, Python
+floats alike), through iteration (`for`, `zip`, `enumerate`, `map`, `range(len(...))`,
+comprehensions, generators, tuple unpacking, `itertools.product`, lists built by `append`, values
+stored into arrays, dicts or objects), and records every product, contraction, reduction and softmax
+with the axes of its operands. A check then says which of these are whole-matrix work: a product of
+q and k that multiplies more than one entry's d numbers at once, a reduction over the key axis, a
+(T, T) matrix. By what it multiplies, never by an op's name or rank: (1×d)@(d×1) and
+(q[b, i:i+1] * k[b, j:j+1]).sum() are one entry's work.
+
+Three outcomes, never a guess against the student:
+* whole-matrix work the reader is sure of (an op in code that runs whenever the answer runs, on axes
+  it followed): a finding, and the process points are lost;
+* none, and nothing it could not follow: the process is as asked;
+* something it cannot decide: code that can change what its text says (exec, eval, globals(),
+  setattr, sys.modules, a library's function replaced, a torch function mode...), a binding it cannot
+  resolve, a library call it cannot read receiving whole inputs, axes it cannot follow (a reshape
+  mixing them), whole-matrix work only in a branch that may not run. Then the cell goes to a person
+  (`review`), with the reason; the points are not taken.
+Code that only hides work from the kernel's own record (torch._C.DisableTorchFunction) changes nothing
+the text says: the text is read as usual, and a note says the record was turned off. The kernel's
+trace is still asked for: it can only take points away (it is the student's own record), never give them.
 """
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
 
-UNKNOWN = "?"           # an axis the interpreter cannot follow: counted as large
+UNKNOWN = "?"           # an axis the interpreter cannot follow
+LITERAL = "n"           # the axis of a list written out item by item: a few items, none an input's axis
 
-# Names and attributes that reach for the interpreter's or the grader's machinery: their presence in
-# any student cell makes a process unverifiable.
+# Names and attributes that can change what the code does behind its text (what a name is bound to,
+# what a library function computes, which code runs): a reader cannot decide past them.
 TAMPERING = {"exec", "eval", "compile", "globals", "locals", "vars", "setattr", "delattr", "__import__",
              "__code__", "__globals__", "__builtins__", "__dict__", "__class__", "__torch_function__",
-             "DisableTorchFunction", "DisableTorchFunctionSubclass", "TorchFunctionMode", "overrides",
-             "_C", "modules", "importlib", "autograder", "builtins", "ctypes", "_getframe", "f_globals",
-             "f_locals", "settrace", "setprofile"}
+             "__torch_dispatch__", "TorchFunctionMode", "TorchDispatchMode", "overrides", "_python_dispatch",
+             "modules", "importlib", "autograder", "builtins", "ctypes", "_getframe", "f_globals", "f_locals",
+             "settrace", "setprofile", "_C", "__setattr__", "__getattribute__", "__closure__", "__defaults__",
+             "__kwdefaults__", "gc", "inspect", "types"}
+# ... and names that only hide work from the kernel's record of torch calls: the text still says it.
+TRACE_HIDING = {"DisableTorchFunction", "DisableTorchFunctionSubclass"}
 
 PRODUCTS = {"matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "einsum", "tensordot", "mul", "multiply",
             "vecdot", "kron", "cdist", "linear", "bilinear", "baddbmm", "addbmm", "addmm", "addmv", "ger",
             "__matmul__", "__rmatmul__", "__mul__", "__rmul__", "__imul__", "mul_", "prod", "cross", "chain_matmul",
-            "multi_dot", "matrix_power", "dist", "cosine_similarity", "pairwise_distance"}
+            "multi_dot", "matrix_power", "dist", "cosine_similarity", "pairwise_distance", "matmul_", "addcmul",
+            "outer_", "product"}
+MATMULS = {"matmul", "mm", "bmm", "mv", "__matmul__", "__rmatmul__", "addmm", "baddbmm", "addbmm", "addmv",
+           "chain_matmul", "multi_dot", "matrix_power"}
+CONTRACT_LAST = {"dot", "vdot", "vecdot", "dist", "cosine_similarity", "pairwise_distance"}
 REDUCTIONS = {"sum", "nansum", "mean", "nanmean", "max", "min", "amax", "amin", "logsumexp", "argmax", "argmin",
               "median", "std", "var", "norm", "topk", "sort", "cumsum", "cummax", "cumprod", "logcumsumexp",
-              "maximum_reduce", "reduce", "prod", "all", "any", "count_nonzero", "nanmax", "nanmin", "ptp"}
-SOFTMAX = {"softmax", "log_softmax", "softmin", "scaled_dot_product_attention"}
+              "maximum_reduce", "prod", "all", "any", "count_nonzero", "nanmax", "nanmin", "ptp", "fsum",
+              "average", "max_reduce", "aminmax", "kthvalue", "mode", "nanmedian", "quantile", "trapz",
+              "trapezoid", "cumulative_sum"}
+CUMULATIVE = {"cumsum", "cummax", "cumprod", "logcumsumexp", "sort", "cumulative_sum"}
+SOFTMAX = {"softmax", "log_softmax", "softmin", "scaled_dot_product_attention", "_softmax"}
 SAME_AXES = {"numpy", "tolist", "detach", "clone", "double", "float", "half", "to", "cpu", "contiguous", "copy",
              "requires_grad_", "type", "astype", "data", "real", "abs", "exp", "log", "neg", "sqrt", "tanh",
              "asarray", "array", "as_tensor", "tensor", "from_numpy", "Tensor", "asanyarray", "ascontiguousarray",
              "exp_", "sub", "add", "div", "subtract", "divide", "true_divide", "where", "masked_fill", "clamp",
              "maximum", "minimum", "fmax", "fmin", "nan_to_num", "square", "pow", "float_power", "xlogy",
-             "__array__", "item"}
-SHAPE_ONLY = {"shape", "dtype", "device", "ndim", "size", "dim", "numel", "new_zeros", "new_ones", "new_full",
-              "new_empty", "new_tensor", "zeros_like", "ones_like", "full_like", "empty_like", "randn_like",
-              "rand_like", "len", "isinstance", "type", "is_floating_point", "element_size", "nbytes", "itemsize",
-              "get_device", "layout", "requires_grad", "is_contiguous", "stride", "storage_offset"}
+             "__array__", "item", "bfloat16", "float32", "float64", "expm1", "log1p", "exp2", "log2", "log10",
+             "sigmoid", "relu", "negative", "reciprocal", "rsqrt", "clip", "clamp_min", "clamp_max", "sign",
+             "isinf", "isnan", "isfinite", "isneginf", "isposinf", "logical_and", "logical_or", "logical_not",
+             "eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "equal", "not_equal", "round", "floor", "ceil",
+             "trunc", "fabs", "copysign", "masked_fill_", "clamp_", "add_", "sub_", "div_", "neg_", "abs_",
+             "sqrt_", "log_", "float_", "double_", "copy_", "fill_", "zero_", "masked_scatter_", "index_put_",
+             "set_", "sub_", "exp2_", "logaddexp", "logaddexp2", "hypot", "atleast_1d", "atleast_2d", "atleast_3d",
+             "asfarray", "fsum_", "as_strided_", "tril", "triu", "tril_", "triu_", "clone_", "requires_grad",
+             "retain_grad", "cuda", "pin_memory", "share_memory_", "numpy_", "mps", "baddbmm_"}
+SHAPE_ONLY = {"shape", "dtype", "device", "ndim", "size", "dim", "numel", "len", "isinstance", "type",
+              "is_floating_point", "element_size", "nbytes", "itemsize", "get_device", "layout", "is_contiguous",
+              "stride", "storage_offset", "finfo", "iinfo", "is_tensor", "is_complex", "result_type",
+              "promote_types", "can_cast", "print", "repr", "str", "id", "hash", "callable", "hasattr", "format",
+              "manual_seed", "seed", "set_printoptions", "is_grad_enabled", "isclose", "allclose", "equal",
+              "array_equal", "testing", "assert_close"}
+CREATION = {"zeros", "ones", "empty", "full", "arange", "zeros_like", "ones_like", "empty_like", "full_like",
+            "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "randn_like", "rand_like", "eye",
+            "linspace", "logspace", "randn", "rand", "randint", "tril_indices", "triu_indices", "ndarray",
+            "empty_strided"}
+RESHAPES = {"reshape", "view", "flatten", "expand", "repeat", "broadcast_to", "ravel", "unflatten", "view_as",
+            "reshape_as", "expand_as", "hstack", "vstack", "dstack", "flip", "roll", "tile", "repeat_interleave",
+            "narrow", "take", "take_along_dim", "take_along_axis", "gather", "index_select", "masked_select",
+            "nonzero", "diagonal", "diag", "diag_embed", "trace", "as_strided", "unfold", "fliplr", "flipud",
+            "rot90", "T_", "squeeze_", "unsqueeze_", "resize_", "resize"}
+# library functions that only wrap a function without changing what it computes
+TRANSPARENT_DECORATORS = {"no_grad", "inference_mode", "enable_grad", "set_grad_enabled", "lru_cache", "cache",
+                          "wraps", "staticmethod", "classmethod", "compile", "jit", "script", "ignore", "unused",
+                          "autocast", "profile", "record_function", "functools", "torch"}
+DEFAULT_ALIASES = {"np": "numpy", "F": "torch.nn.functional", "nn": "torch.nn", "plt": "matplotlib.pyplot",
+                   "it": "itertools", "ft": "functools", "op": "operator"}
+BUILTIN_FUNCTIONS = {"sum", "max", "min", "zip", "enumerate", "map", "filter", "range", "len", "list", "tuple",
+                     "sorted", "reversed", "iter", "next", "float", "int", "abs", "round", "print", "isinstance",
+                     "any", "all", "pow", "divmod", "dict", "set", "str", "repr", "type", "id", "hash", "bool",
+                     "callable", "hasattr", "getattr", "format", "frozenset", "complex", "object", "super",
+                     "property", "staticmethod", "classmethod", "NotImplementedError", "ValueError",
+                     "TypeError", "AssertionError", "Exception", "RuntimeError", "IndexError", "KeyError",
+                     "ZeroDivisionError", "ArithmeticError", "StopIteration", "slice", "ord", "chr", "bin",
+                     "hex", "oct", "isinstance", "issubclass", "open"}
+MAX_DEPTH = 8           # helpers calling helpers
+MAX_STEPS = 60_000      # statements and expressions interpreted for one answer
 
+
+# ---- the abstract values -----------------------------------------------------------------------
+# An array derived from the inputs is a tuple of axis labels (() for a number derived from them);
+# None is anything not derived from the inputs.
+
+@dataclass(eq=False)
+class Size:              # an int: the length of an axis
+    label: str
+
+
+@dataclass(eq=False)
+class Index:             # an int: a position along an axis
+    label: str
+
+
+@dataclass(eq=False)
+class Shape:             # a shape (x.shape): its axes
+    axes: tuple
+
+
+@dataclass(eq=False)
+class Rng:               # range(...): positions along an axis
+    label: str
+
+
+@dataclass(eq=False)
+class Seq:               # a list, iterator or generator: its items are `elem`, `outer` says how many
+    elem: object
+    outer: str
+
+
+@dataclass(eq=False)
+class Tup:               # a tuple or list written out item by item
+    items: list
+
+
+@dataclass(eq=False)
+class Blank:             # an array the answer made itself (zeros, full...): not derived from the inputs yet
+    axes: tuple
+
+
+@dataclass(eq=False)
+class Func:              # a function of the student's (def or lambda), with the scope it was defined in
+    node: object
+    scope: "Scope"
+    name: str
+    attrs: dict = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class Bound:             # a function with arguments bound first (functools.partial, a method and its self)
+    fn: object
+    args: list
+    kwargs: dict
+
+
+@dataclass(eq=False)
+class Cls:               # a class of the student's
+    node: object
+    scope: "Scope"
+    attrs: dict = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class Inst:              # an object of a student's class
+    cls: Cls
+    attrs: dict = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class Lib:               # a library module, function or type (numpy, torch.dot, itertools.product...)
+    path: str
+
+
+@dataclass(eq=False)
+class LibResult:         # what a library call returned (data, unless it is called: then nothing to follow)
+    path: str
+
+
+@dataclass(eq=False)
+class Opaque:            # a value the reader cannot follow, and why
+    why: str
+
+
+@dataclass(eq=False)
+class Choice:            # one of several bindings, depending on a branch the reader cannot decide
+    options: list
+
+
+def _is_arr(v) -> bool:
+    return isinstance(v, tuple)
+
+
+def _array_choice(v) -> bool:
+    """One of several arrays (of different ranks), depending on a branch the reader could not decide."""
+    return isinstance(v, Choice) and any(_is_arr(o) for o in v.options) and \
+        all(_is_arr(o) or o is None for o in v.options)
+
+
+def _as_arr(v, depth=0):
+    """The axes of `v` used as an array operand (a list of rows is a matrix), or None."""
+    if isinstance(v, tuple):
+        return v
+    if depth > 6:
+        return None
+    if isinstance(v, Seq):
+        inner = _as_arr(v.elem, depth + 1)
+        return None if inner is None else (v.outer,) + inner
+    if isinstance(v, Tup):
+        inner = [a for a in (_as_arr(i, depth + 1) for i in v.items) if a is not None]
+        return (LITERAL,) + _broadcast(*inner) if inner else None
+    if isinstance(v, Choice):
+        inner = [a for a in (_as_arr(o, depth + 1) for o in v.options) if a is not None]
+        return _broadcast(*inner) if inner else None
+    return None
+
+
+def _merge(*values):
+    """One value standing for several (the branches of an if, the items of a list)."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    arrays = [v for v in values if _is_arr(v)]
+    if arrays and len(arrays) == len(values):
+        ranks = {len(a) for a in arrays if a}
+        if len(ranks) > 1:                   # arrays of different ranks: one or the other, not a broadcast
+            distinct = list({a: None for a in arrays})
+            return Choice(distinct)
+        return _broadcast(*arrays) if any(arrays) else ()
+    if len(values) == 1:
+        return values[0]
+    if all(isinstance(v, Seq) for v in values):
+        return Seq(_merge(*[v.elem for v in values]), _merge_labels(*[v.outer for v in values]))
+    if any(isinstance(v, (Func, Bound, Inst, Cls, Lib, Opaque, LibResult)) for v in values):
+        return values[-1] if all(v is values[-1] for v in values) else Choice(values)
+    arrays = [a for a in (_as_arr(v) for v in values) if a is not None]
+    if arrays:
+        return _broadcast(*arrays)
+    return values[-1]
+
+
+def _merge_labels(*labels) -> str:
+    parts = set()
+    for label in labels:
+        parts |= set(str(label).split("+"))
+    parts.discard("1")
+    if not parts:
+        return "1"
+    if UNKNOWN in parts:
+        return UNKNOWN
+    return "+".join(sorted(parts))
+
+
+def _broadcast(*parts):
+    """The axes of an elementwise result: the operands' axes aligned from the right, the larger kept."""
+    big = [p for p in parts if p]
+    if not big:
+        return () if any(p == () for p in parts) else None
+    n = max(len(p) for p in big)
+    out = []
+    for i in range(n):
+        labels = [p[len(p) - n + i] for p in big if len(p) - n + i >= 0]
+        named = [label for label in labels if label != "1"]
+        out.append(named[0] if named else "1")
+    return tuple(out)
+
+
+# ---- scopes --------------------------------------------------------------------------------------
+
+class Scope:
+    def __init__(self, globals_: dict | None = None, parent: "Scope | None" = None, vars_: dict | None = None):
+        self.vars = vars_ if vars_ is not None else {}
+        self.parent = parent
+        self.globals = globals_ if globals_ is not None else self.vars
+        self.declared_global: set = set()
+        self.declared_nonlocal: set = set()
+
+    def lookup(self, name: str):
+        if name in self.declared_global:
+            return self.globals.get(name, _default(name))
+        scope = self
+        while scope is not None:
+            if name in scope.vars:
+                return scope.vars[name]
+            scope = scope.parent
+        if name in self.globals:
+            return self.globals[name]
+        return _default(name)
+
+    def owner(self, name: str) -> dict:
+        """The dict a name is bound in (for an assignment, or a value stored into what it names)."""
+        if name in self.declared_global:
+            return self.globals
+        if name in self.declared_nonlocal:
+            scope = self.parent
+            while scope is not None:
+                if name in scope.vars:
+                    return scope.vars
+                scope = scope.parent
+        if name in self.vars or self.parent is None:
+            return self.vars
+        scope = self.parent
+        while scope is not None:           # a value stored into a name of an enclosing scope
+            if name in scope.vars:
+                return scope.vars
+            scope = scope.parent
+        return self.globals if name in self.globals else self.vars
+
+
+def _default(name: str):
+    """A name no cell binds: a builtin or a library the provided cells imported."""
+    if name in BUILTIN_FUNCTIONS:
+        return Lib(name)
+    return Lib(DEFAULT_ALIASES.get(name, name))
+
+
+# ---- what the reader finds ---------------------------------------------------------------------------
 
 @dataclass
 class Op:
@@ -69,262 +347,783 @@ class Op:
     operands: list             # axes (tuples of labels) of the operands derived from the inputs
     axes: tuple = ()           # reduce/softmax: the axes collapsed; product: the axes contracted
     result: tuple = ()
-    line: int = 0
+    line: int = 0              # line within the function it is in
+    where: str = ""            # that function's name
+    certain: bool = True       # in code that runs whenever the answer runs (no branch the reader cannot decide)
 
 
 @dataclass
 class Reading:
     ops: list = field(default_factory=list)
-    problem: str = ""          # non-empty: the process cannot be judged from the source (and earns nothing)
+    undecided: list = field(default_factory=list)   # why the reader cannot decide (the cell goes to a person)
+    notes: list = field(default_factory=list)       # e.g. the kernel's record of torch calls turned off
 
 
-def student_functions(sources: list[str]) -> tuple[dict[str, list[ast.FunctionDef]], set[str], str]:
-    """({name: [definitions]}, names bound otherwise, tampering found) over every parseable cell."""
-    defs: dict[str, list] = {}
-    bound: set[str] = set()
-    tampering = ""
-    for text in sources:
-        try:
-            tree = ast.parse(_without_magics(text))
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                same = defs.setdefault(node.name, [])
-                if not any(ast.dump(d) == ast.dump(node) for d in same):   # a cell run twice defines it once
-                    same.append(node)
-            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for t in targets:
-                    for n in ast.walk(t):
-                        if isinstance(n, ast.Name):
-                            bound.add(n.id)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                for alias in node.names:
-                    bound.add((alias.asname or alias.name).split(".")[0])
-        if not tampering:
-            tampering = _tampering(_module_level(tree))
-    return defs, bound, tampering
-
-
-def _module_level(tree):
-    """What a cell runs when it runs: everything but the bodies of the functions it defines (a function's
-    body matters when it is called: the answer and its helpers are read for it on their own)."""
-    todo = list(tree.body)
-    while todo:
-        node = todo.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            todo += list(node.decorator_list) if not isinstance(node, ast.Lambda) else []
-            continue
-        todo += list(ast.iter_child_nodes(node))
-
-
-def _tampering(nodes) -> str:
-    for node in nodes:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                if alias.name.split(".")[0] in TAMPERING or (alias.asname or "") in TAMPERING:
-                    return f"imports {alias.name}"
-        word = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
-        if word in TAMPERING:
-            return f"uses {word}"
-    return ""
-
-
-def _reached(fn, defs, seen=None) -> list:
-    """The function and every function of the student's it calls, transitively."""
-    seen = seen if seen is not None else {}
-    if fn.name in seen:
-        return list(seen.values())
-    seen[fn.name] = fn
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in defs:
-            _reached(defs[node.func.id][0], defs, seen)
-    return list(seen.values())
+class _TooMuch(Exception):
+    pass
 
 
 def _without_magics(text: str) -> str:
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in text.splitlines())
 
 
+def _parse_cells(sources) -> list:
+    trees = []
+    for text in sources:
+        try:
+            trees.append(ast.parse(_without_magics(str(text))))
+        except SyntaxError:
+            continue            # a cell that does not parse defines nothing when it runs
+    return trees
+
+
+def _module_level(tree):
+    """What a cell runs when it runs: everything but the bodies of the functions it defines (a function's
+    body matters when it is called: the answer and what it calls are read for it on their own)."""
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            todo += list(node.decorator_list) + list(node.args.defaults) + \
+                [d for d in node.args.kw_defaults if d is not None]
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        todo += list(ast.iter_child_nodes(node))
+
+
+def _tampering(nodes) -> tuple[str, str]:
+    """(what can change the code behind its text, what hides work from the kernel's record)."""
+    hiding = ""
+    part_of_hiding: set = set()       # the `_C` of torch._C.DisableTorchFunction: part of that name
+    for node in nodes:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            for full in names + [a.asname or "" for a in node.names]:
+                parts = set(full.split("."))
+                if parts & TRACE_HIDING:
+                    hiding = hiding or f"imports {full}"
+                elif parts & TAMPERING:
+                    return f"imports {full}", hiding
+            continue
+        if isinstance(node, ast.Attribute) and node.attr in TRACE_HIDING and isinstance(node.value, ast.Attribute):
+            part_of_hiding.add(id(node.value))
+        word = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if word in TRACE_HIDING:
+            hiding = hiding or f"uses {word}"
+        elif word in TAMPERING and id(node) not in part_of_hiding:
+            return f"uses {word}", hiding
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+                and len(node.args) >= 2 and not isinstance(node.args[1], ast.Constant):
+            return "uses getattr with a computed name", hiding
+    return "", hiding
+
+
+# ---- reading ------------------------------------------------------------------------------------
+
 def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
-    """The operations `name(**inputs)` performs on its inputs' axes (inputs: parameter -> axis labels)."""
-    defs, bound, tampering = student_functions(sources)
-    if tampering:
-        return Reading(problem=f"a cell {tampering}, which can change what the code does behind its text: the "
-                               "process cannot be judged from it")
-    found = defs.get(name, [])
-    if not found:
-        return Reading(problem=f"no `def {name}(...)` in the notebook's cells: the process cannot be judged")
-    if len(found) > 1 or name in bound:
-        return Reading(problem=f"`{name}` is defined more than once (or also assigned): the process cannot be "
-                               "judged from one definition")
-    fn = found[0]
-    tampering = next((f"`{f.name}` {t}" for f in _reached(fn, defs) if (t := _tampering(ast.walk(f)))), "")
-    if tampering:
-        return Reading(problem=f"{tampering}, which can change what the code does behind its text: the process "
-                               "cannot be judged from it")
+    """The operations `name(*inputs)` performs on its inputs' axes, the answer being what `name` is
+    bound to after `sources` (the student's cells that run before the call, in order) have run.
+    inputs: parameter -> axis labels, in the order the probe passes them."""
     reading = Reading()
-    interp = _Interpreter(defs, reading)
-    env = {}
-    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-    for p in params:
-        env[p] = inputs.get(p)
-    interp.run_function(fn, env, depth=0)
+    trees = _parse_cells(sources)
+    interp = _Interpreter(reading)
+    module = interp.module
+    for tree in trees:
+        tampering, hiding = _tampering(_module_level(tree))
+        if tampering:
+            interp.undecided(f"a cell {tampering}, which can change what the code does behind its text")
+        if hiding:
+            interp.note(hiding)
+        try:
+            interp.quiet += 1
+            interp.block(tree.body, module, module_level=True)
+        except _TooMuch:
+            interp.undecided("the notebook's cells are too long to follow")
+        finally:
+            interp.quiet -= 1
+    if name not in module.vars:
+        interp.undecided(f"no definition of `{name}` in the cells that run before this test")
+        return reading
+    answer = module.vars[name]
+    if isinstance(answer, (Opaque, LibResult)):
+        why = answer.why if isinstance(answer, Opaque) else f"the result of `{answer.path}(...)`"
+        interp.undecided(f"`{name}` is bound to {why}, which the grader cannot follow")
+        return reading
+    interp.steps = 0
+    try:
+        interp.apply(answer, list(inputs.values()), {}, None, module, label=name)
+    except _TooMuch:
+        interp.undecided(f"`{name}` does too much for the grader to follow")
+    except RecursionError:
+        interp.undecided(f"`{name}` nests too deeply for the grader to follow")
     return reading
 
 
 class _Interpreter:
-    def __init__(self, defs, reading: Reading):
-        self.defs = defs
+    def __init__(self, reading: Reading):
         self.reading = reading
-        self.depth = 0
+        self.module = Scope()
+        self.quiet = 0            # > 0: evaluating the cells' bindings, not the answer: record nothing
+        self.uncertain = 0        # > 0: inside a branch that may not run
+        self.stack: list = []     # functions being run
+        self.loops: list = []     # labels of the loops being run (innermost last)
+        self.steps = 0
+        self.yields: list = []
+        self.scanned: set = set()
+        self.memo: dict = {}
+        self.returns: list = []
 
-    # -- statements ------------------------------------------------------------------------
-    def run_function(self, fn, env, depth):
-        if depth > 4:
-            self.reading.problem = f"helpers call each other too deeply (`{fn.name}`): the process cannot be judged"
-            return None
-        self.returns = []
-        saved = self.depth
-        self.depth = depth
-        for stmt in fn.body:
-            self.stmt(stmt, env)
-        self.depth = saved
-        return next((r for r in self.returns if r is not None), None)
+    # -- recording --------------------------------------------------------------------------------
+    def undecided(self, why: str) -> None:
+        if why not in self.reading.undecided:
+            self.reading.undecided.append(why)
 
-    def stmt(self, node, env):
-        if isinstance(node, ast.Assign):
-            value = self.expr(node.value, env)
+    def note(self, what: str) -> None:
+        text = f"it {what}, which hides its torch calls from the kernel's record: only its source was read"
+        if text not in self.reading.notes:
+            self.reading.notes.append(text)
+
+    def op(self, kind, name, operands, axes, result, node):
+        if self.quiet:
+            return
+        where, line = "", getattr(node, "lineno", 0)
+        if self.stack:
+            fn = self.stack[-1]
+            where = fn.name
+            if isinstance(fn.node, ast.Lambda):      # a lambda: named by the function whose text holds it
+                outer = next((f for f in reversed(self.stack) if not isinstance(f.node, ast.Lambda)
+                              and f.node.lineno <= fn.node.lineno <= (f.node.end_lineno or f.node.lineno)), None)
+                where = f"a lambda in {outer.name}" if outer is not None else "<lambda>"
+                fn = outer or fn
+            line = line - getattr(fn.node, "lineno", 1) + 1 if line else 0
+        self.reading.ops.append(Op(kind, name, [tuple(o) for o in operands if o is not None], tuple(axes),
+                                   tuple(result or ()), line, where, certain=not self.uncertain))
+
+    def tick(self):
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise _TooMuch()
+
+    # -- statements ---------------------------------------------------------------------------------
+    def block(self, stmts, scope, module_level=False) -> bool:
+        """Run statements; True if the block ends in a return or raise (what follows never runs)."""
+        for stmt in stmts:
+            if self.stmt(stmt, scope, module_level):
+                return True
+        return False
+
+    def branch(self, stmts, scope, module_level):
+        self.uncertain += 1
+        try:
+            if module_level:
+                return self.module_branch(stmts, scope)
+            return self.block(stmts, scope)
+        finally:
+            self.uncertain -= 1
+
+    def module_branch(self, stmts, scope) -> bool:
+        """A branch of a cell that may or may not run: what it binds is one of two bindings."""
+        before = dict(scope.vars)
+        self.block(stmts, scope, module_level=True)
+        for name, value in list(scope.vars.items()):
+            if name in before and before[name] is not value:
+                scope.vars[name] = Choice([before[name], value])
+            elif name not in before and isinstance(value, (Func, Bound, Inst, Cls)):
+                scope.vars[name] = Choice([value])
+        return False
+
+    def stmt(self, node, scope, module_level=False) -> bool:
+        self.tick()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            value = Func(node, scope, node.name)
+            for deco in reversed(node.decorator_list):
+                value = self.decorate(deco, value, scope)
+            self.assign(node.name, value, scope)
+        elif isinstance(node, ast.ClassDef):
+            cls = Cls(node, scope)
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    cls.attrs[item.name] = Func(item, scope, f"{node.name}.{item.name}")
+                elif isinstance(item, ast.Assign):
+                    for t in item.targets:
+                        if isinstance(t, ast.Name):
+                            cls.attrs[t.id] = self.quietly(item.value, scope)
+            value = cls
+            for deco in reversed(node.decorator_list):
+                value = self.decorate(deco, value, scope)
+            self.assign(node.name, value, scope)
+        elif isinstance(node, ast.Assign):
+            value = self.expr(node.value, scope)
             for t in node.targets:
-                self.bind(t, value, env, node.value)
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            self.bind(node.target, self.expr(node.value, env), env, node.value)
+                self.bind(t, value, scope, node.value)
+        elif isinstance(node, ast.AnnAssign):
+            if node.value is not None:
+                self.bind(node.target, self.expr(node.value, scope), scope, node.value)
         elif isinstance(node, ast.AugAssign):
-            left = self.expr(node.target, env)
-            right = self.expr(node.value, env)
+            left = self.expr(node.target, scope)
+            right = self.expr(node.value, scope)
             if isinstance(node.op, (ast.Mult, ast.MatMult)):
-                self.product("*=" if isinstance(node.op, ast.Mult) else "@=", [left, right], node,
-                             matmul=isinstance(node.op, ast.MatMult))
+                value = self.product("*=" if isinstance(node.op, ast.Mult) else "@=", [left, right], node,
+                                     matmul=isinstance(node.op, ast.MatMult))
+            else:
+                value = _merge(_as_arr(left), _as_arr(right)) if (_as_arr(left) is not None or
+                                                                  _as_arr(right) is not None) else left
             if isinstance(node.target, ast.Name):
-                env[node.target.id] = _broadcast(left, right)
+                if isinstance(left, (Size, Index)) and not _is_arr(right):
+                    value = left
+                self.assign(node.target.id, value, scope)
+            else:
+                self.store_into(node.target, value, scope)
         elif isinstance(node, (ast.For, ast.AsyncFor)):
-            it = self.expr(node.iter, env)
-            self.bind(node.target, it[1:] if it else None, env, None)
-            for s in node.body + node.orelse:
-                self.stmt(s, env)
+            it = self.expr(node.iter, scope)
+            elem, outer = self.iterate(it)
+            self.loops.append(outer)
+            try:
+                for _ in range(2):          # twice: what one pass leaves behind, the next one meets
+                    self.bind(node.target, elem, scope, None)
+                    if module_level:
+                        self.branch(node.body, scope, True)
+                    else:
+                        self.block(node.body, scope)
+            finally:
+                self.loops.pop()
+            self.branch(node.orelse, scope, module_level)
         elif isinstance(node, ast.While):
-            self.expr(node.test, env)
-            for s in node.body + node.orelse:
-                self.stmt(s, env)
+            self.expr(node.test, scope)
+            self.loops.append(UNKNOWN)
+            try:
+                for _ in range(2):
+                    if module_level:
+                        self.branch(node.body, scope, True)
+                    else:
+                        self.block(node.body, scope)
+                    self.expr(node.test, scope)
+            finally:
+                self.loops.pop()
+            self.branch(node.orelse, scope, module_level)
         elif isinstance(node, ast.If):
-            self.expr(node.test, env)
-            for s in node.body + node.orelse:
-                self.stmt(s, env)
+            test = self.constant_test(node.test, scope)
+            if test is True:
+                return self.block(node.body, scope, module_level)
+            if test is False:
+                return self.block(node.orelse, scope, module_level)
+            if not module_level:
+                return self.fork([node.body, node.orelse], scope)
+            a = self.branch(node.body, scope, module_level)
+            b = self.branch(node.orelse, scope, module_level)
+            return a and b and bool(node.orelse)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
-            for s in node.body:
-                self.stmt(s, env)
-        elif isinstance(node, ast.Try):
-            for s in node.body + node.orelse + node.finalbody + [h for x in node.handlers for h in x.body]:
-                self.stmt(s, env)
-        elif isinstance(node, ast.Return) and node.value is not None:
-            self.returns.append(self.expr(node.value, env))
+            for item in node.items:
+                value = self.expr(item.context_expr, scope)
+                if item.optional_vars is not None:
+                    self.bind(item.optional_vars, value, scope, None)
+            return self.block(node.body, scope, module_level)
+        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            ended = self.block(node.body, scope, module_level)
+            for handler in node.handlers:
+                if handler.name:
+                    self.assign(handler.name, None, scope)
+                self.branch(handler.body, scope, module_level)
+            if not ended:
+                self.branch(node.orelse, scope, module_level)
+            return self.block(node.finalbody, scope, module_level) or (ended and not node.handlers)
+        elif isinstance(node, ast.Return):
+            if node.value is not None:
+                self.returns.append(self.expr(node.value, scope))
+            return True
+        elif isinstance(node, ast.Raise):
+            if node.exc is not None:
+                self.expr(node.exc, scope)
+            return True
         elif isinstance(node, ast.Expr):
-            self.expr(node.value, env)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            self.defs.setdefault(node.name, [node])
+            if module_level:
+                return False        # a cell's expression (a print, a try-out call) binds nothing
+            self.expr(node.value, scope)
         elif isinstance(node, ast.Assert):
-            self.expr(node.test, env)
+            if not module_level:
+                self.expr(node.test, scope)
+        elif isinstance(node, ast.Global):
+            scope.declared_global.update(node.names)
+        elif isinstance(node, ast.Nonlocal):
+            scope.declared_nonlocal.update(node.names)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if isinstance(node, ast.ImportFrom):
+                    path = f"{node.module or ''}.{alias.name}".strip(".")
+                    self.assign(alias.asname or alias.name, Lib(path), scope)
+                elif alias.asname:
+                    self.assign(alias.asname, Lib(alias.name), scope)
+                else:
+                    first = alias.name.split(".")[0]
+                    self.assign(first, Lib(first), scope)
+        elif isinstance(node, ast.Delete):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    scope.owner(t.id).pop(t.id, None)
+        elif type(node).__name__ == "Match":
+            self.expr(node.subject, scope)
+            for case in node.cases:
+                self.branch(case.body, scope, module_level)
+        return False
 
-    def bind(self, target, value, env, source):
+    def fork(self, branches, scope) -> bool:
+        """Branches of which one runs (an if and its else): each from the same start, then each name bound
+        to what it is after either (one value, or a choice of two); True if every branch returns."""
+        start = dict(scope.vars)
+        outs = []
+        self.uncertain += 1
+        try:
+            for stmts in branches:
+                scope.vars.clear()
+                scope.vars.update(start)
+                ended = self.block(stmts, scope)
+                outs.append((dict(scope.vars), ended))
+        finally:
+            self.uncertain -= 1
+        flowing = [v for v, ended in outs if not ended]
+        scope.vars.clear()
+        if not flowing:
+            scope.vars.update(outs[-1][0])
+            return True
+        for name in set().union(*flowing):
+            values = [v.get(name) for v in flowing]
+            first = values[0]
+            scope.vars[name] = first if all(v is first for v in values) else _merge(*values)
+        return False
+
+    def constant_test(self, test, scope):
+        """True or False where the reader can tell (a constant, the rank of an input of known rank), else None."""
+        if isinstance(test, ast.Constant):
+            return bool(test.value)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self.constant_test(test.operand, scope)
+            return None if inner is None else not inner
+        if isinstance(test, ast.BoolOp):
+            values = [self.constant_test(v, scope) for v in test.values]
+            if isinstance(test.op, ast.And):
+                return False if False in values else (True if all(v is True for v in values) else None)
+            return True if True in values else (False if all(v is False for v in values) else None)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            left, right = self.known_int(test.left, scope), self.known_int(test.comparators[0], scope)
+            if left is None or right is None:
+                return None
+            op = type(test.ops[0])
+            table = {ast.Eq: left == right, ast.NotEq: left != right, ast.Lt: left < right, ast.LtE: left <= right,
+                     ast.Gt: left > right, ast.GtE: left >= right}
+            return table.get(op)
+        return None
+
+    def known_int(self, node, scope):
+        """An int the reader knows: a constant, or the rank of an array whose rank is known."""
+        value = _int_value(node)
+        if value is not None:
+            return value
+        target = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("dim", "ndimension") \
+                and not node.args:
+            target = node.func.value
+        elif isinstance(node, ast.Attribute) and node.attr == "ndim":
+            target = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and node.args \
+                and isinstance(node.args[0], ast.Attribute) and node.args[0].attr == "shape":
+            target = node.args[0].value
+        if target is None:
+            return None
+        value = self.quietly(target, scope)
+        if isinstance(value, Blank):
+            value = value.axes
+        if _is_arr(value) and "*" not in value and UNKNOWN not in value:
+            return len(value)
+        return None
+
+    def decorate(self, deco, value, scope):
+        """What a decorator makes of a function: the same function for those that only wrap it (no_grad,
+        lru_cache...), what a decorator of the student's returns, else something the reader cannot follow."""
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        d = self.quietly(target, scope)
+        if isinstance(d, Lib):
+            last = d.path.split(".")[-1]
+            if last in TRANSPARENT_DECORATORS or d.path in TRANSPARENT_DECORATORS:
+                return value
+            return Opaque(f"what the decorator `{d.path}` makes of it")
+        if isinstance(deco, ast.Call):
+            d = self.quietly(deco, scope)
+        if isinstance(d, (Func, Bound, Cls)):
+            self.quiet += 1
+            try:
+                out = self.apply(d, [value], {}, deco, scope, label="a decorator")
+            finally:
+                self.quiet -= 1
+            return out if out is not None else Opaque("what a decorator returns")
+        return Opaque("what its decorator makes of it")
+
+    def quietly(self, node, scope):
+        self.quiet += 1
+        try:
+            return self.expr(node, scope)
+        finally:
+            self.quiet -= 1
+
+    def assign(self, name, value, scope):
+        scope.owner(name)[name] = value
+
+    def bind(self, target, value, scope, source):
         if isinstance(target, ast.Name):
-            env[target.id] = value
+            self.assign(target.id, value, scope)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            for n, t in enumerate(target.elts):          # B, T, d = q.shape; a, b = x, y
-                part = None
-                if isinstance(source, (ast.Tuple, ast.List)) and n < len(source.elts):
-                    part = self.expr(source.elts[n], env, record=False)
-                elif value is not None and source is not None and not _is_shape(source):
-                    part = value[1:] if value else None
-                self.bind(t, part, env, None)
+            parts = self.unpack(value, len(target.elts), source, scope)
+            starred = next((n for n, t in enumerate(target.elts) if isinstance(t, ast.Starred)), None)
+            for n, t in enumerate(target.elts):
+                if isinstance(t, ast.Starred):
+                    rest = parts[n:len(parts) - (len(target.elts) - n - 1)] if starred is not None else []
+                    self.bind(t.value, Seq(_merge(*rest), UNKNOWN) if rest else None, scope, None)
+                else:
+                    k = n if starred is None or n < starred else len(parts) - (len(target.elts) - n)
+                    self.bind(t, parts[k] if 0 <= k < len(parts) else None, scope, None)
+        elif isinstance(target, ast.Starred):
+            self.bind(target.value, value, scope, source)
         elif isinstance(target, ast.Subscript):
-            self.expr(target.value, env)
-            self.expr(target.slice, env)
+            self.expr(target.slice, scope) if not isinstance(target.slice, ast.Slice) else None
+            self.store_into(target.value, value, scope)
+        elif isinstance(target, ast.Attribute):
+            base = self.expr(target.value, scope)
+            if isinstance(base, Lib):
+                if isinstance(value, (Func, Bound, Inst, Cls, Lib, LibResult, Opaque, Choice)):
+                    self.undecided(f"it replaces `{base.path}.{target.attr}`, which changes what library code does")
+            elif isinstance(base, (Inst, Cls, Func)):
+                base.attrs[target.attr] = _merge(base.attrs.get(target.attr), value)
+            else:
+                self.store_into(target.value, value, scope)
 
-    # -- expressions: the axes of what they compute from the inputs (None: nothing of the inputs) --
-    def expr(self, node, env, record=True):
+    def unpack(self, value, n, source, scope) -> list:
+        """The parts of `value` unpacked into n names (a, b = ...)."""
+        if isinstance(source, (ast.Tuple, ast.List)) and len(source.elts) == n and \
+                not any(isinstance(e, ast.Starred) for e in source.elts) and isinstance(value, Tup):
+            return list(value.items)
+        if isinstance(value, Tup):
+            return list(value.items) + [None] * max(0, n - len(value.items))
+        if isinstance(value, Shape):
+            return [Size(a) for a in value.axes] if len(value.axes) == n else [Size(UNKNOWN)] * n
+        elem, _ = self.iterate(value)
+        return [elem] * n
+
+    def store_into(self, target, value, scope):
+        """A value stored into an array, list, dict or object (x[...] = v, x.attr = v, x.append(v)): what
+        the container holds is then derived from the inputs too."""
+        if value is None or isinstance(value, (Size, Index, Shape, Rng)):
+            return
+        if isinstance(target, ast.Name):
+            old = scope.lookup(target.id)
+            new = self.holding(old, value)
+            if new is not old:
+                scope.owner(target.id)[target.id] = new
+        elif isinstance(target, ast.Attribute):
+            base = self.quietly(target.value, scope)
+            if isinstance(base, (Inst, Cls, Func)):
+                old = base.attrs.get(target.attr)
+                base.attrs[target.attr] = self.holding(old, value) if old is not None else Seq(value, UNKNOWN)
+            else:
+                self.store_into(target.value, value, scope)
+        elif isinstance(target, (ast.Subscript, ast.Starred)):
+            self.store_into(target.value, value, scope)
+        elif isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute):
+            self.store_into(target.func.value, value, scope)
+
+    def holding(self, container, value):
+        if isinstance(container, Blank):
+            return tuple(container.axes)
+        if _is_arr(container):
+            return container
+        if isinstance(container, Seq):
+            return Seq(_merge(container.elem, value), container.outer)
+        if isinstance(container, (Inst, Cls, Func)):
+            container.attrs["[]"] = _merge(container.attrs.get("[]"), value)
+            return container
+        if isinstance(container, Tup):
+            return Seq(_merge(*container.items, value), UNKNOWN)
+        return Seq(value, UNKNOWN)
+
+    # -- iteration -------------------------------------------------------------------------------
+    def iterate(self, value):
+        """(what each item is, the axis along which they come) for `for x in value`."""
+        if _is_arr(value):
+            return (value[1:] if value else ()), (value[0] if value else UNKNOWN)
+        if isinstance(value, Blank):
+            return (Blank(value.axes[1:]) if value.axes else None), (value.axes[0] if value.axes else UNKNOWN)
+        if isinstance(value, Seq):
+            return value.elem, value.outer
+        if isinstance(value, Rng):
+            return Index(value.label), value.label
+        if isinstance(value, Tup):
+            return _merge(*value.items), LITERAL
+        if isinstance(value, Shape):
+            return Size(UNKNOWN), LITERAL
+        if isinstance(value, Choice):
+            parts = [self.iterate(o) for o in value.options]
+            return _merge(*[p[0] for p in parts]), _merge_labels(*[p[1] for p in parts])
+        return None, UNKNOWN
+
+    # -- expressions -------------------------------------------------------------------------------
+    def expr(self, node, scope):
+        self.tick()
         if isinstance(node, ast.Name):
-            return env.get(node.id)
+            return scope.lookup(node.id)
         if isinstance(node, ast.Constant):
             return None
         if isinstance(node, ast.Attribute):
-            base = self.expr(node.value, env)
-            if base is None:
-                return None
-            if node.attr == "T":
-                return tuple(reversed(base))
-            if node.attr == "mT":
-                return base[:-2] + (base[-1], base[-2]) if len(base) >= 2 else base
-            if node.attr in SHAPE_ONLY:
-                return None
-            return base
+            return self.attribute(node, scope)
         if isinstance(node, ast.Subscript):
-            return self.subscript(node, env)
+            return self.subscript(node, scope)
         if isinstance(node, ast.BinOp):
-            left, right = self.expr(node.left, env), self.expr(node.right, env)
-            if isinstance(node.op, ast.MatMult):
-                return self.product("@", [left, right], node, matmul=True)
-            if isinstance(node.op, ast.Mult):
-                return self.product("*", [left, right], node)
-            return _broadcast(left, right)
+            left, right = self.expr(node.left, scope), self.expr(node.right, scope)
+            return self.each([left, right], lambda lr: self.binop(node, *lr))
         if isinstance(node, ast.UnaryOp):
-            return self.expr(node.operand, env)
-        if isinstance(node, (ast.BoolOp, ast.Compare)):
-            values = [self.expr(v, env) for v in (node.values if isinstance(node, ast.BoolOp)
-                                                   else [node.left, *node.comparators])]
-            return _broadcast(*values)
+            return self.expr(node.operand, scope)
+        return self.expr_rest(node, scope)
+
+    def each(self, values, fn):
+        """fn(values), or, where some of them are a choice of arrays (one or the other, by a branch the
+        reader could not decide), fn of each combination, as work that may not run, the results merged."""
+        picks = [i for i, v in enumerate(values) if _array_choice(v)]
+        if not picks:
+            return fn(values)
+        combos = [[]]
+        for i, v in enumerate(values):
+            combos = [c + [o] for c in combos for o in (v.options if i in picks else [v])][:8]
+        self.uncertain += 1
+        try:
+            return _merge(*[fn(c) for c in combos])
+        finally:
+            self.uncertain -= 1
+
+    def binop(self, node, left, right):
+        if isinstance(node.op, ast.MatMult):
+            return self.product("@", [left, right], node, matmul=True)
+        if isinstance(node.op, ast.Mult):
+            if isinstance(left, (Tup, Seq)) and not _is_arr(right) or \
+                    isinstance(right, (Tup, Seq)) and not _is_arr(left):
+                return left if isinstance(left, (Tup, Seq)) else right       # [x] * n: a list repeated
+            return self.product("*", [left, right], node)
+        return self.arith(left, right)
+
+    def expr_rest(self, node, scope):
+        if isinstance(node, ast.BoolOp):
+            values = [self.expr(node.values[0], scope)]
+            self.uncertain += 1
+            try:
+                values += [self.expr(v, scope) for v in node.values[1:]]
+            finally:
+                self.uncertain -= 1
+            return _merge(*values)
+        if isinstance(node, ast.Compare):
+            values = [self.expr(v, scope) for v in [node.left, *node.comparators]]
+            arrays = [_as_arr(v) for v in values if not isinstance(v, (Seq, Tup)) or _as_arr(v) is not None]
+            return _broadcast(*[a for a in arrays if a is not None]) if any(a is not None for a in arrays) else None
         if isinstance(node, ast.IfExp):
-            self.expr(node.test, env)
-            return _broadcast(self.expr(node.body, env), self.expr(node.orelse, env))
+            test = self.constant_test(node.test, scope)
+            if test is not None:
+                return self.expr(node.body if test else node.orelse, scope)
+            self.expr(node.test, scope)
+            self.uncertain += 1
+            try:
+                return _merge(self.expr(node.body, scope), self.expr(node.orelse, scope))
+            finally:
+                self.uncertain -= 1
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-            parts = [self.expr(e, env) for e in node.elts]
-            big = [p for p in parts if p]
-            return (UNKNOWN,) + big[0] if big else None
-        if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
-            return self.comprehension(node, env)
+            items = []
+            for e in node.elts:
+                if isinstance(e, ast.Starred):
+                    inner = self.expr(e.value, scope)
+                    if isinstance(inner, Tup):
+                        items += inner.items
+                    elif isinstance(inner, Shape):
+                        items += [Size(a) for a in inner.axes]
+                    else:
+                        elem, _ = self.iterate(inner)
+                        items.append(elem)
+                else:
+                    items.append(self.expr(e, scope))
+            return Tup(items)
+        if isinstance(node, ast.Dict):
+            values = [self.expr(v, scope) for v in node.values if v is not None]
+            for k in node.keys:
+                if k is not None:
+                    self.expr(k, scope)
+            merged = _merge(*values)
+            return Seq(merged, UNKNOWN) if merged is not None else Seq(None, UNKNOWN)
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)):
+            return self.comprehension(node, scope)
         if isinstance(node, ast.Call):
-            return self.call(node, env)
+            return self.call(node, scope)
         if isinstance(node, ast.Lambda):
+            return Func(node, scope, "<lambda>")
+        if isinstance(node, ast.NamedExpr):
+            value = self.expr(node.value, scope)
+            self.bind(node.target, value, scope, node.value)
+            return value
+        if isinstance(node, ast.Starred):
+            return self.expr(node.value, scope)
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            value = self.expr(node.value, scope) if node.value is not None else None
+            if isinstance(node, ast.YieldFrom):
+                value, _ = self.iterate(value)
+            self.yields.append((value, self.loops[-1] if self.loops else LITERAL))
             return None
+        if isinstance(node, ast.Await):
+            return self.expr(node.value, scope)
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
-                self.expr(child, env)
+                self.expr(child, scope)
         return None
 
-    def comprehension(self, node, env):
-        local = dict(env)
-        for gen in node.generators:
-            it = self.expr(gen.iter, local)
-            self.bind(gen.target, it[1:] if it else None, local, None)
-            for cond in gen.ifs:
-                self.expr(cond, local)
-        element = self.expr(node.elt, local)
-        return (UNKNOWN,) + element if element else None
+    def arith(self, left, right):
+        """+, -, /, //, %, ** of two values."""
+        if isinstance(left, (Size, Index)) and not _is_arr(right):
+            return left
+        if isinstance(right, (Size, Index)) and not _is_arr(left):
+            return right
+        if isinstance(left, Tup) and isinstance(right, Tup):
+            return Tup(left.items + right.items)
+        if isinstance(left, Seq) and isinstance(right, (Seq, Tup)) or isinstance(right, Seq) and isinstance(left, Tup):
+            a, b = [Seq(_merge(*v.items), LITERAL) if isinstance(v, Tup) else v for v in (left, right)]
+            return Seq(_merge(a.elem, b.elem), _merge_labels(a.outer, b.outer))
+        a, b = _as_arr(left), _as_arr(right)
+        if a is None and b is None:
+            return None
+        return _broadcast(a, b)
 
-    def subscript(self, node, env):
-        base = self.expr(node.value, env)
-        index = node.slice
-        items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
-        for item in items:
-            if not isinstance(item, ast.Slice):
-                self.expr(item, env)
+    def attribute(self, node, scope):
+        base = self.expr(node.value, scope)
+        attr = node.attr
+        if isinstance(base, Lib):
+            return Lib(f"{base.path}.{attr}")
+        if isinstance(base, (Inst, Cls)):
+            return self.member(base, attr)
+        if isinstance(base, Func):
+            return base.attrs.get(attr)
+        if isinstance(base, Blank):
+            if attr == "shape":
+                return Shape(base.axes)
+            return None
+        if _array_choice(base):
+            return _merge(*[self.array_attribute(o, attr) for o in base.options])
+        if isinstance(base, Choice):
+            return _merge(*[self.attribute_of(o, attr) for o in base.options])
+        if not _is_arr(base):
+            if isinstance(base, (Seq, Tup)) and _as_arr(base) is not None and attr in ("T", "mT", "shape"):
+                base = _as_arr(base)
+            else:
+                return None
+        return self.array_attribute(base, attr)
+
+    def array_attribute(self, base, attr):
         if base is None:
             return None
-        axes = list(base)
+        if attr == "T":
+            return tuple(reversed(base))
+        if attr == "mT":
+            return base[:-2] + (base[-1], base[-2]) if len(base) >= 2 else base
+        if attr == "shape":
+            return Shape(base)
+        if attr in ("real", "data", "values", "imag", "grad"):
+            return base
+        if attr in SHAPE_ONLY or attr in ("indices", "requires_grad", "is_leaf"):
+            return None
+        return base
+
+    def attribute_of(self, value, attr):
+        if isinstance(value, Lib):
+            return Lib(f"{value.path}.{attr}")
+        if isinstance(value, (Inst, Cls)):
+            return self.member(value, attr)
+        if _is_arr(value):
+            return value
+        return None
+
+    def member(self, obj, attr):
+        """obj.attr of a student's object or class: what was stored there, or a method bound to it."""
+        if attr in obj.attrs:
+            return obj.attrs[attr]
+        cls = obj.cls if isinstance(obj, Inst) else obj
+        seen = 0
+        while cls is not None and seen < 10:
+            seen += 1
+            if attr in cls.attrs:
+                value = cls.attrs[attr]
+                if isinstance(value, Func) and isinstance(obj, Inst):
+                    if any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in value.node.decorator_list):
+                        return value
+                    return Bound(value, [obj], {})
+                return value
+            cls = self.base_class(cls)
+        return None
+
+    def base_class(self, cls):
+        for b in cls.node.bases:
+            value = self.quietly(b, cls.scope)
+            if isinstance(value, Cls):
+                return value
+        return None
+
+    def subscript(self, node, scope):
+        base = self.expr(node.value, scope)
+        index = node.slice
+        items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+        values = [None if isinstance(i, ast.Slice) else self.expr(i, scope) for i in items]
+        for i in items:
+            if isinstance(i, ast.Slice):
+                for part in (i.lower, i.upper, i.step):
+                    if part is not None:
+                        self.expr(part, scope)
+        if isinstance(base, Shape):
+            if len(items) == 1 and not isinstance(items[0], ast.Slice):
+                n = _int_value(items[0])
+                if n is not None and -len(base.axes) <= n < len(base.axes):
+                    return Size(base.axes[n])
+                return Size(UNKNOWN)
+            if len(items) == 1 and isinstance(items[0], ast.Slice):
+                lower, upper = _int_value(items[0].lower) if items[0].lower else 0, \
+                    _int_value(items[0].upper) if items[0].upper else len(base.axes)
+                if lower is not None and upper is not None and items[0].step is None:
+                    return Shape(base.axes[lower:upper])
+            return Shape((UNKNOWN,))
+        if isinstance(base, Tup):
+            if len(items) == 1 and not isinstance(items[0], ast.Slice):
+                n = _int_value(items[0])
+                if n is not None and -len(base.items) <= n < len(base.items):
+                    return base.items[n]
+                return _merge(*base.items)
+            return base
+        if isinstance(base, Seq):
+            if len(items) == 1 and isinstance(items[0], ast.Slice):
+                return base
+            rest = Seq(base.elem, base.outer)
+            value = base.elem
+            for item in items[1:]:                 # a[i, j] of a list of arrays: numpy-style
+                if _is_arr(value):
+                    rest = None
+                    break
+            if len(items) > 1 and _is_arr(value):
+                return self.index_array((base.outer,) + value, items, values)
+            return value if rest is not None else value
+        if isinstance(base, Blank):
+            return None
+        if isinstance(base, (Inst, Cls, Func)):
+            return base.attrs.get("[]")
+        if isinstance(base, Choice):
+            arrays = [o for o in base.options if _is_arr(o)]
+            return _merge(*[self.index_array(a, items, values) for a in arrays]) if arrays else None
+        if not _is_arr(base):
+            return None
+        return self.index_array(base, items, values)
+
+    def index_array(self, axes, items, values):
+        axes = list(axes or ())
         out = []
         pos = 0
-        for n, item in enumerate(items):
+        for n, (item, value) in enumerate(zip(items, values)):
             if isinstance(item, ast.Constant) and item.value is Ellipsis:
                 rest = len([i for i in items[n + 1:] if not _is_none(i)])
                 keep = max(len(axes) - pos - rest, 0)
@@ -337,115 +1136,724 @@ class _Interpreter:
                     out.append("1" if _width_one(item) else axes[pos])
                 pos += 1
             else:
-                idx = self.expr(item, env, record=False)
-                if idx is not None:             # fancy indexing with an array of the inputs
-                    out += list(idx)
+                fancy = _as_arr(value)
+                if fancy is not None and not isinstance(value, (Size, Index)):
+                    out += list(fancy)           # fancy indexing with an array of the inputs
+                elif isinstance(value, (Seq, Tup)):
+                    out.append(value.outer if isinstance(value, Seq) else LITERAL)
                 pos += 1
         out += axes[pos:]
         return tuple(out)
 
-    def call(self, node, env):
+    def comprehension(self, node, scope):
+        local = Scope(scope.globals, scope, {})
+        outers = []
+        for gen in node.generators:
+            it = self.expr(gen.iter, local)
+            elem, outer = self.iterate(it)
+            outers.append(outer)
+            self.bind(gen.target, elem, local, None)
+            self.loops.append(outer)
+        try:
+            for gen in node.generators:
+                for cond in gen.ifs:
+                    self.expr(cond, local)
+            if isinstance(node, ast.DictComp):
+                self.expr(node.key, local)
+                element = self.expr(node.value, local)
+            else:
+                element = self.expr(node.elt, local)
+        finally:
+            for _ in node.generators:
+                self.loops.pop()
+        return Seq(element, _merge_labels(*outers) if len(outers) > 1 else outers[0])
+
+    # -- calls ---------------------------------------------------------------------------------------
+    def call(self, node, scope):
         func = node.func
-        args = [self.expr(a.value if isinstance(a, ast.Starred) else a, env) for a in node.args]
-        kwargs = {k.arg: self.expr(k.value, env) for k in node.keywords if k.arg}
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        base = self.expr(func.value, env) if isinstance(func, ast.Attribute) else None
-        base_is_module = isinstance(func, ast.Attribute) and base is None
-        operands = ([base] if base is not None else []) + args
-        dim = _dim_argument(node, method=base is not None)
-        if isinstance(func, ast.Name) and name in self.defs:            # a helper of the student's
-            return self.helper(self.defs[name][0], args, kwargs)
-        if name in SHAPE_ONLY:
+        args, stars = [], []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                value = self.expr(a.value, scope)
+                if isinstance(value, Tup):
+                    args += value.items
+                elif isinstance(value, Shape):
+                    args += [Size(x) for x in value.axes]
+                else:
+                    stars.append((len(args), value))
+                    args.append(Seq(*self.iterate(value)) if not _is_arr(value) else value)
+            else:
+                args.append(self.expr(a, scope))
+        kwargs = {k.arg: self.expr(k.value, scope) for k in node.keywords if k.arg}
+        for k in node.keywords:
+            if not k.arg:
+                self.expr(k.value, scope)
+        if isinstance(func, ast.Attribute):
+            base = self.expr(func.value, scope)
+            if _array_choice(base) or any(_array_choice(a) for a in args):
+                return self.each([base] + args, lambda v: self.method(func.attr, v[0], v[1:], kwargs, node, scope)
+                                 if _is_arr(v[0]) or v[0] is None or isinstance(v[0], (Blank, Size, Index))
+                                 else self.apply(self.attribute_of(v[0], func.attr), v[1:], kwargs, node, scope,
+                                                 label=func.attr))
+            if _is_arr(base) or isinstance(base, Blank) or base is None or isinstance(base, (Size, Index)):
+                return self.method(func.attr, base, args, kwargs, node, scope)
+            if isinstance(base, (Seq, Tup)):
+                return self.list_method(func.attr, base, args, node, scope)
+            if isinstance(base, Shape):
+                if func.attr == "numel":
+                    return Size(_merge_labels(*base.axes))
+                return None
+            callee = self.attribute_of(base, func.attr) if not isinstance(base, Func) else base.attrs.get(func.attr)
+            if isinstance(base, Choice):
+                callee = _merge(*[self.attribute_of(o, func.attr) for o in base.options])
+        else:
+            callee = self.expr(func, scope)
+        if stars and isinstance(callee, Lib) and callee.path.split(".")[-1] == "zip" and len(args) == 1:
+            # zip(*x): the columns of x
+            value = stars[0][1]
+            arr = _as_arr(value)
+            if arr is not None and len(arr) >= 2:
+                return Seq(Tup([(arr[0],) + arr[2:]]), arr[1])
+            return Seq(None, UNKNOWN)
+        if any(_array_choice(a) for a in args):
+            return self.each(args, lambda v: self.apply(callee, v, kwargs, node, scope, label=_call_name(func)))
+        return self.apply(callee, args, kwargs, node, scope, label=_call_name(func))
+
+    def apply(self, callee, args, kwargs, node, scope, label=""):
+        """The value of callee(*args, **kwargs)."""
+        if isinstance(callee, Func):
+            return self.run(callee, args, kwargs, node)
+        if isinstance(callee, Bound):
+            return self.apply(callee.fn, list(callee.args) + list(args), {**callee.kwargs, **kwargs}, node, scope,
+                              label)
+        if isinstance(callee, Cls):
+            inst = Inst(callee)
+            init = self.member(inst, "__init__")
+            if init is not None:
+                self.apply(init, args, kwargs, node, scope, label)
+            return inst
+        if isinstance(callee, Inst):
+            method = self.member(callee, "__call__")
+            if method is None:
+                return self.cannot_follow(label or "an object", args, kwargs, node)
+            return self.apply(method, args, kwargs, node, scope, label)
+        if isinstance(callee, Choice):
+            self.uncertain += 1
+            try:
+                return _merge(*[self.apply(o, args, kwargs, node, scope, label) for o in callee.options])
+            finally:
+                self.uncertain -= 1
+        if isinstance(callee, Lib):
+            return self.library(callee.path, args, kwargs, node, scope)
+        if isinstance(callee, (LibResult, Opaque)):
+            what = f"the result of `{callee.path}(...)`" if isinstance(callee, LibResult) else callee.why
+            return self.cannot_follow(label or "a call", args, kwargs, node, what)
+        return self.cannot_follow(label or "a call", args, kwargs, node)
+
+    def cannot_follow(self, name, args, kwargs, node, what=""):
+        big = [a for a in (_as_arr(v) for v in list(args) + list(kwargs.values())) if a]
+        if big:
+            self.op("opaque", name + (f" ({what})" if what else ""), big, (), (), node)
+        return _broadcast(*big) if big else None
+
+    def run(self, fn: Func, args, kwargs, node):
+        if len(self.stack) > MAX_DEPTH:
+            if not self.quiet:
+                self.undecided(f"helpers call each other too deeply (`{fn.name}`)")
             return None
-        if name in ("transpose", "swapaxes", "swapdims", "movedim") and (base or args):
-            x = base if base is not None else args[0]
+        if any(f.node is fn.node for f in self.stack):
+            return None                    # a recursive call: its body is being read already
+        self.scan(fn)
+        key = (id(fn.node), id(fn.scope), _signature(args), _signature(kwargs), bool(self.uncertain), self.quiet > 0)
+        if key in self.memo:
+            return self.memo[key]
+        local = Scope(fn.scope.globals, fn.scope, {})
+        a = fn.node.args
+        positional = [p.arg for p in a.posonlyargs + a.args]
+        defaults = list(a.defaults)
+        for n, p in enumerate(positional):
+            if n < len(args):
+                local.vars[p] = args[n]
+            elif p in kwargs:
+                local.vars[p] = kwargs[p]
+            else:
+                d = n - (len(positional) - len(defaults))
+                local.vars[p] = self.quietly(defaults[d], fn.scope) if 0 <= d < len(defaults) else None
+        if a.vararg is not None:
+            local.vars[a.vararg.arg] = Tup(list(args[len(positional):]))
+        for p, d in zip(a.kwonlyargs, a.kw_defaults):
+            local.vars[p.arg] = kwargs.get(p.arg, self.quietly(d, fn.scope) if d is not None else None)
+        if a.kwarg is not None:
+            extra = [v for k, v in kwargs.items() if k not in positional]
+            local.vars[a.kwarg.arg] = Seq(_merge(*extra), LITERAL) if extra else Seq(None, LITERAL)
+        saved = (self.returns, self.yields, self.loops)
+        self.returns, self.yields, self.loops = [], [], []
+        self.stack.append(fn)
+        try:
+            if isinstance(fn.node, ast.Lambda):
+                result = self.expr(fn.node.body, local)
+            else:
+                self.block(fn.node.body, local)
+                if self.yields:
+                    result = Seq(_merge(*[v for v, _ in self.yields]),
+                                 _merge_labels(*[label for _, label in self.yields]))
+                else:
+                    result = _merge(*self.returns) if self.returns else None
+        finally:
+            self.stack.pop()
+            self.returns, self.yields, self.loops = saved
+        self.memo[key] = result
+        return result
+
+    def scan(self, fn: Func):
+        """Code that can change what a function does behind its text: the reader cannot decide past it."""
+        if id(fn.node) in self.scanned:
+            return
+        self.scanned.add(id(fn.node))
+        tampering, hiding = _tampering(ast.walk(fn.node))
+        if tampering:
+            self.undecided(f"`{fn.name}` {tampering}, which can change what the code does behind its text")
+        if hiding:
+            self.note(hiding)
+
+    def list_method(self, name, base, args, node, scope):
+        if name in ("append", "extend", "insert", "add", "appendleft", "update", "setdefault", "__setitem__"):
+            value = args[-1] if args else None
+            if name in ("extend", "update"):
+                value, _ = self.iterate(value)
+            if value is not None and not isinstance(value, (Size, Index, Shape, Rng)):
+                target = node.func.value
+                if isinstance(target, ast.Name):
+                    old = scope.lookup(target.id)
+                    outer = self.loops[-1] if self.loops else LITERAL
+                    if isinstance(old, Tup):
+                        new = Seq(_merge(*old.items, value), _merge_labels(LITERAL, outer))
+                    elif isinstance(old, Seq):
+                        new = Seq(_merge(old.elem, value), old.outer if old.elem is not None and old.outer != UNKNOWN
+                                  and old.outer == outer else outer if old.elem is None else _merge_labels(old.outer, outer))
+                    else:
+                        new = Seq(value, outer)
+                    scope.owner(target.id)[target.id] = new
+                else:
+                    self.store_into(target, value, scope)
+            return None
+        if name in ("pop", "popleft", "get", "__getitem__"):
+            return base.elem if isinstance(base, Seq) else _merge(*base.items)
+        if name in ("values", "copy", "items", "keys"):
+            return base
+        if name in ("index", "count"):
+            return None
+        arr = _as_arr(base)
+        if arr is not None:
+            return self.method(name, arr, args, {}, node, scope)
+        return None
+
+    def method(self, name, base, args, kwargs, node, scope):
+        """x.name(...) on an array (or on a number or on something not derived from the inputs)."""
+        if isinstance(base, Blank):
+            if name in ("new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"):
+                return self.creation(name, args, kwargs, None)
+            if name.endswith("_") and any(_as_arr(a) is not None for a in args) and isinstance(node.func, ast.Attribute):
+                self.store_into(node.func.value, _as_arr(next(a for a in args if _as_arr(a) is not None)), scope)
+            if name in ("size",):
+                return self.size_of(Shape(base.axes), node, method=True)
+            if name in ("copy_", "add_", "index_put_", "masked_scatter_", "set_", "index_copy_", "scatter_",
+                        "put_", "index_add_", "scatter_add_"):
+                return None
+            base = None
+        if base is None or isinstance(base, (Size, Index)):
+            if name.endswith("_") and any(_as_arr(a) is not None for a in args) and isinstance(node.func, ast.Attribute):
+                self.store_into(node.func.value, _as_arr(next(a for a in args if _as_arr(a) is not None)), scope)
+            if name in ("new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"):
+                return self.creation(name, args, kwargs, None)
+            big = [a for a in (_as_arr(v) for v in args + list(kwargs.values())) if a is not None]
+            if not big:
+                return None
+            # a method of something not derived from the inputs, given inputs: read as the library's
+            return self.library(f"<method>.{name}", args, kwargs, node, scope, method_base=None)
+        return self.library(name, args, kwargs, node, scope, method_base=base)
+
+    def size_of(self, shape: Shape, node, method: bool):
+        ints = _int_args(node)
+        if ints and shape.axes:
+            try:
+                return Size(shape.axes[ints[0]])
+            except IndexError:
+                return Size(UNKNOWN)
+        return shape
+
+    def creation(self, name, args, kwargs, like):
+        """An array the answer makes (zeros, full, arange...): its axes where its sizes are followed."""
+        if name.endswith("_like") or name in ("empty_like",):
+            src = _as_arr(args[0]) if args else None
+            return Blank(src) if src is not None else None
+        shape_args = args[:1] if name in ("full", "new_full", "tensor", "new_tensor") else args
+        if name in ("arange", "linspace", "logspace"):
+            shape_args = [args[-1]] if len(args) == 1 else args[1:2]
+        if name in ("eye",):
+            shape_args = args[:1] * 2 if len(args) == 1 else args[:2]
+        labels = []
+        for a in shape_args:
+            if isinstance(a, Size):
+                labels.append(a.label)
+            elif isinstance(a, Index):
+                labels.append(a.label)
+            elif isinstance(a, Shape):
+                labels += list(a.axes)
+            elif isinstance(a, Tup):
+                for item in a.items:
+                    labels.append(item.label if isinstance(item, (Size, Index)) else
+                                  "+".join(item.axes) if isinstance(item, Shape) else UNKNOWN)
+            elif a is None:
+                labels.append(UNKNOWN)
+            else:
+                labels.append(UNKNOWN)
+        return Blank(tuple(labels))
+
+    def library(self, path, args, kwargs, node, scope, method_base=None):
+        """A library function (or an array's method, with its array `method_base`) on abstract values."""
+        name = path.split(".")[-1]
+        module = path.rsplit(".", 1)[0] if "." in path else ""
+        base = method_base
+        operands = ([base] if base is not None else []) + [_as_arr(a) for a in args]
+        dim = _dim_argument(node, method=base is not None) if node is not None and isinstance(node, ast.Call) else None
+        # -- Python's iteration helpers -----------------------------------------------------------
+        if method_base is None and module in ("", "builtins", "itertools", "it", "functools", "ft", "operator",
+                                              "op", "math", "statistics"):
+            handled, value = self.iteration_helper(path, name, module, args, kwargs, node, scope)
+            if handled:
+                return value
+        if name in ("partial", "partialmethod") and module in ("functools", "ft"):
+            if args:
+                return Bound(args[0], list(args[1:]), dict(kwargs))
+            return Opaque("functools.partial()")
+        if name in ("vmap", "vectorize", "jit", "script", "trace", "frompyfunc", "compile") and method_base is None:
+            if name in ("compile", "jit", "script") and args and isinstance(args[0], (Func, Bound, Inst)):
+                return args[0]
+            return LibResult(path)
+        if name == "__call__":
+            return self.cannot_follow(path, args, kwargs, node)
+        if name in ("size",) and base is not None:
+            return self.size_of(Shape(base), node, method=True)
+        if name in ("dim", "ndimension") and base is not None:
+            return None
+        if name in SHAPE_ONLY and name not in ("type",):
+            if name == "len" and args:
+                return self.length(args[0])
+            return None
+        if name in CREATION and base is None:
+            return self.creation(name, args, kwargs, None)
+        if name in CREATION and base is not None and name.startswith("new_"):
+            return self.creation(name, args, kwargs, None)
+        if name in ("transpose", "swapaxes", "swapdims") and (base or operands):
+            x = base if base is not None else operands[0]
             ints = _int_args(node)[(0 if base is not None else 1):]
-            if len(ints) >= 2 and x:
+            if x and len(ints) >= 2:
                 a, b = (i % len(x) for i in ints[:2])
                 y = list(x)
                 y[a], y[b] = y[b], y[a]
                 return tuple(y)
+            if x and len(x) == 2 and not ints:
+                return tuple(reversed(x))
             return x
+        if name in ("movedim", "moveaxis") and (base or operands):
+            x = base if base is not None else operands[0]
+            ints = _int_args(node)[(0 if base is not None else 1):]
+            if x and len(ints) == 2:
+                src, dst = ints[0] % len(x), ints[1] % len(x)
+                y = list(x)
+                label = y.pop(src)
+                y.insert(dst, label)
+                return tuple(y)
+            return tuple(UNKNOWN for _ in x) if x else x
         if name in ("permute",) and base is not None:
             ints = _int_args(node)
             if len(ints) == len(base):
                 return tuple(base[i % len(base)] for i in ints)
             return (UNKNOWN,) * len(base)
-        if name == "t" and base is not None:
+        if name in ("t",) and base is not None:
             return tuple(reversed(base))
-        if name in ("unsqueeze",) and base is not None:
-            ints = _int_args(node)
-            if ints:
-                y = list(base)
+        if name == "unsqueeze" and (base is not None or operands):
+            x = base if base is not None else operands[0]
+            ints = _int_args(node)[(0 if base is not None else 1):]
+            if x is not None and ints:
+                y = list(x)
                 i = ints[0] if ints[0] >= 0 else len(y) + 1 + ints[0]
-                y.insert(i, "1")
+                y.insert(max(0, min(i, len(y))), "1")
                 return tuple(y)
-        if name in ("reshape", "view", "flatten", "squeeze", "expand", "repeat", "broadcast_to", "ravel",
-                    "unflatten", "view_as", "reshape_as", "expand_as", "stack", "cat", "concatenate", "hstack",
-                    "vstack", "split", "chunk", "unbind", "flip", "roll"):
-            big = [o for o in operands if o]
-            if name in ("flip", "roll") and big:
-                return big[0]
-            return tuple(UNKNOWN for _ in big[0]) if big else None
+            return x
+        if name == "squeeze" and (base is not None or operands):
+            x = base if base is not None else operands[0]
+            ints = _int_args(node)[(0 if base is not None else 1):]
+            if x is None:
+                return None
+            if ints:
+                drop = {i % len(x) for i in ints} if x else set()
+                return tuple(a for n, a in enumerate(x) if n not in drop)
+            return tuple(a for a in x if a != "1")
+        if name in ("unbind", "split", "chunk", "tensor_split", "hsplit", "vsplit", "array_split"):
+            x = base if base is not None else (operands[0] if operands else None)
+            if x is None:
+                return None
+            d = dim if isinstance(dim, int) else 0
+            if name == "unbind":
+                d = _int_args(node)[0 if base is not None else 1] if len(_int_args(node)) > (0 if base is not None else 1) else d
+                d = d % len(x) if x else 0
+                return Seq(tuple(a for n, a in enumerate(x) if n != d), x[d] if x else UNKNOWN)
+            d = d % len(x) if x else 0
+            return Seq(tuple(UNKNOWN if n == d else a for n, a in enumerate(x)), UNKNOWN)
+        if name in ("stack", "cat", "concatenate", "concat", "row_stack", "column_stack"):
+            seq = args[0] if args else None
+            if isinstance(seq, Tup):
+                items = [_as_arr(i) for i in seq.items]
+                parts = [i for i in items if i is not None]
+                if not parts:
+                    return None
+                elem, outer = _broadcast(*parts), LITERAL
+            elif isinstance(seq, Seq):
+                elem, outer = _as_arr(seq.elem), seq.outer
+                if elem is None:
+                    return None
+            else:
+                arr = _as_arr(seq)
+                return tuple(UNKNOWN for _ in arr) if arr else None
+            d = dim if isinstance(dim, int) else 0
+            if name == "stack":
+                y = list(elem)
+                i = d if d >= 0 else len(y) + 1 + d
+                y.insert(max(0, min(i, len(y))), outer)
+                return tuple(y)
+            if not elem:
+                return (outer,)
+            y = list(elem)
+            i = d % len(y)
+            y[i] = outer if y[i] == "1" else _merge_labels(y[i], outer, UNKNOWN) if outer != LITERAL else y[i]
+            return tuple(y)
+        if name in RESHAPES and name not in ("flip", "roll", "fliplr", "flipud", "narrow", "diagonal", "trace",
+                                             "diag", "tile", "repeat_interleave", "take", "gather",
+                                             "index_select", "masked_select", "nonzero", "take_along_dim",
+                                             "take_along_axis", "rot90", "diag_embed"):
+            x = base if base is not None else next((o for o in operands if o is not None), None)
+            if x is None:
+                return None
+            mixed = _merge_labels(*x) if x else "1"
+            n = self.reshape_rank(name, node, base is not None, x)
+            wanted = _shape_labels(node, args if base is not None else args[1:], base is not None)
+            if name in ("view_as", "reshape_as", "expand_as"):
+                other = _as_arr(args[-1]) if args else None
+                wanted = list(other) if other is not None else None
+            if wanted is not None and x is not None:
+                if len(wanted) == len(x) and all(w in (a, "-1") for w, a in zip(wanted, x)):
+                    return tuple(x)                      # the same shape: nothing mixed
+                if name in ("expand", "broadcast_to", "expand_as") and len(wanted) >= len(x):
+                    lead = len(wanted) - len(x)
+                    return tuple(wanted[:lead]) + tuple(a if w in ("-1", a) or a != "1" else w
+                                                        for w, a in zip(wanted[lead:], x))
+            if name in ("expand", "broadcast_to", "expand_as", "repeat"):
+                return tuple(x) if n is None or n == len(x) else (UNKNOWN,) * (n or len(x))
+            if mixed in ("1",) or all(a in ("1", "D", "E", LITERAL) for a in x):
+                return (mixed,) * (n if n is not None else max(len(x), 1))
+            return (_mixed(mixed),) * (n if n is not None else max(len(x), 1))
+        if name in ("flip", "roll", "fliplr", "flipud", "narrow", "rot90", "tile", "repeat_interleave"):
+            x = base if base is not None else next((o for o in operands if o is not None), None)
+            return x
+        if name in ("diagonal", "diag", "trace", "take", "gather", "index_select", "masked_select", "nonzero",
+                    "take_along_dim", "take_along_axis", "diag_embed"):
+            x = base if base is not None else next((o for o in operands if o is not None), None)
+            return tuple(UNKNOWN for _ in x) if x else x
+        if name == "scaled_dot_product_attention" and len(operands) >= 3 and operands[1] is not None:
+            q, k, v = operands[:3]
+            self.op("product", "scaled_dot_product_attention", [o for o in (q, k) if o is not None],
+                    (k[-1],) if k else (), ((q or k)[:-1] + (k[-2],)) if k and len(k) >= 2 else (), node)
+            self.op("softmax", name, [k], (k[-2],) if len(k) >= 2 else (UNKNOWN,), k, node)
+            return (q[:-1] if q else k[:-1]) + ((v[-1],) if v else (UNKNOWN,))
         if name in SOFTMAX:
-            x = next((o for o in operands if o), None)
+            x = next((o for o in operands if o is not None), None)
             if x is not None:
                 axis = x[dim % len(x)] if isinstance(dim, int) and x else x[-1] if x else UNKNOWN
                 self.op("softmax", name, [x], (axis,), x, node)
             return x
-        if name in PRODUCTS:
+        if name in PRODUCTS and not (name == "product" and module in ("itertools",)):
             if name == "einsum":
-                return self.einsum(node, args, env)
-            if name == "prod" and len([o for o in operands if o]) == 1:
-                return self.reduce(name, operands[0], dim, node)
-            return self.product(name, operands, node, matmul=name in ("matmul", "mm", "bmm", "mv", "__matmul__",
-                                                                      "__rmatmul__", "linear", "addmm", "baddbmm"))
+                return self.einsum(node, args)
+            if name in ("prod", "product") and len([o for o in operands if o is not None]) == 1:
+                return self.reduce(name, next(o for o in operands if o is not None), dim, node)
+            if name == "mul_" and base is not None and isinstance(node.func, ast.Attribute):
+                value = self.product(name, operands, node)
+                return value
+            if name in CONTRACT_LAST:
+                return self.product(name, operands, node, contract_last=True)
+            if name == "inner":
+                return self.product(name, operands, node, inner=True)
+            if name == "outer" or name == "ger":
+                return self.product(name, operands, node, outer=True)
+            if name == "linear":
+                return self.product(name, operands[:2], node, linear=True)
+            if name in ("addmm", "baddbmm", "addbmm", "addmv", "addcmul"):
+                operands = operands[1:]             # the first is what the product is added to
+            if name == "tensordot":
+                big = [o for o in operands if o is not None]
+                if len(big) >= 2:
+                    mixed = _mixed(_merge_labels(*big[0], *big[1]))
+                    self.op("product", name, big, (UNKNOWN,), (mixed,) * max(len(big[0]) + len(big[1]) - 2, 1), node)
+                    return (mixed,) * max(len(big[0]) + len(big[1]) - 2, 1)
+            return self.product(name, operands, node, matmul=name in MATMULS)
         if name in REDUCTIONS:
-            x = base if base is not None else (args[0] if args else None)
-            if name in ("max", "min") and base is None and len(args) >= 2 and args[1] is not None:
-                return _broadcast(args[0], args[1])       # torch.max(a, b): elementwise
-            if name in ("max", "min") and base is not None and args and args[0] is not None:
-                return _broadcast(base, args[0])
-            return self.reduce(name, x, dim, node)
-        if name in SAME_AXES or name in ("float", "int", "abs", "round") and not isinstance(func, ast.Attribute):
-            if name in ("float", "int", "item", "round"):
+            x = base if base is not None else (operands[0] if operands else None)
+            if name in ("max", "min") and base is None and len(operands) >= 2 and operands[1] is not None:
+                return _broadcast(operands[0], operands[1])          # torch.max(a, b): elementwise
+            if name in ("max", "min") and base is not None and len(operands) >= 2 and operands[1] is not None:
+                return _broadcast(base, operands[1])
+            if x is None:
                 return None
-            big = [o for o in operands if o] + [v for v in kwargs.values() if v]
+            return self.reduce(name, x, dim, node)
+        if name in SAME_AXES or name in ("float", "int", "abs", "round", "bool", "complex") and module == "":
+            if name in ("float", "int", "item", "round", "bool", "complex") and base is None and module == "":
+                arr = _as_arr(args[0]) if args else None
+                return () if arr == () else (None if arr is None else arr)
+            if name == "item":
+                return ()
+            big = [o for o in operands if o is not None] + [a for a in (_as_arr(v) for v in kwargs.values()) if a is not None]
+            if name in ("tensor", "as_tensor", "array", "asarray", "from_numpy", "Tensor") and args and base is None:
+                return _as_arr(args[0])
+            if name.endswith("_") and base is not None and isinstance(node.func, ast.Attribute) and len(big) > 1:
+                return _broadcast(*big)
             return _broadcast(*big) if big else None
-        if name in ("range", "enumerate", "zip", "print", "len", "list", "tuple", "sorted", "reversed", "iter"):
-            big = [o for o in operands if o]
-            if name in ("list", "tuple", "sorted", "reversed", "iter") and big:
-                return big[0]
+        if name in ("print", "display", "repr", "str", "format", "isinstance", "callable", "hasattr", "type",
+                    "warn", "debug", "info", "log_info"):
             return None
-        if name == "sum" and not isinstance(func, ast.Attribute):       # builtin sum over an iterable
-            x = args[0] if args else None
-            return self.reduce("sum", x, 0, node) if x else None
-        big = [o for o in operands if o] + [v for v in kwargs.values() if v]
-        if big and not base_is_module and base is None and name not in ("zeros", "ones", "full", "empty", "arange"):
-            self.op("opaque", name or "a call", big, (), (), node)
-        elif big and base_is_module and name not in ("zeros", "ones", "full", "empty", "arange", "tril", "triu",
-                                                     "isinf", "isnan", "isfinite", "isclose", "equal", "allclose"):
-            self.op("opaque", name, big, (), (), node)
-        return _broadcast(*big) if big else None
+        # a library call the reader knows nothing about
+        big = [o for o in operands if o is not None] + [a for a in (_as_arr(v) for v in kwargs.values()) if a is not None]
+        funcs = [a for a in list(args) + list(kwargs.values()) if isinstance(a, (Func, Bound, Inst))]
+        if funcs and not self.quiet:
+            for f in funcs:        # a function of the student's handed to a library: what it does is read too
+                self.uncertain += 1
+                try:
+                    self.apply(f, [None], {}, node, scope)
+                finally:
+                    self.uncertain -= 1
+        if big:
+            self.op("opaque", path if base is None else name, big, (), (), node)
+            return tuple(UNKNOWN for _ in max(big, key=len)) if any(big) else ()
+        return LibResult(path) if method_base is None else None
 
-    def helper(self, helper, args, kwargs):
-        local = {}
-        params = [a.arg for a in helper.args.posonlyargs + helper.args.args]
-        for p, a in zip(params, args):
-            local[p] = a
-        for p in params[len(args):]:
-            local[p] = kwargs.get(p)
-        saved = self.returns
-        result = self.run_function(helper, local, self.depth + 1)
-        self.returns = saved
-        return result
+    def length(self, value):
+        if _is_arr(value):
+            return Size(value[0]) if value else Size(UNKNOWN)
+        if isinstance(value, Blank):
+            return Size(value.axes[0]) if value.axes else Size(UNKNOWN)
+        if isinstance(value, Seq):
+            return Size(value.outer)
+        if isinstance(value, Shape):
+            return Size(LITERAL)
+        if isinstance(value, Rng):
+            return Size(value.label)
+        if isinstance(value, Tup):
+            return Size(LITERAL)
+        return None
 
-    def einsum(self, node, args, env):
-        spec = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else None
-        operands = [a for a in args[1:]]
+    def reshape_rank(self, name, node, method, x):
+        if name in ("flatten", "ravel"):
+            return 1
+        if name in ("view_as", "reshape_as", "expand_as"):
+            return None
+        if not isinstance(node, ast.Call):
+            return None
+        args = node.args[(0 if method else 1):]
+        if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+            return len(args[0].elts)
+        if len(args) == 1 and not isinstance(args[0], ast.Starred):
+            return 1
+        if args and not any(isinstance(a, ast.Starred) for a in args):
+            return len(args)
+        return None
+
+    def iteration_helper(self, path, name, module, args, kwargs, node, scope):
+        """(handled, value) for Python's builtins and itertools/functools/operator that carry data."""
+        if module in ("", "builtins"):
+            if name == "range":
+                bound = args[1] if len(args) >= 2 else (args[0] if args else None)
+                if isinstance(bound, (Size, Index)):
+                    return True, Rng(bound.label)
+                if len(args) >= 2 and isinstance(args[0], (Size, Index)) and bound is None:
+                    return True, Rng(args[0].label)
+                return True, Rng(LITERAL if all(a is None for a in args) and node is not None
+                                 and all(isinstance(a, ast.Constant) for a in node.args) else UNKNOWN)
+            if name == "len":
+                return True, self.length(args[0]) if args else None
+            if name == "zip":
+                parts = [self.iterate(a) for a in args]
+                if not parts:
+                    return True, Seq(None, LITERAL)
+                return True, Seq(Tup([p[0] for p in parts]), _zip_label([p[1] for p in parts]))
+            if name == "enumerate":
+                elem, outer = self.iterate(args[0]) if args else (None, UNKNOWN)
+                return True, Seq(Tup([Index(outer), elem]), outer)
+            if name == "map":
+                if len(args) < 2:
+                    return True, None
+                parts = [self.iterate(a) for a in args[1:]]
+                value = self.apply(args[0], [p[0] for p in parts], {}, node, scope, label=_label(args[0]))
+                return True, Seq(value, _zip_label([p[1] for p in parts]))
+            if name == "filter":
+                if len(args) < 2:
+                    return True, None
+                elem, outer = self.iterate(args[1])
+                if args[0] is not None:
+                    self.apply(args[0], [elem], {}, node, scope, label=_label(args[0]))
+                return True, Seq(elem, outer)
+            if name in ("list", "tuple", "sorted", "reversed", "iter", "set", "frozenset"):
+                if not args:
+                    return True, Seq(None, LITERAL)
+                value = args[0]
+                if isinstance(value, Tup) and name in ("list", "tuple", "reversed", "sorted"):
+                    if name == "sorted" and "key" in kwargs and kwargs["key"] is not None:
+                        self.apply(kwargs["key"], [_merge(*value.items)], {}, node, scope)
+                    return True, value
+                if _is_arr(value):
+                    return True, Seq(*self.iterate(value))
+                if isinstance(value, (Seq, Rng)):
+                    elem, outer = self.iterate(value)
+                    if name == "sorted" and kwargs.get("key") is not None:
+                        self.apply(kwargs["key"], [elem], {}, node, scope)
+                    return True, Seq(elem, outer)
+                if isinstance(value, Blank):
+                    return True, Seq(*self.iterate(value))
+                return True, value if isinstance(value, Shape) else None
+            if name == "next":
+                elem, _ = self.iterate(args[0]) if args else (None, UNKNOWN)
+                return True, elem
+            if name == "dict":
+                values = [self.iterate(a)[0] for a in args] + list(kwargs.values())
+                return True, Seq(_merge(*values), UNKNOWN)
+            if name in ("sum", "max", "min", "any", "all"):
+                if not args:
+                    return True, None
+                if name in ("max", "min") and len(args) >= 2:            # max(a, b): elementwise
+                    arrays = [_as_arr(a) for a in args]
+                    if "key" in kwargs and kwargs["key"] is not None:
+                        self.apply(kwargs["key"], [_merge(*args)], {}, node, scope)
+                    return True, _broadcast(*[a for a in arrays if a is not None]) if any(a is not None for a in arrays) else None
+                value = args[0]
+                if isinstance(value, (Size, Index)) or value is None:
+                    return True, None
+                if isinstance(value, Tup):
+                    arrays = [a for a in (_as_arr(i) for i in value.items) if a is not None]
+                    return True, _broadcast(*arrays) if arrays else None
+                elem, outer = self.iterate(value)
+                if name in ("max", "min") and kwargs.get("key") is not None:
+                    self.apply(kwargs["key"], [elem], {}, node, scope)
+                elem = _as_arr(elem)
+                if _is_arr(value) or elem is not None or isinstance(value, Blank):
+                    whole = (outer,) + (elem or ())
+                    if _is_arr(value) or elem is not None:
+                        self.op("reduce", name, [whole], (outer,), elem or (), node)
+                    return True, elem if elem is not None else None
+                return True, None
+            if name in ("abs", "round", "float", "int", "bool", "complex", "pow", "divmod"):
+                return False, None
+            if name == "getattr" and len(args) >= 2:
+                target = node.args[1] if node is not None and len(node.args) >= 2 else None
+                if isinstance(target, ast.Constant) and isinstance(target.value, str):
+                    return True, self.attribute_of(args[0], target.value) if not _is_arr(args[0]) else args[0]
+                return True, Opaque("an attribute looked up by a computed name")
+            return False, None
+        if module in ("itertools", "it"):
+            if name == "product":
+                repeat = 1
+                if node is not None:
+                    for k in node.keywords:
+                        if k.arg == "repeat" and _int_value(k.value):
+                            repeat = _int_value(k.value)
+                parts = [self.iterate(a) for a in args] * repeat
+                return True, Seq(Tup([p[0] for p in parts]), _merge_labels(*[p[1] for p in parts]) if parts else LITERAL)
+            if name in ("starmap",):
+                if len(args) < 2:
+                    return True, None
+                elem, outer = self.iterate(args[1])
+                unpacked = elem.items if isinstance(elem, Tup) else [elem, elem]
+                return True, Seq(self.apply(args[0], list(unpacked), {}, node, scope, label=_label(args[0])), outer)
+            if name in ("chain",):
+                parts = [self.iterate(a) for a in args]
+                return True, Seq(_merge(*[p[0] for p in parts]), _merge_labels(*[p[1] for p in parts]) if parts else LITERAL)
+            if name in ("accumulate",):
+                elem, outer = self.iterate(args[0]) if args else (None, UNKNOWN)
+                if len(args) >= 2 or kwargs.get("func") is not None:
+                    fn = args[1] if len(args) >= 2 else kwargs.get("func")
+                    elem = _merge(elem, self.apply(fn, [elem, elem], {}, node, scope, label=_label(fn)))
+                return True, Seq(elem, outer)
+            if name in ("combinations", "permutations", "combinations_with_replacement", "pairwise"):
+                elem, outer = self.iterate(args[0]) if args else (None, UNKNOWN)
+                return True, Seq(Tup([elem, elem]), outer)
+            if name in ("islice", "takewhile", "dropwhile", "cycle", "repeat", "compress", "zip_longest",
+                        "tee", "groupby", "count", "filterfalse"):
+                if name == "zip_longest":
+                    parts = [self.iterate(a) for a in args]
+                    return True, Seq(Tup([p[0] for p in parts]), _zip_label([p[1] for p in parts]))
+                if name in ("count",):
+                    return True, Rng(UNKNOWN)
+                elem, outer = self.iterate(args[0] if name not in ("takewhile", "dropwhile", "filterfalse")
+                                           else (args[1] if len(args) > 1 else None))
+                return True, Seq(elem, outer)
+            return False, None
+        if module in ("functools", "ft"):
+            if name == "reduce":
+                if len(args) < 2:
+                    return True, None
+                elem, outer = self.iterate(args[1])
+                start = args[2] if len(args) >= 3 else elem
+                value = self.apply(args[0], [start, elem], {}, node, scope, label=_label(args[0]))
+                value = self.apply(args[0], [_merge(start, value), elem], {}, node, scope, label=_label(args[0]))
+                return True, value
+            return False, None
+        if module in ("operator", "op"):
+            if name in ("mul", "matmul", "imul", "imatmul", "__mul__", "__matmul__"):
+                return True, self.product(name, [_as_arr(a) for a in args], node, matmul="matmul" in name)
+            if name in ("add", "sub", "truediv", "neg", "pos", "iadd", "isub", "itemgetter", "attrgetter",
+                        "getitem", "pow", "abs"):
+                if name == "getitem" and len(args) >= 2:
+                    return True, self.iterate(args[0])[0]
+                arrays = [a for a in (_as_arr(v) for v in args) if a is not None]
+                return True, _broadcast(*arrays) if arrays else None
+            return False, None
+        if module in ("math",) and name in ("fsum", "prod", "sumprod"):
+            if name == "sumprod" and len(args) >= 2:
+                a, outer_a = self.iterate(args[0])
+                b, _ = self.iterate(args[1])
+                whole_a, whole_b = _as_arr(args[0]), _as_arr(args[1])
+                self.op("product", "sumprod", [x for x in (whole_a, whole_b) if x is not None], (outer_a,), (), node)
+                return True, ()
+            if not args:
+                return True, None
+            elem, outer = self.iterate(args[0])
+            elem = _as_arr(elem)
+            if _is_arr(args[0]) or elem is not None:
+                self.op("reduce", name, [(outer,) + (elem or ())], (outer,), elem or (), node)
+                return True, elem if elem is not None else ()
+            return True, None
+        if module in ("statistics",) and name in ("fmean", "mean", "median", "stdev", "variance", "pvariance",
+                                                   "pstdev"):
+            elem, outer = self.iterate(args[0]) if args else (None, UNKNOWN)
+            elem = _as_arr(elem)
+            if args and (_is_arr(args[0]) or elem is not None):
+                self.op("reduce", name, [(outer,) + (elem or ())], (outer,), elem or (), node)
+                return True, elem if elem is not None else ()
+            return True, None
+        if module in ("math",):
+            arrays = [a for a in (_as_arr(v) for v in args) if a is not None]
+            return True, (_broadcast(*arrays) if arrays else None)
+        return False, None
+
+    def einsum(self, node, args):
+        spec = node.args[0].value if node is not None and node.args and isinstance(node.args[0], ast.Constant) else None
+        operands = [_as_arr(a) for a in args[1:]]
+        if len(args) == 2 and isinstance(args[1], (Tup, Seq)):
+            operands = [_as_arr(i) for i in args[1].items] if isinstance(args[1], Tup) else [_as_arr(args[1].elem)]
         if not isinstance(spec, str) or "->" not in spec:
-            self.op("product", "einsum", [o for o in operands if o], (UNKNOWN,), (UNKNOWN,), node)
-            return (UNKNOWN,)
+            big = [o for o in operands if o is not None]
+            if big:
+                self.op("product", "einsum", big, (UNKNOWN,), (UNKNOWN,), node)
+            return (UNKNOWN,) if big else None
         lhs, rhs = spec.replace(" ", "").split("->")
         letters = {}
         for term, op in zip(lhs.split(","), operands):
@@ -453,54 +1861,150 @@ class _Interpreter:
                 continue
             term = term.replace("...", "")
             for letter, axis in zip(term[::-1], op[::-1]):
-                letters.setdefault(letter, axis)
+                if letters.get(letter, "1") == "1":
+                    letters[letter] = axis
         contracted = tuple(axis for letter, axis in letters.items() if letter not in rhs)
         result = tuple(letters.get(c, "1") for c in rhs)
-        self.op("product", "einsum", [o for o in operands if o], contracted, result, node)
-        return result
+        big = [o for o in operands if o is not None]
+        if big:
+            self.op("product", "einsum", big, contracted, result, node)
+            return result
+        return None
 
-    def product(self, name, operands, node, matmul=False):
-        big = [o for o in operands if o]
-        if matmul and len(operands) >= 2 and operands[0] and operands[1]:
-            a, b = operands[0], operands[1]
-            contracted = (a[-1],) if len(b) >= 1 else ()
-            result = a[:-1] + (b[-1:] if len(b) >= 2 else ())
-        elif len(big) >= 2:
-            contracted, result = (), _broadcast(*big)
-        else:
+    def product(self, name, operands, node, matmul=False, contract_last=False, inner=False, outer=False,
+                linear=False):
+        operands = [_as_arr(o) if not isinstance(o, (Size, Index, Blank)) else None for o in operands]
+        big = [o for o in operands if o is not None]
+        if len(big) < 2:
             return big[0] if big else None      # a scaling: not a product of the inputs
+        a, b = operands[0], operands[1] if len(operands) > 1 else None
+        if name in ("dot",) and a is not None and b is not None and (len(a) >= 2 or len(b) >= 2):
+            matmul = True               # numpy's dot of matrices is a matrix product
+        if matmul and a is not None and b is not None:
+            contracted = (a[-1],) if a else ()
+            if len(b) <= 1:
+                result = a[:-1]
+            elif len(a) <= 1:
+                result = b[:-2] + b[-1:]
+            else:
+                result = tuple(_broadcast(a[:-2], b[:-2]) or ()) + (a[-2], b[-1])
+        elif contract_last:
+            whole = _broadcast(*big)
+            contracted, result = (whole[-1],) if whole else (), (whole[:-1] if whole else ())
+        elif inner and a is not None and b is not None:
+            contracted, result = (a[-1],) if a else (), a[:-1] + b[:-1]
+        elif outer and a is not None and b is not None:
+            contracted, result = (), a + b
+        elif linear and a is not None and b is not None:
+            contracted, result = (a[-1],) if a else (), a[:-1] + (b[0],) if b else a[:-1]
+        else:
+            contracted, result = (), _broadcast(*big)
         self.op("product", name, big, contracted, result, node)
-        return result
+        return tuple(result) if result is not None else ()
 
     def reduce(self, name, x, dim, node):
         if x is None:
             return None
         if dim is None or dim == "all":
             self.op("reduce", name, [x], tuple(x), (), node)
-            return None
+            return ()
         dims = dim if isinstance(dim, tuple) else (dim,)
-        if not all(isinstance(d, int) for d in dims):
+        if not all(isinstance(d, int) for d in dims) or not x:
             self.op("reduce", name, [x], tuple(x), (), node)
-            return None
-        axes = tuple(x[d % len(x)] for d in dims) if x else ()
-        self.op("reduce", name, [x], axes, tuple(a for n, a in enumerate(x) if n not in {d % len(x) for d in dims}),
-                node)
-        if name in ("cumsum", "cummax", "cumprod", "logcumsumexp", "sort"):
-            return x
-        return tuple(a for n, a in enumerate(x) if n not in {d % len(x) for d in dims})
+            return ()
+        drop = {d % len(x) for d in dims}
+        axes = tuple(x[d] for d in sorted(drop))
+        kept = tuple(a for n, a in enumerate(x) if n not in drop)
+        self.op("reduce", name, [x], axes, kept, node)
+        if name in CUMULATIVE or _keepdim(node):
+            return tuple("1" if n in drop else a for n, a in enumerate(x)) if name not in CUMULATIVE else x
+        return kept
 
-    def op(self, kind, name, operands, axes, result, node):
-        self.reading.ops.append(Op(kind, name, [tuple(o) for o in operands], tuple(axes), tuple(result or ()),
-                                   getattr(node, "lineno", 0)))
+
+def _mixed(label: str) -> str:
+    """An axis made by mixing others (a reshape): a label the checks cannot read as any one axis."""
+    return label if label in (UNKNOWN, "1") else f"~{label}"
+
+
+def _shape_labels(node, values, method: bool):
+    """The axes a reshape asks for, as labels ("-1": the rest), or None where they cannot be read."""
+    if not isinstance(node, ast.Call):
+        return None
+    nodes = node.args[(0 if method else 1):]
+    if len(nodes) == 1 and isinstance(nodes[0], (ast.Tuple, ast.List)):
+        nodes = list(nodes[0].elts)
+        values = values[0].items if values and isinstance(values[0], Tup) else [None] * len(nodes)
+    if len(nodes) == 1 and values and isinstance(values[0], Shape):
+        return list(values[0].axes)
+    labels = []
+    for n, v in zip(nodes, values):
+        if isinstance(n, ast.Starred):
+            return None
+        if _int_value(n) == -1:
+            labels.append("-1")
+        elif isinstance(v, (Size, Index)):
+            labels.append(v.label)
+        elif _int_value(n) == 1:
+            labels.append("1")
+        else:
+            return None
+    return labels if len(labels) == len(nodes) else None
+
+
+def _zip_label(labels) -> str:
+    named = [label for label in labels if label not in (LITERAL, UNKNOWN)]
+    if named:
+        return named[0]
+    return UNKNOWN if UNKNOWN in labels else LITERAL
+
+
+def _label(value) -> str:
+    if isinstance(value, Func):
+        return value.name
+    if isinstance(value, Lib):
+        return value.path
+    return "a function"
+
+
+def _call_name(func) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return "a call"
+
+
+def _signature(values) -> str:
+    def one(v, depth=0):
+        if depth > 4:
+            return "…"
+        if v is None or _is_arr(v):
+            return repr(v)
+        if isinstance(v, (Size, Index, Rng)):
+            return f"{type(v).__name__}({v.label})"
+        if isinstance(v, Shape):
+            return f"Shape{v.axes}"
+        if isinstance(v, Blank):
+            return f"Blank{v.axes}"
+        if isinstance(v, Seq):
+            return f"Seq({one(v.elem, depth + 1)},{v.outer})"
+        if isinstance(v, Tup):
+            return "Tup(" + ",".join(one(i, depth + 1) for i in v.items) + ")"
+        if isinstance(v, Lib):
+            return f"Lib({v.path})"
+        return f"{type(v).__name__}@{id(v)}"
+    if isinstance(values, dict):
+        return ";".join(f"{k}={one(v)}" for k, v in sorted(values.items()))
+    return ";".join(one(v) for v in values)
+
+
+def _keepdim(node) -> bool:
+    return isinstance(node, ast.Call) and any(k.arg in ("keepdim", "keepdims") and isinstance(k.value, ast.Constant)
+                                              and k.value.value is True for k in node.keywords)
 
 
 def _is_none(node) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
-
-
-def _is_shape(node) -> bool:
-    return isinstance(node, ast.Attribute) and node.attr == "shape" or \
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size"
 
 
 def _width_one(s: ast.Slice) -> bool:
@@ -531,6 +2035,8 @@ def _int_value(node):
 
 def _int_args(node) -> list[int]:
     values = []
+    if not isinstance(node, ast.Call):
+        return values
     for a in node.args:
         if isinstance(a, (ast.Tuple, ast.List)):
             values += [v for v in map(_int_value, a.elts) if v is not None]
@@ -539,7 +2045,7 @@ def _int_args(node) -> list[int]:
             if v is not None:
                 values.append(v)
     for k in node.keywords:
-        if k.arg in ("dim0", "dim1", "axis1", "axis2", "source", "destination"):
+        if k.arg in ("dim0", "dim1", "axis1", "axis2", "source", "destination", "dim", "axis"):
             v = _int_value(k.value)
             if v is not None:
                 values.append(v)
@@ -554,6 +2060,8 @@ def _dim_argument(node, method: bool):
                 values = tuple(_int_value(e) for e in k.value.elts)
                 return values if all(v is not None for v in values) else "all"
             v = _int_value(k.value)
+            if v is None and isinstance(k.value, ast.Constant) and k.value.value is None:
+                return None
             return v if v is not None else "all"
     position = 0 if method else 1
     if len(node.args) > position:
@@ -570,20 +2078,6 @@ def _dim_argument(node, method: bool):
     return None
 
 
-def _broadcast(*parts):
-    """The axes of an elementwise result: the operands' axes aligned from the right, the larger kept."""
-    big = [p for p in parts if p]
-    if not big:
-        return None
-    n = max(len(p) for p in big)
-    out = []
-    for i in range(n):
-        labels = [p[len(p) - n + i] for p in big if len(p) - n + i >= 0]
-        named = [l for l in labels if l != "1"]
-        out.append(named[0] if named else "1")
-    return tuple(out)
-
-
 # ---- what the process checks call whole-matrix work -------------------------------------------
 
 AXIS_NAMES = {"B": "the batch", "T": "the positions", "D": "the features", "Q": "the queries", "K": "the keys",
@@ -591,46 +2085,130 @@ AXIS_NAMES = {"B": "the batch", "T": "the positions", "D": "the features", "Q": 
               "1": "a width-1 axis"}
 
 
+def _touch(label: str, big: set) -> str:
+    """"plain" if the axis is (or gathers) one of `big` as the reader followed it, "mixed" if it may hold
+    one of them (an axis the reader could not follow, or one a reshape made by mixing others), ""
+    otherwise."""
+    if label in big:
+        return "plain"
+    if label == UNKNOWN:
+        return "mixed"
+    parts = set(label.lstrip("~").split("+"))
+    if label.startswith("~") or UNKNOWN in parts:
+        return "mixed" if parts & (big | {UNKNOWN}) else ""
+    return "plain" if parts & big else ""
+
+
+def _labels(op) -> list[str]:
+    return [a for o in op.operands for a in o] + list(op.axes) + list(op.result)
+
+
 def _spans(op, big) -> list[str]:
-    found = {a for o in op.operands for a in o} | set(op.axes) | set(op.result)
-    return [AXIS_NAMES[a] for a in ("B", "T", "Q", "K", UNKNOWN) if a in big and a in found]
+    found = set()
+    for label in _labels(op):
+        for part in label.lstrip("~").split("+"):
+            found.add(part)
+    names = [AXIS_NAMES[a] for a in ("B", "T", "Q", "K") if a in big and a in found]
+    if any(_touch(label, big) == "mixed" for label in _labels(op)):
+        names.append(AXIS_NAMES[UNKNOWN])
+    return names
 
 
 def _describe(op, big) -> str:
     spans = ", ".join(_spans(op, big))
+    kinds = {_touch(label, big) for label in _labels(op)}
+    if "mixed" in kinds and "plain" not in kinds and op.kind != "opaque":
+        made = [AXIS_NAMES[a] for a in ("B", "T", "Q", "K") if a in big and any(
+            a in label.lstrip("~").split("+") for label in _labels(op))]
+        what = (f"`{op.name}` works on axes the grader cannot follow"
+                + (f" (made by mixing {', '.join(made)})" if made else ""))
+        return f"line {op.line} of {_where(op)}: {what}" if op.line else what
     what = {"product": f"`{op.name}` multiplies operands spanning {spans} at once",
             "reduce": f"`{op.name}` reduces over {spans} at once",
             "softmax": f"`{op.name}` works on {spans} at once",
             "opaque": f"`{op.name}` receives whole inputs (spanning {spans}): the grader cannot tell how it computes"}[op.kind]
-    return f"line {op.line} of the function: {what}" if op.line else what
+    return f"line {op.line} of {_where(op)}: {what}" if op.line else what
 
 
-def entrywise_work(sources, name: str, inputs: dict) -> tuple[str, list[str]]:
-    """(problem, findings) for an answer that must compute one entry (a dot product of d numbers) at a
-    time: a product (or an unreadable call) of the inputs spanning more than one entry's features."""
-    reading = read(sources, name, inputs)
-    if reading.problem:
-        return reading.problem, []
-    big = {"B", "T", UNKNOWN}
-    found = [op for op in reading.ops if op.kind in ("product", "opaque")
-             and {a for o in op.operands for a in o} & big]
-    return "", list(dict.fromkeys(_describe(op, big) for op in found))[:3]
+def _where(op) -> str:
+    if op.where == "<lambda>":
+        return "a lambda"
+    if op.where.startswith("a lambda in "):
+        return f"a lambda in `{op.where[len('a lambda in '):]}`"
+    return f"`{op.where}`" if op.where else "the function"
 
 
-def streamed_work(sources, name: str, inputs: dict) -> tuple[str, list[str]]:
-    """(problem, findings) for an answer that must visit the keys one at a time: a reduction, softmax or
-    contraction over the key axis, a (queries, keys) matrix, or an unreadable call given the key axis."""
-    reading = read(sources, name, inputs)
-    if reading.problem:
-        return reading.problem, []
-    big = {"K", UNKNOWN}
-    found = []
+def _judged(reading: Reading, whole, big: set) -> dict:
+    """{"found": whole-matrix work the reader is sure of, "review": why it cannot decide ('' if it can),
+    "notes": what else the student should know}; whole(op) -> "plain" | "mixed" | "" for each op."""
+    sure, unsure = [], []
     for op in reading.ops:
-        every = {a for o in op.operands for a in o}
-        if op.kind in ("reduce", "softmax") and set(op.axes) & big:
-            found.append(op)
-        elif op.kind == "product" and (set(op.axes) & big or {"Q", "K"} <= set(op.result)):
-            found.append(op)
-        elif op.kind == "opaque" and every & big:
-            found.append(op)
-    return "", list(dict.fromkeys(_describe(op, big) for op in found))[:3]
+        kind = whole(op)
+        if not kind:
+            continue
+        if kind == "plain" and op.certain and op.kind != "opaque":
+            sure.append(op)
+        else:
+            unsure.append(op)
+    review = ""
+    if reading.undecided:
+        review = "; ".join(dict.fromkeys(reading.undecided))
+        sure = []                 # the text may not be what runs: nothing in it is sure
+    elif not sure and unsure:
+        parts = []
+        for op in unsure:
+            text = _describe(op, big)
+            if not op.certain:
+                text += " (in a branch the grader cannot tell runs)"
+            parts.append(text)
+        review = "; ".join(list(dict.fromkeys(parts))[:3])
+    found = list(dict.fromkeys(_describe(op, big) for op in sure))[:3]
+    return {"found": found, "review": review, "notes": list(reading.notes)}
+
+
+
+def entrywise_work(sources, name: str, inputs: dict) -> dict:
+    """For an answer that must compute one entry (a dot product of d numbers) at a time: a product of the
+    inputs spanning more than one entry's features is whole-matrix work; a library call the reader cannot
+    read, given them, cannot be decided."""
+    reading = read(sources, name, inputs)
+    big = {"B", "T"}
+
+    def whole(op):
+        if op.kind not in ("product", "opaque"):
+            return ""
+        kinds = {_touch(a, big) for o in op.operands for a in o}
+        return "plain" if "plain" in kinds else "mixed" if "mixed" in kinds else ""
+    return _judged(reading, whole, big)
+
+
+def streamed_work(sources, name: str, inputs: dict) -> dict:
+    """For an answer that must visit the keys one at a time: a reduction, softmax or contraction over the
+    key axis, or a (queries, keys) matrix, is one-shot work; a library call the reader cannot read, given
+    the key axis, cannot be decided."""
+    reading = read(sources, name, inputs)
+    big = {"K"}
+
+    def whole(op):
+        every = [a for o in op.operands for a in o]
+        if op.kind in ("reduce", "softmax"):
+            kinds = {_touch(a, big) for a in op.axes}
+        elif op.kind == "product":
+            kinds = {_touch(a, big) for a in op.axes}
+            result = {_touch(a, {"Q"}) for a in op.result}, {_touch(a, big) for a in op.result}
+            if "plain" in result[0] and "plain" in result[1]:
+                kinds.add("plain")
+            elif result[0] - {""} and result[1] - {""}:
+                kinds.add("mixed")
+        else:
+            kinds = {_touch(a, big) for a in every}
+        return "plain" if "plain" in kinds else "mixed" if "mixed" in kinds else ""
+    return _judged(reading, whole, big)
+
+
+def source_reading(entry) -> tuple[list[str], str, list[str]]:
+    """(found, review, notes) of a probe's reading of an answer's source (entrywise_work, streamed_work):
+    anything else came back (a probe that failed) is a reading the grader cannot decide on."""
+    if isinstance(entry, dict) and isinstance(entry.get("found"), list) and isinstance(entry.get("review"), str):
+        return [str(f) for f in entry["found"]], entry["review"], [str(n) for n in entry.get("notes") or []]
+    return [], "the grader could not read the answer's source", []

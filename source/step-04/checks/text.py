@@ -195,119 +195,102 @@ class AttentionOnText(Check):
         return verdict
 
 
-# ---- pattern_stats --------------------------------------------------------------------------
-
-STAT_KEYS = ("diagonal", "first_column", "entropy")
-
-
-def _causal_uniform(T: int) -> torch.Tensor:
-    U = torch.tril(torch.ones(T, T))
-    return U / U.sum(dim=-1, keepdim=True)
+# ---- top_key_shares -------------------------------------------------------------------------
+# The visible test uses the identity, column collapse and the previous-token pattern at T = 8; these
+# differ. Every case has a single largest weight in each row (no ties), as the spec promises.
 
 
-def stat_cases() -> list[tuple[str, torch.Tensor]]:
-    """The matrices pattern_stats is tried on (float32, as the notebook's matrices are). The visible
-    test uses the identity, the uniform matrix and column collapse at T = 8; these differ."""
+def _causal_softmax(scores: torch.Tensor) -> torch.Tensor:
+    T = scores.shape[-1]
+    return torch.softmax(scores.masked_fill(torch.tril(torch.ones(T, T)) == 0, float("-inf")), dim=-1)
+
+
+def share_cases() -> list[tuple[str, torch.Tensor]]:
+    """The matrices top_key_shares is tried on (float32, as the notebook's matrices are)."""
     from dlcourse.head import Head
-    cases = []
-    cases.append(("the identity", torch.eye(10)))
-    cases.append(("the uniform causal matrix", _causal_uniform(64)))
+    cases = [("the identity (T = 10)", torch.eye(10))]
     collapse = torch.zeros(20, 20)
     collapse[:, 0] = 1
-    cases.append(("all weight on column 0", collapse))
+    cases.append(("all weight on column 0 (T = 20)", collapse))
     previous = torch.zeros(16, 16)
     previous[0, 0] = 1
     previous[torch.arange(1, 16), torch.arange(0, 15)] = 1
-    cases.append(("a previous-token head", previous))
+    cases.append(("a previous-token head (T = 16)", previous))
     with torch.random.fork_rng():
         torch.manual_seed(31)
         head = Head(D_MODEL, D_HEAD, T_max=40)
         with torch.no_grad():
             head(2 * torch.randn(1, 40, D_MODEL))
-        A = head.A[0].clone()
-        cases.append(("an untrained head on random input", A))
-        scores = 3 * torch.randn(9, 9)
-    sharp = torch.softmax(scores.masked_fill(torch.tril(torch.ones(9, 9)) == 0, float("-inf")), dim=-1)
-    cases.append(("a sharp random causal matrix", sharp))
-    half = _causal_uniform(12).clone()
-    half[6:] = 0
-    half[6:, 0] = 0.5
-    half[6:, 3] = 0.5
-    cases.append(("rows with exact zeros inside the allowed region", half))
+        cases.append(("an untrained head on random input (T = 40)", head.A[0].clone()))
+        cases.append(("a sharp random causal matrix (T = 9)", _causal_softmax(3 * torch.randn(9, 9))))
+        diagonal_heavy = torch.randn(30, 30) + 2.5 * torch.eye(30)
+        diagonal_heavy[:, 0] += 1.5
+        cases.append(("a matrix leaning on the diagonal and column 0 (T = 30)", _causal_softmax(diagonal_heavy)))
+    cases.append(("two positions (T = 2)", torch.tensor([[1.0, 0.0], [0.3, 0.7]])))
     return cases
 
 
-def reference_stats(A: np.ndarray) -> dict:
-    """The definitions, in float64: mean diagonal weight, mean weight on column 0, and the mean over
-    rows i = 1..T-1 of H_i / log(i + 1) with H_i = -sum_j A_ij log A_ij (0 log 0 = 0)."""
+def reference_shares(A: np.ndarray) -> tuple[float, float]:
+    """Rows 1..T-1: the share whose largest weight is on the diagonal, and the share on column 0."""
     A = np.asarray(A, dtype=np.float64)
-    T = A.shape[0]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        plogp = np.where(A > 0, A * np.log(np.where(A > 0, A, 1.0)), 0.0)
-    H = -plogp.sum(axis=1)                                           # (T,)
-    normalised = H[1:] / np.log(np.arange(2, T + 1))                 # (T-1,)
-    return {"diagonal": float(np.mean(np.diag(A))), "first_column": float(A[:, 0].mean()),
-            "entropy": float(normalised.mean())}
+    top = A[1:].argmax(axis=1)                                       # (T-1,)
+    rows = np.arange(1, A.shape[0])
+    return float(np.mean(top == rows)), float(np.mean(top == 0))
 
 
-def _entropy_mistakes(A: np.ndarray) -> dict:
-    """What the entropy statistic becomes under common slips (for the messages)."""
+def _share_mistakes(A: np.ndarray) -> dict:
+    """What the two shares become under common slips (for the messages)."""
     A = np.asarray(A, dtype=np.float64)
     T = A.shape[0]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        plogp = np.where(A > 0, A * np.log(np.where(A > 0, A, 1.0)), 0.0)
-    H = -plogp.sum(axis=1)
-    logs = np.log(np.arange(1, T + 1))
-    ratio = H[1:] / logs[1:]
+    top_all = A.argmax(axis=1)                                       # (T,) row 0 included
+    top = top_all[1:]
+    rows = np.arange(1, T)
+    by_query = A[:, 1:].argmax(axis=0) if T > 1 else top             # (T-1,) the largest weight of each column
     return {
-        "the mean runs over all T rows, with row 0 counted as 0 (it has one allowed key: leave it out)":
-            float(np.concatenate([[0.0], ratio]).mean()),
-        "the mean runs over all T rows, with row 0 counted as 1 (it has one allowed key: leave it out)":
-            float(np.concatenate([[1.0], ratio]).mean()),
-        "the entropy is not divided by its maximum log(i + 1), the entropy of the uniform row i":
-            float(H[1:].mean()),
-        "each row's entropy is divided by log(T), the maximum of the last row only, instead of log(i + 1)":
-            float((H[1:] / math.log(T)).mean()),
-        "the mean entropy is divided by the mean of log(i + 1); divide row by row, then average":
-            float(H[1:].mean() / logs[1:].mean()),
-        "the sign is flipped: entropy is -sum p log p":
-            float(-ratio.mean()),
+        "row 0 is counted (its only key is 0, both the diagonal and column 0: leave it out)":
+            (float(np.mean(top_all == np.arange(T))), float(np.mean(top_all == 0))),
+        "these are counts, not shares: divide by the number of rows, T - 1":
+            (float(np.sum(top == rows)), float(np.sum(top == 0))),
+        "the shares are divided by T instead of the T - 1 rows counted":
+            (float(np.sum(top == rows) / T), float(np.sum(top == 0) / T)),
+        "the top key is compared with the row's index shifted by one (row i's diagonal key is i, "
+        "not i - 1: the rows counted start at 1)":
+            (float(np.mean(top == rows - 1)), float(np.mean(top == 0))),
+        "the largest weight is taken down each column (over the queries) instead of along each row "
+        "(over the keys, the last axis)":
+            (float(np.mean(by_query == rows)), float(np.mean(by_query == 0))),
     }
 
 
-# float32 inputs: each p log p is within ~1e-7 relative; a row of 64 terms sums to H <= log 64 within
-# ~1e-5, and dividing by log(i + 1) >= log 2 keeps the error below 2e-5. Means of weights are within 1e-6.
-STAT_ATOL = 1e-4
+# Shares are means of T - 1 booleans: exact in float32 to ~1e-7. Any real mistake moves one by 1/(T-1) or more.
+SHARE_ATOL = 1e-5
 
 
-def _as_stats(result) -> dict:
-    """The student's dict with float values (0-dim tensors and numpy scalars become floats)."""
-    if not isinstance(result, dict):
-        raise TypeError(f"pattern_stats should return a dict, not {type(result).__name__}")
-    missing = [k for k in STAT_KEYS if k not in result]
-    if missing:
-        raise KeyError(f"the dict has no key {missing[0]!r} (keys: {', '.join(STAT_KEYS)})")
-    return {k: float(result[k]) for k in STAT_KEYS}
+def _as_shares(result) -> tuple[float, float]:
+    """The student's pair as two floats (0-dim tensors and numpy scalars become floats)."""
+    if isinstance(result, (str, bytes)) or not hasattr(result, "__len__") or len(result) != 2:
+        raise TypeError(f"top_key_shares should return two numbers (diagonal, column 0), not {result!r:.80}")
+    return float(result[0]), float(result[1])
 
 
 @register
-class PatternStats(Check):
-    grade_id = "pattern_stats_hidden"
+class TopKeyShares(Check):
+    grade_id = "top_key_shares_hidden"
     points = 3
 
     def cases(self, ctx) -> list[tuple[str, torch.Tensor]]:
-        """stat_cases() and a random causal matrix of this submission's own (framework.fresh_rng), so
-        statistics recorded from an earlier grading and returned from a table earn nothing."""
+        """share_cases() and a random causal matrix of this submission's own (framework.fresh_rng), so
+        shares recorded from an earlier grading and returned from a table earn nothing."""
         rng = self.fresh(ctx, "matrix")
         T = rng.randint(5, 40)
         g = torch.Generator().manual_seed(rng.getrandbits(62))
         scores = rng.uniform(0.5, 3.0) * torch.randn(T, T, generator=g, dtype=torch.float64)
-        A = torch.softmax(scores.masked_fill(torch.tril(torch.ones(T, T)) == 0, float("-inf")), dim=-1)
-        return stat_cases() + [("a random causal matrix", A.float())]
+        scores += rng.uniform(0.0, 2.0) * torch.eye(T, dtype=torch.float64)
+        return share_cases() + [("a random causal matrix", _causal_softmax(scores).float())]
 
     def probe(self, ns, ctx):
-        fn = student(ns, "pattern_stats")
-        return [attempt(lambda A: _as_stats(fn(A)), A.clone()) for _, A in self.cases(ctx)]
+        fn = student(ns, "top_key_shares")
+        return [attempt(lambda A: _as_shares(fn(A)), A.clone()) for _, A in self.cases(ctx)]
 
     def judge(self, data, ctx):
         verdict = Verdict()
@@ -319,46 +302,34 @@ class PatternStats(Check):
         values, errors = [], {}
         for (name, A), entry in zip(cases, data):
             value, why = unpack(entry)
-            if why is None and not (isinstance(value, dict) and all(isinstance(value.get(k), float) for k in STAT_KEYS)):
-                why = "did not return a dict of three numbers"
-            values.append(value if why is None else None)
+            if why is None and not (isinstance(value, (list, tuple)) and len(value) == 2
+                                    and all(isinstance(v, float) for v in value)):
+                why = "did not return two numbers"
+            values.append(tuple(value) if why is None else None)
             if why:
                 errors[name] = why
-        references = [reference_stats(A.numpy()) for _, A in cases]
+        references = [reference_shares(A.numpy()) for _, A in cases]
 
-        def wrong_for(key):
-            return [name for (name, _), v, ref in zip(cases, values, references)
-                    if v is None or not abs(v[key] - ref[key]) <= STAT_ATOL]
-
-        def first_failure(wrong, hint):
-            if not wrong:
-                return ""
-            if wrong[0] in errors:
-                return f"for {wrong[0]}: {errors[wrong[0]]}"
-            return f"wrong for {len(wrong)} of {len(cases)} matrices (first: {wrong[0]}): {hint}"
-
-        for key, label, hint in (
-            ("diagonal", "the mean weight on the diagonal",
-             "it is the mean over rows of A[i, i] (torch.diagonal(A).mean()), a number between 0 and 1"),
-            ("first_column", "the mean weight on column 0",
-             "it is the mean over rows i of A[i, 0]: the column A[:, 0] (not the row A[0]), averaged (not summed)"),
-        ):
-            wrong = wrong_for(key)
-            verdict.add(f"{key}: {label}", not wrong, first_failure(wrong, hint), weight=1)
-
-        wrong = wrong_for("entropy")
-        hint = "per row H_i = -sum_j A_ij log A_ij, divided by log(i + 1); then the mean over rows 1..T-1"
-        for (name, A), v, ref in zip(cases, values, references):
-            if name not in wrong or v is None:
-                continue
-            if math.isnan(v["entropy"]):
-                hint = ("NaN: masked and exact-zero weights give 0 * log 0 = 0 * (-inf) = NaN; count them as 0 "
-                        "(torch.xlogy(A, A), or A * log(A) only where A > 0)")
-                break
-            slips = [d for d, slip in _entropy_mistakes(A.numpy()).items()
-                     if abs(v["entropy"] - slip) <= STAT_ATOL and abs(slip - ref["entropy"]) > STAT_ATOL]
-            if slips:
-                hint = f"it looks as if {slips[0]}"
-                break
-        verdict.add("entropy: the mean normalised row entropy", not wrong, first_failure(wrong, hint), weight=2)
+        for k, (label, part) in enumerate((("the share of rows whose top key is on the diagonal", "diagonal"),
+                                           ("the share of rows whose top key is on column 0", "column 0"))):
+            wrong = [name for (name, _), v, ref in zip(cases, values, references)
+                     if v is None or math.isnan(v[k]) or not abs(v[k] - ref[k]) <= SHARE_ATOL]
+            message = ""
+            if wrong:
+                first = wrong[0]
+                if first in errors:
+                    message = f"for {first}: {errors[first]}"
+                else:
+                    hint = ("the top key of row i is A[i].argmax() over the keys j, counted over the rows 1..T-1, "
+                            "as a share of those T - 1 rows")
+                    for (name, A), v in zip(cases, values):
+                        if name not in wrong or v is None:
+                            continue
+                        slips = [why for why, slip in _share_mistakes(A.numpy()).items()
+                                 if abs(v[k] - slip[k]) <= SHARE_ATOL and abs(slip[k] - reference_shares(A.numpy())[k]) > SHARE_ATOL]
+                        if slips:
+                            hint = f"it looks as if {slips[0]}"
+                            break
+                    message = f"{part} wrong for {len(wrong)} of {len(cases)} matrices (first: {first}): {hint}"
+            verdict.add(f"{part}: {label}", not wrong, message, weight=1.5)
         return verdict

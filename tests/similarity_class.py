@@ -1,0 +1,181 @@
+"""A synthetic class for the similarity report: honest students who wrote their answers apart, and
+three who copied one of them and hid it (renamed, padded, reordered).
+
+Honest students h0..h5: student `hi` writes the i-th correct variant of the proof corpus for every
+answer cell that has one (a cell with fewer variants gets the model solution, which the report
+discounts), and written answers of their own for two questions (below). No two honest students
+share a non-model answer: each pair of them is a pair the report should not rank above a copy.
+
+The copies (of whole submissions, every notebook):
+  * `copy-renamed` is h1 with every name of its own renamed (the graded functions keep theirs);
+  * `copy-padded` is h2 with an unused ten-line helper added to every answer it copied;
+  * `copy-reordered` is h3 with the answers of each notebook moved one cell on (each answer cell
+    holds the next one's code) and the statements of each answer's top level in reverse order.
+"""
+from __future__ import annotations
+
+import io
+import json
+import keyword
+import builtins
+import tokenize
+from pathlib import Path
+
+from autograder.example import answers_of, with_answers
+from conftest import STEP, STEP4
+
+NOTEBOOKS = ["01-on-paper", "02-the-head", "03-the-tests", "04-attention-on-text", "05-attention-as-smoothing",
+             "06-going-further"]
+HONEST = [f"h{i}" for i in range(6)]
+COPIES = {"copy-renamed": "h1", "copy-padded": "h2", "copy-reordered": "h3"}
+
+# Written answers of their own (02-the-head/scale_width, 05/smoothing_as_s_grows), one per honest student.
+SCALE_WIDTH = [
+    "The key width is 16, so we divide by 4. Each score adds up 16 products of unit-variance numbers, "
+    "so the variance of a score is about 16; the square root brings the spread back to one. The model width "
+    "32 is not part of the dot product.",
+    "Dividing by sqrt(d_head) = 4. A dot product over d_k coordinates has variance d_k when the entries are "
+    "independent with variance one, so without the factor the softmax saturates. Using d = 32 would shrink "
+    "scores too much.",
+    "We scale by 4 because d_k is 16. Think of q.k as a random walk of 16 steps: its standard deviation grows "
+    "like the square root of the number of steps. The embedding size never enters q.k.",
+    "sqrt(16) = 4. Var(sum of d_k products) = d_k, and dividing by sqrt(d_k) normalises it. If we used the "
+    "embedding dimension the attention would be too flat for a narrow head.",
+    "The divisor is 4 = sqrt(d_k). Bigger heads give bigger raw scores (variance proportional to their width), "
+    "and softmax of large numbers is nearly one-hot, which kills the gradients; d itself is irrelevant.",
+    "Four. The head's query and key vectors have 16 entries each; their product summed over those entries has "
+    "spread sqrt(16). The scale undoes that. It must be the head width, not the model width of 32.",
+]
+SMOOTHING = [
+    "When s is small the matrix is almost the identity and nothing is smoothed. As s grows each row spreads its "
+    "weight over more earlier positions, so the output becomes a moving average that reacts late to changes. "
+    "For very large s it is just the mean of everything so far.",
+    "Small s: no smoothing, the output copies the input. Medium s: a causal blur, smoother but shifted to the "
+    "right because only past values are averaged. Huge s: uniform weights over the prefix, i.e. a running "
+    "average. A symmetric kernel would not lag but would peek at the future.",
+    "Increasing s widens the band under the diagonal. The curve gets less noisy but lags behind the signal, by an "
+    "amount that grows roughly linearly in s. At the start there are few keys so the first values are jumpy.",
+    "With s near zero A = I. With larger s the weights decay more slowly with distance so we average a longer "
+    "window of the past; steps in the signal appear late and smeared. In the limit all past positions get equal "
+    "weight.",
+    "The lag comes from the one-sided kernel: the average position of the weights is behind i. Bigger s means a "
+    "longer window, a smoother curve and a bigger delay. Infinite s gives the prefix mean.",
+    "As s increases: identity, then local causal averaging, then the cumulative mean. The output is delayed "
+    "relative to the input since only earlier tokens contribute; near the beginning the window is truncated.",
+]
+
+HELPER = '''
+
+def _unused_helper(values, scale=1.0):
+    """Normalise a list of numbers (not used anywhere)."""
+    total = 0.0
+    for value in values:
+        total += value
+    mean = total / max(len(values), 1)
+    spread = sum((value - mean) ** 2 for value in values)
+    spread = (spread / max(len(values), 1)) ** 0.5
+    return [(value - mean) / (spread + 1e-9) * scale for value in values]
+'''
+
+
+def honest_answers() -> dict[str, dict[str, dict[str, str]]]:
+    """student -> notebook -> {grade id: answer} (only the cells where it differs from the model)."""
+    import proof_corpus
+    variants: dict[tuple[str, str], list[str]] = {}
+    for entry in proof_corpus.CORRECT:
+        for gid, text in entry.answers.items():
+            variants.setdefault((entry.notebook, gid), []).append(text)
+    out: dict[str, dict[str, dict[str, str]]] = {sid: {} for sid in HONEST}
+    for i, sid in enumerate(HONEST):
+        for (notebook, gid), texts in sorted(variants.items()):
+            if i < len(texts):
+                out[sid].setdefault(notebook, {})[gid] = texts[i]
+        out[sid].setdefault("02-the-head", {})["scale_width"] = SCALE_WIDTH[i]
+        out[sid].setdefault("05-attention-as-smoothing", {})["smoothing_as_s_grows"] = SMOOTHING[i]
+    return out
+
+
+def _own_names(source: str) -> set[str]:
+    """The names a piece of code binds itself (assigned, parameters, loop variables), not the
+    functions the checks call nor anything imported."""
+    import ast
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return names - set(dir(builtins)) - set(keyword.kwlist)
+
+
+def renamed(source: str) -> str:
+    """Every name the code binds itself renamed (`x` -> `x_value2`), comments and strings untouched."""
+    own = _own_names(source)
+    if not own:
+        return source
+    out, previous = [], None
+    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    for tok in tokens:
+        if tok.type == tokenize.NAME and tok.string in own and not (previous and previous.string == "."):
+            tok = tok._replace(string=f"{tok.string}_value2")
+        out.append(tok)
+        if tok.type not in (tokenize.NL, tokenize.COMMENT):
+            previous = tok
+    return tokenize.untokenize(out)
+
+
+def reordered(source: str) -> str:
+    """The answer's top-level statements in reverse order (imports first, as Python needs them)."""
+    import ast
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    lines = source.splitlines(keepends=True)
+    blocks = [("".join(lines[node.lineno - 1 - len(node.decorator_list if hasattr(node, "decorator_list") else []):
+                             node.end_lineno])) for node in tree.body]
+    imports = [b for b, node in zip(blocks, tree.body) if isinstance(node, (ast.Import, ast.ImportFrom))]
+    rest = [b for b, node in zip(blocks, tree.body) if not isinstance(node, (ast.Import, ast.ImportFrom))]
+    return "\n".join(imports + rest[::-1])
+
+
+def copy_answers(victim: dict[str, dict[str, str]], how: str) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for notebook, answers in victim.items():
+        code = {gid: text for gid, text in answers.items() if not _is_text(notebook, gid)}
+        text = {gid: t for gid, t in answers.items() if gid not in code}
+        if how == "copy-renamed":
+            code = {gid: renamed(t) for gid, t in code.items()}
+        elif how == "copy-padded":
+            code = {gid: t.rstrip("\n") + "\n" + HELPER for gid, t in code.items()}
+        elif how == "copy-reordered":
+            gids = [g for g in answers_of(STEP4, notebook) if g in code]
+            code = {gids[(i + 1) % len(gids)]: reordered(code[g]) for i, g in enumerate(gids)}
+            code = {g: code[g] for g in gids}
+        out[notebook] = {**code, **text}
+    return out
+
+
+def _is_text(notebook: str, gid: str) -> bool:
+    release = json.loads((STEP4.release / f"{notebook}.ipynb").read_text(encoding="utf-8"))
+    return any(c["cell_type"] == "markdown" for c in release["cells"]
+               if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == gid)
+
+
+def build(home: Path) -> dict[str, dict[str, dict[str, str]]]:
+    """Write every student's notebooks into `home`/autograded as the grader leaves them (only the
+    answer cells matter to the report). Returns student -> notebook -> answers that differ."""
+    honest = honest_answers()
+    students = dict(honest)
+    for copier, victim in COPIES.items():
+        students[copier] = copy_answers(honest[victim], copier)
+    for sid, notebooks in students.items():
+        for notebook in NOTEBOOKS:
+            path = home / "autograded" / sid / STEP / f"{notebook}.ipynb"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(with_answers(STEP4, notebook, notebooks.get(notebook, {}))), encoding="utf-8")
+    return students
