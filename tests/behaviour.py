@@ -117,11 +117,14 @@ def _attention_on_text():
     return [(0,), (1,), (7,)]
 
 
-def _pattern_stats():
-    # T >= 2: the entropy statistic averages rows 1..T-1, none when T = 1 (the spec leaves it undefined)
-    return [(_causal(_randn(31, 8, 8)),), (_causal(_randn(32, 2, 2)),), (torch.eye(6),),
+def _top_key_shares():
+    # T >= 2 (the shares average rows 1..T-1); random weights have no ties, as the spec promises
+    previous = torch.zeros(7, 7)
+    previous[0, 0] = 1
+    previous[torch.arange(1, 7), torch.arange(0, 6)] = 1
+    return [(_causal(_randn(31, 8, 8)),), (_causal(_randn(32, 2, 2)),), (torch.eye(6),), (previous,),
             (_causal(_randn(33, 12, 12, dtype=torch.float64, scale=4.0)),),
-            (_causal(torch.zeros(5, 5)),)]
+            (_causal(_randn(34, 25, 25, scale=3.0)),)]
 
 
 def _smoothing():
@@ -148,7 +151,9 @@ def _streaming():
             (_randn(64, 1, 1, 1), _randn(65, 1, 1, 1), _randn(66, 1, 1, 1)),
             (_randn(67, 7, 4, dtype=torch.float64), _randn(68, 7, 4, dtype=torch.float64),
              _randn(69, 7, 2, dtype=torch.float64)),
-            (_randn(70, 2, 3, 6, 5, scale=8.0), _randn(71, 2, 3, 6, 5, scale=8.0), _randn(72, 2, 3, 6, 2))]
+            (_randn(70, 2, 3, 6, 5, scale=8.0), _randn(71, 2, 3, 6, 5, scale=8.0), _randn(72, 2, 3, 6, 2)),
+            # scores in the hundreds: exp overflows unless the running max is subtracted
+            (_randn(73, 2, 5, 4, scale=25.0), _randn(74, 2, 5, 4, scale=25.0), _randn(75, 2, 5, 3))]
 
 
 def _fit_exponent():
@@ -162,7 +167,7 @@ DRAWS = {
     "check_causality_perturbation": _perturbation, "check_causality_gradient": _gradient,
     "scale_table": _scale_table, "mask_after_softmax_row_sums": _mask_after_softmax,
     "fails_on_mask_after_softmax": None,             # not a function: the value it binds
-    "attention_on_text": _attention_on_text, "pattern_stats": _pattern_stats,
+    "attention_on_text": _attention_on_text, "top_key_shares": _top_key_shares,
     "smoothing_attention": _smoothing, "permutation_gaps": _permutation_gaps, "online_softmax": _online_softmax,
     "streaming_attention": _streaming, "fit_exponent": _fit_exponent,
 }

@@ -414,37 +414,35 @@ def attention_on_text(seed):
 '''),
 }
 
-SHAPES["pattern_stats"] = {
-    "python floats": code('''
-def pattern_stats(A):
-    T = A.shape[0]
+SHAPES["top_key_shares"] = {
+    "python loops": code('''
+def top_key_shares(A):
     rows = A.tolist()
-    diagonal = sum(rows[i][i] for i in range(T)) / T
-    first_column = sum(row[0] for row in rows) / T
-    ratios = []
-    for i in range(1, T):
-        entropy = -sum(a * math.log(a) for a in rows[i] if a > 0)
-        ratios.append(entropy / math.log(i + 1))
-    return {"diagonal": diagonal, "first_column": first_column, "entropy": sum(ratios) / len(ratios)}
+    on_diagonal = on_first = 0
+    for i in range(1, len(rows)):
+        top = max(range(len(rows[i])), key=rows[i].__getitem__)      # the first largest weight of row i
+        on_diagonal += top == i
+        on_first += top == 0
+    return on_diagonal / (len(rows) - 1), on_first / (len(rows) - 1)
 '''),
     "numpy": code('''
-def pattern_stats(A):
-    a = A.detach().numpy().astype(np.float64)
-    T = a.shape[0]
-    logs = np.log(np.where(a > 0, a, 1.0))
-    H = -(a * logs).sum(axis=1)                       # (T,)
-    return dict(diagonal=float(np.diagonal(a).mean()), first_column=float(a[:, 0].mean()),
-                entropy=float(np.mean(H[1:] / np.log(np.arange(2, T + 1)))))
+def top_key_shares(A):
+    a = A.detach().numpy()
+    top = a[1:].argmax(axis=1)                        # (T-1,)
+    return float(np.mean(top == np.arange(1, a.shape[0]))), float(np.mean(top == 0))
+'''),
+    "comprehension over zip": code('''
+def top_key_shares(A):
+    tops = [int(row.argmax()) for row in A[1:]]
+    diagonal = sum(top == i for i, top in zip(range(1, A.shape[0]), tops))
+    first = sum(top == 0 for top in tops)
+    return diagonal / len(tops), first / len(tops)
 '''),
     "float64 torch": code('''
-def pattern_stats(A):
-    A64 = A.double()
-    T = A64.size(0)
-    H = -torch.xlogy(A64, A64).sum(-1)
-    uniform = torch.log(torch.arange(1, T + 1, dtype=torch.float64))
-    return {"diagonal": torch.diagonal(A64).mean().item(),
-            "first_column": A64[:, 0].mean().item(),
-            "entropy": (H[1:] / uniform[1:]).mean().item()}
+def top_key_shares(A):
+    top = A.double()[1:].max(dim=1).indices           # (T-1,)
+    rows = torch.arange(1, A.size(0))
+    return torch.eq(top, rows).double().mean().item(), top.eq(0).double().mean().item()
 '''),
 }
 

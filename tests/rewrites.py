@@ -22,11 +22,11 @@ and combined:
 
 Each rewrite is first run against the solution on inputs of its own (tests/behaviour.py); one that
 does not behave the same is not judged but listed, with where it parts. An equivalent one is judged
-by its hidden test in-process as tests/mutants.py judges a mutant. A rewrite that loses points:
-either the process reader refuses a name defined twice (the rewrite then keeps full marks once the
-earlier definitions are removed; a pending change of the reader judges the last definition), or the
-reader cannot follow the code at all (judged as manual review once that change lands), or a check
-that depends on how an answer is written: a defect.
+by its hidden test in-process as tests/mutants.py judges a mutant. Where the check cannot follow the
+code (the process reader, for a class instance or a closure), the cell goes to a person: *review*,
+neither kept nor lost. A rewrite that loses points is a check that depends on how an answer is
+written: a defect (marked *defined twice* when the rewrite keeps full marks without its earlier,
+dead definitions).
 
 Then the mutation operators of tests/mutants.py are applied to the rewrites (the `MUTATED` ones: each
 hand-written shape and the solution, with the families combined): a mutant of a rewrite that behaves
@@ -554,12 +554,11 @@ def rewrites_of(name: str) -> list[Rewrite]:
 # ---- judging ------------------------------------------------------------------------------------
 
 READER_TWICE = "defined twice"
-READER_CANNOT = "reader cannot read"
 
 
 def without_shadowed(name: str, source: str) -> str:
-    """The rewrite as the reader's pending change judges it: earlier definitions of a name that a later
-    cell defines again left out."""
+    """The rewrite without its dead definitions: earlier definitions of a name that a later cell defines
+    again left out."""
     cells = cells_of(source)
     last = {}
     for n, cell in enumerate(cells):
@@ -584,11 +583,11 @@ def without_shadowed(name: str, source: str) -> str:
 @dataclass
 class Judged:
     rewrite: Rewrite
-    state: str                  # "kept", "lost", "not equivalent"
+    state: str                  # "kept", "review" (a person scores the cell), "lost", "not equivalent"
     points: float = 0.0
     full: float = 0.0
     why: str = ""               # the failing part, or where the behaviour parts
-    reason: str = ""            # for a loss: READER_TWICE, READER_CANNOT or "check depends on the shape"
+    reason: str = ""            # for a loss: READER_TWICE or "check depends on the shape"
 
 
 def judge_rewrite(rewrite: Rewrite, reference=None) -> Judged:
@@ -598,6 +597,8 @@ def judge_rewrite(rewrite: Rewrite, reference=None) -> Judged:
     if parted:
         return Judged(rewrite, "not equivalent", why=parted)
     got, full, why = mutants.judge_source(rewrite.answer, rewrite.source)
+    if got is None:
+        return Judged(rewrite, "review", 0.0, full, why)
     if got >= full - 1e-9:
         return Judged(rewrite, "kept", got, full)
     reason = classify_loss(rewrite.answer, rewrite.source, why)
@@ -605,14 +606,13 @@ def judge_rewrite(rewrite: Rewrite, reference=None) -> Judged:
 
 
 def classify_loss(name: str, source: str, why: str) -> str:
-    if "defined more than once" in why:
-        alone = without_shadowed(name, source)
-        if alone != source:
-            got, full, _ = mutants.judge_source(name, alone)
-            if got >= full - 1e-9:
-                return READER_TWICE
-    if "cannot be judged" in why or "defined more than once" in why:
-        return READER_CANNOT
+    """READER_TWICE when the rewrite without its earlier definitions keeps full marks (the check is misled
+    by a dead definition), else a check that depends on how the answer is written."""
+    alone = without_shadowed(name, source)
+    if alone != source:
+        got, full, _ = mutants.judge_source(name, alone)
+        if got is not None and got >= full - 1e-9:
+            return READER_TWICE
     return "check depends on the shape"
 
 
@@ -623,6 +623,7 @@ class MutantRow:
     rewrite: Rewrite
     mutant: mutants.Mutant
     state: str                 # killed | survived | equivalent | survived-with-reason | blind | equivalent-but-killed
+    #                            | review (the check cannot decide: a person scores it; neither killed nor survived)
     points: float
     full: float
     why: str
@@ -642,9 +643,11 @@ def judge_mutants_of(rewrite: Rewrite, reference, twins) -> list[MutantRow]:
         m = mutants.Mutant(f"{rewrite.answer}", m.operator, m.line, m.before, m.after, m.source)
         seen = behaviour.behaviour(rewrite.answer, m.source)
         got, full, why = mutants.judge_source(rewrite.answer, m.source)
-        killed = got < full - 1e-9
+        killed = got is not None and got < full - 1e-9
         twin = next((t for t, b in twins if behaviour.same(seen, b)), None)
-        if behaviour.same(seen, reference):
+        if got is None:
+            state = "review"
+        elif behaviour.same(seen, reference):
             state = "equivalent-but-killed" if killed else "equivalent"
             why = why if killed else "behaves as the solution on every draw"
         elif twin is not None and twin.id in EQUIVALENT:
@@ -718,23 +721,23 @@ def table(results, with_mutants=True) -> str:
            "first proved equivalent to the solution on inputs of its own (tests/behaviour.py), then judged by its",
            "hidden test in-process. *Kept*: full marks; *lost*: fewer, with the check's failing part and why;",
            "*not equivalent*: a rewrite that behaves otherwise than the solution (not judged; where it parts).",
-           "A loss marked *defined twice* goes away when the process reader judges the last definition (the",
-           "rewrite without its earlier definitions keeps full marks); *reader cannot read*: the reader refuses",
-           "code it cannot follow (manual review once the reader's change lands); any other loss is a check",
-           "that depends on how an answer is written.", "",
-           "| answer | hidden test | rewrites | kept | lost | of which: defined twice | reader cannot read | other "
+           "*Review*: the check cannot follow the code and sends the cell to a person (neither kept nor lost:",
+           "nothing is taken). A loss marked *defined twice* is one the rewrite without its earlier definitions",
+           "does not have (the check is misled by a dead definition); any other loss is a check that depends on",
+           "how an answer is written.", "",
+           "| answer | hidden test | rewrites | kept | review | lost | of which: defined twice | other "
            "| not equivalent |",
            "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     totals = [0] * 7
     for name, (judged, _) in results.items():
         n = len(judged)
         kept = sum(j.state == "kept" for j in judged)
+        review = sum(j.state == "review" for j in judged)
         lost = [j for j in judged if j.state == "lost"]
         twice = sum(j.reason == READER_TWICE for j in lost)
-        cannot = sum(j.reason == READER_CANNOT for j in lost)
-        other = len(lost) - twice - cannot
+        other = len(lost) - twice
         ne = sum(j.state == "not equivalent" for j in judged)
-        row = [n, kept, len(lost), twice, cannot, other, ne]
+        row = [n, kept, review, len(lost), twice, other, ne]
         totals = [a + b for a, b in zip(totals, row)]
         out.append(f"| `{name}` | `{ANSWERS[name].check}` | " + " | ".join(map(str, row)) + " |")
     out.append("| **all** | | " + " | ".join(map(str, totals)) + " |")
@@ -745,6 +748,12 @@ def table(results, with_mutants=True) -> str:
         out.append("None.")
     for j in losses:
         out.append(f"* `{j.rewrite.id}`: {j.points:g} of {j.full:g} ({j.reason}): {_short(j.why, 220)}")
+    out += ["", "## Rewrites sent to review", ""]
+    reviewed = [j for judged, _ in results.values() for j in judged if j.state == "review"]
+    if not reviewed:
+        out.append("None.")
+    for j in reviewed:
+        out.append(f"* `{j.rewrite.id}`: {_short(j.why, 220)}")
     out += ["", "## Rewrites that are not equivalent (not judged)", ""]
     ne = [j for judged, _ in results.values() for j in judged if j.state == "not equivalent"]
     if not ne:
@@ -753,7 +762,7 @@ def table(results, with_mutants=True) -> str:
         out.append(f"* `{j.rewrite.id}`: {_short(j.why, 220)}")
     out += ["", "## Rewrites per answer", ""]
     for name, (judged, _) in results.items():
-        marks = {"kept": "kept", "lost": "**lost**", "not equivalent": "not equivalent"}
+        marks = {"kept": "kept", "review": "review", "lost": "**lost**", "not equivalent": "not equivalent"}
         out.append(f"* `{name}`: " + "; ".join(f"{j.rewrite.label} ({marks[j.state]})" for j in judged))
 
     if with_mutants:
@@ -762,24 +771,25 @@ def table(results, with_mutants=True) -> str:
                 "with the families " + ", ".join(COMBINED) + " combined (those that fit). *Equivalent*: behaves as the",
                 "solution on every draw, or as a mutant of the solution listed as equivalent; *blind*: survives, though",
                 "the solution's mutant that behaves the same is killed (the check is blind to the shape, not to the",
-                "mistake); *survived*: survives and behaves like no mutant of the solution.", "",
+                "mistake); *survived*: survives and behaves like no mutant of the solution; *review*: the check cannot",
+                "decide and sends the cell to a person (neither killed nor survived).", "",
                 "| answer | hidden test | rewrites mutated | mutants | killed | survived (with reason) | blind | survived "
-                "| equivalent | equivalent but killed | killed of non-equivalent |",
-                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        tot = [0] * 8
+                "| equivalent | equivalent but killed | review | killed of non-equivalent |",
+                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        tot = [0] * 9
         for name, (_, rows) in results.items():
             count = lambda s: sum(r.state == s for r in rows)  # noqa: E731
             made = len(rows)
             rewrites_mutated = len({r.rewrite.id for r in rows})
-            k, sr, bl, sv, eq, ek = (count(s) for s in ("killed", "survived-with-reason", "blind", "survived",
-                                                        "equivalent", "equivalent-but-killed"))
+            k, sr, bl, sv, eq, ek, rv = (count(s) for s in ("killed", "survived-with-reason", "blind", "survived",
+                                                            "equivalent", "equivalent-but-killed", "review"))
             share = k / (k + sr + bl + sv) if k + sr + bl + sv else 1.0
-            tot = [a + b for a, b in zip(tot, [rewrites_mutated, made, k, sr, bl, sv, eq, ek])]
+            tot = [a + b for a, b in zip(tot, [rewrites_mutated, made, k, sr, bl, sv, eq, ek, rv])]
             out.append(f"| `{name}` | `{ANSWERS[name].check}` | {rewrites_mutated} | {made} | {k} | {sr} | {bl} "
-                       f"| {sv} | {eq} | {ek} | {share:.1%} |")
-        rm, made, k, sr, bl, sv, eq, ek = tot
+                       f"| {sv} | {eq} | {ek} | {rv} | {share:.1%} |")
+        rm, made, k, sr, bl, sv, eq, ek, rv = tot
         share = k / (k + sr + bl + sv) if k + sr + bl + sv else 1.0
-        out.append(f"| **all** | | {rm} | {made} | {k} | {sr} | {bl} | {sv} | {eq} | {ek} | {share:.1%} |")
+        out.append(f"| **all** | | {rm} | {made} | {k} | {sr} | {bl} | {sv} | {eq} | {ek} | {rv} | {share:.1%} |")
 
         def line(r):
             m = r.mutant
@@ -791,6 +801,7 @@ def table(results, with_mutants=True) -> str:
                 ("Blind to the shape", ("blind",), lambda r: f"the solution's twin `{r.twin}` is killed"),
                 ("Survivors", ("survived",), lambda r: "behaves like no mutant of the solution: a defect of the judge"),
                 ("Equivalent mutants that lose points", ("equivalent-but-killed",), lambda r: _short(r.why, 200)),
+                ("Sent to review", ("review",), lambda r: _short(r.why, 200)),
                 ("Survivors with a reason", ("survived-with-reason",),
                  lambda r: (f"as the solution's `{r.twin}`: " if r.twin else "") + _short(r.why, 300))]:
             out += ["", f"### {title}", ""]
@@ -826,7 +837,7 @@ def main(argv):
         print(f"rewrites: the table is in {TABLE.relative_to(HERE.parent)}", file=sys.stderr)
     print(text)
     other = [j.rewrite.id for judged, _ in results.values() for j in judged
-             if j.state == "lost" and j.reason not in (READER_TWICE, READER_CANNOT)]
+             if j.state == "lost"]
     bad = [r.rewrite.id for _, rows in results.values() for r in rows
            if r.state in ("survived", "equivalent-but-killed")]
     if other:
