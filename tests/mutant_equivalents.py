@@ -3,7 +3,8 @@
 EQUIVALENT: mutant id -> why it behaves like the solution on every valid input. Each must keep full
 marks on its hidden test (a judge that took points from one would fail a correct answer).
 SURVIVING: mutant id -> why the hidden test cannot tell it from the solution although it is not
-equivalent (what it would take). Every other mutant must lose points."""
+equivalent (what it would take). Every other mutant must lose points.
+REWRITE_SURVIVING: the same, for mutants of the rewrites of tests/rewrites.py (make rewrites)."""
 
 EQUIVALENT: dict[str, str] = {
     # number - 1: return head.A[(-1)]
@@ -201,4 +202,10 @@ SURVIVING: dict[str, str] = {
     'scale_table:91a865bca8': "k drawn once, (8, d_k), and shared by the 4 sequences: a table's statistics barely move: simulated over 2,000 tables, raw_std / sqrt(d_k) keeps its mean (0.998-1.000) and its spread across seeds grows from 0.079 to at most 0.112 (shared q or k, d_k = 8); the largest scaled weight moves by 0.03 (7 or 9 keys) against a spread of 0.085 per table. The judge averages 24 tables with a tolerance of six standard errors (no false fail of a correct sampler), which would need about 300 tables per answer to see a shift of 0.03; the spec lets a student sample in any reproducible way (numpy included), so the exact numbers cannot be asked for",
     'scale_table:098c87e03f': "k with 9 keys instead of 8: a table's statistics barely move: simulated over 2,000 tables, raw_std / sqrt(d_k) keeps its mean (0.998-1.000) and its spread across seeds grows from 0.079 to at most 0.112 (shared q or k, d_k = 8); the largest scaled weight moves by 0.03 (7 or 9 keys) against a spread of 0.085 per table. The judge averages 24 tables with a tolerance of six standard errors (no false fail of a correct sampler), which would need about 300 tables per answer to see a shift of 0.03; the spec lets a student sample in any reproducible way (numpy included), so the exact numbers cannot be asked for",
     'scale_table:482548b410': "k with 7 keys instead of 8: a table's statistics barely move: simulated over 2,000 tables, raw_std / sqrt(d_k) keeps its mean (0.998-1.000) and its spread across seeds grows from 0.079 to at most 0.112 (shared q or k, d_k = 8); the largest scaled weight moves by 0.03 (7 or 9 keys) against a spread of 0.085 per table. The judge averages 24 tables with a tolerance of six standard errors (no false fail of a correct sampler), which would need about 300 tables per answer to see a shift of 0.03; the spec lets a student sample in any reproducible way (numpy included), so the exact numbers cannot be asked for",
+}
+
+# Mutants of the rewrites of tests/rewrites.py (ids as above: the answer and the mutant's source) that the
+# hidden test cannot tell from the rewrite although they behave otherwise, with what it would take. A mutant
+# of a rewrite that behaves as a mutant of the solution listed above takes that mutant's standing.
+REWRITE_SURVIVING: dict[str, str] = {
 }

@@ -22,10 +22,12 @@ trampolines and runs pytest once per mutant, while these answers are cells of no
 hidden check in the grader. So its operators are used as a library, and each mutant is judged as
 tests/test_grader_proof_quick.py judges the proof corpus: the notebook's answers defined in one
 namespace, the mutant in place of one of them, its hidden test run in this process through the
-same requests as in grading (`hidden(grade_id, ns)`).
+same requests as in grading (`probe_and_judge(grade_id, ns)`, what `hidden(grade_id, ns)` runs).
 
 A mutant is *killed* when its hidden test gives it less than full marks (a mutant that cannot even be
-defined, or that runs past the time limit, is killed as grading kills it). A mutant that survives is
+defined, or that runs past the time limit, is killed as grading kills it). A mutant whose hidden
+test cannot decide goes to *review* (a person scores the cell): neither killed nor survived, counted
+apart in the table. A mutant that survives is
 either *equivalent* (the same behaviour on every valid input: listed in tests/mutant_equivalents.py
 with the reason, and it must keep full marks) or a *survivor*: a defect of the judge, to be fixed by
 strengthening the judge's cases.
@@ -117,8 +119,9 @@ class Mutant:
 
 
 def _skipped(node) -> bool:
-    """Nodes whose mutants say nothing about the judge: annotations, decorators, docstrings."""
-    return isinstance(node, (cst.Annotation, cst.Decorator))
+    """Nodes whose mutants say nothing about the judge: annotations, decorators, docstrings, imports
+    (a rewrite's `import torch as T`: a mutated import fails at once, as any student would see)."""
+    return isinstance(node, (cst.Annotation, cst.Decorator, cst.Import, cst.ImportFrom))
 
 
 def _docstring(node) -> bool:
@@ -302,43 +305,81 @@ def _alarm(signum, frame):
     raise TimeUp()
 
 
-def judge(mutant: Mutant) -> tuple[float, float, str]:
-    """(points, full points, the feedback's first failing line) of the mutant's hidden test."""
-    import torch
-    from autograder.checks import hidden
-    from conftest import STEP4
-    from proof_corpus import Entry
-    from test_grader_proof_quick import namespace
+CELL = "# %% a cell of its own"     # in an answer's source: what follows runs as a new notebook cell
 
-    answer = ANSWERS[mutant.answer]
-    full = float(STEP4.checks[answer.check].points)
-    entry = Entry(f"mutant-{mutant.id}", answer.notebook, {mutant.answer: mutant.source})
+
+def cells_of(source: str) -> list[str]:
+    """An answer's source as the notebook cells it stands for (split at `CELL` lines)."""
+    cells, current = [], []
+    for line in source.split("\n"):
+        if line.strip() == CELL:
+            cells.append("\n".join(current))
+            current = []
+        else:
+            current.append(line)
+    return cells + ["\n".join(current)]
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int = SECONDS):
+    """Raise TimeUp in the block after `seconds` (grading's cell time limit would stop it too)."""
     old = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(SECONDS)
+    signal.alarm(seconds)
     try:
-        try:
-            ns = namespace(entry)
-        except TimeUp:
-            raise
-        except BaseException as err:       # the mutant cannot even be defined: grading scores it 0
-            return 0.0, full, f"the answer cell fails: {type(err).__name__}"
-        torch.manual_seed(0)
-        with contextlib.redirect_stdout(io.StringIO()) as report:
-            got = hidden(answer.check, ns)
-        failing = [ln.strip() for ln in report.getvalue().splitlines() if ln.strip().startswith("✗")]
-        return float(got), full, (failing[0] if failing else "")
-    except TimeUp:
-        return 0.0, full, f"ran past {SECONDS} s"
+        yield
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
 
 
+def judge_source(name: str, source: str) -> tuple[float | None, float, str]:
+    """(points, full points, the feedback's first failing line) of `source` in place of answer `name`'s
+    solution (points None, and why, when the check cannot decide and the cell goes to a person), judged by its hidden test in this process as tests/test_grader_proof_quick.py judges the
+    proof corpus. `source` may stand for several cells (`CELL` lines): each is run, and kept in the
+    kernel's input history, as a cell of its own."""
+    import torch
+    from autograder.checks.framework import probe_and_judge
+    from conftest import STEP4
+    from proof_corpus import Entry
+    from test_grader_proof_quick import namespace
+
+    answer = ANSWERS[name]
+    full = float(STEP4.checks[answer.check].points)
+    cells = cells_of(source)
+    entry = Entry(f"judged-{name}-{hashlib.sha1(source.encode()).hexdigest()[:10]}", answer.notebook,
+                  {name: cells if len(cells) > 1 else source})
+    try:
+        with time_limit():
+            try:
+                ns = namespace(entry)
+            except TimeUp:
+                raise
+            except BaseException as err:       # the answer cannot even be defined: grading scores it 0
+                return 0.0, full, f"the answer cell fails: {type(err).__name__}"
+            torch.manual_seed(0)
+            with contextlib.redirect_stdout(io.StringIO()):
+                verdict = probe_and_judge(answer.check, ns, STEP4)
+        if verdict.needs_review:                # the cell goes to a person: no score (None), nothing taken
+            return None, full, verdict.review_text()
+        failing = [ln.strip() for ln in verdict.report(full).splitlines() if ln.strip().startswith("✗")]
+        return round(full * verdict.fraction, 2), full, (failing[0] if failing else "")
+    except TimeUp:
+        return 0.0, full, f"ran past {SECONDS} s"
+
+
+def judge(mutant: Mutant) -> tuple[float | None, float, str]:
+    """(points, full points, the feedback's first failing line) of the mutant's hidden test."""
+    return judge_source(mutant.answer, mutant.source)
+
+
 def outcome(mutant: Mutant) -> tuple[str, float, float, str]:
-    """('killed' | 'equivalent' | 'survived' | 'survived-with-reason' | 'equivalent-but-killed', points,
-    full points, the first failing part or the listed reason)."""
+    """('killed' | 'equivalent' | 'survived' | 'survived-with-reason' | 'equivalent-but-killed' | 'review',
+    points, full points, the first failing part or the listed reason). 'review': the hidden test cannot
+    decide and sends the cell to a person, neither killed nor survived."""
     from mutant_equivalents import EQUIVALENT, SURVIVING
     got, full, why = judge(mutant)
+    if got is None:
+        return "review", got, full, why
     killed = got < full - 1e-9
     if mutant.id in EQUIVALENT:
         return ("equivalent-but-killed" if killed else "equivalent"), got, full, why or EQUIVALENT[mutant.id]
@@ -372,21 +413,24 @@ def table(results: dict[str, list]) -> str:
            "hidden test in-process. *Killed*: the hidden test takes points; *equivalent*: the same behaviour on",
            "every valid input, full marks kept (the reasons: below, and in tests/mutant_equivalents.py);",
            "*survived*: a mutant the hidden test does not tell from the solution, each with its written reason",
-           "(a survivor without one fails `make mutants` and tests/test_mutants.py).", "",
-           "| answer | hidden test | mutants | killed | survived | equivalent | killed of non-equivalent |",
-           "|---|---|---:|---:|---:|---:|---:|"]
-    totals = [0, 0, 0, 0]
+           "(a survivor without one fails `make mutants` and tests/test_mutants.py); *review*: the hidden test",
+           "cannot decide and sends the cell to a person (neither killed nor survived).", "",
+           "| answer | hidden test | mutants | killed | survived | equivalent | review | killed of non-equivalent |",
+           "|---|---|---:|---:|---:|---:|---:|---:|"]
+    totals = [0, 0, 0, 0, 0]
     for name, rows in results.items():
         made = len(rows)
         killed = sum(r[1] == "killed" for r in rows)
         survived = sum(r[1] in ("survived", "survived-with-reason", "equivalent-but-killed") for r in rows)
         equivalent = sum(r[1] == "equivalent" for r in rows)
+        review = sum(r[1] == "review" for r in rows)
         share = killed / (killed + survived) if killed + survived else 1.0
-        totals = [totals[0] + made, totals[1] + killed, totals[2] + survived, totals[3] + equivalent]
-        out.append(f"| `{name}` | `{ANSWERS[name].check}` | {made} | {killed} | {survived} | {equivalent} | {share:.1%} |")
-    made, killed, survived, equivalent = totals
+        totals = [a + b for a, b in zip(totals, (made, killed, survived, equivalent, review))]
+        out.append(f"| `{name}` | `{ANSWERS[name].check}` | {made} | {killed} | {survived} | {equivalent} | {review} "
+                   f"| {share:.1%} |")
+    made, killed, survived, equivalent, review = totals
     share = killed / (killed + survived) if killed + survived else 1.0
-    out.append(f"| **all** | | {made} | {killed} | {survived} | {equivalent} | {share:.1%} |")
+    out.append(f"| **all** | | {made} | {killed} | {survived} | {equivalent} | {review} | {share:.1%} |")
 
     def line(m):
         return f"`{m.id}` ({m.operator}, line {m.line}): `{m.before.split('#')[0].strip()}` → `{m.after.split('#')[0].strip()}`"
@@ -401,6 +445,12 @@ def table(results: dict[str, list]) -> str:
                                        "survived-with-reason": SURVIVING.get(m.id, ""),
                                        "equivalent-but-killed": "**Listed as equivalent, but the hidden test takes "
                                                                 "points: a false fail.**"}[s])
+    out += ["", "## Mutants sent to review", ""]
+    reviewed = [(m, why) for rows in results.values() for m, s, _, _, why in rows if s == "review"]
+    if not reviewed:
+        out.append("None.")
+    for m, why in reviewed:
+        out.append(f"* {line(m)}. {' '.join(why.split())[:300]}")
     out += ["", "## Equivalent mutants", ""]
     equivalents = [(m, EQUIVALENT[m.id]) for rows in results.values() for m, s, *_ in rows if s == "equivalent"]
     if not equivalents:

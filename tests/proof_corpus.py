@@ -27,7 +27,8 @@ REVIEW = "review"
 class Entry:
     name: str                                   # corpus id
     notebook: str
-    answers: dict                               # answer grade_id -> source that replaces the solution
+    answers: dict                               # answer grade_id -> source that replaces the solution (or a
+                                                # list of sources: the cells a student wrote in its place)
     expect: dict = field(default_factory=dict)  # grade cell -> exact points it must get, or REVIEW
     why: str = ""                               # the mistake and how the expectation follows, or why a
                                                 # different answer is still right
