@@ -33,7 +33,7 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS)) \
               $(if $(PLAIN_MAX),--plain-max $(PLAIN_MAX)) $(if $(SERIAL_MAX),--serial-max $(SERIAL_MAX))
 
-.PHONY: steps mutants new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster written-scores export pdfs handout similarity lab test test-browser test-quick clean-grades
+.PHONY: steps mutants rewrites new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster written-scores export pdfs handout similarity lab test test-browser test-quick clean-grades
 
 setup: install data release solutions example
 	@echo "setup: done. Student notebooks in release/<step>/, solutions in solutions/; the example class is graded apart, in autograder/example/ (its grades: autograder/example/grades/<step>.csv); the course's own gradebook holds no student yet"
@@ -170,6 +170,13 @@ bench: $(PY)
 # points on its hidden test (tests/mutants.py); writes tests/mutation_table.md. About 1 min on one core.
 mutants: $(PY)
 	OMP_NUM_THREADS=1 $(PY) tests/mutants.py
+
+# Equivalence testing of the hidden checks: every graded answer's solution, rewritten into the other shapes a
+# correct answer takes, must keep full marks, and the mutants of those rewrites must lose points
+# (tests/rewrites.py); writes tests/rewrite_table.md. ONLY=<answer> judges one answer (the table printed only);
+# JOBS=n processes side by side (default: the cores).
+rewrites: $(PY)
+	OMP_NUM_THREADS=1 $(PY) tests/rewrites.py --jobs=$(or $(JOBS),$(shell nproc)) $(ONLY)
 
 steps: $(PY)
 	$(PY) -m autograder steps

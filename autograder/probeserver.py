@@ -411,6 +411,12 @@ class StudentFunction:
     def __call__(self, *args, **kwargs):
         return _read(self._request(args, kwargs))
 
+    def returning(self, *args, **kwargs):
+        """The call's result as the student's code returned it: what was a tensor is a tensor again (the
+        course's own kinds of data, rebuilt by its codecs), a numpy array an array. For a check that
+        judges the form of a result, where plain calls read both as numpy arrays."""
+        return _read(self._request(args, kwargs), tensors=True)
+
     def traced(self, *args, **kwargs):
         """(result, trace): the trace lists the torch calls it made, [name, args, kwargs] described
         by shape (autograder/runtime/__init__.py `_describe`)."""
@@ -437,12 +443,12 @@ def _changed_error(names) -> str:
             "or on new tensors, never on the arguments")
 
 
-def _read(reply: dict):
+def _read(reply: dict, tensors: bool = False):
     if "changed" in reply:
         raise StudentError(_changed_error(reply["changed"]))
     if "value" in reply:
         try:
-            return from_plain(reply["value"])
+            return from_plain(reply["value"], tensors=tensors)
         except NotPlain as err:
             raise StudentError(f"NotPlain: {err}") from None
     if "missing" in reply:          # the name asked for is not defined (a NameError inside the student's code is an error)

@@ -123,3 +123,13 @@ def expect_rejects(check, what: str, *args, hint: str = "") -> None:
             "when the property fails, the check must raise AssertionError (an `assert` with a message).") from None
     raise AssertionError(f"{_name(check)} returns quietly on {what}, which breaks the property. "
                          + (hint or "Which part of the property does it break? Assert that part."))
+
+
+# ---- the form of an answer's result (dlcourse/contracts.py) --------------------------------
+
+def expect_form(name: str, value, *args) -> None:
+    """The result `value` of answer `name` on `args` must have the form its contract states (the kind,
+    shape and dtype the hidden tests judge too): raises AssertionError saying what differs."""
+    from .contracts import form_problem
+    problem = form_problem(name, value, *args)
+    assert not problem, problem

@@ -14,7 +14,9 @@ A `ServedModule` is an `nn.Module` with no parameters and no code of its own to 
 it sends the input to the grader, which runs its module and sends the output back (and the
 attention weights, readable as `.A` after a call). Gradients flow through it: `backward`,
 `torch.autograd.grad`, `torch.func.grad`/`vjp`, `torch.func.vmap`, hooks, `no_grad` and double
-precision all work as they do on a real module.
+precision all work as they do on a real module. Precision too is what it is on the notebook's own
+module: a float32 head refuses float64 input as `nn.Linear` does, until it is turned `.double()`
+(or `.to(torch.float64)`): the conversion is recorded here and the grader's module computes in it.
 """
 from __future__ import annotations
 
@@ -33,10 +35,20 @@ class ServedModule(torch.nn.Module):
         self._link = link
         self._token = token
         self._last_call = None
+        self._dtype = None          # the dtype a .double() / .to(dtype) gave it (None: the grader's module's own)
         self.A = None
 
     def forward(self, x):
         return _ServedCall.apply(self, x)
+
+    def _apply(self, fn, *args, **kwargs):
+        """.double(), .float(), .half(), .to(dtype) convert a module's floating tensors: this one has none of
+        its own, so it records what the conversion does to one (and the grader converts its module)."""
+        current = self._dtype or torch.float32
+        converted = fn(torch.zeros((), dtype=current))
+        if isinstance(converted, torch.Tensor) and converted.dtype != current:
+            self._dtype = converted.dtype
+        return super()._apply(fn, *args, **kwargs)
 
     def extra_repr(self) -> str:
         return "served by the grader"
@@ -55,7 +67,8 @@ def _plain(t: torch.Tensor) -> dict:
 class _ServedCall(torch.autograd.Function):
     @staticmethod
     def forward(module, x):
-        reply = module._link.request({"op": "forward", "token": module._token, "x": _plain(x)})
+        reply = module._link.request({"op": "forward", "token": module._token, "x": _plain(x),
+                                      "dtype": str(module._dtype).replace("torch.", "") if module._dtype else None})
         module._last_call = reply["call"]
         module.A = from_plain(reply["A"], tensors=True) if reply.get("A") is not None else None
         return from_plain(reply["out"], tensors=True)

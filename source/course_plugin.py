@@ -58,8 +58,13 @@ class DeepLearningCourse(CoursePlugin):
             if not isinstance(module, torch.nn.Module):
                 raise TypeError("that token names no module")
             x = torch.from_numpy(_array(message["x"]))
+            converted = message.get("dtype")            # what the kernel's .double() / .to(dtype) made of it
+            if converted is not None:
+                dtype = getattr(torch, str(converted), None)
+                if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+                    raise TypeError(f"no floating-point dtype {str(converted)[:20]!r}")
+                module = _converted(state.setdefault("typed", {}), token, module, dtype)
             if x.is_floating_point():
-                module = _in_precision(state.setdefault("typed", {}), token, module, x.dtype)
                 x.requires_grad_(True)
             with torch.enable_grad():
                 out = module(x)
@@ -84,13 +89,13 @@ class DeepLearningCourse(CoursePlugin):
         return super().handle(objects, message, state)
 
 
-def _in_precision(typed, token, module, dtype):
-    """The module as it computes on inputs of `dtype`: in that precision when it is wider than the
-    module's own (as a real module turned `.double()` would); else the module as it is (a float64
-    head given float32 inputs computes in float64)."""
+def _converted(typed, token, module, dtype):
+    """The module as the kernel's `.double()` (or `.to(dtype)`) made it: a copy in `dtype`, kept. Without
+    a conversion the module computes as it is, and takes what its own code takes (a float32 head
+    refuses float64 input, as the notebook's own head does)."""
     current = next((t.dtype for t in list(module.parameters()) + list(module.buffers())
                     if t.is_floating_point()), dtype)
-    if dtype.itemsize <= current.itemsize:
+    if dtype == current:
         return module
     if (token, dtype) not in typed:
         typed[(token, dtype)] = copy.deepcopy(module).to(dtype)

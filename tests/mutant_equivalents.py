@@ -3,7 +3,8 @@
 EQUIVALENT: mutant id -> why it behaves like the solution on every valid input. Each must keep full
 marks on its hidden test (a judge that took points from one would fail a correct answer).
 SURVIVING: mutant id -> why the hidden test cannot tell it from the solution although it is not
-equivalent (what it would take). Every other mutant must lose points."""
+equivalent (what it would take). Every other mutant must lose points.
+REWRITE_SURVIVING: the same, for mutants of the rewrites of tests/rewrites.py (make rewrites)."""
 
 EQUIVALENT: dict[str, str] = {
     # number - 1: return head.A[(-1)]
@@ -189,4 +190,20 @@ EQUIVALENT: dict[str, str] = {
 }
 
 SURVIVING: dict[str, str] = {
+}
+
+# Mutants of the rewrites of tests/rewrites.py (ids as above: the answer and the mutant's source) that the
+# hidden test cannot tell from the rewrite although they behave otherwise, with what it would take. A mutant
+# of a rewrite that behaves as a mutant of the solution listed above takes that mutant's standing.
+REWRITE_SURVIVING: dict[str, str] = {
+    # return T.from_numpy(my_dots), float(onp.var(my_dots, )): numpy's var has ddof=0
+    'dot_variance:0267d85228': "the spec's 'sample variance' is either estimator: the judge takes the variance with n or n - 1 in the denominator (or the mean of the squares), as the visible check does; each is the statistic of the dots returned",
+    # return T.from_numpy(my_dots), float(onp.var(my_dots, ddof=(0)))
+    'dot_variance:fce5a7e74b': "the spec's 'sample variance' is either estimator: the judge takes the variance with n or n - 1 in the denominator (or the mean of the squares), as the visible check does; each is the statistic of the dots returned",
+    # ... .sum() / (n_pairs - (0)): the variance with n in the denominator
+    'dot_variance:1a29794f09': "the spec's 'sample variance' is either estimator: the judge takes the variance with n or n - 1 in the denominator (or the mean of the squares), as the visible check does; each is the statistic of the dots returned",
+    # number - 1 on line 22: the scaled scores' std(ddof=1) -> std(ddof=(0))
+    'scale_table:4ead62f483': "the spec's 'standard deviation' is either estimator: the judge takes the std with n or n - 1 in the denominator, as the visible check does; each is the statistic of the q and k returned",
+    # number - 1 on line 22: the raw scores' std(ddof=1) -> std(ddof=(0))
+    'scale_table:c1a91b3da1': "the spec's 'standard deviation' is either estimator: the judge takes the std with n or n - 1 in the denominator, as the visible check does; each is the statistic of the q and k returned",
 }

@@ -22,10 +22,12 @@ trampolines and runs pytest once per mutant, while these answers are cells of no
 hidden check in the grader. So its operators are used as a library, and each mutant is judged as
 tests/test_grader_proof_quick.py judges the proof corpus: the notebook's answers defined in one
 namespace, the mutant in place of one of them, its hidden test run in this process through the
-same requests as in grading (`hidden(grade_id, ns)`).
+same requests as in grading (`probe_and_judge(grade_id, ns)`, what `hidden(grade_id, ns)` runs).
 
 A mutant is *killed* when its hidden test gives it less than full marks (a mutant that cannot even be
-defined, or that runs past the time limit, is killed as grading kills it). A mutant that survives is
+defined, or that runs past the time limit, is killed as grading kills it). A mutant whose hidden
+test cannot decide goes to *review* (a person scores the cell): neither killed nor survived, counted
+apart in the table. A mutant that survives is
 either *equivalent* (the same behaviour on every valid input: listed in tests/mutant_equivalents.py
 with the reason, and it must keep full marks) or a *survivor*: a defect of the judge, to be fixed by
 strengthening the judge's cases.
@@ -66,31 +68,37 @@ class Answer:
     in_place: tuple = ()              # statements that change an input in place
 
 
-# Every graded code answer: its hidden test, the sizes and arguments of its visible check, and how
-# its inputs can be changed in place.
+def _visible(answer: str) -> dict:
+    """The sizes and arguments of the answer's visible check, as its contract declares them (dlcourse/contracts.py)."""
+    from dlcourse.contracts import CONTRACTS
+    return dict(CONTRACTS["FAILS_ON_MASK_AFTER_SOFTMAX" if answer == "fails_on_mask_after_softmax" else answer].visible)
+
+
+# Every graded code answer: its hidden test, the sizes and arguments of its visible check (from its
+# contract), and how its inputs can be changed in place.
 ANSWERS = {
-    "shapes": Answer("01-on-paper", "shapes_hidden", {"T": 5, "d": 7, "d_k": 3, "d_v": 2}),
-    "dot_variance": Answer("01-on-paper", "dot_variance_hidden", {"d_k": 16, "n": 20_000, "seed": 0}),
-    "scores_entrywise": Answer("02-the-head", "scores_entrywise_hidden", {"B": 2, "T": 3, "d_head": 5},
+    "shapes": Answer("01-on-paper", "shapes_hidden", _visible("shapes")),
+    "dot_variance": Answer("01-on-paper", "dot_variance_hidden", _visible("dot_variance")),
+    "scores_entrywise": Answer("02-the-head", "scores_entrywise_hidden", _visible("scores_entrywise"),
                                ("q.mul_(2)", "k.add_(1)")),
-    "count_params": Answer("02-the-head", "count_params_hidden", {"d": 32, "d_head": 16}),
-    "check_simplex": Answer("03-the-tests", "check_simplex_hidden", {"T": 8}, ("A.mul_(0.5)",)),
-    "check_causality_perturbation": Answer("03-the-tests", "check_perturbation_hidden", {"t": 5},
+    "count_params": Answer("02-the-head", "count_params_hidden", _visible("count_params")),
+    "check_simplex": Answer("03-the-tests", "check_simplex_hidden", _visible("check_simplex"), ("A.mul_(0.5)",)),
+    "check_causality_perturbation": Answer("03-the-tests", "check_perturbation_hidden", _visible("check_causality_perturbation"),
                                            ("x.add_(1)",)),
-    "check_causality_gradient": Answer("03-the-tests", "check_gradient_hidden", {"i": 3}, ("x.add_(1)",)),
-    "scale_table": Answer("03-the-tests", "scale_table_hidden", {"seed": 0, "d_k": 16}, ("d_heads.reverse()",)),
-    "mask_after_softmax_row_sums": Answer("03-the-tests", "mask_after_softmax_hidden", {"T": 4},
+    "check_causality_gradient": Answer("03-the-tests", "check_gradient_hidden", _visible("check_causality_gradient"), ("x.add_(1)",)),
+    "scale_table": Answer("03-the-tests", "scale_table_hidden", _visible("scale_table"), ("d_heads.reverse()",)),
+    "mask_after_softmax_row_sums": Answer("03-the-tests", "mask_after_softmax_hidden", _visible("mask_after_softmax_row_sums"),
                                           ("scores.mul_(2)",)),
-    "fails_on_mask_after_softmax": Answer("03-the-tests", "fails_on_mask_after_softmax_hidden", {}),
-    "attention_on_text": Answer("04-attention-on-text", "attention_on_text_hidden", {"seed": 0}),
-    "top_key_shares": Answer("04-attention-on-text", "top_key_shares_hidden", {"T": 8}, ("A.mul_(0.5)",)),
-    "smoothing_attention": Answer("05-attention-as-smoothing", "smoothing_attention_hidden", {"T": 8, "s": 2.0}),
-    "permutation_gaps": Answer("06-going-further", "bonus_permutation_gaps", {"T": 32},
+    "fails_on_mask_after_softmax": Answer("03-the-tests", "fails_on_mask_after_softmax_hidden", _visible("fails_on_mask_after_softmax")),
+    "attention_on_text": Answer("04-attention-on-text", "attention_on_text_hidden", _visible("attention_on_text")),
+    "top_key_shares": Answer("04-attention-on-text", "top_key_shares_hidden", _visible("top_key_shares"), ("A.mul_(0.5)",)),
+    "smoothing_attention": Answer("05-attention-as-smoothing", "smoothing_attention_hidden", _visible("smoothing_attention")),
+    "permutation_gaps": Answer("06-going-further", "bonus_permutation_gaps", _visible("permutation_gaps"),
                                ("idx.fill_(0)", "perm.copy_(perm.flip(0))")),
-    "online_softmax": Answer("06-going-further", "bonus_online_softmax", {"T": 7}, ("scores.mul_(2)",)),
-    "streaming_attention": Answer("06-going-further", "bonus_streaming_attention", {"T": 64, "d_k": 16},
+    "online_softmax": Answer("06-going-further", "bonus_online_softmax", _visible("online_softmax"), ("scores.mul_(2)",)),
+    "streaming_attention": Answer("06-going-further", "bonus_streaming_attention", _visible("streaming_attention"),
                                   ("q.mul_(2)", "v.add_(1)")),
-    "fit_exponent": Answer("06-going-further", "bonus_fit_exponent", {}, ("times[0] = times[0] * 2",)),
+    "fit_exponent": Answer("06-going-further", "bonus_fit_exponent", _visible("fit_exponent"), ("times[0] = times[0] * 2",)),
 }
 
 
@@ -111,8 +119,9 @@ class Mutant:
 
 
 def _skipped(node) -> bool:
-    """Nodes whose mutants say nothing about the judge: annotations, decorators, docstrings."""
-    return isinstance(node, (cst.Annotation, cst.Decorator))
+    """Nodes whose mutants say nothing about the judge: annotations, decorators, docstrings, imports
+    (a rewrite's `import torch as T`: a mutated import fails at once, as any student would see)."""
+    return isinstance(node, (cst.Annotation, cst.Decorator, cst.Import, cst.ImportFrom))
 
 
 def _docstring(node) -> bool:
@@ -296,43 +305,81 @@ def _alarm(signum, frame):
     raise TimeUp()
 
 
-def judge(mutant: Mutant) -> tuple[float, float, str]:
-    """(points, full points, the feedback's first failing line) of the mutant's hidden test."""
-    import torch
-    from autograder.checks import hidden
-    from conftest import STEP4
-    from proof_corpus import Entry
-    from test_grader_proof_quick import namespace
+CELL = "# %% a cell of its own"     # in an answer's source: what follows runs as a new notebook cell
 
-    answer = ANSWERS[mutant.answer]
-    full = float(STEP4.checks[answer.check].points)
-    entry = Entry(f"mutant-{mutant.id}", answer.notebook, {mutant.answer: mutant.source})
+
+def cells_of(source: str) -> list[str]:
+    """An answer's source as the notebook cells it stands for (split at `CELL` lines)."""
+    cells, current = [], []
+    for line in source.split("\n"):
+        if line.strip() == CELL:
+            cells.append("\n".join(current))
+            current = []
+        else:
+            current.append(line)
+    return cells + ["\n".join(current)]
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int = SECONDS):
+    """Raise TimeUp in the block after `seconds` (grading's cell time limit would stop it too)."""
     old = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(SECONDS)
+    signal.alarm(seconds)
     try:
-        try:
-            ns = namespace(entry)
-        except TimeUp:
-            raise
-        except BaseException as err:       # the mutant cannot even be defined: grading scores it 0
-            return 0.0, full, f"the answer cell fails: {type(err).__name__}"
-        torch.manual_seed(0)
-        with contextlib.redirect_stdout(io.StringIO()) as report:
-            got = hidden(answer.check, ns)
-        failing = [ln.strip() for ln in report.getvalue().splitlines() if ln.strip().startswith("✗")]
-        return float(got), full, (failing[0] if failing else "")
-    except TimeUp:
-        return 0.0, full, f"ran past {SECONDS} s"
+        yield
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
 
 
+def judge_source(name: str, source: str) -> tuple[float | None, float, str]:
+    """(points, full points, the feedback's first failing line) of `source` in place of answer `name`'s
+    solution (points None, and why, when the check cannot decide and the cell goes to a person), judged by its hidden test in this process as tests/test_grader_proof_quick.py judges the
+    proof corpus. `source` may stand for several cells (`CELL` lines): each is run, and kept in the
+    kernel's input history, as a cell of its own."""
+    import torch
+    from autograder.checks.framework import probe_and_judge
+    from conftest import STEP4
+    from proof_corpus import Entry
+    from test_grader_proof_quick import namespace
+
+    answer = ANSWERS[name]
+    full = float(STEP4.checks[answer.check].points)
+    cells = cells_of(source)
+    entry = Entry(f"judged-{name}-{hashlib.sha1(source.encode()).hexdigest()[:10]}", answer.notebook,
+                  {name: cells if len(cells) > 1 else source})
+    try:
+        with time_limit():
+            try:
+                ns = namespace(entry)
+            except TimeUp:
+                raise
+            except BaseException as err:       # the answer cannot even be defined: grading scores it 0
+                return 0.0, full, f"the answer cell fails: {type(err).__name__}"
+            torch.manual_seed(0)
+            with contextlib.redirect_stdout(io.StringIO()):
+                verdict = probe_and_judge(answer.check, ns, STEP4)
+        if verdict.needs_review:                # the cell goes to a person: no score (None), nothing taken
+            return None, full, verdict.review_text()
+        failing = [ln.strip() for ln in verdict.report(full).splitlines() if ln.strip().startswith("✗")]
+        return round(full * verdict.fraction, 2), full, (failing[0] if failing else "")
+    except TimeUp:
+        return 0.0, full, f"ran past {SECONDS} s"
+
+
+def judge(mutant: Mutant) -> tuple[float | None, float, str]:
+    """(points, full points, the feedback's first failing line) of the mutant's hidden test."""
+    return judge_source(mutant.answer, mutant.source)
+
+
 def outcome(mutant: Mutant) -> tuple[str, float, float, str]:
-    """('killed' | 'equivalent' | 'survived' | 'survived-with-reason' | 'equivalent-but-killed', points,
-    full points, the first failing part or the listed reason)."""
+    """('killed' | 'equivalent' | 'survived' | 'survived-with-reason' | 'equivalent-but-killed' | 'review',
+    points, full points, the first failing part or the listed reason). 'review': the hidden test cannot
+    decide and sends the cell to a person, neither killed nor survived."""
     from mutant_equivalents import EQUIVALENT, SURVIVING
     got, full, why = judge(mutant)
+    if got is None:
+        return "review", got, full, why
     killed = got < full - 1e-9
     if mutant.id in EQUIVALENT:
         return ("equivalent-but-killed" if killed else "equivalent"), got, full, why or EQUIVALENT[mutant.id]
@@ -366,21 +413,24 @@ def table(results: dict[str, list]) -> str:
            "hidden test in-process. *Killed*: the hidden test takes points; *equivalent*: the same behaviour on",
            "every valid input, full marks kept (the reasons: below, and in tests/mutant_equivalents.py);",
            "*survived*: a mutant the hidden test does not tell from the solution, each with its written reason",
-           "(a survivor without one fails `make mutants` and tests/test_mutants.py).", "",
-           "| answer | hidden test | mutants | killed | survived | equivalent | killed of non-equivalent |",
-           "|---|---|---:|---:|---:|---:|---:|"]
-    totals = [0, 0, 0, 0]
+           "(a survivor without one fails `make mutants` and tests/test_mutants.py); *review*: the hidden test",
+           "cannot decide and sends the cell to a person (neither killed nor survived).", "",
+           "| answer | hidden test | mutants | killed | survived | equivalent | review | killed of non-equivalent |",
+           "|---|---|---:|---:|---:|---:|---:|---:|"]
+    totals = [0, 0, 0, 0, 0]
     for name, rows in results.items():
         made = len(rows)
         killed = sum(r[1] == "killed" for r in rows)
         survived = sum(r[1] in ("survived", "survived-with-reason", "equivalent-but-killed") for r in rows)
         equivalent = sum(r[1] == "equivalent" for r in rows)
+        review = sum(r[1] == "review" for r in rows)
         share = killed / (killed + survived) if killed + survived else 1.0
-        totals = [totals[0] + made, totals[1] + killed, totals[2] + survived, totals[3] + equivalent]
-        out.append(f"| `{name}` | `{ANSWERS[name].check}` | {made} | {killed} | {survived} | {equivalent} | {share:.1%} |")
-    made, killed, survived, equivalent = totals
+        totals = [a + b for a, b in zip(totals, (made, killed, survived, equivalent, review))]
+        out.append(f"| `{name}` | `{ANSWERS[name].check}` | {made} | {killed} | {survived} | {equivalent} | {review} "
+                   f"| {share:.1%} |")
+    made, killed, survived, equivalent, review = totals
     share = killed / (killed + survived) if killed + survived else 1.0
-    out.append(f"| **all** | | {made} | {killed} | {survived} | {equivalent} | {share:.1%} |")
+    out.append(f"| **all** | | {made} | {killed} | {survived} | {equivalent} | {review} | {share:.1%} |")
 
     def line(m):
         return f"`{m.id}` ({m.operator}, line {m.line}): `{m.before.split('#')[0].strip()}` → `{m.after.split('#')[0].strip()}`"
@@ -395,6 +445,12 @@ def table(results: dict[str, list]) -> str:
                                        "survived-with-reason": SURVIVING.get(m.id, ""),
                                        "equivalent-but-killed": "**Listed as equivalent, but the hidden test takes "
                                                                 "points: a false fail.**"}[s])
+    out += ["", "## Mutants sent to review", ""]
+    reviewed = [(m, why) for rows in results.values() for m, s, _, _, why in rows if s == "review"]
+    if not reviewed:
+        out.append("None.")
+    for m, why in reviewed:
+        out.append(f"* {line(m)}. {' '.join(why.split())[:300]}")
     out += ["", "## Equivalent mutants", ""]
     equivalents = [(m, EQUIVALENT[m.id]) for rows in results.values() for m, s, *_ in rows if s == "equivalent"]
     if not equivalents:

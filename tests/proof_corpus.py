@@ -27,7 +27,8 @@ REVIEW = "review"
 class Entry:
     name: str                                   # corpus id
     notebook: str
-    answers: dict                               # answer grade_id -> source that replaces the solution
+    answers: dict                               # answer grade_id -> source that replaces the solution (or a
+                                                # list of sources: the cells a student wrote in its place)
     expect: dict = field(default_factory=dict)  # grade cell -> exact points it must get, or REVIEW
     why: str = ""                               # the mistake and how the expectation follows, or why a
                                                 # different answer is still right
@@ -246,13 +247,13 @@ def count_params(d, d_head):
 
 # ---- 03-the-tests ----------------------------------------------------------------------------
 # A student's check is run on its suite (source/step-04/checks/suites.py): rejecting a correct case
-# scores 0; otherwise each broken case caught earns an equal share. simplex: 10 broken matrices
-# (0.3 points each); perturbation: 14 broken heads (3/14 each); gradient: 12 (0.25 each).
+# scores 0; otherwise each broken case caught earns an equal share. simplex: 12 broken matrices
+# (0.25 points each); perturbation: 23 broken heads (3/23 each); gradient: 20 (0.15 each).
 # scale_table_hidden: 8 parts weighing 8, half a point per unit (form 1, sqrt column 0.5, q and k are N(0, 1)
 # samples 1, raw_std is the std of q kᵀ 1, scaled_std 0.5, max weights 1.5, one-hot shares 1.5, seeded 1),
 # judged on 2 fixed tables and 2 twins: every statistic recomputed from the q and k the row returns. Samples
 # that are not N(0, 1) draws earn no statistic; statistics not measured from the samples (raw_std) earn
-# neither the samples nor the seed. mask_after_softmax_hidden: 3 cases; fails_on_mask_after_softmax_hidden:
+# neither the samples nor the seed. mask_after_softmax_hidden: 4 cases; fails_on_mask_after_softmax_hidden:
 # 3 names.
 
 P03 = "03-the-tests"
@@ -454,9 +455,9 @@ WRONG += [
     assert torch.allclose(out[:, :t], out2[:, :t]), "the past moved"
     for s in range(t, x.shape[1]):
         assert not torch.allclose(out[:, s], out2[:, s]), "the present did not move"
-'''), expect={"check_perturbation_hidden": 2.67},
+'''), expect={"check_perturbation_hidden": 2.74},
           why="allclose where bitwise equality is asked: the leak of 3e-7 of each output and the float64 head that "
-              "renormalises after masking (a rounding leak of ~1e-16, 1e8 times below atol) pass; 16 of 18. (The "
+              "renormalises after masking (a rounding leak of ~1e-16, 1e8 times below atol) pass; 21 of 23. (The "
               "1e-7 leak shows in outputs near 0, where allclose's atol of 1e-8 is all it allows: 2 to 7 times "
               "above it. That head was float32 before: its leak of ~1e-8 sat at atol, and this entry scored "
               "2.79 on one CPU and 2.57 on another, of 14 heads then)",
@@ -470,9 +471,9 @@ WRONG += [
     assert torch.allclose(out[:, :t], out2[:, :t], atol=1e-6), "the past moved"
     for s in range(t, x.shape[1]):
         assert not torch.allclose(out[:, s], out2[:, s], atol=1e-6), "the present did not move"
-'''), expect={"check_perturbation_hidden": 2.5},
+'''), expect={"check_perturbation_hidden": 2.61},
           why="a tolerance where bitwise equality is asked: the heads that mask after the softmax and "
-              "renormalise (a float64 head: a leak of ~1e-16), leak 1e-7 or 3e-7 of each output pass; 15 of 18",
+              "renormalise (a float64 head: a leak of ~1e-16), leak 1e-7 or 3e-7 of each output pass; 20 of 23",
           says={"check_perturbation_hidden": ["masks after the softmax and renormalises", "bitwise"]},
           visible_passes={"check_causality_perturbation_check": "the broken heads of the visible check leak far more than the tolerance"}),
     Entry("w03-perturbation-only-before", P03, _perturbation('''
@@ -483,19 +484,20 @@ WRONG += [
     assert torch.equal(out[:, t - 1], out2[:, t - 1]), "the position right before t moved"
     for s in range(t, x.shape[1]):
         assert not torch.equal(out[:, s], out2[:, s]), "the present did not move"
-'''), expect={"check_perturbation_hidden": 2.83},
+'''), expect={"check_perturbation_hidden": 2.61},
           why="only the position right before the perturbation: a head whose first row is unmasked leaks into "
-              "position 0 only; 17 of 18",
+              "position 0 only, one whose middle row 3 is unmasked into position 3 only, and one whose leaks into "
+              "positions 0 and 1 cancel: 20 of 23",
           says={"check_perturbation_hidden": ["first row open", "out[:, :t]"]}),
     Entry("w03-perturbation-past-only", P03, _perturbation('''
     out = head(x)
     x2 = x.clone()
     x2[:, t] = torch.randn_like(x2[:, t])
     assert torch.equal(out[:, :t], head(x2)[:, :t]), "the past moved"
-'''), expect={"check_perturbation_hidden": 2.17},
+'''), expect={"check_perturbation_hidden": 2.09},
           why="only half the property (the past does not move): a head that ignores its input, one that ignores "
-              "the past, one that sees only the token before, one that skips it and one shifted by a position "
-              "pass; 13 of 18",
+              "the past, one that sees only the token before, one that skips it, one shifted by a position, one "
+              "whose middle position ignores the past and one whose positions past 8 are never seen pass; 16 of 23",
           says={"check_perturbation_hidden": ["ignores its input", "two halves"]}),
     Entry("w03-perturbation-diagonal", P03, _perturbation('''
     out = head(x)
@@ -517,9 +519,10 @@ WRONG += [
     x = x.clone().requires_grad_(True)
     head(x)[0, i].sum().backward()
     assert (x.grad[0, i + 1:] == 0).all(), "a gradient from the future"
-'''), expect={"check_gradient_hidden": 2.12},
+'''), expect={"check_gradient_hidden": 2.1},
           why="only that future gradients are zero, never that past ones are not: the input-ignoring, self-only, "
-              "window, skipped-previous and shifted heads pass; 12 of 17",
+              "window, skipped-previous and shifted heads, and the one whose positions past 8 are never seen, "
+              "pass; 14 of 20",
           says={"check_gradient_hidden": ["ignores its input", "two halves"]}),
     Entry("w03-gradient-only-next", P03, _gradient('''
     x = x.clone().requires_grad_(True)
@@ -529,9 +532,9 @@ WRONG += [
         assert (g[i + 1] == 0).all(), "a gradient from the next position"
     for j in range(i + 1):
         assert (g[j] != 0).any(), f"no gradient from position {j}"
-'''), expect={"check_gradient_hidden": 2.82},
-          why="only the position right after i: the head whose last position leaks into all others passes (it is "
-              "two or more steps after every i tried); 16 of 17",
+'''), expect={"check_gradient_hidden": 2.7},
+          why="only the position right after i: the head whose last position leaks into all others and the one "
+              "that sees two tokens ahead pass (both are two or more steps after every i tried); 18 of 20",
           says={"check_gradient_hidden": ["only the last position leaks", "not only the next one"]},
           visible_passes={"check_causality_gradient_check": "every broken head of the visible check leaks into the position right after i"}),
     Entry("w03-gradient-allclose", P03, _gradient('''
@@ -541,8 +544,8 @@ WRONG += [
     assert torch.allclose(g[i + 1:], torch.zeros_like(g[i + 1:])), "a gradient from the future"
     for j in range(i + 1):
         assert not torch.allclose(g[j], torch.zeros_like(g[j])), f"no gradient from {j}"
-'''), expect={"check_gradient_hidden": 2.82},
-          why="allclose where exact zeros are asked: a future gradient of 1e-10 passes; 16 of 17",
+'''), expect={"check_gradient_hidden": 2.85},
+          why="allclose where exact zeros are asked: a future gradient of 1e-10 passes; 19 of 20",
           says={"check_gradient_hidden": ["1e-10", "== 0, not allclose"]},
           visible_passes={"check_causality_gradient_check": "the broken heads of the visible check leak far more than allclose forgives"}),
     Entry("w03-gradient-diagonal", P03, _gradient('''
@@ -635,30 +638,30 @@ def scale_table(d_heads, seed):
               "remain: 4 × 1.5/8",
           says={"scale_table_hidden": ["raw_std should be the std", "not measured from its q and k"]}),
 
-    # -- mask_after_softmax_row_sums: 3 cases; with one token (T = 1) every variant sums to 1 and is right
+    # -- mask_after_softmax_row_sums: 4 cases; with one token (T = 1) every variant sums to 1 and is right
     Entry("w03-row-sums-mask-before", P03, _row_sums('''
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     return F.softmax(scores.masked_fill(future, float("-inf")), dim=-1).sum(dim=-1)
-'''), expect={"mask_after_softmax_hidden": 0.67},
-          why="masked before the softmax (the head's order): rows sum to 1; right only for T = 1",
+'''), expect={"mask_after_softmax_hidden": 0.5},
+          why="masked before the softmax (the head's order): rows sum to 1; right only for T = 1 (1 of 4 cases)",
           says={"mask_after_softmax_hidden": ["every row sums to 1", "masking before the softmax"]}),
     Entry("w03-row-sums-zero-fill", P03, _row_sums('''
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     return F.softmax(scores.masked_fill(future, 0.0), dim=-1).sum(dim=-1)
-'''), expect={"mask_after_softmax_hidden": 0.67},
-          why="the mask filled with 0 (before the softmax): rows sum to 1; right only for T = 1",
+'''), expect={"mask_after_softmax_hidden": 0.5},
+          why="the mask filled with 0 (before the softmax): rows sum to 1; right only for T = 1 (1 of 4 cases)",
           says={"mask_after_softmax_hidden": ["every row sums to 1", "future weights are zeroed"]}),
     Entry("w03-row-sums-renormalised", P03, _row_sums('''
     A = F.softmax(scores, dim=-1) * torch.tril(torch.ones(T, T))
     A = A / A.sum(dim=-1, keepdim=True)                   # renormalised: rows sum to 1 again
     return A.sum(dim=-1)
-'''), expect={"mask_after_softmax_hidden": 0.67},
-          why="masked after the softmax, then renormalised: rows sum to 1; right only for T = 1",
+'''), expect={"mask_after_softmax_hidden": 0.5},
+          why="masked after the softmax, then renormalised: rows sum to 1; right only for T = 1 (1 of 4 cases)",
           says={"mask_after_softmax_hidden": ["every row sums to 1", "renormalising"]}),
     Entry("w03-row-sums-triu", P03, _row_sums('''
     return (F.softmax(scores, dim=-1) * torch.triu(torch.ones(T, T))).sum(dim=-1)
-'''), expect={"mask_after_softmax_hidden": 0.67},
-          why="triu for tril: keeps the future; right only for T = 1",
+'''), expect={"mask_after_softmax_hidden": 0.5},
+          why="triu for tril: keeps the future; right only for T = 1 (1 of 4 cases)",
           says={"mask_after_softmax_hidden": ["kept the future", "tril"]}),
     Entry("w03-row-sums-diagonal", P03, _row_sums('''
     return (F.softmax(scores, dim=-1) * torch.tril(torch.ones(T, T), diagonal=-1)).sum(dim=-1)
@@ -667,15 +670,15 @@ def scale_table(d_heads, seed):
           says={"mask_after_softmax_hidden": ["diagonal was zeroed", "j = i included"]}),
     Entry("w03-row-sums-axis", P03, _row_sums('''
     return (F.softmax(scores, dim=1) * torch.tril(torch.ones(T, T))).sum(dim=-1)
-'''), expect={"mask_after_softmax_hidden": 0.67},
-          why="softmax over the wrong axis (the queries); right only for T = 1",
+'''), expect={"mask_after_softmax_hidden": 0.5},
+          why="softmax over the wrong axis (the queries); right only for T = 1 (1 of 4 cases)",
           says={"mask_after_softmax_hidden": ["over the queries", "dim=-1"]},
           visible_passes={"mask_after_softmax_check": "with all scores equal, a softmax over the queries gives the "
                           "same uniform weights as one over the keys"}),
     Entry("w03-row-sums-squeezed", P03, _row_sums('''
     return (F.softmax(scores, dim=-1) * torch.tril(torch.ones(T, T))).sum(dim=-1).squeeze()
-'''), expect={"mask_after_softmax_hidden": 1.33},
-          why="squeeze() drops the T = 1 axis: 2 of 3 cases right (partial credit)",
+'''), expect={"mask_after_softmax_hidden": 1.5},
+          why="squeeze() drops the T = 1 axis: 3 of 4 cases right (partial credit)",
           says={"mask_after_softmax_hidden": ["one token", "shape (2, 1)"]}),
 
     # -- FAILS_ON_MASK_AFTER_SOFTMAX: 3 names, one share each
@@ -890,7 +893,8 @@ def streaming_attention(q, k, v):
 # ---- 04-attention-on-text --------------------------------------------------------------------
 # attention_on_text_hidden: parts weighing 4.5 (a (64, 64) matrix per seed 0.5, causal attention 1,
 # same seed same matrix 0.5, seeds differ 0.5, agrees with the grader's construction 2), 3 points.
-# top_key_shares_hidden: diagonal 1.5, column 0 1.5; 3 points.
+# top_key_shares_hidden: diagonal 1.5, column 0 1.5, two Python floats (the contract's form, read on every
+# case that returned) 0.5; 3 points.
 
 P04 = "04-attention-on-text"
 TEXT, SHARES = "attention_on_text", "top_key_shares"
@@ -957,18 +961,33 @@ WRONG += [
           says={"attention_on_text_hidden": ["is `seed` passed to torch.manual_seed"]}),
     Entry("w04-shares-row-zero", P04, _shares(("top = A[1:].argmax(dim=-1)", "top = A.argmax(dim=-1)"),
                                               ("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(A.shape[0])")),
-          expect={"top_key_shares_hidden": 0.0},
-          why="row 0 counted (its one key is both the diagonal and column 0): both shares wrong",
+          expect={"top_key_shares_hidden": 0.43},
+          why="row 0 counted (its one key is both the diagonal and column 0): both shares wrong (3 of 3.5), the form "
+              "kept: 3 × 0.5/3.5",
           says={"top_key_shares_hidden": ["row 0 is counted"]}),
     Entry("w04-shares-counts", P04, _shares(("return (top == rows).float().mean().item(), (top == 0).float().mean().item()",
                                              "return (top == rows).float().sum().item(), (top == 0).float().sum().item()")),
-          expect={"top_key_shares_hidden": 0.0},
-          why="counts instead of shares: both wrong",
+          expect={"top_key_shares_hidden": 0.43},
+          why="counts instead of shares: both wrong (3 of 3.5), the form kept: 3 × 0.5/3.5",
           says={"top_key_shares_hidden": ["counts, not shares"]}),
     Entry("w04-shares-previous", P04, _shares(("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(0, A.shape[0] - 1)")),
-          expect={"top_key_shares_hidden": 1.5},
-          why="the diagonal compared with the row's index less one (the previous key): the diagonal part (1.5 of 3) lost",
+          expect={"top_key_shares_hidden": 1.71},
+          why="the diagonal compared with the row's index less one (the previous key): the diagonal part lost: "
+              "3 × 2/3.5",
           says={"top_key_shares_hidden": ["shifted by one"]}),
+    Entry("w04-shares-first-64-rows", P04, _shares(("top = A[1:].argmax(dim=-1)", "top = A[1:64].argmax(dim=-1)"),
+                                                   ("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(1, 1 + len(top))")),
+          expect={"top_key_shares_hidden": 0.43},
+          why="the notebook's 64 tokens hard-wired: rows past 63 are never counted. Every matrix the hidden test "
+              "tried had at most 40 rows (3 before); one of 80 now loses both shares: 3 × 0.5/3.5",
+          says={"top_key_shares_hidden": ["T = 80"]},
+          visible_passes={"top_key_shares_check": "its matrices have 8 rows"}),
+    Entry("w04-shares-tensors", P04, _shares(("return (top == rows).float().mean().item(), (top == 0).float().mean().item()",
+                                              "return (top == rows).float().mean(), (top == 0).float().mean()")),
+          expect={"top_key_shares_hidden": 2.57},
+          why="right shares as 0-dim tensors where the spec asks for Python floats (the hidden test read them with "
+              "float(): 3 before); the contract's form part lost: 3 × 3/3.5",
+          says={"top_key_shares_hidden": ["Python floats", "torch.Tensor"]}),
 ]
 
 
@@ -1193,9 +1212,9 @@ def count_params(d, d_head):
 def mask_after_softmax_row_sums(scores):
     B, T, _ = scores.shape
     return (torch.arange(1, T + 1) / T).expand(B, T)   # (B, T): right only when all scores are equal
-''')}, expect={"mask_after_softmax_hidden": 0.67},
+''')}, expect={"mask_after_softmax_hidden": 0.5},
           why="(i + 1)/T typed in, the scores ignored: right only where it cannot be wrong, one token (T = 1): "
-              "1 of 3 cases, 2 × 1/3",
+              "1 of 4 cases, 2 × 1/4",
           says={"mask_after_softmax_hidden": ["keeps the softmax weights of keys j <= i", "computed over all T keys"]},
           visible_passes={"mask_after_softmax_check": "the visible check's scores are all equal, where (i + 1)/T "
                           "is the right answer"}),
@@ -1321,8 +1340,9 @@ def streaming_attention(q, k, v):
     g = x.grad[0]
     assert (g[i + 1:] == 0).all(), "a gradient from the future"
     assert (g[: i + 1] != 0).any(dim=-1).all(), "no gradient from the past"
-'''), expect={"check_gradient_hidden": 2.82},
-          why="always looks at position 3: misses the head whose first row is open (only i = 0 shows it); 16 of 17",
+'''), expect={"check_gradient_hidden": 2.55},
+          why="always looks at position 3: misses the head whose first row is open (only i = 0 shows it) and the "
+              "two that differ only past position 8 (i = 9 of 12 tokens shows them); 17 of 20",
           says={"check_gradient_hidden": ["first row open", "the position i you are given"]},
           visible_passes={"check_causality_gradient_check": "the visible check tries i = 3 mostly, and its broken "
                           "heads leak into every position"}),
@@ -1332,9 +1352,9 @@ def streaming_attention(q, k, v):
     g = x.grad[0]
     assert g[i + 1:].sum() == 0, "a gradient from the future"
     assert (g[: i + 1] != 0).any(dim=-1).all(), "no gradient from the past"
-'''), expect={"check_gradient_hidden": 2.82},
+'''), expect={"check_gradient_hidden": 2.85},
           why="sums the future gradient instead of looking at each entry: the two leaks of opposite signs cancel "
-              "exactly; 16 of 17",
+              "exactly; 19 of 20",
           says={"check_gradient_hidden": ["cancel in a sum"]},
           visible_passes={"check_causality_gradient_check": "the visible check's broken heads leak with one sign"}),
 
@@ -1502,4 +1522,210 @@ scores_entrywise = torch.vmap(torch.vmap(torch.vmap(one_entry, in_dims=(None, 0)
           why="torch.vmap of a per-entry function: the reader cannot see how vmap batches it, so the process "
               "share goes to a person (the values are right: 2 of 3 points decided)",
           says={"scores_entrywise_hidden": ["waits for review", "torch.vmap"]}),
+]
+
+
+# ---- hidden tests at least as demanding as the contract (dlcourse/contracts.py) and the visible checks ----
+# Each entry exploits a way a hidden test was laxer than its answer's contract: a form (type, dtype,
+# shape) the visible check refused but the hidden test read anyway, sizes never past the notebook's,
+# inputs the docstring allows but no case passed, tolerances looser than the spec's, heads served with
+# another behaviour than the notebook's own, leaks at only one class of positions. Partial credit for
+# a form: scores_entrywise, mask_after_softmax_row_sums, permutation_gaps and fit_exponent judge it with
+# each case (a result of another type or dtype is not the answer); attention_on_text in its form part
+# (0.5 of 4.5), online_softmax and streaming_attention in their dtype part (1 of 13 weights of 3
+# points, 1 of 6.5 weights of 2 points).
+
+
+WRONG += [
+    Entry("w02-entrywise-float64-result", P02, edit(P02, ENTRYWISE, ("dtype=q.dtype", "dtype=torch.float64")),
+          expect={"scores_entrywise_hidden": 1.5},
+          why="the scores always made in float64: right values, but float32 inputs give float64 scores, not q's "
+              "dtype (the hidden test checked the dtype for float64 inputs only): the 3 float32 cases fail, the "
+              "float64 one and the loops stay: 3 × 3/6",
+          says={"scores_entrywise_hidden": ["dtype of its input `q`", "float32"]}),
+]
+
+
+WRONG += [
+    Entry("w03-row-sums-softmax-by-hand", P03, edit(P03, "mask_after_softmax_row_sums", (
+              "A = F.softmax(scores, dim=-1) * keep",
+              "e = scores.exp()                                                   # no max subtracted\n"
+              "    A = e / e.sum(dim=-1, keepdim=True) * keep")),
+          expect={"mask_after_softmax_hidden": 1.5},
+          why="softmax written as exp(s) / sum exp(s) without subtracting the max: right for the notebook's small "
+              "scores (and every case the hidden test had), NaN once scores reach the hundreds: 3 of 4 cases",
+          says={"mask_after_softmax_hidden": ["scores in the hundreds", "overflows"]},
+          visible_passes={"mask_after_softmax_check": "the visible check's scores are all 0"}),
+    Entry("w03-row-sums-float32-inside", P03, edit(P03, "mask_after_softmax_row_sums", (
+              "A = F.softmax(scores, dim=-1) * keep", "A = F.softmax(scores.float(), dim=-1) * keep.float()")),
+          expect={"mask_after_softmax_hidden": 1.5},
+          why="float64 scores computed in float32: right to 1e-7, the hidden test's old tolerance for every dtype "
+              "(1e-5), not to the contract's float64 one (1e-12), and a float32 result: 3 of 4 cases",
+          says={"mask_after_softmax_hidden": ["float32 precision only"]},
+          visible_passes={"mask_after_softmax_check": "the visible check's scores are float32"}),
+]
+
+
+def _perturbation_with(past: str, future: str) -> dict:
+    """check_causality_perturbation comparing the past with `past` and the future with `future`."""
+    return _perturbation(f'''
+    out = head(x)
+    x_new = x.clone()
+    x_new[:, t, :] = torch.randn_like(x_new[:, t, :])
+    out_new = head(x_new)
+{past}
+{future}
+''')
+
+
+EVERY_LATER = '''    for s in range(t, x.shape[1]):
+        assert not torch.equal(out[:, s], out_new[:, s]), f"the output at {s} did not change"'''
+PAST_EQUAL = '''    assert torch.equal(out[:, :t], out_new[:, :t]), "an output before t changed"'''
+
+WRONG += [
+    # 4.2's checks on heads as the notebook's own: a float32 head refuses float64 input (it did not when served)
+    Entry("w03-perturbation-double", P03, edit(P03, "check_causality_perturbation", (
+              "out = head(x)                                                # (B, T, d_head)",
+              "x = x.double()                                               # more precision, it seems\n"
+              "    out = head(x)                                                # (B, T, d_head)")),
+          expect={"check_perturbation_hidden": 0.0},
+          why="turns x to float64 and calls the float32 head: the notebook's own head raises (nn.Linear refuses "
+              "the dtype), the grader's served heads computed in float64 instead and gave full marks; now they "
+              "refuse it as the notebook's head does: it crashes on every correct head, which scores 0",
+          says={"check_perturbation_hidden": ["crashed with RuntimeError", "head.double()"]}),
+    Entry("w03-gradient-double", P03, edit(P03, "check_causality_gradient", (
+              "x = x.clone().requires_grad_(True)", "x = x.double().requires_grad_(True)")),
+          expect={"check_gradient_hidden": 0.0},
+          why="a float64 leaf for a float32 head: crashes on the notebook's own head, so on every correct one: 0",
+          says={"check_gradient_hidden": ["crashed with RuntimeError", "x as it comes"]}),
+    # positions of every class: first, middle and last of the past and of the future, and past the notebook's 8
+    Entry("w03-perturbation-first-and-last-before", P03, _perturbation_with(
+              '''    for s in ({0, t - 1} if t > 0 else ()):             # the first and the last position before t
+        assert torch.equal(out[:, s], out_new[:, s]), f"the output at {s} changed"''', EVERY_LATER),
+          expect={"check_perturbation_hidden": 2.87},
+          why="compares the first and the last output before t only: a head whose middle position 3 sees the "
+              "whole sequence passes (every broken head before leaked into position 0 or t - 1); 22 of 23",
+          says={"check_perturbation_hidden": ["middle position 3", "the middle ones too"]},
+          visible_passes={"check_causality_perturbation_check": "the visible check's broken heads leak into every "
+                                                                "position"}),
+    Entry("w03-perturbation-first-and-last-after", P03, _perturbation_with(PAST_EQUAL,
+              '''    for s in {t, x.shape[1] - 1}:                       # the first and the last output from t on
+        assert not torch.equal(out[:, s], out_new[:, s]), f"the output at {s} did not change"'''),
+          expect={"check_perturbation_hidden": 2.74},
+          why="checks that the first and the last output from t on change, not the middle ones: a head whose "
+              "middle position 4 ignores the past and one that also hides the previous token (out_{t+1} does not "
+              "move) pass; 21 of 23 (before: 17 of 18, the second only)",
+          says={"check_perturbation_hidden": ["middle position 4", "the middle ones too"]},
+          visible_passes={"check_causality_perturbation_check": "the visible check's broken heads move every "
+                                                                "output or none"}),
+    Entry("w03-perturbation-signed-sum", P03, _perturbation_with(
+              '''    assert (out[:, :t] - out_new[:, :t]).sum() == 0, "an output before t changed"''', EVERY_LATER),
+          expect={"check_perturbation_hidden": 2.87},
+          why="sums the differences before t instead of comparing them entry by entry: leaks into positions 0 "
+              "and 1 of opposite signs cancel exactly; 22 of 23",
+          says={"check_perturbation_hidden": ["cancel in a sum", "entry by entry"]},
+          visible_passes={"check_causality_perturbation_check": "the visible check's broken heads leak with one sign"}),
+    Entry("w03-perturbation-eight-tokens", P03, _perturbation_with(PAST_EQUAL,
+              '''    for s in range(t, 8):                               # the notebook's 8 tokens
+        assert not torch.equal(out[:, s], out_new[:, s]), f"the output at {s} did not change"'''),
+          expect={"check_perturbation_hidden": 2.87},
+          why="the sequence length typed in as the notebook's 8: on 12 tokens the outputs past 8 are never "
+              "looked at, and a head whose positions past 8 are never seen passes; 22 of 23",
+          says={"check_perturbation_hidden": ["past the first 8", "x.shape[1]"]},
+          visible_passes={"check_causality_perturbation_check": "the visible check's sequences have 8 tokens"}),
+    Entry("w03-gradient-eight-tokens", P03, edit(P03, "check_causality_gradient", (
+              "(grad[i + 1:] == 0)", "(grad[i + 1:8] == 0)")),
+          expect={"check_gradient_hidden": 2.85},
+          why="the future typed in as positions up to the notebook's 8: on 12 tokens the gradients past 8 are never "
+              "looked at, and a head whose mask covers only the first 8 positions passes; 19 of 20",
+          says={"check_gradient_hidden": ["first 8 positions", "x.shape[1]"]},
+          visible_passes={"check_causality_gradient_check": "the visible check's sequences have 8 tokens"}),
+    Entry("w03-gradient-next-and-last", P03, _gradient('''
+    x = x.clone().requires_grad_(True)
+    head(x)[0, i].sum().backward()
+    g = x.grad[0]
+    for j in {i + 1, x.shape[1] - 1} - {i}:              # the next and the last position after i
+        if j < x.shape[1]:
+            assert (g[j] == 0).all(), f"a gradient from position {j}"
+    assert (g[: i + 1] != 0).any(dim=-1).all(), "a zero gradient from the past"
+'''),
+          expect={"check_gradient_hidden": 2.85},
+          why="looks at the next and the last future position only: a head that sees two tokens ahead (never the "
+              "last) passes; 19 of 20",
+          says={"check_gradient_hidden": ["two ahead", "the middle ones too"]},
+          visible_passes={"check_causality_gradient_check": "the visible check's broken heads leak from every "
+                                                            "future position"}),
+]
+
+
+WRONG += [
+    Entry("w04-text-batch-of-one", P04, _text(("return head.A[0]", "return head.A")),
+          expect={"attention_on_text_hidden": 2.67},
+          why="head.A, the (1, 64, 64) batch of one, where the docstring asks for the (64, 64) matrix (the visible "
+              "check refuses it, and the notebook's next cells stack the matrices): the hidden test squeezed it "
+              "and gave full marks; now the form part (0.5 of 4.5) is lost, the values are still judged",
+          says={"attention_on_text_hidden": ["shape (64, 64)", "head.A[0]"]}),
+    Entry("w04-text-nested-lists", P04, _text(("return head.A[0]", "return head.A[0].tolist()")),
+          expect={"attention_on_text_hidden": 2.67},
+          why="nested lists, not the tensor (or numpy array) the docstring and the visible check ask for: the "
+              "form part (0.5 of 4.5)",
+          says={"attention_on_text_hidden": ["should return a tensor (or a numpy array), not list"]}),
+]
+
+
+WRONG += [
+    Entry("w06-gaps-tensors", P06, edit(P06, "permutation_gaps", ("return (a - b).abs().max().item()",
+                                                                  "return (a - b).abs().max()")),
+          expect={"bonus_permutation_gaps": 0.0},
+          why="the gaps as 0-dimensional tensors: the docstring asks for Python floats (the hidden test read them "
+              "with float() and gave full marks); every case fails its form",
+          says={"bonus_permutation_gaps": ["Python floats", "torch.Tensor", ".item()"]}),
+    Entry("w06-gaps-pos-weight", P06, edit(P06, "permutation_gaps", (
+              "P = pos_emb(torch.arange(T))                      # (T, d)", "P = pos_emb.weight")),
+          expect={"bonus_permutation_gaps": 0.0},
+          why="P is the whole table: right only when pos_emb has exactly T rows (every case did), but the docstring "
+              "allows a longer one; it crashes there, which fails every part",
+          says={"bonus_permutation_gaps": ["pos_emb may have more than T rows", "pos_emb(torch.arange(T))"]},
+          visible_passes={"permutation_gaps_check": "the notebook's pos_emb has exactly T rows, where pos_emb.weight "
+                                                    "is P"}),
+    Entry("w06-fit-rounded", P06, edit(P06, "fit_exponent", ("return float(slope)", "return round(float(slope), 4)")),
+          expect={"bonus_fit_exponent": 1.0},
+          why="the slope rounded to 4 decimals (off by up to 5e-5, within the hidden test's old 1e-4 but not the "
+              "spec's tolerance): the exact laws and the unsorted points stay right (their slopes round to "
+              "themselves or within 1e-5), the noisy laws and the numpy arrays do not: 2 of 4",
+          says={"bonus_fit_exponent": ["rounded"]}),
+    Entry("w06-fit-tensor", P06, edit(P06, "fit_exponent", ("return float(slope)", "return torch.tensor(slope)")),
+          expect={"bonus_fit_exponent": 0.0},
+          why="a 0-dimensional tensor, not the Python float the docstring says (the hidden test read it with "
+              "float()): every case fails its form",
+          says={"bonus_fit_exponent": ["Python float", "torch.Tensor"]}),
+    Entry("w06-online-float64-inside", P06, edit(P06, "online_softmax", (
+              "T = scores.shape[-1]", "scores = scores.double()                        # float64 inside\n    T = scores.shape[-1]")),
+          expect={"bonus_online_softmax": 2.77},
+          why="computed and returned in float64 for float32 scores: right values, but not the scores' dtype (the "
+              "visible check's demand, which the hidden test did not make): the dtype part, 1 of 13",
+          says={"bonus_online_softmax": ["dtype of its input", "float32"]}),
+    Entry("w06-online-numpy", P06, edit(P06, "online_softmax", (
+              "return torch.exp(scores - shift[..., None]) / running_sum[..., None]",
+              "return (torch.exp(scores - shift[..., None]) / running_sum[..., None]).numpy()")),
+          expect={"bonus_online_softmax": 2.77},
+          why="a numpy array instead of a tensor (the notebook's next cell subtracts a tensor from it and fails): "
+              "the dtype and form part, 1 of 13",
+          says={"bonus_online_softmax": ["should return a tensor", "numpy.ndarray"]}),
+    Entry("w06-streaming-float64-inside", P06, edit(P06, "streaming_attention", (
+              "T, d_k = q.shape[-2], q.shape[-1]",
+              "q, k, v = q.double(), k.double(), v.double()      # float64 inside\n    T, d_k = q.shape[-2], q.shape[-1]")),
+          expect={"bonus_streaming_attention": 1.69},
+          why="float64 results for float32 inputs: the dtype part, 1 of 6.5",
+          says={"bonus_streaming_attention": ["dtype of its input `q`", "float32"]}),
+    Entry("w06-streaming-mask-of-64", P06, edit(P06, "streaming_attention", (
+              "    query_pos = torch.arange(T)                                               # (T,)\n",
+              "    tril = torch.tril(torch.ones(64, 64, dtype=torch.bool))                   # the notebook's T_max\n"),
+              ("s_j = s_j.masked_fill(query_pos < j, float('-inf'))", "s_j = s_j.masked_fill(~tril[:T, j], float('-inf'))")),
+          expect={"bonus_streaming_attention": 1.38},
+          why="the mask precomputed for the notebook's 64 tokens: every hidden sequence was shorter; a sequence "
+              "of 70 breaks it: the ordinary part, 2 of 6.5",
+          says={"bonus_streaming_attention": ["longer than the notebook's"]},
+          visible_passes={"streaming_attention_check": "the visible check's sequence has exactly the 64 tokens "
+                                                       "the mask was made for"}),
 ]

@@ -52,12 +52,20 @@ def text_no_batch(seed):
     return head.A.squeeze(0).numpy()
 
 
-@pytest.mark.parametrize("fn", [text_fn(), text_no_batch, text_fn(post=lambda A: A[None]),
-                                text_fn(post=lambda A: A.tolist())],
-                         ids=["handout", "F.embedding-numpy", "batch-of-one", "nested-lists"])
+@pytest.mark.parametrize("fn", [text_fn(), text_no_batch], ids=["handout", "F.embedding-numpy"])
 def test_attention_on_text_correct_variants_get_full_marks(fn):
     v = verdict("attention_on_text_hidden", attention_on_text=fn)
     assert v.fraction == 1, failed(v)
+
+
+@pytest.mark.parametrize("fn, says", [(text_fn(post=lambda A: A[None]), "not (1, 64, 64)"),
+                                      (text_fn(post=lambda A: A.tolist()), "not list")],
+                         ids=["batch-of-one", "nested-lists"])
+def test_attention_on_text_in_another_form_loses_the_form_part_only(fn, says):
+    """The contract (and the visible check) ask for the (64, 64) tensor or numpy array: a batch of one or
+    nested lists lose the form part, and their values are judged as the matrix's."""
+    v = verdict("attention_on_text_hidden", attention_on_text=fn)
+    assert list(failed(v)) == ["returns a (64, 64) matrix for every seed"] and says in failed(v)[v.failures()[0].name]
 
 
 @pytest.mark.parametrize("fn, cause", [
@@ -104,14 +112,47 @@ def shares_numpy_loop(A):
     return [on_diagonal / (len(A) - 1), on_column / (len(A) - 1)]      # a list is two numbers too
 
 
+def shares_numpy_float64(A):
+    top = np.asarray(A)[1:].argmax(axis=-1)
+    rows = np.arange(1, len(A))
+    return np.mean(top == rows), np.mean(top == 0)          # numpy's float64 is a Python float
+
+
 def shares_tensors(A):
     return tuple(torch.tensor(v) for v in shares_torch(A))
 
 
-@pytest.mark.parametrize("fn", [shares_torch, shares_numpy_loop, shares_tensors])
+@pytest.mark.parametrize("fn", [shares_torch, shares_numpy_loop, shares_numpy_float64])
 def test_top_key_shares_correct_variants_get_full_marks(fn):
     v = verdict("top_key_shares_hidden", top_key_shares=fn)
     assert v.fraction == 1, failed(v)
+
+
+def test_top_key_shares_tensors_lose_the_form_part_only():
+    # the contract (and the visible check's expect_form) asks for two Python floats; the shares are still read
+    failures = failed(verdict("top_key_shares_hidden", top_key_shares=shares_tensors))
+    assert list(failures) == ["returns two Python floats"] and "torch.Tensor" in failures["returns two Python floats"], \
+        failures
+
+
+def _first_64_rows(A):
+    top = A[1:64].argmax(dim=-1)                            # the notebook's 64 tokens hard-wired
+    rows = torch.arange(1, 1 + len(top))
+    return (top == rows).float().mean().item(), (top == 0).float().mean().item()
+
+
+def test_top_key_shares_rows_past_the_notebooks_64_count():
+    failures = failed(verdict("top_key_shares_hidden", top_key_shares=_first_64_rows))
+    assert len(failures) == 2 and all("T = 80" in message for message in failures.values()), failures
+
+
+def test_every_top_key_shares_case_has_one_largest_weight_per_row():
+    from conftest import STEP4
+    STEP4.package                                           # imports the step's checks: course_checks.step_04
+    from course_checks.step_04.text import share_cases
+    for name, A in share_cases():
+        top2 = A[1:].topk(2, dim=-1).values                 # (T-1, 2)
+        assert bool((top2[:, 0] > top2[:, 1]).all()), name
 
 
 def _counts(A):

@@ -201,7 +201,12 @@ def test_answers_recorded_in_one_grading_earn_nothing_in_the_next(grade_id):
     ns = recorder(notebook, function)
     results = []
     original = ns[function]
-    ns[function] = lambda *args: results.append((args, _plain(original(*args)))) or results[-1][1]
+
+    def answering(*args):                          # the answer as it is, its value recorded as plain data
+        value = original(*args)
+        results.append((args, _plain(value)))
+        return value
+    ns[function] = answering
     assert judged(grade_id, ns, KEYS[0]).fraction == 1.0
     table = {args[0] if len(args) == 1 else tuple(args): value for args, value in results}
     cheat = namespace(notebook, {answer_id: f"TABLE = {table!r}\n" + lookup})

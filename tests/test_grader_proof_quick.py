@@ -46,8 +46,10 @@ def namespace(entry: Entry) -> dict:
     answers = {**answers_of(STEP4, entry.notebook), **entry.answers}
     ns["In"] = [""]                     # the input history a notebook's kernel keeps: the cells run, in order
     for gid in code_answers(entry.notebook):
-        exec(compile(answers[gid], f"<{gid}>", "exec"), ns)
-        ns["In"].append(answers[gid])
+        # an answer may stand for several cells (a list): a student's cells around the answer cell
+        for cell in [answers[gid]] if isinstance(answers[gid], str) else answers[gid]:
+            exec(compile(cell, f"<{gid}>", "exec"), ns)
+            ns["In"].append(cell)
     return ns
 
 

@@ -60,14 +60,17 @@ def as_kernel_sees(server, link, obj):
 def verdicts(name, objects):
     torch.manual_seed(0)
     x = torch.randn(4, 8, 32)
+    x_long = torch.randn(4, 12, 32)             # past the notebook's 8 tokens, as the hidden tests go too
     out = {}
     for key, obj in objects:
         if name == "simplex":
             out[key] = [outcome(reference_simplex, obj).split(":")[0]]
         elif name == "causal_perturbation":
-            out[key] = [outcome(reference_perturbation, obj, x, t, seed=t).split(":")[0] for t in (2, 5, 7)]
+            out[key] = [outcome(reference_perturbation, obj, xs, t, seed=t).split(":")[0]
+                        for xs, t in [(x, 2), (x, 5), (x, 7), (x_long, 9)]]
         else:
-            out[key] = [outcome(reference_gradient, obj, x, i).split(":")[0] for i in (0, 3, 6)]
+            out[key] = [outcome(reference_gradient, obj, xs, i).split(":")[0]
+                        for xs, i in [(x, 0), (x, 3), (x, 6), (x_long, 9)]]
     return out
 
 
@@ -155,6 +158,27 @@ def test_served_heads_work_under_every_standard_way_to_differentiate_or_call(ser
     x64 = x.double().requires_grad_(True)
     served(x64)[0, 3].sum().backward()
     assert x64.grad.dtype == torch.float64 and (x64.grad[0, 4:] == 0).all() and (x64.grad[0, :4] != 0).any()
+
+
+def test_served_heads_take_the_dtypes_the_notebooks_own_head_takes(server):
+    """A float32 head of the suites refuses float64 input as the notebook's Head does (nn.Linear: 'mat1 and
+    mat2 must have the same dtype'), until it is turned .double() (or .to(torch.float64)), as a real one."""
+    from dlcourse.head import Head
+    token = next(t for t, c in server.cases("causal_gradient") if c.name == "correct_seed0")
+    torch.manual_seed(1)
+    x64 = torch.randn(4, 8, 32, dtype=torch.float64)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        Head(32, 16, T_max=8)(x64)                                   # the notebook's own head
+    served = ServedModule(Link(server.socket_path), token)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        served(x64)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        served(x64.float().half())
+    assert served(x64.float()).dtype == torch.float32               # float32 in: as before
+    assert served.to(torch.float64)(x64).dtype == torch.float64      # converted: computes in float64
+    assert served.float()(x64.float()).dtype == torch.float32        # and back
+    with pytest.raises(RuntimeError, match="same dtype"):
+        served(x64)
 
 
 def test_server_refuses_abuse_with_an_error_not_a_crash(server):

@@ -124,7 +124,9 @@ def test_waiting_for_the_grader_is_not_the_students(tmp_path):
     outcome = asyncio.run(execute(nb, tmp_path, kernel_env(), limits=Limits(cell_wait_timeout=2),
                                   hooks=SlowGrader(), allowance=30.0))
     assert outcome.stopped == [] and printed(nb.cells[1]) == "after\n", (outcome.stopped, outcome.events)
-    assert outcome.counted_seconds >= 4.0
+    # the budget counts the grader's 4 s (less the machine's load, which it leaves out: up to a second
+    # or two when the machine is busy); leaving the grader's work out as the waiting ceiling does would count ~0
+    assert outcome.counted_seconds >= 3.0, outcome.counted_seconds
 
 
 # ---- a class: one student who waits in several notebooks, beside honest students, one worker ----------

@@ -274,7 +274,7 @@ def test_exports_are_nbgrader_export_plugins_giving_the_same_files(tmp_path, ter
 def test_grades_json_schema_is_versioned_and_documented():
     from autograder.report import FIELDS, GRADES_SCHEMA, SCHEMA_VERSION
     assert SCHEMA_VERSION == 2 and GRADES_SCHEMA["schema_version"] == "int: 2"
-    assert set(GRADES_SCHEMA) == {"schema_version", "step", "term", "grades", "submissions", "problems", "notes"}
+    assert set(GRADES_SCHEMA) == {"schema_version", "step", "term", "grades", "submissions", "problems", "notes", "time_budget"}
     assert set(GRADES_SCHEMA["grades"][0]) == set(FIELDS)
 
 

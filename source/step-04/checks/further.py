@@ -23,7 +23,11 @@ import torch.nn.functional as F
 
 from autograder.checks import Check, Verdict, attempt, code_before, register, student, unpack
 
+from dlcourse.contracts import contract
+
+from .forms import attempt_form, form_of
 from .process import source_reading, streamed_work
+
 
 def quiet(probe):
     """A probe that silences warnings raised by the student's code: nbgrader scores a test cell that
@@ -41,13 +45,16 @@ def quiet(probe):
 # ---------------------------------------------------------------------------------------------
 
 V, D, D_HEAD = 65, 32, 16
-# (seed, batch, T, dtype, identity permutation?) -- the notebook uses one sequence of 32 real
-# characters in float32; these differ in seed, length, batch, precision and permutation.
+# (seed, batch, T, dtype, identity permutation?, extra rows of pos_emb) -- the notebook uses one
+# sequence of 32 real characters in float32 and a pos_emb of exactly T rows; these differ in seed,
+# length (past 32 too), batch, precision and permutation, and the docstring allows a pos_emb of
+# more than T rows ("at least T rows"): P is its first T rows, pos_emb(torch.arange(T)).
 PERM_CASES = [
-    (401, 1, 12, torch.float32, False),
-    (402, 2, 20, torch.float32, False),
-    (403, 1, 9, torch.float64, False),
-    (404, 1, 10, torch.float32, True),
+    (401, 1, 12, torch.float32, False, 0),
+    (402, 2, 20, torch.float32, False, 0),
+    (403, 1, 9, torch.float64, False, 0),
+    (404, 1, 10, torch.float32, True, 0),
+    (405, 2, 40, torch.float32, False, 24),
 ]
 
 
@@ -64,13 +71,13 @@ def _unmasked_head(d, d_head, T_max):
     return _Unmasked(d, d_head, T_max)
 
 
-def build_perm_case(seed, B, T, dtype, identity):
+def build_perm_case(seed, B, T, dtype, identity, extra_rows=0):
     """(head, tok_emb, pos_emb, idx, perm), the same in the student's kernel and in the grader."""
     with torch.random.fork_rng():          # leave the caller's random state alone
         torch.manual_seed(seed)
         head = _unmasked_head(D, D_HEAD, T)
         tok_emb = nn.Embedding(V, D)
-        pos_emb = nn.Embedding(T, D)
+        pos_emb = nn.Embedding(T + extra_rows, D)               # a table at least T long
         idx = torch.randint(0, V, (B, T))                       # (B, T)
         perm = torch.randperm(T)
     if identity:
@@ -92,6 +99,7 @@ def reference_gaps(head, tok_emb, pos_emb, idx, perm):
             gap(head(tok_emb(idx[:, perm]) + P), head(tok_emb(idx) + P)[:, perm])]
 
 
+GAPS = contract("permutation_gaps")
 LABELS = ("rows, no positions", "rows, positions added to x", "tokens, no positions",
           "tokens, positions added after embedding")
 
@@ -104,18 +112,16 @@ class PermutationGaps(Check):
     @quiet
     def probe(self, ns, ctx):
         fn = student(ns, "permutation_gaps")
-
-        def call(case):
-            result = fn(*build_perm_case(*case))
-            return [float(g) for g in result]
-
-        return [attempt(call, case) for case in self.cases(ctx)]
+        # the result as the function returned it, judged by the contract (four Python floats), then read
+        return [attempt_form("permutation_gaps", fn, *build_perm_case(*case), convert=lambda r: [float(g) for g in r])
+                for case in self.cases(ctx)]
 
     def cases(self, ctx):
-        """PERM_CASES and one of this submission's own (framework.fresh_rng: its seed and length), judged
-        as they are, so gaps recorded from an earlier grading and returned from a table earn nothing."""
+        """PERM_CASES and one of this submission's own (framework.fresh_rng: its seed, length and table),
+        judged as they are, so gaps recorded from an earlier grading and returned from a table earn nothing."""
         rng = self.fresh(ctx, "case")
-        return PERM_CASES + [(rng.randrange(10_000, 2**31), 2, rng.randint(8, 24), torch.float32, False)]
+        return PERM_CASES + [(rng.randrange(10_000, 2**31), 2, rng.randint(8, 24), torch.float32, False,
+                              rng.randint(1, 16))]
 
     def judge(self, data, ctx):
         verdict = Verdict()
@@ -123,9 +129,11 @@ class PermutationGaps(Check):
         big_ok, big_msgs = True, []
         measured_ok, measured_msgs = True, []
         for case, entry in zip(self.cases(ctx), data):
-            seed, B, T, dtype, identity = case
-            label = f"T={T}, batch {B}, {str(dtype).replace('torch.', '')}" + (", identity permutation" if identity else "")
+            seed, B, T, dtype, identity, extra_rows = case
+            label = f"T={T}, batch {B}, {str(dtype).replace('torch.', '')}" + (", identity permutation" if identity else "") \
+                + (", pos_emb longer than T" if extra_rows else "")
             value, why = unpack(entry)
+            why = why or form_of(entry)
             if why is None and not (isinstance(value, list) and len(value) == 4
                                     and all(isinstance(g, float) and math.isfinite(g) for g in value)):
                 why = f"expected four finite numbers (the four gaps, in the order of the docstring), got {value!r}"[:300]
@@ -133,16 +141,19 @@ class PermutationGaps(Check):
                 tiny_ok = big_ok = measured_ok = False
                 if "index" in why.lower() or "size" in why.lower():
                     why += (" (these inputs have other lengths than the notebook's: take T from idx.shape[1] "
-                            "and use the arguments, not the notebook's globals)")
+                            "and use the arguments, not the notebook's globals"
+                            + ("; pos_emb may have more than T rows: P = pos_emb(torch.arange(T))" if extra_rows else "")
+                            + ")")
                 for msgs in (tiny_msgs, big_msgs, measured_msgs):
                     msgs.append(f"{label}: {why}")
                 continue
             ref = reference_gaps(*build_perm_case(*case))
-            # float32 rounding in a head whose outputs are below 1 is ~1e-7; allow 100 times that.
-            # float64 rounding is ~1e-16; a gap typed in as "about 1e-7" is far above 1e-12.
-            tiny = 1e-12 if dtype == torch.float64 else 1e-5
+            # the contract's tolerances: float32 rounding in a head whose outputs are below 1 is ~1e-7, allow
+            # 100 times that; float64 rounding is ~1e-16, and a gap typed in as "about 1e-7" is far above
+            # 1e-12; with the identity permutation both sides are the same computation (the visible check's 1e-6)
+            tiny = GAPS.tol("float64") if dtype == torch.float64 else GAPS.tol("float32")
             if identity:
-                if max(value) > tiny:
+                if max(value) > min(tiny, GAPS.tol("identity")):
                     measured_ok = False
                     measured_msgs.append(
                         f"{label}: with perm = arange(T) nothing moves, so every gap must be 0 up to rounding, "
@@ -380,10 +391,14 @@ SOFTMAX_PARTS = {   # name -> (what it tests, weight, {symptom: hint})
                "example, shift by 0 instead of by the max while the max is -inf)."}),
     "length_1": ("a single key (T = 1)", 0.5, {
         "any": "With one key, its weight is 1."}),
-    "float64": ("float64 in, float64 out, at float64 precision", 1.0, {
+    "float64": ("the scores' dtype kept: a float32 tensor for float32 scores, float64 (at float64 precision) "
+                "for float64", 1.0, {
         "dtype": "Create the running max and sum with dtype=scores.dtype, so float64 scores stay float64.",
         "precision": "Keep every running quantity in scores.dtype (a float32 tensor somewhere costs the precision)."}),
 }
+
+
+SOFTMAX = contract("online_softmax")
 
 
 def _softmax_reference(x: np.ndarray) -> np.ndarray:
@@ -399,7 +414,9 @@ class OnlineSoftmax(Check):
     @quiet
     def probe(self, ns, ctx):
         fn = student(ns, "online_softmax")
-        out = {name: [attempt(fn, x.clone()) for x in xs] for name, xs in self.cases(ctx).items()}
+        # each result as the function returned it, its form judged by the contract (a tensor of the scores'
+        # shape and dtype)
+        out = {name: [attempt_form("online_softmax", fn, x.clone()) for x in xs] for name, xs in self.cases(ctx).items()}
         out["streaming"] = attempt(recorded_call, fn, 13, streaming_probe_scores())
         out["source"] = streamed_work(code_before(ctx, self), "online_softmax", {"scores": ("*", "K")})
         return out
@@ -412,7 +429,10 @@ class OnlineSoftmax(Check):
 
     def judge(self, data, ctx):
         verdict = Verdict()
-        for name, xs in self.cases(ctx).items():
+        cases = self.cases(ctx)
+        # the contract's form (a tensor of the scores' shape and dtype) is one property: the dtype part's
+        forms = [f for name in cases for e in data.get(name, []) if (f := form_of(e))]
+        for name, xs in cases.items():
             label, weight, hint = SOFTMAX_PARTS[name]
             problems = []
             for x, entry in zip(xs, data.get(name, [])):
@@ -428,6 +448,8 @@ class OnlineSoftmax(Check):
                     break
             if len(data.get(name, [])) != len(xs) and not problems:
                 problems.append("no result reached the grader")
+            if name == "float64" and not problems and forms:
+                problems.append(forms[0] + ".")
             verdict.add(label, not problems, problems[0] if problems else "", weight)
         value, why = unpack(data.get("streaming"))
         if why:
@@ -475,8 +497,8 @@ def _compare_softmax(x: torch.Tensor, value, name):
         return "nan", "Some weights are NaN."
     if np.isinf(got).any():
         return "inf", "Some weights are inf."
-    # float32: each weight is exp(s - m) / sum with ~T roundings of 6e-8; float64: ~T * 1e-16
-    atol, rtol = (1e-12, 1e-10) if float64 else (2e-6, 2e-5)
+    # the contract's: float32, each weight is exp(s - m) / sum with ~T roundings of 6e-8; float64, ~T * 1e-16
+    atol, rtol = SOFTMAX.tol("float64" if float64 else "float32")
     if np.all(np.abs(got - ref) <= atol + rtol * np.abs(ref)):
         return None
     full = value.astype(np.float64)
@@ -508,8 +530,12 @@ def attention_cases(seed=5151):
     """name -> list of (q, k, v). The visible check uses a Head's q, k, v on real text."""
     g = torch.Generator().manual_seed(seed)
     r = lambda *shape, dtype=torch.float32: torch.randn(*shape, generator=g, dtype=dtype)
+    # a sequence longer than the notebook's 64 tokens, from a generator of its own (the other kinds keep
+    # their draws: large scores are calibrated)
+    g_long = torch.Generator().manual_seed(seed + 1)
+    long = lambda *shape: torch.randn(*shape, generator=g_long)
     return {
-        "ordinary": [(r(2, 11, 5), r(2, 11, 5), r(2, 11, 3))],
+        "ordinary": [(r(2, 11, 5), r(2, 11, 5), r(2, 11, 3)), (long(2, 70, 5), long(2, 70, 5), long(2, 70, 3))],
         "large_scores": [(20 * r(3, 9, 4), 20 * r(3, 9, 4), r(3, 9, 2))],
         "single_position": [(r(2, 1, 4), r(2, 1, 4), r(2, 1, 6))],
         "float64": [(r(3, 17, 4, dtype=torch.float64), r(3, 17, 4, dtype=torch.float64),
@@ -532,12 +558,16 @@ def large_scores_twin(rng) -> list:
 
 
 ATTENTION_PARTS = {
-    "ordinary": ("causal attention, batch 2, T = 11, d_k = 5, d_v = 3", 2.0),
+    "ordinary": ("causal attention, batch 2, T = 11, d_k = 5, d_v = 3, and a sequence longer than the notebook's", 2.0),
     "large_scores": ("large scores (q·k/√d_k in the hundreds)", 1.0),
     "single_position": ("T = 1: the output is v", 0.5),
-    "float64": ("float64 in, float64 out, at float64 precision", 1.0),
+    "float64": ("q's dtype kept: a float32 tensor for float32 inputs, float64 (at float64 precision) for float64",
+                1.0),
     "other_ranks": ("no batch axis, and two batch axes", 0.5),
 }
+
+
+STREAMING = contract("streaming_attention")
 
 
 def _attention_reference(q, k, v, scale=None, masked_score=NEG_INF):
@@ -596,8 +626,10 @@ def _compare_attention(q, k, v, value, name) -> str | None:
         return ("the output has NaN or inf: is the running max subtracted before exponentiating, and is the "
                 "running max started at -inf (not 0)? Scores in the hundreds make exp overflow or underflow")
     ref = _attention_reference(q, k, v)
-    # float32 scores of size ~400 carry rounding ~4e-5, which the weights inherit; ordinary ones ~1e-7
-    atol = {"large_scores": 1e-3}.get(name, 1e-11 if q.dtype == torch.float64 else 2e-5)
+    # the contract's: float32 scores of size ~400 carry rounding ~4e-5, which the weights inherit; ordinary
+    # ones ~1e-7
+    atol = STREAMING.tol("large_scores" if name == "large_scores" else
+                         "float64" if q.dtype == torch.float64 else "float32")
     err = np.abs(value.astype(np.float64) - ref).max()
     if err <= atol:
         return None
@@ -639,7 +671,8 @@ class StreamingAttention(Check):
     @quiet
     def probe(self, ns, ctx):
         fn = student(ns, "streaming_attention")
-        out = {name: [attempt(fn, q.clone(), k.clone(), v.clone()) for q, k, v in triples]
+        # each result as the function returned it, its form judged by the contract (a tensor of q's dtype)
+        out = {name: [attempt_form("streaming_attention", fn, q.clone(), k.clone(), v.clone()) for q, k, v in triples]
                for name, triples in self.cases(ctx).items()}
         q, k, v = attention_cases()["ordinary"][0]
         out["streaming"] = attempt(recorded_call, fn, 11, q.clone(), k.clone(), v.clone())
@@ -657,7 +690,10 @@ class StreamingAttention(Check):
 
     def judge(self, data, ctx):
         verdict = Verdict()
-        for name, triples in self.cases(ctx).items():
+        cases = self.cases(ctx)
+        # the contract's form (a tensor of q's dtype) is one property: the dtype part's
+        forms = [f for name in cases for e in data.get(name, []) if (f := form_of(e))]
+        for name, triples in cases.items():
             label, weight = ATTENTION_PARTS[name]
             problem = None
             entries = data.get(name, [])
@@ -668,6 +704,8 @@ class StreamingAttention(Check):
                 problem = why or _compare_attention(q, k, v, value, name)
                 if problem:
                     break
+            if name == "float64" and problem is None and forms:
+                problem = forms[0]
             verdict.add(label, problem is None, problem or "", weight)
         value, why = unpack(data.get("streaming"))
         if why:
@@ -744,6 +782,9 @@ FIT_PARTS = {
 }
 
 
+FIT = contract("fit_exponent")
+
+
 def _least_squares_slope(Ts, times):
     x = np.log(np.asarray(Ts, dtype=np.float64))
     y = np.log(np.asarray(times, dtype=np.float64))
@@ -760,6 +801,8 @@ def _fit_hint(Ts, times, got) -> str:
         return "got 2: is the exponent typed in rather than fitted?"
     if close(swapped):
         return "this is the slope of log T against log time: the exponent is the slope of log(time) against log(T)."
+    if got != ref and abs(got - round(ref, 4)) <= 1e-12 or abs(got - round(ref, 3)) <= 1e-12:
+        return "the slope is rounded: return it as computed (round only where you print it)."
     if close((y[-1] - y[0]) / (x[-1] - x[0])) or close((y[x.argmax()] - y[x.argmin()]) / (x.max() - x.min())):
         return ("this is the slope through two points only; with noisy timings use the least-squares slope "
                 "through all of them (np.polyfit(log T, log time, 1)[0], say).")
@@ -776,7 +819,8 @@ class FitExponent(Check):
     @quiet
     def probe(self, ns, ctx):
         fn = student(ns, "fit_exponent")
-        return {name: [attempt(lambda a, b: float(fn(a, b)), Ts, times) for Ts, times in pairs]
+        # the result as the function returned it, judged by the contract (a Python float)
+        return {name: [attempt_form("fit_exponent", fn, Ts, times, convert=float) for Ts, times in pairs]
                 for name, pairs in self.cases(ctx).items()}
 
     def cases(self, ctx):
@@ -802,12 +846,15 @@ class FitExponent(Check):
                 problem = "no result reached the grader"
             for (Ts, times), entry in zip(pairs, entries):
                 value, why = unpack(entry)
+                why = why or form_of(entry)
                 if why:
                     problem = why
                     break
                 ref = _least_squares_slope(Ts, times)
-                # float32 logs and sums are good to ~1e-6 here; any real mistake is off by more than 0.01
-                if not (isinstance(value, float) and abs(value - ref) <= 1e-4):
+                # the contract's tolerance: float32 logs and sums are good to 1e-6 here (worst of 3,000 drawn
+                # laws: 9.3e-7), so a float32 fit passes with a margin of 10; a slope rounded to 4 decimals
+                # (off by up to 5e-5) or any real mistake (0.01 or more) does not
+                if not (isinstance(value, float) and abs(value - ref) <= FIT.tol("slope")):
                     problem = _fit_hint(Ts, times, value)
                     break
             verdict.add(FIT_PARTS[name], problem is None, problem or "")

@@ -8,7 +8,12 @@ import torch
 
 from autograder.checks import Check, TwinnedCheck, Verdict, attempt, code_before, register, student, twin, unpack
 
+from dlcourse.contracts import contract
+
+from .forms import attempt_form, form_of
 from .process import entrywise_work, source_reading
+
+ENTRYWISE = contract("scores_entrywise")
 
 
 # ---- scores_entrywise ----------------------------------------------------------------------
@@ -62,11 +67,12 @@ class ScoresEntrywise(Check):
     take points away."""
     grade_id = "scores_entrywise_hidden"
     points = 3
-    # (label, B, T, d_head, seed, dtype); the visible test uses (2, 3, 5)
+    # (label, B, T, d_head, seed, dtype); the visible test uses (2, 3, 5), the notebook's next cell the
+    # head's (4, 8, 16): one case is longer than that
     CASES = [
         ("one sequence of one token (B = 1, T = 1)", 1, 1, 4, 31, "float32"),
         ("more tokens than features (T = 6 > d_head = 2)", 3, 6, 2, 32, "float32"),
-        ("a single sequence (B = 1, T = 5, d_head = 9)", 1, 5, 9, 33, "float32"),
+        ("a single sequence longer than the notebook's (B = 1, T = 10, d_head = 16)", 1, 10, 16, 33, "float32"),
         ("float64 input (B = 2, T = 4, d_head = 7)", 2, 4, 7, 34, "float64"),
     ]
     SPY_CASE = (2, 3, 4, 35)
@@ -85,7 +91,7 @@ class ScoresEntrywise(Check):
         for cases, out in ((self.CASES, results), (self.twins(ctx), twins)):
             for _, B, T, d_head, seed, dtype in cases:
                 q, k = entrywise_inputs(B, T, d_head, seed, getattr(torch, dtype))
-                out.append(attempt(fn, q, k))
+                out.append(attempt_form("scores_entrywise", fn, q, k))     # judged by the contract: (B, T, T), q's dtype
         source = entrywise_work(code_before(ctx, self), "scores_entrywise",
                                 {"q": ("B", "T", "D"), "k": ("B", "T", "D")})
         return {"cases": results, "twins": twins, "spy": attempt(self._spy, fn), "source": source}
@@ -147,7 +153,7 @@ class ScoresEntrywise(Check):
         # a float32 dot product of length d is off by at most about d * 6e-8 * sum_m |q_m k_m|;
         # 1e-5 * sum_m |q_m k_m| leaves a margin of 10 or more for every length used here
         size = (np.abs(q)[:, :, None, :] * np.abs(k)[:, None, :, :]).sum(-1)   # (B, T, T)
-        tol = (1e-5 if dtype == "float32" else 1e-12) * size + 1e-30
+        tol = ENTRYWISE.tol(dtype) * size + 1e-30                           # the contract's, per dtype
         loose = 1e-5 * size + 1e-6
 
         def close(a, b, t):
@@ -157,6 +163,8 @@ class ScoresEntrywise(Check):
             if dtype == "float64" and got.dtype != np.float64:
                 return False, ("float64 inputs gave float32 scores: the tensor the scores are written into is "
                                "created with the default dtype, not the inputs' one"), True
+            if form_of(entry):
+                return False, form_of(entry), True
             return True, "", True
         if dtype == "float64" and close(got, ref, loose):
             return False, ("right to float32 precision only: float64 inputs lost precision somewhere (a tensor "

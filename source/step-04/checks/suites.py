@@ -19,7 +19,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-D, D_HEAD, T_MAX, B, T = 32, 16, 8, 4, 8
+D, D_HEAD, B, T = 32, 16, 4, 8
+T_MAX = 16                  # the heads take the checks' longer sequences too (12 tokens: past the notebook's 8)
 
 
 @dataclass(frozen=True)
@@ -118,11 +119,23 @@ class BlackBox(nn.Module):
         self.head = head
 
     def forward(self, x):
+        # as the notebook's own head: nn.Linear refuses an input of another dtype than its weights (a student's
+        # check that turns x to float64 crashes on a real head, so it crashes here). A float64 head takes the
+        # float32 inputs the checks themselves give it (its precision only keeps its leak below any tolerance).
+        own = self.head.key.weight.dtype
+        if x.dtype != own and not (own == torch.float64 and x.dtype == torch.float32):
+            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_type_name(x.dtype)} and "
+                               f"{_type_name(own)}")
         return self.head(x)
 
     @property
     def A(self):
         return getattr(self.head, "A", None)
+
+
+def _type_name(dtype) -> str:
+    """torch's own name of a dtype in its error messages: Float, Double, Half, Long..."""
+    return torch.empty((), dtype=dtype).type().replace("torch.", "").replace("Tensor", "")
 
 
 def _head(variant, seed=0, **kw):

@@ -17,6 +17,10 @@ import torch.nn.functional as F
 
 from autograder.checks import (Check, StudentError, Verdict, attempt, outcome, register, student, unpack, unwritten,
                                unwritten_verdict)
+from dlcourse.contracts import contract
+
+from .forms import attempt_form, form_of
+from . import leaks  # noqa: F401  the suites' heads at every class of positions, and longer sequences
 from .sampling import DISTINCT, distinct_share, ks_distance, ks_threshold, normal_cdf
 from .suites import SUITES, MutantHead
 
@@ -63,12 +67,19 @@ REFERENCE_CHECKS = {
 
 X_SEED, CALL_SEED = 4200, 4300     # the notebook's x comes from torch.manual_seed(0)
 GENERIC = "a check must return quietly whenever the property holds"
+T_LONG = 12                        # a sequence longer than the notebook's 8 tokens
 
 
-def probe_input(p, seed=None):
-    """The x a head check is run on at position p: (4, 8, 32), from its own generator (`seed`: a twin's)."""
-    g = torch.Generator().manual_seed(X_SEED + p if seed is None else seed)
-    return torch.randn(4, 8, 32, generator=g)
+def probe_input(p, T=8, seed=None):
+    """The x a head check is run on at position p: (4, T, 32), from its own generator (`seed`: a twin's)."""
+    g = torch.Generator().manual_seed((X_SEED + p + (1000 * T if T != 8 else 0)) if seed is None else seed)
+    return torch.randn(4, T, 32, generator=g)
+
+
+def length_at(p) -> int:
+    """The sequence length a head check is tried on at position p: the notebook's 8, or longer for a
+    position the notebook's sequences do not have."""
+    return 8 if p < 8 else T_LONG
 
 
 def _crash_hint(text: str) -> str:
@@ -82,6 +93,9 @@ def _crash_hint(text: str) -> str:
                 "x = x.clone().requires_grad_(True)")
     if "has no attribute" in text:
         return "treat the head as a black box: call head(x) (and read head.A) only"
+    if "must have the same dtype" in text:
+        return ("the head is float32, as the notebook's: give it x as it comes (or convert the head too, "
+                "head.double(), as you would a real module)")
     if "dtype" in text.lower() or "did not match" in text or "Double" in text:
         return "build what you compare with from A itself (torch.ones_like(...)), so dtypes match"
     if "index" in text.lower() or "size" in text.lower() or "shape" in text.lower():
@@ -218,10 +232,10 @@ class CheckPerturbation(Examplar):
     grade_id = "check_perturbation_hidden"
     points = 3
     suite, function, label = "causal_perturbation", "check_causality_perturbation", "t"
-    params = (2, 5, 7)
+    params = (2, 5, 7, 9)              # t = 9 on 12 tokens: past every position of the notebook's sequences
 
     def arguments(self, head, t, x_seed=None):
-        return head, probe_input(t, x_seed), t
+        return head, probe_input(t, length_at(t), x_seed), t
 
 
 @register
@@ -229,10 +243,12 @@ class CheckGradient(Examplar):
     grade_id = "check_gradient_hidden"
     points = 3
     suite, function, label = "causal_gradient", "check_causality_gradient", "i"
-    params = (0, 3, 5)                 # i = 5 < T - 2: a leak from the last position only is two steps away
+    # i = 5 < T - 2: a leak from the last position only is two steps away; i = 9 on 12 tokens: past every
+    # position of the notebook's sequences
+    params = (0, 3, 5, 9)
 
     def arguments(self, head, i, x_seed=None):
-        return head, probe_input(10 + i, x_seed), i
+        return head, probe_input(10 + i, length_at(i), x_seed), i
 
 
 # ---- the scale check ------------------------------------------------------------------------
@@ -541,13 +557,19 @@ def mask_after_reference(scores):
     return (F.softmax(scores.double(), dim=-1) * keep).sum(dim=-1)
 
 
+ROW_SUMS = contract("mask_after_softmax_row_sums")
+
+
 @register
 class MaskAfterSoftmax(Check):
     grade_id = "mask_after_softmax_hidden"
     points = 2
+    # the notebook's own scores are (4, 8, 8) and small; the contract allows any scores, large ones too,
+    # where a softmax written as exp(s) / sum exp(s) overflows in float32 (exp(89) is inf)
     CASES = [("a batch of 3 sequences of 6 tokens", 3, 6, 51, 1.5, "float32"),
              ("one token (T = 1)", 2, 1, 52, 1.0, "float32"),
-             ("float64 scores, 10 tokens", 2, 10, 53, 3.0, "float64")]
+             ("float64 scores, 10 tokens", 2, 10, 53, 3.0, "float64"),
+             ("large scores (in the hundreds), 9 tokens", 2, 9, 54, 100.0, "float32")]
 
     # Each case has a twin of this submission's own: the same sizes, scale and dtype, scores drawn
     # from a seed of framework.fresh_rng. A case's part needs both right, so row sums recorded from
@@ -559,7 +581,8 @@ class MaskAfterSoftmax(Check):
 
     def probe(self, ns, ctx):
         fn = student(ns, "mask_after_softmax_row_sums")
-        return {which: [attempt(fn, mask_after_inputs(B, T, seed, scale, getattr(torch, dtype)))
+        # each result as the function returned it, its form judged by the contract ((B, T), the scores' dtype)
+        return {which: [attempt_form("mask_after_softmax_row_sums", fn, mask_after_inputs(B, T, seed, scale, getattr(torch, dtype)))
                         for _, B, T, seed, scale, dtype in cases]
                 for which, cases in (("cases", self.CASES), ("twins", self.twins(ctx)))}
 
@@ -579,7 +602,7 @@ class MaskAfterSoftmax(Check):
         value, why = unpack(entry)
         if why:
             return False, why
-        scores = mask_after_inputs(B, T, seed, scale, torch.float64)
+        scores = mask_after_inputs(B, T, seed, scale, getattr(torch, dtype)).double()   # the scores it was given
         ref = mask_after_reference(scores).numpy()
         got = np.asarray(value, dtype=np.float64) if isinstance(value, (np.ndarray, list, float, int)) else None
         if got is None or got.shape != (B, T):
@@ -587,17 +610,27 @@ class MaskAfterSoftmax(Check):
             hint = ": the row sums of A, A.sum(dim=-1)" if shape == (B, T, T) else ""
             return False, (f"scores of shape {(B, T, T)} should give row sums of shape {(B, T)}; "
                            f"got {shape}{hint}")
-        # float32 softmax and sum: relative error ~1e-7 per row; 1e-5 is far from any real mistake
-        if np.all(np.abs(got - ref) <= 1e-5):
+        # the contract's: float32 softmax and sum, error ~1e-7 per row, 1e-5 far from any real mistake; float64
+        # ~1e-16, 1e-12 (float32 precision somewhere in a float64 computation is ~1e-8)
+        if np.all(np.abs(got - ref) <= ROW_SUMS.tol(dtype)):
+            if form_of(entry):
+                return False, form_of(entry)
             return True, ""
         upper = torch.triu(torch.ones(T, T, dtype=torch.float64))
         flipped = (F.softmax(scores, dim=-1) * upper).sum(dim=-1).numpy()
         lower = torch.tril(torch.ones(T, T, dtype=torch.float64))
         by_column = (F.softmax(scores, dim=-2) * lower).sum(dim=-1).numpy()
         no_diagonal = (F.softmax(scores, dim=-1) * torch.tril(lower, diagonal=-1)).sum(dim=-1).numpy()
-        if not np.isfinite(got).all():
+        if not np.isfinite(got).all() and scale >= 100:
+            hint = ("NaN or inf for scores in the hundreds: exp(s) overflows in float32 (exp(89) is inf), and a "
+                    "row whose kept weights all underflow to 0 gives 0/0 when divided by their sum. F.softmax "
+                    "subtracts each row's max first; zero the future after it, and do not renormalise")
+        elif not np.isfinite(got).all():
             hint = ("NaN or inf: after the softmax, set the future weights to 0 (multiply by the mask, or "
                     "masked_fill with 0.0), not to -inf")
+        elif dtype == "float64" and np.all(np.abs(got - ref) <= 1e-5):
+            hint = ("right to float32 precision only: float64 scores lost precision somewhere (a tensor created "
+                    "with the default dtype, or a conversion to float32)")
         elif T > 1 and np.allclose(got, 1, atol=1e-5):
             hint = ("every row sums to 1: that is masking before the softmax (or renormalising). Here the "
                     "softmax runs over all keys first, then the future weights are zeroed")
@@ -619,7 +652,7 @@ class MaskAfterSoftmax(Check):
 def fails_on_mask_after_softmax() -> frozenset:
     """The truth, by experiment: run the reference checks on a head that masks after the softmax
     (the notebook's setting: Head(32, 16, T_max=8), x = randn(4, 8, 32), t = 5, i = 3)."""
-    head = MutantHead("mask_after_softmax", seed=0)
+    head = MutantHead("mask_after_softmax", seed=0, T_max=8)
     torch.manual_seed(0)
     x = torch.randn(4, 8, 32)
     head(x)

@@ -9,6 +9,10 @@ import torch
 
 from autograder.checks import Check, Verdict, attempt, register, student, unpack, unwritten, unwritten_verdict
 
+from dlcourse.contracts import contract
+
+from .forms import attempt_form, form_of
+
 
 T_TEXT, D_MODEL, D_HEAD = 64, 32, 16
 
@@ -22,7 +26,7 @@ TEXT_SEEDS = (7, 123, 2024)
 # pos_emb(arange), another matmul order or thread count) moves a score of size O(1) by a few float32
 # ulps (~1e-7 relative) and a weight by less than 1e-6. Any change to the construction (another
 # order, a missing positional term, another seed) moves weights by more than 1e-3.
-TEXT_ATOL = 1e-5
+TEXT_ATOL = contract("attention_on_text").tol("float32")         # 1e-5, the contract's
 
 
 @lru_cache(maxsize=1)
@@ -120,7 +124,8 @@ class AttentionOnText(Check):
 
     def probe(self, ns, ctx):
         fn = student(ns, "attention_on_text")
-        results = {str(seed): attempt(fn, seed) for seed in self.seeds(ctx)}
+        # each result as the function returned it, its form judged by the contract: a (64, 64) tensor or array
+        results = {str(seed): attempt_form("attention_on_text", fn, seed) for seed in self.seeds(ctx)}
         results["again"] = attempt(fn, TEXT_SEEDS[1])
         return results
 
@@ -143,9 +148,14 @@ class AttentionOnText(Check):
                 continue
             matrices[seed] = a
         got_all = len(matrices) == len(TEXT_SEEDS)
-        verdict.add("returns a (64, 64) matrix for every seed", got_all,
-                    "; ".join(f"for a hidden seed, attention_on_text {r}" if r.startswith("raise")
-                              else f"for a hidden seed: {r}" for r in dict.fromkeys(reasons.values())), weight=0.5)
+        # the contract's form (the visible check's): a (64, 64) tensor or numpy array. A batch of one or nested
+        # lists are read for the other parts, but they are not the form asked for
+        forms = [f for seed in TEXT_SEEDS if seed in matrices and (f := form_of(data.get(str(seed))))]
+        message = "; ".join(f"for a hidden seed, attention_on_text {r}" if r.startswith("raise")
+                            else f"for a hidden seed: {r}" for r in dict.fromkeys(reasons.values()))
+        if got_all and forms:
+            message = f"{forms[0]}: return head.A[0], the matrix of the one sequence in the batch"
+        verdict.add("returns a (64, 64) matrix for every seed", got_all and not forms, message, weight=0.5)
 
         problems = [why for a in matrices.values() if (why := _is_causal_attention(a))]
         verdict.add("each matrix is causal attention (zero above the diagonal, rows on the simplex)",
@@ -196,8 +206,11 @@ class AttentionOnText(Check):
 
 
 # ---- top_key_shares -------------------------------------------------------------------------
-# The visible test uses the identity, column collapse and the previous-token pattern at T = 8; these
-# differ. Every case has a single largest weight in each row (no ties), as the spec promises.
+# The visible test uses the identity, column collapse and the previous-token pattern at T = 8, the
+# notebook's own cells T = 64; these differ, and one is longer. Every case has a single largest weight
+# in each row (no ties), as the spec promises.
+
+SHARES = contract("top_key_shares")
 
 
 def _causal_softmax(scores: torch.Tensor) -> torch.Tensor:
@@ -226,6 +239,11 @@ def share_cases() -> list[tuple[str, torch.Tensor]]:
         diagonal_heavy = torch.randn(30, 30) + 2.5 * torch.eye(30)
         diagonal_heavy[:, 0] += 1.5
         cases.append(("a matrix leaning on the diagonal and column 0 (T = 30)", _causal_softmax(diagonal_heavy)))
+        # longer than the notebook's 64 tokens, its diagonal rows spread over the whole length: rows past
+        # 64 count as the others do
+        long_scores = torch.randn(80, 80) + 2.0 * torch.eye(80)
+        long_scores[:, 0] += 1.0
+        cases.append(("a matrix longer than the notebook's (T = 80)", _causal_softmax(long_scores)))
     cases.append(("two positions (T = 2)", torch.tensor([[1.0, 0.0], [0.3, 0.7]])))
     return cases
 
@@ -262,8 +280,8 @@ def _share_mistakes(A: np.ndarray) -> dict:
     }
 
 
-# Shares are means of T - 1 booleans: exact in float32 to ~1e-7. Any real mistake moves one by 1/(T-1) or more.
-SHARE_ATOL = 1e-5
+# Shares are means of T - 1 booleans: exact in float32 to ~6e-8. Any real mistake moves one by 1/(T-1) or more.
+SHARE_ATOL = SHARES.tol("shares")                                   # 1e-6, the contract's (the visible check's)
 
 
 def _as_shares(result) -> tuple[float, float]:
@@ -290,7 +308,8 @@ class TopKeyShares(Check):
 
     def probe(self, ns, ctx):
         fn = student(ns, "top_key_shares")
-        return [attempt(lambda A: _as_shares(fn(A)), A.clone()) for _, A in self.cases(ctx)]
+        # each pair as the function returned it, its form judged by the contract (two Python floats), then read
+        return [attempt_form("top_key_shares", fn, A.clone(), convert=_as_shares) for _, A in self.cases(ctx)]
 
     def judge(self, data, ctx):
         verdict = Verdict()
@@ -332,4 +351,10 @@ class TopKeyShares(Check):
                             break
                     message = f"{part} wrong for {len(wrong)} of {len(cases)} matrices (first: {first}): {hint}"
             verdict.add(f"{part}: {label}", not wrong, message, weight=1.5)
+        # the contract's form, as the visible check's expect_form reads it: two Python floats (0-dim tensors or
+        # numpy float32 scalars are read for the shares above, but they are not the form asked for)
+        forms = [f for entry in data if (f := form_of(entry))]
+        message = f"{forms[0]}, e.g. (top == rows).float().mean().item()" if forms else \
+            "" if not errors else f"for {next(iter(errors))}: {next(iter(errors.values()))}"
+        verdict.add("returns two Python floats", not forms and not errors, message, weight=0.5)
         return verdict
