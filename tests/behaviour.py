@@ -90,8 +90,11 @@ def _simplex_matrices():
 
 def _heads(kind):
     """Heads of every variant the suite's cases use, with other weights (seeds)."""
-    variants = sorted({case.build().head.variant for case in suites.SUITES[kind]})
-    return [suites.BlackBox(suites.MutantHead(v, seed=500 + n)) for n, v in enumerate(variants)]
+    built = [case.build().head for case in suites.SUITES[kind]]
+    # the suites' drawn heads (MutantHead, LeakHead, ...; the notebook's own Head has no variant to redraw)
+    variants = sorted({(type(head).__name__, head.variant): type(head) for head in built
+                       if isinstance(head, suites.MutantHead)}.items())
+    return [suites.BlackBox(cls(v, seed=500 + n)) for n, ((_, v), cls) in enumerate(variants)]
 
 
 def _perturbation():
