@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 import nbformat
 from nbgrader import utils as nbutils
 
-from .checks.framework import judge_data
+from .checks.framework import judge_data, scrub
 from .nbgrader_cmd import HARMLESS_STDERR  # also nbgrader's IgnorePattern (nbgrader_config.py)
 
 
@@ -138,7 +138,9 @@ def _judge_hidden(cell, grade_id, points, server) -> CellResult:
             return CellResult(grade_id, None, points, verdict.review_text(), "review")
     else:
         score = 0.0
-        why = _error_text(cell)
+        # what the cell shows came from the student's code run on hidden inputs (or from the grader, which
+        # a student's exception can imitate): kinds, not numbers (framework.scrub)
+        why = scrub(_error_text(cell))
         if why:
             error = f"the hidden tests could not run: {why}"
         else:

@@ -31,7 +31,7 @@ import socket
 import threading
 import time
 
-from .checks.framework import KernelGone, Missing, StudentError, run_probe
+from .checks.framework import KernelGone, Missing, StudentError, run_probe, scrub
 from .plugin import NotHandled, load_plugin
 from .runtime.plain import NotPlain, from_plain, to_plain
 from .runtime.wire import MessageRefused, receive, send
@@ -355,7 +355,22 @@ class KernelSession:
             raise KernelGone(str(err)) from None
         finally:
             clock.begin()
+        return _scrubbed(reply)
+
+
+def _scrubbed(reply):
+    """The kernel's reply with the text its code wrote (an error, a check's outcome, the names it reports)
+    scrubbed of numbers (framework.scrub: kinds, not numbers): the inputs it was called on stay hidden.
+    The plain data of a value and a trace are the judge's, which quotes only what it computes."""
+    if not isinstance(reply, dict):
         return reply
+    out = dict(reply)
+    for key in ("error", "outcome", "missing"):
+        if isinstance(out.get(key), str):
+            out[key] = scrub(out[key])
+    if isinstance(out.get("changed"), list):
+        out["changed"] = [scrub(name) for name in out["changed"]]
+    return out
 
 
 class KernelNamespace:

@@ -57,7 +57,9 @@ CONTRACTS: dict[str, Contract] = {c.name: c for c in [
              visible={"T": 5, "d": 7, "d_k": 3, "d_v": 2}),
     Contract("dot_variance", "01-on-paper", "dot_variance_hidden",
              takes={"d_k": "a positive int", "n": "a positive int (pairs)", "seed": "an int"},
-             returns="the sample variance of q·k over n pairs drawn with `seed`",
+             returns="(dots, variance): the n dot products q·k of n pairs drawn with `seed`, a (n,) tensor (or "
+                     "numpy array), and their sample variance, a Python float (the hidden test judges the dot "
+                     "products as samples: their number, their law, and the variance as theirs)",
              visible={"d_k": 16, "n": 20_000, "seed": 0}),
     # ---- 02-the-head
     Contract("scores_entrywise", "02-the-head", "scores_entrywise_hidden",
@@ -91,7 +93,8 @@ CONTRACTS: dict[str, Contract] = {c.name: c for c in [
     Contract("scale_table", "03-the-tests", "scale_table_hidden",
              takes={"d_heads": "a list of ints", "seed": "an int"},
              returns="a list with one dict per d_k: d_k, raw_std, sqrt_d_k, scaled_std, max_weight_raw, "
-                     "max_weight_scaled, one_hot_raw, one_hot_scaled",
+                     "max_weight_scaled, one_hot_raw, one_hot_scaled (Python numbers), and q, k: the (4, 8, d_k) "
+                     "tensors drawn, every statistic theirs (the hidden test judges q and k as N(0, 1) samples)",
              visible={"seed": 0, "d_k": 16}),
     Contract("mask_after_softmax_row_sums", "03-the-tests", "mask_after_softmax_hidden",
              takes={"scores": "a (B, T, T) tensor of scores, float32 or float64, any size (large ones too)"},

@@ -52,15 +52,15 @@ EQUIVALENT: dict[str, str] = {
     # mutmut swap_op: assert worst < 1e-5, f"rows of A sum to between {row_sums.min().item():.6f} and {row_sums.
     'check_simplex:f558419128': 'a float32 attention row sums to 1 within 2.4e-7 (T = 64), a broken one is off by 1e-4 or more: every tolerance between about 1e-6 and 1e-4 (and < or <=) tells them apart; the spec asks for a float32 tolerance, not for 1e-5 exactly',
     # mutmut swap_op: dots = (q * k).sum(dim=+1)
-    'dot_variance:2c02c7bd25': 'q * k is (n, d_k): dim=1 is dim=-1',
+    'dot_variance:597b1ed38d': 'q * k is (n, d_k): dim=1 is dim=-1',
     # sign flipped: dots = -(q * k).sum(dim=-1)
-    'dot_variance:6d38961c30': 'Var(-X) = Var(X)',
+    'dot_variance:7dc02e3cc1': "the law of q·k is symmetric about 0: -q·k has the same law (the judge's test of the dot products sees no difference) and Var(-X) = Var(X)",
     # sign flipped: k = -torch.randn(n, d_k, generator=g)
-    'dot_variance:77b1f5d4f7': 'N(0, 1) is symmetric: -randn draws from the same distribution, so the statistics the spec asks for have the same distribution',
+    'dot_variance:a28a11a146': 'N(0, 1) is symmetric: -randn draws from the same distribution, so the dot products have the law the spec asks for',
     # sign flipped: g = torch.Generator().manual_seed(-seed)
-    'dot_variance:ca5b35413a': 'the spec asks for samples drawn from a generator seeded with `seed`, not for one stream: another seed derived from it one to one gives other but equally valid samples (the judge tests the statistics and that the same seed gives the same result)',
+    'dot_variance:3f2163b693': 'the spec asks for samples drawn from a generator seeded with `seed`, not for one stream: another seed derived from it one to one gives other but equally valid samples (the judge tests the samples and that the same seed gives the same ones, another seed others)',
     # sign flipped: q = -torch.randn(n, d_k, generator=g)
-    'dot_variance:e32e1964b6': 'N(0, 1) is symmetric: -randn draws from the same distribution, so the statistics the spec asks for have the same distribution',
+    'dot_variance:1582b807b9': 'N(0, 1) is symmetric: -randn draws from the same distribution, so the dot products have the law the spec asks for',
     # mutmut arg_removal: log_T = np.log(np.asarray(Ts, dtype=None))
     'fit_exponent:3760fff152': 'np.log of an integer or float array is float64 either way: the same slope',
     # mutmut arg_removal: log_time = np.log(np.asarray(times, dtype=None))
@@ -128,35 +128,27 @@ EQUIVALENT: dict[str, str] = {
     # arguments swapped: rows = gap(head(x)[:, perm], head(x[:, perm]))
     'permutation_gaps:f5a5335f4e': '|a - b| = |b - a|',
     # mutmut swap_op: top_scaled = F.softmax(scaled, dim=-1).max(dim=+1).values
-    'scale_table:02e5c81e49': 'the largest weight overall is the same over any axis, and no scaled row reaches 0.9995: scaled scores have std 1, and a weight of 0.9995 over 8 keys needs a score gap of 7.6 (over 5 standard deviations of a difference), about 1e-7 per row: one_hot_scaled is 0 either way',
+    'scale_table:2d33c8f066': 'the largest weight overall is the same over any axis, and no scaled row reaches 0.9995: scaled scores have std 1, and a weight of 0.9995 over 8 keys needs a score gap of 7.6 (over 5 standard deviations of a difference), about 1e-7 per row: one_hot_scaled is 0 either way',
     # sign flipped: g = torch.Generator().manual_seed(-seed)
-    'scale_table:17ce91f71b': 'the spec asks for samples drawn from a generator seeded with `seed`, not for one stream: another seed derived from it one to one gives other but equally valid samples (the judge tests the statistics and that the same seed gives the same result)',
+    'scale_table:f3815e086a': 'the spec asks for samples drawn from a generator seeded with `seed`, not for one stream: another seed derived from it one to one gives other but equally valid samples (the judge tests the samples, the statistics as theirs, and that the same seed gives the same ones)',
     # sign flipped: "one_hot_scaled": -(top_scaled >= 0.9995).float().mean().item(),
-    'scale_table:1a08e6dc5d': 'no scaled row reaches 0.9995 (see above): one_hot_scaled is 0 (or -0.0) either way',
+    'scale_table:c087af55bd': 'no scaled row reaches 0.9995 (see above): one_hot_scaled is 0 (or -0.0) either way',
     # mutmut number: top_scaled = F.softmax(scaled, dim=-1).max(dim=-2).values
-    'scale_table:22033dcfb2': 'the largest weight overall is the same over any axis, and no scaled row reaches 0.9995: scaled scores have std 1, and a weight of 0.9995 over 8 keys needs a score gap of 7.6 (over 5 standard deviations of a difference), about 1e-7 per row: one_hot_scaled is 0 either way',
-    # mutmut swap_op: top_scaled = F.softmax(scaled, dim=+1).max(dim=-1).values
-    'scale_table:25622237b7': 'a softmax over the queries of S is the transpose of a softmax over the keys of Sᵀ, and Sᵀ = k qᵀ has the distribution of S (q and k iid): the overall largest weight has the same distribution; and no scaled row reaches 0.9995 (a gap of 7.6 over 5 standard deviations), so one_hot_scaled is 0 either way',
+    'scale_table:9cb7214ceb': 'the largest weight overall is the same over any axis, and no scaled row reaches 0.9995: scaled scores have std 1, and a weight of 0.9995 over 8 keys needs a score gap of 7.6 (over 5 standard deviations of a difference), about 1e-7 per row: one_hot_scaled is 0 either way',
     # sign flipped: q = -torch.randn(4, 8, d_k, generator=g)
-    'scale_table:494884e4e0': 'N(0, 1) is symmetric: -randn draws from the same distribution, so the statistics the spec asks for have the same distribution',
+    'scale_table:1f8f1ff7fb': 'N(0, 1) is symmetric: -randn draws from the same distribution, so q and k are samples the spec allows and the statistics are theirs',
     # number - 1: top_scaled = F.softmax(scaled, dim=-1).max(dim=-(0)).values
-    'scale_table:6868773298': 'the largest weight overall is the same over any axis, and no scaled row reaches 0.9995: scaled scores have std 1, and a weight of 0.9995 over 8 keys needs a score gap of 7.6 (over 5 standard deviations of a difference), about 1e-7 per row: one_hot_scaled is 0 either way',
-    # mutmut number: top_scaled = F.softmax(scaled, dim=-2).max(dim=-1).values
-    'scale_table:7acc85f481': 'a softmax over the queries of S is the transpose of a softmax over the keys of Sᵀ, and Sᵀ = k qᵀ has the distribution of S (q and k iid): the overall largest weight has the same distribution; and no scaled row reaches 0.9995 (a gap of 7.6 over 5 standard deviations), so one_hot_scaled is 0 either way',
+    'scale_table:f790006a6b': 'the largest weight overall is the same over any axis, and no scaled row reaches 0.9995: scaled scores have std 1, and a weight of 0.9995 over 8 keys needs a score gap of 7.6 (over 5 standard deviations of a difference), about 1e-7 per row: one_hot_scaled is 0 either way',
     # mutmut swap_op: "one_hot_scaled": (top_scaled > 0.9995).float().mean().item(),
-    'scale_table:7ddcd703c3': 'a float32 weight exactly equal to float32(0.9995) has a probability of about 1e-7 per row: > and >= count the same rows',
+    'scale_table:46bcae7611': 'a float32 weight exactly equal to float32(0.9995) has a probability of about 1e-7 per row: > and >= count the same rows',
     # arguments swapped: raw = q @ k.transpose(-1, -2)
-    'scale_table:a62f15adce': 'transpose(-1, -2) is transpose(-2, -1)',
-    # sign flipped: scaled = raw / -math.sqrt(d_k)
-    'scale_table:b340cf3f8a': 'negated scores: the std is the same, and softmax(-S) has the distribution of softmax(S) for S = q kᵀ with q, k ~ N(0, 1)',
-    # sign flipped: raw = q @ -k.transpose(-2, -1)
-    'scale_table:ca8378e2a0': 'negated scores: the std is the same, and softmax(-S) has the distribution of softmax(S) for S = q kᵀ with q, k ~ N(0, 1)',
+    'scale_table:2f7e77ac23': 'transpose(-1, -2) is transpose(-2, -1)',
     # mutmut number: "one_hot_scaled": (top_scaled >= 1.9995).float().mean().item(),
-    'scale_table:e17fae5fb2': 'no scaled row reaches 0.9995 (see above): one_hot_scaled is 0 (or -0.0) either way',
+    'scale_table:850e6fd30f': 'no scaled row reaches 0.9995 (see above): one_hot_scaled is 0 (or -0.0) either way',
     # mutmut swap_op: "one_hot_raw": (top_raw > 0.9995).float().mean().item(),
-    'scale_table:eb2809de4c': 'a float32 weight exactly equal to float32(0.9995) has a probability of about 1e-7 per row: > and >= count the same rows',
+    'scale_table:bfc9e8825e': 'a float32 weight exactly equal to float32(0.9995) has a probability of about 1e-7 per row: > and >= count the same rows',
     # sign flipped: k = -torch.randn(4, 8, d_k, generator=g)
-    'scale_table:faccc7f2cc': 'N(0, 1) is symmetric: -randn draws from the same distribution, so the statistics the spec asks for have the same distribution',
+    'scale_table:586e44b2a5': 'N(0, 1) is symmetric: -randn draws from the same distribution, so q and k are samples the spec allows and the statistics are theirs',
     # mutmut arg_removal: i = torch.arange(T, )
     'smoothing_attention:016f106d55': 'an integer arange divided by a float is float32: the same scores',
     # mutmut swap_op: return torch.softmax(scores, dim=+1)
@@ -198,14 +190,20 @@ EQUIVALENT: dict[str, str] = {
 }
 
 SURVIVING: dict[str, str] = {
-    'scale_table:6ac27d8d15': "q drawn once, (8, d_k), and shared by the 4 sequences: a table's statistics barely move: simulated over 2,000 tables, raw_std / sqrt(d_k) keeps its mean (0.998-1.000) and its spread across seeds grows from 0.079 to at most 0.112 (shared q or k, d_k = 8); the largest scaled weight moves by 0.03 (7 or 9 keys) against a spread of 0.085 per table. The judge averages 24 tables with a tolerance of six standard errors (no false fail of a correct sampler), which would need about 300 tables per answer to see a shift of 0.03; the spec lets a student sample in any reproducible way (numpy included), so the exact numbers cannot be asked for",
-    'scale_table:91a865bca8': "k drawn once, (8, d_k), and shared by the 4 sequences: a table's statistics barely move: simulated over 2,000 tables, raw_std / sqrt(d_k) keeps its mean (0.998-1.000) and its spread across seeds grows from 0.079 to at most 0.112 (shared q or k, d_k = 8); the largest scaled weight moves by 0.03 (7 or 9 keys) against a spread of 0.085 per table. The judge averages 24 tables with a tolerance of six standard errors (no false fail of a correct sampler), which would need about 300 tables per answer to see a shift of 0.03; the spec lets a student sample in any reproducible way (numpy included), so the exact numbers cannot be asked for",
-    'scale_table:098c87e03f': "k with 9 keys instead of 8: a table's statistics barely move: simulated over 2,000 tables, raw_std / sqrt(d_k) keeps its mean (0.998-1.000) and its spread across seeds grows from 0.079 to at most 0.112 (shared q or k, d_k = 8); the largest scaled weight moves by 0.03 (7 or 9 keys) against a spread of 0.085 per table. The judge averages 24 tables with a tolerance of six standard errors (no false fail of a correct sampler), which would need about 300 tables per answer to see a shift of 0.03; the spec lets a student sample in any reproducible way (numpy included), so the exact numbers cannot be asked for",
-    'scale_table:482548b410': "k with 7 keys instead of 8: a table's statistics barely move: simulated over 2,000 tables, raw_std / sqrt(d_k) keeps its mean (0.998-1.000) and its spread across seeds grows from 0.079 to at most 0.112 (shared q or k, d_k = 8); the largest scaled weight moves by 0.03 (7 or 9 keys) against a spread of 0.085 per table. The judge averages 24 tables with a tolerance of six standard errors (no false fail of a correct sampler), which would need about 300 tables per answer to see a shift of 0.03; the spec lets a student sample in any reproducible way (numpy included), so the exact numbers cannot be asked for",
 }
 
 # Mutants of the rewrites of tests/rewrites.py (ids as above: the answer and the mutant's source) that the
 # hidden test cannot tell from the rewrite although they behave otherwise, with what it would take. A mutant
 # of a rewrite that behaves as a mutant of the solution listed above takes that mutant's standing.
 REWRITE_SURVIVING: dict[str, str] = {
+    # return T.from_numpy(my_dots), float(onp.var(my_dots, )): numpy's var has ddof=0
+    'dot_variance:0267d85228': "the spec's 'sample variance' is either estimator: the judge takes the variance with n or n - 1 in the denominator (or the mean of the squares), as the visible check does; each is the statistic of the dots returned",
+    # return T.from_numpy(my_dots), float(onp.var(my_dots, ddof=(0)))
+    'dot_variance:fce5a7e74b': "the spec's 'sample variance' is either estimator: the judge takes the variance with n or n - 1 in the denominator (or the mean of the squares), as the visible check does; each is the statistic of the dots returned",
+    # ... .sum() / (n_pairs - (0)): the variance with n in the denominator
+    'dot_variance:1a29794f09': "the spec's 'sample variance' is either estimator: the judge takes the variance with n or n - 1 in the denominator (or the mean of the squares), as the visible check does; each is the statistic of the dots returned",
+    # number - 1 on line 22: the scaled scores' std(ddof=1) -> std(ddof=(0))
+    'scale_table:4ead62f483': "the spec's 'standard deviation' is either estimator: the judge takes the std with n or n - 1 in the denominator, as the visible check does; each is the statistic of the q and k returned",
+    # number - 1 on line 22: the raw scores' std(ddof=1) -> std(ddof=(0))
+    'scale_table:c1a91b3da1': "the spec's 'standard deviation' is either estimator: the judge takes the std with n or n - 1 in the denominator, as the visible check does; each is the statistic of the q and k returned",
 }

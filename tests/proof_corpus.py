@@ -57,9 +57,11 @@ def edit(notebook: str, answer: str, *changes: tuple[str, str]) -> dict:
 # ---- 01-on-paper -----------------------------------------------------------------------------
 
 # ---- 01-on-paper -----------------------------------------------------------------------------
-# shapes_hidden: 3 cases, one point-share each. dot_variance_hidden: 3 closeness parts (1 each),
-# "same seed, same estimate" (1), "comes from samples" (2: the spread at two n and the n = 2 estimates,
-# 2/3 each): 6 shares. An estimate close to d_k that behaves like no sample keeps no closeness share.
+# shapes_hidden: 3 cases, one point-share each. dot_variance_hidden: 4 cases (three widths with n = 20,000,
+# and n = 2; each with its twin) and "the same seed, the same dot products; another seed, others": 5 shares
+# of 2 points. A case is right when its dot products are n samples of q·k (their number, distinct values,
+# their law by a Kolmogorov-Smirnov test) and the variance returned is theirs. Dot products that are not
+# samples of q·k in any case earn nothing anywhere.
 
 P01 = "01-on-paper"
 CORRECT = [
@@ -87,8 +89,9 @@ def dot_variance(d_k, n, seed):
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((n, d_k))
     k = rng.standard_normal((n, d_k))
-    return float(np.var(np.einsum("nd,nd->n", q, k)))
-''')}, why="numpy's generator, einsum, the biased variance"),
+    dots = np.einsum("nd,nd->n", q, k)
+    return dots, float(np.var(dots))
+''')}, why="numpy's generator, einsum, the dot products as a float64 numpy array, the biased variance"),
 ]
 
 WRONG = [
@@ -109,23 +112,24 @@ def shapes(T, d, d_k, d_v):
 def dot_variance(d_k, n, seed):
     g = torch.Generator().manual_seed(seed)
     q, k = torch.randn(n, d_k, generator=g), torch.randn(n, d_k, generator=g)
-    return (q * k).var().item()
+    products = q * k                                    # (n, d_k)
+    return products, products.var().item()
 ''')}, expect={"dot_variance_hidden": 0.0},
-          why="variance of the products q_m k_m (about 1), not of their sum: no case close, so the seed parts "
-              "are not judged either",
-          says={"dot_variance_hidden": ["close to d_k", "one product", "sum over the d_k axis"]}),
+          why="the products q_m k_m, (n, d_k), returned as the dot products: not one number per pair in any case "
+              "(too many values to send at the wider widths), so nothing is credited",
+          says={"dot_variance_hidden": ["one number per pair", "sum over the d_k axis"]}),
     Entry("w01-variance-unseeded", P01, edit(P01, "dot_variance", ("q = torch.randn(n, d_k, generator=g)", "q = torch.randn(n, d_k)"),
                                              ("k = torch.randn(n, d_k, generator=g)", "k = torch.randn(n, d_k)")),
-          expect={"dot_variance_hidden": 1.67},
-          why="sampled from the global generator, ignoring `seed`: every estimate close, only 'the same seed gives "
-              "the same estimate' (1 of 6) lost: partial credit",
+          expect={"dot_variance_hidden": 1.6},
+          why="sampled from the global generator, ignoring `seed`: every case right, only 'the same seed gives "
+              "the same dot products' (1 of 5) lost: 2 × 4/5",
           says={"dot_variance_hidden": ["same seed", "manual_seed"]}),
-    Entry("w01-variance-formula", P01, {"dot_variance": code('''
-def dot_variance(d_k, n, seed):
-    return float(d_k)
-''')}, expect={"dot_variance_hidden": 0.0}, why="the lemma's answer typed in, nothing sampled: a number that "
-     "ignores the seed is not an estimate, so its closeness to d_k earns nothing",
-          says={"dot_variance_hidden": ["comes from samples", "not from the formula"]}),
+    Entry("w01-variance-formula", P01, edit(P01, "dot_variance", ("return dots, dots.var().item()",
+                                                                  "return dots, float(d_k)")),
+          expect={"dot_variance_hidden": 0.0}, why="honest dot products, but the lemma's answer typed in as their "
+          "variance: not their sample variance in any case (it differs by the sampling error, about 1%, far beyond "
+          "float rounding), so no case is right and the seed is not judged",
+          says={"dot_variance_hidden": ["not the sample variance of the dot products", "not from the formula"]}),
 ]
 
 
@@ -245,9 +249,12 @@ def count_params(d, d_head):
 # A student's check is run on its suite (source/step-04/checks/suites.py): rejecting a correct case
 # scores 0; otherwise each broken case caught earns an equal share. simplex: 12 broken matrices
 # (0.25 points each); perturbation: 23 broken heads (3/23 each); gradient: 20 (0.15 each).
-# scale_table_hidden: 9 parts weighing 7 (form 1, sqrt column 0.5, scaled = raw / sqrt 0.5, raw std
-# tracks sqrt(d_k) 1, max weights consistent 0.5 and sampled 1, one-hot shares consistent 0.5 and
-# sampled 1, seeded 1). mask_after_softmax_hidden: 4 cases; fails_on_mask_after_softmax_hidden: 3 names.
+# scale_table_hidden: 8 parts weighing 8, half a point per unit (form 1, sqrt column 0.5, q and k are N(0, 1)
+# samples 1, raw_std is the std of q kᵀ 1, scaled_std 0.5, max weights 1.5, one-hot shares 1.5, seeded 1),
+# judged on 2 fixed tables and 2 twins: every statistic recomputed from the q and k the row returns. Samples
+# that are not N(0, 1) draws earn no statistic; statistics not measured from the samples (raw_std) earn
+# neither the samples nor the seed. mask_after_softmax_hidden: 4 cases; fails_on_mask_after_softmax_hidden:
+# 3 names.
 
 P03 = "03-the-tests"
 SIMPLEX, PERTURB, GRADIENT = "check_simplex", "check_causality_perturbation", "check_causality_gradient"
@@ -349,10 +356,10 @@ def scale_table(d_heads, seed):
                           scaled_std=float(scaled.std()), max_weight_raw=float(top(raw).max()),
                           max_weight_scaled=float(top(scaled).max()),
                           one_hot_raw=float((top(raw) >= 0.9995).mean()),
-                          one_hot_scaled=float((top(scaled) >= 0.9995).mean())))
+                          one_hot_scaled=float((top(scaled) >= 0.9995).mean()), q=q.numpy(), k=k.numpy()))
     return table
 ''')}, why="torch.manual_seed instead of a generator, einsum, the statistics in float64 numpy with the biased "
-     "std (255/256 of the variance: 0.2% of the std, far inside the sampling tolerance)"),
+     "std (the judge accepts the biased and the unbiased one), q and k handed back as numpy arrays"),
     Entry("c03-row-sums-cumsum", P03, {ROW_SUMS: code('''
 def mask_after_softmax_row_sums(scores):
     e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))          # (B, T, T)
@@ -549,34 +556,64 @@ WRONG += [
           why="the diagonal treated as masked: out_i 'must not' depend on x_i, so every correct head fails",
           says={"check_gradient_hidden": ["every correct head", "a token sees itself"]}),
 
-    # -- scale_table: parts weigh 7 in all, 4 points
+    # -- scale_table: parts weigh 8 in all, 4 points (half a point per unit)
     Entry("w03-scale-by-d_k", P03, edit(P03, SCALE, ("scaled = raw / math.sqrt(d_k)", "scaled = raw / d_k")),
-          expect={"scale_table_hidden": 3.14},
-          why="scaled by d_k: loses scaled_std = raw_std / sqrt(d_k) (0.5) and the sampled max weights (1): 4 × 5.5/7",
+          expect={"scale_table_hidden": 3.0},
+          why="scaled by d_k: loses scaled_std (0.5) and the max weights (1.5: the scaled ones are those of q kᵀ / d_k); "
+              "the one-hot shares stay right (no scaled row is one-hot under either scale: a gap of 7.6 between "
+              "the two largest of 8 scores of std 1, about 1e-7 a row): 4 × 6/8",
           says={"scale_table_hidden": ["divided by d_k", "max_weight_scaled", "too low"]}),
     Entry("w03-scale-by-width", P03, edit(P03, SCALE, ("scaled = raw / math.sqrt(d_k)", "scaled = raw / math.sqrt(32)")),
-          expect={"scale_table_hidden": 2.57},
-          why="scaled by the model width's square root: loses scaled_std (0.5), the sampled max weights (1) and "
-              "one-hot shares (1; at d_k = 1024 the scaled rows saturate): 4 × 4.5/7",
+          expect={"scale_table_hidden": 2.25},
+          why="scaled by the model width's square root: loses scaled_std (0.5), the max weights (1.5) and the "
+              "one-hot shares (1.5: at d_k = 512 scores of std 4 leave a scaled row one-hot in each fixed table, "
+              "whose seeds were chosen so): 4 × 4.5/8",
           says={"scale_table_hidden": ["model width", "max_weight_scaled"]}),
     Entry("w03-scale-none", P03, edit(P03, SCALE, ("scaled = raw / math.sqrt(d_k)", "scaled = raw")),
-          expect={"scale_table_hidden": 2.57},
-          why="not scaled at all: loses scaled_std (0.5), the sampled max weights (1) and one-hot shares (1): "
-              "4 × 4.5/7",
+          expect={"scale_table_hidden": 2.25},
+          why="not scaled at all: loses scaled_std (0.5), the max weights (1.5) and the one-hot shares (1.5: the "
+              "scaled share is the raw one, most rows at d_k = 512): 4 × 4.5/8",
           says={"scale_table_hidden": ["not divided by sqrt(d_k) at all", "too peaked"]}),
     Entry("w03-scale-softmax-axis", P03, edit(P03, SCALE, ("F.softmax(raw, dim=-1)", "F.softmax(raw, dim=-2)"),
                                              ("F.softmax(scaled, dim=-1)", "F.softmax(scaled, dim=-2)")),
-          expect={"scale_table_hidden": 3.43},
-          why="softmax over the queries: the max weights have the same distribution (q and k play symmetric "
-              "roles), but the one-hot share at d_k = 1024 is too low: loses 1 of 7",
-          says={"scale_table_hidden": ["one_hot_raw", "too low", "dim=-1"]},
-          visible_passes={"scale_table_check": "the visible check tests the table's form and consistency; the one-hot share at d_k = 1024 is judged hidden"}),
+          expect={"scale_table_hidden": 2.5},
+          why="softmax over the queries: recomputed from the table's own q and k, the max weights (1.5) and the "
+              "one-hot shares (1.5) are those of columns, not rows: 4 × 5/8",
+          says={"scale_table_hidden": ["max_weight_raw", "dim=-1"]},
+          visible_passes={"scale_table_check": "the visible check tests the table's form, its raw std and its "
+                          "consistency; the weights are recomputed from q and k hidden"}),
     Entry("w03-scale-unseeded", P03, edit(P03, SCALE, ("q = torch.randn(4, 8, d_k, generator=g)", "q = torch.randn(4, 8, d_k)"),
                                           ("k = torch.randn(4, 8, d_k, generator=g)", "k = torch.randn(4, 8, d_k)")),
-          expect={"scale_table_hidden": 3.43},
+          expect={"scale_table_hidden": 3.5},
           why="sampled from the global generator, not seeded with `seed`: every statistic right, only the seeded "
-              "part (1 of 7) lost: partial credit",
+              "part (1 of 8) lost: partial credit",
           says={"scale_table_hidden": ["same seed", "seed"]}),
+    Entry("w03-scale-formula-noise", P03, edit(P03, SCALE, (
+              '"raw_std": raw.std().item(),',
+              '"raw_std": math.sqrt(d_k) * (1 + 0.05 * torch.randn(1, generator=g).item()),'), (
+              '"scaled_std": scaled.std().item(),',
+              '"scaled_std": 1 + 0.05 * torch.randn(1, generator=g).item(),')),
+          expect={"scale_table_hidden": 2.25},
+          why="the stds typed in as the lemma's answer plus noise, beside honest samples: raw_std (1) and "
+              "scaled_std (0.5) are not those of q kᵀ, so the samples (1) and the seed (1) are not credited "
+              "either; form (1), sqrt (0.5), the weights (1.5) and shares (1.5) remain: 4 × 4.5/8",
+          says={"scale_table_hidden": ["raw_std should be the std of all B·T·T raw scores",
+                                       "not measured from its q and k"]}),
+    Entry("w03-scale-one-sequence", P03, edit(P03, SCALE, (
+              "q = torch.randn(4, 8, d_k, generator=g)", "q = torch.randn(1, 8, d_k, generator=g).repeat(4, 1, 1)"), (
+              "k = torch.randn(4, 8, d_k, generator=g)", "k = torch.randn(1, 8, d_k, generator=g).repeat(4, 1, 1)")),
+          expect={"scale_table_hidden": 0.75},
+          why="fewer samples than asked: one sequence drawn and repeated four times (the shapes are right): 25% of "
+              "the entries are distinct, so q and k are not samples (1) and no statistic (4.5) or seed (1) is "
+              "credited; form and sqrt remain: 4 × 1.5/8",
+          says={"scale_table_hidden": ["distinct", "not credited"]}),
+    Entry("w03-scale-k-is-q", P03, edit(P03, SCALE, (
+              "k = torch.randn(4, 8, d_k, generator=g)",
+              "k = torch.randn(4, 8, d_k, generator=torch.Generator().manual_seed(seed))")),
+          expect={"scale_table_hidden": 0.75},
+          why="k drawn from a generator seeded anew with `seed`: at the first width k is q, so q - k is 0 and q and "
+              "k are not independent samples (1); nothing measured is credited (4.5 and the seed 1): 4 × 1.5/8",
+          says={"scale_table_hidden": ["not independent draws", "not credited"]}),
     Entry("w03-scale-masked", P03, edit(P03, SCALE, (
               "raw = q @ k.transpose(-2, -1)",
               "raw = (q @ k.transpose(-2, -1)).masked_fill(torch.ones(8, 8).triu(1) == 1, float('-inf'))")),
@@ -586,17 +623,20 @@ WRONG += [
     Entry("w03-scale-typed-in", P03, {SCALE: code('''
 def scale_table(d_heads, seed):
     handout = {16: (4.12, 1.000, 0.798), 64: (7.95, 1.000, 0.684), 256: (18.00, 1.000, 0.467)}
+    g = torch.Generator().manual_seed(seed)
     rows = []
     for d_k in d_heads:
         raw, top_raw, top_scaled = handout.get(d_k, (math.sqrt(d_k), 1.0, 0.7))
         rows.append({"d_k": d_k, "raw_std": raw, "sqrt_d_k": math.sqrt(d_k), "scaled_std": raw / math.sqrt(d_k),
                      "max_weight_raw": top_raw, "max_weight_scaled": top_scaled,
-                     "one_hot_raw": 0.25, "one_hot_scaled": 0.0})
+                     "one_hot_raw": 0.25, "one_hot_scaled": 0.0,
+                     "q": torch.randn(4, 8, d_k, generator=g), "k": torch.randn(4, 8, d_k, generator=g)})
     return rows
-''')}, expect={"scale_table_hidden": 0.86},
-          why="a hard-coded table (the handout's, sqrt(d_k) elsewhere): the same for every seed, so nothing "
-              "measured is credited; the form (1) and the sqrt column (0.5) remain: 4 × 1.5/7",
-          says={"scale_table_hidden": ["same for every seed", "do not type numbers in"]}),
+''')}, expect={"scale_table_hidden": 0.75},
+          why="a hard-coded table (the handout's, sqrt(d_k) elsewhere) beside honestly drawn q and k: no statistic "
+              "is theirs, so neither the samples nor the seed are credited; the form (1) and the sqrt column (0.5) "
+              "remain: 4 × 1.5/8",
+          says={"scale_table_hidden": ["raw_std should be the std", "not measured from its q and k"]}),
 
     # -- mask_after_softmax_row_sums: 4 cases; with one token (T = 1) every variant sums to 1 and is right
     Entry("w03-row-sums-mask-before", P03, _row_sums('''
@@ -1049,7 +1089,7 @@ def dot_variance(d_k, n, seed):
     torch.manual_seed(seed)                           # the global generator, seeded
     q, k = torch.randn(n, d_k), torch.randn(n, d_k)  # (n, d_k) each
     dots = torch.einsum("nd,nd->n", q, k)            # (n,)
-    return (dots ** 2).mean().item()                 # the mean is known to be 0
+    return dots, (dots ** 2).mean().item()           # the mean is known to be 0
 ''')}, why="torch.manual_seed, einsum, the second moment about the known mean 0: an estimate with the same "
        "sampling spread as the sample variance"),
     Entry("c01-variance-float64-manual", P01, {"dot_variance": code('''
@@ -1058,7 +1098,7 @@ def dot_variance(d_k, n, seed):
     q = torch.randn(n, d_k, generator=g, dtype=torch.float64)   # (n, d_k)
     k = torch.randn(n, d_k, generator=g, dtype=torch.float64)   # (n, d_k)
     dots = (q * k).sum(dim=1)                                    # (n,)
-    return float(((dots - dots.mean()) ** 2).sum() / (n - 1))
+    return dots, float(((dots - dots.mean()) ** 2).sum() / (n - 1))
 ''')}, why="float64 samples, the unbiased variance written out by hand instead of torch.var"),
     Entry("c02-entrywise-einsum-vectors", P02, edit(P02, ENTRYWISE, (
         "scores[b, i, j] = (q[b, i] * k[b, j]).sum()",
@@ -1121,14 +1161,39 @@ def top_key_shares(A):
 
 WRONG += [
     Entry("w01-variance-wobble", P01, {"dot_variance": code('''
-import math
-
 def dot_variance(d_k, n, seed):
-    return d_k * (1 + 0.01 * math.sin(seed))          # the lemma, with a seed-dependent wobble
+    g = torch.Generator().manual_seed(seed)
+    dots = torch.randn(n, generator=g) * d_k ** 0.5   # (n,): the lemma's law typed in, as noise of variance d_k
+    return dots, dots.var().item()
 ''')}, expect={"dot_variance_hidden": 0.0},
-          why="the lemma typed in with a wobble, nothing sampled: the spread across seeds is the same at every n "
-              "and never below d_k/4 at n = 2, so nothing behaves like a sample and closeness earns nothing",
-          says={"dot_variance_hidden": ["comes from samples", "not from the formula"]}),
+          why="the formula plus noise, as samples: dot products drawn from a normal law of variance d_k, seeded, "
+              "n of them, the variance theirs. At the narrow widths (d_k = 2, Laplace; the twin's d_k <= 4) their "
+              "Kolmogorov-Smirnov distance to q·k's law (about 0.07 at d_k = 2) is three times the threshold: they "
+              "are not samples of q·k, so nothing is credited",
+          says={"dot_variance_hidden": ["do not follow the law of q·k", "not from a normal law"]}),
+    Entry("w01-variance-repeated", P01, edit(P01, "dot_variance",
+                                             ("q = torch.randn(n, d_k, generator=g)", "q = torch.randn(n // 10 + 1, d_k, generator=g)"),
+                                             ("k = torch.randn(n, d_k, generator=g)", "k = torch.randn(n // 10 + 1, d_k, generator=g)"),
+                                             ("dots = (q * k).sum(dim=-1)", "dots = (q * k).sum(dim=-1).repeat(10)[:n]")),
+          expect={"dot_variance_hidden": 0.0},
+          why="fewer samples than asked: a tenth of the pairs drawn and repeated ten times to make n; about 10% of "
+              "the values are distinct where n independent pairs give n distinct ones: not n samples, nothing "
+              "credited",
+          says={"dot_variance_hidden": ["distinct", "fewer pairs drawn and repeated"]}),
+    Entry("w01-variance-fewer", P01, edit(P01, "dot_variance", ("dots = (q * k).sum(dim=-1)",
+                                                                "dots = (q * k).sum(dim=-1)[:1000]")),
+          expect={"dot_variance_hidden": 0.0},
+          why="fewer samples than asked: at most 1,000 dot products whatever n is: too few at n = 20,000, so "
+              "nothing is credited (at n = 2 the answer is right, but not credited either)",
+          says={"dot_variance_hidden": ["fewer dot products than pairs", "not credited"]}),
+    Entry("w01-variance-uniform", P01, edit(P01, "dot_variance",
+                                            ("q = torch.randn(n, d_k, generator=g)", "q = (torch.rand(n, d_k, generator=g) * 2 - 1) * 3 ** 0.5"),
+                                            ("k = torch.randn(n, d_k, generator=g)", "k = (torch.rand(n, d_k, generator=g) * 2 - 1) * 3 ** 0.5")),
+          expect={"dot_variance_hidden": 0.0},
+          why="q and k with uniform entries of mean 0 and variance 1: Var(q·k) = d_k holds, but q·k does not have "
+              "the law of the spec's standard normal pairs: at d_k = 2 the distance is far beyond the threshold, so "
+              "nothing is credited",
+          says={"dot_variance_hidden": ["do not follow the law of q·k", "standard normal entries"]}),
     Entry("w01-shapes-visible-only", P01, {"shapes": code('''
 def shapes(T, d, d_k, d_v):
     # the visible check's numbers (5, 7, 3, 2) typed in

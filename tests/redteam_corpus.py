@@ -140,16 +140,26 @@ PAPER = Profile(
                 q = torch.randn(n, d_k, generator=g)
                 k = torch.randn(n, d_k, generator=g)
                 dots = (q * k).sum(dim=-1)
-                dots.var().item()
+                dots, dots.var().item()
             '''),
     },
     # what the checks give these answers (tests/test_redteam_corpus.py asks them)
     wrong_scores={"shapes_hidden": 0.0, "dot_variance_hidden": 0.0},
     wrong_reasons={"shapes_hidden": r"wrong or missing: scores, A",
-                   "dot_variance_hidden": r"raised TypeError: float\(\) argument must be"},
+                   "dot_variance_hidden": r"should return a pair \(dots, variance\)"},
 )
 
 PROFILES = [PAPER]
+# notebook 3 joins for the argument-leak cases alone: hidden tests that call a student's function on a
+# tensor (mask_after_softmax_row_sums) and a student's check on heads the grader serves
+TESTS = Profile(
+    notebook="03-the-tests",
+    uses={"check_perturbation_hidden": "check_causality_perturbation", "mask_after_softmax_hidden": "mask_after_softmax_row_sums"},
+    functions={"check_simplex": "check_simplex", "check_causality_perturbation": "check_causality_perturbation",
+               "check_causality_gradient": "check_causality_gradient", "scale_table": "scale_table",
+               "mask_after_softmax_row_sums": "mask_after_softmax_row_sums",
+               "fails_on_mask_after_softmax": "FAILS_ON_MASK_AFTER_SOFTMAX"},
+)
 # Another notebook joins the corpus with a profile; the wrong answers may be left to the stub:
 #   Profile("05-attention-as-smoothing", uses={"smoothing_attention_hidden": "smoothing_attention"},
 #           functions={"smoothing_attention": "smoothing_attention"})
@@ -247,7 +257,7 @@ def runaway_cases(p: Profile) -> list[Case]:
                      reasons={tt: NOT_DEFINED}),
         answers_case("sysexit-in-fn", "runaway", "sys.exit() inside the function", p,
                      lambda ctx: {t: inside(p, t, "import sys\nsys.exit(3)")}, lost,
-                     reasons={tt: r"raised SystemExit: 3"}),
+                     reasons={tt: r"raised SystemExit: #"}),
         answers_case("quit", "runaway",
                      "quit() and exit() in an answer cell (the grading kernel ignores them); answer correct", p,
                      lambda ctx: {t: before("quit()\nexit()", p.answer(t))}, p.scores()),
@@ -1154,6 +1164,119 @@ def check_budget_ran_out(ctx: Ctx, graded) -> None:
     assert graded.case.student in report["time_budget"]["ran_out"], report["time_budget"]
 
 
+# ---- hidden inputs read back through the feedback (argument-leak) ---------------------------------------------------
+# Answers that raise, or print, the inputs a hidden test called them with, in every form a student
+# would print them: repr, str, f-strings (rounded, padded, scientific), hex, lists, numpy arrays,
+# shapes, tensors under other print options, a timer that prints after the call returned. Every
+# form sits between ⟦ and ⟧: whatever reaches the feedback page or the autograded notebook from there
+# must hold no digit (autograder/checks/framework.py `scrub`: kinds, not numbers), while the words
+# around it stay (the reason still says what the answer raised).
+
+LEAK = r'''
+import inspect as _inspect
+import numpy as _np
+import torch as _torch
+
+def _hidden_test():
+    """Whether a hidden test is calling: the grader's runtime is on the stack (the visible checks and the
+    notebook's own cells call the answer on inputs the student sees, which may be printed)."""
+    return any("autograder" in f.filename and "runtime" in f.filename for f in _inspect.stack(0))
+
+def _leak(*args):
+    if not _hidden_test():
+        return "not in a hidden test"
+    forms = []
+    for a in args:
+        if isinstance(a, _torch.Tensor):
+            forms += [repr(a), str(a.shape), str(a.tolist()), str(a.numpy()), f"{a.sum().item():.2f}",
+                      f"{a.flatten()[0].item():.3e}", _np.array2string(a.numpy(), precision=2),
+                      str(tuple(a.shape)), f"{a.mean():.4f}"]
+            _torch.set_printoptions(precision=8, sci_mode=True)
+            forms.append(str(a))
+            _torch.set_printoptions(profile="default")
+        elif isinstance(a, (int, float)):
+            forms += [repr(a), f"{a}", f"{a:>8}", f"{a:.2f}", f"{a:e}", hex(int(a)), f"{a:_}", str([a, a]),
+                      str(_np.array([a])), str(float(a))]
+        else:
+            forms += [repr(a), str(a)]
+            out = a(_torch.zeros(1, 2, 32)) if callable(a) else None
+            if isinstance(out, _torch.Tensor):
+                forms += [repr(out), str(out.shape)]
+    _calls.append(1)                 # each call starts with another form: the message is clipped at 300 characters
+    start = len(_calls) % len(forms)
+    return "⟦" + " | ".join(forms[start:] + forms[:start]).replace("\n", " ") + "⟧"
+
+_calls = []
+'''
+
+
+def _leaking(p: Profile, grade_id: str, how: str) -> str:
+    """The answer `grade_id`, its function wrapped to leak its arguments `how` when a hidden test calls it:
+    'raise' (a ValueError carrying them; an AssertionError from a check), or 'print' (stdout and stderr),
+    then answering correctly. (A thread that prints after the call has returned prints into whichever
+    cell runs then, where nothing tells its output from the student's own: not scrubbed, see README.)"""
+    fn = p.functions[grade_id]
+    error = "AssertionError" if fn.startswith("check_") else "ValueError"
+    hostile = (f"raise {error}(_leak(*args))" if how == "raise" else
+               "import sys\nprint(_leak(*args))\nprint(_leak(*args), file=sys.stderr)")
+    return textwrap.dedent(LEAK).strip() + "\n\n" + inside(p, grade_id, hostile)
+
+
+LEAKED = re.compile(r"⟦[^⟧\n<]*")          # a leak's text: to its end, or to the end of the line it was clipped on
+
+
+def leaked_digits(text: str) -> list[str]:
+    """The pieces of leaked text in `text` that hold a digit (of any script)."""
+    return [m for m in LEAKED.findall(text) if any(ch.isnumeric() for ch in m)]
+
+
+def leak_cases(p: Profile) -> list[Case]:
+    """One submission a notebook (each costs a notebook's grading): the first answer whose hidden test
+    quotes its error raises its arguments (a tensor's in notebook 3, sizes in notebook 1), every other
+    answer checked by a hidden test prints them and answers correctly."""
+    answers = [a for a in dict.fromkeys(p.uses.values()) if a in p.functions]
+    raising = next(a for a in answers if not p.functions[a].startswith("check_"))
+    tests = {a: [test for test, used in p.uses.items() if used == a] for a in answers}
+    return [answers_case(
+        "leak", "argument-leak", f"{raising} raises its arguments in every printed form; every other answer "
+        "checked by a hidden test prints them (stdout, stderr) and answers correctly", p,
+        lambda ctx: {a: _leaking(p, a, "raise" if a == raising else "print") for a in answers},
+        p.scores(**{test: 0.0 for test in tests[raising]}), reasons={test: r"raised ValueError: ⟦" for test in tests[raising]},
+        check=check_no_leak)]
+
+
+def check_no_leak(ctx: Ctx, graded) -> None:
+    """No digit between ⟦ and ⟧ in the autograded notebook or the feedback page; the raised text (its
+    words) does reach them."""
+    from autograder.grade import write_feedback
+    student, nb = graded.case.student, graded.case.profile.notebook
+    cells = json.loads((ctx.home / "autograded" / student / STEP / f"{nb}.ipynb").read_text(encoding="utf-8"))["cells"]
+    autograded = "\n".join(_output_text(o) for c in cells for o in c.get("outputs", []))
+    saved = os.environ.get("GRADER_HOME")
+    os.environ["GRADER_HOME"] = str(ctx.home)
+    try:
+        assert write_feedback(STEP4, [student], quiet=True, only_these=True) == []
+    finally:
+        if saved is None:
+            os.environ.pop("GRADER_HOME", None)
+        else:
+            os.environ["GRADER_HOME"] = saved
+    page = (ctx.home / "feedback" / student / STEP / f"{nb}.html").read_text(encoding="utf-8")
+    for where, text in (("the autograded notebook", autograded), ("the feedback page", page)):
+        leaked = leaked_digits(text)
+        assert not leaked, f"{student}: a hidden input reached {where}: {leaked[0][:300]}"
+    assert "⟦" in page and "⟦" in autograded, "the raised text should reach the feedback, scrubbed"
+
+
+def _output_text(out: dict) -> str:
+    """Every text an output holds: stream text, an error's value and traceback, each text-like data."""
+    def text(value):
+        return "".join(value) if isinstance(value, list) else str(value)
+    parts = [text(out.get("text", "")), text(out.get("evalue", "")), "\n".join(out.get("traceback", []))]
+    parts += [text(v) for k, v in out.get("data", {}).items() if k.startswith("text/") or k.endswith("json")]
+    return "\n".join(parts)
+
+
 # ---- the class -------------------------------------------------------------------------------------------------------
 
 def honest_cases(p: Profile) -> list[Case]:
@@ -1177,6 +1300,9 @@ def corpus(profiles=None) -> list[Case]:
         for make in (honest_cases, runaway_cases, waiting_cases, tampering_cases, cheating_cases, eq_cases, lookup_cases,
                      reach_cases, headserver_cases, resource_cases, malformed_cases):
             cases += make(p)
+        cases += leak_cases(p)
+    if profiles is None:
+        cases += leak_cases(TESTS)
     names = [c.student for c in cases]
     assert len(names) == len(set(names)), "two cases share a student id"
     return cases

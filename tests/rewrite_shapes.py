@@ -65,7 +65,7 @@ def dot_variance(d_k, n, seed):
     q = torch.randn(n, d_k, generator=g).numpy()
     k = torch.randn(n, d_k, generator=g).numpy()
     dots = np.einsum("nd,nd->n", q, k)          # (n,)
-    return float(np.var(dots, ddof=1))
+    return torch.from_numpy(dots), float(np.var(dots, ddof=1))
 '''),
     "float64 computed": code('''
 def dot_variance(d_k, n, seed):
@@ -75,7 +75,7 @@ def dot_variance(d_k, n, seed):
     k = torch.randn(n, d_k, generator=gen).double()
     dots = torch.einsum("nd,nd->n", q, k)
     mean = dots.mean()
-    return (((dots - mean) ** 2).sum() / (n - 1)).item()
+    return dots.float(), (((dots - mean) ** 2).sum() / (n - 1)).item()
 '''),
     "python floats": code('''
 import statistics
@@ -85,7 +85,7 @@ def dot_variance(d_k, n, seed):
     q = torch.randn(n, d_k, generator=g).tolist()
     k = torch.randn(n, d_k, generator=g).tolist()
     dots = [sum(a * b for a, b in zip(q_row, k_row)) for q_row, k_row in zip(q, k)]
-    return statistics.variance(dots)
+    return torch.tensor(dots), statistics.variance(dots)
 '''),
     "row by row": code('''
 def dot_variance(d_k, n, seed):
@@ -93,7 +93,7 @@ def dot_variance(d_k, n, seed):
     q = torch.randn(n, d_k, generator=g)
     k = torch.randn(n, d_k, generator=g)
     dots = torch.stack([q[i] @ k[i] for i in range(n)])     # (n,)
-    return torch.var(dots).item()
+    return dots, torch.var(dots).item()
 '''),
 }
 
@@ -297,7 +297,7 @@ def scale_table(d_heads, seed):
         return dict(d_k=d_k, raw_std=raw.std().item(), sqrt_d_k=math.sqrt(d_k), scaled_std=scaled.std().item(),
                     max_weight_raw=top_raw.max().item(), max_weight_scaled=top_scaled.max().item(),
                     one_hot_raw=(top_raw >= 0.9995).float().mean().item(),
-                    one_hot_scaled=(top_scaled >= 0.9995).float().mean().item())
+                    one_hot_scaled=(top_scaled >= 0.9995).float().mean().item(), q=q, k=k)
 
     return [row(d_k) for d_k in d_heads]
 '''),
@@ -313,10 +313,10 @@ def scale_table(d_heads, seed):
         top_raw = F.softmax(raw, dim=-1).max(dim=-1).values.numpy()
         top_scaled = F.softmax(scaled, dim=-1).max(dim=-1).values.numpy()
         keys = ["d_k", "raw_std", "sqrt_d_k", "scaled_std", "max_weight_raw", "max_weight_scaled", "one_hot_raw",
-                "one_hot_scaled"]
+                "one_hot_scaled", "q", "k"]
         values = [d_k, float(raw.numpy().std(ddof=1)), math.sqrt(d_k), float(scaled.numpy().std(ddof=1)),
                   float(top_raw.max()), float(top_scaled.max()), float(np.mean(top_raw >= 0.9995)),
-                  float(np.mean(top_scaled >= 0.9995))]
+                  float(np.mean(top_scaled >= 0.9995)), q, k]
         table.append(dict(zip(keys, values)))
     return table
 '''),
@@ -335,7 +335,7 @@ def scale_table(d_heads, seed):
                      "scaled_std": scaled.double().std().item(), "max_weight_raw": top_raw.max().item(),
                      "max_weight_scaled": top_scaled.max().item(),
                      "one_hot_raw": (top_raw >= 0.9995).double().mean().item(),
-                     "one_hot_scaled": (top_scaled >= 0.9995).double().mean().item()})
+                     "one_hot_scaled": (top_scaled >= 0.9995).double().mean().item(), "q": q, "k": k})
     return rows
 '''),
 }

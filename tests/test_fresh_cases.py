@@ -32,9 +32,11 @@ from test_grader_proof_quick import code_answers
 REGISTRY = STEP4.checks
 # grade id -> its notebook: the checks that draw cases of each submission's own
 FRESH = {
-    "shapes_hidden": "01-on-paper",
+    "shapes_hidden": "01-on-paper", "dot_variance_hidden": "01-on-paper",
     "scores_entrywise_hidden": "02-the-head", "count_params_hidden": "02-the-head",
-    "mask_after_softmax_hidden": "03-the-tests",
+    "mask_after_softmax_hidden": "03-the-tests", "scale_table_hidden": "03-the-tests",
+    "check_simplex_hidden": "03-the-tests", "check_perturbation_hidden": "03-the-tests",
+    "check_gradient_hidden": "03-the-tests",
     "attention_on_text_hidden": "04-attention-on-text", "top_key_shares_hidden": "04-attention-on-text",
     "smoothing_attention_hidden": "05-attention-as-smoothing",
     "bonus_permutation_gaps": "06-going-further", "bonus_online_softmax": "06-going-further",
@@ -228,3 +230,57 @@ def test_no_kernel_file_names_the_key():
     for path in (ENGINE_ROOT / "autograder" / "runtime").glob("*.py"):
         text = path.read_text(encoding="utf-8")
         assert "case_key" not in text and "casekey" not in text and KEY_FILE not in text, path
+
+
+# ---- the suites of 4.2 and the large-scores case --------------------------------------------------
+
+def test_every_suite_case_has_a_twin_of_its_kind_from_other_numbers():
+    from course_checks.step_04.suites import SUITES
+    for name, cases in SUITES.items():
+        for case in cases:
+            fixed, twin_ = case.build(), case.build(2024)
+            if isinstance(fixed, torch.Tensor):          # a one-token matrix is [[1]] whatever the numbers
+                assert fixed.shape == twin_.shape and fixed.dtype == twin_.dtype
+                assert fixed.shape[-1] == 1 or not torch.equal(fixed, twin_), (name, case.name)
+            else:
+                # the same class and variant (the notebook's own Head has none: another seed of it)
+                assert type(fixed.head) is type(twin_.head)
+                assert getattr(fixed.head, "variant", None) == getattr(twin_.head, "variant", None)
+                assert not torch.equal(fixed.head.query.weight, twin_.head.query.weight), (name, case.name)
+                assert torch.equal(case.build().head.query.weight, fixed.head.query.weight)   # build(): calibrated
+
+
+def test_a_check_that_knows_the_calibrated_matrices_catches_nothing():
+    """check_simplex answering from a table of the calibrated broken matrices (recorded from an earlier
+    grading): right on every case, wrong on every twin, so no broken matrix counts."""
+    from course_checks.step_04.suites import SUITES
+    def fingerprint(A):
+        return f"{A.double().pow(2).sum().item():.9f} {A.double().pow(3).sum().item():.9f}"
+    table = [fingerprint(case.build()) for case in SUITES["simplex"] if case.kind == "chaff"]
+    code = ("TABLE = " + repr(table) + "\n\ndef check_simplex(A):\n"
+            "    seen = f'{A.double().pow(2).sum().item():.9f} {A.double().pow(3).sum().item():.9f}'\n"
+            "    assert seen not in TABLE, 'a broken matrix I have seen'\n")
+    ns = namespace("03-the-tests", {"check_simplex": code})
+    check = REGISTRY["check_simplex_hidden"]
+    for key in KEYS[:2]:
+        verdict = judged("check_simplex_hidden", ns, key)
+        report = verdict.report(check.points)
+        # only the NaN matrix's fingerprint ("nan nan") is the same whatever the numbers: one chaff of 12
+        assert points(verdict, "check_simplex_hidden") == round(check.points / len(table), 2), report
+        assert "✓ catches a matrix with a NaN row" in report and report.count("✓ catches") == 1, report
+
+
+def test_the_large_scores_twin_is_new_and_one_hot_under_either_scale():
+    from course_checks.step_04.further import _attention_reference, attention_cases
+    check = REGISTRY["bonus_streaming_attention"]
+    fixed = attention_cases()["large_scores"][0]
+    seen = []
+    for key in KEYS:
+        ctx = types.SimpleNamespace(case_key=key, step=types.SimpleNamespace(name="step-04"), sources=["pass"])
+        cases = check.cases(ctx)["large_scores"]
+        assert len(cases) == 2 and all(torch.equal(a, b) for a, b in zip(cases[0], fixed))
+        q, k, v = cases[1]
+        assert not torch.equal(q, fixed[0]) and not any(torch.equal(q, s) for s in seen)
+        seen.append(q)
+        gap = np.abs(_attention_reference(q, k, v) - _attention_reference(q, k, v, scale=1 / q.shape[-1])).max()
+        assert gap <= 1e-4

@@ -190,7 +190,7 @@ def test_idle_connections_with_one_big_message_each_hold_little(record_property)
 def test_the_answers_to_one_hidden_test_are_bounded_in_all(server):
     """Answers each within the bounds of one message, but more values together than a hidden test
     may get (SESSION_VALUES): refused, with the reason."""
-    server.expect("dot_variance_hidden")           # a test of a hundred calls
+    server.expect("dot_variance_hidden")           # a test of ten calls
     per_answer = 300_000
     answered = 0
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:

@@ -13,7 +13,7 @@ import torch
 from redteam_corpus import PROFILES, corpus
 
 
-KINDS = ("honest", "runaway", "tampering", "cheating", "malformed")
+KINDS = ("honest", "runaway", "tampering", "cheating", "malformed", "argument-leak")
 
 
 def test_cases_cover_every_kind_and_expect_every_test_cell():

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import random
+import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any
@@ -227,6 +228,35 @@ def checks_of(package: str) -> dict[str, Check]:
     return REGISTRIES.get(package, {})
 
 
+# ---- what a student may read of text their own code produced in a hidden test -----------------
+# A hidden test calls the student's code on inputs the student never sees (fixed cases, cases drawn for
+# the submission, heads served by the grader). Text that code produces there (an exception's message, the
+# outcome of a student's check) reaches the feedback, so it must not carry those inputs back: whatever form
+# the code printed them in (repr, f-strings rounded or not, tensors under any print options, shapes, lists,
+# numpy arrays, hex). The rule is "kinds, not numbers": such text keeps its words and the exception's type,
+# and every number in it becomes `#` ("RuntimeError: mat# and mat# shapes cannot be multiplied (#x# and
+# #x#)"), dtype names excepted (`float32`, `int64`: kinds). A student debugs with numbers in the visible
+# checks, which run on inputs they can see. Text the checks write themselves is not scrubbed: it names a
+# case by its kind and quotes only what was computed from the answer. (A student who deliberately spells
+# numbers out in words can still read them; cases drawn per submission make that worthless.)
+
+_KIND_WORDS = re.compile(r"(\b(?:b?float|u?int|complex|qint|quint)(?:8|16|32|64|128)\b)")
+_NUMBER = re.compile(r"""[-+]?(?:0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+
+                         |(?:\d[\d_]*(?:[.,]\d+)*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)""", re.X)
+
+
+def _no_numbers(text: str) -> str:
+    text = _NUMBER.sub("#", text)
+    text = "".join("#" if ch.isnumeric() else ch for ch in text)      # any script's digits, ², ½, Ⅻ
+    return re.sub(r"##+", "#", text)
+
+
+def scrub(text) -> str:
+    """Student-produced text from a hidden test with every number replaced by `#` (see above)."""
+    pieces = _KIND_WORDS.split(str(text))          # odd pieces: dtype names, kept
+    return "".join(piece if n % 2 else _no_numbers(piece) for n, piece in enumerate(pieces))
+
+
 # ---- helpers for probes -------------------------------------------------------------------
 
 def code_before(ctx, check: "Check") -> list[str]:
@@ -273,7 +303,7 @@ def attempt(fn, *args, **kwargs) -> dict:
     except NotPlain as err:
         return {"error": f"NotPlain: {err}"}
     except (Exception, SystemExit) as err:  # the grader's reading of an answer that has the wrong form
-        return {"error": f"{type(err).__name__}: {str(err)[:300]}"}
+        return {"error": scrub(f"{type(err).__name__}: {str(err)[:300]}")}
     return {"value": result}
 
 

@@ -59,24 +59,26 @@ class LeakHead(MutantHead):
 
 
 def _leak(variant, seed, **kw):
-    return lambda: BlackBox(LeakHead(variant, seed, **kw))
+    # build() the calibrated head, build(other) its twin: the same leak, other weights (suites.Case)
+    return lambda other=None: BlackBox(LeakHead(variant, seed if other is None else other, **kw))
 
 
 def _real_head(seed, T_max=T_MAX):
-    """The notebook's own Head (dlcourse.head), built from its own seed."""
-    def build():
+    """The notebook's own Head (dlcourse.head), built from its own seed (a twin: from `other`)."""
+    def build(other=None):
         from dlcourse.head import Head
         with torch.random.fork_rng():
-            torch.manual_seed(seed)
+            torch.manual_seed(seed if other is None else other)
             return BlackBox(Head(D, D_HEAD, T_max))
     return build
 
 
-def _real_head_weights():
-    """The attention matrix of the notebook's own Head on 64 tokens, as the visible check builds it."""
+def _real_head_weights(other=None):
+    """The attention matrix of the notebook's own Head on 64 tokens, as the visible check builds it (a
+    twin: from the seed `other`)."""
     from dlcourse.head import Head
     with torch.random.fork_rng():
-        torch.manual_seed(1)
+        torch.manual_seed(1 if other is None else other)
         head = Head(D, D_HEAD, T_max=64)
         head(torch.randn(2, 64, D))
     return head.A

@@ -1,7 +1,11 @@
 """Hidden checks of notebook 01-on-paper."""
 import math
 
-from autograder.checks import Check, TwinnedCheck, Verdict, attempt, register, student, twin, unpack
+import numpy as np
+
+from autograder.checks import (Check, TwinnedCheck, Verdict, attempt, register, student, twin, unpack, unwritten,
+                               unwritten_verdict)
+from .sampling import DISTINCT, distinct_share, dot_cdf, ks_distance, ks_threshold
 
 NAMES = ("X", "W_Q", "W_K", "W_V", "Q", "K", "V", "scores", "A", "out")
 
@@ -61,130 +65,159 @@ def _as_tuples(result):
     return out
 
 
-def _spread(values):
-    """The sample standard deviation of a list of numbers (None if fewer than two)."""
-    if len(values) < 2:
-        return None
-    mean = sum(values) / len(values)
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+# ---- the variance lemma, by sampling ----------------------------------------------------------
+# dot_variance(d_k, n, seed) hands back what it sampled: (dots, variance), the n dot products q·k of n
+# pairs drawn with `seed` and their sample variance. The judge tests the samples themselves:
+#   * their number: n dot products, one per pair (fewer pairs repeated are not n draws: `distinct_share`);
+#   * their law: the Kolmogorov-Smirnov distance to the exact law of q·k (sampling.dot_cdf, d_k even) is
+#     below sampling.ks_threshold(n): a correct sampler fails one such test with probability at most
+#     sampling.ALPHA = 1e-8 (Massart's bound), six tests per grading (three widths, each with its twin) at
+#     most 6e-8. Dot products drawn from a normal law of variance d_k (the lemma typed in, with noise) are
+#     caught at the narrow widths: at d_k = 2 (Laplace) their distance is about 0.069, at d_k = 4 about
+#     0.040, against a threshold of 0.022 at n = 20,000;
+#   * the estimate: the sample variance of exactly those dot products (unbiased, biased, or the second
+#     moment about the known mean 0), to float rounding: a number typed in, or the formula plus noise,
+#     is not;
+#   * the seed: the same seed gives the same dot products, another seed others.
+# Dot products that are not n samples of q·k in any case (too few, repeated, another law) earn nothing
+# anywhere: nothing else about the answer was measured.
 
 
-def standard_error(d_k, n):
-    """The standard deviation of the sample variance of n draws of q·k, q and k standard normal in d_k
-    dimensions: Var(q·k) = d_k, fourth central moment 3 d_k² + 6 d_k, so sqrt((2 + 6/d_k)/n) · d_k."""
-    return math.sqrt((2 + 6 / d_k) / n) * d_k
+GOF_MIN = 1000          # the law is tested where n is at least this (a handful of draws says nothing)
+
+
+def _statistics(dots: np.ndarray) -> list[float]:
+    """The estimates of Var(q·k) an answer may return: unbiased and biased sample variance, and the
+    second moment about the known mean 0."""
+    out = [float(dots.var()), float((dots ** 2).mean())]
+    if dots.size > 1:
+        out.append(float(dots.var(ddof=1)))
+    return out
+
+
+def _read_sample(value, d_k, n):
+    """(dots as float64, estimate, None), or (None, None, (kind, message)): kind 'form' or 'samples'."""
+    if not (isinstance(value, (tuple, list)) and len(value) == 2):
+        return None, None, ("form", "dot_variance should return a pair (dots, variance): the n dot products, "
+                                    "a tensor of shape (n,), and their sample variance, a Python float")
+    dots, estimate = value
+    if isinstance(dots, (list, tuple)):
+        try:
+            dots = np.asarray(dots, dtype=np.float64)
+        except (TypeError, ValueError):
+            dots = None
+    if not isinstance(dots, np.ndarray) or dots.dtype.kind not in "fiu":
+        return None, None, ("form", "the first item should be the dot products: a tensor of shape (n,)")
+    if dots.shape != (n,):
+        if dots.shape == (n, d_k):
+            why = ("the first item holds every product q_m·k_m, shape (n, d_k): a dot product is one number per "
+                   "pair, so sum over the d_k axis first")
+        elif dots.ndim == 1 and dots.size < n:
+            why = "fewer dot products than pairs asked for: draw n pairs and return all n dot products"
+        elif dots.ndim == 1:
+            why = "more numbers than pairs asked for: one dot product per pair, n in all"
+        else:
+            why = f"the dot products should be a tensor of shape (n,), one per pair; yours has {dots.ndim} axes"
+        return None, None, ("samples", why)
+    dots = dots.astype(np.float64)
+    if not np.isfinite(dots).all():
+        return None, None, ("samples", "some dot products are NaN or infinite")
+    if isinstance(estimate, bool) or not isinstance(estimate, float):
+        return None, None, ("form", f"the variance should be a Python float (use .item()), not "
+                                    f"{type(estimate).__name__}")
+    return dots, estimate, None
+
+
+def _judge_sample(case, entry):
+    """(None, None) if the case is right, else (kind, message): kind 'samples' (the dot products are not
+    n draws of q·k), 'form' or 'estimate'."""
+    d_k, n, _ = case
+    value, why = unpack(entry)
+    if why:
+        return "form", why
+    dots, estimate, problem = _read_sample(value, d_k, n)
+    if problem:
+        return problem
+    if n >= GOF_MIN:
+        if distinct_share(dots) < DISTINCT:
+            return "samples", (f"only {distinct_share(dots):.0%} of the dot products are distinct numbers: n "
+                               "independent pairs give n different ones. Were fewer pairs drawn and repeated?")
+        distance = ks_distance(dots, dot_cdf(d_k))
+        if distance > ks_threshold(n):
+            ratio = float(dots.var()) / d_k
+            if abs(ratio - 1) < 0.1:
+                hint = ("their variance is about d_k, but their distribution is not that of q·k (at small d_k it "
+                        "has heavier tails than a normal law): compute each dot product from a sampled pair q, k "
+                        "with standard normal entries (torch.randn), not from a normal law of variance d_k")
+            elif abs(ratio * d_k - 1) < 0.1:
+                hint = ("their variance is about 1, not d_k: one product q_m·k_m, or scores divided by sqrt(d_k)? "
+                        "Sum q_m·k_m over all d_k coordinates, unscaled")
+            else:
+                hint = (f"their variance is {ratio:.2g} × d_k: are q and k drawn with independent standard normal "
+                        "entries (torch.randn), and is each dot product the sum of q_m·k_m over the d_k axis?")
+            return "samples", f"the dot products do not follow the law of q·k: {hint}"
+    if not any(abs(estimate - s) <= 1e-4 * abs(s) + 1e-12 for s in _statistics(dots)):
+        return "estimate", ("the variance returned is not the sample variance of the dot products returned: compute "
+                            "it from those n dot products (dots.var()), not from the formula")
+    return None, None
 
 
 @register
 class DotVariance(Check):
     grade_id = "dot_variance_hidden"
     points = 2
-    N = 40_000
-    CASES = [(3, 11), (50, 12), (200, 13)]
-    LABELS = ["a narrow head", "a medium head", "a wide head"]
-    # Only real sampling has these (a number typed in, with or without a seed-dependent wobble, has not):
-    # the spread of the estimate across seeds is the sampling error sqrt((2 + 6/d_k)/n)·d_k at every n, so
-    # it shrinks like 1/sqrt(n); and at n = 2 the estimate is a scaled chi-square with one degree of
-    # freedom, often far below d_k, never below 0.
-    SPREAD_DK = 4
-    SPREAD_NS = (200, 3200)                 # 16 times the samples: a quarter of the spread
-    SPREAD_SEEDS = range(1000, 1030)        # 30 seeds per n
-    # Verdict on a correct sampler: (S-1) s²/SE² is close to chi-square with 29 degrees of freedom
-    # (at n = 200 the estimates are nearly normal: 1,500 simulated sets of 30 seeds gave ratios 0.58..1.45;
-    # 4,000 sets of 20 seeds at n = 100 gave 0.49..1.79). P(ratio < 0.4) = P(chi2_29 < 4.64) < 1e-7, P(ratio > 2.5) = P(chi2_29 > 181)
-    # < 1e-14: a false fail at one n below 1e-7.
-    SPREAD_RANGE = (0.4, 2.5)
-    SMALL_DK, SMALL_N = 16, 2
-    SMALL_SEEDS = range(2000, 2040)         # 40 seeds
-    # At n = 2 the unbiased estimate is d_k·chi2_1 (approximately: q·k is nearly normal at d_k = 16), the
-    # biased one half of it: P(estimate < d_k/4) is 0.38 (unbiased) or 0.52 (biased). A correct sampler
-    # fails "at least 2 of 40 below d_k/4" with probability P(Bin(40, 0.38) <= 1) < 2e-7.
-    SMALL_BELOW, SMALL_AT_LEAST = 0.25, 2
+    N = 20_000
+    # (d_k, n, seed); a twin of each (below) has a fresh even d_k of the same kind and a fresh seed
+    CASES = [(2, N, 11), (16, N, 12), (64, N, 13), (16, 2, 14)]
+    LABELS = ["Var(q·k) by sampling, a narrow head", "Var(q·k) by sampling, a medium head",
+              "Var(q·k) by sampling, a wide head", "Var(q·k) from two pairs only"]
+    # even d_k in these ranges (dot_cdf needs even); the narrow one at most 4, where a normal law of variance
+    # d_k is at a distance of 1.8 thresholds or more (tests/test_sampling_judge.py)
+    TWIN_WIDTHS = [(2, 4), (10, 30), (40, 128), (10, 30)]
+    AGAIN, OTHER_SEED = CASES[1], (16, N, 99)
+
+    def twins(self, ctx):
+        rng = self.fresh(ctx, "twins")
+        return [(2 * rng.randint(low // 2, high // 2), n, rng.randrange(2 ** 31))
+                for (_, n, _), (low, high) in zip(self.CASES, self.TWIN_WIDTHS)]
 
     def probe(self, ns, ctx):
         fn = student(ns, "dot_variance")
-        return {
-            "cases": [attempt(lambda d, s: float(fn(d, self.N, s)), d, s) for d, s in self.CASES],
-            "again": attempt(lambda: float(fn(50, self.N, 12))),
-            "other_seed": attempt(lambda: float(fn(50, self.N, 99))),
-            "spread": [[attempt(lambda n, s: float(fn(self.SPREAD_DK, n, s)), n, s) for s in self.SPREAD_SEEDS]
-                       for n in self.SPREAD_NS],
-            "small": [attempt(lambda s: float(fn(self.SMALL_DK, self.SMALL_N, s)), s) for s in self.SMALL_SEEDS],
-        }
+        return {"cases": [attempt(fn, *case) for case in self.CASES],
+                "twins": [attempt(fn, *case) for case in self.twins(ctx)],
+                "again": attempt(fn, *self.AGAIN), "other_seed": attempt(fn, *self.OTHER_SEED)}
 
     def judge(self, data, ctx):
+        reason = unwritten(data["cases"])
+        if reason:
+            return unwritten_verdict(reason)
         verdict = Verdict()
-        values = [unpack(entry) for entry in data["cases"]]
-        again, why_again = unpack(data["again"])
-        other, why_other = unpack(data["other_seed"])
-        first = values[1][0] if values[1][1] is None else None          # the d_k = 50 case, seed 12
-        # an estimate that ignores the seed, or is exactly d_k, was not sampled: its closeness to d_k is
-        # the formula typed in, and earns nothing (as typed-in numbers earn nothing elsewhere)
-        typed_in = (first is not None and why_other is None and other == first) or any(
-            why is None and value == d_k for (d_k, _), (value, why) in zip(self.CASES, values))
-        estimates = {}
-        for (d_k, seed), label, (value, why) in zip(self.CASES, self.LABELS, values):
-            if why:
-                verdict.add(f"Var(q·k) for {label}", False, why)
-                continue
-            if typed_in:
-                verdict.add(f"Var(q·k) for {label} is close to d_k", False,
-                            "not credited: the estimate does not come from samples (see below)")
-                continue
-            # the sample variance of N draws of q·k has relative standard error sqrt((2 + 6/d_k)/N)
-            tolerance = 6 * math.sqrt((2 + 6 / d_k) / self.N)
-            ok = isinstance(value, float) and math.isfinite(value) and abs(value - d_k) <= tolerance * d_k
-            estimates[d_k] = value
-            hint = ""
-            if isinstance(value, float) and abs(value - 1) < 0.2:
-                hint = " A value near 1 is the variance of one product q_m·k_m: sum over the d_k axis first."
-            elif isinstance(value, float) and d_k > 1 and abs(value - d_k ** 2) < 0.2 * d_k ** 2:
-                hint = " A value near d_k² suggests a sum of squares or a variance of a variance."
-            off = abs(value - d_k) / d_k if isinstance(value, float) and math.isfinite(value) else float("inf")
-            verdict.add(f"Var(q·k) for {label} is close to d_k", ok,
-                        f"your estimate is {off:.0%} away from d_k; sampling error explains at most "
-                        f"{tolerance:.0%}.{hint}")
-        accurate = estimates.get(50) is not None and abs(first - 50) <= 6 * math.sqrt((2 + 6 / 50) / self.N) * 50
-        later = "checked once the estimate is close to d_k"
-        verdict.add("the same seed gives the same estimate", accurate and why_again is None and again == first,
-                    later if not accurate else "calling twice with the same seed gave different numbers: seed a "
-                    "torch.Generator (or torch.manual_seed) with `seed` before sampling")
-        not_sampled = ("the estimate does not come from samples: a different seed gave the same number, or the "
-                       "result is exactly d_k: estimate the variance from n sampled pairs, not from the formula")
-        for n, entries in zip(self.SPREAD_NS, data["spread"]):
-            name = f"the estimate comes from samples: its spread across seeds at n = {n} is the sampling error"
-            if typed_in or not accurate:
-                verdict.add(name, False, not_sampled if typed_in else later, weight=2 / 3)
-                continue
-            got = [v for v, why in map(unpack, entries) if why is None and isinstance(v, float) and math.isfinite(v)]
-            spread, se = _spread(got), standard_error(self.SPREAD_DK, n)
-            low, high = self.SPREAD_RANGE
-            ok = len(got) == len(entries) and spread is not None and low <= spread / se <= high
-            verdict.add(name, ok,
-                        f"over {len(entries)} seeds your estimates for d_k = {self.SPREAD_DK}, n = {n} spread by "
-                        f"{spread if spread is not None else float('nan'):.3g}; n sampled pairs spread by about "
-                        f"{se:.3g} (sqrt((2 + 6/d_k)/n)·d_k), shrinking like 1/sqrt(n): is the estimate the "
-                        "sample variance of n pairs drawn with `seed`, not the formula (not from the formula "
-                        "plus noise)?", weight=2 / 3)
-        name = (f"the estimate comes from samples: with n = {self.SMALL_N} pairs it is often far below d_k, "
-                "as a sample variance is")
-        if typed_in or not accurate:
-            verdict.add(name, False, not_sampled if typed_in else later, weight=2 / 3)
+        outcomes = []
+        for case, other, entry, fresh in zip(self.CASES, self.twins(ctx), data["cases"], data["twins"]):
+            kind, message = _judge_sample(case, entry)
+            if kind is None:
+                kind, message = _judge_sample(other, fresh)
+            outcomes.append((kind, message))
+        sampled = not any(kind == "samples" for kind, _ in outcomes)
+        for label, (kind, message) in zip(self.LABELS, outcomes):
+            if kind is None and not sampled:
+                verdict.add(label, False, "not credited: in another case the dot products are not n samples of "
+                                          "q·k (see there), so nothing the answer returns was measured")
+            else:
+                verdict.add(label, kind is None, message or "")
+        name = "the same seed gives the same dot products, another seed others"
+        if not sampled or outcomes[1][0] is not None:
+            verdict.add(name, False, "checked once the dot products are right")
+            return verdict
+        first = np.asarray(unpack(data["cases"][1])[0][0], dtype=np.float64)
+        again, other = (_read_sample(unpack(data[k])[0], *case[:2])[0] if unpack(data[k])[1] is None else None
+                        for k, case in (("again", self.AGAIN), ("other_seed", self.OTHER_SEED)))
+        if again is None or not np.array_equal(again, first):
+            verdict.add(name, False, "calling twice with the same seed gave different dot products: draw q and k "
+                                     "from a torch.Generator seeded with `seed` (or call torch.manual_seed(seed))")
+        elif other is None or np.array_equal(other, first):
+            verdict.add(name, False, "another seed gave the same dot products: draw them from a generator seeded "
+                                     "with `seed`")
         else:
-            got = [v for v, why in map(unpack, data["small"]) if why is None and isinstance(v, float)]
-            below = sum(v < self.SMALL_BELOW * self.SMALL_DK for v in got)
-            negative = sum(v < 0 for v in got)
-            verdict.add(name, len(got) == len(data["small"]) and below >= self.SMALL_AT_LEAST and not negative,
-                        f"over {len(data['small'])} seeds with d_k = {self.SMALL_DK} and n = {self.SMALL_N}, "
-                        f"{below} estimates were below d_k/4 and {negative} below 0; the sample variance of 2 "
-                        "pairs is below d_k/4 about 4 times in 10 and never negative: compute it from the n pairs "
-                        "you drew, not from the formula",
-                        weight=2 / 3)
-        sampling = verdict.parts[-3:]
-        if accurate and not typed_in and not any(p.ok for p in sampling):
-            # close to d_k, but nothing about it behaves like a sample: the formula with a wobble (or an n
-            # that is not used) earns no closeness either
-            for part in verdict.parts[:-3]:
-                part.ok, part.message = False, ("not credited: the estimate does not vary across seeds and n "
-                                                "as a sample variance does (see below)")
+            verdict.add(name, True)
         return verdict

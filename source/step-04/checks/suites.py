@@ -3,6 +3,12 @@
 A check written in 4.2 must return quietly on every wheat (a correct head or matrix) and
 raise AssertionError on every chaff (a head or matrix that breaks the property it checks).
 Each chaff is a real mistake, described in the words the feedback shows.
+
+`Case.build()` makes the calibrated head or matrix; `Case.build(seed)` one of the same kind from
+other random numbers (other weights, other scores): each submission meets a twin of every case,
+drawn for it (tests.py, Examplar), and a case counts only when the check is right on both. Every
+mistake below shows whatever the draw (a leak, a missing mask, a wrong sum are properties of the
+construction, not of the numbers), so a check's verdict on a twin is its verdict on the case.
 """
 from __future__ import annotations
 
@@ -22,7 +28,7 @@ class Case:
     name: str
     kind: str            # "wheat" (must pass) or "chaff" (must be caught)
     description: str     # what the head or matrix does, as the feedback says it
-    build: Callable[[], object]
+    build: Callable[..., object]     # build() the calibrated object, build(seed) a twin of the same kind
     hint: str = ""       # the feedback's advice when a check gets this case wrong
 
 
@@ -133,7 +139,7 @@ def _type_name(dtype) -> str:
 
 
 def _head(variant, seed=0, **kw):
-    return lambda: BlackBox(MutantHead(variant, seed, **kw))
+    return lambda other=None: BlackBox(MutantHead(variant, seed if other is None else other, **kw))
 
 
 CAUSAL_WHEATS = [
@@ -232,11 +238,11 @@ def _causal_softmax(scores):
 
 
 def _good(seed, **kw):
-    return lambda: _causal_softmax(_scores(seed, **kw))
+    return lambda other=None: _causal_softmax(_scores(seed if other is None else other, **kw))
 
 
-def _negative_entry():
-    A = _causal_softmax(_scores(21)).clone()
+def _negative_entry(seed=21):
+    A = _causal_softmax(_scores(seed)).clone()
     shift = A[1, 5, 0] + 0.01
     A[1, 5, 0] -= shift                     # one weight set to -0.01 ...
     A[1, 5, 1] += shift                     # ... the row still sums to 1 and stays causal
@@ -244,59 +250,59 @@ def _negative_entry():
 
 
 def _row_scaled(factor, row=(2, 4)):
-    def build():
-        A = _causal_softmax(_scores(22)).clone()
+    def build(seed=22):
+        A = _causal_softmax(_scores(seed)).clone()
         A[row[0], row[1]] *= factor
         return A
     return build
 
 
-def _tiny_upper():
-    A = _causal_softmax(_scores(23)).clone()
+def _tiny_upper(seed=23):
+    A = _causal_softmax(_scores(seed)).clone()
     A[0, 2, 6] = 1e-12                       # a weight on a future key, too small for allclose
     return A
 
 
-def _mask_after_softmax():
-    s = _scores(24)
+def _mask_after_softmax(seed=24):
+    s = _scores(seed)
     return F.softmax(s, dim=-1) * torch.tril(torch.ones(T, T))
 
 
-def _no_mask():
-    return F.softmax(_scores(25), dim=-1)
+def _no_mask(seed=25):
+    return F.softmax(_scores(seed), dim=-1)
 
 
-def _nan_row():
-    s = _scores(26)
+def _nan_row(seed=26):
+    s = _scores(seed)
     keep = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1)
     return F.softmax(s.masked_fill(~keep, float("-inf")), dim=-1)     # row 0 has no key left: NaN
 
 
-def _bad_second_sequence():
-    A = _causal_softmax(_scores(27)).clone()
-    A[3] = F.softmax(_scores(28)[3], dim=-1)                          # the last sequence is unmasked
+def _bad_second_sequence(seed=27):
+    A = _causal_softmax(_scores(seed)).clone()
+    A[3] = F.softmax(_scores(seed + 1)[3], dim=-1)                    # the last sequence is unmasked
     return A
 
 
-def _transposed():
-    return _causal_softmax(_scores(29)).transpose(-2, -1).contiguous()
+def _transposed(seed=29):
+    return _causal_softmax(_scores(seed)).transpose(-2, -1).contiguous()
 
 
-def _one_future_key():
-    s = _scores(31)
+def _one_future_key(seed=31):
+    s = _scores(seed)
     keep = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=1)       # j <= i + 1: one key too many
     return F.softmax(s.masked_fill(~keep, float("-inf")), dim=-1)
 
 
-def _cancelling_future():
-    A = _causal_softmax(_scores(32)).clone()
+def _cancelling_future(seed=32):
+    A = _causal_softmax(_scores(seed)).clone()
     A[2, 3, 5] = 1e-3                        # a future weight ...
     A[2, 3, 6] = -1e-3                       # ... and a negative one beside it: the row's future sums to 0
     return A
 
 
-def _mask_zero():
-    s = _scores(30)
+def _mask_zero(seed=30):
+    s = _scores(seed)
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     return F.softmax(s.masked_fill(future, 0.0), dim=-1)               # rows sum to 1, future weights > 0
 
