@@ -155,7 +155,7 @@ test-browser: $(PY)
 	$(PY) -m pytest -rs -m browser -n auto --dist loadscope tests/browser
 
 test-quick: $(PY)
-	$(PY) -m pytest -rs -m "not slow and not browser" -x -q
+	$(PY) -m pytest -rs -m "not slow and not browser" -x -q -n 2
 
 # Benchmarks: grading throughput against plain nbgrader (warm and cold kernels, one notebook and the
 # whole step), where a notebook's time goes, the student side, the head against T. Rewrites
