@@ -102,8 +102,10 @@ def test_a_notebook_whose_budget_is_spent_starts_no_kernel(tmp_path):
 
 
 def test_waiting_for_the_grader_is_not_the_students(tmp_path):
-    """Hooks whose grader works 4 s during a cell (as a hidden test's probe does): the kernel waits for
-    it, and the 2 s ceiling for waiting does not count it; the budget does (the class spends it)."""
+    """Hooks whose grader works 4 s during a 5 s cell (as a hidden test's probe does): the kernel waits for
+    it, and the 2 s ceiling for waiting does not count it; the budget does (the class spends it). The
+    cell's fifth second is the kernel's own: the budget leaves the machine's load out of it, so on a
+    busy machine it counts a little less than 5 s, and leaving the grader's 4 s out would count ~1 s."""
     from autograder.execute import CellHooks
 
     class SlowGrader(CellHooks):
@@ -119,14 +121,12 @@ def test_waiting_for_the_grader_is_not_the_students(tmp_path):
         def grader_seconds(self):
             return 0.0 if self.busy_since is None else min(4.0, time.monotonic() - self.busy_since)
 
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import time\ntime.sleep(4)  # the grader works"),
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import time\ntime.sleep(5)  # the grader works 4 s of it"),
                                          nbformat.v4.new_code_cell("print('after')")])
     outcome = asyncio.run(execute(nb, tmp_path, kernel_env(), limits=Limits(cell_wait_timeout=2),
                                   hooks=SlowGrader(), allowance=30.0))
     assert outcome.stopped == [] and printed(nb.cells[1]) == "after\n", (outcome.stopped, outcome.events)
-    # the budget counts the grader's 4 s (less the machine's load, which it leaves out: up to a second
-    # or two when the machine is busy); leaving the grader's work out as the waiting ceiling does would count ~0
-    assert outcome.counted_seconds >= 3.0, outcome.counted_seconds
+    assert outcome.counted_seconds >= 4.0, outcome.counted_seconds
 
 
 # ---- a class: one student who waits in several notebooks, beside honest students, one worker ----------
