@@ -629,7 +629,7 @@ def knowledge_cases(p: Profile) -> list[Case]:
         answers_case("forge-session", "cheating", "patches the kernel's runtime to answer every request with a "
                      "well-formed number, without calling the student's functions", p,
                      lambda ctx: {t: wrong + FORGE_SESSION}, p.scores(**{tt: 0.0}),
-                     reasons={tt: r"does not come from samples|not credited"}),
+                     reasons={tt: r"does not come from samples|not credited|checked once the dot products are right"}),
     ]
 
 
