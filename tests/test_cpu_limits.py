@@ -120,6 +120,15 @@ def _pinned_hog(cpu: int, seconds: float) -> None:
     _hog(seconds)
 
 
+def premise_broken(outcome, backstop: float = float("inf")) -> bool:
+    """Whether the machine was busier than the test's own hogs make it (the rest of the suite on the same
+    core): the kernel did not start, or the notebook ran past its real-time backstop (HARD_FACTOR times
+    its ceiling, kernel start included), a rule other tests prove. Then the scenario is run again (at
+    most three times); what the test asserts is unchanged."""
+    return (any("did not start" in event or "didn't respond" in event for event in outcome.events)
+            or outcome.seconds > backstop)
+
+
 class OneBusyCore:
     """The kernel started inside shares one core with three hogs (bounded: they end by themselves)."""
 
@@ -146,9 +155,14 @@ def test_a_notebook_slowed_by_the_machine_keeps_its_wall_clock_for_its_own_waiti
     """Three cells of 1 s of CPU time each, a 5 s wall-clock ceiling for the notebook, on a core shared
     with three hogs: on the clock they take 6 s or more (and the kernel's start more again), but the
     time spent waiting for the core is not the notebook's, so every cell runs."""
-    with OneBusyCore():
-        nb, outcome = run([BUSY.format(s=1.0)] * 3, tmp_path, cell_timeout=10, notebook_timeout=10,
-                          notebook_wall_timeout=5)
+    from autograder.execute import HARD_FACTOR
+    for attempt in range(3):
+        (tmp_path / str(attempt)).mkdir()
+        with OneBusyCore():
+            nb, outcome = run([BUSY.format(s=1.0)] * 3, tmp_path / str(attempt), cell_timeout=10,
+                              notebook_timeout=10, notebook_wall_timeout=5)
+        if not premise_broken(outcome, backstop=HARD_FACTOR * 5):
+            break
     assert [printed(c) for c in nb.cells] == ["done\n"] * 3, (outcome.stopped, outcome.events)
     assert outcome.stopped == []
 
@@ -159,9 +173,15 @@ def test_a_computing_cell_slowed_by_the_machine_is_stopped_by_its_cpu_time_not_t
     2 s of CPU time take 3 s or more on the clock, about the 3 s ceiling for cells that wait. Whatever
     share it got, the CPU limit stops it, and the time it spent neither computing nor waiting for the
     core is small (the rule itself, for any share: the test below)."""
-    with OneBusyCore():
-        nb, outcome = run([BUSY.format(s=60), "print('next')"], tmp_path, cell_timeout=2, cell_wall_timeout=3)
-    (stop,) = outcome.stopped
+    for attempt in range(3):
+        (tmp_path / str(attempt)).mkdir()
+        with OneBusyCore():
+            nb, outcome = run([BUSY.format(s=60), "print('next')"], tmp_path / str(attempt), cell_timeout=2,
+                              cell_wall_timeout=3)
+        if not premise_broken(outcome):
+            break
+    assert len(outcome.stopped) == 1, (outcome.stopped, outcome.events, outcome.seconds)
+    stop = outcome.stopped[0]
     assert stop["limit"] == "cell CPU time", stop
     assert stop["wall_seconds"] - stop["cpu_seconds"] - stop["queued_seconds"] < 1.0, stop
     assert printed(nb.cells[1]) == "next\n"
