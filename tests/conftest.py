@@ -112,9 +112,14 @@ LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_busy_machine", "test_grad
                  "test_cluster_slurm", "test_grader_proof", "test_bench", "test_lab_validate",
                  "test_grading_postgres", "test_grading_guarantees", "test_lab_student", "test_redteam",
                  "test_exchange_flow", "test_lab_solutions", "test_visible_checks_proof", "test_notebooks_run",
-                 "test_answer_variants_run", "test_caps", "test_student_budget", "test_release", "test_term_flow", "test_grading_by_hand", "test_review_by_hand",
+                 "test_answer_variants_run", "test_caps", "test_release", "test_term_flow", "test_grading_by_hand", "test_review_by_hand",
                  "test_hostile_pages", "test_intake_attacks", "test_example_apart", "test_collect", "test_second_step",
                  "test_gradebook_fill"]
+
+# Modules that measure a kernel's time under load they make themselves (hogs pinned to one core, waits
+# of a few seconds against ceilings of a few seconds) run last, when the long modules above have ended:
+# next to them a kernel's start alone could take longer than their ceilings.
+QUIET_LAST = ["test_cpu_limits", "test_student_budget"]
 
 
 # ---- markers by what a module needs (pyproject.toml; the README's test section) ---------------
@@ -138,7 +143,8 @@ def pytest_collection_modifyitems(session, config, items):
             if module in modules:
                 item.add_marker(marker)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).stem, len(rank)))
+    rank.update({name: len(LONGEST_FIRST) + 1 + i for i, name in enumerate(QUIET_LAST)})
+    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).stem, len(LONGEST_FIRST)))
 
 
 # ---- measurements a test reports (record_property("measured", "...")): printed after the run ----
