@@ -352,6 +352,9 @@ def _error(cell, ename: str, evalue: str) -> None:
                                                traceback=[f"{ename}: {evalue}"]))
 
 
+KERNEL_START_SECONDS = 60.0
+
+
 async def wait_for_ready(kc, timeout: float) -> None:
     """jupyter_client's `wait_for_ready` without its last step, which reads IOPub until 0.2 s pass in
     silence (a fifth of a second per notebook, most of a warm kernel's start). The kernel is ready
@@ -433,7 +436,9 @@ async def _start(client: _Client, sandbox: Sandbox, workdir: Path, env: dict, li
     poll_in_short_steps(kc.shell_channel)
     poll_in_short_steps(kc.iopub_channel)
     try:
-        await wait_for_ready(kc, timeout=limits.cell_wall)
+        # a kernel's start is the machine's time, not the student's: at least a minute, however short the
+        # cells' ceiling (on a busy machine a start alone can take longer than a few seconds)
+        await wait_for_ready(kc, timeout=max(limits.cell_wall, KERNEL_START_SECONDS))
     except RuntimeError as err:
         kc.stop_channels()
         await km.shutdown_kernel(now=True)
