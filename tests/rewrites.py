@@ -742,24 +742,15 @@ def table(results, with_mutants=True) -> str:
         out.append(f"| `{name}` | `{ANSWERS[name].check}` | " + " | ".join(map(str, row)) + " |")
     out.append("| **all** | | " + " | ".join(map(str, totals)) + " |")
 
-    out += ["", "## Rewrites that lose points", ""]
-    losses = [j for judged, _ in results.values() for j in judged if j.state == "lost"]
-    if not losses:
-        out.append("None.")
-    for j in losses:
-        out.append(f"* `{j.rewrite.id}`: {j.points:g} of {j.full:g} ({j.reason}): {_short(j.why, 220)}")
-    out += ["", "## Rewrites sent to review", ""]
-    reviewed = [j for judged, _ in results.values() for j in judged if j.state == "review"]
-    if not reviewed:
-        out.append("None.")
-    for j in reviewed:
-        out.append(f"* `{j.rewrite.id}`: {_short(j.why, 220)}")
-    out += ["", "## Rewrites that are not equivalent (not judged)", ""]
-    ne = [j for judged, _ in results.values() for j in judged if j.state == "not equivalent"]
-    if not ne:
-        out.append("None.")
-    for j in ne:
-        out.append(f"* `{j.rewrite.id}`: {_short(j.why, 220)}")
+    for state, title in (("lost", "Rewrites that lose points"), ("review", "Rewrites sent to review"),
+                         ("not equivalent", "Rewrites that are not equivalent (not judged)")):
+        out += ["", f"## {title}", ""]
+        listed = [j for judged, _ in results.values() for j in judged if j.state == state]
+        if not listed:
+            out.append("None.")
+        for j in listed:
+            points = f"{j.points:g} of {j.full:g} ({j.reason}): " if state == "lost" else ""
+            out.append(f"* `{j.rewrite.id}`: {points}{_short(j.why, 220)}")
     out += ["", "## Rewrites per answer", ""]
     for name, (judged, _) in results.items():
         marks = {"kept": "kept", "review": "review", "lost": "**lost**", "not equivalent": "not equivalent"}

@@ -239,6 +239,15 @@ def _as_arr(v, depth=0):
     return None
 
 
+def _spread(value) -> list | None:
+    """The items a starred tuple or shape spreads into (`*t`, `*x.shape`); None for anything else."""
+    if isinstance(value, Tup):
+        return list(value.items)
+    if isinstance(value, Shape):
+        return [Size(a) for a in value.axes]
+    return None
+
+
 def _merge(*values):
     """One value standing for several (the branches of an if, the items of a list)."""
     values = [v for v in values if v is not None]
@@ -936,10 +945,9 @@ class _Interpreter:
             for e in node.elts:
                 if isinstance(e, ast.Starred):
                     inner = self.expr(e.value, scope)
-                    if isinstance(inner, Tup):
-                        items += inner.items
-                    elif isinstance(inner, Shape):
-                        items += [Size(a) for a in inner.axes]
+                    spread = _spread(inner)
+                    if spread is not None:
+                        items += spread
                     else:
                         elem, _ = self.iterate(inner)
                         items.append(elem)
@@ -1175,10 +1183,9 @@ class _Interpreter:
         for a in node.args:
             if isinstance(a, ast.Starred):
                 value = self.expr(a.value, scope)
-                if isinstance(value, Tup):
-                    args += value.items
-                elif isinstance(value, Shape):
-                    args += [Size(x) for x in value.axes]
+                spread = _spread(value)
+                if spread is not None:
+                    args += spread
                 else:
                     stars.append((len(args), value))
                     args.append(Seq(*self.iterate(value)) if not _is_arr(value) else value)
