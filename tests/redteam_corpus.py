@@ -1173,14 +1173,20 @@ def check_budget_ran_out(ctx: Ctx, graded) -> None:
 # around it stay (the reason still says what the answer raised).
 
 LEAK = r'''
-import inspect as _inspect
+import sys as _sys
 import numpy as _np
 import torch as _torch
 
 def _hidden_test():
     """Whether a hidden test is calling: the grader's runtime is on the stack (the visible checks and the
     notebook's own cells call the answer on inputs the student sees, which may be printed)."""
-    return any("autograder" in f.filename and "runtime" in f.filename for f in _inspect.stack(0))
+    frame = _sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if "autograder" in name and "runtime" in name:
+            return True
+        frame = frame.f_back
+    return False
 
 def _leak(*args):
     if not _hidden_test():
