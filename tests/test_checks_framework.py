@@ -10,6 +10,10 @@ from autograder.checks.framework import Verdict, attempt, judge_data, outcome, u
 from autograder.runtime.plain import NotPlain, from_plain, to_plain
 from conftest import STEP4
 
+# the course's kinds of data (tensors, layers) on the wire, as a graded kernel and the grader load them
+# (source/course_plugin.py names this module in $GRADER_KERNEL_HOOKS): without it, only plain Python crosses
+import dlcourse.grading  # noqa: E402,F401
+
 
 class AlwaysEqual:
     def __eq__(self, other):
