@@ -1,7 +1,7 @@
-"""A grade does not depend on how busy the machine was: the red-team batch's runaway and honest
-cases and the example class, graded again while processes that only compute keep every core busy
-(started and stopped by this test, and ending by themselves in any case), get exactly the scores of
-the idle runs, which are the session's own (the red-team batch of tests/test_redteam.py and the
+"""A grade does not depend on how busy the machine was: the red-team batch's honest cases and the
+runaways a time limit stops (TIMED), and the example class, graded again while processes that only
+compute keep every core busy (started and stopped by this test, and ending by themselves in any
+case), get exactly the scores of the idle runs, which are the session's own (the red-team batch of tests/test_redteam.py and the
 example class of conftest.example_class: graded once per session, shared).
 
 Cell limits count the kernel's CPU time (autograder/execute.py): a runaway is stopped by the same
@@ -25,10 +25,17 @@ from test_redteam import RUN, SANDBOX, grade_the_corpus
 pytestmark = pytest.mark.slow
 
 HOG_SECONDS = 3600          # each hog ends by itself after this, whatever happens to the test
-# the runaway and honest cases, but the student who spends the whole time budget on purpose (100 s, and
-# more on the clock of a busy machine): the budget counts as the notebook's ceiling does, which the
-# runaways here prove load-free, and tests/test_student_budget.py and the idle batch prove it spent
-BUSY = [c for c in RUN if c.kind in ("runaway", "honest") and c.name != "wait-everywhere"]
+# The cases a clock decides, and the honest ones: every runaway that a time limit stops (CPU time, the
+# ceilings for waiting, a kernel's restarts and the replay of its cells), graded again with every core busy.
+# Left to the idle batch: the runaways an exit, a signal, a memory, process or message bound decides
+# whatever the clock says (sys.exit, os._exit, segfault, killall, memory bombs, the fork bomb, prints,
+# descriptors, widgets, frames; input(), which fails at once), and the student who spends the whole time
+# budget on purpose (100 s, more on a busy clock): the budget counts as the notebook's ceiling does, which
+# the runaways here prove load-free, and tests/test_student_budget.py and the idle batch prove it spent.
+TIMED = ("loop", "sleep", "stubborn", "loop-in-fn", "forks", "dies-early", "dies-thrice", "print-in-fn",
+         "wait-pipe", "wait-event", "wait-select", "wait-naps", "wait-child", "wait-join", "wait-stubborn",
+         "wait-in-fn")
+BUSY = [c for c in RUN if c.kind == "honest" or (c.kind == "runaway" and c.name in TIMED)]
 
 
 def _hog(seconds: float) -> None:
@@ -91,6 +98,10 @@ def grade_busy(base: Path) -> dict:
         load.append(os.getloadavg()[0])
     return {"redteam_seconds": redteam_seconds, "example_seconds": example_seconds, "load": load,
             "hogs": len(hogs.procs), "hog_seconds": hogs.seconds}
+
+
+def test_every_timed_case_is_a_runaway_of_the_corpus():
+    assert {c.name for c in BUSY if c.kind == "runaway"} == set(TIMED), sorted(set(TIMED) - {c.name for c in BUSY})
 
 
 @pytest.fixture(scope="module")
