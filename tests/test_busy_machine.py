@@ -1,8 +1,8 @@
-"""A grade does not depend on how busy the machine was: the red-team batch's honest cases and the
-runaways a time limit stops (TIMED), and the example class, graded again while processes that only
-compute keep every core busy (started and stopped by this test, and ending by themselves in any
-case), get exactly the scores of the idle runs, which are the session's own (the red-team batch of tests/test_redteam.py and the
-example class of conftest.example_class: graded once per session, shared).
+"""A grade does not depend on how busy the machine was: the red-team batch's honest cases and the runaways
+a time limit stops (TIMED), and the example class, graded again while processes that only compute keep
+every core busy (started and stopped by this test, and ending by themselves in any case), get exactly
+the scores of the idle runs, which are the session's own (the red-team batch of tests/test_redteam.py
+and the example class of conftest.example_class: graded once per session, shared).
 
 Cell limits count the kernel's CPU time (autograder/execute.py): a runaway is stopped by the same
 limit, with about the same CPU time used, however long it took on the clock. The figures of both
