@@ -361,6 +361,7 @@ def _warn_if_late(step: str, student: str, stamp: str) -> None:
 
 def my_feedback(step: str) -> list[Path]:
     """Fetch the feedback on your submissions -> notebooks/<step>/feedback/<submission time>/."""
+    from .feedback import feedback_summary
     if not (exchange_root() / COURSE_ID / "feedback").is_dir():
         print("my-feedback: no feedback has been returned yet")
         return []
@@ -378,20 +379,3 @@ def my_feedback(step: str) -> list[Path]:
     else:
         print("my-feedback: no feedback on your submissions yet")
     return found
-
-
-def feedback_summary(folder: Path) -> dict | None:
-    """The scores summary the feedback pages in `folder` carry (autograder/feedback.py); None when
-    they carry none (feedback written before there was one)."""
-    import json
-
-    from .feedback import SUMMARY_ID
-    pattern = re.compile(r'<script[^>]*id="' + SUMMARY_ID + r'"[^>]*>(.*?)</script>', re.S)
-    for page in sorted(Path(folder).glob("*.html")):
-        match = pattern.search(page.read_text(encoding="utf-8", errors="replace"))
-        if match:
-            try:
-                return json.loads(match[1])
-            except ValueError:
-                continue
-    return None

@@ -19,6 +19,11 @@ MathJax from a network, autograder/mathml.py) and drops the value a test cell re
 the cell's heading); the page's template (autograder/templates/course_feedback) puts the summary
 first and indexes only the cells worth points.
 """
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
@@ -80,6 +85,21 @@ def summary_for(db_url: str, step: str, student: str) -> dict | None:
     return {"student": student, "step": step, "notebooks": totals["notebooks"], "step_totals": totals["step"],
             "term": {k: v for k, v in record.items() if k != "penalties"},
             "lines": summary_lines(student, totals, record)}
+
+
+def feedback_summary(folder: Path) -> dict | None:
+    """The scores summary the feedback pages in `folder` carry (autograder/feedback.py); None when
+    they carry none (feedback written before there was one)."""
+    import json
+    pattern = re.compile(r'<script[^>]*id="' + SUMMARY_ID + r'"[^>]*>(.*?)</script>', re.S)
+    for page in sorted(Path(folder).glob("*.html")):
+        match = pattern.search(page.read_text(encoding="utf-8", errors="replace"))
+        if match:
+            try:
+                return json.loads(match[1])
+            except ValueError:
+                continue
+    return None
 
 
 def summary_html(summary: dict) -> str:

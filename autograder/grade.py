@@ -338,13 +338,18 @@ def record_unreadable(step: Step, sid: str, name: str, reason: str, url: str, ke
     return result
 
 
+# What the workers' fork server imports, in this order: this module first (it leaves out rfc3987_syntax
+# before anything imports nbformat), then the rest of the grader and every step's checks (worker.py).
+WORKER_PRELOAD = ["autograder.grade", "autograder.worker"]
+
+
 def worker_context():
     """Grading workers are forked from a fork server that has imported the grader and the steps'
     checks once (autograder/worker.py); spawned, importing everything each, where there is none."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["autograder.worker"])
+    context.set_forkserver_preload(WORKER_PRELOAD)
     return context
 
 
@@ -657,7 +662,7 @@ def _write_shard_record(step: Step, shard, requested, students, problems, curren
 
 
 def _requested_id(name: str) -> str:
-    from .collect import UnusableId, student_id
+    from .names import UnusableId, student_id
     try:
         return student_id(name)
     except UnusableId as err:
@@ -772,7 +777,7 @@ def stale_feedback(step: Step) -> list[str]:
     scored a written answer in the formgrader after the pages were written)."""
     from nbgrader.api import Gradebook
 
-    from .exchange import feedback_summary
+    from .feedback import feedback_summary
     from .totals import from_gradebook
     with Gradebook(db_url(), COURSE_ID) as gb:
         totals = from_gradebook(gb, step.name)

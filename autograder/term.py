@@ -169,7 +169,7 @@ def show_duration(delta: timedelta) -> str:
 
 def extension_rows(path: Path | None = None) -> list[dict]:
     """Every line of extensions.csv, checked: [{student, step, extension (timedelta), reason}]."""
-    from .collect import UnusableId, student_id
+    from .names import UnusableId, student_id
     path = Path(path or extensions_file())
     if not path.exists():
         return []

@@ -1,8 +1,8 @@
 """What a grading worker process needs, imported once per grading process in its fork server.
 
-Grading workers are forked from a fork server (multiprocessing's "forkserver") that imports this
-module first: the grader's modules and every step's checks (which import what their judges use,
-torch for Step 4). A worker forked from it starts with all of that imported, instead of importing
+Grading workers are forked from a fork server (multiprocessing's "forkserver") that imports
+autograder/grade.py and then this module (grade.WORKER_PRELOAD): the grader's modules and every
+step's checks (which import what their judges use, torch for Step 4). A worker forked from it starts with all of that imported, instead of importing
 it again in each new process (seconds per worker), and a grading process that runs several batches
 (a test session, a pool rebuilt after a worker died) pays it once. The fork server is a fresh
 process, not a copy of the grader: it holds no gradebook connection, thread or open file of it.
@@ -16,7 +16,6 @@ import os
 import sys
 import tempfile
 
-from . import grade  # noqa: F401  (first: it leaves out rfc3987_syntax before anything imports nbformat)
 from . import assemble, execute, judging, plugin, probeserver, sandbox, warm  # noqa: F401
 
 

@@ -25,11 +25,13 @@ from pathlib import Path
 
 from common import ROOT, bench_step
 
+from autograder.grade import WORKER_PRELOAD
+
 PHASES = ["sandbox setup", "kernel start", "torch import", "provided cells", "student code",
           "hidden probes", "judging", "rest", "total"]
 
 # what the workers' fork server imports (the grader's modules and every step's checks): autograder/worker.py
-WORKER_IMPORTS = "import autograder.worker\n"
+WORKER_IMPORTS = "".join(f"import {module}\n" for module in WORKER_PRELOAD)
 
 
 def _kind(cell) -> str:

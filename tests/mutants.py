@@ -338,7 +338,7 @@ def judge_source(name: str, source: str) -> tuple[float | None, float, str]:
     proof corpus. `source` may stand for several cells (`CELL` lines): each is run, and kept in the
     kernel's input history, as a cell of its own."""
     import torch
-    from autograder.checks.framework import probe_and_judge
+    from autograder.selfgrade import probe_and_judge
     from conftest import STEP4
     from proof_corpus import Entry
     from test_grader_proof_quick import namespace

@@ -18,7 +18,8 @@ import types
 import pytest
 import torch
 
-from autograder.checks.framework import probe_and_judge, scrub
+from autograder.checks.framework import scrub
+from autograder.selfgrade import probe_and_judge
 from autograder.judging import _judge_hidden
 
 from conftest import STEP4

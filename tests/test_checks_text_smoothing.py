@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.checks.framework import probe_and_judge
+from autograder.selfgrade import probe_and_judge
 from dlcourse.data import Vocab, load_text
 from dlcourse.head import Head
 

@@ -19,7 +19,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from autograder.casekey import KEY_FILE, case_key, key_fingerprint
-from autograder.checks.framework import UNKEYED, fresh_seed, probe_and_judge, twin
+from autograder.checks.framework import UNKEYED, fresh_seed, twin
+from autograder.selfgrade import probe_and_judge
 from autograder.example import answers_of
 from dlcourse.data import Vocab, load_text
 from dlcourse.head import Head

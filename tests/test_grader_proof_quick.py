@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.checks.framework import probe_and_judge
+from autograder.selfgrade import probe_and_judge
 from autograder.course import RELEASE, SOURCE
 from autograder.example import answers_of
 from dlcourse.data import Vocab, load_text

@@ -39,7 +39,7 @@ def test_every_case_writes_a_submission(tmp_path):
 
 @pytest.mark.parametrize("profile", PROFILES, ids=[p.notebook for p in PROFILES])
 def test_wrong_answers_earn_what_the_corpus_expects(profile, monkeypatch):
-    from autograder.checks import hidden
+    from autograder.runtime import hidden           # what a hidden test cell imports
     monkeypatch.delenv("GRADER_SOCKET", raising=False)       # probe and judge here, as in JupyterLab
     for test, answer in profile.uses.items():
         ns = {"torch": torch, "F": torch.nn.functional, "math": math, "json": json, "os": os}

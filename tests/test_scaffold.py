@@ -10,7 +10,7 @@ import shutil
 import nbformat
 import pytest
 
-from autograder.checks.framework import probe_and_judge
+from autograder.selfgrade import probe_and_judge
 from autograder.scaffold import ScaffoldError, new_check
 from autograder.stamp import stamp
 from autograder.steps import Step

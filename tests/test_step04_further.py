@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.checks.framework import probe_and_judge
+from autograder.selfgrade import probe_and_judge
 
 NEG = float("-inf")
 

@@ -291,7 +291,7 @@ def test_formulas_become_mathml_outside_code_and_survive_what_cannot_convert():
 
 
 def test_my_feedback_reads_the_summary_the_feedback_page_carries(tmp_path):
-    from autograder.exchange import feedback_summary
+    from autograder.feedback import feedback_summary
     from autograder.feedback import summary_html
     summary = {"student": "cy", "step": "step-04", "lines": ["step total 3.2 / 57 </script><b>"],
                "notebooks": {}, "step_totals": {"total": 3.2}, "term": {}}

@@ -1,7 +1,7 @@
 """How a hidden test is written: framework.py (a check is a probe, run against the student's kernel,
 and a judge, run on the plain data it returned). Each step's checks live with the step, in
 source/<step>/checks/ (autograder/steps.py imports them); autograder/runtime/ is the little a
-grading kernel runs to answer a probe.
+grading kernel runs to answer a probe; autograder/selfgrade.py runs a hidden test without a grader.
 """
 from .framework import (Check, StudentError, code_before, TwinnedCheck, Verdict, attempt, checks_of, fresh_rng, fresh_seed,  # noqa: F401
-                        hidden, outcome, register, student, twin, unpack, unwritten, unwritten_verdict)
+                        outcome, register, student, twin, unpack, unwritten, unwritten_verdict)

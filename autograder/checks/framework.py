@@ -8,8 +8,8 @@ back is plain data, which the judge scores. Cases, seeds, references, judges and
 enter the student's kernel, so no code of the student's can read, import or patch them; a forged
 answer can only be one the student's own code could have computed.
 
-Without a grader (JupyterLab, `make solutions`, plain nbgrader) `hidden_here` does the same in one
-process: a probe server on a socket of its own, the runtime answering from the notebook's namespace.
+Without a grader (JupyterLab, `make solutions`, plain nbgrader) autograder/selfgrade.py does the same
+in one process: a probe server on a socket of its own, the runtime answering from the notebook's namespace.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import runtime
 from ..errors import GraderError
 from ..runtime.plain import NotPlain, from_plain, to_plain
 
@@ -313,7 +314,6 @@ def outcome(fn, *args, seed: int | None = None) -> str:
     if hasattr(fn, "outcome"):                 # the student's function, run in the kernel
         return fn.outcome(*args, seed=seed)
     if seed is not None:                       # the grader's own reference checks
-        from .. import runtime
         runtime.load_hooks()
         runtime.HOOKS.seed(seed)
     try:
@@ -386,91 +386,3 @@ def judge_data(check: Check, data: Any, ctx) -> Verdict:
         verdict = Verdict()
         verdict.add("answer readable", False, f"the grader could not read this answer ({type(err).__name__})")
         return verdict
-
-
-def probe_and_judge(grade_id: str, ns: dict, step=None, case_key: bytes | None = None) -> Verdict:
-    """The whole hidden test in this process, through the same requests as in grading. The student's
-    code, for checks that read it, is the kernel's input history (IPython's `In`). `case_key`: the
-    course key this submission's own cases are drawn with (None: UNKEYED, as without a grader)."""
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    from ..probeserver import ProbeServer
-    from ..runtime import serve
-    step = step or step_with(grade_id)
-    folder = tempfile.mkdtemp(prefix="probe-")
-    try:
-        with ProbeServer(str(Path(folder) / "probe.sock"), step) as server:
-            server.expect(grade_id)
-            server.sources = _sources_of(ns)
-            server.case_key = case_key
-            serve(server.socket_path, grade_id, ns)
-            server.expect(None)
-            return judge_data(step.checks[grade_id], server.results.get(grade_id), server)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _sources_of(ns: dict) -> list[str]:
-    """The student's code, for checks that read it, without a grader: the kernel's input history
-    (IPython's `In`), or else the source of each function in the namespace (a test calling a check
-    on functions of its own)."""
-    history = ns.get("In")
-    if isinstance(history, list) and any(isinstance(cell, str) and cell for cell in history):
-        # the instructor's own hidden test cells (`hidden("<id>", globals())`, run in process when the
-        # source notebook runs) are the grader's code, not the student's: left out, as grading leaves them out
-        return [cell for cell in history if isinstance(cell, str) and not _is_hidden_cell(cell)]
-    import ast
-    import inspect
-    import textwrap
-    sources = []
-    for name, value in list(ns.items()):
-        if inspect.isfunction(value):
-            try:
-                tree = ast.parse(textwrap.dedent(inspect.getsource(value)))
-            except (OSError, TypeError, SyntaxError):
-                continue
-            if tree.body and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
-                tree.body[0].name = str(name)          # defined under another name, given as `name`
-            sources.append(ast.unparse(tree))
-    return sources
-
-
-def _is_hidden_cell(text: str) -> bool:
-    from ..stamp import HiddenTestError, hidden_call
-    try:
-        return hidden_call(text) is not None
-    except HiddenTestError:
-        return False
-
-
-def step_with(grade_id: str):
-    """The step whose hidden test `grade_id` is, for a notebook run without a grader (JupyterLab,
-    `make solutions`): $COURSE_STEP, else the step its folder names, else the one step that has it."""
-    import os
-
-    from ..steps import all_steps, find_step, step_of_notebook
-    if os.environ.get("COURSE_STEP"):
-        return find_step(os.environ["COURSE_STEP"])
-    here = step_of_notebook(os.getcwd())
-    if here is not None and grade_id in here.checks:
-        return here
-    having = [s for s in all_steps() if grade_id in s.checks]
-    if len(having) != 1:
-        raise LookupError(f"hidden test {grade_id!r}: found in {len(having)} steps "
-                          f"({', '.join(s.name for s in having) or 'none'}); set COURSE_STEP to the step's name")
-    return having[0]
-
-
-def hidden_here(grade_id: str, ns: dict):
-    """A hidden test cell run without a grader: prints the verdict, returns the points (nbgrader
-    reads a number returned by a test cell as partial credit)."""
-    step = step_with(grade_id)
-    check = step.checks[grade_id]
-    verdict = probe_and_judge(grade_id, ns, step)
-    print(verdict.report(check.points))
-    return round(check.points * verdict.fraction, 2)
-
-
-hidden = hidden_here
