@@ -323,14 +323,6 @@ class KernelGroup:
                 return int(value) / 1e6
         return 0.0
 
-    def pids(self) -> list[int]:
-        """The processes in the group now."""
-        folder = self._dir("pids")
-        try:
-            return [int(v) for v in _read(folder / "cgroup.procs").split()]
-        except (OSError, ValueError):
-            return []
-
     def peaks(self) -> dict:
         """The highest memory use and process count the group reached (what the machine records of
         them), and how many of its processes the memory limit ended."""
@@ -352,6 +344,7 @@ class KernelGroup:
         return out
 
     def pids(self) -> list[int]:
+        """The processes in the group now (in any of its controllers' folders)."""
         found: set[int] = set()
         for folder in self.dirs.values():
             try:

@@ -701,7 +701,7 @@ class _Run:
         """Wait for a cell's task under the time limits: interrupt the kernel when one is reached,
         and cancel the task (its kernel is then killed) if the interrupt does not stop the cell in
         time. The CPU and wall seconds the cell used are added to the notebook's."""
-        limits, meter = self.limits, self.meter
+        meter = self.meter
         cpu_before, started, waited_before = meter.read(), time.monotonic(), meter.waited_for_cpu()
         grader_before = self._grader_seconds()
         used_before = self.outcome.cpu_seconds

@@ -1,5 +1,4 @@
 """Hidden checks of notebook 01-on-paper."""
-import math
 
 import numpy as np
 
