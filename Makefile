@@ -33,7 +33,7 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS)) \
               $(if $(PLAIN_MAX),--plain-max $(PLAIN_MAX)) $(if $(SERIAL_MAX),--serial-max $(SERIAL_MAX))
 
-.PHONY: steps mutants rewrites new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster written-scores export pdfs handout similarity lab test test-browser test-quick clean-grades
+.PHONY: lint steps mutants rewrites new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster written-scores export pdfs handout similarity lab test test-browser test-quick clean-grades
 
 setup: install data release solutions example
 	@echo "setup: done. Student notebooks in release/<step>/, solutions in solutions/; the example class is graded apart, in autograder/example/ (its grades: autograder/example/grades/<step>.csv); the course's own gradebook holds no student yet"
@@ -153,6 +153,11 @@ test: $(PY)
 
 test-browser: $(PY)
 	$(PY) -m pytest -rs -m browser -n auto --dist loadscope tests/browser
+
+# The grader's import structure and pyflakes' defects (also run by make test: tests/test_architecture.py)
+lint: $(PY)
+	$(VENV)/bin/lint-imports --config .importlinter
+	$(VENV)/bin/ruff check --select F autograder dlcourse source/course_plugin.py source/step-04/checks
 
 test-quick: $(PY)
 	$(PY) -m pytest -rs -m "not slow and not browser" -x -q -n 2

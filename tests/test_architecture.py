@@ -1,0 +1,46 @@
+"""The grader's import structure (.importlinter): no circles between its modules and folders, its layers
+kept, the runtime a graded kernel is given importing nothing else of the grader, the hidden tests'
+framework free of grading and records; and pyflakes' defects (ruff's F rules) in none of its code."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / args[0]), *args[1:]], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_the_import_contracts_are_kept():
+    done = _run("lint-imports", "--config", ".importlinter", "--no-cache")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "0 broken" in done.stdout
+
+
+def test_a_circle_or_an_upward_import_breaks_a_contract(tmp_path):
+    """The contracts can fail: a copy of the package with the runtime importing the course's settings
+    (an upward import, and a circle through them) is refused by both."""
+    import shutil
+    copy = tmp_path / "tree"
+    shutil.copytree(ROOT / "autograder", copy / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "dlcourse", copy / "dlcourse", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / ".importlinter", copy / ".importlinter")
+    wire = copy / "autograder" / "runtime" / "wire.py"
+    wire.write_text(wire.read_text() + "\n\ndef _settings():\n    from autograder import course  # noqa: F401\n")
+    course = copy / "autograder" / "course.py"
+    course.write_text(course.read_text() + "\n\ndef _wire():\n    from .runtime import wire  # noqa: F401\n")
+    done = subprocess.run([str(BIN / "lint-imports"), "--config", ".importlinter", "--no-cache"], cwd=copy,
+                          capture_output=True, text=True, timeout=300, env={"PYTHONPATH": str(copy), "PATH": ""})
+    assert done.returncode != 0
+    assert "No circles between the modules and folders of autograder/ BROKEN" in done.stdout, done.stdout[-3000:]
+    assert "The grader's layers, highest first BROKEN" in done.stdout
+
+
+def test_no_pyflakes_defect_in_the_course_code():
+    done = _run("ruff", "check", "--no-cache", "--select", "F", "autograder", "dlcourse", "source/course_plugin.py",
+                "source/step-04/checks")
+    assert done.returncode == 0, done.stdout[-4000:]
