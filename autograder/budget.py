@@ -111,9 +111,9 @@ class Ledger:
         that are now settled, in order, [(job, outcome)]. A result that the rule would not have given
         is dropped and its job handed out again."""
         allowance = self._running.pop(i)
-        budget = outcome.get("budget") if isinstance(outcome, dict) else None
-        used = float((budget or {}).get("used") or 0.0)
-        ran_out = bool((budget or {}).get("ran_out"))
+        budget = getattr(outcome, "budget", None)        # a NotebookResult's; none for a grader's failure
+        used = float(budget.used or 0.0) if budget is not None else 0.0
+        ran_out = bool(budget.ran_out) if budget is not None else False
         self._finished[i] = (outcome, allowance, used, ran_out)
         return self._settle(self._students[self.jobs[i].student])
 
@@ -132,8 +132,8 @@ class Ledger:
                     break
                 del self._finished[value]
                 student.used += used
-                if isinstance(outcome, dict) and isinstance(outcome.get("budget"), dict):
-                    outcome["budget"]["allowance"] = round(exact, 2)     # the rule's, as the result stands under it
+                if getattr(outcome, "budget", None) is not None:
+                    outcome.budget.allowance = round(exact, 2)     # the rule's, as the result stands under it
                 out.append((value, outcome))
             else:
                 break

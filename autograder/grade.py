@@ -41,6 +41,7 @@ from .course import COURSE_ID, ROOT, db_url, grader_home, use_environment_tools 
 from .errors import UsageError  # noqa: E402
 from .gradebook import release_grade_cells  # noqa: E402
 from .limits import clip  # noqa: E402
+from .records.model import FAILED, IN_GRADEBOOK, MISSING, Budget, CellResult, NotebookResult  # noqa: E402
 from .steps import Step  # noqa: E402
 
 
@@ -65,8 +66,8 @@ class Job:
 
 # ---- in a worker process -------------------------------------------------------------------
 
-def run_job(job: Job) -> dict:
-    """Grade one notebook of one student. Runs in a worker process; returns plain data."""
+def run_job(job: Job) -> NotebookResult:
+    """Grade one notebook of one student. Runs in a worker process."""
     import asyncio
 
     import nbformat
@@ -115,23 +116,22 @@ def run_job(job: Job) -> dict:
             cells = judge_notebook(nb, server)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return {
-        "student": job.student, "notebook": job.notebook, "key": job.key,
-        "notebook_json": nbformat.writes(nb),
-        "cells": [bounded_cell(c.as_dict()) for c in cells],
-        "notes": [clip(n) for n in notes + outcome.events], "events": [clip(e) for e in outcome.events],
-        "seconds": round(time.monotonic() - started, 2), "kernel_starts": outcome.kernel_starts,
-        "sandbox": sandbox.name, "kernels": outcome.kernels,
+    return NotebookResult(
+        student=job.student, notebook=job.notebook, key=job.key, notebook_json=nbformat.writes(nb),
+        cells=[bounded_cell(c) for c in cells],
+        notes=[clip(n) for n in notes + outcome.events], events=[clip(e) for e in outcome.events],
+        seconds=round(time.monotonic() - started, 2), kernel_starts=outcome.kernel_starts,
+        sandbox=sandbox.name, kernels=outcome.kernels,
         # the time its cells used (CPU, counted as its limits are) and the cells a limit stopped;
         # per kernel, the highest memory and process count of its control group
-        "cpu_seconds": outcome.cpu_seconds, "metered": outcome.metered, "stopped": outcome.stopped,
-        "kernel_peaks": outcome.peaks, "worker_peak_bytes": _peak_memory(),
+        cpu_seconds=outcome.cpu_seconds, metered=outcome.metered, stopped=outcome.stopped,
+        kernel_peaks=outcome.peaks, worker_peak_bytes=_peak_memory(),
         # the student's time budget: what this notebook was left of it, what it counted, whether it ran
         # out here (autograder/budget.py); and the cell that waited longest (Limits.cell_wait_timeout)
-        "budget": {"allowance": None if job.allowance is None else round(job.allowance, 2),
-                   "used": outcome.counted_seconds, "ran_out": outcome.budget_ran_out},
-        "longest_wait": outcome.longest_wait, "largest_message_bytes": outcome.largest_message,
-    }
+        budget=Budget(allowance=None if job.allowance is None else round(job.allowance, 2),
+                      used=outcome.counted_seconds, ran_out=outcome.budget_ran_out),
+        longest_wait=outcome.longest_wait, largest_message_bytes=outcome.largest_message,
+    )
 
 
 def student_program(nb, released: set) -> list[tuple[str | None, str | None]]:
@@ -189,10 +189,9 @@ def _kernel_env(job: Job, workdir: Path, socket_path: str, course_env: dict) -> 
     return env
 
 
-def bounded_cell(cell: dict) -> dict:
+def bounded_cell(cell: CellResult) -> CellResult:
     """A grade cell's record with its reason clipped (it may quote the student's error message)."""
-    if isinstance(cell.get("error"), str):
-        cell["error"] = clip(cell["error"])
+    cell.error = clip(cell.error)
     return cell
 
 
@@ -254,41 +253,40 @@ def _create_submission(gb, step: Step, sid: str, **kwargs) -> None:
         gb.update_or_create_submission(step.name, sid, **kwargs)
 
 
-def record(step: Step, result: dict, url: str, mtime: float) -> None:
+def record(step: Step, result: NotebookResult, url: str, mtime: float) -> None:
     """Write one graded notebook and its scores: autograded copy first, then the gradebook, then
     the result file (its presence means: done)."""
     import nbformat
     from nbgrader.api import Gradebook
     from nbgrader.preprocessors import SaveAutoGrades
 
-    sid, name = result["student"], result["notebook"]
+    sid, name = result.student, result.notebook
     stamp = datetime.fromtimestamp(mtime or time.time(), tz=timezone.utc)
     graded_dir = grader_home() / "autograded" / sid / step.name
-    _atomic_write(graded_dir / f"{name}.ipynb", result["notebook_json"])
+    _atomic_write(graded_dir / f"{name}.ipynb", result.notebook_json or "")
     _atomic_write(graded_dir / "timestamp.txt", stamp.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
     with Gradebook(url, COURSE_ID) as gb:
         gb.update_or_create_student(sid)
         _create_submission(gb, step, sid, timestamp=stamp)
-    nb = nbformat.reads(result["notebook_json"], as_version=4)
+    nb = nbformat.reads(result.notebook_json or "", as_version=4)
     SaveAutoGrades().preprocess(nb, {"nbgrader": {"notebook": name, "assignment": step.name,
                                                   "student": sid, "db_url": url}})
     flag_for_review(step, result, url)
-    stored = {k: v for k, v in result.items() if k != "notebook_json"}
-    _atomic_write(result_path(step, sid, name), json.dumps(stored, indent=1))
+    _atomic_write(result_path(step, sid, name), json.dumps(result.to_json(), indent=1))
 
 
-def flag_for_review(step: Step, result: dict, url: str) -> None:
+def flag_for_review(step: Step, result: NotebookResult, url: str) -> None:
     """The hidden tests a check could not decide (judging: kind "review") wait for a person, as a written
     answer does: no auto_score (nbgrader's score then counts nothing for them until a TA gives one, so no
     total, export or page shows points nobody has given or taken) and `needs_manual_grade` set, so the
     formgrader lists the cell as needing a manual grade; the TA's score there is the cell's score."""
     from nbgrader.api import Gradebook
-    review = [c["grade_id"] for c in result.get("cells", []) if c.get("kind") == "review"]
+    review = [c.grade_id for c in result.cells if c.kind == "review"]
     if not review:
         return
     with Gradebook(url, COURSE_ID) as gb:
         for grade_id in review:
-            grade = gb.find_grade(grade_id, result["notebook"], step.name, result["student"])
+            grade = gb.find_grade(grade_id, result.notebook, step.name, result.student)
             grade.auto_score = None
             grade.needs_manual_grade = True
         gb.db.commit()
@@ -313,7 +311,7 @@ def sync_submission_times(step: Step, submitted_at: dict[str, float], url: str) 
             _create_submission(gb, step, sid, timestamp=stamp)
 
 
-def record_unreadable(step: Step, sid: str, name: str, reason: str, url: str, key: str, gb=None) -> dict:
+def record_unreadable(step: Step, sid: str, name: str, reason: str, url: str, key: str, gb=None) -> NotebookResult:
     """A notebook that is missing or cannot be read: zero on every grade cell, with the reason
     (in the open Gradebook `gb`, else in one opened for it)."""
     from nbgrader.api import Gradebook
@@ -329,12 +327,11 @@ def record_unreadable(step: Step, sid: str, name: str, reason: str, url: str, ke
     for grade in submission.grades:
         grade.auto_score = 0
         grade.needs_manual_grade = False
-        cells.append({"grade_id": grade.name, "score": 0.0, "max_score": grade.max_score,
-                      "error": reason, "kind": "manual" if grade.name in manual else "auto"})
+        cells.append(CellResult(grade.name, 0.0, float(grade.max_score), reason,
+                                "manual" if grade.name in manual else "auto"))
     gb.db.commit()
-    result = {"student": sid, "notebook": name, "key": key, "cells": cells, "notes": [reason],
-              "events": [], "seconds": 0.0, "kernel_starts": 0}
-    _atomic_write(result_path(step, sid, name), json.dumps(result, indent=1))
+    result = NotebookResult(student=sid, notebook=name, key=key, cells=cells, notes=[reason])
+    _atomic_write(result_path(step, sid, name), json.dumps(result.to_json(), indent=1))
     return result
 
 
@@ -431,8 +428,7 @@ def run_jobs(jobs: list[Job], workers: int, attempts: int = 3, meanwhile=None, b
 
 
 def settled_allowance(outcome) -> float | None:
-    budget = outcome.get("budget") if isinstance(outcome, dict) else None
-    return (budget or {}).get("allowance")
+    return outcome.budget.allowance if isinstance(outcome, NotebookResult) and outcome.budget else None
 
 
 def _in_thread(fn):
@@ -522,11 +518,11 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     apply_term(url, step.name, sorted(students))      # due date, extensions, late penalties in the gradebook
     seconds = time.monotonic() - started
     if kernels == "warm" and plan.jobs:
-        started_as = [r.get("kernels") for r in plan.results if r.get("key") not in ("missing", "failed")]
+        started_as = [r.kernels for r in plan.results if r.key not in (MISSING, FAILED)]
         say(f"kernels: {started_as.count('warm')} notebooks in warm kernels, {started_as.count('cold')} in cold ones")
     # by student and notebook, not in the order the workers finished: the same for every run
     listed = set(students)
-    current = sorted((r for r in plan.results if r["student"] in listed), key=lambda r: (r["student"], r["notebook"]))
+    current = sorted((r for r in plan.results if r.student in listed), key=lambda r: (r.student, r.notebook))
     with_manual_scores(step, current)          # a grader's scores count in this run's table and reports too
     if feedback and students:
         _note_feedback_failures(current, write_feedback(step, students, quiet=quiet, only_these=only is not None),
@@ -537,7 +533,7 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     else:
         _write_shard_record(step, shard, requested, students, problems, current, len(plan.jobs), workers,
                             seconds, say)
-    return {"results": current, "problems": problems}
+    return {"results": [r.to_json() for r in current], "problems": problems}
 
 
 @dataclass
@@ -550,7 +546,7 @@ class Plan:
     limits: dict
     kernels: str = "warm"
     jobs: list[Job] = field(default_factory=list)
-    results: list[dict] = field(default_factory=list)
+    results: list[NotebookResult] = field(default_factory=list)
 
     def keep_received(self, chosen: dict, force: bool, submitted_at: dict[str, float]) -> None:
         """Store each chosen notebook in submitted/ (unmodified) and plan a job for each one not
@@ -562,7 +558,7 @@ class Plan:
         from .casekey import case_key, key_fingerprint
         # the course's case key: made here, on first grading, before any kernel runs; a new key regrades
         fingerprint = self.step.fingerprint() + key_fingerprint(case_key())
-        reused: list[tuple[dict, Job]] = []
+        reused: list[tuple[NotebookResult, Job]] = []
         for (sid, name), item in sorted(chosen.items()):
             path = grader_home() / "submitted" / sid / self.step.name / f"{name}.ipynb"
             if not path.exists() or path.read_bytes() != item.data:
@@ -576,8 +572,8 @@ class Plan:
             job = Job(self.step.name, str(self.step.root), sid, name, str(path), key, self.sandbox,
                       self.threads, dict(self.limits), self.kernels)
             if not force and done.exists():
-                previous = json.loads(done.read_text())
-                if previous.get("key") == key:
+                previous = NotebookResult.from_json(json.loads(done.read_text()))
+                if previous.key == key:
                     reused.append((previous, job))
                     continue
             self.jobs.append(job)
@@ -585,7 +581,7 @@ class Plan:
         # used: if one of them is graded again, so is it (autograder/budget.py)
         regraded = {job.student for job in self.jobs}
         for previous, job in reused:
-            if job.student in regraded and (previous.get("budget") or {}).get("ran_out"):
+            if job.student in regraded and previous.budget is not None and previous.budget.ran_out:
                 self.jobs.append(job)
             else:
                 self.results.append(previous)
@@ -608,7 +604,7 @@ class Plan:
                         + "; ".join(f"{p['file']}: {p['problem']}" for p in other)
                 else:
                     reason = "not submitted"
-                self.results.append(record_unreadable(self.step, sid, name, reason, self.url, "missing", gb))
+                self.results.append(record_unreadable(self.step, sid, name, reason, self.url, MISSING, gb))
 
     def run(self, workers: int, submitted_at: dict[str, float], say, meanwhile=None) -> None:
         """Grade the jobs in worker processes; record each result as it comes, with a progress line
@@ -616,21 +612,21 @@ class Plan:
         from .limits import Limits
         started, done = time.monotonic(), 0
         budget = float(self.limits.get("student_budget", Limits.student_budget))
-        recorded = {(r["student"], r["notebook"]): (r.get("budget") or {}).get("used", 0.0) for r in self.results}
+        recorded = {(r.student, r.notebook): r.budget.used if r.budget else 0.0 for r in self.results}
         for job, outcome in run_jobs(self.jobs, workers, meanwhile=meanwhile, budget=budget, recorded=recorded):
-            if isinstance(outcome, dict):
+            if isinstance(outcome, NotebookResult):
                 record(self.step, outcome, self.url, submitted_at[job.student])
+                outcome.notebook_json = None        # recorded: the graded notebook is in its own file
                 result = outcome
             else:   # a fault of the grader itself: zero with the reason, retried by the next run
                 result = record_unreadable(self.step, job.student, job.notebook,
                                            f"the grader failed on this notebook ({outcome}); "
-                                           "rerun `make grade` to retry it", self.url, key="failed")
+                                           "rerun `make grade` to retry it", self.url, key=FAILED)
             self.results.append(result)
             done += 1
             eta = (time.monotonic() - started) / done * (len(self.jobs) - done)
-            earned = sum(c["score"] or 0 for c in result["cells"])
             say(f"  {progress_bar(done, len(self.jobs))} {job.student:<16} {job.notebook:<28} "
-                f"{earned:5.1f} pts  {result.get('seconds', 0):5.1f} s   left ~{clock(eta)}")
+                f"{result.earned:5.1f} pts  {result.seconds:5.1f} s   left ~{clock(eta)}")
 
 
 def _kernels_for(kernels: str, sandbox: str) -> str:
@@ -733,14 +729,14 @@ def _last_error(log: str) -> str:
     return clip(found[-1].strip() if found else "nbgrader generate_feedback failed", 500)
 
 
-def _note_feedback_failures(results: list[dict], failures: list[dict], say) -> None:
+def _note_feedback_failures(results: list[NotebookResult], failures: list[dict], say) -> None:
     """Each notebook whose feedback could not be written: a note in the reports and a line on screen."""
     for failure in failures:
         note = f"its feedback HTML could not be written: {failure['problem']}"
         say(f"feedback: {failure['student']}/{failure['notebook']}: {note}")
         for result in results:
-            if result["student"] == failure["student"] and result["notebook"] == failure["notebook"]:
-                result["notes"] = [*result.get("notes", []), note]
+            if result.student == failure["student"] and result.notebook == failure["notebook"]:
+                result.notes = [*result.notes, note]
 
 
 def _show(path: Path) -> str:
@@ -750,7 +746,7 @@ def _show(path: Path) -> str:
         return str(path)
 
 
-def refresh_from_gradebook(step: Step, quiet: bool = False, feedback: bool = True) -> list[dict]:
+def refresh_from_gradebook(step: Step, quiet: bool = False, feedback: bool = True) -> list[NotebookResult]:
     """After manual grading (formgrader): feedback HTML and reports again, with the graders' scores.
     Also the merge after a class graded in shards (`python -m autograder report`): every student in
     the gradebook is reported, also one whose grader's result files are not in this grader home."""
@@ -759,12 +755,12 @@ def refresh_from_gradebook(step: Step, quiet: bool = False, feedback: bool = Tru
     from .shards import shard_problems
     from .term import apply_term
     apply_term(db_url(), step.name)     # manual scores change a notebook's score, and so its late penalty
-    results = [json.loads(p.read_text())
+    results = [NotebookResult.from_json(json.loads(p.read_text()))
                for p in sorted((grader_home() / "work" / "results" / step.name).glob("*/*.json"))]
     with Gradebook(db_url(), COURSE_ID) as gb:
-        results += _results_only_in_gradebook(gb, step, {(r["student"], r["notebook"]) for r in results})
+        results += _results_only_in_gradebook(gb, step, {(r.student, r.notebook) for r in results})
     with_manual_scores(step, results)
-    students = sorted({r["student"] for r in results})
+    students = sorted({r.student for r in results})
     if feedback and (grader_home() / "autograded").is_dir():
         _note_feedback_failures(results, write_feedback(step, students, quiet=quiet),
                                 (lambda *a: None) if quiet else print)
@@ -804,7 +800,7 @@ def refresh_stale_feedback(step: Step, say=print) -> list[str]:
     return stale
 
 
-def with_manual_scores(step: Step, results: list[dict]) -> list[dict]:
+def with_manual_scores(step: Step, results: list[NotebookResult]) -> list[NotebookResult]:
     """`results` with the scores graders gave in the formgrader (the gradebook's manual scores), so
     that every report, table and feedback page shows the total the gradebook and the LMS export hold,
     right after a manual grade, whichever command writes them. Changes the results in place."""
@@ -812,26 +808,26 @@ def with_manual_scores(step: Step, results: list[dict]) -> list[dict]:
     with Gradebook(db_url(), COURSE_ID) as gb:
         for result in results:
             try:
-                submission = gb.find_submission_notebook(result["notebook"], step.name, result["student"])
+                submission = gb.find_submission_notebook(result.notebook, step.name, result.student)
             except MissingEntry:
                 continue
             scores = {g.name: g for g in submission.grades}
-            for cell in result["cells"]:
-                grade = scores.get(cell["grade_id"])
+            for cell in result.cells:
+                grade = scores.get(cell.grade_id)
                 if grade is None:
                     continue
                 if grade.manual_score is not None:
-                    cell["score"] = float(grade.manual_score)
-                    cell["error"] = "" if grade.manual_score >= cell["max_score"] else cell.get("error", "")
-                    if cell.get("kind") == "review" and grade.manual_score < cell["max_score"]:
-                        why = str(cell.get("error") or "").removeprefix("waits for review: ")
-                        cell["error"] = "scored by a grader after review" + (f" ({why})" if why else "")
-                elif cell.get("kind") in ("manual", "review"):
-                    cell["score"] = None if grade.auto_score is None else float(grade.auto_score)
+                    cell.score = float(grade.manual_score)
+                    cell.error = "" if grade.manual_score >= cell.max_score else cell.error
+                    if cell.kind == "review" and grade.manual_score < cell.max_score:
+                        why = cell.error.removeprefix("waits for review: ")
+                        cell.error = "scored by a grader after review" + (f" ({why})" if why else "")
+                elif cell.kind in ("manual", "review"):
+                    cell.score = None if grade.auto_score is None else float(grade.auto_score)
     return results
 
 
-def _results_only_in_gradebook(gb, step: Step, known: set[tuple[str, str]]) -> list[dict]:
+def _results_only_in_gradebook(gb, step: Step, known: set[tuple[str, str]]) -> list[NotebookResult]:
     """Results rebuilt from the gradebook's rows for the notebooks that have no result file here
     (graded by a shard that wrote to another grader home): scores without the reasons."""
     from nbgrader.api import SubmittedNotebook
@@ -847,8 +843,8 @@ def _results_only_in_gradebook(gb, step: Step, known: set[tuple[str, str]]) -> l
         for g in grades:
             kind = "manual" if g.name in manual else "review" if is_review_grade(g) else "auto"
             waiting = kind == "review" and g.manual_score is None
-            cells.append({"grade_id": g.name, "max_score": float(g.max_score),
-                          "score": None if waiting or g.score is None else float(g.score),
-                          "error": "waits for review" if waiting else "", "kind": kind})
-        out.append({"student": sid, "notebook": name, "key": "gradebook", "cells": cells, "notes": []})
+            cells.append(CellResult(grade_id=g.name, max_score=float(g.max_score),
+                                    score=None if waiting or g.score is None else float(g.score),
+                                    error="waits for review" if waiting else "", kind=kind))
+        out.append(NotebookResult(student=sid, notebook=name, key=IN_GRADEBOOK, cells=cells))
     return out

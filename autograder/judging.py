@@ -21,25 +21,12 @@ from __future__ import annotations
 
 import re
 import textwrap
-from dataclasses import asdict, dataclass
-
 import nbformat
 from nbgrader import utils as nbutils
 
 from .checks.framework import judge_data, scrub
 from .nbgrader_cmd import HARMLESS_STDERR  # also nbgrader's IgnorePattern (nbgrader_config.py)
-
-
-@dataclass
-class CellResult:
-    grade_id: str
-    score: float | None       # None: waits for a manual grade
-    max_score: float
-    error: str = ""           # why points were lost, in the student's terms (a review cell: why it waits)
-    kind: str = "auto"        # "auto", "manual" (a written answer) or "review" (a hidden test a person scores)
-
-    def as_dict(self):
-        return asdict(self)
+from .records.model import CellResult
 
 
 def _error_text(cell) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from .course import ROOT, db_url, grader_home
 from .csvout import write_csv
 from .limits import clip
+from .records.model import NotebookResult
 
 MAX_NOTES = 50
 
@@ -51,32 +52,31 @@ def report_paths(step) -> tuple[Path, Path]:
     return folder / f"{step.name}.csv", folder / f"{step.name}.json"
 
 
-def records(results: list[dict], step) -> list[dict]:
+def records(results: list[NotebookResult], step) -> list[dict]:
     rows = []
-    for result in sorted(results, key=lambda r: (r["student"], r["notebook"])):
-        for cell in result["cells"]:
-            rows.append({"student": result["student"], "notebook": result["notebook"],
-                         "grade_id": cell["grade_id"], "score": cell["score"],
-                         "max_score": cell["max_score"], "error": clip(cell.get("error") or ""),
-                         "kind": cell.get("kind", "auto"), "bonus": step.is_bonus(cell["grade_id"])})
+    for result in sorted(results, key=lambda r: (r.student, r.notebook)):
+        for cell in result.cells:
+            rows.append({"student": result.student, "notebook": result.notebook,
+                         "grade_id": cell.grade_id, "score": cell.score,
+                         "max_score": cell.max_score, "error": clip(cell.error),
+                         "kind": cell.kind, "bonus": step.is_bonus(cell.grade_id)})
     return rows
 
 
-def table(results: list[dict], step, totals: dict | None = None) -> str:
+def table(results: list[NotebookResult], step, totals: dict | None = None) -> str:
     """Per student: points per notebook (autograded and written answers graded so far), the required
     points out of the required maximum (written answers included, as in the LMS export), the bonus,
     the late penalty, the step's total (required + bonus - penalty: the number the Canvas export,
     the feedback page and `make my-feedback` show) and the written answers still waiting for a
     grader. `totals`: totals.from_results (with the term's penalties); without, no penalties."""
     from .totals import from_results
-    totals = totals or from_results(results, {})
-    notebooks = sorted({r["notebook"] for r in results})
-    students = sorted({r["student"] for r in results})
-    by = {(r["student"], r["notebook"]): r for r in results}
+    totals = totals or from_results(results, {}, step)
+    notebooks = sorted({r.notebook for r in results})
+    students = sorted({r.student for r in results})
+    by = {(r.student, r.notebook): r for r in results}
     short = [n.split("-", 1)[0] for n in notebooks]
     # a bonus column where the step has bonus questions (a step without any would show 0.0/0)
-    has_bonus = any(c.get("kind") != "manual" and step.is_bonus(c["grade_id"]) for r in results
-                    for c in r.get("cells", []))
+    has_bonus = any(c.kind != "manual" and step.is_bonus(c.grade_id) for r in results for c in r.cells)
     header = f"{'student':<18}" + "".join(f"{s:>7}" for s in short) + f"{'required':>13}" \
         + (f"{'bonus':>10}" if has_bonus else "") + f"{'late':>7}" + f"{'total':>8}" + "  written answers"
     lines = [header, "-" * len(header)]
@@ -85,18 +85,19 @@ def table(results: list[dict], step, totals: dict | None = None) -> str:
     for sid in students:
         cols, got, top, bonus, bonus_top, open_, written, waiting = [], 0.0, 0.0, 0.0, 0.0, 0, 0, 0
         for name in notebooks:
-            cells = (by.get((sid, name)) or {}).get("cells", [])
-            cols.append(f"{sum(c['score'] or 0 for c in cells):>7.1f}" if cells else f"{'-':>7}")
+            found = by.get((sid, name))
+            cells = found.cells if found is not None else []
+            cols.append(f"{sum(c.score or 0 for c in cells):>7.1f}" if cells else f"{'-':>7}")
             for c in cells:
-                if c.get("kind") == "manual":
+                if c.kind == "manual":
                     written += 1
-                    open_ += c["score"] is None
-                elif c.get("kind") == "review" and c["score"] is None:
+                    open_ += c.score is None
+                elif c.kind == "review" and c.score is None:
                     waiting += 1
-                if step.is_bonus(c["grade_id"]):
-                    bonus, bonus_top = bonus + (c["score"] or 0), bonus_top + c["max_score"]
+                if step.is_bonus(c.grade_id):
+                    bonus, bonus_top = bonus + (c.score or 0), bonus_top + c.max_score
                 else:
-                    got, top = got + (c["score"] or 0), top + c["max_score"]
+                    got, top = got + (c.score or 0), top + c.max_score
         late = totals.get(sid, {}).get("step", {}).get("late_penalty", 0)
         total = totals.get(sid, {}).get("step", {}).get("total", got + bonus - late)
         lines.append(padded(sid, 18) + "".join(cols) + f"{got:>8.1f}/{top:<4.0f}"
@@ -113,11 +114,11 @@ def table(results: list[dict], step, totals: dict | None = None) -> str:
     return "\n".join(lines)
 
 
-def review_lines(results: list[dict], step) -> list[str]:
+def review_lines(results: list[NotebookResult], step) -> list[str]:
     """The cells waiting for a person's review (a check could not decide them), one line each with the
     check's reason, for `make grade`'s summary."""
-    waiting = [(r["student"], r["notebook"], c) for r in sorted(results, key=lambda r: (r["student"], r["notebook"]))
-               for c in r.get("cells", []) if c.get("kind") == "review" and c.get("score") is None]
+    waiting = [(r.student, r.notebook, c) for r in sorted(results, key=lambda r: (r.student, r.notebook))
+               for c in r.cells if c.kind == "review" and c.score is None]
     if not waiting:
         return []
     n = len(waiting)
@@ -125,7 +126,7 @@ def review_lines(results: list[dict], step) -> list[str]:
              "decide how the answer computes, so it took no points): grade them in the formgrader (`make "
              "formgrader`, Manual Grading), then `make feedback`"]
     for sid, name, c in waiting[:20]:
-        lines.append(f"  {sid} {name} {c['grade_id']}: {clip(str(c.get('error') or ''), 300)}")
+        lines.append(f"  {sid} {name} {c.grade_id}: {clip(c.error, 300)}")
     if len(waiting) > 20:
         lines.append(f"  ... and {len(waiting) - 20} more (grades/{step.name}.csv: kind review)")
     return lines
@@ -139,14 +140,14 @@ def padded(text: str, width: int) -> str:
     return text + " " * max(0, width - used)
 
 
-def _notes(result: dict) -> list[str]:
-    notes = [clip(n) for n in result.get("notes", [])]
+def _notes(result: NotebookResult) -> list[str]:
+    notes = [clip(n) for n in result.notes]
     if len(notes) > MAX_NOTES:
         notes = notes[:MAX_NOTES - 1] + [f"[... {len(notes) - MAX_NOTES + 1} more notes left out]"]
     return notes
 
 
-def write_reports(step, results: list[dict], problems: list[dict], say=print) -> None:
+def write_reports(step, results: list[NotebookResult], problems: list[dict], say=print) -> None:
     rows = records(results, step)
     problems = [{k: clip(v) if isinstance(v, str) else v for k, v in p.items()} for p in problems]
     csv_path, json_path = report_paths(step)
@@ -154,8 +155,8 @@ def write_reports(step, results: list[dict], problems: list[dict], say=print) ->
     term, totals, submissions = _term_part(step, results, grader_home())
     json_path.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "step": step.name, "term": term,
                                      "grades": rows, "submissions": submissions, "problems": problems,
-                                     "notes": {f"{r['student']}/{r['notebook']}": _notes(r)
-                                               for r in results if r.get("notes")},
+                                     "notes": {f"{r.student}/{r.notebook}": _notes(r)
+                                               for r in results if r.notes},
                                      "time_budget": {"ran_out": budget_ran_out(results)}},
                                     indent=1), encoding="utf-8")
     say("")
@@ -173,12 +174,12 @@ def write_reports(step, results: list[dict], problems: list[dict], say=print) ->
     say(f"\ngrades: {shown[0]} and {shown[1]} ({len(rows)} records)")
 
 
-def budget_ran_out(results: list[dict]) -> list[str]:
+def budget_ran_out(results: list[NotebookResult]) -> list[str]:
     """The students whose time budget for all their notebooks ran out (autograder/budget.py)."""
-    return sorted({r["student"] for r in results if (r.get("budget") or {}).get("ran_out")})
+    return sorted({r.student for r in results if r.budget is not None and r.budget.ran_out})
 
 
-def _term_part(step, results: list[dict], home) -> tuple[dict, dict, list[dict]]:
+def _term_part(step, results: list[NotebookResult], home) -> tuple[dict, dict, list[dict]]:
     """grades.json's term, the totals per student, and its submissions list (from the gradebook's
     submission times, due dates and penalties; autograder/term.py)."""
     from .term import due_date, grace_seconds, late_policy, term_records, time_source
@@ -188,7 +189,7 @@ def _term_part(step, results: list[dict], home) -> tuple[dict, dict, list[dict]]
     term = {"due": due.isoformat() if due else "", "late_policy": policy, "late_percent": percent,
             "late_grace_seconds": grace_seconds()}
     records = term_records(db_url(), step.name)
-    totals = from_results(results, records)
+    totals = from_results(results, records, step)
     submissions = []
     for sid in sorted(totals):
         record = records.get(sid, {})

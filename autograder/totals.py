@@ -8,33 +8,34 @@ A cell that waits counts nothing until a grader gives its score, as nbgrader's g
 (its auto_score is empty): the totals rise when it is graded. For the step:
 
   required    points of the required notebooks' cells,   out of required_max
-  bonus       points of the optional notebook's cells (grade ids `bonus_…`), out of bonus_max
+  bonus       points of the bonus questions (grade ids the step declares so: its BONUS_PREFIX), out of bonus_max
   penalty     the late penalties of every notebook
   total       required + bonus - penalty                  (out of required_max: the bonus is extra)
 """
 from __future__ import annotations
 
+from typing import Callable
 
-def _is_bonus(grade_id: str) -> bool:
-    return grade_id.startswith("bonus_")
+from .records.model import CellResult, NotebookResult
 
 
-def notebook_totals(cells: list[dict], penalty: float = 0.0) -> dict:
-    """cells: [{grade_id, score (None: not graded yet), max_score, kind}]."""
-    required = [c for c in cells if not _is_bonus(c["grade_id"])]
-    bonus = [c for c in cells if _is_bonus(c["grade_id"])]
-    score = sum(c["score"] or 0 for c in cells)
+def notebook_totals(cells: list[CellResult], is_bonus: Callable[[str], bool], penalty: float = 0.0) -> dict:
+    """A notebook's totals; `is_bonus`: whether a grade id is a bonus question (the step's declaration,
+    Step.is_bonus)."""
+    required = [c for c in cells if not is_bonus(c.grade_id)]
+    bonus = [c for c in cells if is_bonus(c.grade_id)]
+    score = sum(c.score or 0 for c in cells)
     return {
         "score": round(score, 6),
-        "max_score": round(sum(c["max_score"] for c in cells), 6),
-        "required": round(sum(c["score"] or 0 for c in required), 6),
-        "required_max": round(sum(c["max_score"] for c in required), 6),
-        "bonus": round(sum(c["score"] or 0 for c in bonus), 6),
-        "bonus_max": round(sum(c["max_score"] for c in bonus), 6),
+        "max_score": round(sum(c.max_score for c in cells), 6),
+        "required": round(sum(c.score or 0 for c in required), 6),
+        "required_max": round(sum(c.max_score for c in required), 6),
+        "bonus": round(sum(c.score or 0 for c in bonus), 6),
+        "bonus_max": round(sum(c.max_score for c in bonus), 6),
         "late_penalty": round(float(penalty or 0), 6),
         "final_score": round(score - float(penalty or 0), 6),
-        "to_grade": [c["grade_id"] for c in cells if c.get("kind") == "manual" and c["score"] is None],
-        "to_review": [c["grade_id"] for c in cells if c.get("kind") == "review" and c["score"] is None],
+        "to_grade": [c.grade_id for c in cells if c.kind == "manual" and c.score is None],
+        "to_review": [c.grade_id for c in cells if c.kind == "review" and c.score is None],
     }
 
 
@@ -49,15 +50,15 @@ def step_totals(notebooks: dict[str, dict]) -> dict:
     return out
 
 
-def from_results(results: list[dict], term: dict[str, dict]) -> dict[str, dict]:
+def from_results(results: list[NotebookResult], term: dict[str, dict], step) -> dict[str, dict]:
     """student -> {notebooks: {name: notebook_totals}, step: step_totals} from graded results and
-    term records (term.term_records)."""
+    term records (term.term_records), bonus questions as `step` declares them."""
     out: dict[str, dict] = {}
     for result in results:
-        sid = result["student"]
-        penalty = term.get(sid, {}).get("penalties", {}).get(result["notebook"], 0.0)
-        out.setdefault(sid, {"notebooks": {}})["notebooks"][result["notebook"]] = \
-            notebook_totals(result["cells"], penalty)
+        sid = result.student
+        penalty = term.get(sid, {}).get("penalties", {}).get(result.notebook, 0.0)
+        out.setdefault(sid, {"notebooks": {}})["notebooks"][result.notebook] = \
+            notebook_totals(result.cells, step.is_bonus, penalty)
     for entry in out.values():
         entry["step"] = step_totals(entry["notebooks"])
     return out
@@ -67,6 +68,9 @@ def from_gradebook(gb, step: str, student: str | None = None) -> dict[str, dict]
     """The same totals from nbgrader's gradebook alone (what `nbgrader export` sees); one student's only
     with `student`."""
     from nbgrader.api import Assignment, Student, SubmittedAssignment
+
+    from .steps import find_step
+    is_bonus = find_step(step).is_bonus
     out: dict[str, dict] = {}
     query = gb.db.query(SubmittedAssignment).join(Assignment).filter(Assignment.name == step)
     if student is not None:
@@ -78,12 +82,12 @@ def from_gradebook(gb, step: str, student: str | None = None) -> dict[str, dict]
             manual = {c.name for c in nb.notebook.solution_cells}
             # a written answer nobody has scored yet: nbgrader's `score` reads 0, `needs_manual_grade` says so;
             # so for a hidden test flagged for review (no auto_score: grade.flag_for_review)
-            cells = [{"grade_id": g.name, "max_score": float(g.max_score),
-                      "score": None if g.needs_manual_grade and g.manual_score is None else float(g.score or 0),
-                      "kind": "manual" if g.name in manual else
-                      "review" if g.auto_score is None and (g.needs_manual_grade or g.manual_score is not None)
-                      else "auto"} for g in nb.grades]
-            notebooks[nb.notebook.name] = notebook_totals(cells, nb.late_submission_penalty or 0.0)
+            cells = [CellResult(grade_id=g.name, max_score=float(g.max_score),
+                                score=None if g.needs_manual_grade and g.manual_score is None else float(g.score or 0),
+                                kind="manual" if g.name in manual else
+                                "review" if g.auto_score is None and (g.needs_manual_grade or g.manual_score is not None)
+                                else "auto") for g in nb.grades]
+            notebooks[nb.notebook.name] = notebook_totals(cells, is_bonus, nb.late_submission_penalty or 0.0)
         out[submission.student.id] = {"notebooks": notebooks, "step": step_totals(notebooks)}
     return out
 

@@ -106,8 +106,8 @@ def time_notebook(path: Path, notebook: str, sandbox: str, kernels: str = "warm"
     finally:
         ex._start, ex._Client.async_execute_cell, judging.judge_notebook, sb.make_sandbox = originals
     spent["rest"] = spent["total"] - sum(spent[p] for p in PHASES if p not in ("rest", "total"))
-    spent["points"] = sum(c["score"] or 0 for c in result["cells"])
-    spent["kernels"] = result.get("kernels")
+    spent["points"] = result.earned
+    spent["kernels"] = result.kernels
     return spent
 
 

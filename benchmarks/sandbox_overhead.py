@@ -94,7 +94,7 @@ def notebooks(cls: list, repeats: int) -> dict[str, list[float]]:
                 started = time.monotonic()
                 result = run_job(Job(step.name, str(step.root), sid, name, str(path), "bench", choice, threads))
                 times[choice].append(time.monotonic() - started)
-                assert result["sandbox"] == choice
+                assert result.sandbox == choice
     return times
 
 

@@ -54,8 +54,8 @@ def main() -> None:
                 started = time.monotonic()
                 result = run_job(Job(step.name, str(step.root), "bench", args.notebook, str(path), "bench", box, 1, kernels=kind))
                 times[kind].append(time.monotonic() - started)
-                assert result["kernels"] == kind, (kind, result.get("events"))
-                scores[kind].add(tuple((c["grade_id"], c["score"]) for c in result["cells"]))
+                assert result.kernels == kind, (kind, result.events)
+                scores[kind].add(tuple((c.grade_id, c.score) for c in result.cells))
         for template in warm._templates.values():
             template.close()
     assert scores["cold"] == scores["warm"] and len(scores["cold"]) == 1, scores

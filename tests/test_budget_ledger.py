@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from autograder.budget import Ledger
+from autograder.records.model import Budget, NotebookResult
 
 BUDGET = 100.0
 
@@ -18,11 +19,13 @@ def job(student, notebook):
     return SimpleNamespace(student=student, notebook=notebook)
 
 
-def outcome(need: float, allowance: float) -> dict:
+def outcome(need: float, allowance: float) -> NotebookResult:
     """What a notebook that would count `need` seconds reports when allowed `allowance`."""
     if allowance <= 0:
-        return {"budget": {"allowance": allowance, "used": 0.0, "ran_out": True}}
-    return {"budget": {"allowance": allowance, "used": min(need, allowance), "ran_out": need > allowance}}
+        budget = Budget(allowance=allowance, used=0.0, ran_out=True)
+    else:
+        budget = Budget(allowance=allowance, used=min(need, allowance), ran_out=need > allowance)
+    return NotebookResult(student="s", notebook="n", key="k", budget=budget)
 
 
 def simulate(needs: dict, workers: int, seed: int, recorded=None):
@@ -41,7 +44,7 @@ def simulate(needs: dict, workers: int, seed: int, recorded=None):
                 return
             i, allowance = nxt
             result = outcome(needs[(jobs[i].student, jobs[i].notebook)], allowance)
-            took = result["budget"]["used"] + rng.uniform(0.1, 3.0)
+            took = result.budget.used + rng.uniform(0.1, 3.0)
             spent[jobs[i].student] = spent.get(jobs[i].student, 0.0) + took
             heapq.heappush(running, (clock + took, rng.random(), i, result))
 
@@ -51,7 +54,7 @@ def simulate(needs: dict, workers: int, seed: int, recorded=None):
         for j, out in ledger.finished(i, result):
             key = (jobs[j].student, jobs[j].notebook)
             assert key not in settled, f"{key} settled twice"
-            settled[key] = out["budget"]
+            settled[key] = out.budget.to_json()
             order.append(key)
         fill()
     assert ledger.done() and len(settled) == len(jobs)
@@ -115,7 +118,7 @@ def test_an_early_start_is_graded_again_when_the_rule_allows_it_less():
     assert [i for i, _ in settled] == [0]
     assert ledger.next_job() == (1, 10.0)
     (i, out), = ledger.finished(1, outcome(40, 10.0))
-    assert i == 1 and out["budget"] == {"allowance": 10.0, "used": 10.0, "ran_out": True} and ledger.done()
+    assert i == 1 and out.budget == Budget(allowance=10.0, used=10.0, ran_out=True) and ledger.done()
 
 
 def test_a_notebook_of_a_worker_that_died_is_handed_out_again_with_the_same_allowance():

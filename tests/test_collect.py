@@ -321,10 +321,12 @@ def test_grading_students_that_cannot_be_ids_stops_before_any_work(tmp_path):
 
 
 def test_grade_table_keeps_its_columns_with_ids_in_any_script():
+    from autograder.records.model import NotebookResult
     from autograder.report import padded, table
     cells = [{"grade_id": "a", "score": 1.0, "max_score": 2.0, "kind": "auto"}]
     ids = ["ada", "李雷", "Zoë", unicodedata.normalize("NFD", "Zoé"), "ü-ñ"]
-    lines = table([{"student": sid, "notebook": "01-on-paper", "cells": cells} for sid in ids], STEP4).splitlines()[2:7]
+    lines = table([NotebookResult.from_json({"student": sid, "notebook": "01-on-paper", "key": "k", "cells": cells})
+                   for sid in ids], STEP4).splitlines()[2:7]
 
     def width(text):
         return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
@@ -333,12 +335,14 @@ def test_grade_table_keeps_its_columns_with_ids_in_any_script():
 
 
 def test_grade_table_has_a_bonus_column_only_where_the_step_has_bonus_questions():
+    from autograder.records.model import NotebookResult
     from autograder.report import table
     required = {"grade_id": "a", "score": 1.0, "max_score": 2.0, "kind": "auto"}
     bonus = {"grade_id": STEP4.bonus_prefix + "x", "score": 0.5, "max_score": 3.0, "kind": "auto"}
-    without = table([{"student": "ada", "notebook": "01-on-paper", "cells": [required]}], STEP4).splitlines()
-    with_bonus = table([{"student": "ada", "notebook": "01-on-paper", "cells": [required, bonus]}],
-                       STEP4).splitlines()
+    def result(*cells):
+        return NotebookResult.from_json({"student": "ada", "notebook": "01-on-paper", "key": "k", "cells": list(cells)})
+    without = table([result(required)], STEP4).splitlines()
+    with_bonus = table([result(required, bonus)], STEP4).splitlines()
     assert "bonus" not in without[0] and "/0 " not in without[2] and without[2].split()[2:4] == ["1.0/2", "-"]
     assert "bonus" in with_bonus[0] and with_bonus[2].split()[2:5] == ["1.0/2", "0.5/3", "-"]
 

@@ -241,14 +241,15 @@ def test_png_constant_is_a_png():
 def test_grade_table_total_is_the_step_total_written_answers_included():
     """The table's required column counts written answers as the export does (out of the required
     maximum, 57 for Step 4, not the autograded points alone), and its total is totals' step total."""
+    from autograder.records.model import NotebookResult
     from autograder.report import table
     from autograder.totals import from_results
     from conftest import STEP4
     cells = [{"grade_id": "a", "score": 3.0, "max_score": 4.0, "kind": "auto"},
              {"grade_id": "w", "score": 1.5, "max_score": 2.0, "kind": "manual"},
              {"grade_id": "v", "score": None, "max_score": 3.0, "kind": "manual"}]
-    results = [{"student": "ada", "notebook": "01-on-paper", "cells": cells}]
-    totals = from_results(results, {"ada": {"penalties": {"01-on-paper": 0.5}}})
+    results = [NotebookResult.from_json({"student": "ada", "notebook": "01-on-paper", "key": "k", "cells": cells})]
+    totals = from_results(results, {"ada": {"penalties": {"01-on-paper": 0.5}}}, STEP4)
     row = table(results, STEP4, totals).splitlines()[2].split()
     assert row[1] == "4.5" and row[2] == "4.5/9", row                    # 3 + 1.5 of 4 + 2 + 3
     assert row[3] == "-0.5" and row[4] == "4.0" == f"{totals['ada']['step']['total']:.1f}", row

@@ -97,6 +97,7 @@ def course(tmp_path, monkeypatch, term_files, template):
     grading records it (SaveAutoGrades, then flagged), bea's and cy's t1 scored 5 by their checks."""
     import shutil
     from autograder.grade import record
+    from autograder.records.model import CellResult, NotebookResult
     home = tmp_path / "home"
     home.mkdir()
     shutil.copy(template, home / "gradebook.db")
@@ -105,16 +106,13 @@ def course(tmp_path, monkeypatch, term_files, template):
     monkeypatch.setenv("NBGRADER_DB_URL", url)
     cell_result, cell = judged_cell()
     nb = nbformat.v4.new_notebook(cells=[cell])
-    result = {"student": "ada", "notebook": "nb", "key": "k", "notebook_json": nbformat.writes(nb),
-              "cells": [cell_result.as_dict(),
-                        {"grade_id": "w1", "score": None, "max_score": 4.0, "error": "", "kind": "manual"}],
-              "notes": []}
+    result = NotebookResult(student="ada", notebook="nb", key="k", notebook_json=nbformat.writes(nb),
+                            cells=[cell_result, CellResult("w1", None, 4.0, "", "manual")])
     record(STEP_NS, result, url, 0)
-    results = [json.loads((home / "work" / "results" / STEP / "ada" / "nb.json").read_text())]
+    results = [NotebookResult.from_json(json.loads((home / "work" / "results" / STEP / "ada" / "nb.json").read_text()))]
     for sid in ("bea", "cy"):
-        results.append({"student": sid, "notebook": "nb", "cells": [
-            {"grade_id": "t1", "score": 5.0, "max_score": 10.0, "error": "", "kind": "auto"},
-            {"grade_id": "w1", "score": None, "max_score": 4.0, "error": "", "kind": "manual"}]})
+        results.append(NotebookResult(student=sid, notebook="nb", key="k", cells=[
+            CellResult("t1", 5.0, 10.0, "", "auto"), CellResult("w1", None, 4.0, "", "manual")]))
     return home, url, results
 
 
@@ -172,8 +170,8 @@ def test_the_reports_count_it_as_an_ungraded_answer_and_take_the_ta_s_score(cour
     monkeypatch.setattr(grade, "release_grade_cells", lambda step: {"nb": {"t1": 10.0, "w1": 4.0}})
     from autograder.report import review_lines, table
     home, url, results = course
-    ada = results[0]["cells"][0]
-    assert (ada["score"], ada["kind"]) == (None, "review")
+    ada = results[0].cells[0]
+    assert (ada.score, ada.kind) == (None, "review")
     out = table(results, STEP4_like())
     row = next(line for line in out.splitlines() if line.startswith("ada"))
     assert row.split()[1] == "0.0" and row.endswith("1 of 1 to grade, 1 to review"), row
@@ -183,7 +181,7 @@ def test_the_reports_count_it_as_an_ungraded_answer_and_take_the_ta_s_score(cour
     assert lines[1].startswith("  ada nb t1: waits for review: one entry at a time") and len(lines) == 2
     ta_scores(url, 8.0)
     with_manual_scores(STEP4_like(), results)
-    assert results[0]["cells"][0]["score"] == 8.0 and results[0]["cells"][0]["error"].startswith(
+    assert results[0].cells[0].score == 8.0 and results[0].cells[0].error.startswith(
         "scored by a grader after review (one entry at a time")
     assert review_lines(results, STEP4_like()) == []
     assert table(results, STEP4_like()).splitlines()[2].split()[1] == "8.0"
@@ -191,10 +189,10 @@ def test_the_reports_count_it_as_an_ungraded_answer_and_take_the_ta_s_score(cour
     from nbgrader.api import Gradebook
     ta_scores(url, None)
     with Gradebook(url, "dl-course") as gb:
-        rebuilt = {r["student"]: r for r in _results_only_in_gradebook(gb, STEP4_like(), set())}
-    t1 = next(c for c in rebuilt["ada"]["cells"] if c["grade_id"] == "t1")
-    assert (t1["score"], t1["kind"]) == (None, "review")
-    assert next(c for c in rebuilt["bea"]["cells"] if c["grade_id"] == "t1")["kind"] == "auto"
+        rebuilt = {r.student: r for r in _results_only_in_gradebook(gb, STEP4_like(), set())}
+    t1 = next(c for c in rebuilt["ada"].cells if c.grade_id == "t1")
+    assert (t1.score, t1.kind) == (None, "review")
+    assert next(c for c in rebuilt["bea"].cells if c.grade_id == "t1").kind == "auto"
 
 
 def STEP4_like():
