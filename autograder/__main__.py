@@ -107,7 +107,7 @@ def cmd_example(step, args, extra) -> int:
 
 def cmd_gradebook(step, args, extra) -> int:
     from .course import db_url, grader_home
-    from .grade import ensure_gradebook, release_grade_cells
+    from .records.gradebook import ensure_gradebook, release_grade_cells
     grader_home().mkdir(parents=True, exist_ok=True)
     ensure_gradebook(db_url(), step)
     cells = release_grade_cells(step)

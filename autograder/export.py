@@ -5,7 +5,7 @@ writes the same one.
   CanvasExport           the CSV Canvas's gradebook import accepts: Canvas's columns `Student`, `ID`,
                          `SIS User ID`, `SIS Login ID`, `Section`, then one column for the step, a
                          `Points Possible` row first; the score is the step's total after late
-                         penalties (autograder/totals.py), out of the required points (bonus is extra)
+                         penalties (autograder/records/totals.py), out of the required points (bonus is extra)
   NotebookTotalsExport   one line per student and notebook: score, maximum, late penalty, final score,
                          written answers still to grade, submission time, due date, lateness
 
@@ -27,6 +27,8 @@ from nbgrader.plugins import ExportPlugin
 
 from .course import ROOT, grader_home
 from .csvout import csv_text
+from .records import gradebook
+from .records.store import Store, totals_by_student
 from .roster import roster, roster_file  # noqa: F401  (roster_file: where the roster is)
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -58,11 +60,9 @@ def canvas_column(step: str) -> str:
 def canvas_rows(gb, steps: list[str], students: list[str] | None = None) -> tuple[list[str], list[list], list[str]]:
     """(columns, rows, who Canvas cannot match): a row per graded student, its `ID` from the roster
     or from the Canvas download the student's files came in, its SIS ids from the roster."""
-    from .course import grader_home
     from .roster import graded_lms_ids
-    from .totals import from_gradebook
     people = roster()
-    totals = {step: from_gradebook(gb, step) for step in steps}
+    totals = {step: _totals(gb, step) for step in steps}
     downloaded = {}
     for step in steps:
         downloaded.update({sid: r for sid, r in graded_lms_ids(grader_home(), step).items() if r.get("lms") == "canvas"})
@@ -73,16 +73,13 @@ def canvas_rows(gb, steps: list[str], students: list[str] | None = None) -> tupl
         possible.append(_number(any_student["step"]["required_max"]) if any_student else "")
     rows = [["Points Possible", "", "", "", ""] + possible]
     unmatched = []
-    ids = sorted({s.id for s in gb.students} | {sid for t in totals.values() for sid in t})
+    names = gradebook.student_names(gb)
+    ids = sorted(set(names) | {sid for t in totals.values() for sid in t})
     for sid in ids:
         if students and sid not in students:
             continue
         person = people.get(sid, {})
-        try:
-            db_student = gb.find_student(sid)
-            name = ", ".join(n for n in (db_student.last_name, db_student.first_name) if n) or sid
-        except Exception:
-            name = sid
+        name = names.get(sid, sid)
         canvas_id = (person.get("canvas_id") or "").strip() or str(downloaded.get(sid, {}).get("user_id", ""))
         if canvas_id.startswith("anon_"):
             canvas_id = ""          # an anonymous id is not a Canvas user id
@@ -105,16 +102,20 @@ def canvas_csv(gb, steps: list[str], students: list[str] | None = None) -> str:
     return csv_text(columns, rows, numbers=columns[len(CANVAS_COLUMNS):])
 
 
+def _totals(gb, step: str) -> dict[str, dict]:
+    """student -> their totals for `step` (the store's one record, read from the gradebook `gb`)."""
+    from .steps import find_step
+    return totals_by_student(Store.current().load(find_step(step), gb=gb))
+
+
 def notebooks_csv(gb, steps: list[str], students: list[str] | None = None) -> str:
-    from .term import term_records_in
-    from .totals import from_gradebook
+    from .steps import find_step
     rows = []
     for step in steps:
-        records = term_records_in(gb, step)
-        for sid, entry in sorted(from_gradebook(gb, step).items()):
+        for student in Store.current().load(find_step(step), gb=gb):
+            sid, entry, record = student.student, student.totals, student.term
             if students and sid not in students:
                 continue
-            record = records.get(sid, {})
             for name, nb in sorted(entry["notebooks"].items()):
                 rows.append({
                     "student": sid, "step": step, "notebook": name, "score": _number(nb["score"]),
@@ -159,13 +160,10 @@ class NotebookTotalsExport(ExportPlugin):
 
 def export_all(step: str, say=print) -> list[Path]:
     """`make export`: both files, from the gradebook, through the plugins nbgrader would use."""
-    from nbgrader.api import Gradebook
-
-    from .course import COURSE_ID, db_url
-    from .term import apply_term
-    apply_term(db_url(), step=step)        # penalties as of now (scores may have changed in the formgrader)
+    from .course import db_url
+    gradebook.apply_term(db_url(), step=step)        # penalties as of now (scores may have changed in the formgrader)
     written = []
-    with Gradebook(db_url(), COURSE_ID) as gb:
+    with gradebook.opened(db_url()) as gb:
         for plugin in (CanvasExport(assignment=[step]), NotebookTotalsExport(assignment=[step])):
             plugin.export(gb)
             written.append(default_path("canvas" if isinstance(plugin, CanvasExport) else "notebooks", [step]))

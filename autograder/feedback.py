@@ -71,17 +71,16 @@ SUMMARY_ID = "course-feedback-summary"
 
 
 def summary_for(db_url: str, step: str, student: str) -> dict | None:
-    """{student, step, notebooks, step_totals, term, lines} for one student from the gradebook."""
-    from nbgrader.api import Gradebook
-
-    from .course import COURSE_ID
-    from .term import term_records_in
-    from .totals import from_gradebook, summary_lines
-    with Gradebook(db_url, COURSE_ID) as gb:
-        totals = from_gradebook(gb, step, student=student).get(student)
-        record = term_records_in(gb, step, student=student).get(student, {})
-    if totals is None:
+    """{student, step, notebooks, step_totals, term, lines} for one student, from the store's record."""
+    from .course import grader_home
+    from .records.store import Store
+    from .records.totals import summary_lines
+    from .steps import find_step
+    found = Store(grader_home(), db_url).load(find_step(step), [student])
+    if not found:
         return None
+    record = found[0].term
+    totals = found[0].totals
     return {"student": student, "step": step, "notebooks": totals["notebooks"], "step_totals": totals["step"],
             "term": {k: v for k, v in record.items() if k != "penalties"},
             "lines": summary_lines(student, totals, record)}

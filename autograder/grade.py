@@ -37,11 +37,12 @@ from pathlib import Path
 sys.modules.setdefault("rfc3987_syntax", None)
 
 from .collect import NO_ID, collect, pick_newest  # noqa: E402
-from .course import COURSE_ID, ROOT, db_url, grader_home, use_environment_tools  # noqa: E402
+from .course import ROOT, db_url, grader_home, use_environment_tools  # noqa: E402
 from .errors import UsageError  # noqa: E402
-from .gradebook import release_grade_cells  # noqa: E402
 from .limits import clip  # noqa: E402
-from .records.model import FAILED, IN_GRADEBOOK, MISSING, Budget, CellResult, NotebookResult  # noqa: E402
+from .records import gradebook  # noqa: E402
+from .records.model import FAILED, MISSING, Budget, CellResult, NotebookResult, StudentResult  # noqa: E402
+from .records.store import STAMP_FORMAT, Store, atomic_write  # noqa: E402
 from .steps import Step  # noqa: E402
 
 
@@ -196,144 +197,6 @@ def bounded_cell(cell: CellResult) -> CellResult:
 
 
 # ---- in the main process -------------------------------------------------------------------
-
-def _atomic_write(path: Path, data: str | bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data.encode("utf-8") if isinstance(data, str) else data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def result_path(step: Step, student: str, notebook: str) -> Path:
-    return grader_home() / "work" / "results" / step.name / student / f"{notebook}.json"
-
-
-def ensure_gradebook(url: str, step: Step) -> None:
-    """The gradebook must know the step's notebooks and grade cells, with the release's points
-    (nbgrader stores them when it generates the release). If it does not, record them as
-    `nbgrader generate_assignment` does, in this process (autograder/gradebook.py)."""
-    from .shards import gradebook_lock
-    with gradebook_lock(url):       # shards that start together: one sets the gradebook up, the others wait
-        _ensure_gradebook(url, step)
-
-
-def _ensure_gradebook(url: str, step: Step) -> None:
-    from nbgrader.api import Gradebook, MissingEntry
-    from .gradebook import GradebookInUse, fill_gradebook, use_in_process_alembic_version
-    use_in_process_alembic_version()
-    wanted = release_grade_cells(step)
-    try:
-        with Gradebook(url, COURSE_ID) as gb:
-            known = {nb.name: {c.name: float(c.max_score) for c in nb.grade_cells}
-                     for nb in gb.find_assignment(step.name).notebooks}
-    except MissingEntry:
-        known = {}
-    if known == wanted:
-        return
-    try:
-        fill_gradebook(url, step)
-    except GradebookInUse as err:
-        raise GradebookInUse(
-            f"The gradebook ({url}) holds grades for another set of {step.name} notebooks than the release "
-            f"has now ({', '.join(sorted(wanted))}): {err}. nbgrader will not change an assignment that has "
-            "submissions. Grade this release with a new gradebook: move autograder/ aside (or run "
-            "`make clean-grades`), or set NBGRADER_DB_URL to a new database.") from None
-
-
-def _create_submission(gb, step: Step, sid: str, **kwargs) -> None:
-    """nbgrader's update_or_create_submission, without the SQLAlchemy 2 autoflush warning it
-    raises when it creates a submission (the rows are written correctly; the tests read them back)."""
-    import warnings
-    from sqlalchemy.exc import SAWarning
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=SAWarning, message=".*not in session.*")
-        gb.update_or_create_submission(step.name, sid, **kwargs)
-
-
-def record(step: Step, result: NotebookResult, url: str, mtime: float) -> None:
-    """Write one graded notebook and its scores: autograded copy first, then the gradebook, then
-    the result file (its presence means: done)."""
-    import nbformat
-    from nbgrader.api import Gradebook
-    from nbgrader.preprocessors import SaveAutoGrades
-
-    sid, name = result.student, result.notebook
-    stamp = datetime.fromtimestamp(mtime or time.time(), tz=timezone.utc)
-    graded_dir = grader_home() / "autograded" / sid / step.name
-    _atomic_write(graded_dir / f"{name}.ipynb", result.notebook_json or "")
-    _atomic_write(graded_dir / "timestamp.txt", stamp.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
-    with Gradebook(url, COURSE_ID) as gb:
-        gb.update_or_create_student(sid)
-        _create_submission(gb, step, sid, timestamp=stamp)
-    nb = nbformat.reads(result.notebook_json or "", as_version=4)
-    SaveAutoGrades().preprocess(nb, {"nbgrader": {"notebook": name, "assignment": step.name,
-                                                  "student": sid, "db_url": url}})
-    flag_for_review(step, result, url)
-    _atomic_write(result_path(step, sid, name), json.dumps(result.to_json(), indent=1))
-
-
-def flag_for_review(step: Step, result: NotebookResult, url: str) -> None:
-    """The hidden tests a check could not decide (judging: kind "review") wait for a person, as a written
-    answer does: no auto_score (nbgrader's score then counts nothing for them until a TA gives one, so no
-    total, export or page shows points nobody has given or taken) and `needs_manual_grade` set, so the
-    formgrader lists the cell as needing a manual grade; the TA's score there is the cell's score."""
-    from nbgrader.api import Gradebook
-    review = [c.grade_id for c in result.cells if c.kind == "review"]
-    if not review:
-        return
-    with Gradebook(url, COURSE_ID) as gb:
-        for grade_id in review:
-            grade = gb.find_grade(grade_id, result.notebook, step.name, result.student)
-            grade.auto_score = None
-            grade.needs_manual_grade = True
-        gb.db.commit()
-
-
-def is_review_grade(grade) -> bool:
-    """A hidden test's grade that was flagged for review (flag_for_review): an autograded cell with no
-    auto_score, waiting for a person's score or given one."""
-    return grade.auto_score is None and (bool(grade.needs_manual_grade) or grade.manual_score is not None)
-
-
-def sync_submission_times(step: Step, submitted_at: dict[str, float], url: str) -> None:
-    """A student whose notebooks were partly graded before (a rerun regrades only what changed)
-    gets the submission's current time stamp in autograded/ and in the gradebook too."""
-    from nbgrader.api import Gradebook
-    with Gradebook(url, COURSE_ID) as gb:
-        for sid, mtime in sorted(submitted_at.items()):
-            stamp = datetime.fromtimestamp(mtime, tz=timezone.utc)
-            graded_dir = grader_home() / "autograded" / sid / step.name
-            if graded_dir.is_dir():
-                _atomic_write(graded_dir / "timestamp.txt", stamp.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
-            _create_submission(gb, step, sid, timestamp=stamp)
-
-
-def record_unreadable(step: Step, sid: str, name: str, reason: str, url: str, key: str, gb=None) -> NotebookResult:
-    """A notebook that is missing or cannot be read: zero on every grade cell, with the reason
-    (in the open Gradebook `gb`, else in one opened for it)."""
-    from nbgrader.api import Gradebook
-    if gb is None:
-        with Gradebook(url, COURSE_ID) as gb:
-            return record_unreadable(step, sid, name, reason, url, key, gb)
-    reason = clip(reason)
-    gb.update_or_create_student(sid)
-    _create_submission(gb, step, sid)
-    submission = gb.find_submission_notebook(name, step.name, sid)
-    manual = {c.name for c in submission.notebook.solution_cells}
-    cells = []
-    for grade in submission.grades:
-        grade.auto_score = 0
-        grade.needs_manual_grade = False
-        cells.append(CellResult(grade.name, 0.0, float(grade.max_score), reason,
-                                "manual" if grade.name in manual else "auto"))
-    gb.db.commit()
-    result = NotebookResult(student=sid, notebook=name, key=key, cells=cells, notes=[reason])
-    _atomic_write(result_path(step, sid, name), json.dumps(result.to_json(), indent=1))
-    return result
-
 
 # What the workers' fork server imports, in this order: this module first (it leaves out rfc3987_syntax
 # before anything imports nbformat), then the rest of the grader and every step's checks (worker.py).
@@ -497,14 +360,14 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     plan = Plan(step, url, sandbox, threads=max(1, cores // workers), limits=dict(limits or {}), kernels=kernels)
     # one time per student's submission: from nbgrader's timestamp.txt, else the file time (an LMS's
     # late mark taken into account: autograder/term.py)
-    from .term import apply_term, notebook_times, save_time_sources, submission_times
+    from .term import notebook_times, save_time_sources, submission_times
     submitted_at, time_sources = submission_times(chosen, step.name)
     save_time_sources(time_sources, grader_home(), step.name, notebook_times(chosen, submitted_at))
     save_lms_ids(chosen, grader_home(), step.name)
     plan.keep_received(chosen, force, submitted_at)
 
     def set_up_gradebook():     # while the workers start and grade: only recording needs the gradebook
-        ensure_gradebook(url, step)
+        gradebook.ensure_gradebook(url, step)
         plan.record_missing(students, chosen, problems)
 
     started = time.monotonic()
@@ -514,16 +377,15 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
         plan.run(workers, submitted_at, say, meanwhile=set_up_gradebook)
     else:
         set_up_gradebook()
-    sync_submission_times(step, submitted_at, url)
-    apply_term(url, step.name, sorted(students))      # due date, extensions, late penalties in the gradebook
+    plan.store.stamp_submissions(step.name, submitted_at)
+    gradebook.apply_term(url, step.name, sorted(students))      # due date, extensions, late penalties in the gradebook
     seconds = time.monotonic() - started
     if kernels == "warm" and plan.jobs:
         started_as = [r.kernels for r in plan.results if r.key not in (MISSING, FAILED)]
         say(f"kernels: {started_as.count('warm')} notebooks in warm kernels, {started_as.count('cold')} in cold ones")
-    # by student and notebook, not in the order the workers finished: the same for every run
-    listed = set(students)
-    current = sorted((r for r in plan.results if r.student in listed), key=lambda r: (r.student, r.notebook))
-    with_manual_scores(step, current)          # a grader's scores count in this run's table and reports too
+    # by student and notebook, not in the order the workers finished: the same for every run; a grader's
+    # scores count in this run's table and reports too (the store's one record)
+    current = plan.store.load(step, students) if students else []
     if feedback and students:
         _note_feedback_failures(current, write_feedback(step, students, quiet=quiet, only_these=only is not None),
                                 say)
@@ -533,7 +395,7 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     else:
         _write_shard_record(step, shard, requested, students, problems, current, len(plan.jobs), workers,
                             seconds, say)
-    return {"results": [r.to_json() for r in current], "problems": problems}
+    return {"results": [r.to_json() for s in current for r in s.notebooks.values()], "problems": problems}
 
 
 @dataclass
@@ -547,6 +409,7 @@ class Plan:
     kernels: str = "warm"
     jobs: list[Job] = field(default_factory=list)
     results: list[NotebookResult] = field(default_factory=list)
+    store: Store = field(default_factory=Store.current)
 
     def keep_received(self, chosen: dict, force: bool, submitted_at: dict[str, float]) -> None:
         """Store each chosen notebook in submitted/ (unmodified) and plan a job for each one not
@@ -560,22 +423,20 @@ class Plan:
         fingerprint = self.step.fingerprint() + key_fingerprint(case_key())
         reused: list[tuple[NotebookResult, Job]] = []
         for (sid, name), item in sorted(chosen.items()):
-            path = grader_home() / "submitted" / sid / self.step.name / f"{name}.ipynb"
+            path = self.store.submitted(sid, self.step.name) / f"{name}.ipynb"
             if not path.exists() or path.read_bytes() != item.data:
-                _atomic_write(path, item.data)
+                atomic_write(path, item.data)
             stamp = datetime.fromtimestamp(submitted_at[sid], tz=timezone.utc)
-            _atomic_write(path.parent / "timestamp.txt", stamp.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
+            atomic_write(path.parent / "timestamp.txt", stamp.strftime(STAMP_FORMAT))
             # a result depends on the submission, the grader and the limits it ran under (other than the defaults)
             limits = json.dumps(self.limits, sort_keys=True).encode() if self.limits else b""
             key = hashlib.sha256(item.data + fingerprint.encode() + limits).hexdigest()
-            done = result_path(self.step, sid, name)
             job = Job(self.step.name, str(self.step.root), sid, name, str(path), key, self.sandbox,
                       self.threads, dict(self.limits), self.kernels)
-            if not force and done.exists():
-                previous = NotebookResult.from_json(json.loads(done.read_text()))
-                if previous.key == key:
-                    reused.append((previous, job))
-                    continue
+            previous = None if force else self.store.result(self.step.name, sid, name)
+            if previous is not None and previous.key == key:
+                reused.append((previous, job))
+                continue
             self.jobs.append(job)
         # a notebook the student's time budget stopped depends on what the student's other notebooks
         # used: if one of them is graded again, so is it (autograder/budget.py)
@@ -589,11 +450,10 @@ class Plan:
 
     def record_missing(self, students: list[str], chosen: dict, problems: list[dict]) -> None:
         """Notebooks a student did not hand in (or handed in unreadable) score zero, with the reason."""
-        from nbgrader.api import Gradebook
         missing = [(sid, name) for sid in students for name in self.step.notebooks() if (sid, name) not in chosen]
         if not missing:
             return
-        with Gradebook(self.url, COURSE_ID) as gb:
+        with gradebook.opened(self.url) as gb:
             for sid, name in missing:
                 bad = [p for p in problems if p["student"] == sid and p["notebook"] == name]
                 other = [p for p in problems if p["student"] == sid and p["notebook"] is None and not p.get("notice")]
@@ -604,7 +464,7 @@ class Plan:
                         + "; ".join(f"{p['file']}: {p['problem']}" for p in other)
                 else:
                     reason = "not submitted"
-                self.results.append(record_unreadable(self.step, sid, name, reason, self.url, MISSING, gb))
+                self.results.append(self.store.record_unreadable(self.step.name, sid, name, reason, MISSING, gb))
 
     def run(self, workers: int, submitted_at: dict[str, float], say, meanwhile=None) -> None:
         """Grade the jobs in worker processes; record each result as it comes, with a progress line
@@ -615,13 +475,13 @@ class Plan:
         recorded = {(r.student, r.notebook): r.budget.used if r.budget else 0.0 for r in self.results}
         for job, outcome in run_jobs(self.jobs, workers, meanwhile=meanwhile, budget=budget, recorded=recorded):
             if isinstance(outcome, NotebookResult):
-                record(self.step, outcome, self.url, submitted_at[job.student])
+                self.store.record(self.step.name, outcome, submitted_at[job.student])
                 outcome.notebook_json = None        # recorded: the graded notebook is in its own file
                 result = outcome
             else:   # a fault of the grader itself: zero with the reason, retried by the next run
-                result = record_unreadable(self.step, job.student, job.notebook,
-                                           f"the grader failed on this notebook ({outcome}); "
-                                           "rerun `make grade` to retry it", self.url, key=FAILED)
+                result = self.store.record_unreadable(self.step.name, job.student, job.notebook,
+                                                      f"the grader failed on this notebook ({outcome}); "
+                                                      "rerun `make grade` to retry it", FAILED)
             self.results.append(result)
             done += 1
             eta = (time.monotonic() - started) / done * (len(self.jobs) - done)
@@ -647,12 +507,12 @@ def _write_shard_record(step: Step, shard, requested, students, problems, curren
     """One piece of the class: its record for the merge (`python -m autograder report`)."""
     from .report import table
     from .shards import shard_file, shard_label
-    _atomic_write(shard_file(step, shard_label(shard, requested)), json.dumps({
+    atomic_write(shard_file(step, shard_label(shard, requested)), json.dumps({
         "shard": list(shard) if shard else None, "students": sorted(students),
         "problems": problems, "notebooks_graded": graded, "workers": workers,
         "grading_seconds": round(seconds, 1)}, indent=1))
     if current:
-        say("\n" + table(current, step))
+        say("\n" + table([r for s in current for r in s.notebooks.values()], step, {s.student: s.totals for s in current}))
     say(f"\ngrade: {len(students)} students of this part graded; when every part is done, "
         f"`python -m autograder report --step {step.name}` writes the step's reports for the whole class")
 
@@ -729,14 +589,15 @@ def _last_error(log: str) -> str:
     return clip(found[-1].strip() if found else "nbgrader generate_feedback failed", 500)
 
 
-def _note_feedback_failures(results: list[NotebookResult], failures: list[dict], say) -> None:
+def _note_feedback_failures(students: list[StudentResult], failures: list[dict], say) -> None:
     """Each notebook whose feedback could not be written: a note in the reports and a line on screen."""
+    by_id = {s.student: s for s in students}
     for failure in failures:
         note = f"its feedback HTML could not be written: {failure['problem']}"
         say(f"feedback: {failure['student']}/{failure['notebook']}: {note}")
-        for result in results:
-            if result.student == failure["student"] and result.notebook == failure["notebook"]:
-                result.notes = [*result.notes, note]
+        result = by_id[failure["student"]].notebooks.get(failure["notebook"]) if failure["student"] in by_id else None
+        if result is not None:
+            result.notes = [*result.notes, note]
 
 
 def _show(path: Path) -> str:
@@ -746,46 +607,36 @@ def _show(path: Path) -> str:
         return str(path)
 
 
-def refresh_from_gradebook(step: Step, quiet: bool = False, feedback: bool = True) -> list[NotebookResult]:
+def refresh_from_gradebook(step: Step, quiet: bool = False, feedback: bool = True) -> list[StudentResult]:
     """After manual grading (formgrader): feedback HTML and reports again, with the graders' scores.
     Also the merge after a class graded in shards (`python -m autograder report`): every student in
     the gradebook is reported, also one whose grader's result files are not in this grader home."""
-    from nbgrader.api import Gradebook
     from .report import write_reports
     from .shards import shard_problems
-    from .term import apply_term
-    apply_term(db_url(), step.name)     # manual scores change a notebook's score, and so its late penalty
-    results = [NotebookResult.from_json(json.loads(p.read_text()))
-               for p in sorted((grader_home() / "work" / "results" / step.name).glob("*/*.json"))]
-    with Gradebook(db_url(), COURSE_ID) as gb:
-        results += _results_only_in_gradebook(gb, step, {(r.student, r.notebook) for r in results})
-    with_manual_scores(step, results)
-    students = sorted({r.student for r in results})
-    if feedback and (grader_home() / "autograded").is_dir():
-        _note_feedback_failures(results, write_feedback(step, students, quiet=quiet),
+    store = Store.current()
+    gradebook.apply_term(store.url, step.name)     # manual scores change a notebook's score, and so its late penalty
+    students = store.load(step)
+    if feedback and (store.home / "autograded").is_dir():
+        _note_feedback_failures(students, write_feedback(step, [s.student for s in students], quiet=quiet),
                                 (lambda *a: None) if quiet else print)
-    write_reports(step, results, shard_problems(step), say=(lambda *a: None) if quiet else print)
-    return results
+    write_reports(step, students, shard_problems(step), say=(lambda *a: None) if quiet else print)
+    return students
 
 
 def stale_feedback(step: Step) -> list[str]:
     """The students whose feedback pages show other totals than the gradebook holds now (a grader
     scored a written answer in the formgrader after the pages were written)."""
-    from nbgrader.api import Gradebook
-
     from .feedback import feedback_summary
-    from .totals import from_gradebook
-    with Gradebook(db_url(), COURSE_ID) as gb:
-        totals = from_gradebook(gb, step.name)
+    store = Store.current()
     stale = []
-    for sid, now in sorted(totals.items()):
-        folder = grader_home() / "feedback" / sid / step.name
+    for now in store.load(step):
+        folder = store.feedback(now.student, step.name)
         if not folder.is_dir():
             continue
         shown = feedback_summary(folder)
-        if shown is None or shown.get("step_totals") != json.loads(json.dumps(now["step"])) \
-                or shown.get("notebooks") != json.loads(json.dumps(now["notebooks"])):
-            stale.append(sid)
+        if shown is None or shown.get("step_totals") != json.loads(json.dumps(now.totals["step"])) \
+                or shown.get("notebooks") != json.loads(json.dumps(now.totals["notebooks"])):
+            stale.append(now.student)
     return stale
 
 
@@ -798,53 +649,3 @@ def refresh_stale_feedback(step: Step, say=print) -> list[str]:
             f"({', '.join(stale[:10])}{' ...' if len(stale) > 10 else ''}): written again")
         refresh_from_gradebook(step, quiet=True)
     return stale
-
-
-def with_manual_scores(step: Step, results: list[NotebookResult]) -> list[NotebookResult]:
-    """`results` with the scores graders gave in the formgrader (the gradebook's manual scores), so
-    that every report, table and feedback page shows the total the gradebook and the LMS export hold,
-    right after a manual grade, whichever command writes them. Changes the results in place."""
-    from nbgrader.api import Gradebook, MissingEntry
-    with Gradebook(db_url(), COURSE_ID) as gb:
-        for result in results:
-            try:
-                submission = gb.find_submission_notebook(result.notebook, step.name, result.student)
-            except MissingEntry:
-                continue
-            scores = {g.name: g for g in submission.grades}
-            for cell in result.cells:
-                grade = scores.get(cell.grade_id)
-                if grade is None:
-                    continue
-                if grade.manual_score is not None:
-                    cell.score = float(grade.manual_score)
-                    cell.error = "" if grade.manual_score >= cell.max_score else cell.error
-                    if cell.kind == "review" and grade.manual_score < cell.max_score:
-                        why = cell.error.removeprefix("waits for review: ")
-                        cell.error = "scored by a grader after review" + (f" ({why})" if why else "")
-                elif cell.kind in ("manual", "review"):
-                    cell.score = None if grade.auto_score is None else float(grade.auto_score)
-    return results
-
-
-def _results_only_in_gradebook(gb, step: Step, known: set[tuple[str, str]]) -> list[NotebookResult]:
-    """Results rebuilt from the gradebook's rows for the notebooks that have no result file here
-    (graded by a shard that wrote to another grader home): scores without the reasons."""
-    from nbgrader.api import SubmittedNotebook
-    out, cell_order = [], release_grade_cells(step)
-    for submission in gb.db.query(SubmittedNotebook).all():
-        sid, name = submission.student.id, submission.notebook.name
-        if (sid, name) in known or submission.assignment.assignment.name != step.name:
-            continue
-        manual = {c.name for c in submission.notebook.solution_cells}
-        order = list(cell_order.get(name, {}))
-        grades = sorted(submission.grades, key=lambda g: (order.index(g.name) if g.name in order else len(order), g.name))
-        cells = []
-        for g in grades:
-            kind = "manual" if g.name in manual else "review" if is_review_grade(g) else "auto"
-            waiting = kind == "review" and g.manual_score is None
-            cells.append(CellResult(grade_id=g.name, max_score=float(g.max_score),
-                                    score=None if waiting or g.score is None else float(g.score),
-                                    error="waits for review" if waiting else "", kind=kind))
-        out.append(NotebookResult(student=sid, notebook=name, key=IN_GRADEBOOK, cells=cells))
-    return out

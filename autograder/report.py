@@ -6,7 +6,7 @@ manual: a written answer, or review: a hidden test a check could not decide, sco
 score is empty until then).
 <step>.json (its shape: GRADES_SCHEMA below, `schema_version` SCHEMA_VERSION) adds, per student, the
 submission's time, due date, extension, lateness and per-notebook totals with the late penalty
-(autograder/totals.py, autograder/term.py).
+(autograder/records/totals.py, autograder/term.py).
 Every reason and note is clipped to limits.TEXT_CHARS characters, and a notebook keeps at most
 MAX_NOTES notes: the reports stay small whatever a submission printed or raised.
 """
@@ -16,10 +16,12 @@ import json
 import unicodedata
 from pathlib import Path
 
-from .course import ROOT, db_url, grader_home
+from .course import ROOT, grader_home
 from .csvout import write_csv
 from .limits import clip
-from .records.model import NotebookResult
+from .records.model import NotebookResult, StudentResult
+from .records.store import Store, atomic_write
+from .records.totals import from_results
 
 MAX_NOTES = 50
 
@@ -48,8 +50,7 @@ GRADES_SCHEMA = {
 
 def report_paths(step) -> tuple[Path, Path]:
     """(csv, json) of a step's grades: autograder/grades/<step>.csv and .json."""
-    folder = grader_home() / "grades"
-    return folder / f"{step.name}.csv", folder / f"{step.name}.json"
+    return Store.current().grades(step.name)
 
 
 def records(results: list[NotebookResult], step) -> list[dict]:
@@ -68,8 +69,8 @@ def table(results: list[NotebookResult], step, totals: dict | None = None) -> st
     points out of the required maximum (written answers included, as in the LMS export), the bonus,
     the late penalty, the step's total (required + bonus - penalty: the number the Canvas export,
     the feedback page and `make my-feedback` show) and the written answers still waiting for a
-    grader. `totals`: totals.from_results (with the term's penalties); without, no penalties."""
-    from .totals import from_results
+    grader. `totals`: student -> totals.student_totals (with the term's penalties: the store's
+    StudentResult.totals); without, no penalties."""
     totals = totals or from_results(results, {}, step)
     notebooks = sorted({r.notebook for r in results})
     students = sorted({r.student for r in results})
@@ -147,18 +148,21 @@ def _notes(result: NotebookResult) -> list[str]:
     return notes
 
 
-def write_reports(step, results: list[NotebookResult], problems: list[dict], say=print) -> None:
+def write_reports(step, students: list[StudentResult], problems: list[dict], say=print) -> None:
+    """grades/<step>.csv and .json and the table on screen, from the store's record of each student."""
+    results = [r for s in students for r in s.notebooks.values()]
     rows = records(results, step)
     problems = [{k: clip(v) if isinstance(v, str) else v for k, v in p.items()} for p in problems]
     csv_path, json_path = report_paths(step)
     write_csv(csv_path, FIELDS, rows, numbers=NUMBER_FIELDS)
-    term, totals, submissions = _term_part(step, results, grader_home())
-    json_path.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "step": step.name, "term": term,
+    term, submissions = _term_part(step, students, grader_home())
+    totals = {s.student: s.totals for s in students}
+    atomic_write(json_path, json.dumps({"schema_version": SCHEMA_VERSION, "step": step.name, "term": term,
                                      "grades": rows, "submissions": submissions, "problems": problems,
                                      "notes": {f"{r.student}/{r.notebook}": _notes(r)
                                                for r in results if r.notes},
                                      "time_budget": {"ran_out": budget_ran_out(results)}},
-                                    indent=1), encoding="utf-8")
+                                    indent=1))
     say("")
     say(table(results, step, totals))
     for line in review_lines(results, step):
@@ -179,22 +183,19 @@ def budget_ran_out(results: list[NotebookResult]) -> list[str]:
     return sorted({r.student for r in results if r.budget is not None and r.budget.ran_out})
 
 
-def _term_part(step, results: list[NotebookResult], home) -> tuple[dict, dict, list[dict]]:
-    """grades.json's term, the totals per student, and its submissions list (from the gradebook's
-    submission times, due dates and penalties; autograder/term.py)."""
-    from .term import due_date, grace_seconds, late_policy, term_records, time_source
-    from .totals import from_results
+def _term_part(step, students: list[StudentResult], home) -> tuple[dict, list[dict]]:
+    """grades.json's term and its submissions list (the gradebook's submission times, due dates and
+    penalties, as the store read them; autograder/term.py)."""
+    from .term import due_date, grace_seconds, late_policy, time_source
     due = due_date(step.name)
     policy, percent = late_policy()
     term = {"due": due.isoformat() if due else "", "late_policy": policy, "late_percent": percent,
             "late_grace_seconds": grace_seconds()}
-    records = term_records(db_url(), step.name)
-    totals = from_results(results, records, step)
     submissions = []
-    for sid in sorted(totals):
-        record = records.get(sid, {})
-        submissions.append({"student": sid, "timestamp": record.get("timestamp", ""),
-                            "time_source": time_source(sid, home, step.name), "due": record.get("due", ""),
+    for student in students:
+        record = student.term
+        submissions.append({"student": student.student, "timestamp": record.get("timestamp", ""),
+                            "time_source": time_source(student.student, home, step.name), "due": record.get("due", ""),
                             "extension": record.get("extension", ""),
-                            "seconds_late": record.get("seconds_late", 0.0), **totals[sid]})
-    return term, totals, submissions
+                            "seconds_late": record.get("seconds_late", 0.0), **student.totals})
+    return term, submissions

@@ -12,7 +12,7 @@ nbgrader keeps the due date on the assignment and an extension on each student's
 computes lateness itself (`Submission.total_seconds_late`: the submission's time stamp past the due
 date plus the extension). Its late-penalty step (`AssignLatePenalties`, running a
 `LateSubmissionPlugin`) runs only inside `nbgrader autograde`, which this course's grader does not
-use, so `apply_term` does what that step does, with the same plugin (`CourseLatePenalty`, also
+use, so `apply_term` (autograder/records/gradebook.py) does what that step does, with the same plugin (`CourseLatePenalty`, also
 configured for nbgrader in nbgrader_config.py): it writes each submitted notebook's
 `late_submission_penalty` into the gradebook, where nbgrader's formgrader, `nbgrader export` and
 the reports read it.
@@ -289,45 +289,11 @@ def due_line(step: str) -> str:
     return f"{step} is due {show_time(due)} ({until(due)}); late work: {describe_policy()}"
 
 
-# ---- the gradebook -------------------------------------------------------------------------------
+# ---- the gradebook (autograder/records/gradebook.py writes and reads the term there) ---------------------
 
-def set_due_date(gb, step: str) -> None:
-    """The assignment's due date in the gradebook (nbgrader's `duedate`), from course.toml."""
-    due = due_date(step)
-    gb.update_or_create_assignment(step, duedate=due.replace(tzinfo=None) if due else None)
-
-
-def apply_term(url: str, step: str, students: list[str] | None = None) -> None:
-    """nbgrader's late-penalty step for the submissions of `students` (all when None): the due date
-    on the assignment, each student's extension on their submission, then the plugin's penalty on
-    each submitted notebook (as AssignLatePenalties: reset, then clamped to 0..score). A notebook
-    whose own time is known (`notebook_lateness`) is late by its own time, not by its submission's:
-    a one-notebook fix after the due date makes that notebook late, not the other five."""
-    from nbgrader.api import Gradebook
-    from nbgrader.api import SubmittedAssignment as Submission
-    from nbgrader.api import Assignment as DbAssignment
-    from nbgrader.api import Student as DbStudent
-
-    from .course import COURSE_ID
-    granted = extensions(step)
-    plugin = _nbgrader_classes()["CourseLatePenalty"]()
-    with Gradebook(url, COURSE_ID) as gb:
-        set_due_date(gb, step)
-        query = gb.db.query(Submission).join(DbAssignment).filter(DbAssignment.name == step)
-        if students is not None:
-            query = query.join(DbStudent).filter(DbStudent.id.in_(list(students)))
-        for submission in query.all():
-            extension = granted.get(submission.student.id)
-            submission.extension = extension
-            lateness = notebook_lateness(submission, step)
-            for notebook in submission.notebooks:
-                notebook.late_submission_penalty = None
-                seconds = lateness.get(notebook.notebook.name, 0.0)
-                if seconds > 0:
-                    points = plugin.late_submission_penalty(submission.student.id, notebook.score, seconds)
-                    if points is not None:
-                        notebook.late_submission_penalty = min(max(points, 0.0), notebook.score)
-        gb.db.commit()
+def late_penalty_plugin():
+    """The course's late-penalty plugin (nbgrader's LateSubmissionPlugin, configured by course.toml)."""
+    return _nbgrader_classes()["CourseLatePenalty"]()
 
 
 def notebook_lateness(submission, step: str, home: Path | None = None) -> dict[str, float]:
@@ -350,46 +316,7 @@ def notebook_lateness(submission, step: str, home: Path | None = None) -> dict[s
     return out
 
 
-def term_records(url: str, step: str) -> dict[str, dict]:
-    """student -> {timestamp, due, extension, seconds_late, penalties: {notebook: points}} from the
-    gradebook (what the reports, feedback and exports show)."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    from .course import COURSE_ID
-    try:
-        with Gradebook(url, COURSE_ID) as gb:
-            return term_records_in(gb, step)
-    except MissingEntry:
-        return {}
-
-
-def term_records_in(gb, step: str, student: str | None = None) -> dict[str, dict]:
-    from nbgrader.api import Assignment as DbAssignment
-    from nbgrader.api import Student as DbStudent
-    from nbgrader.api import SubmittedAssignment as Submission
-    out = {}
-    query = gb.db.query(Submission).join(DbAssignment).filter(DbAssignment.name == step)
-    if student is not None:
-        query = query.join(DbStudent).filter(DbStudent.id == student)
-    rows = query.all()
-    try:
-        policy, grace = describe_policy(), grace_seconds()
-    except TermError:
-        policy, grace = "", 0.0
-    for submission in rows:
-        out[submission.student.id] = {
-            "timestamp": _iso(submission.timestamp),
-            "due": _iso(submission.duedate),
-            "extension": show_duration(submission.extension) if submission.extension else "",
-            "seconds_late": round(submission.total_seconds_late, 1),
-            "notebook_seconds_late": notebook_lateness(submission, step),
-            "penalties": {nb.notebook.name: float(nb.late_submission_penalty or 0) for nb in submission.notebooks},
-            "policy": policy, "grace_seconds": grace,
-        }
-    return out
-
-
-def _iso(naive_utc: datetime | None) -> str:
+def iso(naive_utc: datetime | None) -> str:
     return naive_utc.replace(tzinfo=timezone.utc).isoformat() if naive_utc else ""
 
 

@@ -23,9 +23,10 @@ import json
 import math
 from pathlib import Path
 
-from .course import COURSE_ID, ROOT, db_url, grader_home
+from .course import ROOT, db_url, grader_home
 from .csvout import FORMULA_START, write_csv
 from .errors import GraderError
+from .records import gradebook
 
 COLUMNS = ["student", "notebook", "grade_id", "max_score", "score", "comment", "answer"]
 NUMBERS = ("max_score", "score")
@@ -60,33 +61,19 @@ def _answers(step: str, sid: str, notebook: str) -> dict[str, str]:
 
 
 def written_rows(gb, step: str) -> list[dict]:
-    """Every written answer of every submission of `step`, with its current score and comment."""
-    from nbgrader.api import Assignment, SubmittedAssignment
-    rows = []
-    submissions = gb.db.query(SubmittedAssignment).join(Assignment).filter(Assignment.name == step).all()
-    for submission in sorted(submissions, key=lambda s: s.student.id):
-        sid = submission.student.id
-        for nb in sorted(submission.notebooks, key=lambda n: n.notebook.name):
-            manual = {c.name for c in nb.notebook.solution_cells}
-            texts = None
-            comments = {c.name: c for c in nb.comments}
-            for grade in sorted(nb.grades, key=lambda g: g.name):
-                if grade.name not in manual:
-                    continue
-                if texts is None:
-                    texts = _answers(step, sid, nb.notebook.name)
-                comment = comments.get(grade.name)
-                rows.append({"student": sid, "notebook": nb.notebook.name, "grade_id": grade.name,
-                             "max_score": float(grade.max_score),
-                             "score": None if grade.manual_score is None else float(grade.manual_score),
-                             "comment": (comment.manual_comment or "") if comment is not None else "",
-                             "answer": texts.get(grade.name, "")[:MAX_ANSWER_CHARS]})
+    """Every written answer of every submission of `step`, with its current score and comment, and
+    the student's text."""
+    rows, texts = gradebook.written_grades(gb, step), {}
+    for row in rows:
+        where = (row["student"], row["notebook"])
+        if where not in texts:
+            texts[where] = _answers(step, *where)
+        row["answer"] = texts[where].get(row["grade_id"], "")[:MAX_ANSWER_CHARS]
     return rows
 
 
 def export_written(step: str, say=print) -> Path:
-    from nbgrader.api import Gradebook
-    with Gradebook(db_url(), COURSE_ID) as gb:
+    with gradebook.opened(db_url()) as gb:
         rows = written_rows(gb, step)
     path = write_csv(written_path(step), COLUMNS, rows, numbers=NUMBERS)
     open_rows = sum(r["score"] is None for r in rows)
@@ -103,7 +90,6 @@ def _unescape(text: str) -> str:
 def import_written(step: str, path: Path, say=print) -> int:
     """Check every line of `path`, then write them all, in one transaction; returns the number of
     answers scored. Raises WrittenScoresError naming every bad line (nothing written)."""
-    from nbgrader.api import Gradebook
     path = Path(path)
     if not path.is_file():
         raise WrittenScoresError(f"{path}: no such file (make written-scores writes {_shown(written_path(step))})")
@@ -114,8 +100,8 @@ def import_written(step: str, path: Path, say=print) -> int:
             raise WrittenScoresError(f"{path.name}: the first line must name the columns {', '.join(COLUMNS)} "
                                      f"(missing: {', '.join(sorted(missing))})")
         lines = list(enumerate(reader, start=2))
-    with Gradebook(db_url(), COURSE_ID) as gb:
-        known = {(r["student"], r["notebook"], r["grade_id"]): r for r in written_rows(gb, step)}
+    with gradebook.opened(db_url()) as gb:
+        known = {(r["student"], r["notebook"], r["grade_id"]): r for r in gradebook.written_grades(gb, step)}
         errors, updates, seen = [], [], {}
         for number, row in lines:
             key = tuple(_unescape((row.get(k) or "").strip()) for k in ("student", "notebook", "grade_id"))
@@ -146,20 +132,7 @@ def import_written(step: str, path: Path, say=print) -> int:
         if errors:
             raise WrittenScoresError(f"{path.name}: nothing imported; {len(errors)} line(s) to fix:\n  "
                                      + "\n  ".join(errors))
-        try:
-            for (sid, notebook, grade_id), score, comment in updates:
-                grade = gb.find_grade(grade_id, notebook, step, sid)
-                grade.manual_score = score
-                grade.needs_manual_grade = False
-                if comment is not None:
-                    try:
-                        gb.find_comment(grade_id, notebook, step, sid).manual_comment = comment
-                    except Exception:           # noqa: BLE001  (a cell without a comment slot: the score still counts)
-                        pass
-            gb.db.commit()
-        except BaseException:
-            gb.db.rollback()
-            raise
+        gradebook.write_written_scores(gb, step, updates)
     say(f"written-scores: {len(updates)} written answers scored from {path.name} (the formgrader shows them "
         "graded); `make feedback` writes the feedback and reports with them")
     return len(updates)

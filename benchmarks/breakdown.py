@@ -126,13 +126,13 @@ def once_per_process(repeats: int) -> dict:
             (without_iri if blocked else with_iri).append(time.monotonic() - t)
     by_subprocess = []
     from autograder.course import use_environment_tools
-    from autograder.grade import ensure_gradebook
+    from autograder.records.gradebook import ensure_gradebook
     from autograder.nbgrader_cmd import run_nbgrader
     use_environment_tools()
     for r in range(max(1, repeats // 2) * 2):
         with tempfile.TemporaryDirectory(prefix="bench-db-") as tmp:
             t = time.monotonic()
-            if r % 2 == 0:      # the grader's way: in its own process (autograder/gradebook.py)
+            if r % 2 == 0:      # the grader's way: in its own process (autograder/records/gradebook.py)
                 ensure_gradebook(f"sqlite:///{tmp}/gradebook.db", bench_step())
                 gradebook.append(time.monotonic() - t)
             else:               # the way it was done before: nbgrader generate_assignment in a subprocess

@@ -57,22 +57,19 @@ def grade_once(home: Path, url: str, workers: int) -> dict:
 
 def record_again(home: Path, url: str, times: int) -> float:
     """Seconds per notebook to write its scores into the gradebook again."""
-    from autograder.grade import record, result_path
-    from autograder.records.model import NotebookResult
+    from autograder.records.store import Store
     os.environ["GRADER_HOME"], os.environ["NBGRADER_DB_URL"] = str(home), url
     from common import bench_step
     step = bench_step()
-    results = []
-    for path in sorted((home / "work" / "results" / step.name).glob("*/*.json")):
-        result = NotebookResult.from_json(json.loads(path.read_text()))
-        nb = home / "autograded" / result.student / step.name / f"{result.notebook}.ipynb"
-        result.notebook_json = nb.read_text()
-        results.append(result)
+    store = Store(home, url)
+    results = store.results(step.name)
+    for result in results:
+        result.notebook_json = (store.autograded(result.student, step.name) / f"{result.notebook}.ipynb").read_text()
     start = time.monotonic()
     for _ in range(times):
         for result in results:
-            record(step, result, url, time.time())
-    assert all(result_path(step, r.student, r.notebook).exists() for r in results)
+            store.record(step.name, result, time.time())
+    assert all(store.result_file(step.name, r.student, r.notebook).exists() for r in results)
     return (time.monotonic() - start) / (times * len(results))
 
 

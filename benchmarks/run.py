@@ -229,7 +229,7 @@ def breakdown_section(b: dict) -> list[str]:
               f"- importing the grader and the step's checks in a new process: {fmt(stats(once['worker imports']), 2)} s, "
               "paid once per grading process by the workers' fork server (autograder/worker.py), not by each "
               "worker: workers are forked from it with everything imported;",
-              f"- creating a new gradebook (`ensure_gradebook`, in the grader's process: autograder/gradebook.py): "
+              f"- creating a new gradebook (`ensure_gradebook`, in the grader's process: autograder/records/gradebook.py): "
               f"{fmt(stats(once['new gradebook']), 2)} s, against {fmt(stats(once['new gradebook, generate_assignment']), 2)} s "
               "through `nbgrader generate_assignment` in a subprocess as before (once per class, only when the "
               "gradebook is new or the release changed)."]

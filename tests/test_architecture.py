@@ -44,3 +44,27 @@ def test_no_pyflakes_defect_in_the_course_code():
     done = _run("ruff", "check", "--no-cache", "--select", "F", "autograder", "dlcourse", "source/course_plugin.py",
                 "source/step-04/checks")
     assert done.returncode == 0, done.stdout[-4000:]
+
+
+def test_only_the_records_gradebook_module_opens_nbgraders_gradebook():
+    """One module reads and writes nbgrader's gradebook (autograder/records/gradebook.py): no other module
+    of the grader imports nbgrader's database API or reaches into a gradebook's database session. (import-linter
+    cannot forbid a sub-module of an external package: this reads every module's syntax tree.)"""
+    import ast
+    allowed = {ROOT / "autograder" / "records" / "gradebook.py"}
+    found = []
+    for path in sorted((ROOT / "autograder").rglob("*.py")):
+        if path in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("nbgrader.api"):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {node.module}")
+            elif isinstance(node, ast.Import) and any(a.name.startswith("nbgrader.api") for a in node.names):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} imports nbgrader.api")
+            elif isinstance(node, ast.Attribute) and node.attr in ("Gradebook", "db") and \
+                    isinstance(node.value, ast.Name) and node.value.id in ("api", "gb", "gradebook"):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} uses {node.value.id}.{node.attr}")
+    assert found == [], "\n".join(found)
+    # and the check can fail: the module that may, does
+    text = (ROOT / "autograder" / "records" / "gradebook.py").read_text(encoding="utf-8")
+    assert "from nbgrader.api import Gradebook" in text and "gb.db.query" in text

@@ -1,4 +1,4 @@
-"""The grader records a step in the gradebook in its own process (autograder/gradebook.py) exactly as
+"""The grader records a step in the gradebook in its own process (autograder/records/gradebook.py) exactly as
 `nbgrader generate_assignment` does: the same assignment, notebooks, kernelspecs, grade, solution,
 task and source cells (sources and checksums), row for row; alembic's revision read in process is
 the one `alembic heads` prints; a step whose notebooks changed under graded submissions is refused."""
@@ -33,7 +33,7 @@ def _rows(url: str, step: str) -> dict:
 
 
 def test_the_gradebook_filled_in_process_is_the_one_generate_assignment_writes(tmp_path):
-    from autograder.gradebook import fill_gradebook
+    from autograder.records.gradebook import fill_gradebook
     from autograder.nbgrader_cmd import run_nbgrader
     theirs, ours = f"sqlite:///{tmp_path / 'theirs.db'}", f"sqlite:///{tmp_path / 'ours.db'}"
     run_nbgrader("generate_assignment", STEP4.name, "--force",
@@ -53,7 +53,7 @@ def test_the_gradebook_filled_in_process_is_the_one_generate_assignment_writes(t
 
 def test_the_alembic_revision_is_the_one_alembic_heads_prints():
     from nbgrader.api import get_alembic_version   # nbgrader's own: `alembic heads` in a subprocess
-    from autograder.gradebook import alembic_head
+    from autograder.records.gradebook import alembic_head
     assert alembic_head() == get_alembic_version() != ""
 
 
@@ -61,7 +61,7 @@ def test_the_alembic_revision_is_the_one_alembic_heads_prints():
 def test_a_changed_step_with_graded_submissions_is_refused(tmp_path):
     """A notebook dropped from a step whose gradebook has submissions: refused, the gradebook unchanged."""
     from nbgrader.api import Gradebook
-    from autograder.gradebook import GradebookInUse, fill_gradebook
+    from autograder.records.gradebook import GradebookInUse, fill_gradebook
     from autograder.steps import Step
     root = tmp_path / "course"
     (root / "source").mkdir(parents=True)
@@ -85,7 +85,7 @@ def test_a_changed_step_with_graded_submissions_is_refused(tmp_path):
 def test_a_step_without_its_release_is_named(tmp_path):
     """The gradebook records the released step: without a release, the error says what to run."""
     from autograder.errors import SetupError
-    from autograder.gradebook import fill_gradebook
+    from autograder.records.gradebook import fill_gradebook
     from autograder.steps import Step
     root = tmp_path / "course"
     shutil.copytree(STEP4.source, root / "source" / STEP4.name)

@@ -16,7 +16,8 @@ import pytest
 
 from autograder.course import RELEASE
 from autograder.example import filled
-from autograder.grade import grade, release_grade_cells
+from autograder.grade import grade
+from autograder.records.gradebook import release_grade_cells
 from autograder.shards import shard_of
 
 from conftest import GRADES_CSV, NOTEBOOK_NAMES, ROOT, STEP, STEP4, uses
@@ -186,7 +187,7 @@ def test_shards_setting_up_a_fresh_gradebook_at_once_agree(pg, tmp_path):
     """Four graders that start together on an empty database: one enters the step, the others wait
     for it and find it done (without the lock, nbgrader's table creation and inserts collide)."""
     url = pg.create_database("race")
-    code = ("from autograder.grade import ensure_gradebook; from autograder.steps import find_step; import sys; "
+    code = ("from autograder.records.gradebook import ensure_gradebook; from autograder.steps import find_step; import sys; "
             "ensure_gradebook(sys.argv[1], find_step(sys.argv[2]))")
     env = recipe_env(tmp_path, url)
     env["PYTHONPATH"] = str(ROOT)

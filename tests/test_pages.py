@@ -243,7 +243,7 @@ def test_grade_table_total_is_the_step_total_written_answers_included():
     maximum, 57 for Step 4, not the autograded points alone), and its total is totals' step total."""
     from autograder.records.model import NotebookResult
     from autograder.report import table
-    from autograder.totals import from_results
+    from autograder.records.totals import from_results
     from conftest import STEP4
     cells = [{"grade_id": "a", "score": 3.0, "max_score": 4.0, "kind": "auto"},
              {"grade_id": "w", "score": 1.5, "max_score": 2.0, "kind": "manual"},

@@ -16,6 +16,8 @@ import nbformat
 import pytest
 
 from autograder.checks.framework import Check, Verdict
+from autograder.records.store import Store, totals_by_student
+from autograder.steps import find_step
 from conftest import STEP
 from test_term import small_gradebook, term_files  # noqa: F401  (a fixture)
 
@@ -96,8 +98,8 @@ def course(tmp_path, monkeypatch, term_files, template):
     """A grader home with the small gradebook: ada's t1 judged by an undecided check and recorded as
     grading records it (SaveAutoGrades, then flagged), bea's and cy's t1 scored 5 by their checks."""
     import shutil
-    from autograder.grade import record
     from autograder.records.model import CellResult, NotebookResult
+    from autograder.records.store import Store
     home = tmp_path / "home"
     home.mkdir()
     shutil.copy(template, home / "gradebook.db")
@@ -108,7 +110,7 @@ def course(tmp_path, monkeypatch, term_files, template):
     nb = nbformat.v4.new_notebook(cells=[cell])
     result = NotebookResult(student="ada", notebook="nb", key="k", notebook_json=nbformat.writes(nb),
                             cells=[cell_result, CellResult("w1", None, 4.0, "", "manual")])
-    record(STEP_NS, result, url, 0)
+    Store(home, url).record(STEP, result, 0)
     results = [NotebookResult.from_json(json.loads((home / "work" / "results" / STEP / "ada" / "nb.json").read_text()))]
     for sid in ("bea", "cy"):
         results.append(NotebookResult(student=sid, notebook="nb", key="k", cells=[
@@ -129,8 +131,11 @@ def ta_scores(url, score):
 def test_the_gradebook_lists_the_cell_as_needing_a_manual_grade_until_a_ta_scores_it(course):
     from nbgrader.api import Gradebook
     from autograder.export import notebooks_csv, canvas_csv
-    from autograder.totals import from_gradebook, summary_lines
+    from autograder.records.totals import summary_lines
     home, url, _ = course
+
+    def from_gradebook(gb, step):
+        return totals_by_student(Store(home, url).load(find_step(step), gb=gb))
     with Gradebook(url, "dl-course") as gb:
         grade = gb.find_grade("t1", "nb", STEP, "ada")
         assert (grade.auto_score, grade.manual_score, grade.needs_manual_grade) == (None, None, True)
@@ -165,9 +170,8 @@ def test_the_gradebook_lists_the_cell_as_needing_a_manual_grade_until_a_ta_score
 
 
 def test_the_reports_count_it_as_an_ungraded_answer_and_take_the_ta_s_score(course, monkeypatch):
-    from autograder import grade
-    from autograder.grade import _results_only_in_gradebook, with_manual_scores
-    monkeypatch.setattr(grade, "release_grade_cells", lambda step: {"nb": {"t1": 10.0, "w1": 4.0}})
+    from autograder.records import gradebook
+    monkeypatch.setattr(gradebook, "release_grade_cells", lambda step: {"nb": {"t1": 10.0, "w1": 4.0}})
     from autograder.report import review_lines, table
     home, url, results = course
     ada = results[0].cells[0]
@@ -180,16 +184,17 @@ def test_the_reports_count_it_as_an_ungraded_answer_and_take_the_ta_s_score(cour
     assert lines[0].startswith("review: 1 cell waits for a person's review") and "formgrader" in lines[0]
     assert lines[1].startswith("  ada nb t1: waits for review: one entry at a time") and len(lines) == 2
     ta_scores(url, 8.0)
-    with_manual_scores(STEP4_like(), results)
+    store = Store(home, url)
+    results = [r for s in store.load(STEP4_like()) for r in s.notebooks.values()]     # the scores given since
     assert results[0].cells[0].score == 8.0 and results[0].cells[0].error.startswith(
         "scored by a grader after review (one entry at a time")
     assert review_lines(results, STEP4_like()) == []
     assert table(results, STEP4_like()).splitlines()[2].split()[1] == "8.0"
-    # a shard's results rebuilt from the gradebook alone know the cell too
-    from nbgrader.api import Gradebook
+    # a shard's results rebuilt from the gradebook alone know the cell too (no result file in this home)
     ta_scores(url, None)
-    with Gradebook(url, "dl-course") as gb:
-        rebuilt = {r.student: r for r in _results_only_in_gradebook(gb, STEP4_like(), set())}
+    (home / "work" / "results" / STEP / "ada" / "nb.json").unlink()
+    rebuilt = {s.student: s.notebooks["nb"] for s in store.load(STEP4_like())}
+    assert {r.key for r in rebuilt.values()} == {"gradebook"}
     t1 = next(c for c in rebuilt["ada"].cells if c.grade_id == "t1")
     assert (t1.score, t1.kind) == (None, "review")
     assert next(c for c in rebuilt["bea"].cells if c.grade_id == "t1").kind == "auto"

@@ -11,6 +11,7 @@ import pytest
 
 from autograder import term
 from autograder.collect import canvas_name, collect, pick_newest
+from autograder.records.gradebook import apply_term, term_records
 
 from conftest import NOTEBOOK_NAMES, ROOT, STEP, STEP4
 
@@ -220,8 +221,8 @@ def test_apply_term_writes_due_date_extension_and_penalties_into_the_gradebook(t
     """nbgrader's own late-penalty bookkeeping, filled in without nbgrader autograde."""
     from nbgrader.api import Gradebook
     url = small_gradebook(tmp_path / "gb.db", monkeypatch)
-    term.apply_term(url, STEP)
-    records = term.term_records(url, STEP)
+    apply_term(url, STEP)
+    records = term_records(url, STEP)
     assert records["ada"]["seconds_late"] == 0 and records["ada"]["penalties"] == {"nb": 0.0}
     assert records["bea"]["seconds_late"] == 0 and records["bea"]["extension"] == "2d"      # on time thanks to it
     assert records["cy"]["seconds_late"] == 26 * 3600
@@ -231,8 +232,8 @@ def test_apply_term_writes_due_date_extension_and_penalties_into_the_gradebook(t
         assert gb.find_submission("step-04", "cy").late_submission_penalty == pytest.approx(1.0)
     # the extension taken away again: bea is late like cy
     term_files[1].write_text("student,step,extension\n")
-    term.apply_term(url, STEP, ["bea"])
-    assert term.term_records(url, STEP)["bea"]["penalties"] == {"nb": pytest.approx(1.0)}
+    apply_term(url, STEP, ["bea"])
+    assert term_records(url, STEP)["bea"]["penalties"] == {"nb": pytest.approx(1.0)}
 
 
 def test_exports_are_nbgrader_export_plugins_giving_the_same_files(tmp_path, term_files, monkeypatch):

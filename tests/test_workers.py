@@ -58,7 +58,7 @@ def test_a_gradebook_that_cannot_take_the_step_stops_the_run_and_keeps_what_it_h
 
     from autograder.course import COURSE_ID, db_url
     from autograder.grade import grade
-    from autograder.gradebook import GradebookInUse
+    from autograder.records.gradebook import GradebookInUse
     from conftest import STEP4
     url = db_url()
     with Gradebook(url, COURSE_ID) as gb:

@@ -119,3 +119,14 @@ class NotebookResult:
 # Fields a result file has only when a grading made the result (a missing or failed notebook's has none).
 OPTIONAL = ("sandbox", "kernels", "cpu_seconds", "metered", "stopped", "kernel_peaks", "worker_peak_bytes",
             "budget", "longest_wait", "largest_message_bytes")
+
+
+@dataclass
+class StudentResult:
+    """One student's results for a step, as every report, page and export reads them (store.load): their
+    notebooks (a grader's scores in them), the term's record (submission time, due date, extension,
+    lateness, penalties: term_records_in) and their totals (totals.student_totals)."""
+    student: str
+    notebooks: dict[str, NotebookResult] = field(default_factory=dict)
+    term: dict[str, Any] = field(default_factory=dict)
+    totals: dict[str, Any] = field(default_factory=dict)

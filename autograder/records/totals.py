@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .records.model import CellResult, NotebookResult
+from .model import CellResult, NotebookResult
 
 
 def notebook_totals(cells: list[CellResult], is_bonus: Callable[[str], bool], penalty: float = 0.0) -> dict:
@@ -50,51 +50,28 @@ def step_totals(notebooks: dict[str, dict]) -> dict:
     return out
 
 
+def student_totals(notebooks: list[NotebookResult], is_bonus: Callable[[str], bool],
+                   penalties: dict[str, float] | None = None) -> dict:
+    """The one computation of a student's totals: {notebooks: {name: notebook_totals}, step: step_totals}
+    from their notebooks' results (a grader's scores in them: store.load), bonus questions as the step
+    declares them and the late penalty of each notebook (the term's record)."""
+    penalties = penalties or {}
+    per_notebook = {r.notebook: notebook_totals(r.cells, is_bonus, penalties.get(r.notebook, 0.0)) for r in notebooks}
+    return {"notebooks": per_notebook, "step": step_totals(per_notebook)}
+
+
 def from_results(results: list[NotebookResult], term: dict[str, dict], step) -> dict[str, dict]:
-    """student -> {notebooks: {name: notebook_totals}, step: step_totals} from graded results and
-    term records (term.term_records), bonus questions as `step` declares them."""
-    out: dict[str, dict] = {}
+    """student -> student_totals, for results of several students, with the term records' penalties."""
+    by_student: dict[str, list[NotebookResult]] = {}
     for result in results:
-        sid = result.student
-        penalty = term.get(sid, {}).get("penalties", {}).get(result.notebook, 0.0)
-        out.setdefault(sid, {"notebooks": {}})["notebooks"][result.notebook] = \
-            notebook_totals(result.cells, step.is_bonus, penalty)
-    for entry in out.values():
-        entry["step"] = step_totals(entry["notebooks"])
-    return out
-
-
-def from_gradebook(gb, step: str, student: str | None = None) -> dict[str, dict]:
-    """The same totals from nbgrader's gradebook alone (what `nbgrader export` sees); one student's only
-    with `student`."""
-    from nbgrader.api import Assignment, Student, SubmittedAssignment
-
-    from .steps import find_step
-    is_bonus = find_step(step).is_bonus
-    out: dict[str, dict] = {}
-    query = gb.db.query(SubmittedAssignment).join(Assignment).filter(Assignment.name == step)
-    if student is not None:
-        query = query.join(Student).filter(Student.id == student)
-    rows = query.all()
-    for submission in rows:
-        notebooks = {}
-        for nb in submission.notebooks:
-            manual = {c.name for c in nb.notebook.solution_cells}
-            # a written answer nobody has scored yet: nbgrader's `score` reads 0, `needs_manual_grade` says so;
-            # so for a hidden test flagged for review (no auto_score: grade.flag_for_review)
-            cells = [CellResult(grade_id=g.name, max_score=float(g.max_score),
-                                score=None if g.needs_manual_grade and g.manual_score is None else float(g.score or 0),
-                                kind="manual" if g.name in manual else
-                                "review" if g.auto_score is None and (g.needs_manual_grade or g.manual_score is not None)
-                                else "auto") for g in nb.grades]
-            notebooks[nb.notebook.name] = notebook_totals(cells, is_bonus, nb.late_submission_penalty or 0.0)
-        out[submission.student.id] = {"notebooks": notebooks, "step": step_totals(notebooks)}
-    return out
+        by_student.setdefault(result.student, []).append(result)
+    return {sid: student_totals(mine, step.is_bonus, term.get(sid, {}).get("penalties", {}))
+            for sid, mine in by_student.items()}
 
 
 def summary_lines(sid: str, totals: dict, term: dict | None = None) -> list[str]:
     """The summary a student reads (make my-feedback, the top of the feedback HTML)."""
-    from .term import late_text
+    from ..term import late_text
     term = term or {}
     step = totals["step"]
     lines = []
