@@ -5,8 +5,10 @@
   3. grade every (student, notebook) in parallel worker processes: rebuild the notebook from
      the instructor's cells and the student's answers (assemble.py), run it in a fresh kernel
      under limits (execute.py), judge the hidden checks outside the kernel (judging.py);
-  4. record the scores in the gradebook (only this process writes to it), write the graded
-     notebooks, the feedback HTML and the step's reports (autograder/grades/<step>.csv and .json).
+  4. record each notebook's result through the store (records/store.py: the graded notebook, its
+     scores in the gradebook, its result file; only this process writes), then read the class back
+     through the store's one `load` for the feedback HTML and the step's reports
+     (autograder/grades/<step>.csv and .json).
 Everything is kept per step: submitted/<student>/<step>/, autograded/, feedback/, work/results/<step>/.
 A notebook whose result is already recorded for the same submission and the same grader is
 not graded again (so a run killed halfway finishes where it stopped); --force regrades.

@@ -13,7 +13,7 @@ For every grade cell of the executed notebook:
 A hidden test whose check could not decide a part (Verdict.needs_review: code it cannot follow)
 takes nothing for it: the cell is unscored, kind "review", its `error` saying why, and its output
 tells the TA (the formgrader shows the autograded notebook) and the student (the feedback) that a
-person gives its score. grade.record then leaves the cell's auto_score empty and flags it
+person gives its score. The store then leaves the cell's auto_score empty and flags it
 `needs_manual_grade` in nbgrader's gradebook, as a written answer is: the formgrader lists it among
 the cells to grade by hand, and the score a TA gives there is the cell's score everywhere.
 """
@@ -118,7 +118,7 @@ def _judge_hidden(cell, grade_id, points, server) -> CellResult:
                 f"For the grader: this cell waits for your score (the parts decided above give {decided:g} of "
                 f"{points:g}; give the whole cell's score, {points:g} if the parts marked ? are as asked).", 100))
             # the decided points as the cell's value too: anything that scores the cell by nbgrader's own rule
-            # (determine_grade) gets the points decided, never full marks (grade.record then empties it)
+            # (determine_grade) gets the points decided, never full marks (the store leaves it empty)
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=report + "\n"),
                             nbformat.v4.new_output("execute_result", data={"text/plain": f"{decided:g}"},
                                                    execution_count=cell.get("execution_count"))]

@@ -65,7 +65,7 @@ def stamp_cell(cell, points_of: dict[str, float], where: str) -> None:
 
 def stamp(nb, step, points_of: dict[str, float] | None = None) -> None:
     """Every hidden test cell of `nb` stamped from `step`'s checks (or from `points_of`, grade_id ->
-    points, as the release states them: autograder/gradebook.py records a released step)."""
+    points, as the release states them: autograder/records/gradebook.py records a released step)."""
     if points_of is None:
         points_of = {grade_id: check.points for grade_id, check in step.checks.items()}
     for index, cell in enumerate(nb.cells):

@@ -9,7 +9,7 @@ what one core grades per hour (the figures behind the README's cluster throughpu
    a change in the machine's load hits both alike. Per run: wall time, the CPU time of the grading
    processes and kernels (getrusage of waited-for children), notebooks graded.
 2. Record: the gradebook's share alone: every graded notebook's scores written again
-   (autograder.grade.record, as the grader does after each notebook), --records times per backend.
+   (autograder.records.store.Store.record, as the grader does after each notebook), --records times per backend.
 The PostgreSQL server is a throwaway one (tests/pgserver.py: initdb in a temporary folder).
 Nothing is asserted: the numbers depend on the machine and on whatever else runs on it; the load
 average is printed beside them.

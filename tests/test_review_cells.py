@@ -96,7 +96,7 @@ def template(tmp_path_factory):
 @pytest.fixture
 def course(tmp_path, monkeypatch, term_files, template):
     """A grader home with the small gradebook: ada's t1 judged by an undecided check and recorded as
-    grading records it (SaveAutoGrades, then flagged), bea's and cy's t1 scored 5 by their checks."""
+    grading records it (the store: no auto_score, flagged for a person), bea's and cy's t1 scored 5 by their checks."""
     import shutil
     from autograder.records.model import CellResult, NotebookResult
     from autograder.records.store import Store

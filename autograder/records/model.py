@@ -1,7 +1,7 @@
 """The typed records of a grading: a cell's result, a notebook's, a student's.
 
 A `NotebookResult` is made in a grading worker (grade.run_job) or by the grader for a notebook it
-could not grade (missing, unreadable, the grader failed on it), recorded once (grade.record) and read
+could not grade (missing, unreadable, the grader failed on it), recorded once (store.Store.record) and read
 back from its result file by every later command. `to_json` / `from_json` are the only conversions:
 the result file keeps the shape it had (`RESULT_FIELDS`), a file of an older grader reads as one.
 """
