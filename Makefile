@@ -154,9 +154,11 @@ test: $(PY)
 test-browser: $(PY)
 	$(PY) -m pytest -rs -m browser -n auto --dist loadscope tests/browser
 
-# The grader's import structure and pyflakes' defects (also run by make test: tests/test_architecture.py)
+# The grader's import structure, pyflakes' defects and the strictly typed modules (also run by make test:
+# tests/test_architecture.py)
 lint: $(PY)
 	$(VENV)/bin/lint-imports --config .importlinter
+	$(VENV)/bin/mypy --cache-dir=/dev/null
 	$(VENV)/bin/ruff check --select F autograder dlcourse source/course_plugin.py source/step-04/checks
 
 test-quick: $(PY)

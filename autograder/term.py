@@ -33,6 +33,7 @@ import re
 import tomllib
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 from .course import ROOT
 from .errors import GraderError
@@ -291,7 +292,7 @@ def due_line(step: str) -> str:
 
 # ---- the gradebook (autograder/records/gradebook.py writes and reads the term there) ---------------------
 
-def late_penalty_plugin():
+def late_penalty_plugin() -> Any:
     """The course's late-penalty plugin (nbgrader's LateSubmissionPlugin, configured by course.toml)."""
     return _nbgrader_classes()["CourseLatePenalty"]()
 

@@ -1,6 +1,7 @@
 """The grader's import structure (.importlinter): no circles between its modules and folders, its layers
 kept, the runtime a graded kernel is given importing nothing else of the grader, the hidden tests'
-framework free of grading and records; and pyflakes' defects (ruff's F rules) in none of its code."""
+framework free of grading and records; pyflakes' defects (ruff's F rules) in none of its code; the records
+and the checks' framework strictly typed (mypy --strict); nbgrader's gradebook opened by one module."""
 from __future__ import annotations
 
 import subprocess
@@ -68,3 +69,10 @@ def test_only_the_records_gradebook_module_opens_nbgraders_gradebook():
     # and the check can fail: the module that may, does
     text = (ROOT / "autograder" / "records" / "gradebook.py").read_text(encoding="utf-8")
     assert "from nbgrader.api import Gradebook" in text and "gb.db.query" in text
+
+
+def test_the_records_and_the_checks_framework_are_strictly_typed():
+    """mypy --strict on autograder/records and autograder/checks (pyproject.toml's [tool.mypy])."""
+    done = _run("mypy", "--cache-dir=/dev/null", "--no-color-output")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "Success: no issues found" in done.stdout

@@ -19,7 +19,7 @@ import random
 import re
 import textwrap
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from .. import runtime
 from ..errors import GraderError
@@ -28,6 +28,14 @@ from ..runtime.plain import NotPlain, from_plain, to_plain
 # package of a step's checks (course_checks.<step>) -> grade_id -> Check. Two steps may use the
 # same grade_id; within a step each grade_id is one check.
 REGISTRIES: dict[str, dict[str, "Check"]] = {}
+
+# A probe's and a judge's context: the probe server (autograder/probeserver.py) while a notebook is graded,
+# or selfgrade's without a grader; checks read its attributes (case_key, step, sources, code_before) and
+# ask it for served objects, so it is any object that has them.
+Context = Any
+# A student's namespace as a probe sees it: the kernel's globals, answered over the grader's socket.
+Namespace = Any
+CheckClass = TypeVar("CheckClass", bound=type)
 
 
 @dataclass
@@ -127,15 +135,15 @@ class Check:
     grade_id: str = ""
     points: float = 0.0
 
-    def probe(self, ns: dict, ctx) -> Any:
+    def probe(self, ns: Namespace, ctx: Context) -> Any:
         """In the student's kernel: call the student's code on the check's inputs, return plain data."""
         raise NotImplementedError
 
-    def judge(self, data: Any, ctx) -> Verdict:
+    def judge(self, data: Any, ctx: Context) -> Verdict:
         """In the grader: score the plain data the probe returned. Never runs student code."""
         raise NotImplementedError
 
-    def fresh(self, ctx, label: str = "") -> random.Random:
+    def fresh(self, ctx: Context, label: str = "") -> random.Random:
         """This submission's own generator of cases (`fresh_rng`): the same in probe and judge."""
         return fresh_rng(ctx, self, label)
 
@@ -144,17 +152,17 @@ class TwinnedCheck(Check):
     """A check of fixed CASES (named by LABELS), each with a twin drawn for this submission by
     `twins(ctx)`: a case's part needs both right (`_case(case, entry) -> (ok, message)`), so answers
     recorded from an earlier grading earn nothing while partial credit stays what the fixed cases give."""
-    CASES: list = []
-    LABELS: list = []
+    CASES: list[Any] = []
+    LABELS: list[str] = []
 
-    def twins(self, ctx) -> list:
+    def twins(self, ctx: Context) -> list[Any]:
         raise NotImplementedError
 
     @staticmethod
-    def _case(case, entry) -> tuple[bool, str]:
+    def _case(case: Any, entry: Any) -> tuple[bool, str]:
         raise NotImplementedError
 
-    def judge(self, data, ctx) -> "Verdict":
+    def judge(self, data: Any, ctx: Context) -> "Verdict":
         verdict = Verdict()
         for case, other, label, entry, fresh in zip(self.CASES, self.twins(ctx), self.LABELS,
                                                     data["cases"], data["twins"]):
@@ -177,7 +185,7 @@ class TwinnedCheck(Check):
 UNKEYED = b"no course key: an ungraded run"
 
 
-def submission_digest(sources) -> bytes:
+def submission_digest(sources: Any) -> bytes:
     """What identifies a submission for its cases: the text of the student's code cells."""
     digest = hashlib.sha256()
     for text in sources or ():
@@ -186,7 +194,7 @@ def submission_digest(sources) -> bytes:
     return digest.digest()
 
 
-def fresh_seed(ctx, check: "Check", label: str = "") -> int:
+def fresh_seed(ctx: Context, check: "Check", label: str = "") -> int:
     """A 128-bit seed for this submission's own cases of `check` (see above)."""
     key = getattr(ctx, "case_key", None) or UNKEYED
     step = getattr(getattr(ctx, "step", None), "name", "")
@@ -195,12 +203,13 @@ def fresh_seed(ctx, check: "Check", label: str = "") -> int:
     return int.from_bytes(hmac.new(key, message, hashlib.sha256).digest()[:16], "big")
 
 
-def fresh_rng(ctx, check: "Check", label: str = "") -> random.Random:
+def fresh_rng(ctx: Context, check: "Check", label: str = "") -> random.Random:
     """A generator of this submission's own cases (a new one each call: probe and judge draw alike)."""
     return random.Random(fresh_seed(ctx, check, label))
 
 
-def twin(rng: random.Random, values, keep=(1,), low: int = 2, high: int | None = None) -> tuple:
+def twin(rng: random.Random, values: Any, keep: tuple[int, ...] = (1,), low: int = 2,
+         high: int | None = None) -> tuple[int, ...]:
     """Fresh integers in the same relations as `values`: every value but those in `keep` is
     replaced, equal values by equal ones, and the order of the replacements is the order of the
     originals (so an answer's case analysis, d_head <= d say, meets a twin as it met the fixed case).
@@ -212,7 +221,7 @@ def twin(rng: random.Random, values, keep=(1,), low: int = 2, high: int | None =
     return tuple(fresh.get(v, v) for v in values)
 
 
-def register(cls):
+def register(cls: CheckClass) -> CheckClass:
     """Class decorator: the check, registered under its step (the package its module belongs to)."""
     check = cls()
     if not check.grade_id or check.points <= 0:
@@ -252,7 +261,7 @@ def _no_numbers(text: str) -> str:
     return re.sub(r"##+", "#", text)
 
 
-def scrub(text) -> str:
+def scrub(text: object) -> str:
     """Student-produced text from a hidden test with every number replaced by `#` (see above)."""
     pieces = _KIND_WORDS.split(str(text))          # odd pieces: dtype names, kept
     return "".join(piece if n % 2 else _no_numbers(piece) for n, piece in enumerate(pieces))
@@ -260,7 +269,7 @@ def scrub(text) -> str:
 
 # ---- helpers for probes -------------------------------------------------------------------
 
-def code_before(ctx, check: "Check") -> list[str]:
+def code_before(ctx: Context, check: "Check") -> list[str]:
     """The student's code cells that run before `check`'s hidden test cell, in the order the notebook runs
     them (grading: the graded notebook's answer cells, live Python boxes and added cells; without a
     grader: the kernel's input history): the text a check reads to judge how an answer computes."""
@@ -282,14 +291,14 @@ class KernelGone(GraderError):
     """The kernel stopped answering (it died, was interrupted at its time limit, or hung up)."""
 
 
-def student(ns, name: str):
+def student(ns: Namespace, name: str) -> Any:
     """The student's object called `name`, or Missing with a message saying why not."""
     if name not in ns:
         raise Missing(f"`{name}` is not defined: run the cell that defines it (or write it)")
     return ns[name]
 
 
-def attempt(fn, *args, **kwargs) -> dict:
+def attempt(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
     """Call student code; return {'value': result} if the result is plain data,
     else {'error': 'Type: message'}. One failing call never spoils the others."""
     try:
@@ -308,11 +317,11 @@ def attempt(fn, *args, **kwargs) -> dict:
     return {"value": result}
 
 
-def outcome(fn, *args, seed: int | None = None) -> str:
+def outcome(fn: Any, *args: Any, seed: int | None = None) -> str:
     """Run one of the student's checks: 'returned', 'assertion: msg' or 'crashed: Type: msg'.
     `seed`: torch's global seed, set just before the call (in the kernel, for a student's function)."""
     if hasattr(fn, "outcome"):                 # the student's function, run in the kernel
-        return fn.outcome(*args, seed=seed)
+        return str(fn.outcome(*args, seed=seed))
     if seed is not None:                       # the grader's own reference checks
         runtime.load_hooks()
         runtime.HOOKS.seed(seed)
@@ -327,7 +336,7 @@ def outcome(fn, *args, seed: int | None = None) -> str:
 
 # ---- helpers for judges (grader side) ----------------------------------------------------
 
-def unpack(entry) -> tuple[Any, str | None]:
+def unpack(entry: Any) -> tuple[Any, str | None]:
     """(value, None) for a probe result that holds a value, (None, reason) otherwise."""
     if not isinstance(entry, dict):
         return None, "no result reached the grader"
@@ -345,11 +354,11 @@ def unpack(entry) -> tuple[Any, str | None]:
     return entry["value"], None
 
 
-def unwritten(entries) -> str:
+def unwritten(entries: Any) -> str:
     """The reason, if every call of the answer raised NotImplementedError (the cell is not filled in)."""
     reasons = [unpack(e)[1] for e in entries]
     if reasons and all(r and r.startswith("raises NotImplementedError") for r in reasons):
-        return reasons[0]
+        return reasons[0] or ""
     return ""
 
 
@@ -362,7 +371,7 @@ def unwritten_verdict(reason: str) -> Verdict:
 
 # ---- running a check -------------------------------------------------------------------------
 
-def run_probe(check: Check, ns, ctx) -> Any:
+def run_probe(check: Check, ns: Namespace, ctx: Context) -> Any:
     """The probe's plain data. KernelGone propagates: a probe the kernel did not finish has no result."""
     try:
         return to_plain(check.probe(ns, ctx))
@@ -370,7 +379,7 @@ def run_probe(check: Check, ns, ctx) -> Any:
         return {"__missing__": str(err)}
 
 
-def judge_data(check: Check, data: Any, ctx) -> Verdict:
+def judge_data(check: Check, data: Any, ctx: Context) -> Verdict:
     if isinstance(data, dict) and "__missing__" in data:
         verdict = Verdict()
         verdict.add("answer present", False, str(data["__missing__"]))

@@ -32,10 +32,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ..course import COURSE_ID, ENGINE_ROOT, db_url
 from ..errors import SetupError
-from .model import CellResult, NotebookResult
+from .model import CellResult, NotebookResult, StepLike
+
+if TYPE_CHECKING:
+    from nbgrader.api import Gradebook
+
+    from ..steps import Step
 
 
 class GradebookInUse(SetupError, RuntimeError):
@@ -50,7 +56,8 @@ def alembic_head() -> str:
     from nbgrader.dbutil import ALEMBIC_DIR
     config = Config()
     config.set_main_option("script_location", ALEMBIC_DIR)
-    return ScriptDirectory.from_config(config).get_current_head()
+    head = ScriptDirectory.from_config(config).get_current_head()
+    return str(head)
 
 
 def use_in_process_alembic_version() -> None:
@@ -61,7 +68,7 @@ def use_in_process_alembic_version() -> None:
 
 
 @functools.lru_cache(maxsize=None)
-def _config(root: str):
+def _config(root: str) -> Any:
     """nbgrader's configuration of the course at `root` (nbgrader_config.py, read as nbgrader reads it)."""
     import os
     from traitlets.config.loader import PyFileConfigLoader
@@ -76,7 +83,7 @@ def _config(root: str):
     return config
 
 
-def recording_preprocessors(config) -> list:
+def recording_preprocessors(config: Any) -> list[Any]:
     """generate_assignment's preprocessors (as configured) up to the one that records the cells."""
     from nbgrader.converters import GenerateAssignment
     from nbgrader.preprocessors import SaveCells
@@ -87,7 +94,7 @@ def recording_preprocessors(config) -> list:
     return chain[:chain.index(SaveCells) + 1]
 
 
-def release_grade_cells(step) -> dict[str, dict[str, float]]:
+def release_grade_cells(step: StepLike) -> dict[str, dict[str, float]]:
     """notebook -> {grade_id: points} of every graded cell in the step's release."""
     import json
     out = {}
@@ -102,7 +109,7 @@ def release_grade_cells(step) -> dict[str, dict[str, float]]:
     return out
 
 
-def fill_gradebook(url: str, step) -> None:
+def fill_gradebook(url: str, step: "Step") -> None:
     """Record `step`'s assignment, notebooks and cells in the gradebook at `url` as
     `nbgrader generate_assignment` does; notebooks the step no longer has are removed, unless the
     gradebook holds submissions of them (GradebookInUse)."""
@@ -120,7 +127,7 @@ def fill_gradebook(url: str, step) -> None:
         for name in sorted(gone):
             gb.remove_notebook(name, step.name)
     for name in names:
-        nb = nbformat.read(step.source / f"{name}.ipynb", as_version=4)
+        nb = nbformat.read(str(step.source / f"{name}.ipynb"), as_version=4)  # type: ignore[no-untyped-call]
         resources = {"nbgrader": {"notebook": name, "assignment": step.name, "student": ".", "db_url": url},
                      "unique_key": name, "metadata": {"path": str(step.source)},
                      "released_points": released[name]}     # autograder/stamp.py: the release's points
@@ -134,7 +141,7 @@ def fill_gradebook(url: str, step) -> None:
 
 
 @contextmanager
-def opened(url: str | None = None):
+def opened(url: str | None = None) -> Iterator["Gradebook"]:
     """nbgrader's Gradebook at `url` (default: the course's, $NBGRADER_DB_URL or the grader home's)."""
     from nbgrader.api import Gradebook
     use_in_process_alembic_version()
@@ -142,7 +149,7 @@ def opened(url: str | None = None):
         yield gb
 
 
-def ensure_gradebook(url: str, step) -> None:
+def ensure_gradebook(url: str, step: "Step") -> None:
     """The gradebook must know the step's notebooks and grade cells, with the release's points
     (nbgrader stores them when it generates the release). If it does not, record them as
     `nbgrader generate_assignment` does, in this process (fill_gradebook)."""
@@ -151,7 +158,7 @@ def ensure_gradebook(url: str, step) -> None:
         _ensure_gradebook(url, step)
 
 
-def _ensure_gradebook(url: str, step) -> None:
+def _ensure_gradebook(url: str, step: "Step") -> None:
     from nbgrader.api import MissingEntry
     wanted = release_grade_cells(step)
     try:
@@ -172,7 +179,7 @@ def _ensure_gradebook(url: str, step) -> None:
             "`make clean-grades`), or set NBGRADER_DB_URL to a new database.") from None
 
 
-def create_submission(gb, step_name: str, sid: str, **kwargs) -> None:
+def create_submission(gb: "Gradebook", step_name: str, sid: str, **kwargs: Any) -> None:
     """nbgrader's update_or_create_submission (the student too), without the SQLAlchemy 2 autoflush
     warning it raises when it creates a submission (the rows are written correctly; the tests read them back)."""
     from sqlalchemy.exc import SAWarning
@@ -184,7 +191,7 @@ def create_submission(gb, step_name: str, sid: str, **kwargs) -> None:
 
 # ---- a graded notebook's scores ---------------------------------------------------------------------
 
-def write_scores(url: str, step_name: str, result: NotebookResult, nb, stamp: datetime) -> None:
+def write_scores(url: str, step_name: str, result: NotebookResult, nb: Any, stamp: datetime) -> None:
     """One graded notebook's scores, as the worker judged them: each grade cell's auto_score is its
     result's score (a written answer: none until a grader gives one, or 0 for an answer left as
     released). A hidden test a check could not decide waits for a person as a written answer does: no
@@ -212,7 +219,7 @@ def write_scores(url: str, step_name: str, result: NotebookResult, nb, stamp: da
         gb.db.commit()
 
 
-def zero_scores(gb, step_name: str, sid: str, notebook: str, reason: str) -> list[CellResult]:
+def zero_scores(gb: "Gradebook", step_name: str, sid: str, notebook: str, reason: str) -> list[CellResult]:
     """A notebook that is missing or cannot be read: zero on every grade cell, with the reason."""
     create_submission(gb, step_name, sid)
     submission = gb.find_submission_notebook(notebook, step_name, sid)
@@ -256,13 +263,13 @@ class SubmittedRow:
     late_penalty: float = 0.0
 
 
-def is_review_grade(grade) -> bool:
+def is_review_grade(grade: Any) -> bool:
     """A hidden test's grade that was flagged for review (write_scores): an autograded cell with no
     auto_score, waiting for a person's score or given one."""
     return grade.auto_score is None and (bool(grade.needs_manual_grade) or grade.manual_score is not None)
 
 
-def submitted(gb, step_name: str, students: list[str] | None = None) -> list[SubmittedRow]:
+def submitted(gb: "Gradebook", step_name: str, students: list[str] | None = None) -> list[SubmittedRow]:
     """Every submitted notebook of the step (of `students` only, when given), with its grades."""
     from nbgrader.api import Assignment, Student, SubmittedAssignment
     query = gb.db.query(SubmittedAssignment).join(Assignment).filter(Assignment.name == step_name)
@@ -281,7 +288,7 @@ def submitted(gb, step_name: str, students: list[str] | None = None) -> list[Sub
     return sorted(out, key=lambda r: (r.student, r.notebook))
 
 
-def student_names(gb) -> dict[str, str]:
+def student_names(gb: "Gradebook") -> dict[str, str]:
     """student id -> "Last, First" as the gradebook has it (the id where it has no name)."""
     return {s.id: ", ".join(n for n in (s.last_name, s.first_name) if n) or s.id for s in gb.students}
 
@@ -320,7 +327,7 @@ def apply_term(url: str, step: str, students: list[str] | None = None) -> None:
         gb.db.commit()
 
 
-def term_records(url: str, step: str) -> dict[str, dict]:
+def term_records(url: str, step: str) -> dict[str, dict[str, Any]]:
     """student -> {timestamp, due, extension, seconds_late, penalties: {notebook: points}} from the
     gradebook (what the reports, feedback and exports show)."""
     from nbgrader.api import MissingEntry
@@ -331,7 +338,7 @@ def term_records(url: str, step: str) -> dict[str, dict]:
         return {}
 
 
-def term_records_in(gb, step: str, students: list[str] | None = None) -> dict[str, dict]:
+def term_records_in(gb: "Gradebook", step: str, students: list[str] | None = None) -> dict[str, dict[str, Any]]:
     from nbgrader.api import Assignment as DbAssignment
     from nbgrader.api import Student as DbStudent
     from nbgrader.api import SubmittedAssignment as Submission
@@ -360,7 +367,7 @@ def term_records_in(gb, step: str, students: list[str] | None = None) -> dict[st
 
 # ---- written answers -------------------------------------------------------------------------------------
 
-def written_grades(gb, step: str) -> list[dict]:
+def written_grades(gb: "Gradebook", step: str) -> list[dict[str, Any]]:
     """Every written answer of every submission of `step`: {student, notebook, grade_id, max_score,
     score (a grader's, None until given), comment}."""
     from nbgrader.api import Assignment, SubmittedAssignment
@@ -381,7 +388,8 @@ def written_grades(gb, step: str) -> list[dict]:
     return rows
 
 
-def write_written_scores(gb, step: str, updates: list) -> None:
+def write_written_scores(gb: "Gradebook", step: str,
+                         updates: list[tuple[tuple[str, str, str], float, str | None]]) -> None:
     """[((student, notebook, grade_id), score, comment or None)] into the gradebook, in one transaction."""
     try:
         for (sid, notebook, grade_id), score, comment in updates:

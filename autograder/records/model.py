@@ -8,9 +8,24 @@ the result file keeps the shape it had (`RESULT_FIELDS`), a file of an older gra
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Literal, Protocol
 
 Kind = Literal["auto", "manual", "review"]
+
+
+class StepLike(Protocol):
+    """What the records need of a step (steps.Step): its name, which grade ids are bonus questions, its
+    notebooks and its release (the order of a notebook's grade cells)."""
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def release(self) -> Path: ...
+
+    def is_bonus(self, grade_id: str) -> bool: ...
+
+    def notebooks(self) -> list[str]: ...
 KINDS: tuple[str, ...] = ("auto", "manual", "review")
 
 # Where a result came from, when no grading of the notebook made it. A result file keeps it in `key`,
@@ -72,11 +87,11 @@ class NotebookResult:
     kernels: str | None = None              # "warm" or "cold": how its last kernel started
     cpu_seconds: float | None = None        # the CPU time its cells used, counted as its limits are
     metered: str | None = None
-    stopped: list[dict] | None = None       # the cells a limit stopped
-    kernel_peaks: list[dict] | None = None  # per kernel: the highest memory and process count of its group
+    stopped: list[dict[str, Any]] | None = None       # the cells a limit stopped
+    kernel_peaks: list[dict[str, Any]] | None = None  # per kernel: its group's highest memory and process count
     worker_peak_bytes: int | None = None
     budget: Budget | None = None
-    longest_wait: dict | None = None        # the cell that waited longest: {"cell", "seconds"}
+    longest_wait: dict[str, Any] | None = None        # the cell that waited longest: {"cell", "seconds"}
     largest_message_bytes: int | None = None
     notebook_json: str | None = None        # the graded notebook (from a worker, until it is recorded)
 

@@ -18,11 +18,12 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from ..course import db_url, grader_home
 from ..limits import clip
 from . import gradebook
-from .model import IN_GRADEBOOK, CellResult, NotebookResult, StudentResult
+from .model import IN_GRADEBOOK, CellResult, NotebookResult, StepLike, StudentResult
 from .totals import student_totals
 
 STAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"      # nbgrader's timestamp.txt
@@ -76,12 +77,13 @@ class Store:
         notebook_json = result.notebook_json or ""
         atomic_write(folder / f"{result.notebook}.ipynb", notebook_json)
         atomic_write(folder / "timestamp.txt", stamp.strftime(STAMP_FORMAT))
-        gradebook.write_scores(self.url, step_name, result, nbformat.reads(notebook_json, as_version=4), stamp)
+        graded = nbformat.reads(notebook_json, as_version=4)  # type: ignore[no-untyped-call]
+        gradebook.write_scores(self.url, step_name, result, graded, stamp)
         atomic_write(self.result_file(step_name, result.student, result.notebook),
                      json.dumps(result.to_json(), indent=1))
 
     def record_unreadable(self, step_name: str, student: str, notebook: str, reason: str, key: str,
-                          gb=None) -> NotebookResult:
+                          gb: Any = None) -> NotebookResult:
         """A notebook missing, unreadable, or one the grader failed on: zero on every grade cell, with
         the reason (in the open gradebook `gb`, else in one opened for it)."""
         if gb is None:
@@ -123,7 +125,7 @@ class Store:
                 out.append(found)
         return out
 
-    def load(self, step, students: list[str] | None = None, gb=None) -> list[StudentResult]:
+    def load(self, step: StepLike, students: list[str] | None = None, gb: Any = None) -> list[StudentResult]:
         """Every student of the step (of `students` only, when given), by id: their results with the
         scores graders gave since (the formgrader, `make written-scores`), the notebooks graded by a
         shard that wrote to another grader home (the gradebook's scores, without the reasons), the
@@ -153,7 +155,7 @@ class Store:
         return [out[sid] for sid in sorted(out)]
 
 
-def totals_by_student(students: list[StudentResult]) -> dict[str, dict]:
+def totals_by_student(students: list[StudentResult]) -> dict[str, dict[str, Any]]:
     """student -> their totals (totals.student_totals), for the readers that want only the numbers."""
     return {s.student: s.totals for s in students}
 
@@ -178,7 +180,7 @@ def _with_graders_scores(result: NotebookResult, row: gradebook.SubmittedRow) ->
 def _from_gradebook(row: gradebook.SubmittedRow, order: list[str]) -> NotebookResult:
     """A notebook with no result file here (graded by a shard that wrote to another grader home): the
     gradebook's scores, without the reasons."""
-    def place(grade) -> tuple:
+    def place(grade: gradebook.GradeRow) -> tuple[int, str]:
         return (order.index(grade.grade_id) if grade.grade_id in order else len(order), grade.grade_id)
     cells = []
     for g in sorted(row.grades, key=place):

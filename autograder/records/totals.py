@@ -14,12 +14,12 @@ A cell that waits counts nothing until a grader gives its score, as nbgrader's g
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
-from .model import CellResult, NotebookResult
+from .model import CellResult, NotebookResult, StepLike
 
 
-def notebook_totals(cells: list[CellResult], is_bonus: Callable[[str], bool], penalty: float = 0.0) -> dict:
+def notebook_totals(cells: list[CellResult], is_bonus: Callable[[str], bool], penalty: float = 0.0) -> dict[str, Any]:
     """A notebook's totals; `is_bonus`: whether a grade id is a bonus question (the step's declaration,
     Step.is_bonus)."""
     required = [c for c in cells if not is_bonus(c.grade_id)]
@@ -39,7 +39,7 @@ def notebook_totals(cells: list[CellResult], is_bonus: Callable[[str], bool], pe
     }
 
 
-def step_totals(notebooks: dict[str, dict]) -> dict:
+def step_totals(notebooks: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """notebook name -> notebook_totals(...) => the step's totals."""
     out = {key: round(sum(nb[key] for nb in notebooks.values()), 6)
            for key in ("required", "required_max", "bonus", "bonus_max")}
@@ -51,7 +51,7 @@ def step_totals(notebooks: dict[str, dict]) -> dict:
 
 
 def student_totals(notebooks: list[NotebookResult], is_bonus: Callable[[str], bool],
-                   penalties: dict[str, float] | None = None) -> dict:
+                   penalties: dict[str, float] | None = None) -> dict[str, Any]:
     """The one computation of a student's totals: {notebooks: {name: notebook_totals}, step: step_totals}
     from their notebooks' results (a grader's scores in them: store.load), bonus questions as the step
     declares them and the late penalty of each notebook (the term's record)."""
@@ -60,7 +60,8 @@ def student_totals(notebooks: list[NotebookResult], is_bonus: Callable[[str], bo
     return {"notebooks": per_notebook, "step": step_totals(per_notebook)}
 
 
-def from_results(results: list[NotebookResult], term: dict[str, dict], step) -> dict[str, dict]:
+def from_results(results: list[NotebookResult], term: dict[str, dict[str, Any]],
+                 step: StepLike) -> dict[str, dict[str, Any]]:
     """student -> student_totals, for results of several students, with the term records' penalties."""
     by_student: dict[str, list[NotebookResult]] = {}
     for result in results:
@@ -69,7 +70,7 @@ def from_results(results: list[NotebookResult], term: dict[str, dict], step) -> 
             for sid, mine in by_student.items()}
 
 
-def summary_lines(sid: str, totals: dict, term: dict | None = None) -> list[str]:
+def summary_lines(sid: str, totals: dict[str, Any], term: dict[str, Any] | None = None) -> list[str]:
     """The summary a student reads (make my-feedback, the top of the feedback HTML)."""
     from ..term import late_text
     term = term or {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import math
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ def register_codec(encode=None, decoders: dict | None = None) -> None:
     _DECODERS.update(decoders or {})
 
 
-def to_plain(obj, _depth=0, _budget=None):
+def to_plain(obj: Any, _depth: int = 0, _budget: list[int] | None = None) -> Any:
     budget = _budget if _budget is not None else [MAX_ITEMS]
     if _depth > MAX_DEPTH:
         raise NotPlain("the answer is nested too deeply")
@@ -85,7 +86,7 @@ def array_plain(a: np.ndarray, budget) -> dict:
                           "b64": base64.b64encode(a.tobytes()).decode("ascii")}}
 
 
-def from_plain(data, _depth=0, tensors=False, served=None):
+def from_plain(data: Any, _depth: int = 0, tensors: bool = False, served: Any = None) -> Any:
     """Rebuild Python values. Arrays come back as numpy arrays; with `tensors` (the kernel's side),
     what was a tensor comes back as a torch tensor. `served(entry)` rebuilds an object the grader
     serves (a `__served__` entry); without it such an entry is refused."""
