@@ -2,9 +2,10 @@
 
 Grading workers are forked from a fork server (multiprocessing's "forkserver") that imports
 autograder/grade.py and then this module (grade.WORKER_PRELOAD): the grader's modules and every
-step's checks (which import what their judges use, torch for Step 4). A worker forked from it starts with all of that imported, instead of importing
-it again in each new process (seconds per worker), and a grading process that runs several batches
-(a test session, a pool rebuilt after a worker died) pays it once. The fork server is a fresh
+step's checks (which import what their judges use, torch for Step 4). A worker forked from it starts
+with all of that imported, instead of importing it again in each new process (seconds per worker),
+and a grading process that runs several batches (a test session, a pool rebuilt after a worker died)
+pays it once. The fork server is a fresh
 process, not a copy of the grader: it holds no gradebook connection, thread or open file of it.
 `start_worker` runs first in every worker: the grader's current environment and folder (the fork
 server keeps those it started with).

@@ -292,8 +292,7 @@ def test_formulas_become_mathml_outside_code_and_survive_what_cannot_convert():
 
 
 def test_my_feedback_reads_the_summary_the_feedback_page_carries(tmp_path):
-    from autograder.feedback import feedback_summary
-    from autograder.feedback import summary_html
+    from autograder.feedback import feedback_summary, summary_html
     summary = {"student": "cy", "step": "step-04", "lines": ["step total 3.2 / 57 </script><b>"],
                "notebooks": {}, "step_totals": {"total": 3.2}, "term": {}}
     (tmp_path / "01-on-paper.html").write_text(f"<html><body>{summary_html(summary)}</body></html>")
