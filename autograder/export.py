@@ -160,10 +160,10 @@ class NotebookTotalsExport(ExportPlugin):
 
 def export_all(step: str, say=print) -> list[Path]:
     """`make export`: both files, from the gradebook, through the plugins nbgrader would use."""
-    from .course import db_url
-    gradebook.apply_term(db_url(), step=step)        # penalties as of now (scores may have changed in the formgrader)
+    store = Store.current()
+    store.apply_term(step)        # penalties as of now (scores may have changed in the formgrader)
     written = []
-    with gradebook.opened(db_url()) as gb:
+    with gradebook.opened(store.url) as gb:
         for plugin in (CanvasExport(assignment=[step]), NotebookTotalsExport(assignment=[step])):
             plugin.export(gb)
             written.append(default_path("canvas" if isinstance(plugin, CanvasExport) else "notebooks", [step]))

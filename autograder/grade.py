@@ -362,9 +362,9 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     plan = Plan(step, url, sandbox, threads=max(1, cores // workers), limits=dict(limits or {}), kernels=kernels)
     # one time per student's submission: from nbgrader's timestamp.txt, else the file time (an LMS's
     # late mark taken into account: autograder/term.py)
-    from .term import notebook_times, save_time_sources, submission_times
+    from .term import notebook_times, submission_times
     submitted_at, time_sources = submission_times(chosen, step.name)
-    save_time_sources(time_sources, grader_home(), step.name, notebook_times(chosen, submitted_at))
+    plan.store.save_times(step.name, time_sources, notebook_times(chosen, submitted_at))
     save_lms_ids(chosen, grader_home(), step.name)
     plan.keep_received(chosen, force, submitted_at)
 
@@ -380,7 +380,7 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     else:
         set_up_gradebook()
     plan.store.stamp_submissions(step.name, submitted_at)
-    gradebook.apply_term(url, step.name, sorted(students))      # due date, extensions, late penalties in the gradebook
+    plan.store.apply_term(step.name, sorted(students))      # due date, extensions, late penalties in the gradebook
     seconds = time.monotonic() - started
     if kernels == "warm" and plan.jobs:
         started_as = [r.kernels for r in plan.results if r.key not in (MISSING, FAILED)]
@@ -616,7 +616,7 @@ def refresh_from_gradebook(step: Step, quiet: bool = False, feedback: bool = Tru
     from .report import write_reports
     from .shards import shard_problems
     store = Store.current()
-    gradebook.apply_term(store.url, step.name)     # manual scores change a notebook's score, and so its late penalty
+    store.apply_term(step.name)     # manual scores change a notebook's score, and so its late penalty
     students = store.load(step)
     if feedback and (store.home / "autograded").is_dir():
         _note_feedback_failures(students, write_feedback(step, [s.student for s in students], quiet=quiet),

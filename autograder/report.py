@@ -16,7 +16,7 @@ import json
 import unicodedata
 from pathlib import Path
 
-from .course import ROOT, grader_home
+from .course import ROOT
 from .csvout import write_csv
 from .limits import clip
 from .records.model import NotebookResult, StudentResult
@@ -155,7 +155,7 @@ def write_reports(step, students: list[StudentResult], problems: list[dict], say
     problems = [{k: clip(v) if isinstance(v, str) else v for k, v in p.items()} for p in problems]
     csv_path, json_path = report_paths(step)
     write_csv(csv_path, FIELDS, rows, numbers=NUMBER_FIELDS)
-    term, submissions = _term_part(step, students, grader_home())
+    term, submissions = _term_part(step, students, Store.current())
     totals = {s.student: s.totals for s in students}
     atomic_write(json_path, json.dumps({"schema_version": SCHEMA_VERSION, "step": step.name, "term": term,
                                      "grades": rows, "submissions": submissions, "problems": problems,
@@ -183,10 +183,10 @@ def budget_ran_out(results: list[NotebookResult]) -> list[str]:
     return sorted({r.student for r in results if r.budget is not None and r.budget.ran_out})
 
 
-def _term_part(step, students: list[StudentResult], home) -> tuple[dict, list[dict]]:
+def _term_part(step, students: list[StudentResult], store: Store) -> tuple[dict, list[dict]]:
     """grades.json's term and its submissions list (the gradebook's submission times, due dates and
     penalties, as the store read them; autograder/term.py)."""
-    from .term import due_date, grace_seconds, late_policy, time_source
+    from .term import due_date, grace_seconds, late_policy
     due = due_date(step.name)
     policy, percent = late_policy()
     term = {"due": due.isoformat() if due else "", "late_policy": policy, "late_percent": percent,
@@ -195,7 +195,8 @@ def _term_part(step, students: list[StudentResult], home) -> tuple[dict, list[di
     for student in students:
         record = student.term
         submissions.append({"student": student.student, "timestamp": record.get("timestamp", ""),
-                            "time_source": time_source(student.student, home, step.name), "due": record.get("due", ""),
+                            "time_source": str(store.times(step.name, student.student).get("time_source", "")),
+                            "due": record.get("due", ""),
                             "extension": record.get("extension", ""),
                             "seconds_late": record.get("seconds_late", 0.0), **student.totals})
     return term, submissions

@@ -297,13 +297,11 @@ def late_penalty_plugin() -> Any:
     return _nbgrader_classes()["CourseLatePenalty"]()
 
 
-def notebook_lateness(submission, step: str, home: Path | None = None) -> dict[str, float]:
+def notebook_lateness(submission: Any, own: dict[str, float]) -> dict[str, float]:
     """notebook -> seconds late, for one gradebook submission: the notebook's own time where grading
-    recorded one (work/times/<step>/<student>.json), never later than the submission's; else the
-    submission's time (nbgrader keeps one per submission)."""
-    from .course import grader_home
+    recorded one (`own`: notebook -> its time, the store's record of the submission's times), never
+    later than the submission's; else the submission's time (nbgrader keeps one per submission)."""
     seconds = max(float(submission.total_seconds_late or 0), 0.0)
-    own = _saved_times(submission.student.id, home or grader_home(), step).get("notebooks", {})
     out = {}
     due = submission.duedate
     for notebook in submission.notebooks:
@@ -371,30 +369,6 @@ def notebook_times(chosen: dict, submitted_at: dict[str, float]) -> dict[str, di
         when = item.mtime if own and item.mtime and not getattr(item, "lms_late", False) else submitted_at[sid]
         out.setdefault(sid, {})[name] = min(when, submitted_at[sid])
     return out
-
-
-def save_time_sources(sources: dict[str, str], home: Path, step: str, notebooks: dict | None = None) -> None:
-    """Where each student's submission time came from, and each notebook's own time, for the reports
-    and the late penalties (one file per student and step: shards write their own students' only)."""
-    import json
-    folder = home / "work" / "times" / step
-    folder.mkdir(parents=True, exist_ok=True)
-    for sid, source in sources.items():
-        record = {"time_source": source, "notebooks": (notebooks or {}).get(sid, {})}
-        (folder / f"{sid}.json").write_text(json.dumps(record), encoding="utf-8")
-
-
-def _saved_times(sid: str, home: Path, step: str) -> dict:
-    import json
-    try:
-        record = json.loads((home / "work" / "times" / step / f"{sid}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return record if isinstance(record, dict) else {}
-
-
-def time_source(sid: str, home: Path, step: str) -> str:
-    return str(_saved_times(sid, home, step).get("time_source", ""))
 
 
 # ---- the release ---------------------------------------------------------------------------------

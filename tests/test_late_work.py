@@ -12,8 +12,7 @@ import pytest
 
 from autograder import term
 from autograder.collect import collect, pick_newest
-from autograder.records.gradebook import apply_term, term_records
-from autograder.records.store import Store, totals_by_student
+from autograder.records.store import Store
 from autograder.records.totals import summary_lines
 from autograder.steps import find_step
 from conftest import STEP
@@ -96,7 +95,7 @@ def test_a_one_notebook_fix_makes_only_that_notebook_late(tmp_path, course_toml,
     from nbgrader.api import Gradebook
 
     from autograder.exchange import write_notebook_times
-    from autograder.term import notebook_times, save_time_sources, submission_times
+    from autograder.term import notebook_times, submission_times
     course_toml()
     inbound = tmp_path / "inbound"
     submission(inbound, "ada", DUE - timedelta(hours=1), {"a": notebook("a1"), "b": notebook("b1")})
@@ -115,7 +114,8 @@ def test_a_one_notebook_fix_makes_only_that_notebook_late(tmp_path, course_toml,
     assert own["ada"] == {"a": (DUE - timedelta(hours=1)).timestamp(), "b": (DUE + timedelta(hours=3)).timestamp()}
     home = tmp_path / "home"
     monkeypatch.setenv("GRADER_HOME", str(home))
-    save_time_sources(sources, home, STEP, own)
+    store = Store(home, f"sqlite:///{tmp_path / 'gb.db'}")
+    store.save_times(STEP, sources, own)
     monkeypatch.setenv("PATH", os.path.dirname(os.sys.executable) + os.pathsep + os.environ["PATH"])
     url = f"sqlite:///{tmp_path / 'gb.db'}"
     with Gradebook(url, "dl-course") as gb:
@@ -130,11 +130,12 @@ def test_a_one_notebook_fix_makes_only_that_notebook_late(tmp_path, course_toml,
             grade = gb.find_grade("t", name, STEP, "ada")
             grade.auto_score, grade.needs_manual_grade = 10, False
         gb.db.commit()
-    apply_term(url, STEP)
-    record = term_records(url, STEP)["ada"]
+    store.apply_term(STEP)
+    ada = store.load(find_step(STEP))[0]
+    record = ada.term
     assert record["penalties"] == {"a": 0.0, "b": pytest.approx(3.0)}           # 3 hours begun x 10 %
     assert record["notebook_seconds_late"] == {"a": 0.0, "b": 3 * 3600}
-    totals = totals_by_student(Store(home, url).load(find_step(STEP)))["ada"]
+    totals = ada.totals
     lines = summary_lines("ada", totals, record)
     text = "\n".join(lines)
     assert "on time: unchanged since a submission before the due date" in lines[0]

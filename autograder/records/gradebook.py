@@ -295,12 +295,14 @@ def student_names(gb: "Gradebook") -> dict[str, str]:
 
 # ---- the term: due dates, extensions, late penalties ----------------------------------------------------
 
-def apply_term(url: str, step: str, students: list[str] | None = None) -> None:
+def apply_term(url: str, step: str, students: list[str] | None = None,
+               times: dict[str, dict[str, float]] | None = None) -> None:
     """nbgrader's late-penalty step for the submissions of `students` (all when None): the due date
     on the assignment, each student's extension on their submission, then the plugin's penalty on
     each submitted notebook (as AssignLatePenalties: reset, then clamped to 0..score). A notebook
-    whose own time is known (term.notebook_lateness) is late by its own time, not by its submission's:
-    a one-notebook fix after the due date makes that notebook late, not the other five."""
+    whose own time is known (`times`: student -> notebook -> its time, the store's record; see
+    term.notebook_lateness) is late by its own time, not by its submission's: a one-notebook fix after
+    the due date makes that notebook late, not the other five."""
     from nbgrader.api import Assignment as DbAssignment
     from nbgrader.api import Student as DbStudent
     from nbgrader.api import SubmittedAssignment as Submission
@@ -316,7 +318,7 @@ def apply_term(url: str, step: str, students: list[str] | None = None) -> None:
             query = query.join(DbStudent).filter(DbStudent.id.in_(list(students)))
         for submission in query.all():
             submission.extension = granted.get(submission.student.id)
-            lateness = term.notebook_lateness(submission, step)
+            lateness = term.notebook_lateness(submission, (times or {}).get(submission.student.id, {}))
             for notebook in submission.notebooks:
                 notebook.late_submission_penalty = None
                 seconds = lateness.get(notebook.notebook.name, 0.0)
@@ -327,18 +329,20 @@ def apply_term(url: str, step: str, students: list[str] | None = None) -> None:
         gb.db.commit()
 
 
-def term_records(url: str, step: str) -> dict[str, dict[str, Any]]:
+def term_records(url: str, step: str, times: dict[str, dict[str, float]] | None = None) -> dict[str, dict[str, Any]]:
     """student -> {timestamp, due, extension, seconds_late, penalties: {notebook: points}} from the
     gradebook (what the reports, feedback and exports show)."""
     from nbgrader.api import MissingEntry
     try:
         with opened(url) as gb:
-            return term_records_in(gb, step)
+            return term_records_in(gb, step, times=times)
     except MissingEntry:
         return {}
 
 
-def term_records_in(gb: "Gradebook", step: str, students: list[str] | None = None) -> dict[str, dict[str, Any]]:
+def term_records_in(gb: "Gradebook", step: str, students: list[str] | None = None,
+                    times: dict[str, dict[str, float]] | None = None) -> dict[str, dict[str, Any]]:
+    """student -> the term's record of their submission (times: student -> notebook -> its own time)."""
     from nbgrader.api import Assignment as DbAssignment
     from nbgrader.api import Student as DbStudent
     from nbgrader.api import SubmittedAssignment as Submission
@@ -358,7 +362,7 @@ def term_records_in(gb: "Gradebook", step: str, students: list[str] | None = Non
             "due": term.iso(submission.duedate),
             "extension": term.show_duration(submission.extension) if submission.extension else "",
             "seconds_late": round(submission.total_seconds_late, 1),
-            "notebook_seconds_late": term.notebook_lateness(submission, step),
+            "notebook_seconds_late": term.notebook_lateness(submission, (times or {}).get(submission.student.id, {})),
             "penalties": {nb.notebook.name: float(nb.late_submission_penalty or 0) for nb in submission.notebooks},
             "policy": policy, "grace_seconds": grace,
         }

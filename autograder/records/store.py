@@ -63,6 +63,9 @@ class Store:
     def feedback(self, student: str, step_name: str) -> Path:
         return self.home / "feedback" / student / step_name
 
+    def times_file(self, step_name: str, student: str) -> Path:
+        return self.home / "work" / "times" / step_name / f"{student}.json"
+
     def grades(self, step_name: str) -> tuple[Path, Path]:
         """(csv, json) of a step's grades: grades/<step>.csv and .json."""
         return self.home / "grades" / f"{step_name}.csv", self.home / "grades" / f"{step_name}.json"
@@ -104,7 +107,40 @@ class Store:
                 atomic_write(self.autograded(sid, step_name) / "timestamp.txt", stamp.strftime(STAMP_FORMAT))
         gradebook.set_submission_times(self.url, step_name, stamps)
 
+    def save_times(self, step_name: str, sources: dict[str, str],
+                   notebooks: dict[str, dict[str, float]] | None = None) -> None:
+        """Where each student's submission time came from, and each notebook's own time (term.py's
+        notebook_times), for the reports and the late penalties: one file per student and step (shards
+        write their own students' only)."""
+        for sid, source in sources.items():
+            record = {"time_source": source, "notebooks": (notebooks or {}).get(sid, {})}
+            atomic_write(self.times_file(step_name, sid), json.dumps(record))
+
+    def apply_term(self, step_name: str, students: list[str] | None = None) -> None:
+        """Due date, extensions and late penalties in the gradebook (gradebook.apply_term), each notebook
+        late by its own recorded time."""
+        gradebook.apply_term(self.url, step_name, students, self.notebook_times(step_name, students))
+
     # -- reading ---------------------------------------------------------------------------------------
+    def times(self, step_name: str, student: str) -> dict[str, Any]:
+        """A student's recorded submission times: {time_source, notebooks: {notebook: time}} ({}: none)."""
+        try:
+            record = json.loads(self.times_file(step_name, student).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return record if isinstance(record, dict) else {}
+
+    def notebook_times(self, step_name: str, students: list[str] | None = None) -> dict[str, dict[str, float]]:
+        """student -> notebook -> its own recorded time (of `students` only, when given)."""
+        folder = self.home / "work" / "times" / step_name
+        chosen = sorted(students) if students is not None else sorted(p.stem for p in folder.glob("*.json"))
+        out = {}
+        for sid in chosen:
+            own = self.times(step_name, sid).get("notebooks")
+            out[sid] = {k: float(v) for k, v in own.items() if isinstance(v, (int, float))} \
+                if isinstance(own, dict) else {}
+        return out
+
     def result(self, step_name: str, student: str, notebook: str) -> NotebookResult | None:
         """A notebook's recorded result, as graded (None: not recorded, or a file that cannot be read)."""
         try:
@@ -133,7 +169,7 @@ class Store:
         results = self.results(step.name, students)
         with nullcontext(gb) if gb is not None else gradebook.opened(self.url) as db:
             rows = gradebook.submitted(db, step.name, students)
-            terms = gradebook.term_records_in(db, step.name, students)
+            terms = gradebook.term_records_in(db, step.name, students, self.notebook_times(step.name, students))
         by_key = {(r.student, r.notebook): r for r in results}
         order: dict[str, list[str]] | None = None
         for row in rows:
