@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
@@ -116,14 +117,28 @@ def solutions(step, force: bool = False) -> list[Path]:
 def run_notebook(nb, cwd: Path, timeout: int = 600, allow_errors: bool = False) -> None:
     """Execute a notebook in place in a fresh kernel (errors stop it unless allow_errors)."""
     import tempfile
+    with tempfile.TemporaryDirectory(prefix="kernel-") as sockets:
+        _notebook_client(nb, cwd, sockets, timeout, allow_errors).execute(env=kernel_env())
 
+
+@contextmanager
+def notebook_kernel(nb, cwd: Path, timeout: int = 600, allow_errors: bool = False):
+    """The kernel run_notebook would run `nb` in, kept open: yields nbclient's client, whose
+    `execute_cell(cell, index)` runs any cell of `nb`, in any order, as often as asked."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="kernel-") as sockets:
+        client = _notebook_client(nb, cwd, sockets, timeout, allow_errors)
+        with client.setup_kernel(env=kernel_env()):
+            yield client
+
+
+def _notebook_client(nb, cwd: Path, sockets: str, timeout: int, allow_errors: bool):
     from traitlets.config import Config
 
     from .execute import CourseNotebookClient
-    with tempfile.TemporaryDirectory(prefix="kernel-") as sockets:
-        config = Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "ipc")}})
-        CourseNotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=allow_errors, config=config,
-                       resources={"metadata": {"path": str(cwd)}}).execute(env=kernel_env())
+    config = Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "ipc")}})
+    return CourseNotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=allow_errors, config=config,
+                                resources={"metadata": {"path": str(cwd)}})
 
 
 def check_executed(path: Path, root: Path = ROOT) -> None:
