@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, Protocol
-
-Kind = Literal["auto", "manual", "review"]
+from typing import Any, Protocol
 
 
 class StepLike(Protocol):
@@ -26,7 +24,7 @@ class StepLike(Protocol):
     def is_bonus(self, grade_id: str) -> bool: ...
 
     def notebooks(self) -> list[str]: ...
-KINDS: tuple[str, ...] = ("auto", "manual", "review")
+
 
 # Where a result came from, when no grading of the notebook made it. A result file keeps it in `key`,
 # where a graded notebook's result keeps the hash of everything its grading depended on.
@@ -44,11 +42,6 @@ class CellResult:
     max_score: float
     error: str = ""           # why points were lost, in the student's terms (a review cell: why it waits)
     kind: str = "auto"        # "auto", "manual" (a written answer) or "review" (a hidden test a person scores)
-
-    @property
-    def waiting(self) -> bool:
-        """Nobody has given this cell's score yet (it counts nothing until then)."""
-        return self.score is None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
