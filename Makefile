@@ -33,7 +33,7 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS)) \
               $(if $(PLAIN_MAX),--plain-max $(PLAIN_MAX)) $(if $(SERIAL_MAX),--serial-max $(SERIAL_MAX))
 
-.PHONY: lint steps mutants rewrites new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster written-scores export pdfs handout similarity lab test test-browser test-quick clean-grades
+.PHONY: lint steps mutants rewrites new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster written-scores export pdfs handout similarity lab test test-profile test-browser test-quick clean-grades
 
 setup: install data release solutions example
 	@echo "setup: done. Student notebooks in release/<step>/, solutions in solutions/; the example class is graded apart, in autograder/example/ (its grades: autograder/example/grades/<step>.csv); the course's own gradebook holds no student yet"
@@ -150,6 +150,13 @@ lab: fetch
 
 test: $(PY)
 	$(PY) -m pytest -rs -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
+
+# make test, recording each module's and each fixture's wall and CPU time (tests/profiling.py): the table
+# is printed and written to artifacts/test-profile/profile.md; `python tests/profiling.py
+# artifacts/test-profile --readme` puts it into tests/README.md
+test-profile: $(PY)
+	rm -rf artifacts/test-profile
+	TEST_PROFILE=artifacts/test-profile $(PY) -m pytest -rs -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 test-browser: $(PY)
 	$(PY) -m pytest -rs -m browser -n auto --dist loadscope tests/browser

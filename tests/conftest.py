@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from autograder.build import run_notebook  # noqa: E402
+from profiling import Profiler  # noqa: E402
 from autograder.steps import find_step  # noqa: E402
 
 STEP4 = find_step("step-04")       # the step these tests are about
@@ -133,6 +134,13 @@ MODULE_MARKS = {
     "services": ("test_grading_postgres", "test_cluster_slurm"),
     "browser": ("test_term_flow",),
 }
+
+
+def pytest_configure(config):
+    """TEST_PROFILE=folder (make test-profile) records where the run's time goes: tests/profiling.py."""
+    folder = os.environ.get("TEST_PROFILE")
+    if folder:
+        config.pluginmanager.register(Profiler(Path(folder).resolve()), "test-profiler")
 
 
 @pytest.hookimpl(tryfirst=True)        # the markers are added before `-m` deselects by them

@@ -1,0 +1,139 @@
+"""Where the suite's time goes: `make test-profile` runs `make test` with this plugin on.
+
+Each test worker appends one line per test (its module, wall time of setup + call + teardown, and the CPU
+time of the worker and of the processes it waited for: kernels, the grader's workers, Chromium) and one
+line per fixture set up (wall and CPU, including the fixtures it asked for) to
+`$TEST_PROFILE/<worker>.jsonl`; at the end of the run the controller sums them into a table sorted by
+wall time, per module and per fixture, printed and written to `$TEST_PROFILE/profile.md`.
+`python tests/profiling.py FOLDER --readme` puts that table into tests/README.md.
+
+Under `--dist loadscope` a module runs on one worker, so a module's wall time is the time it held that
+worker. CPU time of processes the worker did not wait for (a daemon, a JupyterLab server still running)
+is not counted; where CPU is far below wall, the tests were waiting (on a kernel, a time limit, a lock).
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import resource
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parent / "README.md"
+BEGIN, END = "<!-- profile: begin -->", "<!-- profile: end -->"
+
+
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+class Profiler:
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        self.started = time.monotonic()
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def _write(self, row: dict) -> None:
+        with open(self.folder / f"{self.worker}.jsonl", "a") as out:
+            out.write(json.dumps(row) + "\n")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        wall, cpu = time.monotonic(), _cpu()
+        yield
+        self._write({"kind": "test", "module": Path(str(item.fspath)).stem, "test": item.nodeid,
+                     "wall": time.monotonic() - wall, "cpu": _cpu() - cpu, "worker": self.worker})
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        wall, cpu = time.monotonic(), _cpu()
+        yield
+        self._write({"kind": "fixture", "fixture": fixturedef.argname, "scope": fixturedef.scope,
+                     "module": Path(str(request.node.fspath)).stem if hasattr(request.node, "fspath") else "",
+                     "wall": time.monotonic() - wall, "cpu": _cpu() - cpu, "worker": self.worker})
+
+    def pytest_sessionfinish(self, session):
+        if self.worker != "main":
+            return
+        self._write({"kind": "session", "wall": time.monotonic() - self.started,
+                     "workers": getattr(session.config.option, "numprocesses", None) or 1})
+        table = summarise(self.folder)
+        (self.folder / "profile.md").write_text(table)
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.worker == "main" and (self.folder / "profile.md").exists():
+            terminalreporter.section("profile")
+            for line in (self.folder / "profile.md").read_text().splitlines():
+                terminalreporter.write_line(line)
+
+
+def read(folder: Path) -> list[dict]:
+    rows = []
+    for path in sorted(folder.glob("*.jsonl")):
+        rows += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return rows
+
+
+def summarise(folder: Path, top_fixtures: int = 25) -> str:
+    rows = read(folder)
+    session = next((r for r in rows if r["kind"] == "session"), None)
+    modules: dict[str, dict] = defaultdict(lambda: {"tests": 0, "wall": 0.0, "cpu": 0.0, "workers": set()})
+    for r in rows:
+        if r["kind"] == "test":
+            m = modules[r["module"]]
+            m["tests"] += 1
+            m["wall"] += r["wall"]
+            m["cpu"] += r["cpu"]
+            m["workers"].add(r["worker"])
+    fixtures: dict[tuple, dict] = defaultdict(lambda: {"setups": 0, "wall": 0.0, "cpu": 0.0, "modules": set()})
+    for r in rows:
+        if r["kind"] == "fixture" and r["wall"] >= 0.05:
+            f = fixtures[(r["fixture"], r["scope"])]
+            f["setups"] += 1
+            f["wall"] += r["wall"]
+            f["cpu"] += r["cpu"]
+            f["modules"].add(r["module"])
+    busy = sum(m["wall"] for m in modules.values())
+    lines = [f"Measured {datetime.date.today().isoformat()} on {os.cpu_count()} cores"
+             + (f", {session['workers']} test workers: the run took {session['wall'] / 60:.1f} min of wall time"
+                f", the workers were busy {busy / 60:.1f} min in all." if session else "."),
+             "",
+             "| module | tests | wall s | CPU s | share of the workers' time |",
+             "|---|---:|---:|---:|---:|"]
+    for name, m in sorted(modules.items(), key=lambda kv: -kv[1]["wall"]):
+        lines.append(f"| {name} | {m['tests']} | {m['wall']:.0f} | {m['cpu']:.0f} | {100 * m['wall'] / busy:.1f} % |")
+    lines += ["", "Fixtures (set-up time, including the fixtures each one asks for; the slowest "
+              f"{top_fixtures}, set-ups under 0.05 s left out):", "",
+              "| fixture | scope | set-ups | wall s | CPU s | modules |", "|---|---|---:|---:|---:|---|"]
+    ranked = sorted(fixtures.items(), key=lambda kv: -kv[1]["wall"])[:top_fixtures]
+    for (name, scope), f in ranked:
+        mods = sorted(f["modules"])
+        shown = ", ".join(mods[:3]) + (f" and {len(mods) - 3} more" if len(mods) > 3 else "")
+        lines.append(f"| {name} | {scope} | {f['setups']} | {f['wall']:.0f} | {f['cpu']:.0f} | {shown} |")
+    return "\n".join(lines) + "\n"
+
+
+def into_readme(table: str, readme: Path = README) -> None:
+    text = readme.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{readme}: no {BEGIN} ... {END} section to put the profile in")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    readme.write_text(f"{head}{BEGIN}\n{table}{END}{tail}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        raise SystemExit("usage: python tests/profiling.py FOLDER [--readme]")
+    table = summarise(Path(sys.argv[1]))
+    print(table)
+    if "--readme" in sys.argv:
+        into_readme(table)
