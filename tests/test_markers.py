@@ -93,3 +93,10 @@ def test_a_warm_test_skips_or_fails_where_warm_kernels_cannot_be_had_and_never_r
     assert conftest.kernels_or_skip("bwrap", "cold") == "cold"
     monkeypatch.setattr(autograder.warm, "why_cold", lambda sandbox: "")
     assert conftest.kernels_or_skip("bwrap", "warm") == "warm"
+
+
+def test_the_map_of_what_the_suite_proves_is_current():
+    """tests/README.md lists every test module with its docstring's first sentence (tests/proven.py)."""
+    import proven
+    assert proven.readme_map() == proven.table(), "tests/README.md is out of date: run `python tests/proven.py --readme`"
+    assert len(proven.proven()) == len(list(proven.TESTS.rglob("test_*.py"))) > 80
