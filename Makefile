@@ -148,15 +148,15 @@ handout: $(PY)
 lab: fetch
 	$(PY) -m autograder lab $(STEP_FLAG) $(LAB_FLAGS)
 
+# every run records where its time goes (tests/profiling.py): the table ends the run's output and is
+# written to artifacts/test-profile/profile.md
 test: $(PY)
-	$(PY) -m pytest -rs -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
-
-# make test, recording each module's and each fixture's wall and CPU time (tests/profiling.py): the table
-# is printed and written to artifacts/test-profile/profile.md; `python tests/profiling.py
-# artifacts/test-profile --readme` puts it into tests/README.md
-test-profile: $(PY)
 	rm -rf artifacts/test-profile
 	TEST_PROFILE=artifacts/test-profile $(PY) -m pytest -rs -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
+
+# make test, then its profile put into tests/README.md (commit it with the date it carries)
+test-profile: test
+	$(PY) tests/profiling.py artifacts/test-profile --readme
 
 test-browser: $(PY)
 	$(PY) -m pytest -rs -m browser -n auto --dist loadscope tests/browser

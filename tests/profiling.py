@@ -1,15 +1,18 @@
-"""Where the suite's time goes: `make test-profile` runs `make test` with this plugin on.
+"""Where the suite's time goes: `make test` runs with this plugin on (TEST_PROFILE=folder); `make
+test-profile` then puts the table into tests/README.md.
 
 Each test worker appends one line per test (its module, wall time of setup + call + teardown, and the CPU
-time of the worker and of the processes it waited for: kernels, the grader's workers, Chromium) and one
+time of the worker and of the processes it waited for: the commands it ran, such as plain nbgrader or a
+scoring script; not the grader's workers and their kernels, which live under a fork server) and one
 line per fixture set up (wall and CPU, including the fixtures it asked for) to
 `$TEST_PROFILE/<worker>.jsonl`; at the end of the run the controller sums them into a table sorted by
 wall time, per module and per fixture, printed and written to `$TEST_PROFILE/profile.md`.
 `python tests/profiling.py FOLDER --readme` puts that table into tests/README.md.
 
 Under `--dist loadscope` a module runs on one worker, so a module's wall time is the time it held that
-worker. CPU time of processes the worker did not wait for (a daemon, a JupyterLab server still running)
-is not counted; where CPU is far below wall, the tests were waiting (on a kernel, a time limit, a lock).
+worker. CPU time of processes the worker did not wait for (the grader's fork server, a JupyterLab server
+still running) is not counted: where CPU is far below wall, the tests were grading or waiting (on a
+kernel, a time limit, another worker's shared batch, a loaded machine).
 """
 from __future__ import annotations
 
