@@ -21,7 +21,7 @@ from study_time import (ALLOWANCE, STATED_OPTIONAL, STATED_REQUIRED, WORDS_PER_M
 
 REQUIRED_TARGET = 3 * 60 + 30         # minutes: the handout's ~3 hours, with half an hour's slack
 REQUIRED_GOAL = 4 * 60 + 15           # minutes: the handout's tasks alone by the calibrated rule: not met yet
-REQUIRED_LIMIT = 5 * 60 + 40          # minutes: notebooks 1-5 today by the calibrated rule; they may not grow
+REQUIRED_LIMIT = 5 * 60 + 35          # minutes: notebooks 1-5 today by the calibrated rule; they may not grow
 TIMES = {name: (parts, total) for name, parts, total, _ in table(STEP4.release)}
 OPTIONAL = {name: extra for name, _, _, extra in table(STEP4.release)}
 
