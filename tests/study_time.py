@@ -16,6 +16,12 @@ that follows a foldout, directly or after other boxes, belongs to that foldout a
 header every notebook starts with (the instructions, your name, the due date: every cell before the
 notebook's title, `# Step ...`) is the same in every notebook and is counted in the first one only.
 
+Optional parts: a markdown heading whose text contains "Optional" opens an optional part, which runs
+until the next heading of the same or a higher level (fewer `#`); its cells are counted apart, as the
+notebook's optional time, and the notebook's (required) time leaves them out. Each notebook states
+both ("**about N minutes**", and "**about M minutes optional**" when it has an optional part), and
+each optional part states its own time ("about K minutes") in its heading cell.
+
     python tests/study_time.py          the rule's figures for every notebook of the step
 """
 from __future__ import annotations
@@ -49,7 +55,9 @@ TAG = re.compile(r"<[^>]+>")
 WORD = re.compile(r"\S+")
 SLIDER = re.compile(r"\b\w+_slider\(")
 STATED = re.compile(r"\*\*about (\d+) minutes\*\*")
+STATED_OPTIONAL = re.compile(r"\*\*about (\d+) minutes optional\*\*")
 STATED_REQUIRED = re.compile(r"notebooks 1–5, is about (\d+) h (\d+) min")
+HEADING = re.compile(r"^(#{1,6})\s+(.*)$", re.M)
 
 
 def _text(cell: dict) -> str:
@@ -90,27 +98,58 @@ def header_length(nb: dict) -> int:
     return 0
 
 
-def breakdown(nb: dict, with_header: bool = True) -> dict[str, float]:
-    """Minutes by part: "reading" and one entry per kind of cell (the header left out unless with_header)."""
+def headings(cell: dict) -> list[tuple[int, str]]:
+    """The markdown headings of a cell, outside its foldouts: (level, text)."""
+    if cell["cell_type"] != "markdown":
+        return []
+    return [(len(m[1]), m[2]) for m in HEADING.finditer(DETAILS.sub(" ", _text(cell)))]
+
+
+def optional_flags(nb: dict) -> list[int | None]:
+    """For every cell, the index of the heading cell of the optional part it lies in, or None."""
+    flags, opened = [], None              # opened: (level, index of the heading cell) of the optional part
+    for index, cell in enumerate(nb["cells"]):
+        for level, title in headings(cell):
+            if opened and level <= opened[0]:
+                opened = None
+            if opened is None and "optional" in title.lower():
+                opened = (level, index)
+        flags.append(opened[1] if opened else None)
+    return flags
+
+
+def breakdown(nb: dict, with_header: bool = True, part: str = "required") -> dict[str, float]:
+    """Minutes by part: "reading" and one entry per kind of cell (the header left out unless with_header).
+    part: "required" (the cells outside the optional parts), "optional" (the cells inside them), or
+    the index of an optional part's heading cell (that part alone)."""
     parts = {"reading": 0.0}
     after_foldout = False
-    for cell in nb["cells"][0 if with_header else header_length(nb):]:
+    flags = optional_flags(nb)
+    start = 0 if with_header else header_length(nb)
+    for index, cell in enumerate(nb["cells"]):
         text = _text(cell)
+        counted = index >= start and (flags[index] is None if part == "required" else
+                                      flags[index] is not None if part == "optional" else flags[index] == part)
         if cell["cell_type"] == "markdown":
             meta = cell.get("metadata", {}).get("nbgrader", {})
-            if not meta.get("solution") and not text.startswith("*Your "):
+            if counted and not meta.get("solution") and not text.startswith("*Your "):
                 parts["reading"] += words(text) / WORDS_PER_MINUTE
             after_foldout = text.rstrip().endswith("</details>")
-        part = kind(cell, after_foldout)
-        if part:
-            parts[part] = parts.get(part, 0) + ALLOWANCE[part]
+        kind_ = kind(cell, after_foldout)
+        if kind_ and counted:
+            parts[kind_] = parts.get(kind_, 0) + ALLOWANCE[kind_]
         if cell["cell_type"] == "code" and cell.get("metadata", {}).get("nbgrader"):
             after_foldout = False                 # a provided or graded cell ends the foldout's boxes
     return parts
 
 
-def minutes(nb: dict, with_header: bool = True) -> float:
-    return sum(breakdown(nb, with_header).values())
+def minutes(nb: dict, with_header: bool = True, part: str = "required") -> float:
+    return sum(breakdown(nb, with_header, part).values())
+
+
+def optional_parts(nb: dict) -> list[tuple[int, float]]:
+    """(index of the heading cell, minutes) for every optional part of a notebook, in order."""
+    return [(index, minutes(nb, True, index)) for index in dict.fromkeys(f for f in optional_flags(nb) if f is not None)]
 
 
 def rounded(value: float) -> int:
@@ -118,23 +157,25 @@ def rounded(value: float) -> int:
     return 5 * math.floor(value / 5 + 0.5)
 
 
-def stated(nb: dict) -> int | None:
-    """The minutes a notebook states at its top ("**about 45 minutes**"), or None."""
+def stated(nb: dict, pattern: re.Pattern = STATED) -> int | None:
+    """The minutes a notebook states at its top ("**about 45 minutes**"), or None; with
+    pattern=STATED_OPTIONAL, its optional time ("**about 20 minutes optional**")."""
     for cell in nb["cells"]:
         if cell["cell_type"] == "markdown":
-            found = STATED.search(_text(cell))
+            found = pattern.search(_text(cell))
             if found:
                 return int(found[1])
     return None
 
 
-def table(release: Path) -> list[tuple[str, dict[str, float], float]]:
-    """(notebook, minutes by part, minutes) for every notebook of a release, in order; the header is
-    counted in the first notebook only."""
+def table(release: Path) -> list[tuple[str, dict[str, float], float, float]]:
+    """(notebook, required minutes by part, required minutes, optional minutes) for every notebook of
+    a release, in order; the header is counted in the first notebook only."""
     rows = []
     for index, path in enumerate(sorted(release.glob("*.ipynb"))):
         nb = json.loads(path.read_text(encoding="utf-8"))
-        rows.append((path.stem, breakdown(nb, index == 0), minutes(nb, index == 0)))
+        rows.append((path.stem, breakdown(nb, index == 0), minutes(nb, index == 0),
+                     minutes(nb, index == 0, "optional")))
     return rows
 
 
@@ -143,10 +184,17 @@ if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from autograder.steps import find_step
     step = find_step(None)
-    required = 0.0
-    for name, parts, total in table(step.release):
+    required = optional = 0.0
+    for name, parts, total, extra in table(step.release):
         shown = ", ".join(f"{k} {v:.1f}" for k, v in parts.items())
-        print(f"{name:28s} {total:6.1f} min -> states {rounded(total)}   ({shown})")
+        print(f"{name:28s} {total:6.1f} min -> states {rounded(total)}, optional {extra:5.1f} -> {rounded(extra)}"
+              f"   ({shown})")
+        nb = json.loads((step.release / f"{name}.ipynb").read_text(encoding="utf-8"))
+        for index, value in optional_parts(nb):
+            title = headings(nb["cells"][index])[0][1]
+            print(f"    optional part at cell {index} ({title[:50]}): {value:.1f} min -> {rounded(value)}")
         if not name.startswith("06"):
             required += total
-    print(f"required part (notebooks 1-5): {required:.1f} min -> {rounded(required)} min")
+            optional += extra
+    print(f"required part (notebooks 1-5): {required:.1f} min -> {rounded(required)} min; "
+          f"their optional parts {optional:.1f} min -> {rounded(optional)} min")

@@ -48,7 +48,7 @@ HALF_FILLS = {
     "02-the-head": ["scores_entrywise", "count_params"],
     # 8 answers: the three checks, scale_table | mask_after_softmax_row_sums, fails_on_mask_after_softmax, two written
     "03-the-tests": ["check_simplex", "check_causality_perturbation", "check_causality_gradient", "scale_table"],
-    # 3 answers: attention_on_text, top_key_shares | first_column_heavy
+    # 4 answers: attention_on_text, top_key_shares | family_patterns, first_column_heavy
     "04-attention-on-text": ["attention_on_text", "top_key_shares"],
     # 2 answers: smoothing_attention | smoothing_as_s_grows
     "05-attention-as-smoothing": ["smoothing_attention"],
@@ -67,7 +67,7 @@ HALF_EXPECT = {
                      "mask_after_softmax_hidden": 0.0,                                # not filled
                      "fails_on_mask_after_softmax_hidden": 0.0},                      # not filled
     "04-attention-on-text": {"attention_on_text_hidden": 3.0,    # both code answers filled
-                             "top_key_shares_hidden": 3.0},      # (only the written answer is left)
+                             "top_key_shares_hidden": 3.0},      # (only the two written answers are left)
     "05-attention-as-smoothing": {"smoothing_attention_hidden": 4.0},   # the one code answer is filled
     "06-going-further": {"bonus_permutation_gaps": 2.0, "bonus_online_softmax": 3.0,
                          "bonus_streaming_attention": 2.0,

@@ -312,6 +312,7 @@ PICTURE_CLAIMS_WITHOUT_NUMBER: dict[str, dict[str, str]] = {
         "The **relative picture** draws each weight": "how the relative picture and the key test are made; the box "
                                                        "prints the key test's numbers",
         "*Full marks:* row 0 must put": "the written answer's grading rubric",
+        "A full answer names: how far from uniform": "the family answer's grading rubric, shown with its question",
         "A column collapse is a stripe that falls on key 0": "the reading of the counts the sentence before states",
         "Counted against chance, column collapse is real": "the checkpoint's summary of section 5, whose cells print "
                                                            "the counts",

@@ -1,11 +1,14 @@
-"""The time each notebook states at its top is the README's rule applied to the release, and the
-required part (notebooks 1-5) does not grow past what it is.
+"""The times each notebook states at its top (required, and optional when it has an optional part)
+are the README's rule applied to the release, and the required part (notebooks 1-5) fits the
+handout's tasks in their time.
 
 The rule is tests/study_time.py (prose in view at 100 words a minute, plus an allowance per cell by
-kind, calibrated on a reviewer's estimates); the README's section "How long a notebook takes" states
-it, and a test keeps the two equal. The handout's "~3 hours" (at most 3 h 30 by this rule) is the
-target: REQUIRED_TARGET. Notebooks 1-5 are above it today (README: why), so the test holds them to
-REQUIRED_LIMIT, their time today, and checks that notebook 1 and the README say both figures."""
+kind, calibrated on a reviewer's estimates; cells under an "Optional" heading counted apart); the
+README's section "How long a notebook takes" states it, and a test keeps the two equal. The handout's
+tasks come to about 4 h 15 by this rule: REQUIRED_GOAL, not met yet (README: why), so the test holds
+notebooks 1-5 to REQUIRED_LIMIT, their time today, and marks the goal as an expected failure; notebook
+1 and the README state the required total. The handout's "~3 hours" (3 h 30 with slack) stays the
+README's stated target."""
 from __future__ import annotations
 
 import re
@@ -13,11 +16,14 @@ import re
 import pytest
 
 from conftest import NOTEBOOK_NAMES, ROOT, STEP4, load
-from study_time import ALLOWANCE, STATED_REQUIRED, WORDS_PER_MINUTE, breakdown, kind, rounded, stated, table, words
+from study_time import (ALLOWANCE, STATED_OPTIONAL, STATED_REQUIRED, WORDS_PER_MINUTE, breakdown, kind, minutes,
+                        optional_parts, rounded, stated, table, words)
 
-REQUIRED_TARGET = 3 * 60 + 30         # minutes: the handout's ~3 hours, with half an hour's slack: not met yet
-REQUIRED_LIMIT = 6 * 60               # minutes: notebooks 1-5 today by the calibrated rule; they may not grow
-TIMES = {name: (parts, total) for name, parts, total in table(STEP4.release)}
+REQUIRED_TARGET = 3 * 60 + 30         # minutes: the handout's ~3 hours, with half an hour's slack
+REQUIRED_GOAL = 4 * 60 + 15           # minutes: the handout's tasks alone by the calibrated rule: not met yet
+REQUIRED_LIMIT = 5 * 60 + 35          # minutes: notebooks 1-5 today by the calibrated rule; they may not grow
+TIMES = {name: (parts, total) for name, parts, total, _ in table(STEP4.release)}
+OPTIONAL = {name: extra for name, _, _, extra in table(STEP4.release)}
 
 
 @pytest.mark.parametrize("name", NOTEBOOK_NAMES)
@@ -29,16 +35,41 @@ def test_each_notebook_states_the_time_the_rule_gives(name):
         "(python tests/study_time.py prints every notebook's figures)")
 
 
+@pytest.mark.parametrize("name", NOTEBOOK_NAMES)
+def test_each_notebook_states_its_optional_time_and_each_optional_part_its_own(name):
+    nb = load(STEP4.release / f"{name}.ipynb")
+    extra = OPTIONAL[name]
+    said = stated(nb, STATED_OPTIONAL)
+    if extra:
+        assert said == rounded(extra), (
+            f"{name}: its optional parts take {extra:.1f} minutes by the rule: state **about {rounded(extra)} "
+            "minutes optional** at the top")
+    else:
+        assert said is None, f"{name} states an optional time but has no optional part"
+    for index, value in optional_parts(nb):
+        heading = "".join(nb["cells"][index]["source"])
+        assert f"about {rounded(value)} minutes" in heading, (
+            f"{name}: the optional part at cell {index} takes {value:.1f} minutes: its heading cell should say "
+            f"'about {rounded(value)} minutes'")
+
+
 def test_the_required_part_fits_and_notebook_one_states_it():
     required = sum(total for name, (_, total) in TIMES.items() if not name.startswith("06"))
     assert required <= REQUIRED_LIMIT, (
-        f"notebooks 1-5 take {required:.1f} minutes by the rule, more than {REQUIRED_LIMIT}: fold optional material "
-        "into a foldout or move it to notebook 6")
+        f"notebooks 1-5 take {required:.1f} minutes by the rule, more than {REQUIRED_LIMIT}: what the handout does "
+        "not ask for goes under an 'Optional' heading, into a foldout or into notebook 6")
     first = load(STEP4.release / f"{NOTEBOOK_NAMES[0]}.ipynb")
     found = STATED_REQUIRED.search("\n".join("".join(c["source"]) for c in first["cells"] if c["cell_type"] == "markdown"))
     assert found, f"{NOTEBOOK_NAMES[0]} does not state the required part's time ('notebooks 1–5, is about H h M min')"
     assert 60 * int(found[1]) + int(found[2]) == rounded(required), (
         f"notebook 1 says the required part takes {found[1]} h {found[2]} min; the rule gives {required:.1f} min")
+
+
+@pytest.mark.xfail(strict=True, reason="the required part is above the handout's 4 h 15 (README: why); "
+                   "when it fits, remove this mark")
+def test_the_required_part_fits_the_handouts_tasks():
+    required = sum(total for name, (_, total) in TIMES.items() if not name.startswith("06"))
+    assert required <= REQUIRED_GOAL, f"notebooks 1-5 take {required:.1f} minutes by the rule, more than {REQUIRED_GOAL}"
 
 
 def test_the_readme_states_the_required_time_and_the_target():
@@ -48,11 +79,13 @@ def test_the_readme_states_the_required_time_and_the_target():
     required = sum(total for name, (_, total) in TIMES.items() if not name.startswith("06"))
     hours, minutes = divmod(rounded(required), 60)
     assert f"(the required part, {hours} h {minutes} min)" in section, "the README does not state the required time"
-    assert f"under {REQUIRED_TARGET // 60} h {REQUIRED_TARGET % 60}" in section, "the README does not state the target"
+    assert f"{REQUIRED_TARGET // 60} h {REQUIRED_TARGET % 60}" in section, "the README does not state the target"
     today = section[section.index("**Today's times**"):]
     for number, name in enumerate(NOTEBOOK_NAMES, start=1):
-        assert re.search(rf"\b{number} {rounded(TIMES[name][1])}\b", today), (
-            f"the README's 'Today's times' do not give notebook {number} its {rounded(TIMES[name][1])} minutes")
+        figure = rf"{rounded(TIMES[name][1])}" + (rf" \(\+ {rounded(OPTIONAL[name])} optional\)" if OPTIONAL[name] else "")
+        assert re.search(rf"\b{number} {figure}", today), (
+            f"the README's 'Today's times' do not give notebook {number} its {rounded(TIMES[name][1])} minutes "
+            f"(and its optional {rounded(OPTIONAL[name])})")
 
 
 def test_tests_and_proofs_weigh_more_than_a_code_answer():
@@ -107,6 +140,26 @@ def test_each_kind_of_cell_gets_its_allowance():
                      "provided": ALLOWANCE["provided"], "slider": ALLOWANCE["slider"], "box": ALLOWANCE["box"],
                      "note": ALLOWANCE["note"]}
     assert kind(nb["cells"][12], after_foldout=True) is None
+
+
+def test_cells_under_an_optional_heading_count_apart():
+    nb = _cells(("markdown", "# Step 9 · title", None),
+                ("markdown", "## 1. Required", None),
+                ("code", "plot()", {"grade": False, "locked": True}),
+                ("markdown", "## 2. Optional: more", None),
+                ("code", "plot()", {"grade": False, "locked": True}),
+                ("markdown", "### A subsection stays optional", None),
+                ("code", "def f(): ...", {"solution": True}),
+                ("markdown", "## 3. Required again", None),
+                ("code", "plot()", {"grade": False, "locked": True}),
+                ("markdown", "### Optional: a deeper look", None),
+                ("code", "plot()", {"grade": False, "locked": True}),
+                ("markdown", "## 4. Back", None))
+    assert breakdown(nb)["provided"] == 2 * ALLOWANCE["provided"]
+    optional = breakdown(nb, part="optional")
+    assert optional["provided"] == 2 * ALLOWANCE["provided"] and optional["code answer"] == ALLOWANCE["code answer"]
+    assert [index for index, _ in optional_parts(nb)] == [3, 9]
+    assert minutes(nb) + minutes(nb, part="optional") == sum(minutes(nb, part=i) for i in (3, 9)) + minutes(nb)
 
 
 def test_the_header_counts_once_in_the_first_notebook():
