@@ -165,7 +165,7 @@ class Store:
         """Every student of the step (of `students` only, when given), by id: their results with the
         scores graders gave since (the formgrader, `make written-scores`), the notebooks graded by a
         shard that wrote to another grader home (the gradebook's scores, without the reasons), the
-        term's record and the totals. `gb`: an open gradebook to read (else the store opens its own)."""
+        term's record, the totals and the recorded submission times. `gb`: an open gradebook to read (else the store opens its own)."""
         results = self.results(step.name, students)
         with nullcontext(gb) if gb is not None else gradebook.opened(self.url) as db:
             rows = gradebook.submitted(db, step.name, students)
@@ -186,6 +186,7 @@ class Store:
             entry = out.setdefault(result.student, StudentResult(result.student, term=terms.get(result.student, {})))
             entry.notebooks[result.notebook] = result
         for entry in out.values():
+            entry.times = self.times(step.name, entry.student)
             entry.totals = student_totals(list(entry.notebooks.values()), step.is_bonus,
                                           entry.term.get("penalties", {}))
         return [out[sid] for sid in sorted(out)]
