@@ -2,7 +2,7 @@
 read from the one store of results (records/store.py `Store.load`), nothing else of the grading.
 
 <grading home>/insights/<step>.html holds, and beside it the CSVs of the same numbers
-(insights-<step>-items.csv, -review.csv, -misconceptions.csv, -notebooks.csv):
+(insights-<step>-items.csv, -review.csv, -misconceptions.csv, -escaped.csv, -notebooks.csv):
 
 * **items**: each hidden test and each written answer (and each visible check cell), with its
   difficulty (the mean fraction of its points the students scored), its discrimination as the
@@ -19,7 +19,8 @@ read from the one store of results (records/store.py `Store.load`), nothing else
   writes it, checks/framework.py failure_text) split into their messages; one group per question and
   message (its case and spacing aside), with how many students, which (their codes) and one example,
   the students' ids taken out. A group is only as true as the judges' reasons: a reason that names a
-  cause the answer does not have puts the student in the wrong group.
+  cause the answer does not have puts the student in the wrong group. Beside them, for notebook 3's tests
+  of a check: which broken cases escaped how many students' checks (escaped).
 * **per notebook**: each student's score against their submission time (the notebook's own recorded
   time, else the submission's), late or not, with an extension or not, and the written answers left to
   grade.
@@ -102,6 +103,25 @@ def review_reasons(error: str) -> list[str]:
     return out or ["the grader could not decide (no reason given)"]
 
 
+QUIET = "your check returns quietly on it"
+
+
+def escaped(error: str) -> list[str]:
+    """The broken cases a student's own check let through (notebook 3's tests of a check: a part
+    `catches <case>` whose message is "your check returns quietly on it", checks/tests.py), each once."""
+    out: list[str] = []
+    pending: list[str] = []
+    for segment in (s.strip() for s in MORE_LIKE_IT.sub("", error or "").split("; ")):
+        name, sep, message = segment.partition(": ")
+        if not sep:
+            pending.append(segment)
+            continue
+        if message.startswith(QUIET):
+            out += [n.removeprefix("catches ") for n in (*pending, name) if n.startswith("catches ")]
+        pending = []
+    return list(dict.fromkeys(out))
+
+
 def cause_key(message: str) -> str:
     """Two messages are one misconception when they differ only in case or spacing. Numbers count: a
     check's message names the case it is about ("the middle position 3"), and what a student's code
@@ -168,6 +188,7 @@ class Insights:
     items: list[Item]
     groups: list[Group]
     review: list[dict[str, Any]]                # {notebook, grade_id, student, reasons}
+    escapes: dict[tuple[str, str, str], list[str]]   # (notebook, grade id, broken case) -> the students' ids
     notebooks: dict[str, list[dict[str, Any]]]  # notebook -> one row per student
 
 
@@ -195,6 +216,7 @@ def analyse(step_name: str, students: list[StudentResult], shown: dict[str, str]
     items: dict[tuple[str, str], Item] = {}
     groups: dict[tuple[str, str, str], Group] = {}
     review: list[dict[str, Any]] = []
+    escapes: dict[tuple[str, str, str], list[str]] = {}
     per_notebook: dict[str, list[dict[str, Any]]] = {}
     for s in students:
         mine = points.setdefault(s.student, {})
@@ -237,6 +259,8 @@ def analyse(step_name: str, students: list[StudentResult], shown: dict[str, str]
                                 name, cell.grade_id, message, example=anonymised(cell.error, ids))
                         if s.student not in group.students:
                             group.students.append(s.student)
+                    for case in escaped(cell.error):
+                        escapes.setdefault((name, cell.grade_id, case), []).append(s.student)
     totals = {sid: sum(p.values()) for sid, p in points.items()}
     for key, item in items.items():
         answered = [sid for sid in ids if key in points.get(sid, {})]
@@ -258,7 +282,8 @@ def analyse(step_name: str, students: list[StudentResult], shown: dict[str, str]
     ordered_groups = sorted(groups.values(), key=lambda g: (-len(g.students), g.notebook, g.grade_id, g.cause))
     # by notebook, each in the order of its cells (the first student's notebook's: a stable sort)
     return Insights(step_name, ids, shown, totals, sorted(items.values(), key=lambda i: i.notebook),
-                    ordered_groups, review, per_notebook)
+                    ordered_groups, review, dict(sorted(escapes.items(), key=lambda kv: (-len(kv[1]), kv[0]))),
+                    per_notebook)
 
 
 def _epoch(iso: Any) -> float | None:
@@ -406,7 +431,18 @@ def page(report: Insights, named: bool) -> str:
         parts.append(f"<tr><td class='n'>{len(g.students)}</td><td>{esc(g.notebook)}</td><td>{esc(g.grade_id)}</td>"
                      f"<td>{esc(clip(g.cause, EXAMPLE_CHARS))}</td><td>{_who(report, g.students)}</td>"
                      f"<td class='example'>{esc(g.example)}</td></tr>")
-    parts.append("</table></section><section id='notebooks'><h2>Per notebook</h2>")
+    parts.append("</table><h3>Broken cases that escaped the students' own checks</h3>")
+    if report.escapes:
+        parts.append("<p>Notebook 3's tests of a check: each broken case a student's check returned quietly on."
+                     "</p><table><tr><th>students</th><th>notebook</th><th>grade id</th><th>broken case</th>"
+                     "<th>who</th></tr>")
+        for (nb, gid, case), ids in report.escapes.items():
+            parts.append(f"<tr><td class='n'>{len(ids)}</td><td>{esc(nb)}</td><td>{esc(gid)}</td>"
+                         f"<td>{esc(clip(case, EXAMPLE_CHARS))}</td><td>{_who(report, ids)}</td></tr>")
+        parts.append("</table>")
+    else:
+        parts.append("<p>No broken case escaped a student's check.</p>")
+    parts.append("</section><section id='notebooks'><h2>Per notebook</h2>")
     for name, rows in sorted(report.notebooks.items()):
         late = sum(r["late"] for r in rows)
         extended = sum(bool(r["extension"]) for r in rows)
@@ -440,16 +476,20 @@ def csv_files(report: Insights, folder: Path) -> list[Path]:
                "reasons": "; ".join(r["reasons"])} for r in report.review]
     groups = [{"notebook": g.notebook, "grade_id": g.grade_id, "reason": g.cause, "students": len(g.students),
                "who": " ".join(sorted(show[s] for s in g.students)), "example": g.example} for g in report.groups]
+    escapes = [{"notebook": nb, "grade_id": gid, "broken_case": case, "students": len(ids),
+                "who": " ".join(sorted(show[s] for s in ids))} for (nb, gid, case), ids in report.escapes.items()]
     notebooks = [{"notebook": nb, "student": show[r["student"]], "score": r["score"], "max_score": r["max_score"],
                   "submitted": "" if r["time"] is None else datetime.fromtimestamp(r["time"], tz=timezone.utc)
                   .strftime("%Y-%m-%dT%H:%M:%SZ"), "late": int(r["late"]), "seconds_late": r["seconds_late"],
                   "extension": r["extension"], "to_grade": r["to_grade"]}
                  for nb, rows in sorted(report.notebooks.items()) for r in rows]
     out = []
-    for suffix, rows in (("items", items), ("review", review), ("misconceptions", groups), ("notebooks", notebooks)):
+    for suffix, rows in (("items", items), ("review", review), ("misconceptions", groups), ("escaped", escapes),
+                         ("notebooks", notebooks)):
         columns = list(rows[0]) if rows else {"items": ["notebook", "grade_id"], "review": ["notebook", "grade_id",
                                                                                               "student", "reasons"],
                                               "misconceptions": ["notebook", "grade_id", "reason", "students"],
+                                              "escaped": ["notebook", "grade_id", "broken_case", "students"],
                                               "notebooks": ["notebook", "student"]}[suffix]
         out.append(write_csv(folder / f"insights-{name}-{suffix}.csv", columns, rows, strict=True))
     return out

@@ -16,7 +16,8 @@ import time
 import pytest
 
 from autograder.csvout import csv_text, strict_field
-from autograder.insights import analyse, build_report, causes, cause_key, kelley, pearson, review_reasons
+from autograder.insights import (analyse, build_report, cause_key, causes, escaped, kelley, pearson,
+                                 review_reasons)
 from autograder.records.model import CellResult, NotebookResult, StudentResult
 from autograder.records.store import Store
 from conftest import STEP4
@@ -126,6 +127,23 @@ def test_reasons_split_into_their_messages():
     assert review_reasons("waits for review: process: unknown call; also lost: values: wrong") == ["unknown call"]
     assert cause_key("Middle position 3  escaped") == cause_key("middle position 3 escaped") \
         != cause_key("middle position 4 escaped")
+
+
+def test_the_broken_cases_that_escaped_a_students_check_are_counted():
+    """Notebook 3's reasons (checks/tests.py): `catches <case>` parts whose message is that the check returned
+    quietly, those sharing the message listed by name first; a crash is not an escape."""
+    quiet = ("catches a head that sees the next token; catches a head whose middle position 3 sees the future: "
+             "your check returns quietly on it; catches an unmasked head: your check crashed with ValueError on it. "
+             "A crash is not a catch: when the property fails, raise AssertionError (an assert with a message)")
+    assert escaped(quiet) == ["a head that sees the next token", "a head whose middle position 3 sees the future"]
+    hinted = "catches a head that sees the next token: your check returns quietly on it: compare out_t before and after"
+    assert escaped(hinted) == ["a head that sees the next token"] and escaped("no answer given") == []
+    top = 4.0
+    students = [StudentResult(sid, {"03": NotebookResult(sid, "03", "k", [CellResult("check_hidden", score, top, error)])})
+                for sid, score, error in (("a", 2.0, quiet), ("b", 3.0, hinted), ("c", 4.0, ""))]
+    report = analyse("x", students, {s.student: s.student for s in students})
+    assert report.escapes == {("03", "check_hidden", "a head that sees the next token"): ["a", "b"],
+                              ("03", "check_hidden", "a head whose middle position 3 sees the future"): ["a"]}
 
 
 def _student(sid: str, scores: dict[str, float], top: dict[str, float]) -> StudentResult:
