@@ -200,18 +200,22 @@ def _kind(cell_kind: str, grade_id: str, hidden: set[str] | None) -> str:
     return "hidden test" if grade_id in hidden else "check"
 
 
-def anonymised(text: str, students: list[str]) -> str:
-    """A reason with every student id of the class taken out (longest first), clipped."""
-    for sid in sorted(students, key=len, reverse=True):
-        if len(sid) >= 2:
-            text = re.sub(re.escape(sid), "[student]", text, flags=re.IGNORECASE)
-    return clip(text, EXAMPLE_CHARS)
+def id_pattern(students: list[str]) -> re.Pattern[str] | None:
+    """Any of the class's ids as a word of its own (case aside), longest first; None: no id to look for."""
+    ids = sorted((s for s in students if len(s) >= 2), key=len, reverse=True)
+    return re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, ids)) + r")(?!\w)", re.IGNORECASE) if ids else None
+
+
+def anonymised(text: str, ids: re.Pattern[str] | None) -> str:
+    """A reason with every student id of the class taken out (id_pattern), clipped."""
+    return clip(ids.sub("[student]", text) if ids is not None else text, EXAMPLE_CHARS)
 
 
 def analyse(step_name: str, students: list[StudentResult], shown: dict[str, str],
             hidden: set[str] | None = None) -> Insights:
     """The report's numbers from the store's records; `hidden`: the step's hidden tests' grade ids."""
     ids = [s.student for s in students]
+    any_id = id_pattern(ids)
     points: dict[str, dict[tuple[str, str], float]] = {}
     items: dict[tuple[str, str], Item] = {}
     groups: dict[tuple[str, str, str], Group] = {}
@@ -256,7 +260,7 @@ def analyse(step_name: str, students: list[StudentResult], shown: dict[str, str]
                         group = groups.get((name, cell.grade_id, cause_key(message)))
                         if group is None:
                             group = groups[(name, cell.grade_id, cause_key(message))] = Group(
-                                name, cell.grade_id, message, example=anonymised(cell.error, ids))
+                                name, cell.grade_id, message, example=anonymised(cell.error, any_id))
                         if s.student not in group.students:
                             group.students.append(s.student)
                     for case in escaped(cell.error):

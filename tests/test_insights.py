@@ -16,8 +16,8 @@ import time
 import pytest
 
 from autograder.csvout import csv_text, strict_field
-from autograder.insights import (analyse, build_report, cause_key, causes, escaped, kelley, pearson,
-                                 review_reasons)
+from autograder.insights import (analyse, anonymised, build_report, cause_key, causes, escaped, id_pattern,
+                                 kelley, pearson, review_reasons)
 from autograder.records.model import CellResult, NotebookResult, StudentResult
 from autograder.records.store import Store
 from conftest import STEP4
@@ -127,6 +127,13 @@ def test_reasons_split_into_their_messages():
     assert review_reasons("waits for review: process: unknown call; also lost: values: wrong") == ["unknown call"]
     assert cause_key("Middle position 3  escaped") == cause_key("middle position 3 escaped") \
         != cause_key("middle position 4 escaped")
+
+
+def test_an_example_has_the_class_ids_taken_out_and_nothing_else():
+    ids = id_pattern(["ada", "bo", "x"])
+    assert anonymised("NameError: name 'ada' is not defined; Ada's adaptive bo-test", ids) == \
+        "NameError: name '[student]' is not defined; [student]'s adaptive [student]-test"
+    assert anonymised("x marks", ids) == "x marks" and anonymised("a", None) == "a"
 
 
 def test_the_broken_cases_that_escaped_a_students_check_are_counted():
