@@ -15,8 +15,8 @@ read from the one store of results (records/store.py `Store.load`), nothing else
   still without a score (a written answer not graded yet, a hidden test waiting for review) are left out
   of the numbers and counted in their own columns. Above the table: the histogram of the totals.
 * **waiting for a person's review**: how many cells, which questions, which reasons the grader gave.
-* **misconceptions**: the judges' reasons (a cell's `error`: "part: message; ..." as a check's verdict
-  writes it, checks/framework.py failure_text) split into their messages; one group per question and
+* **misconceptions**: the judges' reasons (a cell's `error` in the notebooks a grading judged: "part:
+  message; ..." as a check's verdict writes it, checks/framework.py failure_text) split into their messages; one group per question and
   message (its case and spacing aside), with how many students, which (their codes) and one example,
   the students' ids taken out. A group is only as true as the judges' reasons: a reason that names a
   cause the answer does not have puts the student in the wrong group. Beside them, for notebook 3's tests
@@ -255,6 +255,8 @@ def analyse(step_name: str, students: list[StudentResult], shown: dict[str, str]
                         item.to_grade += 1
                     continue
                 mine[key] = cell.score
+                if not result.graded:       # missing, unreadable or failed: its reason is no misconception
+                    continue
                 if cell.score < cell.max_score and cell.error and not cell.error.startswith(SCORED_AFTER_REVIEW):
                     for message in causes(cell.error):
                         group = groups.get((name, cell.grade_id, cause_key(message)))

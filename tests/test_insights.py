@@ -181,6 +181,12 @@ def test_item_statistics_on_a_class_worked_by_hand():
     assert report.totals == {"p0": 3, "p1": 3, "p2": 2, "p3": 2, "p4": 1}
     assert pearson([0, 1, 0, 1], [1, 0, 1, 0]) == pytest.approx(-1.0) and kelley([1, 0, 1], [1, 2, 3]) is None
     assert {(g.grade_id, len(g.students)) for g in report.groups} == {("a", 2), ("c", 4), ("d", 3)}
+    # a notebook that was not handed in scores 0 on every cell, and its reason is no misconception
+    gone = StudentResult("p5", {"nb": NotebookResult("p5", "nb", "missing", [
+        CellResult(g, 0.0, 1.0, "not submitted") for g in "abcd"])})
+    again = analyse("x", [*students, gone], {s: s for s in ["p0", "p1", "p2", "p3", "p4", "p5"]})
+    assert {(g.grade_id, len(g.students)) for g in again.groups} == {("a", 2), ("c", 4), ("d", 3)}
+    assert {i.grade_id: len(i.fractions) for i in again.items} == dict.fromkeys("abcd", 6)
 
 
 def test_make_insights_writes_the_page_and_csvs_of_the_grader_home(synthetic, monkeypatch, capsys):
