@@ -16,8 +16,8 @@ read from the one store of results (records/store.py `Store.load`), nothing else
   of the numbers and counted in their own columns. Above the table: the histogram of the totals.
 * **waiting for a person's review**: how many cells, which questions, which reasons the grader gave.
 * **misconceptions**: the judges' reasons (a cell's `error` in the notebooks a grading judged: "part:
-  message; ..." as a check's verdict writes it, checks/framework.py failure_text) split into their messages; one group per question and
-  message (its case and spacing aside), with how many students, which (their codes) and one example,
+  message; ..." as a check's verdict writes it, checks/framework.py failure_text) split into their
+  messages; one group per question and message (its case and spacing aside), with how many students, which (their codes) and one example,
   the students' ids taken out. A group is only as true as the judges' reasons: a reason that names a
   cause the answer does not have puts the student in the wrong group. Beside them, for notebook 3's tests
   of a check: which broken cases escaped how many students' checks (escaped).
