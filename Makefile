@@ -9,6 +9,7 @@
 #              make extensions | make export (Canvas CSV, per-notebook CSV) | make pdfs (written answers)
 #              make roster FROM=<LMS gradebook export> | make written-scores [FROM=<filled-in CSV>]
 #              make handout (the student-only distribution) | make similarity (answers alike, to look at)
+#              make insights [NAMES=1] [EXAMPLE=1] (what the class got wrong: a page and CSVs)
 # Student:     make lab (JupyterLab in notebooks/, with your own copy of the released step)
 #              make fetch | make validate | make submit [STUDENT=id] | make my-feedback
 
@@ -33,7 +34,7 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS)) \
               $(if $(PLAIN_MAX),--plain-max $(PLAIN_MAX)) $(if $(SERIAL_MAX),--serial-max $(SERIAL_MAX))
 
-.PHONY: lint steps mutants rewrites new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster written-scores export pdfs handout similarity lab test test-profile test-browser test-quick clean-grades
+.PHONY: lint steps mutants rewrites new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster written-scores export pdfs handout similarity insights lab test test-profile test-browser test-quick clean-grades
 
 setup: install data release solutions example
 	@echo "setup: done. Student notebooks in release/<step>/, solutions in solutions/; the example class is graded apart, in autograder/example/ (its grades: autograder/example/grades/<step>.csv); the course's own gradebook holds no student yet"
@@ -145,6 +146,12 @@ similarity: $(PY)
 handout: $(PY)
 	$(PY) -m autograder handout $(STEP_FLAG) $(if $(HUB),--hub $(HUB)) $(if $(REPO),--repo $(REPO))
 
+# What the class got wrong, from the store of results: autograder/insights/<step>.html (item analysis,
+# cells waiting for review, misconceptions from the judges' reasons, score against submission time) and
+# its CSVs. Students by a code unless NAMES=1; EXAMPLE=1: the example class (make example).
+insights: $(PY)
+	$(PY) -m autograder insights $(STEP_FLAG) $(if $(NAMES),--names) $(if $(EXAMPLE),--example)
+
 lab: fetch
 	$(PY) -m autograder lab $(STEP_FLAG) $(LAB_FLAGS)
 
@@ -203,5 +210,6 @@ new-check: $(PY)
 clean-grades:
 	rm -rf autograder/submitted autograder/autograded autograder/feedback autograder/work \
 	       autograder/gradebook.db autograder/grades autograder/example-class autograder/example \
-	       autograder/export autograder/pdfs autograder/similarity.csv autograder/similarity.html
+	       autograder/export autograder/pdfs autograder/similarity.csv autograder/similarity.html \
+	       autograder/insights
 	@echo "clean-grades: removed every grading result, the example class's too (the sources, release, solutions, exchange, roster and the course's case key autograder/case-key are untouched)"

@@ -20,6 +20,7 @@ only step in source/, or the newest).
   python -m autograder handout [--to DIR]      the student-only hand-out (release, dlcourse, Binder config) -> handout/
       [--hub URL --repo URL]                   and the nbgitpuller link that opens it on a JupyterHub
   python -m autograder similarity [--threshold X]   answers alike across the class, for a person to look at
+  python -m autograder insights [--names] [--example]   what the class got wrong: a page and CSVs (autograder/insights/)
   python -m autograder extensions              the extensions granted (extensions.csv) and the due dates they give
   python -m autograder roster FILE             roster.csv from the LMS's gradebook export (Canvas or Moodle CSV)
   python -m autograder written-scores [--from F]   the written answers to grade offline, as a CSV; --from: import it
@@ -176,6 +177,20 @@ def cmd_similarity(step, args, extra) -> int:
     return 0
 
 
+def cmd_insights(step, args, extra) -> int:
+    from .insights import make_insights
+    from .records.store import Store
+    store = None
+    if args.example:                        # the example class's own grader home (make example)
+        from .example import example_home
+        home = example_home()
+        store = Store(home, f"sqlite:///{home / 'gradebook.db'}")
+        if not (home / "gradebook.db").exists():
+            raise UsageError(f"no example class graded in {_shown(home)}/: run `make example` first")
+    make_insights(step, store, named=args.names, say=lambda line: print(line))
+    return 0
+
+
 def cmd_extensions(step, args, extra) -> int:
     from .term import list_extensions
     list_extensions(step.name)
@@ -208,6 +223,7 @@ COMMANDS = {
     "collect": _exchange(lambda ex, step, args: ex.collect(step) and None),
     "return-feedback": _exchange(lambda ex, step, args: ex.return_feedback(step) and None),
     "export": cmd_export, "pdfs": cmd_pdfs, "handout": cmd_handout, "similarity": cmd_similarity,
+    "insights": cmd_insights,
     "extensions": cmd_extensions, "roster": cmd_roster, "written-scores": cmd_written_scores,
     "lab": cmd_lab, "steps": cmd_steps, "new-check": cmd_new_check,
 }
@@ -258,6 +274,10 @@ def parser() -> argparse.ArgumentParser:
     made["handout"].add_argument("--repo", default=None, help="the repository students pull the hand-out from")
     made["similarity"].add_argument("--threshold", type=float, default=0.8,
                                     help="list pairs at or above this similarity (0..1)")
+    made["insights"].add_argument("--names", action="store_true",
+                                  help="show the students' ids (default: a code per student)")
+    made["insights"].add_argument("--example", action="store_true",
+                                  help="the example class (make example), not the course's")
     made["new-check"].add_argument("notebook", help="the notebook's name in source/<step>/, without .ipynb")
     made["new-check"].add_argument("grade_id", help="the hidden test's grade id (letters, digits, _)")
     made["new-check"].add_argument("--points", type=float, default=1.0)

@@ -17,6 +17,12 @@ Which fields are escaped is decided per column, not guessed from the value:
   numbers and are written as plain numbers, a negative one too (`-0.4` must stay a number for the
   LMS); a value in a number column that is not a plain decimal number is treated as text and
   escaped, so a column declared numeric can never carry a formula.
+
+`strict=True` (the class report, autograder/insights.py, whose cells hold students' reasons and answers
+quoted) escapes by an allowlist instead: only a plain decimal number or a plain identifier (letters,
+digits, `_ . - /`, starting with a letter, digit or `_`) is written as it is; every other field gets the
+leading `'`, so no field can start a formula however the spreadsheet splits it (a `;` or `,` inside a
+field read as a separator, a space or quote before a `=`).
 """
 from __future__ import annotations
 
@@ -29,12 +35,24 @@ from pathlib import Path
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\0")
 PLAIN_NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+PLAIN_IDENTIFIER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
 
 
 def escape_text(value) -> str:
     """A text field as it is written: a leading `'` when it begins like a formula."""
     text = "" if value is None else str(value)
     return "'" + text if text.startswith(FORMULA_START) else text
+
+
+def strict_field(value) -> str:
+    """A field under the allowlist (`strict=True`): a plain number or identifier as it is, '' empty,
+    anything else with a leading `'`."""
+    if value is None or value == "" or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    text = str(value)
+    return text if PLAIN_NUMBER.fullmatch(text) or PLAIN_IDENTIFIER.fullmatch(text) else "'" + text
 
 
 def number_field(value) -> str:
@@ -50,13 +68,15 @@ def number_field(value) -> str:
     return text if PLAIN_NUMBER.fullmatch(text) else escape_text(text)
 
 
-def _row(values, columns, numbers) -> list[str]:
+def _row(values, columns, numbers, strict: bool = False) -> list[str]:
+    if strict:
+        return [strict_field(v) for v in values]
     return [number_field(v) if c in numbers else escape_text(v) for c, v in zip(columns, values)]
 
 
-def csv_text(columns: list[str], rows, numbers=(), header: bool = True) -> str:
+def csv_text(columns: list[str], rows, numbers=(), header: bool = True, strict: bool = False) -> str:
     """The CSV text of `rows` (dicts by column name, or sequences in column order) under `columns`;
-    `numbers`: the columns holding the grader's numbers (see the module's docstring)."""
+    `numbers`: the columns holding the grader's numbers; `strict`: the allowlist (the module's docstring)."""
     numbers = set(numbers)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -64,19 +84,19 @@ def csv_text(columns: list[str], rows, numbers=(), header: bool = True) -> str:
     # "\n": such a row is written with every field quoted, so that no reader splits it
     quoted = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)
     if header:
-        writer.writerow([escape_text(c) for c in columns])
+        writer.writerow([strict_field(c) if strict else escape_text(c) for c in columns])
     for row in rows:
         values = [row.get(c) for c in columns] if isinstance(row, dict) else list(row)
-        fields = _row(values, columns, numbers)
+        fields = _row(values, columns, numbers, strict)
         (quoted if any("\r" in f for f in fields) else writer).writerow(fields)
     return out.getvalue()
 
 
-def write_csv(path: Path, columns: list[str], rows, numbers=(), header: bool = True) -> Path:
+def write_csv(path: Path, columns: list[str], rows, numbers=(), header: bool = True, strict: bool = False) -> Path:
     """Write `csv_text(...)` to `path` (UTF-8), atomically: a reader never sees half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(csv_text(columns, rows, numbers, header), encoding="utf-8")
+    tmp.write_text(csv_text(columns, rows, numbers, header, strict), encoding="utf-8")
     os.replace(tmp, path)
     return path

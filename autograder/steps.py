@@ -114,8 +114,13 @@ class Step:
         return checks_of(self.package.__name__)
 
     def hidden_test_count(self) -> int:
-        """How many hidden test cells the step's instructor notebooks hold (a cell is one line,
-        `hidden("<grade_id>", globals())`), read without importing the checks (`make steps`)."""
+        """How many hidden test cells the step's instructor notebooks hold (hidden_grade_ids)."""
+        return len(self.hidden_grade_ids())
+
+    def hidden_grade_ids(self) -> set[str]:
+        """The grade ids of the step's hidden test cells (a cell is one line,
+        `hidden("<grade_id>", globals())`), read from the instructor notebooks without importing the
+        checks (`make steps`, the class report)."""
         import json
         import re
         found = set()
@@ -127,7 +132,7 @@ class Step:
             for cell in cells:
                 text = "".join(cell.get("source", "")) if isinstance(cell.get("source"), list) else cell.get("source", "")
                 found.update(re.findall(r"""\bhidden\(\s*["']([^"']+)["']""", text or ""))
-        return len(found)
+        return found
 
     def is_bonus(self, grade_id: str) -> bool:
         return bool(self.bonus_prefix) and grade_id.startswith(self.bonus_prefix)

@@ -7,7 +7,9 @@ nbgrader against `make grade`, warm and cold kernels), whole_step (a class handi
 notebooks, graded both ways), breakdown (where a notebook's grading time goes), student (each
 notebook's run time, each slider's update), head (forward time and memory against T), commands
 (the everyday commands `make steps/fetch/submit/collect/extensions/export`, beside the engine of
-`--against REV`; `--parts commands` alone rewrites only its section of an existing BENCHMARKS.md).
+`--against REV`; `--parts commands` alone rewrites only its section of an existing BENCHMARKS.md), insights
+(the class report of `make insights` for 500 synthetic students; `--parts insights` alone rewrites only
+its section).
 Nothing is asserted about speed: the figures depend on the machine and on whatever else runs on
 it; ratios measured in the same run are what to compare. The raw figures also go to
 artifacts/bench.json (not committed).
@@ -26,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import ROOT, fmt, machine, stats  # noqa: E402
 
-PARTS = ("throughput", "whole_step", "breakdown", "student", "head", "commands")
+PARTS = ("throughput", "whole_step", "breakdown", "student", "head", "commands", "insights")
 SOLUTION_TARGET = 10.0      # seconds, every solution notebook
 SLIDER_TARGET = 0.200       # seconds, every slider update
 # class throughput against plain nbgrader on 2 cores: (target, aim) per way of grading
@@ -339,6 +341,9 @@ def write_report(path: Path, results: dict, command: str) -> None:
         body, v5 = commands.section(results["commands"])
         verdicts += v5
         sections += [COMMANDS_SECTION, "", *body, ""]
+    if "insights" in results:
+        import insights
+        sections += [INSIGHTS_SECTION, "", *insights.section(results["insights"]), ""]
     for name, why in results.get("failed", {}).items():
         sections += [f"## {name}: FAILED", "", "```", why, "```", ""]
     lines += ["## Targets", "", "| target | met | measured |", "|---|---|---|"]
@@ -348,6 +353,21 @@ def write_report(path: Path, results: dict, command: str) -> None:
 
 
 COMMANDS_SECTION = "## 5. Everyday commands"
+INSIGHTS_SECTION = "## 6. The class report"
+
+
+def splice_section(path: Path, title: str, body: list[str]) -> None:
+    """One section measured alone: it replaces the section of that title in the existing file (or is
+    added at its end); the others are kept as they are."""
+    text = path.read_text(encoding="utf-8")
+    new = "\n".join([title, "", *body]).rstrip() + "\n"
+    if title in text:
+        head, _, rest = text.partition(title)
+        after = rest.split("\n## ", 1)[1] if "\n## " in rest else ""
+        text = head + new + ("\n## " + after if after else "")
+    else:
+        text = text.rstrip() + "\n\n" + new
+    path.write_text(text.rstrip() + "\n", encoding="utf-8")
 
 
 def splice_commands(path: Path, results: dict) -> None:
@@ -470,6 +490,11 @@ def main(argv=None) -> int:
         return commands.measure(1 if args.quick else max(3, repeats), against=None if args.quick else args.against,
                                 say=say)
     part("commands", commands_part)
+
+    def insights_part():
+        import insights
+        return insights.measure(20 if args.quick else insights.STUDENTS, 1 if args.quick else repeats, say=say)
+    part("insights", insights_part)
     results["seconds"] = time.monotonic() - started
     results["command"] = command
     results["load_end"] = os.getloadavg()
@@ -479,6 +504,15 @@ def main(argv=None) -> int:
     if parts == ["commands"] and args.out.exists() and "commands" in results:
         splice_commands(args.out, results)
         say(f"bench: the everyday commands' section of {args.out.name} rewritten (the other sections kept)")
+        return 0
+    if parts == ["insights"] and args.out.exists() and "insights" in results:
+        import insights
+        m = results["machine"]
+        splice_section(args.out, INSIGHTS_SECTION, [
+            f"Measured by `python benchmarks/run.py --parts insights` on {m['date']} (load average "
+            f"{' '.join(f'{x:.1f}' for x in m['load_start'])} at its start), apart from the sections above.", "",
+            *insights.section(results["insights"])])
+        say(f"bench: the class report's section of {args.out.name} rewritten (the other sections kept)")
         return 0
     write_report(args.out, results, command)
     say(f"bench: wrote {args.out.name} in {results['seconds'] / 60:.1f} min (raw figures in {raw.name})")

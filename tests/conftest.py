@@ -37,7 +37,7 @@ GRADES_JSON = f"grades/{STEP}.json"
 COURSE_PARTS = ("autograder", "dlcourse", "source", "release", "solutions", "data", "notebooks",
                 "nbgrader_config.py", "Makefile", "pyproject.toml", "course.toml", "extensions.csv")
 GRADING_OUTPUTS = ("submitted", "autograded", "feedback", "work", "example-class", "example", "collected",
-                   "gradebook.db", "case-key", "grades", "export", "pdfs", "written", "similarity.csv",
+                   "gradebook.db", "case-key", "grades", "export", "pdfs", "written", "insights", "similarity.csv",
                    "similarity.html")
 
 

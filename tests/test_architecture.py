@@ -76,3 +76,35 @@ def test_the_records_and_the_checks_framework_are_strictly_typed():
     done = _run("mypy", "--cache-dir=/dev/null", "--no-color-output")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "Success: no issues found" in done.stdout
+
+
+def _reads_besides_the_store(source: str) -> list[str]:
+    """What a module does to read results other than `Store.load`: the gradebook's module, a store's other
+    readers, a file opened or read, JSON parsed."""
+    import ast
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").endswith(("gradebook", "json")):
+            found.append(f"{node.lineno}: imports from {node.module}")
+        elif isinstance(node, ast.Import) and any(a.name in ("json", "sqlite3") for a in node.names):
+            found.append(f"{node.lineno}: imports {', '.join(a.name for a in node.names)}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "results", "result", "result_file", "times", "recorded_times", "notebook_times", "read_text",
+                "read_bytes", "glob", "rglob"):
+            found.append(f"{node.lineno}: .{node.func.attr}()")
+        elif isinstance(node, ast.Attribute) and node.attr == "url":
+            found.append(f"{node.lineno}: .url (the gradebook's address)")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
+            found.append(f"{node.lineno}: open()")
+    return sorted(found, key=lambda line: int(line.split(":")[0]))
+
+
+def test_the_class_report_reads_results_through_the_stores_load_only():
+    """`make insights` (autograder/insights.py) reads the records only through `Store.load`: no gradebook,
+    no result or times file of its own, no other reader of the store."""
+    source = (ROOT / "autograder" / "insights.py").read_text(encoding="utf-8")
+    assert _reads_besides_the_store(source) == []
+    assert "store.load(step)" in source
+    # and the check can fail
+    assert _reads_besides_the_store("store.results(step.name)\nimport json\nopen('x')\nstore.times('s', 'a')\n") == [
+        "1: .results()", "2: imports json", "3: open()", "4: .times()"]

@@ -133,8 +133,11 @@ OPTIONAL = ("sandbox", "kernels", "cpu_seconds", "metered", "stopped", "kernel_p
 class StudentResult:
     """One student's results for a step, as every report, page and export reads them (store.load): their
     notebooks (a grader's scores in them), the term's record (submission time, due date, extension,
-    lateness, penalties: term_records_in) and their totals (totals.student_totals)."""
+    lateness, penalties: term_records_in), their totals (totals.student_totals) and the recorded
+    submission times (store.save_times: {time_source, notebooks: {notebook: seconds since the epoch}},
+    {} when none were recorded)."""
     student: str
     notebooks: dict[str, NotebookResult] = field(default_factory=dict)
     term: dict[str, Any] = field(default_factory=dict)
     totals: dict[str, Any] = field(default_factory=dict)
+    times: dict[str, Any] = field(default_factory=dict)

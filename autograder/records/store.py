@@ -130,13 +130,20 @@ class Store:
             return {}
         return record if isinstance(record, dict) else {}
 
-    def notebook_times(self, step_name: str, students: list[str] | None = None) -> dict[str, dict[str, float]]:
-        """student -> notebook -> its own recorded time (of `students` only, when given)."""
+    def recorded_times(self, step_name: str, students: list[str] | None = None) -> dict[str, dict[str, Any]]:
+        """student -> their recorded submission times (`times`), of `students` only when given."""
         folder = self.home / "work" / "times" / step_name
         chosen = sorted(students) if students is not None else sorted(p.stem for p in folder.glob("*.json"))
+        return {sid: self.times(step_name, sid) for sid in chosen}
+
+    def notebook_times(self, step_name: str, students: list[str] | None = None,
+                       recorded: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, float]]:
+        """student -> notebook -> its own recorded time (of `students` only, when given; `recorded`: the
+        records recorded_times read already)."""
+        recorded = self.recorded_times(step_name, students) if recorded is None else recorded
         out = {}
-        for sid in chosen:
-            own = self.times(step_name, sid).get("notebooks")
+        for sid, record in recorded.items():
+            own = record.get("notebooks")
             out[sid] = {k: float(v) for k, v in own.items() if isinstance(v, (int, float))} \
                 if isinstance(own, dict) else {}
         return out
@@ -165,11 +172,14 @@ class Store:
         """Every student of the step (of `students` only, when given), by id: their results with the
         scores graders gave since (the formgrader, `make written-scores`), the notebooks graded by a
         shard that wrote to another grader home (the gradebook's scores, without the reasons), the
-        term's record and the totals. `gb`: an open gradebook to read (else the store opens its own)."""
+        term's record, the totals and the recorded submission times. `gb`: an open gradebook to read (else
+        the store opens its own)."""
         results = self.results(step.name, students)
+        recorded = self.recorded_times(step.name, students)
         with nullcontext(gb) if gb is not None else gradebook.opened(self.url) as db:
             rows = gradebook.submitted(db, step.name, students)
-            terms = gradebook.term_records_in(db, step.name, students, self.notebook_times(step.name, students))
+            terms = gradebook.term_records_in(db, step.name, students,
+                                              self.notebook_times(step.name, students, recorded))
         by_key = {(r.student, r.notebook): r for r in results}
         order: dict[str, list[str]] | None = None
         for row in rows:
@@ -186,6 +196,7 @@ class Store:
             entry = out.setdefault(result.student, StudentResult(result.student, term=terms.get(result.student, {})))
             entry.notebooks[result.notebook] = result
         for entry in out.values():
+            entry.times = recorded.get(entry.student, {})
             entry.totals = student_totals(list(entry.notebooks.values()), step.is_bonus,
                                           entry.term.get("penalties", {}))
         return [out[sid] for sid in sorted(out)]
