@@ -13,7 +13,7 @@ from conftest import ROOT
 
 SECTIONS = ["## Machine", "## Targets", "## 1. Grading throughput", "## 1b. A class handing in the whole step",
             "## 2. Where the time goes per notebook",
-            "## 3. Student side", "## 4. The head against T", "## 5. Everyday commands"]
+            "## 3. Student side", "## 4. The head against T", "## 5. Everyday commands", "## 6. The class report"]
 NUMBER = re.compile(r"\d+\.\d+")
 
 
