@@ -33,7 +33,7 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS)) \
               $(if $(PLAIN_MAX),--plain-max $(PLAIN_MAX)) $(if $(SERIAL_MAX),--serial-max $(SERIAL_MAX))
 
-.PHONY: lint steps mutants rewrites new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster written-scores export pdfs handout similarity lab test test-profile test-browser test-quick clean-grades
+.PHONY: hub hub-deps lint steps mutants rewrites new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster written-scores export pdfs handout similarity lab test test-profile test-browser test-quick clean-grades
 
 setup: install data release solutions example
 	@echo "setup: done. Student notebooks in release/<step>/, solutions in solutions/; the example class is graded apart, in autograder/example/ (its grades: autograder/example/grades/<step>.csv); the course's own gradebook holds no student yet"
@@ -52,6 +52,21 @@ install: $(PY)
 system-deps:
 	apt-get update -qq && apt-get install -y -qq bubblewrap chromium chromium-driver postgresql slurm-wlm munge >/dev/null
 	@echo "system-deps: bubblewrap, chromium, postgresql, slurm-wlm and munge installed"
+
+# The course on a real JupyterHub (README: "On JupyterHub"). hub-deps: JupyterHub and its pins
+# (requirements-hub.txt) into the course environment, where each user's server runs too, `pip check`
+# clean; configurable-http-proxy from npm into $(HUB_DIR)/proxy (Node.js 20+: Debian's nodejs and npm,
+# installed here as root when missing).
+HUB_DIR ?= .hub
+CHP_VERSION ?= 5.3.0
+hub-deps: $(PY)
+	@command -v npm >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null; \
+	  else echo "hub-deps: needs Node.js 20+ and npm (sudo apt-get install nodejs npm)"; exit 1; fi; }
+	$(PY) -m pip install --quiet -r requirements-dev.txt -r requirements-hub.txt
+	$(PY) -m pip check
+	npm install --silent --no-audit --no-fund --prefix $(HUB_DIR)/proxy configurable-http-proxy@$(CHP_VERSION)
+	@echo "hub-deps: jupyterhub $$($(PY) -c 'import jupyterhub; print(jupyterhub.__version__)') in $(VENV)/, configurable-http-proxy $$($(HUB_DIR)/proxy/node_modules/.bin/configurable-http-proxy --version) in $(HUB_DIR)/proxy/"
 
 # A one-node Slurm cluster for trying the cluster recipe by hand (the tests start their own): munge
 # with a fresh key, slurmctld and slurmd, all in CLUSTER_DIR; no system service is touched. Needs

@@ -125,7 +125,8 @@ QUIET_LAST = ["test_cpu_limits", "test_student_budget"]
 
 # ---- markers by what a module needs (pyproject.toml; the README's test section) ---------------
 # sandbox: grades or runs code in the bwrap sandbox; services: starts PostgreSQL or Slurm;
-# browser: drives Chromium (the modules under tests/browser mark themselves). tests/test_markers.py
+# browser: drives Chromium (the modules under tests/browser mark themselves); hub: needs the JupyterHub of
+# `make hub-deps` (tests/hub.py). tests/test_markers.py
 # checks that every module needing one of them is listed here.
 MODULE_MARKS = {
     "sandbox": ("test_busy_machine", "test_caps", "test_grader_proof", "test_grading", "test_grading_guarantees",
@@ -133,6 +134,7 @@ MODULE_MARKS = {
                 "test_warm_kernels", "test_hostile_pages", "test_lab_formgrader", "test_student_budget"),
     "services": ("test_grading_postgres", "test_cluster_slurm"),
     "browser": ("test_term_flow",),
+    "hub": ("test_hub_deps",),
 }
 
 
