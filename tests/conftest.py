@@ -359,3 +359,36 @@ def kernels_or_skip(sandbox: str, kernels: str) -> str:
         pytest.skip(f"warm kernels cannot be had here: {why_cold(sandbox)}")
     uses(kernels)
     return kernels
+
+
+# ---- one JupyterHub for the whole run (tests/hub.py) ---------------------------------------------
+
+@pytest.fixture(scope="session")
+def hub_session(tmp_path_factory):
+    """ONE JupyterHub for the test session, whichever modules and workers use it: `make hub`'s setup
+    (local test accounts `hubt-*`, configuration, exchange, the step released, in a temporary folder),
+    then the hub. Under pytest-xdist the first worker to get here starts it (a lock, as run_once) and
+    the others read where it is; the worker that started it stops it when its session ends (the hub
+    tests run as one module, on one worker, under --dist loadscope), removing the test accounts, and
+    nothing of it is left listening. A skip without the hub (a failure with REQUIRE_HUB=1, as in CI)."""
+    import fcntl
+    from hub import hub_or_skip, start_hub, stop_hub
+    hub_or_skip()
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    owner = False
+    with open(base / "hub.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        info = base / "hub.json"
+        if info.exists():
+            hub = json.loads(info.read_text())
+        else:
+            hub = start_hub()
+            owner = True
+            info.write_text(json.dumps(hub))
+    try:
+        yield hub
+    finally:
+        if owner:
+            stop_hub(hub)
