@@ -16,7 +16,9 @@ def log_in(page, hub: dict, account: str, timeout_ms: int = 180_000) -> float:
     page.fill("#password_input", f"dev-{account}")
     page.click("#login_submit")
     page.wait_for_url(re.compile(rf"/user/{re.escape(account)}/lab"), timeout=timeout_ms)
-    page.wait_for_selector(".jp-LauncherCard", timeout=timeout_ms)
+    # JupyterLab usable: its menu bar with nbgrader's menu (a later login restores the last layout,
+    # which may hold no Launcher)
+    page.get_by_role("menuitem", name="Nbgrader", exact=True).wait_for(timeout=timeout_ms)
     return time.monotonic() - started
 
 

@@ -1,6 +1,7 @@
 """The course on a real JupyterHub (`make hub`), in Chromium: a student logs in with a local account,
 opens the Assignments tab, fetches the step, validates a notebook and submits; the instructor collects
-the submission and this project's grader grades it, its grades read from the store. Screenshots in
+the submission and this project's grader grades it, its grades read from the store; the feedback is
+returned, and the student fetches it in the Assignments tab and sees its page with the totals. Screenshots in
 artifacts/screenshots/hub-*.png. The hub is the run's one hub (conftest.hub_session)."""
 import json
 import os
@@ -44,7 +45,7 @@ def test_make_hub_serves_a_login_and_knows_the_course(hub_session, record_proper
     assert sorted(p.name for p in released.glob("*.ipynb")) == sorted(f"{n}.ipynb" for n in STEP4.notebooks())
 
 
-def test_a_student_fetches_validates_and_submits_in_the_assignments_tab_and_the_grader_grades_it(
+def test_a_student_fetches_validates_and_submits_in_the_assignments_tab_is_graded_and_sees_the_feedback(
         hub_session, chromium, record_property):
     hub = hub_session
     student = hub["students"][0]
@@ -86,6 +87,7 @@ def test_a_student_fetches_validates_and_submits_in_the_assignments_tab_and_the_
         shot(page, "05-submitted")
     finally:
         context.close()
+    submitted_at = time.monotonic()
 
     out = course(hub, "collect")
     assert student in out
@@ -103,4 +105,32 @@ def test_a_student_fetches_validates_and_submits_in_the_assignments_tab_and_the_
     notebooks, totals = grades[student]
     assert notebooks == sorted(STEP4.notebooks()), notebooks
     assert totals, totals
-    record_property("measured", f"hub: one student from login to graded in the store: {time.monotonic() - started:.1f} s")
+
+    out = course(hub, "return-feedback")
+    assert student in out, out
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(120_000)
+    page = context.new_page()
+    try:
+        log_in(page, hub, student)
+        open_assignments(page)
+        submitted = page.locator("#submitted_assignments_list")
+        submitted.get_by_role("button", name="Fetch Feedback").first.click()
+        feedback = Path(f"/home/{student}") / STEP4.name / "feedback"
+        deadline = time.monotonic() + 120
+        while not list(feedback.glob("*/*.html")) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        pages = sorted(p.name for p in feedback.glob("*/*.html"))
+        assert pages == sorted(f"{n}.html" for n in STEP4.notebooks()), pages
+        shot(page, "06-feedback-fetched")
+        first = next(feedback.glob(f"*/{STEP4.notebooks()[0]}.html"))
+        page.goto(f"{hub['url']}/user/{student}/files/{first.relative_to(Path('/home') / student)}")
+        page.wait_for_load_state()
+        seen = page.inner_text("body")
+        shot(page, "07-feedback-page")
+        assert f"Your scores for {STEP4.name}" in seen and "step total" in seen, seen[:2000]   # the totals, from the store
+    finally:
+        context.close()
+    record_property("measured", f"hub: submit to feedback seen (collect, grade, return, fetch): "
+                                f"{time.monotonic() - submitted_at:.1f} s")
+    record_property("measured", f"hub: one student from login to their feedback: {time.monotonic() - started:.1f} s")
