@@ -34,7 +34,7 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS)) \
               $(if $(PLAIN_MAX),--plain-max $(PLAIN_MAX)) $(if $(SERIAL_MAX),--serial-max $(SERIAL_MAX))
 
-.PHONY: lint steps mutants rewrites new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster written-scores export pdfs handout similarity insights lab test test-profile test-browser test-quick clean-grades
+.PHONY: hub hub-deps lint steps mutants rewrites new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster written-scores export pdfs handout similarity insights lab test test-profile test-browser test-quick clean-grades
 
 setup: install data release solutions example
 	@echo "setup: done. Student notebooks in release/<step>/, solutions in solutions/; the example class is graded apart, in autograder/example/ (its grades: autograder/example/grades/<step>.csv); the course's own gradebook holds no student yet"
@@ -53,6 +53,37 @@ install: $(PY)
 system-deps:
 	apt-get update -qq && apt-get install -y -qq bubblewrap chromium chromium-driver postgresql slurm-wlm munge >/dev/null
 	@echo "system-deps: bubblewrap, chromium, postgresql, slurm-wlm and munge installed"
+
+# The course on a real JupyterHub (README: "On JupyterHub"). hub-deps: an environment of its own,
+# $(HUB_VENV), from a Python every local user may run (HUB_PYTHON: Debian's python3; the course's .venv
+# may be built from an interpreter under root's home, which the students' servers cannot enter), with
+# the course's packages (requirements.txt) and JupyterHub's pins (requirements-hub.txt), `pip check`
+# clean; the hub and every user's server run from it. configurable-http-proxy from npm into
+# $(HUB_DIR)/proxy (Node.js 20+). As root, Debian's nodejs, npm and python3-venv are installed when missing.
+HUB_DIR ?= .hub
+HUB_VENV ?= .hub-venv
+HUB_PYTHON ?= /usr/bin/python3
+HUB_PY := $(HUB_VENV)/bin/python
+CHP_VERSION ?= 5.3.0
+hub-deps:
+	@if ! command -v npm >/dev/null || ! $(HUB_PYTHON) -c 'import ensurepip' 2>/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && apt-get install -y -qq nodejs npm python3-venv >/dev/null; \
+	  else echo "hub-deps: needs Node.js 20+, npm and Python's venv (sudo apt-get install nodejs npm python3-venv)"; exit 1; fi; fi
+	test -x $(HUB_PY) || $(HUB_PYTHON) -m venv $(HUB_VENV)
+	$(HUB_PY) -m pip install --quiet -r requirements.txt -r requirements-hub.txt
+	$(HUB_PY) -m pip install --quiet --no-deps -e .
+	$(HUB_PY) -m pip check
+	npm install --silent --no-audit --no-fund --prefix $(HUB_DIR)/proxy configurable-http-proxy@$(CHP_VERSION)
+	@echo "hub-deps: jupyterhub $$($(HUB_PY) -c 'import jupyterhub; print(jupyterhub.__version__)') in $(HUB_VENV)/, configurable-http-proxy $$($(HUB_DIR)/proxy/node_modules/.bin/configurable-http-proxy --version) in $(HUB_DIR)/proxy/"
+
+# The course on JupyterHub (root): configuration from course.toml [hub] and roster.csv into $(HUB_DIR)/,
+# local accounts for the roster and the instructors (development passwords dev-<account>, for local
+# testing only; NO_PASSWORDS=1 leaves passwords alone), the exchange, then the hub in the foreground.
+# NO_START=1: everything but the start. autograder/hub.py.
+hub:
+	@test -x $(HUB_PY) || { echo "hub: no $(HUB_VENV)/: make hub-deps first"; exit 1; }
+	$(HUB_PY) -m autograder hub $(STEP_FLAG) $(if $(NO_START),--no-start) $(if $(NO_PASSWORDS),--no-passwords)
 
 # A one-node Slurm cluster for trying the cluster recipe by hand (the tests start their own): munge
 # with a fresh key, slurmctld and slurmd, all in CLUSTER_DIR; no system service is touched. Needs

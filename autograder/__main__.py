@@ -25,6 +25,8 @@ only step in source/, or the newest).
   python -m autograder roster FILE             roster.csv from the LMS's gradebook export (Canvas or Moodle CSV)
   python -m autograder written-scores [--from F]   the written answers to grade offline, as a CSV; --from: import it
   python -m autograder lab [--formgrader]      the course's JupyterLab (students: notebooks/; instructors: formgrader)
+  python -m autograder hub [--no-start]        root: the course on a JupyterHub (autograder/hub.py): configuration
+      [--no-passwords]                         from course.toml [hub] and roster.csv, local accounts, the exchange
   python -m autograder steps                   the steps in source/
   python -m autograder new-check NOTEBOOK ID   a new hidden test: its check (probe, judge) and its cell, stubbed
       [--points P] [--answer NAME] [--module M]
@@ -213,6 +215,18 @@ def cmd_written_scores(step, args, extra) -> int:
     return 0
 
 
+def cmd_hub(step, args, extra) -> int:
+    import os
+    from .hub import setup
+    cmd = setup(step.name, passwords=not args.no_passwords)
+    if args.no_start:
+        print("hub: start it with  " + " ".join(cmd))
+        return 0
+    sys.stdout.flush()
+    os.execv(cmd[0], cmd)          # the hub in this process's place: Ctrl-C stops it
+    return 0
+
+
 COMMANDS = {
     "release": cmd_release, "solutions": cmd_solutions, "grade": cmd_grade, "example": cmd_example,
     "gradebook": cmd_gradebook, "report": cmd_report, "feedback": cmd_report,
@@ -225,7 +239,7 @@ COMMANDS = {
     "export": cmd_export, "pdfs": cmd_pdfs, "handout": cmd_handout, "similarity": cmd_similarity,
     "insights": cmd_insights,
     "extensions": cmd_extensions, "roster": cmd_roster, "written-scores": cmd_written_scores,
-    "lab": cmd_lab, "steps": cmd_steps, "new-check": cmd_new_check,
+    "lab": cmd_lab, "hub": cmd_hub, "steps": cmd_steps, "new-check": cmd_new_check,
 }
 
 
@@ -269,6 +283,9 @@ def parser() -> argparse.ArgumentParser:
     made["submit"].add_argument("--student", default=None, help="your student id (default: your login name)")
     made["lab"].add_argument("--formgrader", action="store_true",
                              help="the instructor's JupyterLab, opening nbgrader's formgrader")
+    made["hub"].add_argument("--no-start", action="store_true", help="set everything up, print the command that starts it")
+    made["hub"].add_argument("--no-passwords", action="store_true",
+                             help="leave the local accounts' passwords alone (no development passwords)")
     made["handout"].add_argument("--to", type=Path, default=None, help="where to build it (default: handout/)")
     made["handout"].add_argument("--hub", default=None, help="a JupyterHub's address: print the nbgitpuller link")
     made["handout"].add_argument("--repo", default=None, help="the repository students pull the hand-out from")

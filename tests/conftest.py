@@ -112,7 +112,7 @@ def read_nb(path: Path):
 LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_busy_machine", "test_grading", "test_redteam_cold",
                  "test_cluster_slurm", "test_grader_proof", "test_bench", "test_lab_validate",
                  "test_grading_postgres", "test_grading_guarantees", "test_lab_student", "test_redteam",
-                 "test_exchange_flow", "test_lab_solutions", "test_visible_checks_proof", "test_notebooks_run",
+                 "test_exchange_flow", "test_hub_flow", "test_lab_solutions", "test_visible_checks_proof", "test_notebooks_run",
                  "test_answer_variants_run", "test_caps", "test_release", "test_term_flow", "test_grading_by_hand", "test_review_by_hand",
                  "test_hostile_pages", "test_intake_attacks", "test_example_apart", "test_collect", "test_second_step",
                  "test_gradebook_fill"]
@@ -125,7 +125,8 @@ QUIET_LAST = ["test_cpu_limits", "test_student_budget"]
 
 # ---- markers by what a module needs (pyproject.toml; the README's test section) ---------------
 # sandbox: grades or runs code in the bwrap sandbox; services: starts PostgreSQL or Slurm;
-# browser: drives Chromium (the modules under tests/browser mark themselves). tests/test_markers.py
+# browser: drives Chromium (the modules under tests/browser mark themselves); hub: needs the JupyterHub of
+# `make hub-deps` (tests/hub.py). tests/test_markers.py
 # checks that every module needing one of them is listed here.
 MODULE_MARKS = {
     "sandbox": ("test_busy_machine", "test_caps", "test_grader_proof", "test_grading", "test_grading_guarantees",
@@ -133,6 +134,7 @@ MODULE_MARKS = {
                 "test_warm_kernels", "test_hostile_pages", "test_lab_formgrader", "test_student_budget"),
     "services": ("test_grading_postgres", "test_cluster_slurm"),
     "browser": ("test_term_flow",),
+    "hub": ("test_hub_deps",),
 }
 
 
@@ -357,3 +359,36 @@ def kernels_or_skip(sandbox: str, kernels: str) -> str:
         pytest.skip(f"warm kernels cannot be had here: {why_cold(sandbox)}")
     uses(kernels)
     return kernels
+
+
+# ---- one JupyterHub for the whole run (tests/hub.py) ---------------------------------------------
+
+@pytest.fixture(scope="session")
+def hub_session(tmp_path_factory):
+    """ONE JupyterHub for the test session, whichever modules and workers use it: `make hub`'s setup
+    (local test accounts `hubt-*`, configuration, exchange, the step released, in a temporary folder),
+    then the hub. Under pytest-xdist the first worker to get here starts it (a lock, as run_once) and
+    the others read where it is; the worker that started it stops it when its session ends (the hub
+    tests run as one module, on one worker, under --dist loadscope), removing the test accounts, and
+    nothing of it is left listening. A skip without the hub (a failure with REQUIRE_HUB=1, as in CI)."""
+    import fcntl
+    from hub import hub_or_skip, start_hub, stop_hub
+    hub_or_skip()
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    owner = False
+    with open(base / "hub.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        info = base / "hub.json"
+        if info.exists():
+            hub = json.loads(info.read_text())
+        else:
+            hub = start_hub()
+            owner = True
+            info.write_text(json.dumps(hub))
+    try:
+        yield hub
+    finally:
+        if owner:
+            stop_hub(hub)

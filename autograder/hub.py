@@ -1,0 +1,216 @@
+"""The course on a JupyterHub on one machine (`make hub`): local users, nbgrader's exchange, JupyterLab.
+
+Everything comes from two files of the course: course.toml's `[hub]` table (the port, the instructors,
+the exchange's folder, the address) and roster.csv (the students: each roster id is a local account).
+`make hub` (run by root) does, in order:
+
+  1. writes the hub's configuration into .hub/ (git-ignored): jupyterhub_config.py, and the Jupyter
+     configuration every user's server reads (jupyter/: nbgrader's exchange and its JupyterHub auth
+     plugin; for students, the Formgrader and Create Assignment extensions switched off);
+  2. creates a local (PAM) account for every student and instructor that does not have one yet, with
+     the development password `dev-<account>` (FOR LOCAL TESTING ONLY: say `--no-passwords` and set
+     real ones, or use OAuth or LTI 1.3, README "On JupyterHub");
+  3. makes the exchange's folder, writable by all as nbgrader's folder exchange needs, and releases
+     the step into it (nbgrader release_assignment) unless it holds it already;
+  4. starts JupyterHub (PAMAuthenticator, LocalProcessSpawner, JupyterLab as the default UI).
+
+The hub knows the course's students through its groups: `nbgrader-<course>` (the roster) and
+`formgrade-<course>` (the instructors), which nbgrader.auth.JupyterHubAuthPlugin reads with each
+user's own server token.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .course import COURSE_ID, ENGINE_ROOT, ROOT
+from .errors import GraderError
+
+HUB_DIR = Path(os.environ.get("COURSE_HUB_DIR") or ROOT / ".hub")   # the tests: a folder of their own
+PROXY = ENGINE_ROOT / ".hub" / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
+DEFAULTS = {"ip": "127.0.0.1", "port": 8000, "instructors": ["instructor"], "exchange": "/srv/nbgrader/exchange"}
+ACCOUNT = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")       # what useradd takes on Debian without --badname
+
+
+class HubError(GraderError, RuntimeError):
+    """The hub cannot be set up as asked; the message says what to fix."""
+
+
+def settings(term: dict | None = None) -> dict:
+    """course.toml's [hub], with the defaults filled in."""
+    from .term import load_term
+    given = (load_term() if term is None else term).get("hub", {})
+    unknown = set(given) - set(DEFAULTS)
+    if unknown:
+        raise HubError(f"course.toml [hub]: unknown key(s) {', '.join(sorted(unknown))} "
+                       f"(known: {', '.join(DEFAULTS)})")
+    out = {**DEFAULTS, **given}
+    if not isinstance(out["port"], int) or not 1024 <= out["port"] <= 65000:
+        raise HubError(f"course.toml [hub] port = {out['port']!r}: a port from 1024 to 65000")
+    if isinstance(out["instructors"], str):
+        out["instructors"] = [out["instructors"]]
+    return out
+
+
+def accounts(conf: dict) -> tuple[list[str], list[str]]:
+    """(students, instructors): the roster's ids and course.toml's instructors, each a usable local
+    account name."""
+    from .roster import roster, roster_file
+    students = sorted(roster())
+    instructors = sorted(conf["instructors"])
+    if not students:
+        raise HubError(f"{roster_file().name}: no students (make roster FROM=<the LMS's export>): "
+                       "the hub serves the roster's students")
+    bad = [name for name in students + instructors if not ACCOUNT.match(name)]
+    if bad:
+        raise HubError(f"not usable as local account names: {', '.join(bad)} (lower-case letters, digits, - and _, "
+                       "starting with a letter; at most 32)")
+    both = set(students) & set(instructors)
+    if both:
+        raise HubError(f"both a student and an instructor: {', '.join(sorted(both))}")
+    return students, instructors
+
+
+def dev_password(account: str) -> str:
+    """The development password of a local account: FOR LOCAL TESTING ONLY."""
+    return f"dev-{account}"
+
+
+def create_accounts(names: list[str], passwords: bool = True) -> list[str]:
+    """A local account with a home folder for each name that has none; returns those created. With
+    `passwords`, every one of them (new or not) gets its development password."""
+    if os.geteuid() != 0:
+        raise HubError("local accounts are created by root: sudo make hub")
+    created = []
+    for name in names:
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", name], check=True)
+            created.append(name)
+    if passwords and names:
+        lines = "".join(f"{name}:{dev_password(name)}\n" for name in names)
+        subprocess.run(["chpasswd"], input=lines, text=True, check=True)
+    return created
+
+
+def prepare_exchange(root: Path) -> Path:
+    """nbgrader's folder exchange: a folder every user may write (its course folders below are made by
+    nbgrader with their own permissions)."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    root.chmod(0o777)
+    return root
+
+
+def user_config(folder: Path, conf: dict, students: bool) -> Path:
+    """The Jupyter configuration a user's server reads (through JUPYTER_CONFIG_PATH): nbgrader's
+    exchange and the JupyterHub auth plugin; for students the instructors' extensions are off."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "nbgrader_config.py").write_text(
+        "# Written by `make hub` from course.toml [hub] (autograder/hub.py): do not edit, edit course.toml.\n"
+        "c = get_config()  # noqa: F821\n"
+        f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
+        f"c.Exchange.root = {str(Path(conf['exchange']))!r}\n"
+        "c.Authenticator.plugin_class = 'nbgrader.auth.JupyterHubAuthPlugin'\n", encoding="utf-8")
+    off = {"nbgrader.server_extensions.formgrader": False} if students else {}
+    (folder / "jupyter_server_config.json").write_text(
+        json.dumps({"ServerApp": {"jpserver_extensions": off}}, indent=1), encoding="utf-8")
+    labconfig = folder / "labconfig"
+    labconfig.mkdir(exist_ok=True)
+    disabled = {"@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True} if students else {}
+    (labconfig / "page_config.json").write_text(json.dumps({"disabledExtensions": disabled}, indent=1),
+                                                encoding="utf-8")
+    return folder
+
+
+def hub_config(folder: Path, conf: dict, students: list[str], instructors: list[str]) -> str:
+    """jupyterhub_config.py's text."""
+    port = conf["port"]
+    venv_bin = Path(sys.executable).parent
+    per_user = {name: str(folder / "jupyter" / "students") for name in students}
+    per_user.update({name: str(folder / "jupyter" / "instructors") for name in instructors})
+    lines = [
+        "# Written by `make hub` from course.toml [hub] and roster.csv (autograder/hub.py): edit those, not this.",
+        "c = get_config()  # noqa: F821",
+        f"c.JupyterHub.bind_url = 'http://{conf['ip']}:{port}'",
+        f"c.JupyterHub.hub_bind_url = 'http://127.0.0.1:{port + 1}'",
+        f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{port + 2}'",
+        f"c.ConfigurableHTTPProxy.command = [{str(PROXY)!r}]",
+        f"c.ConfigurableHTTPProxy.pid_file = {str(folder / 'proxy.pid')!r}",
+        f"c.JupyterHub.pid_file = {str(folder / 'jupyterhub.pid')!r}",
+        f"c.JupyterHub.db_url = {'sqlite:///' + str(folder / 'jupyterhub.sqlite')!r}",
+        f"c.JupyterHub.cookie_secret_file = {str(folder / 'jupyterhub_cookie_secret')!r}",
+        "",
+        "# Who may log in: local accounts (PAM), the roster's students and the instructors. For OAuth or",
+        "# LTI 1.3 change these lines (README, On JupyterHub).",
+        "c.JupyterHub.authenticator_class = 'pam'",
+        "c.PAMAuthenticator.open_sessions = False",
+        f"c.Authenticator.allowed_users = {set(students) | set(instructors)!r}",
+        f"c.Authenticator.admin_users = {set(instructors)!r}",
+        "",
+        "# The course's groups, read by nbgrader.auth.JupyterHubAuthPlugin with each user's server token.",
+        f"c.JupyterHub.load_groups = {{'nbgrader-{COURSE_ID}': {{'users': {students!r}}},",
+        f"                            'formgrade-{COURSE_ID}': {{'users': {instructors!r}}}}}",
+        "c.JupyterHub.load_roles = [{'name': 'server', 'scopes': ['inherit']}]",
+        "",
+        "# Each user's server: JupyterLab 4 from the course environment, as that user, in their home.",
+        "c.JupyterHub.spawner_class = 'localprocess'",
+        f"c.Spawner.cmd = [{str(venv_bin / 'jupyterhub-singleuser')!r}]",
+        "c.Spawner.default_url = '/lab'",
+        "c.Spawner.start_timeout = 120",
+        "c.Spawner.http_timeout = 120",
+        f"_CONFIG = {per_user!r}",
+        "def _environment(spawner):",
+        "    return _CONFIG[spawner.user.name]",
+        "c.Spawner.environment = {",
+        f"    'PATH': {str(venv_bin) + ':/usr/local/bin:/usr/bin:/bin'!r},",
+        "    'JUPYTER_CONFIG_PATH': _environment,",
+        f"    'COURSE_EXCHANGE': {str(Path(conf['exchange']))!r},",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def configure(folder: Path | None = None, conf: dict | None = None) -> tuple[Path, list[str], list[str]]:
+    """.hub/jupyterhub_config.py and the users' Jupyter configuration; returns (config file, students,
+    instructors)."""
+    folder = Path(folder or HUB_DIR)
+    conf = conf or settings()
+    students, instructors = accounts(conf)
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o755)
+    user_config(folder / "jupyter" / "students", conf, students=True)
+    user_config(folder / "jupyter" / "instructors", conf, students=False)
+    config = folder / "jupyterhub_config.py"
+    config.write_text(hub_config(folder, conf, students, instructors), encoding="utf-8")
+    return config, students, instructors
+
+
+def command(config: Path) -> list[str]:
+    """The command line that starts the hub with this configuration."""
+    return [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(config)]
+
+
+def setup(step: str, folder: Path | None = None, passwords: bool = True, say=print) -> list[str]:
+    """Steps 1-3 of `make hub`; returns the command that starts the hub."""
+    from .exchange import publish
+    if not PROXY.exists() or shutil.which("jupyterhub", path=str(Path(sys.executable).parent)) is None:
+        raise HubError("JupyterHub or its proxy is not installed: make hub-deps")
+    conf = settings()
+    config, students, instructors = configure(folder, conf)
+    created = create_accounts(students + instructors, passwords=passwords)
+    root = prepare_exchange(Path(conf["exchange"]))
+    os.environ["NBGRADER_EXCHANGE"] = str(root)
+    publish(step)
+    say(f"hub: {len(students)} students and {len(instructors)} instructors ({len(created)} local accounts created"
+        + ("; development passwords dev-<account>, for local testing only" if passwords else "") + ")")
+    say(f"hub: exchange {root}; configuration {config}")
+    say(f"hub: http://{conf['ip']}:{conf['port']}/ (JupyterLab with nbgrader's Assignments; instructors: Formgrader)")
+    return command(config)

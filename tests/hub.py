@@ -1,0 +1,224 @@
+"""What the JupyterHub tests share: where the hub's programs are, and a clear skip (a failure with
+REQUIRE_HUB=1, as in CI) when `make hub-deps` has not installed them or the machine cannot run a hub."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+HUB_DIR = ROOT / ".hub"
+HUB_PYTHON = ROOT / ".hub-venv" / "bin" / "python"      # the hub's environment (make hub-deps)
+PROXY = HUB_DIR / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
+REQUIRED = os.environ.get("REQUIRE_HUB") == "1"
+
+
+def unavailable(reason: str):
+    if REQUIRED:
+        pytest.fail(f"REQUIRE_HUB=1, but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def hub_problem() -> str | None:
+    """Why a hub cannot be run here, or None."""
+    if not (HUB_PYTHON.parent / "jupyterhub").exists():
+        return "the hub's environment .hub-venv/ with JupyterHub is not there (`make hub-deps`)"
+    if not PROXY.exists():
+        return f"configurable-http-proxy is not in {PROXY.relative_to(ROOT)} (`make hub-deps`)"
+    if not shutil.which("node"):
+        return "Node.js is not installed (`make hub-deps` installs Debian's nodejs as root)"
+    if os.geteuid() != 0:
+        return "a hub with local users (PAM, LocalProcessSpawner) is run by root"
+    if not shutil.which("useradd"):
+        return "useradd is missing: local users cannot be created"
+    return None
+
+
+def hub_or_skip() -> None:
+    problem = hub_problem()
+    if problem:
+        unavailable(problem)
+
+
+def pinned(path: Path) -> dict[str, str]:
+    """name -> version of a requirements file's `name==version` lines."""
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if "==" in line:
+            name, version = line.split("==", 1)
+            out[re.sub(r"[-_.]+", "-", name).lower()] = version.strip()
+    return out
+
+
+def python() -> str:
+    return str(HUB_PYTHON)
+
+
+# ---- one hub for the run: local accounts, a temporary exchange and configuration ------------------
+
+PREFIX = "hubt-"                          # every local account the tests create starts with this
+STUDENTS = [f"{PREFIX}s1", f"{PREFIX}s2", f"{PREFIX}s3"]
+INSTRUCTORS = [f"{PREFIX}teacher"]
+
+
+def free_port_block() -> int:
+    """A port p with p, p+1 and p+2 free (the proxy, the hub's API, the proxy's API)."""
+    import socket
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port > 65000:
+            continue
+        try:
+            for p in (port + 1, port + 2):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no three free ports in a row")
+
+
+def hub_env(folder: Path) -> dict:
+    """The environment in which the course's commands see the test hub's term, roster, exchange,
+    configuration folder and a grading home of their own."""
+    env = dict(os.environ)
+    env.update(COURSE_TERM=str(folder / "course.toml"), COURSE_ROSTER=str(folder / "roster.csv"),
+               COURSE_HUB_DIR=str(folder / "hub"), NBGRADER_EXCHANGE=str(folder / "exchange"),
+               GRADER_HOME=str(folder / "grader"), NBGRADER_DB_URL=f"sqlite:///{folder / 'grader' / 'gradebook.db'}",
+               PATH=str(HUB_PYTHON.parent) + os.pathsep + env.get("PATH", ""))
+    return env
+
+
+def write_course(folder: Path, port: int) -> None:
+    """course.toml (the course's own, with a [hub] of the test's) and a roster of the test students."""
+    import tomllib
+    text = (ROOT / "course.toml").read_text(encoding="utf-8")
+    assert "[hub]" in text and tomllib.loads(text)["hub"]
+    text = text[:text.index("[hub]")] + (
+        f'[hub]\nip = "127.0.0.1"\nport = {port}\ninstructors = {INSTRUCTORS!r}\n'
+        f'exchange = "{folder / "exchange"}"\n').replace("'", '"')
+    (folder / "course.toml").write_text(text, encoding="utf-8")
+    (folder / "grader").mkdir()
+    (folder / "roster.csv").write_text("student,name\n" + "".join(f"{s},Test {s}\n" for s in STUDENTS),
+                                       encoding="utf-8")
+
+
+def remove_accounts(names: list[str]) -> None:
+    """Each test account's processes ended (by their pids) and the account removed with its home."""
+    import pwd
+    import signal
+    import subprocess
+    for name in names:
+        assert name.startswith(PREFIX)
+        try:
+            uid = pwd.getpwnam(name).pw_uid
+        except KeyError:
+            continue
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                try:
+                    if os.stat(entry.path).st_uid == uid:
+                        os.kill(int(entry.name), signal.SIGKILL)
+                except OSError:
+                    pass
+        subprocess.run(["userdel", "--remove", name], capture_output=True)
+
+
+def listening(port: int) -> bool:
+    import socket
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def start_hub() -> dict:
+    """`python -m autograder hub --no-start` for the test course in a fresh folder (accounts, config,
+    exchange, the step released), then JupyterHub started there; returns what a test needs. The folder
+    is outside pytest's own (which only root may enter): every user's server reads its configuration."""
+    import subprocess
+    import tempfile
+    import time
+    import urllib.request
+    folder = Path(tempfile.mkdtemp(prefix="course-hub-"))
+    folder.chmod(0o755)
+    port = free_port_block()
+    write_course(folder, port)
+    env = hub_env(folder)
+    started = time.monotonic()
+    hub = {"folder": str(folder), "port": port, "url": f"http://127.0.0.1:{port}", "students": STUDENTS,
+           "instructors": INSTRUCTORS, "env": {k: env[k] for k in env if k.startswith(("COURSE_", "NBGRADER_", "GRADER_"))}}
+    setup = subprocess.run([str(HUB_PYTHON), "-m", "autograder", "hub", "--no-start"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=600)
+    if setup.returncode != 0:
+        remove_accounts(STUDENTS + INSTRUCTORS)
+        raise RuntimeError(f"make hub failed:\n{setup.stdout[-3000:]}\n{setup.stderr[-3000:]}")
+    hub["setup_output"] = setup.stdout
+    log = open(folder / "hub.log", "wb")
+    proc = subprocess.Popen([str(HUB_PYTHON.parent / "jupyterhub"), "-f",
+                             str(folder / "hub" / "jupyterhub_config.py")],
+                            cwd=folder / "hub", env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    hub["pid"] = proc.pid
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            with urllib.request.urlopen(f"{hub['url']}/hub/login", timeout=5) as r:
+                if r.status == 200 and b"password" in r.read():
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_hub(hub)
+            raise RuntimeError("the hub did not serve its login page:\n" + (folder / "hub.log").read_text()[-5000:])
+        time.sleep(0.3)
+    hub["seconds_to_login"] = time.monotonic() - started
+    return hub
+
+
+def stop_hub(hub: dict) -> None:
+    """The hub (and with it the proxy and every user's server) ended, the test accounts removed, the
+    folder deleted. Nothing of the hub is left listening."""
+    import signal
+    import time
+    pid = hub.get("pid")
+    if pid:
+        def gone() -> bool:
+            try:
+                return os.waitpid(pid, os.WNOHANG)[0] == pid
+            except ChildProcessError:               # started by another process: is it still there?
+                try:
+                    os.kill(pid, 0)
+                    return False
+                except ProcessLookupError:
+                    return True
+        try:
+            os.killpg(pid, signal.SIGTERM)              # the hub stops the users' servers and its proxy
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + 30
+        while not gone() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if not gone():
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for name in ("proxy.pid",):                  # a proxy the hub left behind
+            pidfile = Path(hub["folder"]) / "hub" / name
+            if pidfile.exists():
+                try:
+                    os.kill(int(pidfile.read_text().strip()), signal.SIGKILL)
+                except (ValueError, OSError):
+                    pass
+    remove_accounts(hub["students"] + hub["instructors"])
+    deadline = time.monotonic() + 30                    # sockets closed by the processes' ends
+    while any(listening(p) for p in (hub["port"], hub["port"] + 1, hub["port"] + 2)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    shutil.rmtree(hub["folder"], ignore_errors=True)
