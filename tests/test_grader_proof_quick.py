@@ -5,6 +5,10 @@ is `probe_and_judge` and the verdict's report): a cell the check cannot decide i
 No kernel, no notebook: seconds per entry, for working on a check. The proof itself goes through
 grading (tests/test_grader_proof.py); this test also shows that the in-kernel path (JupyterLab,
 plain nbgrader) gives the same points as the grader's.
+
+The corpus is judged once per test session, in a process of its own with torch's own choice of CPU
+kernels on 2 threads (`native_run`): these tests read that run, and tests/test_same_grade_on_every_cpu.py
+compares it, as one of its settings, with the corpus scored under other CPU kernels.
 """
 from __future__ import annotations
 
@@ -12,6 +16,9 @@ import contextlib
 import io
 import json
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -27,9 +34,14 @@ from dlcourse.head import Head
 
 from proof_corpus import CORRECT, REVIEW, UNDECIDED, WRONG, Entry
 from test_grader_proof import judged_by
-from conftest import STEP, STEP4  # noqa: E402
+from conftest import ROOT, STEP, STEP4, run_once  # noqa: E402
 
 REGISTRY = STEP4.checks
+# what chooses torch's CPU kernels, threads and MKL's code path in a process: each scoring sets its own
+NUMERIC_ENV = ("ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS",
+               "MKL_DEBUG_CPU_TYPE")
+MKL = {"MKL_CBWR": "COMPATIBLE", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
+NATIVE_THREADS = 2
 
 
 def code_answers(notebook: str) -> list[str]:
@@ -75,9 +87,44 @@ def corpus_scores() -> dict[str, dict[str, float]]:
     return {entry.name: {gid: got for gid, (got, _) in judge_entry(entry).items()} for entry in CORRECT + WRONG}
 
 
+def score_in_subprocess(cap: str | None, mkl: bool, threads: tuple[int, ...], reports: bool = False) -> list[dict]:
+    """The corpus scored by this file run as a script, in a process of its own: CPU kernel set `cap`
+    (None: torch's own choice), MKL's vendor-independent path or not (both chosen when torch is
+    imported), each thread count of `threads` one after the other. With `reports`, each run also has
+    every entry's judgement with its text (`judged`), UNDECIDED entries included."""
+    env = {k: v for k, v in os.environ.items() if k not in NUMERIC_ENV}
+    env.update(OMP_NUM_THREADS=str(threads[0]), MKL_NUM_THREADS=str(threads[0]),
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]), **(MKL if mkl else {}))
+    if cap is not None:
+        env["ATEN_CPU_CAPABILITY"] = cap
+    done = subprocess.run([sys.executable, str(ROOT / "tests" / "test_grader_proof_quick.py"),
+                           *(["--reports"] if reports else []), *map(str, threads)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, f"{cap}{' mkl' if mkl else ''}: the scoring failed\n{done.stderr[-3000:]}"
+    return json.loads(done.stdout)
+
+
+def native_run(tmp_path_factory) -> dict:
+    """The corpus judged once per session (shared by the test workers), torch's own CPU kernels on
+    NATIVE_THREADS threads: {"capability", "threads", "scores", "judged"}."""
+    return run_once(tmp_path_factory, "proof-quick-native",
+                    lambda folder: score_in_subprocess(None, False, (NATIVE_THREADS,), reports=True)[0])[1]
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory) -> dict:
+    return native_run(tmp_path_factory)["judged"]
+
+
+def test_the_corpus_is_judged_with_every_entry(judged):
+    assert set(judged) == {e.name for e in CORRECT + WRONG + UNDECIDED}
+
+
 @pytest.mark.parametrize("entry", CORRECT + WRONG + UNDECIDED, ids=lambda e: e.name)
-def test_in_process_points_match_the_corpus(entry):
-    for gid, (got, report) in judge_entry(entry).items():
+def test_in_process_points_match_the_corpus(entry, judged):
+    judgements = judged[entry.name]
+    assert set(judgements) == {gid for gid in judged_by(entry) if gid in REGISTRY}, entry.name
+    for gid, (got, report) in judgements.items():
         expected = entry.expect.get(gid, REGISTRY[gid].points)
         if expected == REVIEW or got == REVIEW:
             assert got == expected, f"{entry.name} / {gid}: {entry.why}\n{report}"
@@ -87,10 +134,10 @@ def test_in_process_points_match_the_corpus(entry):
 
 
 if __name__ == "__main__":
-    # `python tests/test_grader_proof_quick.py THREADS...`: for each thread count, every entry's points per
-    # grade cell, as JSON (tests/test_same_grade_on_every_cpu.py runs this under other CPU kernels; the
-    # CPU kernels are chosen when torch is imported, the thread count can change between runs)
-    import sys
+    # `python tests/test_grader_proof_quick.py [--reports] THREADS...`: for each thread count, every entry's
+    # points per grade cell, as JSON (score_in_subprocess runs this under chosen CPU kernels; they are
+    # chosen when torch is imported, the thread count can change between runs); with --reports, also
+    # every entry's judgement with the feedback's text, UNDECIDED entries included
 
     def clear_caches():
         """Forget what the checks cached (their references' sampling distributions...): each thread
@@ -101,10 +148,17 @@ if __name__ == "__main__":
                     if callable(getattr(value, "cache_clear", None)):
                         value.cache_clear()
 
+    with_reports = "--reports" in sys.argv
     runs = []
-    for threads in [int(n) for n in sys.argv[1:]] or [torch.get_num_threads()]:
+    for threads in [int(n) for n in sys.argv[1:] if n != "--reports"] or [torch.get_num_threads()]:
         clear_caches()
         torch.set_num_threads(threads)
-        runs.append({"capability": torch.backends.cpu.get_cpu_capability(), "threads": torch.get_num_threads(),
-                     "scores": corpus_scores()})
+        run = {"capability": torch.backends.cpu.get_cpu_capability(), "threads": torch.get_num_threads()}
+        if with_reports:
+            run["judged"] = {entry.name: judge_entry(entry) for entry in CORRECT + WRONG + UNDECIDED}
+            run["scores"] = {name: {gid: got for gid, (got, _) in cells.items()} for name, cells in run["judged"].items()
+                             if name in {e.name for e in CORRECT + WRONG}}
+        else:
+            run["scores"] = corpus_scores()
+        runs.append(run)
     print(json.dumps(runs, sort_keys=True))

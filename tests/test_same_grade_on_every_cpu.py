@@ -13,7 +13,9 @@ without AVX-512, it reports AVX512 and the process dies on its first such instru
 CPU with AVX-512 all three sets run; on one with AVX2 only, default and AVX2 (and the run's
 measurements say which sets were left out, and how many settings ran).
 
-A run compares 4 representative settings, one scoring process each: the plain kernels on 1 thread;
+A run compares 4 representative settings, one scoring process each (the strongest set on 2 threads is
+the session's own judgement of the corpus, tests/test_grader_proof_quick.py's native_run, which this
+module reads rather than scoring it again): the plain kernels on 1 thread;
 the plain kernels on 2 threads with MKL's vendor-independent path; the strongest set this CPU has
 on 2 threads; AVX2 on 1 thread with MKL's path (AVX2 on 2 threads where AVX2 is the strongest).
 Together they change every rounding named below (the kernel set, the thread count, MKL's path) against
@@ -27,7 +29,6 @@ changed nothing on the AMD EPYC this was measured on; it is set with MKL_CBWR fo
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -37,16 +38,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, STEP
+from conftest import STEP
 from proof_corpus import CORRECT, WRONG
+from test_grader_proof_quick import MKL, NATIVE_THREADS, NUMERIC_ENV, native_run, score_in_subprocess
 
 CAPABILITIES = {"default": "DEFAULT", "avx2": "AVX2", "avx512": "AVX512"}     # the variable's value: what torch reports
 # the CPU flags torch wants for each set (ATen's compute_cpu_capability), weakest set first
 NEEDS = {"default": set(), "avx2": {"avx2", "fma"}, "avx512": {"avx512f", "avx512vl", "avx512bw", "avx512dq", "fma"}}
-THREADS = (1, 2)
-MKL = {"MKL_CBWR": "COMPATIBLE", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
-NUMERIC_ENV = ("ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS",
-               "MKL_DEBUG_CPU_TYPE")
+THREADS = (1, NATIVE_THREADS)
+assert MKL and NUMERIC_ENV
 
 
 def cpu_flags() -> set[str]:
@@ -73,29 +73,29 @@ FULL_MATRIX = os.environ.get("FULL_MATRIX") == "1"
 SETTINGS = ALL_SETTINGS if FULL_MATRIX else {setting_name(*s): s for s in REPRESENTATIVE if setting_name(*s) in ALL_SETTINGS}
 
 
-def run_process(cap: str, mkl: bool, threads: tuple[int, ...]) -> list[dict]:
-    """One process per CPU kernel set and MKL path (both chosen when torch is imported): the corpus
-    scored with each thread count of `threads`, one after the other."""
-    env = {k: v for k, v in os.environ.items() if k not in NUMERIC_ENV}
-    env.update(ATEN_CPU_CAPABILITY=cap, OMP_NUM_THREADS=str(threads[0]), MKL_NUM_THREADS=str(threads[0]),
-               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]), **(MKL if mkl else {}))
-    done = subprocess.run([sys.executable, str(ROOT / "tests" / "test_grader_proof_quick.py"), *map(str, threads)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
-    assert done.returncode == 0, f"{cap}{' mkl' if mkl else ''}: the scoring failed\n{done.stderr[-3000:]}"
-    return json.loads(done.stdout)
+NATIVE = (STRONGEST, NATIVE_THREADS, False)       # the session's own judgement of the corpus (native_run)
 
 
 @pytest.fixture(scope="module")
-def runs() -> dict:
+def runs(tmp_path_factory) -> dict:
     """{setting name: what its scoring returned}, for each of SETTINGS; a process scores only the
-    thread counts SETTINGS asks of its kernel set and MKL path."""
+    thread counts SETTINGS asks of its kernel set and MKL path. The NATIVE setting is the session's
+    judgement of the corpus (torch's own choice of kernels is the strongest this CPU has: the test
+    below checks it), read, not scored again, unless the environment chose other numerics."""
+    native = NATIVE in SETTINGS.values() and not any(k in os.environ for k in NUMERIC_ENV)
     processes = {}
-    for cap, threads, mkl in SETTINGS.values():
-        processes.setdefault((cap, mkl), set()).add(threads)
+    for setting in SETTINGS.values():
+        cap, threads, mkl = setting
+        if not (native and setting == NATIVE):
+            processes.setdefault((cap, mkl), set()).add(threads)
     processes = {p: tuple(sorted(t)) for p, t in sorted(processes.items())}
     with ThreadPoolExecutor(max_workers=2) as pool:           # two cores: two processes at a time
-        done = dict(zip(processes, pool.map(lambda p: run_process(*p, processes[p]), processes)))
-    return {name: done[cap, mkl][processes[cap, mkl].index(threads)] for name, (cap, threads, mkl) in SETTINGS.items()}
+        scoring = pool.map(lambda p: score_in_subprocess(*p, processes[p]), processes)
+        own = native_run(tmp_path_factory) if native else None
+        done = dict(zip(processes, scoring))
+    return {name: own if native and setting == NATIVE else done[setting[0], setting[2]][
+                processes[setting[0], setting[2]].index(setting[1])]
+            for name, setting in SETTINGS.items()}
 
 
 def test_the_settings_run_are_representative(record_property):
@@ -106,7 +106,6 @@ def test_the_settings_run_are_representative(record_property):
     assert {threads for _, threads, _ in chosen} == set(THREADS), chosen
     assert {mkl for _, _, mkl in chosen} == {False, True}, chosen
     assert len(chosen) == (len(ALL_SETTINGS) if FULL_MATRIX else 4), chosen
-    left = [n for n in ALL_SETTINGS if n not in SETTINGS]
     record_property("measured", f"same grade on every CPU: {len(SETTINGS)} of {len(ALL_SETTINGS)} settings run on "
                     f"this CPU ({', '.join(SETTINGS)})" + ("" if FULL_MATRIX else "; FULL_MATRIX=1 runs them all"))
 
