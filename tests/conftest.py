@@ -141,7 +141,7 @@ MODULE_MARKS = {
 def pytest_configure(config):
     """TEST_PROFILE=folder (make test-profile) records where the run's time goes: tests/profiling.py."""
     folder = os.environ.get("TEST_PROFILE")
-    if folder:
+    if folder and Profiler.records_here():
         config.pluginmanager.register(Profiler(Path(folder).resolve()), "test-profiler")
 
 

@@ -38,6 +38,19 @@ def _cpu() -> float:
 
 
 class Profiler:
+    OWNER = "TEST_PROFILE_OWNER"      # the pid of the run that records; its xdist workers are its children
+
+    @classmethod
+    def records_here(cls) -> bool:
+        """True in the run `make test` started and in its xdist workers; False in a pytest run that a test
+        starts (tests/test_markers.py, tests/test_browser_setup.py), which inherits TEST_PROFILE but is
+        part of its test's time, not a run of its own."""
+        owner = os.environ.get(cls.OWNER)
+        if owner is None:
+            os.environ[cls.OWNER] = str(os.getpid())
+            return "PYTEST_XDIST_WORKER" not in os.environ
+        return "PYTEST_XDIST_WORKER" in os.environ and str(os.getppid()) == owner
+
     def __init__(self, folder: Path):
         self.folder = folder
         self.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
@@ -87,7 +100,7 @@ def read(folder: Path) -> list[dict]:
 
 def summarise(folder: Path, top_fixtures: int = 25) -> str:
     rows = read(folder)
-    session = next((r for r in rows if r["kind"] == "session"), None)
+    session = max((r for r in rows if r["kind"] == "session"), key=lambda r: r["wall"], default=None)
     modules: dict[str, dict] = defaultdict(lambda: {"tests": 0, "wall": 0.0, "cpu": 0.0, "workers": set()})
     for r in rows:
         if r["kind"] == "test":

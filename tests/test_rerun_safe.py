@@ -1,9 +1,13 @@
-"""A student who re-runs an earlier cell after later ones gets what the cell showed the first time.
+"""The instructor's notebooks run top to bottom with full marks on their own hidden tests, and a student
+who re-runs an earlier cell after later ones gets what the cell showed the first time.
+
+Each source notebook is run once, in one kernel, for both: first to its end (no cell may raise, every
+hidden test cell must print full marks, and at least one must run), then the re-runs below.
 
 Students re-run cells out of order all the time: a check after reading further, a picture after a
 later section. A later cell that rebinds a name an earlier cell reads (`head`, `x`, `T`, `q`) turns
 that re-run into a false failure message, an IndexError, or a picture of something else under the
-old title. This test runs each solution notebook to its end in one kernel, then re-runs every code
+old title. This test runs each instructor's notebook to its end in one kernel, then re-runs every code
 cell that is neither an answer nor a hidden test, from the last one back to the first, in that same
 kernel: each cell meets the state the whole notebook left (plus the re-runs of the cells after it,
 which give back the same names). Every re-run must raise nothing and print what the first run printed.
@@ -18,7 +22,7 @@ import pytest
 
 from autograder.build import notebook_kernel
 
-from conftest import NOTEBOOK_NAMES, ROOT, STEP, STEP4, errors, nbgrader_meta, read_nb
+from conftest import NOTEBOOK_NAMES, STEP4, errors, nbgrader_meta, read_nb
 
 pytestmark = pytest.mark.slow
 
@@ -32,6 +36,8 @@ DIFFERS_BY_DESIGN = {
 }
 # In a widget's text form, the model id names the widget object, new at every run.
 MODEL_ID = re.compile(r"model_id='?[0-9a-f]{32}'?")
+# What a hidden test cell prints at its end (source/course_plugin.py's self-grading).
+FULL_MARKS = re.compile(r"Hidden tests: ([\d.]+) of ([\d.]+) points\.")
 
 
 def shown(cell) -> str:
@@ -60,8 +66,8 @@ def rerun_cells(nb, name: str) -> list[int]:
 
 
 @pytest.mark.parametrize("name", NOTEBOOK_NAMES)
-def test_every_earlier_cell_reruns_after_the_end_as_it_first_ran(name):
-    nb = read_nb(ROOT / "solutions" / STEP / f"{name}.ipynb")
+def test_runs_with_full_marks_and_every_earlier_cell_reruns_after_the_end_as_it_first_ran(name):
+    nb = read_nb(STEP4.source / f"{name}.ipynb")
     assert set(DIFFERS_BY_DESIGN) <= {c.get("id") for n in NOTEBOOK_NAMES
                                    for c in read_nb(STEP4.source / f"{n}.ipynb").cells}, \
         "DIFFERS_BY_DESIGN names a cell that no longer exists"
@@ -72,10 +78,17 @@ def test_every_earlier_cell_reruns_after_the_end_as_it_first_ran(name):
         for index, cell in enumerate(nb.cells):
             if cell.cell_type == "code":
                 client.execute_cell(cell, index)
+        hidden_cells = 0
         for index, cell in enumerate(nb.cells):
             if errors(cell):
                 problems.append(f"cell {index} ({cell.get('id')}) failed on the first run: "
                                 f"{errors(cell)[0]['ename']}: {errors(cell)[0]['evalue']}")
+            if "BEGIN HIDDEN TESTS" in cell.source:
+                hidden_cells += 1
+                got = FULL_MARKS.search(shown(cell))
+                if not (got and got[1] == got[2]):
+                    problems.append(f"the solution loses points in cell {index} ({cell.get('id')}):\n{shown(cell)}")
+        assert hidden_cells > 0, f"{name}: no hidden test cell ran: full marks on them proves nothing"
         first = {index: shown(nb.cells[index]) for index in cells}
         for index in reversed(cells):
             cell = nb.cells[index]
