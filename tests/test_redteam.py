@@ -40,8 +40,14 @@ from redteam_corpus import Case, Ctx, corpus
 pytestmark = pytest.mark.slow
 
 SANDBOX = "bwrap" if sandbox.bwrap_problem() is None else "none"
-LIMITS = {"cell_timeout": 20, "notebook_timeout": 150, "memory_bytes": 2 * 2**30, "cell_wait_timeout": 5,
+# A cell's CPU limit is what every runaway burns before it is stopped, in the warm batch, the cold one and
+# on the busy machine: 12 s, not the course's default, because the heaviest notebook of the batch that
+# nothing stopped used 6.2-8.5 s of CPU in all its cells together (leak-03's 03-the-tests; checked by
+# test_runaway_cells_are_stopped_by_the_limit_they_reached, which fails before an honest cell comes near it).
+LIMITS = {"cell_timeout": 12, "notebook_timeout": 150, "memory_bytes": 2 * 2**30, "cell_wait_timeout": 5,
           "student_budget": 100}
+# The share of a cell's CPU limit that the heaviest notebook nothing stopped may use.
+HONEST_SHARE = 0.8
 # What grading one notebook may make a grading worker hold at its peak (torch and the checks imported:
 # about 220 MiB; an honest notebook adds little), whatever the kernel sends it.
 WORKER_PEAK_BYTES = 1 * 2**30
@@ -309,6 +315,16 @@ def test_runaway_cells_are_stopped_by_the_limit_they_reached(batch, kernels, cas
         figures += [f"{name} '{s['cell']}' {s['cpu_seconds']:.1f} s CPU / {s['wall_seconds']:.1f} s wall"
                     for s in stopped]
     record_property("measured", f"runaway cells ({kernels} kernels): " + "; ".join(figures))
+    # the limit is the batch's, and nothing it did not stop comes near it: a notebook's CPU time (all its
+    # cells together) bounds any one cell's
+    for graded in batch.graded.values():
+        for s in graded.result.get("stopped", []):
+            if s["limit"] == "cell CPU time":
+                assert s["cpu_seconds"] >= LIMITS["cell_timeout"], (graded.case.name, s)
+    heaviest = max((g.result.get("cpu_seconds") or 0, g.case.name) for g in batch.graded.values()
+                   if g.result and not g.result.get("stopped"))
+    assert heaviest[0] < HONEST_SHARE * LIMITS["cell_timeout"], \
+        f"{heaviest[1]}'s notebook used {heaviest[0]:.1f} s of CPU, near the batch's cell limit: raise LIMITS"
 
 
 def _check_source_lines() -> set[str]:
