@@ -30,6 +30,7 @@ import re
 from pathlib import Path
 
 from .course import ROOT
+from .csvout import text_of
 from .errors import GraderError
 
 ROSTER_COLUMNS = ["student", "name", "canvas_id", "sis_user_id", "sis_login_id", "section", "moodle_name"]
@@ -51,7 +52,9 @@ def assignments_file() -> Path:
 
 def _rows(path: Path) -> list[dict]:
     text = path.read_text(encoding="utf-8-sig")
-    return list(csv.DictReader(line for line in text.splitlines() if line.strip() and not line.startswith("#")))
+    rows = csv.DictReader(line for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    # the guard the CSV writer put on a field (autograder/csvout.py) taken off: a name reads as it was given
+    return [{k: text_of(v) if isinstance(v, str) else v for k, v in row.items()} for row in rows]
 
 
 def roster() -> dict[str, dict]:

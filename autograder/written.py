@@ -24,7 +24,7 @@ import math
 from pathlib import Path
 
 from .course import ROOT, db_url, grader_home
-from .csvout import FORMULA_START, write_csv
+from .csvout import text_of, write_csv
 from .errors import GraderError
 from .records import gradebook
 
@@ -83,8 +83,8 @@ def export_written(step: str, say=print) -> Path:
 
 
 def _unescape(text: str) -> str:
-    """The CSV writer's leading `'` taken off a field that begins like a formula."""
-    return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_START) else text
+    """A comment as the CSV writer guarded it, read back (autograder/csvout.py `text_of`)."""
+    return text_of(text)
 
 
 def import_written(step: str, path: Path, say=print) -> int:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from autograder.collect import collect, lms_name, pick_newest
-from autograder.csvout import csv_text, escape_text, number_field
+from autograder.csvout import PLAIN_NUMBER, csv_text, escape_text, number_field, strict_field, text_of
 from conftest import ROOT, STEP, STEP4
 from test_term import small_gradebook, term_files  # noqa: F401  (a fixture)
 
@@ -212,11 +212,19 @@ def test_canvas_export_fills_ids_heads_the_assignment_id_and_names_the_unmatched
 
 # ---- every CSV ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text", ["=HYPERLINK(\"http://x\")", "+1", "-1", "-3+4", "@SUM(A1)", "\tx", "\rx", "\0x"])
+@pytest.mark.parametrize("text", ["=HYPERLINK(\"http://x\")", "+1", "-1", "-3+4", "@SUM(A1)", "\tx", "\0x"])
 def test_text_that_begins_like_a_formula_is_escaped(text):
     assert escape_text(text) == "'" + text
     out = list(csv.reader(io.StringIO(csv_text(["error", "score"], [{"error": text, "score": -0.4}], numbers=["score"]))))
     assert out[1] == ["'" + text, "-0.4"]                              # the penalty stays a number
+
+
+def test_a_line_break_is_marked_and_read_back():
+    """A reader splitting by `;` ends a row at a line break even inside quotes: the break is marked."""
+    assert escape_text("\rx") == "'\u23cex" and escape_text("a\r\nb\nc\rd") == "a\u23ceb\u23cec\u23ced"
+    assert escape_text("a\n=cmd") == "a\u23ce'=cmd" and text_of(escape_text("a\nb")) == "a\nb"
+    assert escape_text("x;=1") == "x;'=1" and escape_text("x;'y") == "x;''y" and text_of("x;''y") == "x;'y"
+    assert csv_text(["a"], [["x\n=1+1"]]).count("\n") == 2       # the header's and the row's
 
 
 def test_numbers_stay_numbers_and_a_number_column_carries_no_formula():
@@ -224,6 +232,57 @@ def test_numbers_stay_numbers_and_a_number_column_carries_no_formula():
            ["-0.4", "3", "0.0", "-0.4", "57", "", "", ""]
     assert number_field("=1+1") == "'=1+1" and number_field("-1+1") == "'-1+1" and number_field(True) == "True"
     assert escape_text("ada") == "ada" and escape_text("Zoë") == "Zoë" and escape_text(None) == ""
+
+
+SEPARATORS = (",", ";", "\t", "|", ":")
+
+
+def hostile_fields(seed: int, n: int = 400) -> list[str]:
+    """Mechanically made text a student controls: fragments of formulas, separators, quotes, spaces
+    and line breaks joined at random (the seed is printed by the test that draws them)."""
+    import random
+    draw = random.Random(seed)
+    parts = ["=", "+", "-", "@", "=HYPERLINK(\"http://x\")", "cmd|' /C calc'!A0", ";", ",", "\t", "|", ":",
+             "\"", "'", " ", "\r", "\n", "\0", "1", "-1", "0.5", "ada", "a b", "Zoë", "\u202e", "\u00a0"]
+    return ["".join(draw.choice(parts) for _ in range(draw.randint(1, 6))) for _ in range(n)]
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_no_cell_starts_a_formula_whatever_separator_the_spreadsheet_splits_by(strict):
+    """Read as a spreadsheet reads it, with `;` (the default where the decimal mark is a comma), a tab,
+    `|` or `:` as the separator as well as `,`: every cell of every line is a plain number or begins
+    with no formula character, and read with `,` every field comes back as written (escaped)."""
+    seed = random_seed()
+    print(f"hostile fields drawn with seed {seed}")
+    fields = hostile_fields(seed)
+    rows = [{"error": text, "student": fields[-1 - i], "score": -0.4} for i, text in enumerate(fields)]
+    text = csv_text(["student", "error", "score"], rows, numbers=["score"], strict=strict)
+    for separator in SEPARATORS:
+        for line in csv.reader(io.StringIO(text, newline=""), delimiter=separator):
+            for cell in line:
+                assert not cell.startswith(("=", "+", "-", "@", "\t", "\r", "\0")) or \
+                    PLAIN_NUMBER.fullmatch(cell), (seed, repr(separator), cell)
+    back = list(csv.DictReader(io.StringIO(text, newline="")))
+    assert len(back) == len(rows)
+    for row, got in zip(rows, back):
+        want = strict_field(row["error"]) if strict else escape_text(row["error"])
+        assert got["error"] == want and got["score"] == "-0.4", (seed, row, got)
+        if not strict:                          # read back exactly, its line breaks as "\n"
+            assert text_of(got["error"]) == row["error"].replace("\r\n", "\n").replace("\r", "\n"), (seed, row)
+
+
+def random_seed() -> int:
+    import os
+    return int(os.environ.get("CSV_SEED") or int.from_bytes(os.urandom(4), "big"))
+
+
+def test_a_roster_written_by_the_grader_reads_back_as_it_was_given(tmp_path, monkeypatch):
+    from autograder.csvout import write_csv
+    from autograder.roster import ROSTER_COLUMNS, roster
+    monkeypatch.setenv("COURSE_ROSTER", str(tmp_path / "roster.csv"))
+    names = ["Zoë Müller", "O'Neil, Ann", "=HYPERLINK(\"x\")", "a;=1+1", "-1", "x:'y", "two\nlines"]
+    write_csv(tmp_path / "roster.csv", ROSTER_COLUMNS, [{"student": f"s{i}", "name": n} for i, n in enumerate(names)])
+    assert [roster()[f"s{i}"]["name"] for i in range(len(names))] == names
 
 
 def test_every_csv_the_grader_writes_goes_through_the_shared_writer():

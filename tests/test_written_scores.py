@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from autograder.csvout import text_of
 from conftest import STEP
 from test_term import small_gradebook, term_files  # noqa: F401  (a fixture)
 
@@ -67,7 +68,9 @@ def test_export_lists_every_written_answer_with_the_answer_text(home):
     assert list(rows[0]) == COLUMNS
     assert [(r["student"], r["notebook"], r["grade_id"], r["max_score"], r["score"]) for r in rows] == \
            [("ada", "nb", "w1", "4.0", ""), ("bea", "nb", "w1", "4.0", ""), ("cy", "nb", "w1", "4.0", "")]
-    assert rows[0]["answer"] == "'=HYPERLINK(\"x\")\nbecause"          # a formula-like answer, escaped
+    # a formula-like answer, escaped, its line break marked (a reader splitting by `;` would end the row there)
+    assert rows[0]["answer"] == "'=HYPERLINK(\"x\")\u23cebecause"
+    assert text_of(rows[0]["answer"]) == "=HYPERLINK(\"x\")\nbecause"
 
 
 def test_import_scores_comments_and_marks_graded(home, tmp_path):
