@@ -45,6 +45,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 
 from .course import ROOT, use_environment_tools
 from .errors import GraderError, UsageError
+from .safetext import TerminalText
 
 
 def _shown(path: Path) -> Path:
@@ -310,6 +311,19 @@ def main(argv=None) -> int:
     if extra and args.command != "lab":
         top.error(f"unrecognized arguments: {' '.join(extra)}")
     started = time.monotonic()
+    # every command's printing passes the terminal's allowlist (autograder/safetext.py): student text
+    # quoted in a reason or a note is shown, never run by the terminal
+    streams = sys.stdout, sys.stderr
+    if not isinstance(sys.stdout, TerminalText):
+        sys.stdout, sys.stderr = TerminalText(sys.stdout), TerminalText(sys.stderr)
+    try:
+        return _run(args, extra, started)
+    finally:
+        sys.stdout.flush()
+        sys.stdout, sys.stderr = streams
+
+
+def _run(args, extra, started: float) -> int:
     use_environment_tools()
     from .steps import find_step
     try:        # the one place an error becomes an exit code: modules raise, never exit

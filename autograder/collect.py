@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import GraderError
+from .safetext import printable
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20       # a Step 4 notebook with all its pictures is well under 5 MB
 MAX_ZIP_MEMBERS = 200
@@ -137,12 +138,6 @@ def canvas_name(filename: str) -> tuple[str, bool, str] | None:
     names them; None for any other name."""
     found = lms_name(filename)
     return (found.name, found.late, found.rest) if found and found.lms == "canvas" else None
-
-
-def printable(text: str) -> str:
-    r"""`text` with control and other unprintable characters escaped (`\x1b`, `\udceb`)."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
-                   for c in text)
 
 
 def _utf8(name: str) -> str:

@@ -29,7 +29,9 @@ a cell that starts a formula. So `guard` works by two allowlists, not by a list 
   formula begins with), else a `'` is put before it (a `'` there is doubled, so `text_of` reads back
   exactly what was written); a field that ends at such a place ends with a `'` (what follows it in the
   file, the closing quote, must not start a cell either);
-* a line break is written as `⏎` (LINE_BREAK), itself not in CELL_CONTINUE.
+* a line break is written as `⏎` (LINE_BREAK), itself not in CELL_CONTINUE; any other character that is
+  not printable (a tab, NUL, ESC, a bidi override: autograder/safetext.py) as its escape (`\\t`), so a
+  terminal that shows the file (`cat`) runs nothing either.
 
 A line's first field starts a cell for every reader: one that does not begin with a SAFE_START
 character (a negative number) gets the `'` too. Then a field is written bare only when it is empty, a
@@ -50,6 +52,8 @@ import os
 import re
 import unicodedata
 from pathlib import Path
+
+from .safetext import printable
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\0")
 PLAIN_NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -75,7 +79,7 @@ def safe_start(c: str) -> bool:
 def guard(text: str) -> str:
     """`text` on one line, with a `'` before every character that could start a cell of some reader
     and is not safe there (the module's docstring)."""
-    text = BREAKS.sub(LINE_BREAK, text)
+    text = BREAKS.sub(LINE_BREAK, printable(text, keep="\r\n"))
     out, at_start = [], True
     for c in text:
         if at_start and not safe_start(c):

@@ -74,3 +74,26 @@ def test_every_error_the_engine_defines_has_the_one_base():
                     outside.append(f"{info.name}.{name}")
     assert len(found) >= 15, found
     assert outside == []
+
+
+def test_student_text_reaches_the_terminal_as_text():
+    """Whatever a command prints passes the terminal's allowlist (autograder/safetext.py): a file name
+    holding an OSC sequence (a window title, a clipboard write), colours and a right-to-left override
+    comes out as its escapes, on the real command line."""
+    import subprocess
+    import sys
+    from conftest import ROOT
+    hostile = "answers\x1b]0;owned\x07\x1b]52;c;SGVsbG8=\x07\x1b[31mred\u202eevil.csv"
+    proc = subprocess.run([sys.executable, "-m", "autograder", "written-scores", "--step", "step-04", "--from", hostile],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "no such file" in proc.stderr, proc.stderr
+    assert "\\x1b]0;owned\\x07" in proc.stderr and "\\u202eevil" in proc.stderr, proc.stderr
+    assert all(c.isprintable() or c in "\n\t" for c in proc.stdout + proc.stderr), repr(proc.stderr)
+
+
+def test_the_terminal_allowlist_passes_every_script_and_nothing_else():
+    from autograder.safetext import terminal_text
+    prose = "Zoë 学生 عربى Ελληνικά — ✓ 1.5 ≤ 2\n\tnext"
+    assert terminal_text(prose) == prose
+    for c in ["\x1b", "\x07", "\x9b", "\u202e", "\u2066", "\x00", "\r", "\x7f", "\ue000", "\udceb", "\u200b"]:
+        assert terminal_text(f"a{c}b") != f"a{c}b" and terminal_text(f"a{c}b").isprintable(), repr(c)

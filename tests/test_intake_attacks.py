@@ -222,7 +222,7 @@ def test_generated_names_never_take_an_honest_students_id_or_work(tmp_path):
         assert chosen[(sid, INTAKE_NOTEBOOK)].data == good, sid          # their own id, their own work
     graded_generated = {item.origin.split("/")[0] for (sid, _), item in chosen.items() if sid not in INTAKE_HONEST}
     refused = {p["file"] for p in problems if p["student"] == NO_ID}
-    from autograder.collect import printable
+    from autograder.safetext import printable
     assert {printable(n) for n in names} == graded_generated | refused, "a name neither graded nor reported"
     assert len({sid for sid, _ in chosen}) == len(chosen)               # one copy each: nobody merged
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from autograder.collect import collect, lms_name, pick_newest
+from autograder.safetext import printable
 from autograder.csvout import PLAIN_NUMBER, csv_text, escape_text, number_field, strict_field, text_of
 from conftest import ROOT, STEP, STEP4
 from test_term import small_gradebook, term_files  # noqa: F401  (a fixture)
@@ -212,11 +213,18 @@ def test_canvas_export_fills_ids_heads_the_assignment_id_and_names_the_unmatched
 
 # ---- every CSV ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text", ["=HYPERLINK(\"http://x\")", "+1", "-1", "-3+4", "@SUM(A1)", "\tx", "\0x"])
+@pytest.mark.parametrize("text", ["=HYPERLINK(\"http://x\")", "+1", "-1", "-3+4", "@SUM(A1)"])
 def test_text_that_begins_like_a_formula_is_escaped(text):
     assert escape_text(text) == "'" + text
     out = list(csv.reader(io.StringIO(csv_text(["error", "score"], [{"error": text, "score": -0.4}], numbers=["score"]))))
     assert out[1] == ["'" + text, "-0.4"]                              # the penalty stays a number
+
+
+def test_what_is_not_printable_is_written_as_its_escape():
+    """A tab, NUL, ESC or a bidi override is shown, not kept: `cat grades.csv` runs nothing."""
+    assert escape_text("\tx") == "\\tx" and escape_text("\0x") == "\\x00x"
+    assert escape_text("a\x1b]52;c;SGVsbG8=\x07b") == "a\\x1b]52;c;SGVsbG8=\\x07b"
+    assert escape_text("\u202eabc") == "\\u202eabc"
 
 
 def test_a_line_break_is_marked_and_read_back():
@@ -267,8 +275,10 @@ def test_no_cell_starts_a_formula_whatever_separator_the_spreadsheet_splits_by(s
     for row, got in zip(rows, back):
         want = strict_field(row["error"]) if strict else escape_text(row["error"])
         assert got["error"] == want and got["score"] == "-0.4", (seed, row, got)
-        if not strict:                          # read back exactly, its line breaks as "\n"
-            assert text_of(got["error"]) == row["error"].replace("\r\n", "\n").replace("\r", "\n"), (seed, row)
+        if not strict:          # read back exactly, its line breaks as "\n", what is not printable as its escape
+            assert text_of(got["error"]) == printable(row["error"], keep="\r\n").replace("\r\n", "\n").replace("\r", "\n"), \
+                (seed, row)
+        assert all(c.isprintable() for c in got["error"]), (seed, got)
 
 
 def random_seed() -> int:
