@@ -27,7 +27,9 @@ from conftest import STEP, STEP4
 NOTEBOOKS = ["01-on-paper", "02-the-head", "03-the-tests", "04-attention-on-text", "05-attention-as-smoothing",
              "06-going-further"]
 HONEST = [f"h{i}" for i in range(6)]
-COPIES = {"copy-renamed": "h1", "copy-padded": "h2", "copy-reordered": "h3"}
+COPIES = {"copy-renamed": "h1", "copy-padded": "h2", "copy-reordered": "h3", "copy-interleaved": "h4"}
+# Statements that do nothing, one put before every statement of a copied answer (copy-interleaved), in turn.
+DEAD = ["pass", "_pad = 0", "0", "'.'", "unused_k = len([])", "print()", "spare = [1, 2, 3]", "...", "None"]
 
 # Written answers of their own (02-the-head/scale_width, 05/smoothing_as_s_grows), one per honest student.
 SCALE_WIDTH = [
@@ -143,6 +145,26 @@ def reordered(source: str) -> str:
     return "\n".join(imports + rest[::-1])
 
 
+def interleaved(source: str) -> str:
+    """A dead statement (DEAD, in turn) put before every statement of `source`, at its indentation."""
+    import ast
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    before = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt):
+            first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+            before.setdefault(first, node.col_offset)
+    lines, out = source.splitlines(keepends=True), []
+    for number, line in enumerate(lines, 1):
+        if number in before:
+            out.append(" " * before[number] + DEAD[len(out) % len(DEAD)] + "\n")
+        out.append(line)
+    return "".join(out)
+
+
 def copy_answers(victim: dict[str, dict[str, str]], how: str) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for notebook, answers in victim.items():
@@ -152,6 +174,8 @@ def copy_answers(victim: dict[str, dict[str, str]], how: str) -> dict[str, dict[
             code = {gid: renamed(t) for gid, t in code.items()}
         elif how == "copy-padded":
             code = {gid: t.rstrip("\n") + "\n" + HELPER for gid, t in code.items()}
+        elif how == "copy-interleaved":
+            code = {gid: interleaved(t) for gid, t in code.items()}
         elif how == "copy-reordered":
             gids = [g for g in answers_of(STEP4, notebook) if g in code]
             code = {gids[(i + 1) % len(gids)]: reordered(code[g]) for i, g in enumerate(gids)}

@@ -64,7 +64,7 @@ def test_renamed_copies_are_listed_and_different_answers_are_not(grading_home):
     before = sorted(p.read_bytes() for p in grading_home.rglob("*.ipynb"))
     dest = report(STEP, 0.8, say=lambda *a: None)
     assert dest.read_text().splitlines() == ["student_a,student_b,answers_alike,max_similarity,mean_similarity,answers",
-                                             f"ada,bob,1,1.0,1.0,{NB}/scores_entrywise 1.00"]
+                                             f"ada,bob,1,1.0,1.0,\"{NB}/scores_entrywise 1.00\""]
     assert sorted(p.read_bytes() for p in grading_home.rglob("*.ipynb")) == before
 
 
