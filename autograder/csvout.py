@@ -55,7 +55,6 @@ from pathlib import Path
 
 from .safetext import printable
 
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\0")
 PLAIN_NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 PLAIN_IDENTIFIER = re.compile(r"\w[\w./-]*")       # letters and digits of any script, `_ . / -`
 
@@ -159,9 +158,15 @@ def csv_text(columns: list[str], rows, numbers=(), header: bool = True, strict: 
     for row in rows:
         values = [row.get(c) for c in columns] if isinstance(row, dict) else list(row)
         lines.append(_row(values, columns, numbers, strict))
-    # a line's first field starts a cell for every reader: a plain number there (`-1` as an id) is guarded too
-    lines = [[("'" + f[0] if f and f[0] and f[0][0] != "'" and not safe_start(f[0][0]) else f[0]), *f[1:]] if f else f for f in lines]
-    return "".join(",".join(_field(f) for f in fields) + "\n" for fields in lines)
+    return "".join(",".join(_field(f) for f in _first_guarded(fields)) + "\n" for fields in lines)
+
+
+def _first_guarded(fields: list[str]) -> list[str]:
+    """A line's first field starts a cell for every reader: a plain number there (`-1` as an id) gets
+    the guard's `'` too."""
+    if fields and fields[0] and fields[0][0] != "'" and not safe_start(fields[0][0]):
+        return ["'" + fields[0], *fields[1:]]
+    return fields
 
 
 def write_csv(path: Path, columns: list[str], rows, numbers=(), header: bool = True, strict: bool = False) -> Path:
