@@ -14,6 +14,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import random
 import re
 import zipfile
 from pathlib import Path
@@ -21,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from autograder.collect import collect, lms_name, pick_newest
-from autograder.safetext import printable
 from autograder.csvout import PLAIN_NUMBER, csv_text, escape_text, number_field, strict_field, text_of
+from autograder.safetext import printable
 from conftest import ROOT, STEP, STEP4
 from test_term import small_gradebook, term_files  # noqa: F401  (a fixture)
 
@@ -245,10 +247,14 @@ def test_numbers_stay_numbers_and_a_number_column_carries_no_formula():
 SEPARATORS = (",", ";", "\t", "|", ":")
 
 
+def random_seed() -> int:
+    """A fresh seed each run (CSV_SEED=n repeats one)."""
+    return int(os.environ.get("CSV_SEED") or int.from_bytes(os.urandom(4), "big"))
+
+
 def hostile_fields(seed: int, n: int = 400) -> list[str]:
     """Mechanically made text a student controls: fragments of formulas, separators, quotes, spaces
     and line breaks joined at random (the seed is printed by the test that draws them)."""
-    import random
     draw = random.Random(seed)
     parts = ["=", "+", "-", "@", "=HYPERLINK(\"http://x\")", "cmd|' /C calc'!A0", ";", ",", "\t", "|", ":",
              "\"", "'", " ", "\r", "\n", "\0", "1", "-1", "0.5", "ada", "a b", "Zoë", "\u202e", "\u00a0"]
@@ -279,11 +285,6 @@ def test_no_cell_starts_a_formula_whatever_separator_the_spreadsheet_splits_by(s
             assert text_of(got["error"]) == printable(row["error"], keep="\r\n").replace("\r\n", "\n").replace("\r", "\n"), \
                 (seed, row)
         assert all(c.isprintable() for c in got["error"]), (seed, got)
-
-
-def random_seed() -> int:
-    import os
-    return int(os.environ.get("CSV_SEED") or int.from_bytes(os.urandom(4), "big"))
 
 
 def test_a_roster_written_by_the_grader_reads_back_as_it_was_given(tmp_path, monkeypatch):
