@@ -1,7 +1,7 @@
 """The course's case key: the secret the hidden tests draw their per-submission cases from.
 
 Each hidden test keeps its calibrated fixed cases and adds cases drawn from a seed, HMAC-SHA256 of
-this key and the step, the test and the student's code (autograder/checks/framework.py `fresh_rng`):
+this key and the step, the test and the submitted file (autograder/checks/framework.py `fresh_rng`):
 the same submission regraded gets the same cases, another submission or another course key others,
 so inputs a student's code recorded in one grading (and printed into its feedback) are worthless in
 the next. The key is made once per grader home, on first grading (case-key beside gradebook.db,

@@ -87,7 +87,8 @@ def run_job(job: Job) -> NotebookResult:
     started = time.monotonic()
     _reset_peak_memory()
     step = Step(job.step, Path(job.root))
-    student_nb = json.loads(Path(job.submitted).read_text(encoding="utf-8"))
+    submitted = Path(job.submitted).read_bytes()     # every byte the student handed in: its cases' seed
+    student_nb = json.loads(submitted.decode("utf-8"))
     release_nb = json.loads((step.release / f"{job.notebook}.ipynb").read_text(encoding="utf-8"))
     source_nb = json.loads((step.source / f"{job.notebook}.ipynb").read_text(encoding="utf-8"))
     graded, notes = assemble(student_nb, release_nb, source_nb)
@@ -112,7 +113,8 @@ def run_job(job: Job) -> NotebookResult:
         student_code = [c.source for c in nb.cells if c.cell_type == "code"
                         and (c.get("metadata", {}).get("nbgrader", {}).get("solution") or c.get("id") not in released)]
         with ProbeServer(socket_path, step, answer_seconds=limits.cell_wall + 30, sources=student_code,
-                         case_key=case_key(), program=student_program(nb, released)) as server:
+                         case_key=case_key(), program=student_program(nb, released),
+                         submission=submitted) as server:
             env = _kernel_env(job, workdir, socket_path, course_env)
             outcome = asyncio.run(execute(nb, workdir, env, sandbox, limits, hooks=server, template=template,
                                           allowance=job.allowance))

@@ -99,11 +99,14 @@ class GraderClock:
 
 class ProbeServer:
     def __init__(self, socket_path: str, step, answer_seconds: float = ANSWER_SECONDS, sources=(),
-                 case_key: bytes | None = None, program=None):
+                 case_key: bytes | None = None, program=None, submission: bytes | None = None):
         self.step = step
         # the course's case key (autograder/casekey.py): checks draw this submission's own cases from
-        # it and `sources` (framework.fresh_rng); it stays in this process, as the checks do
+        # it and the submission (framework.fresh_rng); it stays in this process, as the checks do
         self.case_key = case_key
+        # every byte of the notebook file the student handed in (None: a run without a grader, where
+        # the code cells stand for it)
+        self.submission = submission
         # the text of the student's code cells, as the grader rebuilt the notebook: a check may read how
         # an answer computes from it (the kernel cannot change it, unlike anything it reports itself)
         self.sources: list[str] = [str(s) for s in sources]

@@ -1,6 +1,6 @@
 """Hidden cases drawn per submission (issue 22): every check that calls a student's function on
-inputs of its own also draws inputs for each submission, from the course's case key and the
-student's code (autograder/checks/framework.py `fresh_rng`, autograder/casekey.py). The same
+inputs of its own also draws inputs for each submission, from the course's case key and every byte
+of the submitted file (autograder/checks/framework.py `fresh_rng`, autograder/casekey.py). The same
 submission regraded meets the same cases and earns the same grade; another submission or another key
 meets others; an answer that returns what it recorded in an earlier grading earns nothing for it;
 honest answers keep full marks and wrong ones their partial credit under any key."""
@@ -285,3 +285,84 @@ def test_the_large_scores_twin_is_new_and_one_hot_under_either_scale():
         seen.append(q)
         gap = np.abs(_attention_reference(q, k, v) - _attention_reference(q, k, v, scale=1 / q.shape[-1])).max()
         assert gap <= 1e-4
+
+
+# ---- every byte a student controls ---------------------------------------------------------------
+
+def _payloads() -> dict:
+    """Each kind of place a student controls in a notebook, as a function putting a payload (a table of
+    answers, say) there in a copy of the notebook."""
+    table = "TABLE = {(12, 5): 180}"
+
+    def cell(nb, test):
+        return next(c for c in nb["cells"] if test(c))
+
+    def answer(kind):
+        return lambda c: c["cell_type"] == kind and c["metadata"].get("nbgrader", {}).get("solution")
+
+    def provided(c):
+        return c["cell_type"] == "code" and not c["metadata"].get("nbgrader") and c.get("id") != "header_name"
+    return {
+        "the header cell": lambda nb: cell(nb, lambda c: c.get("id") == "header_name")["source"].append(
+            "\n" + table),
+        "a markdown cell": lambda nb: cell(nb, lambda c: c["cell_type"] == "markdown")["source"].append(
+            "\n" + table),
+        "a provided code cell": lambda nb: cell(nb, provided)["source"].append("\n# " + table),
+        "an answer cell": lambda nb: cell(nb, answer("code"))["source"].append("\n# " + table),
+        "a written answer": lambda nb: cell(nb, answer("markdown"))["source"].append("\n" + table),
+        "a cell's outputs": lambda nb: cell(nb, provided)["outputs"].append(
+            {"output_type": "stream", "name": "stdout", "text": [table]}),
+        "a cell's metadata": lambda nb: cell(nb, provided)["metadata"].__setitem__("table", table),
+        "an attachment": lambda nb: cell(nb, lambda c: c["cell_type"] == "markdown").__setitem__(
+            "attachments", {"t.txt": {"text/plain": table}}),
+        "the notebook's metadata": lambda nb: nb["metadata"].__setitem__("table", table),
+        "a cell added": lambda nb: nb["cells"].insert(5, {"cell_type": "raw", "id": "added-1", "metadata": {},
+                                                          "source": [table]}),
+    }
+
+
+def test_every_byte_a_student_controls_moves_the_cases(tmp_path, monkeypatch):
+    """The grader seeds a submission's cases from every byte of the file handed in (issue 44): a payload
+    put in any kind of place a student controls (the header, a markdown or provided cell, outputs,
+    metadata, attachments, an added cell) gives other cases, and the same file the same cases. Read
+    where a worker grades (grade.run_job), from the server the checks draw from."""
+    import copy
+    import json
+
+    from autograder import probeserver
+    from autograder.grade import Job, run_job
+
+    class Drawn(Exception):
+        pass
+
+    class Capturing(probeserver.ProbeServer):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            raise Drawn(self)
+
+    monkeypatch.setattr(probeserver, "ProbeServer", Capturing)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / KEY_FILE).write_bytes(KEYS[0])
+    (tmp_path / "home" / KEY_FILE).chmod(0o600)
+    monkeypatch.setenv("GRADER_HOME", str(tmp_path / "home"))
+    check = REGISTRY["count_params_hidden"]
+    released = json.loads((STEP4.release / "02-the-head.ipynb").read_text(encoding="utf-8"))
+
+    def seed(nb: dict, name: str) -> int:
+        path = tmp_path / f"{name}.ipynb"
+        path.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+        job = Job(STEP4.name, str(STEP4.root), "ada", "02-the-head", str(path), "key", "none", 1, {}, "cold")
+        with pytest.raises(Drawn) as drawn:
+            run_job(job)
+        server = drawn.value.args[0]
+        assert server.submission == path.read_bytes() and server.case_key == KEYS[0]
+        return fresh_seed(server, check, "twins")
+
+    first = seed(released, "first")
+    assert seed(copy.deepcopy(released), "regrade") == first
+    for place, put in _payloads().items():
+        payload = copy.deepcopy(released)
+        put(payload)
+        assert payload != released, place
+        assert seed(payload, place.replace(" ", "-").replace("'", "")) != first, (
+            f"a payload in {place} left this submission's cases as they were")

@@ -177,18 +177,26 @@ class TwinnedCheck(Check):
 # A check's fixed cases are the same for every student and every term: a student's code can record
 # them (and print them into its feedback). So a check also draws cases of its own for each
 # submission: from `fresh_rng(ctx, check, label)`, seeded with HMAC-SHA256(course case key; step,
-# grade id, label, the student's code). The probe and the judge each ask for it and get the same
-# draws; a regrade of the same submission gets the same cases, another submission or another key
-# others. The key lives in the grader home (autograder/casekey.py), which no kernel can read.
-# Without a grader (the instructor's kernel, `make solutions`) there is no key: UNKEYED is used.
+# grade id, label, the submission). The submission is every byte of the notebook file as the student
+# handed it in (`ctx.submission`: every cell's source and outputs, metadata, attachments, the header):
+# nothing a student controls lies outside it, so no cell can carry a table of answers to cases learnt
+# in an earlier grading while the cases stay the same. The probe and the judge each ask for it and get
+# the same draws; a regrade of the same submission gets the same cases, another submission or another
+# key others. The key lives in the grader home (autograder/casekey.py), which no kernel can read.
+# Without a grader (the instructor's kernel, `make solutions`) there is no key: UNKEYED is used, and
+# the submission is the text of the code cells run (`ctx.sources`).
 
 UNKEYED = b"no course key: an ungraded run"
 
 
-def submission_digest(sources: Any) -> bytes:
-    """What identifies a submission for its cases: the text of the student's code cells."""
+def submission_digest(ctx: Context) -> bytes:
+    """What identifies a submission for its cases: the bytes of the file handed in (`ctx.submission`),
+    or without one (a run without a grader) the text of the code cells run (`ctx.sources`)."""
+    submission = getattr(ctx, "submission", None)
+    if submission is not None:
+        return hashlib.sha256(b"file\0" + bytes(submission)).digest()
     digest = hashlib.sha256()
-    for text in sources or ():
+    for text in getattr(ctx, "sources", None) or ():
         data = str(text).encode("utf-8", "surrogatepass")
         digest.update(len(data).to_bytes(8, "big") + data)
     return digest.digest()
@@ -199,7 +207,7 @@ def fresh_seed(ctx: Context, check: "Check", label: str = "") -> int:
     key = getattr(ctx, "case_key", None) or UNKEYED
     step = getattr(getattr(ctx, "step", None), "name", "")
     message = b"\0".join([b"fresh-cases-v1", str(step).encode(), check.grade_id.encode(), label.encode(),
-                           submission_digest(getattr(ctx, "sources", ()))])
+                           submission_digest(ctx)])
     return int.from_bytes(hmac.new(key, message, hashlib.sha256).digest()[:16], "big")
 
 
