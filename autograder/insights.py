@@ -124,8 +124,8 @@ def escaped(error: str) -> list[str]:
 
 def cause_key(message: str) -> str:
     """Two messages are one misconception when they differ only in case or spacing. Numbers count: a
-    check's message names the case it is about ("the middle position 3"), and what a student's code
-    printed reaches it with its numbers already taken out (checks/framework.py scrub)."""
+    check's message names the case it is about ("the middle position 3"); of what a student's code
+    raised only its kind reaches it (checks/framework.py shown_error)."""
     return " ".join(message.lower().split())
 
 

@@ -24,7 +24,7 @@ import textwrap
 import nbformat
 from nbgrader import utils as nbutils
 
-from .checks.framework import judge_data, scrub
+from .checks.framework import judge_data, shown_cell_error
 from .nbgrader_cmd import HARMLESS_STDERR  # also nbgrader's IgnorePattern (nbgrader_config.py)
 from .records.model import CellResult
 
@@ -37,6 +37,17 @@ def _error_text(cell) -> str:
         if out.get("output_type") == "stream" and out.get("name") == "stderr":
             lines = out.get("text", "").strip().splitlines()
             return "wrote to stderr" + (f": {lines[-1][:200]}" if lines else "")
+    return ""
+
+
+def _hidden_error_text(cell) -> str:
+    """What a hidden test cell that produced no result shows of why (framework.shown_cell_error): its
+    last error's kind, with the grader's fixed words for the grader's own; never the text."""
+    errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    if errors:
+        return shown_cell_error(errors[-1].get("ename"))
+    if any(o.get("output_type") == "stream" and o.get("name") == "stderr" for o in cell.get("outputs", [])):
+        return "wrote to stderr"
     return ""
 
 
@@ -126,8 +137,8 @@ def _judge_hidden(cell, grade_id, points, server) -> CellResult:
     else:
         score = 0.0
         # what the cell shows came from the student's code run on hidden inputs (or from the grader, which
-        # a student's exception can imitate): kinds, not numbers (framework.scrub)
-        why = scrub(_error_text(cell))
+        # a student's exception can imitate): its kind only (framework.shown_cell_error)
+        why = _hidden_error_text(cell)
         if why:
             error = f"the hidden tests could not run: {why}"
         else:

@@ -31,7 +31,7 @@ import socket
 import threading
 import time
 
-from .checks.framework import KernelGone, Missing, StudentError, run_probe, scrub
+from .checks.framework import KernelGone, Missing, StudentError, run_probe, shown_error, shown_outcome
 from .plugin import NotHandled, load_plugin
 from .runtime.plain import NotPlain, from_plain, to_plain
 from .runtime.wire import MessageRefused, receive, send
@@ -358,22 +358,46 @@ class KernelSession:
             raise KernelGone(str(err)) from None
         finally:
             clock.begin()
-        return _scrubbed(reply)
+        return _allowed(reply, message, self.server)
 
 
-def _scrubbed(reply):
-    """The kernel's reply with the text its code wrote (an error, a check's outcome, the names it reports)
-    scrubbed of numbers (framework.scrub: kinds, not numbers): the inputs it was called on stay hidden.
-    The plain data of a value and a trace are the judge's, which quotes only what it computes."""
+def _allowed(reply, message: dict, server: ProbeServer):
+    """The kernel's reply with only what may come back of text its code wrote (framework.shown_error:
+    an error's kind, a check's outcome as returned / assertion / crashed with a kind); the name of a
+    missing object as the grader asked for it; the inputs a call changed in place by the parameter
+    names of the student's function as submitted (anything else: "an input"). The plain data of a
+    value and a trace are the judge's, which quotes only what it computes."""
     if not isinstance(reply, dict):
         return reply
     out = dict(reply)
-    for key in ("error", "outcome", "missing"):
-        if isinstance(out.get(key), str):
-            out[key] = scrub(out[key])
+    if isinstance(out.get("error"), str):
+        out["error"] = shown_error(out["error"])
+    if isinstance(out.get("outcome"), str):
+        out["outcome"] = shown_outcome(out["outcome"])
+    if "missing" in out:
+        out["missing"] = str(message.get("name"))
     if isinstance(out.get("changed"), list):
-        out["changed"] = [scrub(name) for name in out["changed"]]
+        names = parameter_names(server.sources, str(message.get("name")))
+        out["changed"] = [name if isinstance(name, str) and name in names else "an input"
+                          for name in out["changed"][:4]]
     return out
+
+
+def parameter_names(sources, function: str) -> set[str]:
+    """The parameter names of every `def function(...)` in the student's code cells (what a call that
+    changed its inputs may name), or of every function if the name is not defined by a def."""
+    import ast
+    names: set[str] = set()
+    for text in sources or ():
+        try:
+            tree = ast.parse(str(text))
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function:
+                arguments = node.args
+                names |= {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
+    return names
 
 
 class KernelNamespace:
@@ -432,7 +456,7 @@ class StudentFunction:
         if "changed" in reply:
             return f"crashed: {_changed_error(reply['changed'])}"
         text = reply.get("outcome")
-        if isinstance(text, str) and (text == "returned" or text.startswith(("assertion: ", "crashed: "))):
+        if isinstance(text, str) and (text in ("returned", "assertion") or text.startswith("crashed: ")):
             return text
         return f"crashed: {reply.get('error', 'no answer')}"
 
@@ -440,7 +464,7 @@ class StudentFunction:
 def _changed_error(names) -> str:
     """The error of a call that changed its inputs in place: the caller's tensors are not theirs to change."""
     names = [str(n)[:40] for n in names][:4] if isinstance(names, list) else []
-    which = ", ".join(f"`{n}`" for n in names) or "an input"
+    which = ", ".join(n if n == "an input" else f"`{n}`" for n in names) or "an input"
     return (f"InputChanged: the function changed its input {which} in place, so the caller's "
             f"{'tensor' if len(names) <= 1 else 'tensors'} changed too: work on a copy (e.g. x.clone()) "
             "or on new tensors, never on the arguments")

@@ -232,7 +232,7 @@ def count_params(d, d_head):
 ''')}, expect={"count_params_hidden": 0.0},
           why="an object whose __eq__ is always true: it passes the visible check's ==, but only plain data "
               "reaches the grader",
-          says={"count_params_hidden": ["Count object", "return numbers"]},
+          says={"count_params_hidden": ["a class of its own", "return numbers"]},
           visible_passes={"count_params_check": "the visible check compares with ==, which such an object always satisfies; only plain data reaches the grader"}),
     Entry("w02-params-assumes-narrow", P02, {"count_params": code('''
 def count_params(d, d_head):

@@ -1,13 +1,15 @@
-"""Nothing hidden comes back (issue 32, item 6): text a student's code writes while a hidden test calls it
-(an exception's message, a check's failed assertion, the names it reports) reaches the feedback with
-its words and without its numbers (autograder/checks/framework.py `scrub`: kinds, not numbers), so the
-inputs the grader called it on, fixed or drawn for the submission, stay hidden.
+"""Nothing hidden comes back (issue 32, item 6; issue 44, item 1): of what a student's code writes or
+raises while a hidden test calls it, only what an allowlist names reaches the feedback
+(autograder/checks/framework.py `shown_error`, `shown_outcome`, `shown_cell_error`): an error's kind
+if Python or the engine names it, and the engine's own fixed words. The message never, in any encoding.
 
-In-process and quick: each hidden test that calls a student's function is run on an answer that raises
-its arguments in every printed form (tests/redteam_corpus.py LEAK: repr, f-strings rounded and
-padded, scientific, hex, lists, numpy arrays, shapes, tensors under other print options); the verdict
-must quote the raised text (between ⟦ and ⟧) with no digit left in it. The red-team batch
-(tests/test_redteam.py, kind "argument-leak") does the same through grading, feedback page included.
+In-process and quick: each hidden test that calls a student's function is run on answers that raise
+its arguments in one encoding after another (every printed form of tests/redteam_corpus.py LEAK; the
+digits spelled as words; a run of letters as long as a value; a class named after the values; a
+torch-like message with the values in it), and on the same answers fed constant values instead: the
+two verdicts must be the same, word for word, so the feedback carries nothing of the inputs. The
+red-team batch (tests/test_redteam.py, kind "argument-leak") does the same through grading, feedback
+page included.
 """
 from __future__ import annotations
 
@@ -18,12 +20,13 @@ import types
 import pytest
 import torch
 
-from autograder.checks.framework import scrub
+from autograder.checks.framework import (BUILTIN_ERRORS, GRADER_ERRORS, OWN_CLASS, shown_cell_error, shown_error,
+                                         shown_outcome)
 from autograder.selfgrade import probe_and_judge
 from autograder.judging import _judge_hidden
 
 from conftest import STEP4
-from redteam_corpus import LEAK, leaked_digits
+from redteam_corpus import LEAK
 from test_fresh_cases import KEYS, namespace
 
 # hidden test -> (notebook, the function it calls)
@@ -40,53 +43,94 @@ CALLED = {
 }
 
 
-def test_scrub_keeps_words_and_kinds_and_drops_every_number():
-    x = torch.tensor([[0.12345678, -3.5e-7], [12.0, 2.0 ** 31 - 5]])
-    forms = [repr(x), str(x.shape), str(x.tolist()), str(x.numpy()), f"{1 / 3:.2f}", f"{2 ** 40:_}",
-             hex(2 ** 31 - 5), "-4.5E+12", "1,000", "٣٤", "²", "½", "Ⅻ", f"{x.sum():.3e}", "x11y", "0b101", "0o17"]
-    torch.set_printoptions(precision=10, sci_mode=True)
-    forms.append(str(x))
-    torch.set_printoptions(profile="default")
-    for form in forms:
-        assert not any(ch.isnumeric() for ch in scrub(form)), (form, scrub(form))
-    assert scrub("RuntimeError: mat1 and mat2 shapes cannot be multiplied (11x13 and 5x3)") == \
-        "RuntimeError: mat# and mat# shapes cannot be multiplied (#x# and #x#)"
-    assert scrub("expected float32 or bfloat16, got int64 at 7") == "expected float32 or bfloat16, got int64 at #"
-    assert scrub("NaN in the output; inf too") == "NaN in the output; inf too"
+WORDS = "zero one two three four five six seven eight nine".split()
+
+
+def _spelled(text: str) -> str:
+    return " ".join(WORDS[int(ch)] if ch.isdigit() else "point" if ch == "." else "" for ch in text).strip()
+
+
+# (the encoding, a function of the arguments' text making the exception an answer raises)
+ENCODINGS = {
+    "printed forms": lambda ns, text, args: ValueError(ns["_leak"](*args)),
+    "digits as words": lambda ns, text, args: ValueError(_spelled(text)),
+    "a run of letters": lambda ns, text, args: ValueError("a" * (sum(map(ord, text)) % 97) + "!"),
+    "a class named after them": lambda ns, text, args: type(
+        "Leak" + "".join(w.title() for w in _spelled(text).split())[:80], (Exception,), {})("leak"),
+    "dtype names": lambda ns, text, args: TypeError(
+        " ".join(("float16", "float32", "float64", "int8", "int16", "int32", "int64")[int(ch) % 7]
+                 for ch in text if ch.isdigit())),
+    "inside a torch message": lambda ns, text, args: RuntimeError(
+        f"mat1 and mat2 shapes cannot be multiplied ({text[:60]})"),
+}
+
+
+def _constant(arg):
+    """The same kind of argument with nothing of the real one in it."""
+    if isinstance(arg, torch.Tensor):
+        return torch.zeros(1)
+    if isinstance(arg, (int, float)):
+        return 0
+    return "constant"
 
 
 @pytest.mark.parametrize("grade_id", sorted(CALLED))
-def test_arguments_raised_by_an_answer_come_back_without_numbers(grade_id):
+def test_nothing_an_answer_raises_in_a_hidden_test_comes_back(grade_id):
     notebook, function = CALLED[grade_id]
-    ns = namespace(notebook)
-    exec(LEAK, ns)
-    seen = []
+    check = STEP4.checks[grade_id]
+    for encoding, make in ENCODINGS.items():
+        reports = {}
+        for fed in ("the real inputs", "constants"):
+            ns = namespace(notebook)
+            exec(LEAK, ns)
+            seen = []
 
-    def leaky(*args, **kwargs):
-        seen.append(args)
-        raise ValueError(ns["_leak"](*args))
-    ns[function] = leaky
-    for key in (None, KEYS[0]):
-        with contextlib.redirect_stdout(io.StringIO()):
-            verdict = probe_and_judge(grade_id, ns, case_key=key)
-        check = STEP4.checks[grade_id]
-        report = verdict.report(check.points)
-        assert seen, "the hidden test never called the answer"
-        assert "⟦" in report and "⟦" in verdict.failure_text(), f"the raised text does not reach the verdict:\n{report}"
-        assert "ValueError" in report
-        # the report (each part on a line) and each reason (the reports' `error` joins them with '; ')
-        assert leaked_digits(report) == [], report
-        assert all(leaked_digits(part.message) == [] for part in verdict.parts), report
+            def leaky(*args, _fed=fed, _ns=ns, _seen=seen, **kwargs):
+                _seen.append(args)
+                shown = args if _fed == "the real inputs" else tuple(_constant(a) for a in args)
+                text = " ".join(repr(a.tolist()) if isinstance(a, torch.Tensor) else repr(a) for a in shown)
+                raise make(_ns, text, shown)
+            ns[function] = leaky
+            with contextlib.redirect_stdout(io.StringIO()):
+                verdict = probe_and_judge(grade_id, ns, case_key=KEYS[0])
+            assert seen, "the hidden test never called the answer"
+            reports[fed] = (verdict.report(check.points), verdict.failure_text())
+        real, constant = reports["the real inputs"], reports["constants"]
+        assert real == constant, (
+            f"{grade_id}: what the answer raised ({encoding}) changed the feedback:\n{real[0]}\n---\n{constant[0]}")
+        assert "⟦" not in real[0] and "leak" not in real[0].lower(), real[0]
 
 
-def test_a_hidden_cell_that_failed_shows_its_error_without_numbers():
-    """No result (the kernel died, the runtime was patched): the cell's own error is the reason, scrubbed."""
-    cell = {"source": 'hidden("shapes_hidden", globals())', "outputs": [
-        {"output_type": "error", "ename": "ValueError", "evalue": "⟦(11, 13, 5, 3) tensor([0.1234])⟧",
-         "traceback": []}], "execution_count": 3}
+def test_only_named_kinds_the_engine_s_words_and_known_causes_are_shown():
+    assert shown_error("ValueError: eleven thirteen ⟦(11, 13)⟧") == "ValueError"
+    assert shown_error("LeakElevenThirteen: x") == OWN_CLASS == shown_error("Leak: x")
+    assert shown_error("RuntimeError: mat1 and mat2 shapes cannot be multiplied (11x13 and 5x3)") == "RuntimeError"
+    assert shown_error("NotPlain: the answer holds a __main__.ElevenThirteen object; return numbers") == \
+        shown_error("NotPlain: the answer holds a __main__.Count object; return numbers")
+    assert shown_error("NotPlain: the answer holds more than 11 values") == \
+        "NotPlain: the answer holds too many values"
+    assert shown_error("NotPlain: eleven") == shown_error("NotPlain: twelve")
+    assert all(shown_error(f"{name}: x") == name for name in BUILTIN_ERRORS)
+    assert shown_outcome("assertion: ⟦11⟧") == "assertion" and shown_outcome("returned") == "returned"
+    assert shown_outcome("crashed: Leak11: ⟦11⟧") == f"crashed: {OWN_CLASS}"
+    assert shown_outcome("anything else ⟦11⟧") == f"crashed: {OWN_CLASS}"
+    for name, meaning in GRADER_ERRORS.items():
+        assert shown_cell_error(name) == f"{name} ({meaning})"
+    assert shown_cell_error("ValueError") == "ValueError" and shown_cell_error("Eleven") == OWN_CLASS
+
+
+def test_a_hidden_cell_that_failed_shows_only_its_error_s_kind():
+    """No result (the kernel died, the runtime was patched): the cell's last error's kind is the reason;
+    its text never (a student's exception can take a grader error's name)."""
     import nbformat
-    cell = nbformat.from_dict({"cell_type": "code", "metadata": {}, **cell})
-    server = types.SimpleNamespace(results={}, checks=STEP4.checks)
-    result = _judge_hidden(cell, "shapes_hidden", 2.0, server)
-    assert result.score == 0.0 and "ValueError: ⟦" in result.error
-    assert leaked_digits(result.error) == [] and leaked_digits(cell.outputs[0]["text"]) == []
+    for ename, shown in (("ValueError", "ValueError"), ("CellTimeoutError", "CellTimeoutError ("),
+                         ("LeakEleven", OWN_CLASS)):
+        cell = nbformat.from_dict({"cell_type": "code", "metadata": {}, "source": 'hidden("shapes_hidden", globals())',
+                                   "outputs": [{"output_type": "error", "ename": ename,
+                                                "evalue": "⟦(11, 13, 5, 3) eleven⟧", "traceback": ["⟦11⟧"]}],
+                                   "execution_count": 3})
+        server = types.SimpleNamespace(results={}, checks=STEP4.checks)
+        result = _judge_hidden(cell, "shapes_hidden", 2.0, server)
+        assert result.score == 0.0 and f"could not run: {shown}" in result.error, result.error
+        text = result.error + "".join(o.get("text", "") for o in cell.outputs)
+        assert "⟦" not in text and "eleven" not in text.lower()

@@ -80,8 +80,8 @@ def test_attempt_and_outcome_report_student_errors_without_raising():
     assert outcome(lambda: None) == "returned"
     def fails():
         assert False, "nope"
-    assert outcome(fails).startswith("assertion: nope")
-    assert outcome(lambda: [][1]).startswith("crashed: IndexError")
+    assert outcome(fails) == "assertion"                     # the message is the student's: never kept
+    assert outcome(lambda: [][1]) == "crashed: IndexError"
 
 
 def test_judge_gives_zero_with_a_reason_for_malformed_data():

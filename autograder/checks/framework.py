@@ -13,6 +13,7 @@ in one process: a probe server on a socket of its own, the runtime answering fro
 """
 from __future__ import annotations
 
+import builtins
 import hashlib
 import hmac
 import random
@@ -248,31 +249,83 @@ def checks_of(package: str) -> dict[str, Check]:
 
 # ---- what a student may read of text their own code produced in a hidden test -----------------
 # A hidden test calls the student's code on inputs the student never sees (fixed cases, cases drawn for
-# the submission, heads served by the grader). Text that code produces there (an exception's message, the
-# outcome of a student's check) reaches the feedback, so it must not carry those inputs back: whatever form
-# the code printed them in (repr, f-strings rounded or not, tensors under any print options, shapes, lists,
-# numpy arrays, hex). The rule is "kinds, not numbers": such text keeps its words and the exception's type,
-# and every number in it becomes `#` ("RuntimeError: mat# and mat# shapes cannot be multiplied (#x# and
-# #x#)"), dtype names excepted (`float32`, `int64`: kinds). A student debugs with numbers in the visible
-# checks, which run on inputs they can see. Text the checks write themselves is not scrubbed: it names a
-# case by its kind and quotes only what was computed from the answer. (A student who deliberately spells
-# numbers out in words can still read them; cases drawn per submission make that worthless.)
+# the submission, heads served by the grader). Whatever that code writes or raises there could carry
+# those inputs back, in any encoding (digits, number words, the length of a run of letters, the name of
+# a class it defines), so none of it is shown. What may come back is named here, and nothing else:
+#   * an error's kind, when it is one of Python's built-in exceptions (BUILTIN_ERRORS) or one the engine
+#     itself names (ENGINE_ERRORS); any other class is "an exception of its own class";
+#   * for the engine's own kinds, the engine's fixed words (NOT_PLAIN's reasons, GRADER_ERRORS' meanings);
+#   * of a student's check, only whether it returned, failed an assertion, or crashed with such a kind.
+# The message itself never: a student reads it by calling the function on the notebook's own inputs in
+# a visible cell. Text the checks write themselves is the grader's own and is not filtered here.
 
-_KIND_WORDS = re.compile(r"(\b(?:b?float|u?int|complex|qint|quint)(?:8|16|32|64|128)\b)")
-_NUMBER = re.compile(r"""[-+]?(?:0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+
-                         |(?:\d[\d_]*(?:[.,]\d+)*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)""", re.X)
+BUILTIN_ERRORS = frozenset(name for name, value in vars(builtins).items()
+                           if isinstance(value, type) and issubclass(value, BaseException))
+ENGINE_ERRORS = frozenset({"NotPlain", "GraderError", "InputChanged", "Missing"})
+OWN_CLASS = "an exception of its own class"
+# (a message the runtime writes when an answer is not plain data, what is shown for it): the first match
+NOT_PLAIN = (
+    (r"the answer is nested too deeply|nested too deeply", "the answer is nested too deeply"),
+    (r"the answer holds more than \d+ values", "the answer holds too many values"),
+    (r"a dict in the answer has keys that are not strings", "a dict in the answer has keys that are not strings"),
+    (r"the answer holds a ((?:builtins|torch|numpy)(?:\.\w+){1,6}) object",
+     "the answer holds a {0} object; return numbers, tuples, lists, dicts or tensors"),
+    (r"the answer holds a \S+ object",
+     "the answer holds an object of a class of its own; return numbers, tuples, lists, dicts or tensors"),
+    (r"an array of dtype|is not a numeric answer|dtype \S+ is not numeric", "an array's dtype is not numeric"),
+    (r"a set of the answer holds unhashable items", "a set of the answer holds unhashable items"),
+)
+NOT_PLAIN_OTHER = "the answer is not plain data; return numbers, tuples, lists, dicts or tensors"
+# the errors the grader itself writes into a cell it stopped, and what each means (autograder/execute.py)
+GRADER_ERRORS = {
+    "CellTimeoutError": "the cell ran past its time limit",
+    "DeadKernelError": "the kernel died while running this cell",
+    "NotebookTimeLimit": "the notebook's time limit ran out",
+    "StudentTimeBudget": "the student's time budget ran out",
+    "KernelStartError": "the grading kernel did not start",
+    "KernelRestartFailed": "the grading kernel could not be restarted",
+    "NotRun": "not run: the kernel failed too many times",
+    "GraderError": "the grader could not run this test",
+}
 
 
-def _no_numbers(text: str) -> str:
-    text = _NUMBER.sub("#", text)
-    text = "".join("#" if ch.isnumeric() else ch for ch in text)      # any script's digits, ², ½, Ⅻ
-    return re.sub(r"##+", "#", text)
+def error_kind(text: object) -> str:
+    """The kind of a student-side error written 'Kind: message' (or 'Kind'), if it may be shown."""
+    name = str(text).split(":", 1)[0].strip()
+    return name if name in BUILTIN_ERRORS or name in ENGINE_ERRORS else OWN_CLASS
 
 
-def scrub(text: object) -> str:
-    """Student-produced text from a hidden test with every number replaced by `#` (see above)."""
-    pieces = _KIND_WORDS.split(str(text))          # odd pieces: dtype names, kept
-    return "".join(piece if n % 2 else _no_numbers(piece) for n, piece in enumerate(pieces))
+def shown_error(text: object) -> str:
+    """What a hidden test shows of an error text its student's code produced: its kind (see above), and
+    for an answer that is not plain data the engine's own reason."""
+    kind = error_kind(text)
+    if kind == "NotPlain":
+        message = str(text).split(":", 1)[1] if ":" in str(text) else ""
+        for pattern, shown in NOT_PLAIN:
+            found = re.search(pattern, message)
+            if found:
+                return f"NotPlain: {shown.format(*found.groups())}"
+        return f"NotPlain: {NOT_PLAIN_OTHER}"
+    return kind
+
+
+def shown_outcome(text: object) -> str:
+    """What a hidden test keeps of a student's check's outcome: 'returned', 'assertion' or 'crashed: Kind'."""
+    text = str(text)
+    if text == "returned":
+        return text
+    if text.startswith("assertion"):
+        return "assertion"
+    return "crashed: " + shown_error(text[len("crashed: "):] if text.startswith("crashed: ") else text)
+
+
+def shown_cell_error(ename: object) -> str:
+    """What a hidden test cell that stopped with an error shows of it: a kind the grader names (with its
+    fixed meaning) or a built-in one; the message never (a student's exception can imitate the grader's)."""
+    name = str(ename or "").strip()
+    if name in GRADER_ERRORS:
+        return f"{name} ({GRADER_ERRORS[name]})"
+    return error_kind(name)
 
 
 # ---- helpers for probes -------------------------------------------------------------------
@@ -321,12 +374,12 @@ def attempt(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any]
     except NotPlain as err:
         return {"error": f"NotPlain: {err}"}
     except (Exception, SystemExit) as err:  # the grader's reading of an answer that has the wrong form
-        return {"error": scrub(f"{type(err).__name__}: {str(err)[:300]}")}
+        return {"error": shown_error(f"{type(err).__name__}: {err}")}
     return {"value": result}
 
 
 def outcome(fn: Any, *args: Any, seed: int | None = None) -> str:
-    """Run one of the student's checks: 'returned', 'assertion: msg' or 'crashed: Type: msg'.
+    """Run one of the student's checks: 'returned', 'assertion' or 'crashed: Kind' (shown_outcome).
     `seed`: torch's global seed, set just before the call (in the kernel, for a student's function)."""
     if hasattr(fn, "outcome"):                 # the student's function, run in the kernel
         return str(fn.outcome(*args, seed=seed))
@@ -335,10 +388,10 @@ def outcome(fn: Any, *args: Any, seed: int | None = None) -> str:
         runtime.HOOKS.seed(seed)
     try:
         fn(*args)
-    except AssertionError as err:
-        return f"assertion: {str(err)[:200]}"
+    except AssertionError:
+        return "assertion"
     except (Exception, SystemExit) as err:
-        return f"crashed: {type(err).__name__}: {str(err)[:200]}"
+        return f"crashed: {shown_error(f'{type(err).__name__}: {err}')}"
     return "returned"
 
 

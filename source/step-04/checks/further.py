@@ -139,7 +139,7 @@ class PermutationGaps(Check):
                 why = f"expected four finite numbers (the four gaps, in the order of the docstring), got {value!r}"[:300]
             if why:
                 tiny_ok = big_ok = measured_ok = False
-                if "index" in why.lower() or "size" in why.lower():
+                if "IndexError" in why or "RuntimeError" in why:
                     why += (" (these inputs have other lengths than the notebook's: take T from idx.shape[1] "
                             "and use the arguments, not the notebook's globals"
                             + ("; pos_emb may have more than T rows: P = pos_emb(torch.arange(T))" if extra_rows else "")
