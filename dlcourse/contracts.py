@@ -182,10 +182,12 @@ def _shape_of(value):
     return tuple(int(n) for n in value.shape)
 
 
-def form_problem(name: str, value, *args) -> str:
+def form_problem(name: str, value, *args, hidden: bool = False) -> str:
     """'' if `value`, returned by answer `name` for `args`, has the form its contract states; else
     what is wrong, in words a student can act on. The same function runs in the notebook (on the
-    result as it is) and in the grader (on the result as it came back: tensors stay tensors)."""
+    result as it is) and in the grader (on the result as it came back: tensors stay tensors).
+    `hidden`: for a hidden test, whose inputs the student does not see: no size is quoted, neither the
+    inputs' nor the result's (a result's shape can carry the inputs back), only the contract's words."""
     c = CONTRACTS[name]
     if c.form == "float":
         if isinstance(value, bool) or not isinstance(value, float):
@@ -193,8 +195,9 @@ def form_problem(name: str, value, *args) -> str:
         return ""
     if c.form == "floats":
         if not isinstance(value, (tuple, list)) or len(value) != c.length:
-            return (f"{name} should return {c.length} Python floats (a tuple or a list), not "
-                    f"{_type_name(value)}" + (f" of length {len(value)}" if isinstance(value, (tuple, list)) else ""))
+            length = "" if not isinstance(value, (tuple, list)) else " of another length" if hidden \
+                else f" of length {len(value)}"
+            return f"{name} should return {c.length} Python floats (a tuple or a list), not {_type_name(value)}{length}"
         wrong = sorted({_type_name(v) for v in value if isinstance(v, bool) or not isinstance(v, float)})
         if wrong:
             return (f"{name} should return {c.length} Python floats, but some are {', '.join(wrong)}: "
@@ -213,6 +216,8 @@ def form_problem(name: str, value, *args) -> str:
         if c.shape is not None:
             expected = tuple(int(n) for n in c.shape(*args))
             if _shape_of(value) != expected:
+                if hidden:
+                    return f"{name} should return {c.returns}; the result has another shape"
                 return f"{name} should return shape {expected} here, not {_shape_of(value)}"
         got = _dtype_name(value.dtype)
         if c.dtype == "float" or c.dtype.startswith("as "):

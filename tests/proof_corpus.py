@@ -1664,7 +1664,7 @@ WRONG += [
           why="head.A, the (1, 64, 64) batch of one, where the docstring asks for the (64, 64) matrix (the visible "
               "check refuses it, and the notebook's next cells stack the matrices): the hidden test squeezed it "
               "and gave full marks; now the form part (0.5 of 4.5) is lost, the values are still judged",
-          says={"attention_on_text_hidden": ["shape (64, 64)", "head.A[0]"]}),
+          says={"attention_on_text_hidden": ["a (64, 64) tensor", "another shape", "head.A[0]"]}),
     Entry("w04-text-nested-lists", P04, _text(("return head.A[0]", "return head.A[0].tolist()")),
           expect={"attention_on_text_hidden": 2.67},
           why="nested lists, not the tensor (or numpy array) the docstring and the visible check ask for: the "

@@ -7,13 +7,16 @@ In-process and quick: each hidden test that calls a student's function is run on
 its arguments in one encoding after another (every printed form of tests/redteam_corpus.py LEAK; the
 digits spelled as words; a run of letters as long as a value; a class named after the values; a
 torch-like message with the values in it), and on the same answers fed constant values instead: the
-two verdicts must be the same, word for word, so the feedback carries nothing of the inputs. The
+two verdicts must be the same, word for word, so the feedback carries nothing of the inputs. The same
+for what an answer returns: a result sized by the inputs (a tensor, a matrix, a list) or a number made
+of them is described by the contract's words, never by its size or value. The
 red-team batch (tests/test_redteam.py, kind "argument-leak") does the same through grading, feedback
 page included.
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import types
 
@@ -41,6 +44,13 @@ CALLED = {
     "bonus_online_softmax": ("06-going-further", "online_softmax"),
     "bonus_streaming_attention": ("06-going-further", "streaming_attention"),
 }
+# ... and those whose answers' errors the in-process run reaches only with the notebook's data (04) or
+# whose results are read as plain numbers (06): every hidden test that calls a student's function
+RETURNING = {**CALLED,
+             "attention_on_text_hidden": ("04-attention-on-text", "attention_on_text"),
+             "top_key_shares_hidden": ("04-attention-on-text", "top_key_shares"),
+             "bonus_permutation_gaps": ("06-going-further", "permutation_gaps"),
+             "bonus_fit_exponent": ("06-going-further", "fit_exponent")}
 
 
 WORDS = "zero one two three four five six seven eight nine".split()
@@ -101,7 +111,46 @@ def test_nothing_an_answer_raises_in_a_hidden_test_comes_back(grade_id):
         assert "⟦" not in real[0] and "leak" not in real[0].lower(), real[0]
 
 
-def test_only_named_kinds_the_engine_s_words_and_known_causes_are_shown():
+def _digest(text: str) -> int:
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+
+
+# (the encoding, a function of the arguments' text making what an answer returns): sizes no case has
+RETURNS = {
+    "a tensor as long as a value": lambda text: torch.zeros(_digest(text) % 37 + 100),
+    "a matrix sized by values": lambda text: torch.zeros(_digest(text) % 13 + 70, _digest(text) % 7 + 90),
+    "a list as long as a value": lambda text: [0.5] * (_digest(text) % 23 + 30),
+    "a number made of them": lambda text: float(_digest(text) % 100_000) / 7 + 1000,
+}
+
+
+@pytest.mark.parametrize("grade_id", sorted(RETURNING))
+def test_nothing_an_answer_returns_in_a_hidden_test_comes_back_as_a_size(grade_id):
+    """A result of the wrong form is described by the contract's words, never by its size or its value
+    (a result's shape, length or number can carry the inputs it was computed from)."""
+    notebook, function = RETURNING[grade_id]
+    check = STEP4.checks[grade_id]
+    for encoding, make in RETURNS.items():
+        reports = {}
+        for fed in ("the real inputs", "constants"):
+            ns = namespace(notebook)
+            seen = []
+
+            def returning(*args, _fed=fed, _seen=seen, **kwargs):
+                _seen.append(args)
+                shown = args if _fed == "the real inputs" else tuple(_constant(a) for a in args)
+                return make(" ".join(repr(a.tolist()) if isinstance(a, torch.Tensor) else repr(a) for a in shown))
+            ns[function] = returning
+            with contextlib.redirect_stdout(io.StringIO()):
+                verdict = probe_and_judge(grade_id, ns, case_key=KEYS[0])
+            assert seen, "the hidden test never called the answer"
+            reports[fed] = verdict.report(check.points)
+        assert reports["the real inputs"] == reports["constants"], (
+            f"{grade_id}: what the answer returned ({encoding}) changed the feedback:\n"
+            f"{reports['the real inputs']}\n---\n{reports['constants']}")
+
+
+def test_only_named_kinds_and_the_engine_s_words_are_shown():
     assert shown_error("ValueError: eleven thirteen ⟦(11, 13)⟧") == "ValueError"
     assert shown_error("LeakElevenThirteen: x") == OWN_CLASS == shown_error("Leak: x")
     assert shown_error("RuntimeError: mat1 and mat2 shapes cannot be multiplied (11x13 and 5x3)") == "RuntimeError"

@@ -15,7 +15,7 @@ def attempt_form(name: str, fn, *args, convert=None) -> dict:
 
     def call(*a):
         result = returning(*a)
-        forms.append(form_problem(name, result, *a))
+        forms.append(form_problem(name, result, *a, hidden=True))      # no size quoted: the inputs are hidden
         return convert(result) if convert is not None else result
 
     entry = attempt(call, *args)

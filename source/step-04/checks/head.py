@@ -146,7 +146,8 @@ class ScoresEntrywise(Check):
         B, T, d_head = q.shape
         if got.shape != (B, T, T):
             hint = ": one (T, T) matrix per sequence, so keep the batch axis b" if got.shape == (T, T) else ""
-            return False, f"q and k of shape {q.shape} give scores of shape {(B, T, T)}; yours has shape {got.shape}{hint}", False
+            return False, (f"q and k of shape (B, T, d_head) give scores of shape (B, T, T), one score per query and "
+                           f"key of each sequence; yours has another shape{hint}"), False
         if not np.isfinite(got).all():
             return False, "your scores contain NaN or inf", False
         ref = q @ np.swapaxes(k, -2, -1)                                  # float64 reference

@@ -123,8 +123,7 @@ class SmoothingAttention(Check):
             value, why = unpack(entry)
             a = _matrix(value, T) if why is None else None
             if why is None and a is None:
-                shape = getattr(value, "shape", None)
-                why = f"returned shape {tuple(shape) if shape is not None else '?'}, not (T, T)"
+                why = "returned something that is not a (T, T) matrix"
             if why is None and not np.isfinite(a).all():
                 if T > 1 and not np.isfinite(a[0]).any() and np.isfinite(a[1:]).all():
                     why = ("gives a matrix whose row 0 is NaN: its only key is j = 0, itself, and it was masked too. "

@@ -611,7 +611,7 @@ class MaskAfterSoftmax(Check):
             shape = None if got is None else got.shape
             hint = ": the row sums of A, A.sum(dim=-1)" if shape == (B, T, T) else ""
             return False, (f"scores of shape {(B, T, T)} should give row sums of shape {(B, T)}; "
-                           f"got {shape}{hint}")
+                           f"yours has another shape{hint}")
         # the contract's: float32 softmax and sum, error ~1e-7 per row, 1e-5 far from any real mistake; float64
         # ~1e-16, 1e-12 (float32 precision somewhere in a float64 computation is ~1e-8)
         if np.all(np.abs(got - ref) <= ROW_SUMS.tol(dtype)):

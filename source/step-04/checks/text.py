@@ -142,8 +142,7 @@ class AttentionOnText(Check):
                 continue
             a = _square(value)
             if a is None:
-                shape = getattr(value, "shape", None)
-                reasons[seed] = (f"returned {type(value).__name__} of shape {tuple(shape) if shape is not None else '?'}; "
+                reasons[seed] = (f"returned {type(value).__name__} that is not a (64, 64) matrix; "
                                  "expected the (64, 64) tensor head.A[0] (queries on rows, keys on columns)")
                 continue
             matrices[seed] = a
