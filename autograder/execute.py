@@ -8,7 +8,7 @@ Time limits count the student's work, not the machine's load (autograder/limits.
 runs, the CPU time of its kernel's processes (its control group's, else theirs in /proc) is read
 every POLL_STEP; a cell that uses more than `cell_timeout` CPU seconds, or all the cells together
 more than `notebook_timeout`, is interrupted, and its kernel killed if the interrupt does not stop
-it within INTERRUPT_GRACE; wall-clock ceilings (`Limits.cell_wall`, `notebook_wall`) stop cells
+it within INTERRUPT_GRACE of wall time or INTERRUPT_GRACE_CPU of CPU time; wall-clock ceilings (`Limits.cell_wall`, `notebook_wall`) stop cells
 that wait without computing, and `Limits.cell_wait_timeout` a cell whose kernel has waited that long
 (neither computing, nor waiting for a CPU, nor waiting for the grader: `GraderMeter`, the grading
 process's own CPU time and waits for a CPU while it reads the kernel's output or judges, and the hooks'
@@ -66,6 +66,11 @@ POLL_STEP = 0.25   # seconds
 HARD_FACTOR = 4.0
 RECONNECT_MS = 5     # how soon a client socket refused by a kernel still starting tries again
 INTERRUPT_GRACE = 20.0   # wall seconds an interrupted cell has to stop before its kernel is killed
+# ... and the CPU seconds its kernel may burn meanwhile: a cell that computes on after the interrupt (it
+# catches KeyboardInterrupt, or forks) is killed as soon as it has used them, not after the whole wall
+# grace; an honest cell stops within a fraction of a second of CPU (its traceback), and a kernel the
+# machine's load keeps from running uses none, so only the wall grace ends its wait
+INTERRUPT_GRACE_CPU = 3.0
 # What the grader reads of a kernel's Jupyter messages (an honest notebook's largest are pictures of
 # a few hundred kB; a stream message holds at most what the kernel printed in a tenth of a second)
 KERNEL_FRAME_BYTES = MESSAGE_BYTES    # one frame (ZMQ_MAXMSGSIZE; the relay cuts a message of more first); 100 MB printed at once fit
@@ -706,7 +711,7 @@ class _Run:
         grader_before = self._grader_seconds()
         used_before = self.outcome.cpu_seconds
         watched = Watched()
-        interrupted = 0.0
+        interrupted, cpu_interrupted = 0.0, 0.0
         while not task.done():
             await asyncio.wait({task}, timeout=POLL_STEP)
             if task.done():
@@ -729,12 +734,12 @@ class _Run:
                     task.cancel()
                     break
                 if watched.limit is not None:
-                    interrupted = now
+                    interrupted, cpu_interrupted = now, watched.cpu
                     try:
                         await self.client.km.interrupt_kernel()
                     except Exception:       # a kernel already gone: its cell ends as a dead kernel
                         pass
-            elif now - interrupted > INTERRUPT_GRACE:
+            elif now - interrupted > INTERRUPT_GRACE or watched.cpu - cpu_interrupted > INTERRUPT_GRACE_CPU:
                 watched.killed = True
                 task.cancel()
                 break
