@@ -340,6 +340,73 @@ def pairs(x, y):
 }
 
 
+# Work in the places a reader could skip (issue 44, item 3): an if's test (with a walrus binding
+# the result), an object's __getitem__; a whole matrix computed there is found, one entry's work is not.
+WHOLE_SHAPES.update({
+    "a walrus in an if's test": """
+    if (s := q @ k.transpose(-2, -1)) is not None:
+        return s
+    return None""",
+    "a walrus in an if's test, returned after": """
+    if (s := torch.matmul(q, k.transpose(1, 2))).shape[0] > 0:
+        pass
+    return s""",
+})
+PER_ENTRY_SHAPES.update({
+    "a walrus in an if's test": """
+    B, T, d = q.shape
+    s = torch.zeros(B, T, T)
+    for b in range(B):
+        for i in range(T):
+            for j in range(T):
+                if (v := torch.dot(q[b, i], k[b, j])) is not None:
+                    s[b, i, j] = v
+    return s""",
+})
+GETITEM = {
+    "a class's __getitem__ (whole)": ("""
+class Scores:
+    def __init__(self, q, k):
+        self.q, self.k = q, k
+    def __getitem__(self, ix):
+        return self.q @ self.k.transpose(-2, -1)
+def scores_entrywise(q, k):
+    return Scores(q, k)[0]""", caught),
+    "a class's __getitem__ (one batch's matrix)": ("""
+class Scores:
+    def __init__(self, q, k):
+        self.q, self.k = q, k
+    def __getitem__(self, b):
+        return self.q[b] @ self.k[b].T
+def scores_entrywise(q, k):
+    m = Scores(q, k)
+    return torch.stack([m[b] for b in range(q.shape[0])])""", caught),
+    "a class's __getitem__ (one entry)": ("""
+class Pairs:
+    def __init__(self, q, k):
+        self.q, self.k = q, k
+    def __getitem__(self, ix):
+        b, i, j = ix
+        return torch.dot(self.q[b, i], self.k[b, j])
+def scores_entrywise(q, k):
+    B, T, d = q.shape
+    p = Pairs(q, k)
+    s = torch.zeros(B, T, T)
+    for b in range(B):
+        for i in range(T):
+            for j in range(T):
+                s[b, i, j] = p[b, i, j]
+    return s""", clean),
+}
+
+
+@pytest.mark.parametrize("name", list(GETITEM))
+def test_an_objects_getitem_is_read_as_the_code_it_runs(name):
+    code, verdict = GETITEM[name]
+    reading = entrywise(code)
+    assert verdict(reading), reading
+
+
 @pytest.mark.parametrize("body", list(PER_ENTRY_SHAPES.values()), ids=list(PER_ENTRY_SHAPES))
 def test_per_entry_work_through_iteration_helpers_is_per_entry(body):
     reading = entrywise("def scores_entrywise(q, k):" + body)

@@ -613,6 +613,8 @@ class _Interpreter:
                 self.loops.pop()
             self.branch(node.orelse, scope, module_level)
         elif isinstance(node, ast.If):
+            if not module_level:                # a function's test always runs: its work (and a walrus's binding) too
+                self.expr(node.test, scope)
             test = self.constant_test(node.test, scope)
             if test is True:
                 return self.block(node.body, scope, module_level)
@@ -1119,6 +1121,10 @@ class _Interpreter:
         if isinstance(base, Blank):
             return None
         if isinstance(base, (Inst, Cls, Func)):
+            method = self.member(base, "__getitem__") if isinstance(base, Inst) else None
+            if method is not None:              # obj[i] runs its class's __getitem__(i)
+                key = values[0] if len(values) == 1 else Tup(list(values))
+                return self.apply(method, [key], {}, node, scope, "`__getitem__`")
             return base.attrs.get("[]")
         if isinstance(base, Choice):
             arrays = [o for o in base.options if _is_arr(o)]
