@@ -50,7 +50,7 @@ HALF_FILLS = {
     "03-the-tests": ["check_simplex", "check_causality_perturbation", "check_causality_gradient", "scale_table"],
     # 4 answers: attention_on_text, top_key_shares | family_patterns, first_column_heavy
     "04-attention-on-text": ["attention_on_text", "top_key_shares"],
-    # 2 answers: smoothing_attention | smoothing_as_s_grows
+    # 2 answers: smoothing_attention | bonus_smoothing_as_s_grows
     "05-attention-as-smoothing": ["smoothing_attention"],
     # 9 answers: permutation_gaps, bonus_equivariance_sentence, online_softmax, streaming_attention,
     # bonus_flash_answer | fit_exponent, bonus_cost_answer, vowel_head, padded_keep_mask (the last two self-checked)
