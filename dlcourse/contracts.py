@@ -69,7 +69,7 @@ CONTRACTS: dict[str, Contract] = {c.name: c for c in [
              # |error| <= tol * sum_m |q_m k_m| per entry: float32 rounding of a d-term dot product is ~d * 6e-8
              tolerance={"float32": 1e-5, "float64": 1e-12},
              visible={"B": 2, "T": 3, "d_head": 5}, used={"B": 4, "T": 8, "d_head": 16}),
-    Contract("count_params", "02-the-head", "count_params_hidden",
+    Contract("count_params", "02-the-head", "bonus_count_params",
              takes={"d, d_head": "positive ints"},
              returns="the number of trainable parameters of Head(d, d_head, T_max), any T_max",
              visible={"d": 32, "d_head": 16}),

@@ -81,7 +81,7 @@ ANSWERS = {
     "dot_variance": Answer("01-on-paper", "dot_variance_hidden", _visible("dot_variance")),
     "scores_entrywise": Answer("02-the-head", "scores_entrywise_hidden", _visible("scores_entrywise"),
                                ("q.mul_(2)", "k.add_(1)")),
-    "count_params": Answer("02-the-head", "count_params_hidden", _visible("count_params")),
+    "count_params": Answer("02-the-head", "bonus_count_params", _visible("count_params")),
     "check_simplex": Answer("03-the-tests", "check_simplex_hidden", _visible("check_simplex"), ("A.mul_(0.5)",)),
     "check_causality_perturbation": Answer("03-the-tests", "check_perturbation_hidden", _visible("check_causality_perturbation"),
                                            ("x.add_(1)",)),

@@ -136,7 +136,7 @@ def dot_variance(d_k, n, seed):
 # ---- 02-the-head -----------------------------------------------------------------------------
 # scores_entrywise_hidden: 4 cases (1 share each) and "one entry at a time" (2 shares): 6 shares of 3
 # points. The loops part is credited when no whole-matrix product is seen and the values are right up
-# to a transpose or a scale. count_params_hidden: 4 cases, one share each.
+# to a transpose or a scale. bonus_count_params: 4 cases, one share each.
 
 P02 = "02-the-head"
 ENTRYWISE = "scores_entrywise"
@@ -213,14 +213,14 @@ def scores_entrywise(q, k):
     Entry("w02-params-biases", P02, {"count_params": code('''
 def count_params(d, d_head):
     return 3 * (d * d_head + d_head)          # weights and biases
-''')}, expect={"count_params_hidden": 0.0}, why="biases counted: wrong for every width",
-          says={"count_params_hidden": ["biases", "bias=False"]}),
+''')}, expect={"bonus_count_params": 0.0}, why="biases counted: wrong for every width",
+          says={"bonus_count_params": ["biases", "bias=False"]}),
     Entry("w02-params-tril", P02, {"count_params": code('''
 def count_params(d, d_head):
     head = Head(d, d_head, T_max=8)
     return sum(p.numel() for p in head.parameters()) + head.tril.numel()
-''')}, expect={"count_params_hidden": 0.0}, why="the tril buffer counted as parameters: wrong for every width",
-          says={"count_params_hidden": ["tril buffer", "not a parameter"]}),
+''')}, expect={"bonus_count_params": 0.0}, why="the tril buffer counted as parameters: wrong for every width",
+          says={"bonus_count_params": ["tril buffer", "not a parameter"]}),
     Entry("w02-params-always-equal", P02, {"count_params": code('''
 class Count(int):
     def __eq__(self, other):                 # equal to anything: passes `mine == actual`
@@ -229,18 +229,18 @@ class Count(int):
 
 def count_params(d, d_head):
     return Count(0)
-''')}, expect={"count_params_hidden": 0.0},
+''')}, expect={"bonus_count_params": 0.0},
           why="an object whose __eq__ is always true: it passes the visible check's ==, but only plain data "
               "reaches the grader",
-          says={"count_params_hidden": ["Count object", "return numbers"]},
+          says={"bonus_count_params": ["Count object", "return numbers"]},
           visible_passes={"count_params_check": "the visible check compares with ==, which such an object always satisfies; only plain data reaches the grader"}),
     Entry("w02-params-assumes-narrow", P02, {"count_params": code('''
 def count_params(d, d_head):
     assert d_head <= d, "a head is never wider than the model"
     return 3 * d * d_head
-''')}, expect={"count_params_hidden": 1.5},
+''')}, expect={"bonus_count_params": 1.5},
           why="a wrong assumption crashes the one case with d_head > d: 3 of 4 cases, 2 × 3/4 (partial credit)",
-          says={"count_params_hidden": ["wider than its input", "AssertionError"]},
+          says={"bonus_count_params": ["wider than its input", "AssertionError"]},
           visible_passes={"count_params_check": "the visible check tries only heads with d_head < d"}),
 ]
 
@@ -1205,8 +1205,8 @@ def shapes(T, d, d_k, d_v):
     Entry("w02-params-visible-only", P02, {"count_params": code('''
 def count_params(d, d_head):
     return {(32, 16): 1536, (40, 24): 2880}.get((d, d_head), 0)    # the visible check's two heads
-''')}, expect={"count_params_hidden": 0.0}, why="the visible check's two answers typed in: 0 for every hidden width",
-          says={"count_params_hidden": ["three weight matrices", "formula in d and d_head"]},
+''')}, expect={"bonus_count_params": 0.0}, why="the visible check's two answers typed in: 0 for every hidden width",
+          says={"bonus_count_params": ["three weight matrices", "formula in d and d_head"]},
           visible_passes={"count_params_check": "the numbers are typed in for exactly the visible check's heads"}),
     Entry("w03-row-sums-typed-in", P03, {"mask_after_softmax_row_sums": code('''
 def mask_after_softmax_row_sums(scores):

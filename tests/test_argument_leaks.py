@@ -30,7 +30,7 @@ from test_fresh_cases import KEYS, namespace
 CALLED = {
     "shapes_hidden": ("01-on-paper", "shapes"),
     "dot_variance_hidden": ("01-on-paper", "dot_variance"),
-    "count_params_hidden": ("02-the-head", "count_params"),
+    "bonus_count_params": ("02-the-head", "count_params"),
     "scores_entrywise_hidden": ("02-the-head", "scores_entrywise"),
     "mask_after_softmax_hidden": ("03-the-tests", "mask_after_softmax_row_sums"),
     "scale_table_hidden": ("03-the-tests", "scale_table"),

@@ -44,7 +44,7 @@ MAX_EDITS_PER_NOTEBOOK = 6
 HALF_FILLS = {
     # 7 answers: map_written, shapes, coupling_expectation, simplex_proof | causality_proof, variance_proof, dot_variance
     "01-on-paper": ["map_written", "shapes", "coupling_expectation", "simplex_proof"],
-    # 3 answers: scores_entrywise, count_params | scale_width
+    # 3 answers: scores_entrywise, count_params | bonus_scale_width
     "02-the-head": ["scores_entrywise", "count_params"],
     # 8 answers: the three checks, scale_table | mask_after_softmax_row_sums, fails_on_mask_after_softmax, two written
     "03-the-tests": ["check_simplex", "check_causality_perturbation", "check_causality_gradient", "scale_table"],
@@ -61,7 +61,7 @@ HALF_EXPECT = {
     "01-on-paper": {"shapes_hidden": 2.0,            # shapes is filled: full marks
                     "dot_variance_hidden": 0.0},     # dot_variance is not: NotImplementedError
     "02-the-head": {"scores_entrywise_hidden": 3.0,  # both answers filled
-                    "count_params_hidden": 2.0},
+                    "bonus_count_params": 2.0},
     "03-the-tests": {"check_simplex_hidden": 3.0, "check_perturbation_hidden": 3.0,   # the first four answers
                      "check_gradient_hidden": 3.0, "scale_table_hidden": 4.0,
                      "mask_after_softmax_hidden": 0.0,                                # not filled
