@@ -55,7 +55,7 @@ CONTRACTS: dict[str, Contract] = {c.name: c for c in [
              returns="a dict: each of X, W_Q, W_K, W_V, Q, K, V, scores, A, out -> its shape (a tuple of ints; "
                      "a list or torch.Size reads the same)",
              visible={"T": 5, "d": 7, "d_k": 3, "d_v": 2}),
-    Contract("dot_variance", "01-on-paper", "dot_variance_hidden",
+    Contract("dot_variance", "01-on-paper", "bonus_dot_variance",
              takes={"d_k": "a positive int", "n": "a positive int (pairs)", "seed": "an int"},
              returns="(dots, variance): the n dot products q·k of n pairs drawn with `seed`, a (n,) tensor (or "
                      "numpy array), and their sample variance, a Python float (the hidden test judges the dot "

@@ -78,7 +78,7 @@ def _visible(answer: str) -> dict:
 # contract), and how its inputs can be changed in place.
 ANSWERS = {
     "shapes": Answer("01-on-paper", "shapes_hidden", _visible("shapes")),
-    "dot_variance": Answer("01-on-paper", "dot_variance_hidden", _visible("dot_variance")),
+    "dot_variance": Answer("01-on-paper", "bonus_dot_variance", _visible("dot_variance")),
     "scores_entrywise": Answer("02-the-head", "scores_entrywise_hidden", _visible("scores_entrywise"),
                                ("q.mul_(2)", "k.add_(1)")),
     "count_params": Answer("02-the-head", "bonus_count_params", _visible("count_params")),

@@ -57,7 +57,7 @@ def edit(notebook: str, answer: str, *changes: tuple[str, str]) -> dict:
 # ---- 01-on-paper -----------------------------------------------------------------------------
 
 # ---- 01-on-paper -----------------------------------------------------------------------------
-# shapes_hidden: 3 cases, one point-share each. dot_variance_hidden: 4 cases (three widths with n = 20,000,
+# shapes_hidden: 3 cases, one point-share each. bonus_dot_variance: 4 cases (three widths with n = 20,000,
 # and n = 2; each with its twin) and "the same seed, the same dot products; another seed, others": 5 shares
 # of 2 points. A case is right when its dot products are n samples of q·k (their number, distinct values,
 # their law by a Kolmogorov-Smirnov test) and the variance returned is theirs. Dot products that are not
@@ -114,22 +114,22 @@ def dot_variance(d_k, n, seed):
     q, k = torch.randn(n, d_k, generator=g), torch.randn(n, d_k, generator=g)
     products = q * k                                    # (n, d_k)
     return products, products.var().item()
-''')}, expect={"dot_variance_hidden": 0.0},
+''')}, expect={"bonus_dot_variance": 0.0},
           why="the products q_m k_m, (n, d_k), returned as the dot products: not one number per pair in any case "
               "(too many values to send at the wider widths), so nothing is credited",
-          says={"dot_variance_hidden": ["one number per pair", "sum over the d_k axis"]}),
+          says={"bonus_dot_variance": ["one number per pair", "sum over the d_k axis"]}),
     Entry("w01-variance-unseeded", P01, edit(P01, "dot_variance", ("q = torch.randn(n, d_k, generator=g)", "q = torch.randn(n, d_k)"),
                                              ("k = torch.randn(n, d_k, generator=g)", "k = torch.randn(n, d_k)")),
-          expect={"dot_variance_hidden": 1.6},
+          expect={"bonus_dot_variance": 1.6},
           why="sampled from the global generator, ignoring `seed`: every case right, only 'the same seed gives "
               "the same dot products' (1 of 5) lost: 2 × 4/5",
-          says={"dot_variance_hidden": ["same seed", "manual_seed"]}),
+          says={"bonus_dot_variance": ["same seed", "manual_seed"]}),
     Entry("w01-variance-formula", P01, edit(P01, "dot_variance", ("return dots, dots.var().item()",
                                                                   "return dots, float(d_k)")),
-          expect={"dot_variance_hidden": 0.0}, why="honest dot products, but the lemma's answer typed in as their "
+          expect={"bonus_dot_variance": 0.0}, why="honest dot products, but the lemma's answer typed in as their "
           "variance: not their sample variance in any case (it differs by the sampling error, about 1%, far beyond "
           "float rounding), so no case is right and the seed is not judged",
-          says={"dot_variance_hidden": ["not the sample variance of the dot products", "not from the formula"]}),
+          says={"bonus_dot_variance": ["not the sample variance of the dot products", "not from the formula"]}),
 ]
 
 
@@ -1165,35 +1165,35 @@ def dot_variance(d_k, n, seed):
     g = torch.Generator().manual_seed(seed)
     dots = torch.randn(n, generator=g) * d_k ** 0.5   # (n,): the lemma's law typed in, as noise of variance d_k
     return dots, dots.var().item()
-''')}, expect={"dot_variance_hidden": 0.0},
+''')}, expect={"bonus_dot_variance": 0.0},
           why="the formula plus noise, as samples: dot products drawn from a normal law of variance d_k, seeded, "
               "n of them, the variance theirs. At the narrow widths (d_k = 2, Laplace; the twin's d_k <= 4) their "
               "Kolmogorov-Smirnov distance to q·k's law (about 0.07 at d_k = 2) is three times the threshold: they "
               "are not samples of q·k, so nothing is credited",
-          says={"dot_variance_hidden": ["do not follow the law of q·k", "not from a normal law"]}),
+          says={"bonus_dot_variance": ["do not follow the law of q·k", "not from a normal law"]}),
     Entry("w01-variance-repeated", P01, edit(P01, "dot_variance",
                                              ("q = torch.randn(n, d_k, generator=g)", "q = torch.randn(n // 10 + 1, d_k, generator=g)"),
                                              ("k = torch.randn(n, d_k, generator=g)", "k = torch.randn(n // 10 + 1, d_k, generator=g)"),
                                              ("dots = (q * k).sum(dim=-1)", "dots = (q * k).sum(dim=-1).repeat(10)[:n]")),
-          expect={"dot_variance_hidden": 0.0},
+          expect={"bonus_dot_variance": 0.0},
           why="fewer samples than asked: a tenth of the pairs drawn and repeated ten times to make n; about 10% of "
               "the values are distinct where n independent pairs give n distinct ones: not n samples, nothing "
               "credited",
-          says={"dot_variance_hidden": ["distinct", "fewer pairs drawn and repeated"]}),
+          says={"bonus_dot_variance": ["distinct", "fewer pairs drawn and repeated"]}),
     Entry("w01-variance-fewer", P01, edit(P01, "dot_variance", ("dots = (q * k).sum(dim=-1)",
                                                                 "dots = (q * k).sum(dim=-1)[:1000]")),
-          expect={"dot_variance_hidden": 0.0},
+          expect={"bonus_dot_variance": 0.0},
           why="fewer samples than asked: at most 1,000 dot products whatever n is: too few at n = 20,000, so "
               "nothing is credited (at n = 2 the answer is right, but not credited either)",
-          says={"dot_variance_hidden": ["fewer dot products than pairs", "not credited"]}),
+          says={"bonus_dot_variance": ["fewer dot products than pairs", "not credited"]}),
     Entry("w01-variance-uniform", P01, edit(P01, "dot_variance",
                                             ("q = torch.randn(n, d_k, generator=g)", "q = (torch.rand(n, d_k, generator=g) * 2 - 1) * 3 ** 0.5"),
                                             ("k = torch.randn(n, d_k, generator=g)", "k = (torch.rand(n, d_k, generator=g) * 2 - 1) * 3 ** 0.5")),
-          expect={"dot_variance_hidden": 0.0},
+          expect={"bonus_dot_variance": 0.0},
           why="q and k with uniform entries of mean 0 and variance 1: Var(q·k) = d_k holds, but q·k does not have "
               "the law of the spec's standard normal pairs: at d_k = 2 the distance is far beyond the threshold, so "
               "nothing is credited",
-          says={"dot_variance_hidden": ["do not follow the law of q·k", "standard normal entries"]}),
+          says={"bonus_dot_variance": ["do not follow the law of q·k", "standard normal entries"]}),
     Entry("w01-shapes-visible-only", P01, {"shapes": code('''
 def shapes(T, d, d_k, d_v):
     # the visible check's numbers (5, 7, 3, 2) typed in

@@ -29,7 +29,7 @@ from test_fresh_cases import KEYS, namespace
 # hidden test -> (notebook, the function it calls)
 CALLED = {
     "shapes_hidden": ("01-on-paper", "shapes"),
-    "dot_variance_hidden": ("01-on-paper", "dot_variance"),
+    "bonus_dot_variance": ("01-on-paper", "dot_variance"),
     "bonus_count_params": ("02-the-head", "count_params"),
     "scores_entrywise_hidden": ("02-the-head", "scores_entrywise"),
     "mask_after_softmax_hidden": ("03-the-tests", "mask_after_softmax_row_sums"),

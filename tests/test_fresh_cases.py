@@ -33,7 +33,7 @@ from test_grader_proof_quick import code_answers
 REGISTRY = STEP4.checks
 # grade id -> its notebook: the checks that draw cases of each submission's own
 FRESH = {
-    "shapes_hidden": "01-on-paper", "dot_variance_hidden": "01-on-paper",
+    "shapes_hidden": "01-on-paper", "bonus_dot_variance": "01-on-paper",
     "scores_entrywise_hidden": "02-the-head", "bonus_count_params": "02-the-head",
     "mask_after_softmax_hidden": "03-the-tests", "scale_table_hidden": "03-the-tests",
     "check_simplex_hidden": "03-the-tests", "check_perturbation_hidden": "03-the-tests",

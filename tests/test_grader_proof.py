@@ -59,7 +59,7 @@ HALF_FILLS = {
 }
 HALF_EXPECT = {
     "01-on-paper": {"shapes_hidden": 2.0,            # shapes is filled: full marks
-                    "dot_variance_hidden": 0.0},     # dot_variance is not: NotImplementedError
+                    "bonus_dot_variance": 0.0},     # dot_variance is not: NotImplementedError
     "02-the-head": {"scores_entrywise_hidden": 3.0,  # both answers filled
                     "bonus_count_params": 2.0},
     "03-the-tests": {"check_simplex_hidden": 3.0, "check_perturbation_hidden": 3.0,   # the first four answers
