@@ -112,7 +112,7 @@ CONTRACTS: dict[str, Contract] = {c.name: c for c in [
                      "(a numpy array is fine too)",
              form="array", shape=lambda seed: (64, 64), dtype="float",
              tolerance={"float32": 1e-5}, visible={"seed": 0}),
-    Contract("top_key_shares", "04-attention-on-text", "top_key_shares_hidden",
+    Contract("top_key_shares", "04-attention-on-text", "bonus_top_key_shares",
              takes={"A": "one (T, T) causal attention matrix, T >= 2, a float32 tensor, a single largest weight "
                          "in every row"},
              returns="(the share of rows 1..T-1 whose top key is on the diagonal, the share on column 0), "

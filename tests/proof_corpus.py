@@ -893,7 +893,7 @@ def streaming_attention(q, k, v):
 # ---- 04-attention-on-text --------------------------------------------------------------------
 # attention_on_text_hidden: parts weighing 4.5 (a (64, 64) matrix per seed 0.5, causal attention 1,
 # same seed same matrix 0.5, seeds differ 0.5, agrees with the grader's construction 2), 3 points.
-# top_key_shares_hidden: diagonal 1.5, column 0 1.5, two Python floats (the contract's form, read on every
+# bonus_top_key_shares: diagonal 1.5, column 0 1.5, two Python floats (the contract's form, read on every
 # case that returned) 0.5; 3 points.
 
 P04 = "04-attention-on-text"
@@ -961,33 +961,33 @@ WRONG += [
           says={"attention_on_text_hidden": ["is `seed` passed to torch.manual_seed"]}),
     Entry("w04-shares-row-zero", P04, _shares(("top = A[1:].argmax(dim=-1)", "top = A.argmax(dim=-1)"),
                                               ("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(A.shape[0])")),
-          expect={"top_key_shares_hidden": 0.43},
+          expect={"bonus_top_key_shares": 0.43},
           why="row 0 counted (its one key is both the diagonal and column 0): both shares wrong (3 of 3.5), the form "
               "kept: 3 × 0.5/3.5",
-          says={"top_key_shares_hidden": ["row 0 is counted"]}),
+          says={"bonus_top_key_shares": ["row 0 is counted"]}),
     Entry("w04-shares-counts", P04, _shares(("return (top == rows).float().mean().item(), (top == 0).float().mean().item()",
                                              "return (top == rows).float().sum().item(), (top == 0).float().sum().item()")),
-          expect={"top_key_shares_hidden": 0.43},
+          expect={"bonus_top_key_shares": 0.43},
           why="counts instead of shares: both wrong (3 of 3.5), the form kept: 3 × 0.5/3.5",
-          says={"top_key_shares_hidden": ["counts, not shares"]}),
+          says={"bonus_top_key_shares": ["counts, not shares"]}),
     Entry("w04-shares-previous", P04, _shares(("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(0, A.shape[0] - 1)")),
-          expect={"top_key_shares_hidden": 1.71},
+          expect={"bonus_top_key_shares": 1.71},
           why="the diagonal compared with the row's index less one (the previous key): the diagonal part lost: "
               "3 × 2/3.5",
-          says={"top_key_shares_hidden": ["shifted by one"]}),
+          says={"bonus_top_key_shares": ["shifted by one"]}),
     Entry("w04-shares-first-64-rows", P04, _shares(("top = A[1:].argmax(dim=-1)", "top = A[1:64].argmax(dim=-1)"),
                                                    ("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(1, 1 + len(top))")),
-          expect={"top_key_shares_hidden": 0.43},
+          expect={"bonus_top_key_shares": 0.43},
           why="the notebook's 64 tokens hard-wired: rows past 63 are never counted. Every matrix the hidden test "
               "tried had at most 40 rows (3 before); one of 80 now loses both shares: 3 × 0.5/3.5",
-          says={"top_key_shares_hidden": ["T = 80"]},
+          says={"bonus_top_key_shares": ["T = 80"]},
           visible_passes={"top_key_shares_check": "its matrices have 8 rows"}),
     Entry("w04-shares-tensors", P04, _shares(("return (top == rows).float().mean().item(), (top == 0).float().mean().item()",
                                               "return (top == rows).float().mean(), (top == 0).float().mean()")),
-          expect={"top_key_shares_hidden": 2.57},
+          expect={"bonus_top_key_shares": 2.57},
           why="right shares as 0-dim tensors where the spec asks for Python floats (the hidden test read them with "
               "float(): 3 before); the contract's form part lost: 3 × 3/3.5",
-          says={"top_key_shares_hidden": ["Python floats", "torch.Tensor"]}),
+          says={"bonus_top_key_shares": ["Python floats", "torch.Tensor"]}),
 ]
 
 
@@ -1387,9 +1387,9 @@ def top_key_shares(A):
     top = A.argmax(dim=-1)[1:]
     rows = torch.arange(1, A.shape[0])
     return (top == rows).float().mean().item(), (top == 0).float().mean().item()
-''')}, expect={"top_key_shares_hidden": 0.0},
+''')}, expect={"bonus_top_key_shares": 0.0},
           why="right shares, but every call zeroes row 0 of the caller's matrix in place: each case fails",
-          says={"top_key_shares_hidden": ["changed its input `A` in place"]},
+          says={"bonus_top_key_shares": ["changed its input `A` in place"]},
           visible_passes={"top_key_shares_check": "the visible check does not look at its matrices afterwards"}),
 ]
 

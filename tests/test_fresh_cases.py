@@ -38,7 +38,7 @@ FRESH = {
     "mask_after_softmax_hidden": "03-the-tests", "scale_table_hidden": "03-the-tests",
     "check_simplex_hidden": "03-the-tests", "check_perturbation_hidden": "03-the-tests",
     "check_gradient_hidden": "03-the-tests",
-    "attention_on_text_hidden": "04-attention-on-text", "top_key_shares_hidden": "04-attention-on-text",
+    "attention_on_text_hidden": "04-attention-on-text", "bonus_top_key_shares": "04-attention-on-text",
     "smoothing_attention_hidden": "05-attention-as-smoothing",
     "bonus_permutation_gaps": "06-going-further", "bonus_online_softmax": "06-going-further",
     "bonus_streaming_attention": "06-going-further", "bonus_fit_exponent": "06-going-further",

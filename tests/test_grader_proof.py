@@ -48,8 +48,8 @@ HALF_FILLS = {
     "02-the-head": ["scores_entrywise", "count_params"],
     # 8 answers: the three checks, scale_table | mask_after_softmax_row_sums, fails_on_mask_after_softmax, two written
     "03-the-tests": ["check_simplex", "check_causality_perturbation", "check_causality_gradient", "scale_table"],
-    # 4 answers: attention_on_text, top_key_shares | family_patterns, first_column_heavy
-    "04-attention-on-text": ["attention_on_text", "top_key_shares"],
+    # 4 answers: attention_on_text, family_patterns | top_key_shares (bonus), first_column_heavy
+    "04-attention-on-text": ["attention_on_text", "family_patterns"],
     # 2 answers: smoothing_attention | bonus_smoothing_as_s_grows
     "05-attention-as-smoothing": ["smoothing_attention"],
     # 9 answers: permutation_gaps, bonus_equivariance_sentence, online_softmax, streaming_attention,
@@ -66,8 +66,8 @@ HALF_EXPECT = {
                      "check_gradient_hidden": 3.0, "scale_table_hidden": 4.0,
                      "mask_after_softmax_hidden": 0.0,                                # not filled
                      "fails_on_mask_after_softmax_hidden": 0.0},                      # not filled
-    "04-attention-on-text": {"attention_on_text_hidden": 3.0,    # both code answers filled
-                             "top_key_shares_hidden": 3.0},      # (only the two written answers are left)
+    "04-attention-on-text": {"attention_on_text_hidden": 3.0,    # filled, with the family description
+                             "bonus_top_key_shares": 0.0},      # not filled (nor the first-column answer)
     "05-attention-as-smoothing": {"smoothing_attention_hidden": 4.0},   # the one code answer is filled
     "06-going-further": {"bonus_permutation_gaps": 2.0, "bonus_online_softmax": 3.0,
                          "bonus_streaming_attention": 2.0,

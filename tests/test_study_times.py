@@ -20,7 +20,7 @@ from study_time import (ALLOWANCE, STATED_OPTIONAL, STATED_REQUIRED, WORDS_PER_M
                         optional_flags, optional_parts, rounded, stated, table, words)
 
 REQUIRED_TARGET = 3 * 60 + 30         # minutes: the handout's ~3 hours, with half an hour's slack
-REQUIRED_LIMIT = 5 * 60               # minutes: notebooks 1-5 today by the calibrated rule; they may not grow
+REQUIRED_LIMIT = 4 * 60 + 50          # minutes: notebooks 1-5 today by the calibrated rule; they may not grow
 TIMES = {name: (parts, total) for name, parts, total, _ in table(STEP4.release)}
 OPTIONAL = {name: extra for name, _, _, extra in table(STEP4.release)}
 
