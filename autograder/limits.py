@@ -58,13 +58,13 @@ WORKER_MEMORY_BYTES = 3 * 2**30
 # The longest an honest cell waits (each result records its notebook's longest wait, `longest_wait`),
 # measured when cell_wait_timeout was set: `make setup`'s example class (ada: the solutions; half;
 # blank), warm kernels in bwrap, 2 cores at load 6-20. No honest cell waits a second: the longest, 0.08
-# s, are hidden tests' cells (04's, then 'pattern_stats_hidden', now 'top_key_shares_hidden') and 06's
+# s, are hidden tests' cells (04's, then 'pattern_stats_hidden', now 'bonus_top_key_shares') and 06's
 # checks; counting the grader's judging as waiting (the probe server's clock alone), 0.82 s
-# ('dot_variance_hidden' of 01), and the sliders 0.09-0.16 s ('bandwidth_slider' of 05, 'seed_slider' of
+# ('bonus_dot_variance' of 01), and the sliders 0.09-0.16 s ('bandwidth_slider' of 05, 'seed_slider' of
 # 04). The honest students' notebooks count 18.1 s of the budget in all (ada; half 16.7 s, blank 8.2 s).
 # So the defaults: 30 s of waiting per cell, more than 30 times the longest honest wait; 600 s per
 # student, 30 times ada's total.
-WAIT_MEASURED = {"longest_honest_wait_seconds": 0.82, "cell": "01-on-paper/dot_variance_hidden",
+WAIT_MEASURED = {"longest_honest_wait_seconds": 0.82, "cell": "01-on-paper/bonus_dot_variance",
                  "largest_honest_total_seconds": 18.1}
 
 # The wall-clock ceilings, for cells and notebooks that wait rather than compute, as multiples of

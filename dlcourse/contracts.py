@@ -55,7 +55,7 @@ CONTRACTS: dict[str, Contract] = {c.name: c for c in [
              returns="a dict: each of X, W_Q, W_K, W_V, Q, K, V, scores, A, out -> its shape (a tuple of ints; "
                      "a list or torch.Size reads the same)",
              visible={"T": 5, "d": 7, "d_k": 3, "d_v": 2}),
-    Contract("dot_variance", "01-on-paper", "dot_variance_hidden",
+    Contract("dot_variance", "01-on-paper", "bonus_dot_variance",
              takes={"d_k": "a positive int", "n": "a positive int (pairs)", "seed": "an int"},
              returns="(dots, variance): the n dot products q·k of n pairs drawn with `seed`, a (n,) tensor (or "
                      "numpy array), and their sample variance, a Python float (the hidden test judges the dot "
@@ -69,7 +69,7 @@ CONTRACTS: dict[str, Contract] = {c.name: c for c in [
              # |error| <= tol * sum_m |q_m k_m| per entry: float32 rounding of a d-term dot product is ~d * 6e-8
              tolerance={"float32": 1e-5, "float64": 1e-12},
              visible={"B": 2, "T": 3, "d_head": 5}, used={"B": 4, "T": 8, "d_head": 16}),
-    Contract("count_params", "02-the-head", "count_params_hidden",
+    Contract("count_params", "02-the-head", "bonus_count_params",
              takes={"d, d_head": "positive ints"},
              returns="the number of trainable parameters of Head(d, d_head, T_max), any T_max",
              visible={"d": 32, "d_head": 16}),
@@ -112,7 +112,7 @@ CONTRACTS: dict[str, Contract] = {c.name: c for c in [
                      "(a numpy array is fine too)",
              form="array", shape=lambda seed: (64, 64), dtype="float",
              tolerance={"float32": 1e-5}, visible={"seed": 0}),
-    Contract("top_key_shares", "04-attention-on-text", "top_key_shares_hidden",
+    Contract("top_key_shares", "04-attention-on-text", "bonus_top_key_shares",
              takes={"A": "one (T, T) causal attention matrix, T >= 2, a float32 tensor, a single largest weight "
                          "in every row"},
              returns="(the share of rows 1..T-1 whose top key is on the diagonal, the share on column 0), "

@@ -78,10 +78,10 @@ def _visible(answer: str) -> dict:
 # contract), and how its inputs can be changed in place.
 ANSWERS = {
     "shapes": Answer("01-on-paper", "shapes_hidden", _visible("shapes")),
-    "dot_variance": Answer("01-on-paper", "dot_variance_hidden", _visible("dot_variance")),
+    "dot_variance": Answer("01-on-paper", "bonus_dot_variance", _visible("dot_variance")),
     "scores_entrywise": Answer("02-the-head", "scores_entrywise_hidden", _visible("scores_entrywise"),
                                ("q.mul_(2)", "k.add_(1)")),
-    "count_params": Answer("02-the-head", "count_params_hidden", _visible("count_params")),
+    "count_params": Answer("02-the-head", "bonus_count_params", _visible("count_params")),
     "check_simplex": Answer("03-the-tests", "check_simplex_hidden", _visible("check_simplex"), ("A.mul_(0.5)",)),
     "check_causality_perturbation": Answer("03-the-tests", "check_perturbation_hidden", _visible("check_causality_perturbation"),
                                            ("x.add_(1)",)),
@@ -91,7 +91,7 @@ ANSWERS = {
                                           ("scores.mul_(2)",)),
     "fails_on_mask_after_softmax": Answer("03-the-tests", "fails_on_mask_after_softmax_hidden", _visible("fails_on_mask_after_softmax")),
     "attention_on_text": Answer("04-attention-on-text", "attention_on_text_hidden", _visible("attention_on_text")),
-    "top_key_shares": Answer("04-attention-on-text", "top_key_shares_hidden", _visible("top_key_shares"), ("A.mul_(0.5)",)),
+    "top_key_shares": Answer("04-attention-on-text", "bonus_top_key_shares", _visible("top_key_shares"), ("A.mul_(0.5)",)),
     "smoothing_attention": Answer("05-attention-as-smoothing", "smoothing_attention_hidden", _visible("smoothing_attention")),
     "permutation_gaps": Answer("06-going-further", "bonus_permutation_gaps", _visible("permutation_gaps"),
                                ("idx.fill_(0)", "perm.copy_(perm.flip(0))")),

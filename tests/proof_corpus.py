@@ -57,7 +57,7 @@ def edit(notebook: str, answer: str, *changes: tuple[str, str]) -> dict:
 # ---- 01-on-paper -----------------------------------------------------------------------------
 
 # ---- 01-on-paper -----------------------------------------------------------------------------
-# shapes_hidden: 3 cases, one point-share each. dot_variance_hidden: 4 cases (three widths with n = 20,000,
+# shapes_hidden: 3 cases, one point-share each. bonus_dot_variance: 4 cases (three widths with n = 20,000,
 # and n = 2; each with its twin) and "the same seed, the same dot products; another seed, others": 5 shares
 # of 2 points. A case is right when its dot products are n samples of q·k (their number, distinct values,
 # their law by a Kolmogorov-Smirnov test) and the variance returned is theirs. Dot products that are not
@@ -114,29 +114,29 @@ def dot_variance(d_k, n, seed):
     q, k = torch.randn(n, d_k, generator=g), torch.randn(n, d_k, generator=g)
     products = q * k                                    # (n, d_k)
     return products, products.var().item()
-''')}, expect={"dot_variance_hidden": 0.0},
+''')}, expect={"bonus_dot_variance": 0.0},
           why="the products q_m k_m, (n, d_k), returned as the dot products: not one number per pair in any case "
               "(too many values to send at the wider widths), so nothing is credited",
-          says={"dot_variance_hidden": ["one number per pair", "sum over the d_k axis"]}),
+          says={"bonus_dot_variance": ["one number per pair", "sum over the d_k axis"]}),
     Entry("w01-variance-unseeded", P01, edit(P01, "dot_variance", ("q = torch.randn(n, d_k, generator=g)", "q = torch.randn(n, d_k)"),
                                              ("k = torch.randn(n, d_k, generator=g)", "k = torch.randn(n, d_k)")),
-          expect={"dot_variance_hidden": 1.6},
+          expect={"bonus_dot_variance": 1.6},
           why="sampled from the global generator, ignoring `seed`: every case right, only 'the same seed gives "
               "the same dot products' (1 of 5) lost: 2 × 4/5",
-          says={"dot_variance_hidden": ["same seed", "manual_seed"]}),
+          says={"bonus_dot_variance": ["same seed", "manual_seed"]}),
     Entry("w01-variance-formula", P01, edit(P01, "dot_variance", ("return dots, dots.var().item()",
                                                                   "return dots, float(d_k)")),
-          expect={"dot_variance_hidden": 0.0}, why="honest dot products, but the lemma's answer typed in as their "
+          expect={"bonus_dot_variance": 0.0}, why="honest dot products, but the lemma's answer typed in as their "
           "variance: not their sample variance in any case (it differs by the sampling error, about 1%, far beyond "
           "float rounding), so no case is right and the seed is not judged",
-          says={"dot_variance_hidden": ["not the sample variance of the dot products", "not from the formula"]}),
+          says={"bonus_dot_variance": ["not the sample variance of the dot products", "not from the formula"]}),
 ]
 
 
 # ---- 02-the-head -----------------------------------------------------------------------------
 # scores_entrywise_hidden: 4 cases (1 share each) and "one entry at a time" (2 shares): 6 shares of 3
 # points. The loops part is credited when no whole-matrix product is seen and the values are right up
-# to a transpose or a scale. count_params_hidden: 4 cases, one share each.
+# to a transpose or a scale. bonus_count_params: 4 cases, one share each.
 
 P02 = "02-the-head"
 ENTRYWISE = "scores_entrywise"
@@ -213,14 +213,14 @@ def scores_entrywise(q, k):
     Entry("w02-params-biases", P02, {"count_params": code('''
 def count_params(d, d_head):
     return 3 * (d * d_head + d_head)          # weights and biases
-''')}, expect={"count_params_hidden": 0.0}, why="biases counted: wrong for every width",
-          says={"count_params_hidden": ["biases", "bias=False"]}),
+''')}, expect={"bonus_count_params": 0.0}, why="biases counted: wrong for every width",
+          says={"bonus_count_params": ["biases", "bias=False"]}),
     Entry("w02-params-tril", P02, {"count_params": code('''
 def count_params(d, d_head):
     head = Head(d, d_head, T_max=8)
     return sum(p.numel() for p in head.parameters()) + head.tril.numel()
-''')}, expect={"count_params_hidden": 0.0}, why="the tril buffer counted as parameters: wrong for every width",
-          says={"count_params_hidden": ["tril buffer", "not a parameter"]}),
+''')}, expect={"bonus_count_params": 0.0}, why="the tril buffer counted as parameters: wrong for every width",
+          says={"bonus_count_params": ["tril buffer", "not a parameter"]}),
     Entry("w02-params-always-equal", P02, {"count_params": code('''
 class Count(int):
     def __eq__(self, other):                 # equal to anything: passes `mine == actual`
@@ -229,18 +229,18 @@ class Count(int):
 
 def count_params(d, d_head):
     return Count(0)
-''')}, expect={"count_params_hidden": 0.0},
+''')}, expect={"bonus_count_params": 0.0},
           why="an object whose __eq__ is always true: it passes the visible check's ==, but only plain data "
               "reaches the grader",
-          says={"count_params_hidden": ["a class of its own", "return numbers"]},
+          says={"bonus_count_params": ["a class of its own", "return numbers"]},
           visible_passes={"count_params_check": "the visible check compares with ==, which such an object always satisfies; only plain data reaches the grader"}),
     Entry("w02-params-assumes-narrow", P02, {"count_params": code('''
 def count_params(d, d_head):
     assert d_head <= d, "a head is never wider than the model"
     return 3 * d * d_head
-''')}, expect={"count_params_hidden": 1.5},
+''')}, expect={"bonus_count_params": 1.5},
           why="a wrong assumption crashes the one case with d_head > d: 3 of 4 cases, 2 × 3/4 (partial credit)",
-          says={"count_params_hidden": ["wider than its input", "AssertionError"]},
+          says={"bonus_count_params": ["wider than its input", "AssertionError"]},
           visible_passes={"count_params_check": "the visible check tries only heads with d_head < d"}),
 ]
 
@@ -893,7 +893,7 @@ def streaming_attention(q, k, v):
 # ---- 04-attention-on-text --------------------------------------------------------------------
 # attention_on_text_hidden: parts weighing 4.5 (a (64, 64) matrix per seed 0.5, causal attention 1,
 # same seed same matrix 0.5, seeds differ 0.5, agrees with the grader's construction 2), 3 points.
-# top_key_shares_hidden: diagonal 1.5, column 0 1.5, two Python floats (the contract's form, read on every
+# bonus_top_key_shares: diagonal 1.5, column 0 1.5, two Python floats (the contract's form, read on every
 # case that returned) 0.5; 3 points.
 
 P04 = "04-attention-on-text"
@@ -961,33 +961,33 @@ WRONG += [
           says={"attention_on_text_hidden": ["is `seed` passed to torch.manual_seed"]}),
     Entry("w04-shares-row-zero", P04, _shares(("top = A[1:].argmax(dim=-1)", "top = A.argmax(dim=-1)"),
                                               ("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(A.shape[0])")),
-          expect={"top_key_shares_hidden": 0.43},
+          expect={"bonus_top_key_shares": 0.43},
           why="row 0 counted (its one key is both the diagonal and column 0): both shares wrong (3 of 3.5), the form "
               "kept: 3 × 0.5/3.5",
-          says={"top_key_shares_hidden": ["row 0 is counted"]}),
+          says={"bonus_top_key_shares": ["row 0 is counted"]}),
     Entry("w04-shares-counts", P04, _shares(("return (top == rows).float().mean().item(), (top == 0).float().mean().item()",
                                              "return (top == rows).float().sum().item(), (top == 0).float().sum().item()")),
-          expect={"top_key_shares_hidden": 0.43},
+          expect={"bonus_top_key_shares": 0.43},
           why="counts instead of shares: both wrong (3 of 3.5), the form kept: 3 × 0.5/3.5",
-          says={"top_key_shares_hidden": ["counts, not shares"]}),
+          says={"bonus_top_key_shares": ["counts, not shares"]}),
     Entry("w04-shares-previous", P04, _shares(("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(0, A.shape[0] - 1)")),
-          expect={"top_key_shares_hidden": 1.71},
+          expect={"bonus_top_key_shares": 1.71},
           why="the diagonal compared with the row's index less one (the previous key): the diagonal part lost: "
               "3 × 2/3.5",
-          says={"top_key_shares_hidden": ["shifted by one"]}),
+          says={"bonus_top_key_shares": ["shifted by one"]}),
     Entry("w04-shares-first-64-rows", P04, _shares(("top = A[1:].argmax(dim=-1)", "top = A[1:64].argmax(dim=-1)"),
                                                    ("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(1, 1 + len(top))")),
-          expect={"top_key_shares_hidden": 0.43},
+          expect={"bonus_top_key_shares": 0.43},
           why="the notebook's 64 tokens hard-wired: rows past 63 are never counted. Every matrix the hidden test "
               "tried had at most 40 rows (3 before); one of 80 now loses both shares: 3 × 0.5/3.5",
-          says={"top_key_shares_hidden": ["T = 80"]},
+          says={"bonus_top_key_shares": ["T = 80"]},
           visible_passes={"top_key_shares_check": "its matrices have 8 rows"}),
     Entry("w04-shares-tensors", P04, _shares(("return (top == rows).float().mean().item(), (top == 0).float().mean().item()",
                                               "return (top == rows).float().mean(), (top == 0).float().mean()")),
-          expect={"top_key_shares_hidden": 2.57},
+          expect={"bonus_top_key_shares": 2.57},
           why="right shares as 0-dim tensors where the spec asks for Python floats (the hidden test read them with "
               "float(): 3 before); the contract's form part lost: 3 × 3/3.5",
-          says={"top_key_shares_hidden": ["Python floats", "torch.Tensor"]}),
+          says={"bonus_top_key_shares": ["Python floats", "torch.Tensor"]}),
 ]
 
 
@@ -1165,35 +1165,35 @@ def dot_variance(d_k, n, seed):
     g = torch.Generator().manual_seed(seed)
     dots = torch.randn(n, generator=g) * d_k ** 0.5   # (n,): the lemma's law typed in, as noise of variance d_k
     return dots, dots.var().item()
-''')}, expect={"dot_variance_hidden": 0.0},
+''')}, expect={"bonus_dot_variance": 0.0},
           why="the formula plus noise, as samples: dot products drawn from a normal law of variance d_k, seeded, "
               "n of them, the variance theirs. At the narrow widths (d_k = 2, Laplace; the twin's d_k <= 4) their "
               "Kolmogorov-Smirnov distance to q·k's law (about 0.07 at d_k = 2) is three times the threshold: they "
               "are not samples of q·k, so nothing is credited",
-          says={"dot_variance_hidden": ["do not follow the law of q·k", "not from a normal law"]}),
+          says={"bonus_dot_variance": ["do not follow the law of q·k", "not from a normal law"]}),
     Entry("w01-variance-repeated", P01, edit(P01, "dot_variance",
                                              ("q = torch.randn(n, d_k, generator=g)", "q = torch.randn(n // 10 + 1, d_k, generator=g)"),
                                              ("k = torch.randn(n, d_k, generator=g)", "k = torch.randn(n // 10 + 1, d_k, generator=g)"),
                                              ("dots = (q * k).sum(dim=-1)", "dots = (q * k).sum(dim=-1).repeat(10)[:n]")),
-          expect={"dot_variance_hidden": 0.0},
+          expect={"bonus_dot_variance": 0.0},
           why="fewer samples than asked: a tenth of the pairs drawn and repeated ten times to make n; about 10% of "
               "the values are distinct where n independent pairs give n distinct ones: not n samples, nothing "
               "credited",
-          says={"dot_variance_hidden": ["distinct", "fewer pairs drawn and repeated"]}),
+          says={"bonus_dot_variance": ["distinct", "fewer pairs drawn and repeated"]}),
     Entry("w01-variance-fewer", P01, edit(P01, "dot_variance", ("dots = (q * k).sum(dim=-1)",
                                                                 "dots = (q * k).sum(dim=-1)[:1000]")),
-          expect={"dot_variance_hidden": 0.0},
+          expect={"bonus_dot_variance": 0.0},
           why="fewer samples than asked: at most 1,000 dot products whatever n is: too few at n = 20,000, so "
               "nothing is credited (at n = 2 the answer is right, but not credited either)",
-          says={"dot_variance_hidden": ["fewer dot products than pairs", "not credited"]}),
+          says={"bonus_dot_variance": ["fewer dot products than pairs", "not credited"]}),
     Entry("w01-variance-uniform", P01, edit(P01, "dot_variance",
                                             ("q = torch.randn(n, d_k, generator=g)", "q = (torch.rand(n, d_k, generator=g) * 2 - 1) * 3 ** 0.5"),
                                             ("k = torch.randn(n, d_k, generator=g)", "k = (torch.rand(n, d_k, generator=g) * 2 - 1) * 3 ** 0.5")),
-          expect={"dot_variance_hidden": 0.0},
+          expect={"bonus_dot_variance": 0.0},
           why="q and k with uniform entries of mean 0 and variance 1: Var(q·k) = d_k holds, but q·k does not have "
               "the law of the spec's standard normal pairs: at d_k = 2 the distance is far beyond the threshold, so "
               "nothing is credited",
-          says={"dot_variance_hidden": ["do not follow the law of q·k", "standard normal entries"]}),
+          says={"bonus_dot_variance": ["do not follow the law of q·k", "standard normal entries"]}),
     Entry("w01-shapes-visible-only", P01, {"shapes": code('''
 def shapes(T, d, d_k, d_v):
     # the visible check's numbers (5, 7, 3, 2) typed in
@@ -1205,8 +1205,8 @@ def shapes(T, d, d_k, d_v):
     Entry("w02-params-visible-only", P02, {"count_params": code('''
 def count_params(d, d_head):
     return {(32, 16): 1536, (40, 24): 2880}.get((d, d_head), 0)    # the visible check's two heads
-''')}, expect={"count_params_hidden": 0.0}, why="the visible check's two answers typed in: 0 for every hidden width",
-          says={"count_params_hidden": ["three weight matrices", "formula in d and d_head"]},
+''')}, expect={"bonus_count_params": 0.0}, why="the visible check's two answers typed in: 0 for every hidden width",
+          says={"bonus_count_params": ["three weight matrices", "formula in d and d_head"]},
           visible_passes={"count_params_check": "the numbers are typed in for exactly the visible check's heads"}),
     Entry("w03-row-sums-typed-in", P03, {"mask_after_softmax_row_sums": code('''
 def mask_after_softmax_row_sums(scores):
@@ -1387,9 +1387,9 @@ def top_key_shares(A):
     top = A.argmax(dim=-1)[1:]
     rows = torch.arange(1, A.shape[0])
     return (top == rows).float().mean().item(), (top == 0).float().mean().item()
-''')}, expect={"top_key_shares_hidden": 0.0},
+''')}, expect={"bonus_top_key_shares": 0.0},
           why="right shares, but every call zeroes row 0 of the caller's matrix in place: each case fails",
-          says={"top_key_shares_hidden": ["changed its input `A` in place"]},
+          says={"bonus_top_key_shares": ["changed its input `A` in place"]},
           visible_passes={"top_key_shares_check": "the visible check does not look at its matrices afterwards"}),
 ]
 

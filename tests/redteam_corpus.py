@@ -123,7 +123,7 @@ class Profile:
 
 PAPER = Profile(
     notebook="01-on-paper",
-    uses={"shapes_hidden": "shapes", "dot_variance_hidden": "dot_variance"},
+    uses={"shapes_hidden": "shapes", "bonus_dot_variance": "dot_variance"},
     functions={"shapes": "shapes", "dot_variance": "dot_variance"},
     wrong={
         # the scores compare tokens with tokens: (T, d_k) is the classic slip
@@ -144,9 +144,9 @@ PAPER = Profile(
             '''),
     },
     # what the checks give these answers (tests/test_redteam_corpus.py asks them)
-    wrong_scores={"shapes_hidden": 0.0, "dot_variance_hidden": 0.0},
+    wrong_scores={"shapes_hidden": 0.0, "bonus_dot_variance": 0.0},
     wrong_reasons={"shapes_hidden": r"wrong or missing: scores, A",
-                   "dot_variance_hidden": r"should return a pair \(dots, variance\)"},
+                   "bonus_dot_variance": r"should return a pair \(dots, variance\)"},
 )
 
 PROFILES = [PAPER]

@@ -31,7 +31,7 @@ COPIES = {"copy-renamed": "h1", "copy-padded": "h2", "copy-reordered": "h3", "co
 # Statements that do nothing, one put before every statement of a copied answer (copy-interleaved), in turn.
 DEAD = ["pass", "_pad = 0", "0", "'.'", "unused_k = len([])", "print()", "spare = [1, 2, 3]", "...", "None"]
 
-# Written answers of their own (02-the-head/scale_width, 05/smoothing_as_s_grows), one per honest student.
+# Written answers of their own (02-the-head/bonus_scale_width, 05/bonus_smoothing_as_s_grows), one per honest student.
 SCALE_WIDTH = [
     "The key width is 16, so we divide by 4. Each score adds up 16 products of unit-variance numbers, "
     "so the variance of a score is about 16; the square root brings the spread back to one. The model width "
@@ -92,8 +92,8 @@ def honest_answers() -> dict[str, dict[str, dict[str, str]]]:
         for (notebook, gid), texts in sorted(variants.items()):
             if i < len(texts):
                 out[sid].setdefault(notebook, {})[gid] = texts[i]
-        out[sid].setdefault("02-the-head", {})["scale_width"] = SCALE_WIDTH[i]
-        out[sid].setdefault("05-attention-as-smoothing", {})["smoothing_as_s_grows"] = SMOOTHING[i]
+        out[sid].setdefault("02-the-head", {})["bonus_scale_width"] = SCALE_WIDTH[i]
+        out[sid].setdefault("05-attention-as-smoothing", {})["bonus_smoothing_as_s_grows"] = SMOOTHING[i]
     return out
 
 

@@ -35,8 +35,8 @@ from test_fresh_cases import KEYS, namespace
 # hidden test -> (notebook, the function it calls)
 CALLED = {
     "shapes_hidden": ("01-on-paper", "shapes"),
-    "dot_variance_hidden": ("01-on-paper", "dot_variance"),
-    "count_params_hidden": ("02-the-head", "count_params"),
+    "bonus_dot_variance": ("01-on-paper", "dot_variance"),
+    "bonus_count_params": ("02-the-head", "count_params"),
     "scores_entrywise_hidden": ("02-the-head", "scores_entrywise"),
     "mask_after_softmax_hidden": ("03-the-tests", "mask_after_softmax_row_sums"),
     "scale_table_hidden": ("03-the-tests", "scale_table"),
@@ -48,7 +48,7 @@ CALLED = {
 # whose results are read as plain numbers (06): every hidden test that calls a student's function
 RETURNING = {**CALLED,
              "attention_on_text_hidden": ("04-attention-on-text", "attention_on_text"),
-             "top_key_shares_hidden": ("04-attention-on-text", "top_key_shares"),
+             "bonus_top_key_shares": ("04-attention-on-text", "top_key_shares"),
              "bonus_permutation_gaps": ("06-going-further", "permutation_gaps"),
              "bonus_fit_exponent": ("06-going-further", "fit_exponent")}
 

@@ -38,9 +38,9 @@ SANDBOX = "bwrap"
 LIMITS = {"cell_timeout": 20, "notebook_timeout": 300, "memory_bytes": 2 * 2**30}
 OUTPUT = Limits()
 HEAD = Profile(notebook="02-the-head",
-               uses={"scores_entrywise_hidden": "scores_entrywise", "count_params_hidden": "count_params"},
+               uses={"scores_entrywise_hidden": "scores_entrywise", "bonus_count_params": "count_params"},
                functions={"scores_entrywise": "scores_entrywise", "count_params": "count_params"})
-WRITTEN = "scale_width"
+WRITTEN = "bonus_scale_width"
 
 # What the batch may leave behind, whatever a kernel sent.
 RELEASE_BYTES = (ROOT / "release" / STEP / f"{HEAD.notebook}.ipynb").stat().st_size

@@ -124,13 +124,13 @@ def shares_tensors(A):
 
 @pytest.mark.parametrize("fn", [shares_torch, shares_numpy_loop, shares_numpy_float64])
 def test_top_key_shares_correct_variants_get_full_marks(fn):
-    v = verdict("top_key_shares_hidden", top_key_shares=fn)
+    v = verdict("bonus_top_key_shares", top_key_shares=fn)
     assert v.fraction == 1, failed(v)
 
 
 def test_top_key_shares_tensors_lose_the_form_part_only():
     # the contract (and the visible check's expect_form) asks for two Python floats; the shares are still read
-    failures = failed(verdict("top_key_shares_hidden", top_key_shares=shares_tensors))
+    failures = failed(verdict("bonus_top_key_shares", top_key_shares=shares_tensors))
     assert list(failures) == ["returns two Python floats"] and "torch.Tensor" in failures["returns two Python floats"], \
         failures
 
@@ -142,7 +142,7 @@ def _first_64_rows(A):
 
 
 def test_top_key_shares_rows_past_the_notebooks_64_count():
-    failures = failed(verdict("top_key_shares_hidden", top_key_shares=_first_64_rows))
+    failures = failed(verdict("bonus_top_key_shares", top_key_shares=_first_64_rows))
     assert len(failures) == 2 and all("T = 80" in message for message in failures.values()), failures
 
 
@@ -176,14 +176,14 @@ def _shifted(A):
     (_shifted, 1, "shifted by one"),
 ])
 def test_top_key_shares_slips_are_named(fn, parts, hint):
-    failures = failed(verdict("top_key_shares_hidden", top_key_shares=fn))
+    failures = failed(verdict("bonus_top_key_shares", top_key_shares=fn))
     assert len(failures) == parts and all(hint in message for message in failures.values()), failures
 
 
 def test_top_key_shares_unwritten_gets_one_clear_reason():
     def unwritten(A):
         raise NotImplementedError()
-    v = verdict("top_key_shares_hidden", top_key_shares=unwritten)
+    v = verdict("bonus_top_key_shares", top_key_shares=unwritten)
     assert v.fraction == 0 and len(v.parts) == 1 and "not filled in" in v.parts[0].message
 
 

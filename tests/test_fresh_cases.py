@@ -33,12 +33,12 @@ from test_grader_proof_quick import code_answers
 REGISTRY = STEP4.checks
 # grade id -> its notebook: the checks that draw cases of each submission's own
 FRESH = {
-    "shapes_hidden": "01-on-paper", "dot_variance_hidden": "01-on-paper",
-    "scores_entrywise_hidden": "02-the-head", "count_params_hidden": "02-the-head",
+    "shapes_hidden": "01-on-paper", "bonus_dot_variance": "01-on-paper",
+    "scores_entrywise_hidden": "02-the-head", "bonus_count_params": "02-the-head",
     "mask_after_softmax_hidden": "03-the-tests", "scale_table_hidden": "03-the-tests",
     "check_simplex_hidden": "03-the-tests", "check_perturbation_hidden": "03-the-tests",
     "check_gradient_hidden": "03-the-tests",
-    "attention_on_text_hidden": "04-attention-on-text", "top_key_shares_hidden": "04-attention-on-text",
+    "attention_on_text_hidden": "04-attention-on-text", "bonus_top_key_shares": "04-attention-on-text",
     "smoothing_attention_hidden": "05-attention-as-smoothing",
     "bonus_permutation_gaps": "06-going-further", "bonus_online_softmax": "06-going-further",
     "bonus_streaming_attention": "06-going-further", "bonus_fit_exponent": "06-going-further",
@@ -102,7 +102,7 @@ def test_grading_makes_the_key_in_the_grader_home_and_a_new_key_regrades(tmp_pat
 # ---- the seed -------------------------------------------------------------------------------------
 
 def test_the_seed_follows_the_key_the_step_the_check_and_the_code():
-    check = REGISTRY["count_params_hidden"]
+    check = REGISTRY["bonus_count_params"]
 
     def ctx(key=KEYS[0], step="step-04", sources=("def count_params(d, d_head):\n    return 3 * d * d_head\n",)):
         return types.SimpleNamespace(case_key=key, step=types.SimpleNamespace(name=step), sources=list(sources))
@@ -171,10 +171,10 @@ def test_the_same_submission_meets_the_same_cases_and_another_does_not():
                              ("other code", KEYS[0], "# another student's comment")]:
         ns = recorder("02-the-head", "count_params")
         ns["In"].append(extra)
-        verdict = judged("count_params_hidden", ns, key)
+        verdict = judged("bonus_count_params", ns, key)
         runs[name] = (list(ns["SEEN"]), [(p.name, p.ok, p.message) for p in verdict.parts])
     assert runs["first"] == runs["regrade"]
-    fixed = [tuple(c) for c in REGISTRY["count_params_hidden"].CASES]
+    fixed = [tuple(c) for c in REGISTRY["bonus_count_params"].CASES]
     assert runs["first"][0][:4] == fixed                            # the calibrated cases, then this submission's own
     for other in ("other key", "other code"):
         assert runs[other][0][:4] == fixed and runs[other][0][4:] != runs["first"][0][4:], other
@@ -182,7 +182,7 @@ def test_the_same_submission_meets_the_same_cases_and_another_does_not():
 
 
 LOOKUP = {
-    "count_params_hidden": ("02-the-head", "count_params", "count_params",
+    "bonus_count_params": ("02-the-head", "count_params", "count_params",
                             "def count_params(d, d_head):\n    return TABLE.get((d, d_head), 0)\n"),
     "shapes_hidden": ("01-on-paper", "shapes", "shapes",
                       "def shapes(T, d, d_k, d_v):\n    return TABLE.get((T, d, d_k, d_v), {})\n"),
@@ -213,7 +213,7 @@ def test_answers_recorded_in_one_grading_earn_nothing_in_the_next(grade_id):
     cheat = namespace(notebook, {answer_id: f"TABLE = {table!r}\n" + lookup})
     verdict = judged(grade_id, cheat, KEYS[0])
     assert verdict.fraction <= 0.25, verdict.report(REGISTRY[grade_id].points)
-    if grade_id in ("count_params_hidden", "shapes_hidden"):
+    if grade_id in ("bonus_count_params", "shapes_hidden"):
         assert verdict.fraction == 0.0, verdict.report(REGISTRY[grade_id].points)
 
 
@@ -345,7 +345,7 @@ def test_every_byte_a_student_controls_moves_the_cases(tmp_path, monkeypatch):
     (tmp_path / "home" / KEY_FILE).write_bytes(KEYS[0])
     (tmp_path / "home" / KEY_FILE).chmod(0o600)
     monkeypatch.setenv("GRADER_HOME", str(tmp_path / "home"))
-    check = REGISTRY["count_params_hidden"]
+    check = REGISTRY["scores_entrywise_hidden"]
     released = json.loads((STEP4.release / "02-the-head.ipynb").read_text(encoding="utf-8"))
 
     def seed(nb: dict, name: str) -> int:

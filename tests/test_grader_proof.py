@@ -44,13 +44,13 @@ MAX_EDITS_PER_NOTEBOOK = 6
 HALF_FILLS = {
     # 7 answers: map_written, shapes, coupling_expectation, simplex_proof | causality_proof, variance_proof, dot_variance
     "01-on-paper": ["map_written", "shapes", "coupling_expectation", "simplex_proof"],
-    # 3 answers: scores_entrywise, count_params | scale_width
+    # 3 answers: scores_entrywise, count_params | bonus_scale_width
     "02-the-head": ["scores_entrywise", "count_params"],
     # 8 answers: the three checks, scale_table | mask_after_softmax_row_sums, fails_on_mask_after_softmax, two written
     "03-the-tests": ["check_simplex", "check_causality_perturbation", "check_causality_gradient", "scale_table"],
-    # 4 answers: attention_on_text, top_key_shares | family_patterns, first_column_heavy
-    "04-attention-on-text": ["attention_on_text", "top_key_shares"],
-    # 2 answers: smoothing_attention | smoothing_as_s_grows
+    # 4 answers: attention_on_text, family_patterns | top_key_shares (bonus), first_column_heavy
+    "04-attention-on-text": ["attention_on_text", "family_patterns"],
+    # 2 answers: smoothing_attention | bonus_smoothing_as_s_grows
     "05-attention-as-smoothing": ["smoothing_attention"],
     # 9 answers: permutation_gaps, bonus_equivariance_sentence, online_softmax, streaming_attention,
     # bonus_flash_answer | fit_exponent, bonus_cost_answer, vowel_head, padded_keep_mask (the last two self-checked)
@@ -59,15 +59,15 @@ HALF_FILLS = {
 }
 HALF_EXPECT = {
     "01-on-paper": {"shapes_hidden": 2.0,            # shapes is filled: full marks
-                    "dot_variance_hidden": 0.0},     # dot_variance is not: NotImplementedError
+                    "bonus_dot_variance": 0.0},     # dot_variance is not: NotImplementedError
     "02-the-head": {"scores_entrywise_hidden": 3.0,  # both answers filled
-                    "count_params_hidden": 2.0},
+                    "bonus_count_params": 2.0},
     "03-the-tests": {"check_simplex_hidden": 3.0, "check_perturbation_hidden": 3.0,   # the first four answers
                      "check_gradient_hidden": 3.0, "scale_table_hidden": 4.0,
                      "mask_after_softmax_hidden": 0.0,                                # not filled
                      "fails_on_mask_after_softmax_hidden": 0.0},                      # not filled
-    "04-attention-on-text": {"attention_on_text_hidden": 3.0,    # both code answers filled
-                             "top_key_shares_hidden": 3.0},      # (only the two written answers are left)
+    "04-attention-on-text": {"attention_on_text_hidden": 3.0,    # filled, with the family description
+                             "bonus_top_key_shares": 0.0},      # not filled (nor the first-column answer)
     "05-attention-as-smoothing": {"smoothing_attention_hidden": 4.0},   # the one code answer is filled
     "06-going-further": {"bonus_permutation_gaps": 2.0, "bonus_online_softmax": 3.0,
                          "bonus_streaming_attention": 2.0,

@@ -42,9 +42,9 @@ CLASS = {
 }
 EXPECTED = {
     "ada": P.scores(), "grace": P.scores(), "alan": P.scores(), "edsger": P.scores(), "blank": P.zero(),
-    "mistaken": P.scores(dot_variance_hidden=P.wrong_scores["dot_variance_hidden"]),
+    "mistaken": P.scores(bonus_dot_variance=P.wrong_scores["bonus_dot_variance"]),
     "slipped": P.scores(shapes_hidden=P.wrong_scores["shapes_hidden"]),
-    "crasher": P.scores(shapes_hidden=0.0), "looper": P.scores(dot_variance_hidden=0.0),
+    "crasher": P.scores(shapes_hidden=0.0), "looper": P.scores(bonus_dot_variance=0.0),
 }
 
 

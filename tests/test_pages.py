@@ -240,7 +240,7 @@ def test_png_constant_is_a_png():
 
 def test_grade_table_total_is_the_step_total_written_answers_included():
     """The table's required column counts written answers as the export does (out of the required
-    maximum, 59 for Step 4, not the autograded points alone), and its total is totals' step total."""
+    maximum, 49 for Step 4, not the autograded points alone), and its total is totals' step total."""
     from autograder.records.model import NotebookResult
     from autograder.report import table
     from autograder.records.totals import from_results

@@ -190,12 +190,12 @@ def test_idle_connections_with_one_big_message_each_hold_little(record_property)
 def test_the_answers_to_one_hidden_test_are_bounded_in_all(server):
     """Answers each within the bounds of one message, but more values together than a hidden test
     may get (SESSION_VALUES): refused, with the reason."""
-    server.expect("dot_variance_hidden")           # a test of ten calls
+    server.expect("bonus_dot_variance")           # a test of ten calls
     per_answer = 300_000
     answered = 0
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(server.socket_path)
-        send(sock, {"op": "session", "grade_id": "dot_variance_hidden"})
+        send(sock, {"op": "session", "grade_id": "bonus_dot_variance"})
         try:
             while True:
                 request = receive(sock)
@@ -205,7 +205,7 @@ def test_the_answers_to_one_hidden_test_are_bounded_in_all(server):
             pass
     server.expect(None)
     assert answered == SESSION_VALUES // per_answer + 1, answered      # the first answer beyond: refused
-    assert "more than 1,000,000 values" in server.results["dot_variance_hidden"]["__missing__"]
+    assert "more than 1,000,000 values" in server.results["bonus_dot_variance"]["__missing__"]
 
 
 def test_an_honest_session_is_still_answered(server):

@@ -205,7 +205,7 @@ def test_a_session_runs_only_for_the_cell_being_graded_and_only_once(server):
     ns = {"shapes": shapes}
     assert session(server, "shapes_hidden", ns).startswith("Not recorded")     # nothing expected yet
     assert "shapes_hidden" not in server.results
-    server.expect("dot_variance_hidden")
+    server.expect("bonus_dot_variance")
     assert session(server, "shapes_hidden", ns).startswith("Not recorded")     # another test's turn
     server.expect("shapes_hidden")
     assert session(server, "shapes_hidden", ns).startswith("Recorded")
@@ -234,8 +234,8 @@ def test_a_hidden_test_leaves_the_kernels_random_stream_as_it_was(server):
     torch.manual_seed(3)
     expected = torch.rand(3)
     torch.manual_seed(3)
-    server.expect("dot_variance_hidden")
-    session(server, "dot_variance_hidden", {"dot_variance": dot_variance})
+    server.expect("bonus_dot_variance")
+    session(server, "bonus_dot_variance", {"dot_variance": dot_variance})
     server.expect(None)
     assert torch.equal(torch.rand(3), expected)
 

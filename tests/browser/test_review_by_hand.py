@@ -55,7 +55,7 @@ def graded(chromium_path, tmp_path_factory):
     started = time.monotonic()
     course = copy_course(tmp_path_factory.mktemp("review"))
     # the written answer left as released (scored 0 at once): the hidden test is all that waits for a person
-    unwritten = {"scale_width": "YOUR ANSWER HERE"}
+    unwritten = {"bonus_scale_width": "YOUR ANSWER HERE"}
     for sid, answers in (("vic", {**VMAPPED.answers, **unwritten}), ("ada", unwritten)):
         (course / "submissions" / sid).mkdir(parents=True)
         (course / "submissions" / sid / f"{NOTEBOOK}.ipynb").write_text(

@@ -210,7 +210,7 @@ def _constant_factor(got, ref):
 
 @register
 class CountParams(TwinnedCheck):
-    grade_id = "count_params_hidden"
+    grade_id = "bonus_count_params"
     points = 2
     CASES = [(12, 5), (5, 12), (100, 7), (3, 1)]        # the visible test uses (32, 16) and (40, 24)
     # the feedback names a case by its kind, never by its numbers: printed inputs and counts

@@ -163,7 +163,7 @@ def _judge_sample(case, entry):
 
 @register
 class DotVariance(Check):
-    grade_id = "dot_variance_hidden"
+    grade_id = "bonus_dot_variance"
     points = 2
     N = 20_000
     # (d_k, n, seed); a twin of each (below) has a fresh even d_k of the same kind and a fresh seed

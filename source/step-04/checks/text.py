@@ -292,7 +292,7 @@ def _as_shares(result) -> tuple[float, float]:
 
 @register
 class TopKeyShares(Check):
-    grade_id = "top_key_shares_hidden"
+    grade_id = "bonus_top_key_shares"
     points = 3
 
     def cases(self, ctx) -> list[tuple[str, torch.Tensor]]:
