@@ -58,7 +58,7 @@ def test_attention_on_text_correct_variants_get_full_marks(fn):
     assert v.fraction == 1, failed(v)
 
 
-@pytest.mark.parametrize("fn, says", [(text_fn(post=lambda A: A[None]), "not (1, 64, 64)"),
+@pytest.mark.parametrize("fn, says", [(text_fn(post=lambda A: A[None]), "the one sequence in the batch"),
                                       (text_fn(post=lambda A: A.tolist()), "not list")],
                          ids=["batch-of-one", "nested-lists"])
 def test_attention_on_text_in_another_form_loses_the_form_part_only(fn, says):
