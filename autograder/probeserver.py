@@ -384,8 +384,8 @@ def _allowed(reply, message: dict, server: ProbeServer):
 
 
 def parameter_names(sources, function: str) -> set[str]:
-    """The parameter names of every `def function(...)` in the student's code cells (what a call that
-    changed its inputs may name), or of every function if the name is not defined by a def."""
+    """The parameter names of every `def function(...)` in the student's code cells: what a call that
+    changed its inputs may name (none if no def defines it: every input it changed is then "an input")."""
     import ast
     names: set[str] = set()
     for text in sources or ():
