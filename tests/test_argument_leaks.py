@@ -84,27 +84,43 @@ def _constant(arg):
     return "constant"
 
 
+def _feedback(grade_id: str, answer) -> dict:
+    """{fed: (report, failure text)} of hidden test `grade_id` on `answer(fed, ns)` (the function that
+    replaces the student's), fed the real inputs and constants instead."""
+    notebook, function = RETURNING[grade_id]
+    check = STEP4.checks[grade_id]
+    reports = {}
+    for fed in ("the real inputs", "constants"):
+        ns = namespace(notebook)
+        exec(LEAK, ns)
+        seen = []
+
+        def called(*args, _answer=answer(fed, ns), _seen=seen, **kwargs):
+            _seen.append(args)
+            return _answer(*args)
+        ns[function] = called
+        with contextlib.redirect_stdout(io.StringIO()):
+            verdict = probe_and_judge(grade_id, ns, case_key=KEYS[0])
+        assert seen, "the hidden test never called the answer"
+        reports[fed] = (verdict.report(check.points), verdict.failure_text())
+    return reports
+
+
+def _text(fed: str, args) -> tuple[str, tuple]:
+    """The arguments as text (and as they are shown), the real ones or constants of their kinds."""
+    shown = args if fed == "the real inputs" else tuple(_constant(a) for a in args)
+    return " ".join(repr(a.tolist()) if isinstance(a, torch.Tensor) else repr(a) for a in shown), shown
+
+
 @pytest.mark.parametrize("grade_id", sorted(CALLED))
 def test_nothing_an_answer_raises_in_a_hidden_test_comes_back(grade_id):
-    notebook, function = CALLED[grade_id]
-    check = STEP4.checks[grade_id]
     for encoding, make in ENCODINGS.items():
-        reports = {}
-        for fed in ("the real inputs", "constants"):
-            ns = namespace(notebook)
-            exec(LEAK, ns)
-            seen = []
-
-            def leaky(*args, _fed=fed, _ns=ns, _seen=seen, **kwargs):
-                _seen.append(args)
-                shown = args if _fed == "the real inputs" else tuple(_constant(a) for a in args)
-                text = " ".join(repr(a.tolist()) if isinstance(a, torch.Tensor) else repr(a) for a in shown)
-                raise make(_ns, text, shown)
-            ns[function] = leaky
-            with contextlib.redirect_stdout(io.StringIO()):
-                verdict = probe_and_judge(grade_id, ns, case_key=KEYS[0])
-            assert seen, "the hidden test never called the answer"
-            reports[fed] = (verdict.report(check.points), verdict.failure_text())
+        def raising(fed, ns, make=make):
+            def answer(*args):
+                text, shown = _text(fed, args)
+                raise make(ns, text, shown)
+            return answer
+        reports = _feedback(grade_id, raising)
         real, constant = reports["the real inputs"], reports["constants"]
         assert real == constant, (
             f"{grade_id}: what the answer raised ({encoding}) changed the feedback:\n{real[0]}\n---\n{constant[0]}")
@@ -128,26 +144,13 @@ RETURNS = {
 def test_nothing_an_answer_returns_in_a_hidden_test_comes_back_as_a_size(grade_id):
     """A result of the wrong form is described by the contract's words, never by its size or its value
     (a result's shape, length or number can carry the inputs it was computed from)."""
-    notebook, function = RETURNING[grade_id]
-    check = STEP4.checks[grade_id]
     for encoding, make in RETURNS.items():
-        reports = {}
-        for fed in ("the real inputs", "constants"):
-            ns = namespace(notebook)
-            seen = []
-
-            def returning(*args, _fed=fed, _seen=seen, **kwargs):
-                _seen.append(args)
-                shown = args if _fed == "the real inputs" else tuple(_constant(a) for a in args)
-                return make(" ".join(repr(a.tolist()) if isinstance(a, torch.Tensor) else repr(a) for a in shown))
-            ns[function] = returning
-            with contextlib.redirect_stdout(io.StringIO()):
-                verdict = probe_and_judge(grade_id, ns, case_key=KEYS[0])
-            assert seen, "the hidden test never called the answer"
-            reports[fed] = verdict.report(check.points)
-        assert reports["the real inputs"] == reports["constants"], (
-            f"{grade_id}: what the answer returned ({encoding}) changed the feedback:\n"
-            f"{reports['the real inputs']}\n---\n{reports['constants']}")
+        def returning(fed, ns, make=make):
+            return lambda *args: make(_text(fed, args)[0])
+        reports = _feedback(grade_id, returning)
+        real, constant = reports["the real inputs"], reports["constants"]
+        assert real == constant, (
+            f"{grade_id}: what the answer returned ({encoding}) changed the feedback:\n{real[0]}\n---\n{constant[0]}")
 
 
 def test_only_named_kinds_and_the_engine_s_words_are_shown():
