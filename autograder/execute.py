@@ -734,6 +734,7 @@ class _Run:
                     task.cancel()
                     break
                 if watched.limit is not None:
+                    watched.waited_at_limit = watched.waited
                     interrupted, cpu_interrupted = now, watched.cpu
                     try:
                         await self.client.km.interrupt_kernel()
@@ -805,7 +806,7 @@ class _Run:
                 "cpu_seconds": round(watched.cpu, 2), "wall_seconds": round(watched.wall, 2),
                 "queued_seconds": round(watched.queued, 2), "grader_seconds": round(watched.grader, 2),
                 "grader_queued_seconds": round(watched.grader_queued, 2),
-                "waited_seconds": round(watched.waited, 2), "killed": watched.killed})
+                "waited_seconds": round(watched.waited_seconds, 2), "killed": watched.killed})
             _error(cell, "CellTimeoutError", watched.reason())
             return False        # restart for a clean, responsive kernel
         err = watched.error
@@ -872,6 +873,13 @@ class Watched:
     queued: float = 0.0           # of the wall seconds, those its kernel waited for a CPU the machine's load held
     grader: float = 0.0           # the grader's own work meanwhile (reading the kernel's output, probes)
     grader_queued: float = 0.0    # the grader's waits for a CPU meanwhile
+    waited_at_limit: float = 0.0  # its waiting when the limit was reached (the interrupt's own CPU time,
+                                  # counted after, can take a little off the waiting measured at the end)
+
+    @property
+    def waited_seconds(self) -> float:
+        """The waiting to report: what it was when the limit was reached, or more if it grew after."""
+        return max(self.waited, self.waited_at_limit)
 
     @property
     def waited(self) -> float:
@@ -890,7 +898,7 @@ class Watched:
             "notebook wall clock": f"the notebook reached its wall-clock ceiling of {seconds:g} s (this cell: {used})",
             "cell waiting": f"this cell waited for more than {seconds:g} s without computing (sleeping, or "
                             f"blocked on a read, a lock, an event or a child process), the limit for a cell's "
-                            f"waiting ({used}, {self.waited:.1f} s of it waiting)",
+                            f"waiting ({used}, {self.waited_seconds:.1f} s of it waiting)",
             "student budget": f"the student's time budget of {seconds:g} s for all the notebooks together ran "
                               f"out during this cell ({used}); the cells after it were not run",
         }[what]
