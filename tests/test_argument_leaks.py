@@ -9,7 +9,9 @@ digits spelled as words; a run of letters as long as a value; a class named afte
 torch-like message with the values in it), and on the same answers fed constant values instead: the
 two verdicts must be the same, word for word, so the feedback carries nothing of the inputs. The same
 for what an answer returns: a result sized by the inputs (a tensor, a matrix, a list) or a number made
-of them is described by the contract's words, never by its size or value. The
+of them is described by the contract's words, never by its size or value; a result of the right form
+whose numbers are moved by amounts made of the inputs is judged in words, never by the numbers it holds
+(a sum, a gap, a variance, an error, a count of wrong entries). The
 red-team batch (tests/test_redteam.py, kind "argument-leak") does the same through grading, feedback
 page included.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import re
 import types
 
 import pytest
@@ -186,3 +189,62 @@ def test_a_hidden_cell_that_failed_shows_only_its_error_s_kind():
         assert result.score == 0.0 and f"could not run: {shown}" in result.error, result.error
         text = result.error + "".join(o.get("text", "") for o in cell.outputs)
         assert "⟦" not in text and "eleven" not in text.lower()
+
+
+def _moved(result, move):
+    """`result` with every number `x` replaced by `move(x)` (a tensor, a number, or lists, tuples and
+    dicts of them): the form of a right answer, values of the answer's own making."""
+    if isinstance(result, torch.Tensor):
+        return move(result) if result.is_floating_point() else move(result.double()).round().to(result.dtype)
+    if isinstance(result, bool):
+        return result
+    if isinstance(result, int):
+        return round(move(float(result)))
+    if isinstance(result, float):
+        return float(move(result))
+    if isinstance(result, (list, tuple)):
+        return type(result)(_moved(r, move) for r in result)
+    if isinstance(result, dict):
+        return {k: _moved(v, move) for k, v in result.items()}
+    return result
+
+
+# the moves, by an amount u in [1, 2) made of what the answer was fed: far off, off by a little, near the
+# judges' tolerances, and scaled (a statistic off by a factor)
+MOVES = {"far": lambda x, u: x + u, "a little": lambda x, u: x + 1e-2 * u, "near": lambda x, u: x + 1e-5 * u,
+         "scaled": lambda x, u: x * (1 + u)}
+
+
+@pytest.mark.parametrize("move", sorted(MOVES))
+@pytest.mark.parametrize("grade_id", sorted(RETURNING))
+def test_nothing_an_answer_returns_in_the_right_form_comes_back_as_a_number(grade_id, move):
+    """A result of the right form and wrong values is judged in words: the numbers it holds never come
+    back (they can be made of the inputs). The answer returns the right answer's form with every number
+    moved by an amount made of the real inputs, or of constants; the two verdicts must be the same."""
+    def returning(fed, ns):
+        right = ns[RETURNING[grade_id][1]]
+        def answer(*args):
+            text = _text(fed, args)[0]
+            amount = 1 + (_digest(text) % 1000) / 1000
+            return _moved(right(*args), lambda x: MOVES[move](x, amount))
+        return answer
+    reports = _feedback(grade_id, returning)
+    real, constant = reports["the real inputs"], reports["constants"]
+    # the two verdicts may differ in kind (a move can cross a judge's tolerance, or look like a known
+    # mistake), never by a number: each number of one is in the other or is the grader's own (a literal
+    # of the step's checks: a case's label, a tolerance)
+    for one, other in ((real, constant), (constant, real)):
+        strays = _numbers(one[0]) - _numbers(other[0]) - CHECKS_NUMBERS
+        assert not strays, (f"{grade_id}: the numbers the answer returned ({sorted(strays)}) came back in the "
+                            f"feedback:\n{real[0]}\n---\n{constant[0]}")
+
+
+NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e[+-]?\d+)?")
+
+
+def _numbers(text: str) -> set[float]:
+    return {float(n) for n in NUMBER.findall(text)}
+
+
+# the numbers the step's checks write themselves (literals in their source)
+CHECKS_NUMBERS = set().union(*(_numbers(p.read_text()) for p in sorted((STEP4.checks_dir).rglob("*.py"))))

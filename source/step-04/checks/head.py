@@ -189,8 +189,8 @@ class ScoresEntrywise(Check):
                            "(a column), q[b, i] · k[b, j]"), True
         if B > 1 and close(got, np.broadcast_to(ref[:1], ref.shape), loose):
             return False, "every sequence got the scores of the first one: use q[b] and k[b] for sequence b", False
-        wrong = int((np.abs(got - ref) > tol).sum())
-        return False, (f"{wrong} of {got.size} entries are wrong: entry [b, i, j] should be the dot product "
+        every = bool((np.abs(got - ref) > tol).all())
+        return False, (("every entry is wrong" if every else "some entries are wrong") + ": entry [b, i, j] should be the dot product "
                        "of q[b, i] and k[b, j], a sum over the d_head axis"), False
 
 

@@ -139,7 +139,7 @@ def _judge_sample(case, entry):
         return problem
     if n >= GOF_MIN:
         if distinct_share(dots) < DISTINCT:
-            return "samples", (f"only {distinct_share(dots):.0%} of the dot products are distinct numbers: n "
+            return "samples", ("too few of the dot products are distinct numbers: n "
                                "independent pairs give n different ones. Were fewer pairs drawn and repeated?")
         distance = ks_distance(dots, dot_cdf(d_k))
         if distance > ks_threshold(n):
@@ -152,7 +152,7 @@ def _judge_sample(case, entry):
                 hint = ("their variance is about 1, not d_k: one product q_m·k_m, or scores divided by sqrt(d_k)? "
                         "Sum q_m·k_m over all d_k coordinates, unscaled")
             else:
-                hint = (f"their variance is {ratio:.2g} × d_k: are q and k drawn with independent standard normal "
+                hint = ("their variance is not d_k: are q and k drawn with independent standard normal "
                         "entries (torch.randn), and is each dot product the sum of q_m·k_m over the d_k axis?")
             return "samples", f"the dot products do not follow the law of q·k: {hint}"
     if not any(abs(estimate - s) <= 1e-4 * abs(s) + 1e-12 for s in _statistics(dots)):

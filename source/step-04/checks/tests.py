@@ -362,7 +362,7 @@ def _samples_problem(tables) -> str | None:
         k = np.concatenate([row["k"].ravel() for row in table])
         share = distinct_share(np.concatenate([q, k]))
         if share < DISTINCT:
-            return (f"only {share:.0%} of the entries of q and k are distinct numbers: draw every sequence, "
+            return ("too few of the entries of q and k are distinct numbers: draw every sequence, "
                     "B·T·d_k fresh numbers for q and as many for k, none repeated")
         for series, what in ((q, "q"), (k, "k"), ((q + k) / math.sqrt(2), "q + k"),
                              ((q - k) / math.sqrt(2), "q - k")):
@@ -370,8 +370,7 @@ def _samples_problem(tables) -> str | None:
                 if what in ("q + k", "q - k"):
                     return ("q and k are not independent draws (is k the same tensor as q, or drawn again from "
                             "a generator seeded anew?): draw q, then k, from one generator")
-                spread = float(series.std())
-                return (f"the entries of {what} are not standard normal draws (their std is {spread:.2g}): draw "
+                return (f"the entries of {what} are not standard normal draws: draw "
                         "them with torch.randn from a generator seeded with `seed`")
     return None
 
