@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .course import ROOT
 from .csvout import write_csv
+from .insights import review_reasons
 from .limits import clip
 from .records.model import NotebookResult, StudentResult
 from .records.store import Store, atomic_write
@@ -126,10 +127,20 @@ def review_lines(results: list[NotebookResult], step) -> list[str]:
     lines = [f"review: {n} cell{'s' * (n > 1)} wait{'s' * (n == 1)} for a person's review (the grader could not "
              "decide how the answer computes, so it took no points): grade them in the formgrader (`make "
              "formgrader`, Manual Grading), then `make feedback`"]
-    for sid, name, c in waiting[:20]:
-        lines.append(f"  {sid} {name} {c.grade_id}: {clip(c.error, 300)}")
-    if len(waiting) > 20:
-        lines.append(f"  ... and {len(waiting) - 20} more (grades/{step.name}.csv: kind review)")
+    # one item per student and reason: a student whose cells share a reason (one line of theirs that the
+    # reader cannot follow reaches every process cell) fills one line of the queue, not one per cell
+    items: dict[tuple, list] = {}
+    for sid, name, c in waiting:
+        items.setdefault((sid, tuple(review_reasons(c.error))), []).append((name, c))
+    for (sid, _), cells in list(items.items())[:20]:
+        name, c = cells[0]
+        if len(cells) == 1:
+            lines.append(f"  {sid} {name} {c.grade_id}: {clip(c.error, 300)}")
+        else:
+            where = ", ".join(f"{n} {cell.grade_id}" for n, cell in cells)
+            lines.append(f"  {sid}, {len(cells)} cells for one reason ({clip(where, 300)}): {clip(c.error, 300)}")
+    if len(items) > 20:
+        lines.append(f"  ... and {len(items) - 20} more (grades/{step.name}.csv: kind review)")
     return lines
 
 

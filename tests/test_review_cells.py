@@ -203,3 +203,31 @@ def test_the_reports_count_it_as_an_ungraded_answer_and_take_the_ta_s_score(cour
 def STEP4_like():
     """The step as the reports ask for it: its name and which cells are bonus ones."""
     return types.SimpleNamespace(name=STEP, is_bonus=lambda grade_id: grade_id.startswith("bonus_"))
+
+
+def test_one_student_adds_one_review_item_per_reason():
+    """A line the reader cannot follow (globals() bound in a cell) reaches every process cell of that
+    student: `make grade` lists them as one item with the shared reason, not one line each; another
+    reason, or another student, is another item."""
+    from autograder.records.model import CellResult, NotebookResult
+    from autograder.report import review_lines
+    shared = "waits for review: one entry at a time: a cell uses globals, which can change what the code does"
+    other = "waits for review: keys visited one at a time: `A` defines `__iter__`, which the grader does not follow"
+
+    def cell(gid, why):
+        return CellResult(gid, None, 3.0, why, "review")
+    results = [NotebookResult("mallory", "02-the-head", "k", [cell("scores_entrywise_hidden", shared)]),
+               NotebookResult("mallory", "06-going-further", "k", [cell("bonus_online_softmax", shared),
+                                                                   cell("bonus_streaming_attention", shared),
+                                                                   cell("bonus_fit_exponent", other)]),
+               NotebookResult("ada", "02-the-head", "k", [cell("scores_entrywise_hidden", shared)])]
+    lines = review_lines(results, STEP4_like())
+    assert lines[0].startswith("review: 5 cells wait for a person's review"), lines
+    items = lines[1:]
+    assert len(items) == 3, items
+    assert items[0].startswith("  ada 02-the-head scores_entrywise_hidden: waits for review"), items
+    assert items[1].startswith("  mallory, 3 cells for one reason (02-the-head scores_entrywise_hidden, "
+                               "06-going-further bonus_online_softmax, 06-going-further bonus_streaming_attention)"), items
+    assert items[1].endswith(shared) and items[2].startswith("  mallory 06-going-further bonus_fit_exponent"), items
+    many = [NotebookResult(f"s{i:02}", "02-the-head", "k", [cell("scores_entrywise_hidden", shared)]) for i in range(25)]
+    assert review_lines(many, STEP4_like())[-1] == f"  ... and 5 more (grades/{STEP}.csv: kind review)"
