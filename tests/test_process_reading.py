@@ -449,6 +449,66 @@ def test_hiding_work_from_the_kernel_record_does_not_hide_it_from_the_reader():
     assert clean(entrywise(honest))
 
 
+# Whole-matrix work behind what the reader does not model (an allowlist: process.FOLLOWED_DUNDERS,
+# FOLLOWED_STATEMENTS, ...): each would read as clean if the reader passed what it did not follow.
+_W = "        return self.q @ other.q.mT\n"
+_QK = "class A:\n    def __init__(self, q, k):\n        self.q, self.k = q, k\n"
+_STASH = "R = []\n" + _QK
+UNFOLLOWED = {
+    "an operator method": "class A:\n    def __init__(self, q):\n        self.q = q\n    def __add__(self, other):\n"
+                          + _W + "def scores_entrywise(q, k):\n    return A(q) + A(k)",
+    "@ on objects": "class A:\n    def __init__(self, q):\n        self.q = q\n    def __matmul__(self, other):\n"
+                    + _W + "def scores_entrywise(q, k):\n    return A(q) @ A(k)",
+    "a unary operator": _QK + "    def __neg__(self):\n        return -(self.q @ self.k.mT)\n"
+                        "def scores_entrywise(q, k):\n    return -(-A(q, k))",
+    "iteration": _QK + "    def __iter__(self):\n        yield self.q @ self.k.mT\n"
+                 "def scores_entrywise(q, k):\n    for s in A(q, k):\n        return s",
+    "a with block": _QK + "    def __enter__(self):\n        return self.q @ self.k.mT\n    def __exit__(self, *a):\n"
+                    "        pass\ndef scores_entrywise(q, k):\n    with A(q, k) as s:\n        return s",
+    "attribute lookup": _QK + "    def __getattr__(self, name):\n        return self.q @ self.k.mT\n"
+                        "def scores_entrywise(q, k):\n    return A(q, k).scores",
+    "truth, stashed": _STASH + "    def __bool__(self):\n        R.append(self.q @ self.k.mT)\n        return True\n"
+                      "def scores_entrywise(q, k):\n    if A(q, k):\n        return R[-1]",
+    "len, stashed": _STASH + "    def __len__(self):\n        R.append(self.q @ self.k.mT)\n        return 1\n"
+                    "def scores_entrywise(q, k):\n    len(A(q, k))\n    return R[-1]",
+    "a comparison, stashed": _STASH + "    def __eq__(self, o):\n        R.append(self.q @ self.k.mT)\n        return True\n"
+                             "def scores_entrywise(q, k):\n    A(q, k) == 1\n    return R[-1]",
+    "in, stashed": _STASH + "    def __contains__(self, o):\n        R.append(self.q @ self.k.mT)\n        return True\n"
+                   "def scores_entrywise(q, k):\n    1 in A(q, k)\n    return R[-1]",
+    "an f-string, stashed": _STASH + "    def __format__(self, spec):\n        R.append(self.q @ self.k.mT)\n"
+                            "        return ''\ndef scores_entrywise(q, k):\n    f'{A(q, k)}'\n    return R[-1]",
+    "a descriptor": "class D:\n    def __get__(self, obj, t=None):\n        return obj.q @ obj.k.mT\nclass A:\n    s = D()\n"
+                    "    def __init__(self, q, k):\n        self.q, self.k = q, k\ndef scores_entrywise(q, k):\n    return A(q, k).s",
+    "a property": _QK + "    @property\n    def s(self):\n        return self.q @ self.k.mT\n"
+                  "def scores_entrywise(q, k):\n    return A(q, k).s",
+    "__new__": "class A:\n    def __new__(cls, q, k):\n        return q @ k.mT\ndef scores_entrywise(q, k):\n    return A(q, k)",
+    "a metaclass": "class M(type):\n    def __call__(cls, q, k):\n        return q @ k.mT\nclass A(metaclass=M):\n    pass\n"
+                   "def scores_entrywise(q, k):\n    return A(q, k)",
+    "a class subscripted": "class A:\n    def __class_getitem__(cls, qk):\n        q, k = qk\n        return q @ k.mT\n"
+                           "def scores_entrywise(q, k):\n    return A[q, k]",
+    "an inherited operator": "class A:\n    def __init__(self, q):\n        self.q = q\n    def __add__(self, other):\n"
+                             + _W + "class B(A):\n    pass\ndef scores_entrywise(q, k):\n    return B(q) + B(k)",
+    "a loop in a class body": "class A:\n    for _ in range(1):\n        def __call__(self, q, k):\n            return q @ k.mT\n"
+                              "def scores_entrywise(q, k):\n    return A()(q, k)",
+    "a match statement": "def scores_entrywise(q, k):\n    match (q, k):\n        case (a, c):\n            return a @ c.mT",
+    "a match in a cell": "match 1:\n    case 1:\n        def scores_entrywise(q, k):\n            return q @ k.mT",
+}
+
+
+@pytest.mark.parametrize("name", list(UNFOLLOWED))
+def test_work_behind_what_the_reader_does_not_model_goes_to_review(name):
+    reading = entrywise(UNFOLLOWED[name])
+    assert review(reading), reading
+
+
+def test_a_class_the_answer_does_not_use_sends_nothing_to_review():
+    """Only what the answer reaches counts: an unfollowed class elsewhere in the notebook is not the answer's."""
+    unused = "class Pretty:\n    def __repr__(self):\n        return 'pretty'\nshown = Pretty()"
+    assert clean(entrywise(unused, PER_ENTRY)) and caught(entrywise(unused, WHOLE_MATMUL))
+    uses = PER_ENTRY.replace("    return s", "    print(shown)\n    return s")
+    assert review(entrywise(unused, uses))
+
+
 @pytest.mark.parametrize("body", [
     "    return q.reshape(-1, q.shape[-1]) @ k.reshape(-1, k.shape[-1]).T",               # axes a reshape mixes
     "    return scipy.spatial.distance.cdist_like(q, k)",                                  # a library it cannot read

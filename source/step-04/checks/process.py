@@ -36,8 +36,13 @@ Three outcomes, never a guess against the student:
 * something it cannot decide: code that can change what its text says (exec, eval, globals(),
   setattr, sys.modules, a library's function replaced, a torch function mode...), a binding it cannot
   resolve, a library call it cannot read receiving whole inputs, axes it cannot follow (a reshape
-  mixing them), whole-matrix work only in a branch that may not run. Then the cell goes to a person
-  (`review`), with the reason; the points are not taken.
+  mixing them), whole-matrix work only in a branch that may not run, and anything it does not model.
+  Then the cell goes to a person (`review`), with the reason; the points are not taken.
+What it models is named (FOLLOWED_STATEMENTS, INERT_EXPRESSIONS, FOLLOWED_DUNDERS, ...), not what it
+refuses: a statement of another kind in the answer or a helper is not decided, and in a cell it leaves
+the names it binds unfollowed; a student's class that defines anything else (an operator, __iter__,
+__enter__, __getattr__, a descriptor, a property, __new__, a metaclass) makes the code that touches the
+class or its objects undecided, and only that code: a class the answer never reaches changes nothing.
 Code that only hides work from the kernel's own record (torch._C.DisableTorchFunction) changes nothing
 the text says: the text is read as usual, and a note says the record was turned off. The kernel's
 trace is still asked for: it can only take points away (it is the student's own record), never give them.
@@ -58,6 +63,21 @@ TAMPERING = {"exec", "eval", "compile", "globals", "locals", "vars", "setattr", 
              "modules", "importlib", "autograder", "builtins", "ctypes", "_getframe", "f_globals", "f_locals",
              "settrace", "setprofile", "_C", "__setattr__", "__getattribute__", "__closure__", "__defaults__",
              "__kwdefaults__", "gc", "inspect", "types"}
+# What the reader follows of a student's class (an allowlist): its methods and plain attributes, the
+# special methods below, and @staticmethod. Anything else a class can define changes what Python does
+# with its objects behind the code's text (an operator, iteration, a with block, attribute lookup, a
+# descriptor, a metaclass, __new__...): code that touches such a class or its objects is not decided.
+FOLLOWED_DUNDERS = {"__init__", "__call__", "__getitem__"}
+INERT_CLASS_ATTRS = {"__slots__", "__doc__", "__module__", "__qualname__", "__annotations__"}
+FOLLOWED_METHOD_DECORATORS = {"staticmethod"}
+# The statements and expressions the reader models; any other kind is not decided (in an answer or a
+# helper), or leaves the names it binds unfollowed (in a cell).
+FOLLOWED_STATEMENTS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign, ast.AugAssign,
+                       ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try, ast.Return,
+                       ast.Raise, ast.Expr, ast.Assert, ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom,
+                       ast.Delete, ast.Pass, ast.Break, ast.Continue) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+INERT_EXPRESSIONS = (ast.JoinedStr, ast.FormattedValue, ast.Slice)    # their parts are read; they make text or a slice
+
 # ... and names that only hide work from the kernel's record of torch calls: the text still says it.
 TRACE_HIDING = {"DisableTorchFunction", "DisableTorchFunctionSubclass"}
 
@@ -402,6 +422,56 @@ def _module_level(tree):
         todo += list(ast.iter_child_nodes(node))
 
 
+def _dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
+def _unread_class(node: ast.ClassDef) -> str:
+    """What a class's own body defines that the reader does not follow ('' if nothing)."""
+    if node.keywords:
+        return "a metaclass or class keywords"
+    for item in node.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if _dunder(item.name) and item.name not in FOLLOWED_DUNDERS:
+                return f"`{item.name}`"
+            for deco in item.decorator_list:
+                if not (isinstance(deco, ast.Name) and deco.id in FOLLOWED_METHOD_DECORATORS):
+                    return f"a method decorated with `@{ast.unparse(deco)}`"
+        elif isinstance(item, (ast.Assign, ast.AnnAssign)):
+            targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+            for target in targets:
+                if not isinstance(target, ast.Name):
+                    return "an attribute assigned through another target than a name"
+                if _dunder(target.id) and target.id not in FOLLOWED_DUNDERS | INERT_CLASS_ATTRS:
+                    return f"`{target.id}`"
+            value = item.value
+            if value is not None and not isinstance(value, (ast.Constant, ast.Lambda, ast.Name, ast.Attribute)) \
+                    and not (isinstance(value, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Constant) for e in value.elts)):
+                return "an attribute made by an expression (a call, a descriptor?)"
+        elif isinstance(item, ast.Pass) or (isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant)):
+            continue
+        else:
+            return f"a `{type(item).__name__.lower()}` statement in its body"
+    return ""
+
+
+def _bound_names(node) -> list[str]:
+    """The names a statement can bind (assignments, definitions, imports, loop and match targets)."""
+    names = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            names.append(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(n.name)
+        elif isinstance(n, ast.alias):
+            names.append((n.asname or n.name).split(".")[0])
+        elif type(n).__name__ in ("MatchAs", "MatchStar") and getattr(n, "name", None):
+            names.append(n.name)
+        elif type(n).__name__ == "MatchMapping" and getattr(n, "rest", None):
+            names.append(n.rest)
+    return list(dict.fromkeys(names))
+
+
 def _tampering(nodes) -> tuple[str, str]:
     """(what can change the code behind its text, what hides work from the kernel's record)."""
     hiding = ""
@@ -673,10 +743,13 @@ class _Interpreter:
             for t in node.targets:
                 if isinstance(t, ast.Name):
                     scope.owner(t.id).pop(t.id, None)
-        elif type(node).__name__ == "Match":
-            self.expr(node.subject, scope)
-            for case in node.cases:
-                self.branch(case.body, scope, module_level)
+        elif not isinstance(node, FOLLOWED_STATEMENTS):
+            kind = type(node).__name__.lower()
+            if module_level:        # what it binds is not followed: an answer that uses it is not decided
+                for name in _bound_names(node):
+                    self.assign(name, Opaque(f"a name bound in a `{kind}` statement"), scope)
+            else:
+                self.undecided(f"a `{kind}` statement, which the grader does not read")
         return False
 
     def fork(self, branches, scope) -> bool:
@@ -878,6 +951,29 @@ class _Interpreter:
 
     # -- expressions -------------------------------------------------------------------------------
     def expr(self, node, scope):
+        value = self._expr(node, scope)
+        if not self.quiet and isinstance(value, (Inst, Cls, Bound)):
+            self.followed(value)
+        return value
+
+    def followed(self, value) -> None:
+        """A student's class (or object, or bound method) whose class defines what the reader does not
+        follow: the code that uses it is not decided."""
+        obj = value.args[0] if isinstance(value, Bound) and value.args else value
+        if not isinstance(obj, (Inst, Cls)):
+            return
+        cls, seen = (obj.cls if isinstance(obj, Inst) else obj), 0
+        todo = [cls]
+        while todo and seen < 10:
+            cls = todo.pop()
+            seen += 1
+            why = _unread_class(cls.node)
+            if why:
+                self.undecided(f"the class `{cls.node.name}` defines {why}, which the grader does not follow")
+                return
+            todo += [b for b in (self.quietly(base, cls.scope) for base in cls.node.bases) if isinstance(b, Cls)]
+
+    def _expr(self, node, scope):
         self.tick()
         if isinstance(node, ast.Name):
             return scope.lookup(node.id)
@@ -983,6 +1079,8 @@ class _Interpreter:
             return None
         if isinstance(node, ast.Await):
             return self.expr(node.value, scope)
+        if not isinstance(node, INERT_EXPRESSIONS) and not self.quiet:
+            self.undecided(f"a `{type(node).__name__}` expression, which the grader does not read")
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
                 self.expr(child, scope)
