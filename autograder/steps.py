@@ -145,8 +145,8 @@ class Step:
         paths = sorted(self.source.glob("*.ipynb")) + sorted(self.release.glob("*.ipynb")) \
             + sorted(self.checks_dir.rglob("*.py")) \
             + sorted((engine / "checks").glob("*.py")) + sorted((engine / "runtime").glob("*.py")) \
-            + [engine / n for n in ("assemble.py", "judging.py", "execute.py", "kernels.py", "sandbox.py", "probeserver.py",
-                                    "plugin.py")] \
+            + [engine / n for n in ("assemble.py", "judging.py", "kernel/execute.py", "kernel/provisioner.py",
+                                    "kernel/sandbox.py", "probeserver.py", "plugin.py")] \
             + [self.root / "source" / "course_plugin.py"]
         for path in paths:
             if path.exists():
