@@ -62,12 +62,12 @@ c.CollectApp.check_owner = False     # on one machine every submission belongs t
 # Every student notebook starts with the same header: name, collaborators, "restart and run all".
 c.IncludeHeaderFooter.header = str(ROOT / "source" / "header.ipynb")
 
-# Per-cell time limit: the grader's (autograder/limits.py, the one place it is written). Importing
+# Per-cell time limit: the grader's (autograder/kernel/limits.py, the one place it is written). Importing
 # torch and running a cell of this step takes a few seconds on a 2-core machine; 120 s leaves room
 # for a slow laptop and stops a runaway loop. nbgrader's own commands (validate, a plain nbgrader
 # autograde, generate_solution) count it on the clock, as nbgrader can; `make grade` counts it in
 # the kernel's CPU time, with a ceiling on the clock five times as long for a cell that waits.
-from autograder.limits import Limits  # noqa: E402
+from autograder.kernel.limits import Limits  # noqa: E402
 c.Execute.timeout = int(Limits.cell_timeout)
 c.Execute.startup_timeout = int(Limits.cell_timeout)
 
@@ -84,11 +84,11 @@ c.OverwriteCells.add_missing_cells = True
 # same list; this makes a plain `nbgrader generate_solution` agree with it).
 from autograder.build import solution_preprocessors  # noqa: E402
 from nbgrader.preprocessors import IncludeHeaderFooter  # noqa: E402
-from autograder.execute import Execute  # noqa: E402  (nbgrader's Execute, without the slider-cell hang)
+from autograder.kernel.execute import Execute  # noqa: E402  (nbgrader's Execute, without the slider-cell hang)
 c.GenerateSolution.preprocessors = solution_preprocessors() + [Execute]
 
 # Every nbgrader command that runs notebooks uses that Execute: a cell that displays a slider
-# otherwise can wait out the whole cell timeout (see autograder/execute.py).
+# otherwise can wait out the whole cell timeout (see autograder/kernel/execute.py).
 from nbgrader.converters import Autograde  # noqa: E402
 from nbgrader.validator import Validator  # noqa: E402
 c.Autograde.autograde_preprocessors = [Execute if p.__name__ == "Execute" else p

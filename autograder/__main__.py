@@ -245,7 +245,7 @@ COMMANDS = {
 
 
 def parser() -> argparse.ArgumentParser:
-    from .limits import CELL_WALL_FACTOR, Limits     # every limit's default is there
+    from .kernel.limits import CELL_WALL_FACTOR, Limits     # every limit's default is there
     top = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="command", required=True)

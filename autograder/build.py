@@ -135,7 +135,7 @@ def notebook_kernel(nb, cwd: Path, timeout: int = 600, allow_errors: bool = Fals
 def _notebook_client(nb, cwd: Path, sockets: str, timeout: int, allow_errors: bool):
     from traitlets.config import Config
 
-    from .execute import CourseNotebookClient
+    from .kernel.execute import CourseNotebookClient
     config = Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "ipc")}})
     return CourseNotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=allow_errors, config=config,
                                 resources={"metadata": {"path": str(cwd)}})

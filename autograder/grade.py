@@ -4,7 +4,7 @@
   2. keep each received notebook, unmodified, in nbgrader's layout under autograder/submitted/;
   3. grade every (student, notebook) in parallel worker processes: rebuild the notebook from
      the instructor's cells and the student's answers (assemble.py), run it in a fresh kernel
-     under limits (execute.py), judge the hidden checks outside the kernel (judging.py);
+     under limits (kernel/execute.py), judge the hidden checks outside the kernel (judging.py);
   4. record each notebook's result through the store (records/store.py: the graded notebook, its
      scores in the gradebook, its result file; only this process writes), then read the class back
      through the store's one `load` for the feedback HTML and the step's reports
@@ -41,7 +41,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 from .collect import NO_ID, collect, pick_newest  # noqa: E402
 from .course import ROOT, db_url, grader_home, use_environment_tools  # noqa: E402
 from .errors import UsageError  # noqa: E402
-from .limits import clip  # noqa: E402
+from .kernel.limits import clip  # noqa: E402
 from .records import gradebook  # noqa: E402
 from .records.model import FAILED, MISSING, Budget, CellResult, NotebookResult, StudentResult  # noqa: E402
 from .records.store import STAMP_FORMAT, Store, atomic_write  # noqa: E402
@@ -63,8 +63,8 @@ class Job:
     sandbox: str
     threads: int
     limits: dict = field(default_factory=dict)
-    kernels: str = "warm"   # forked from this worker's template (autograder/warm.py) when it can; "cold": a fresh one
-    allowance: float | None = None  # seconds of the student's time budget left for it (autograder/budget.py)
+    kernels: str = "warm"   # forked from this worker's template (autograder/kernel/warm.py) when it can; "cold": a fresh one
+    allowance: float | None = None  # seconds of the student's time budget left for it (autograder/kernel/budget.py)
 
 
 # ---- in a worker process -------------------------------------------------------------------
@@ -75,14 +75,14 @@ def run_job(job: Job) -> NotebookResult:
 
     import nbformat
 
-    from . import leftovers
+    from .kernel import leftovers
     from .assemble import assemble
     from .casekey import case_key
-    from .execute import Limits, execute
+    from .kernel.execute import Limits, execute
     from .judging import judge_notebook
     from .plugin import kernel_readable, load_plugin
     from .probeserver import ProbeServer
-    from .sandbox import make_sandbox
+    from .kernel.sandbox import make_sandbox
 
     started = time.monotonic()
     _reset_peak_memory()
@@ -98,7 +98,7 @@ def run_job(job: Job) -> NotebookResult:
     readable = kernel_readable(step)
     template = None
     if job.kernels == "warm":       # this worker's template (its scratch folders live in its sandbox)
-        from .warm import worker_template
+        from .kernel.warm import worker_template
         template = worker_template(job.sandbox, plugin.preimport(step),
                                    _kernel_env(job, Path("/nonexistent"), "", course_env),
                                    readable=readable, passed_env=tuple(course_env))
@@ -132,7 +132,7 @@ def run_job(job: Job) -> NotebookResult:
         cpu_seconds=outcome.cpu_seconds, metered=outcome.metered, stopped=outcome.stopped,
         kernel_peaks=outcome.peaks, worker_peak_bytes=_peak_memory(),
         # the student's time budget: what this notebook was left of it, what it counted, whether it ran
-        # out here (autograder/budget.py); and the cell that waited longest (Limits.cell_wait_timeout)
+        # out here (autograder/kernel/budget.py); and the cell that waited longest (Limits.cell_wait_timeout)
         budget=Budget(allowance=None if job.allowance is None else round(job.allowance, 2),
                       used=outcome.counted_seconds, ran_out=outcome.budget_ran_out),
         longest_wait=outcome.longest_wait, largest_message_bytes=outcome.largest_message,
@@ -226,7 +226,7 @@ def run_jobs(jobs: list[Job], workers: int, attempts: int = 3, meanwhile=None, b
              recorded: dict | None = None):
     """Run jobs in worker processes; yield (job, result dict) or (job, error text) as each is settled.
     Each student's notebooks share one time budget (`budget` seconds; `recorded`: {(student, notebook):
-    seconds used} by results of an earlier run): a `Ledger` (autograder/budget.py) decides which job
+    seconds used} by results of an earlier run): a `Ledger` (autograder/kernel/budget.py) decides which job
     starts next and what it is allowed, so that a grade does not depend on the number of workers or the
     order they finish in; the job yielded carries its allowance.
     A worker that dies (a grader fault, never student code: that runs in kernels) takes only its
@@ -238,8 +238,8 @@ def run_jobs(jobs: list[Job], workers: int, attempts: int = 3, meanwhile=None, b
     import traceback
     from concurrent.futures.process import BrokenProcessPool
 
-    from .budget import Ledger
-    from .limits import Limits
+    from .kernel.budget import Ledger
+    from .kernel.limits import Limits
     ledger = Ledger(jobs, Limits.student_budget if budget is None else budget, recorded or {})
     tries = {i: 0 for i in range(len(jobs))}
     context = worker_context()
@@ -316,8 +316,8 @@ def _in_thread(fn):
 
 def _sweep_after_dead_workers() -> None:
     """What grading workers that died (or ended) left behind: their control groups, their templates',
-    jobs' and relays' folders (autograder/leftovers.py)."""
-    from . import cgroups, leftovers
+    jobs' and relays' folders (autograder/kernel/leftovers.py)."""
+    from .kernel import cgroups, leftovers
     found = cgroups.cgroups()
     if found is not None:
         found.sweep()
@@ -330,9 +330,9 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     """Grade every submission of `step` under `submissions` (or only shard (I, N) of the students, or
     only `students`); return {'results': [...], 'problems': [...]}. kernels: "warm" (forked from a
     template per worker where it can, else cold: said on screen) or "cold" (a fresh kernel per notebook)."""
-    from . import cgroups
-    from .limits import descriptors_problem
-    from .sandbox import resolve_sandbox
+    from .kernel import cgroups
+    from .kernel.limits import descriptors_problem
+    from .kernel.sandbox import resolve_sandbox
     from .shards import available_cores, selector
     if students:        # as ids are (`ü ñ` is `ü-ñ`; NFC, whatever form the terminal typed)
         students = [_requested_id(s) for s in students]
@@ -343,7 +343,7 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     url = db_url()
     sandbox = resolve_sandbox(sandbox)
     groups = cgroups.resolve()          # a control group per kernel, or a warning (once per run)
-    from . import leftovers
+    from .kernel import leftovers
     leftovers.sweep()                   # the folders of grading workers that died in an earlier run
     from .roster import lms_ids, save_lms_ids
     roster_ids = lms_ids()
@@ -443,7 +443,7 @@ class Plan:
                 continue
             self.jobs.append(job)
         # a notebook the student's time budget stopped depends on what the student's other notebooks
-        # used: if one of them is graded again, so is it (autograder/budget.py)
+        # used: if one of them is graded again, so is it (autograder/kernel/budget.py)
         regraded = {job.student for job in self.jobs}
         for previous, job in reused:
             if job.student in regraded and previous.budget is not None and previous.budget.ran_out:
@@ -473,7 +473,7 @@ class Plan:
     def run(self, workers: int, submitted_at: dict[str, float], say, meanwhile=None) -> None:
         """Grade the jobs in worker processes; record each result as it comes, with a progress line
         (`meanwhile()`: run once the jobs are handed out, before the first is recorded)."""
-        from .limits import Limits
+        from .kernel.limits import Limits
         started, done = time.monotonic(), 0
         budget = float(self.limits.get("student_budget", Limits.student_budget))
         recorded = {(r.student, r.notebook): r.budget.used if r.budget else 0.0 for r in self.results}
@@ -498,7 +498,7 @@ def _kernels_for(kernels: str, sandbox: str) -> str:
     if kernels not in ("cold", "warm"):
         raise UsageError(f"unknown kind of kernels {kernels!r}: cold (a fresh kernel per notebook) or warm "
                          "(forked from a template that has imported the course's modules)")
-    from .warm import why_cold
+    from .kernel.warm import why_cold
     reason = why_cold(sandbox) if kernels == "warm" else ""
     if reason:
         print(f"grade: kernels: cold, not warm: {reason}", file=sys.stderr, flush=True)

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from .csvout import write_csv
-from .limits import clip
+from .kernel.limits import clip
 from .records.model import StudentResult
 from .records.store import Store, atomic_write
 

@@ -71,7 +71,7 @@ class Budget:
 class GraderClock:
     """How long the kernel has waited for this server's own work: a hidden test's probe between two
     requests to the kernel, a served head answering the kernel. The seconds in which any of the
-    server's threads works for the kernel count once (autograder/execute.py leaves them out of the
+    server's threads works for the kernel count once (autograder/kernel/execute.py leaves them out of the
     cell's waiting and of the student's time budget: they are the grader's, not the student's)."""
 
     def __init__(self):
@@ -140,7 +140,7 @@ class ProbeServer:
         self._thread = threading.Thread(target=self._accept_loop, daemon=True)
         self._thread.start()
 
-    # -- the grader's hooks around each cell (autograder/execute.py) ---------------------------
+    # -- the grader's hooks around each cell (autograder/kernel/execute.py) ---------------------------
     def before_cell(self, cell) -> None:
         nbg = cell.get("metadata", {}).get("nbgrader", {})
         grade_id = nbg.get("grade_id")

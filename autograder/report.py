@@ -19,7 +19,7 @@ from pathlib import Path
 from .course import ROOT
 from .csvout import write_csv
 from .insights import review_reasons
-from .limits import clip
+from .kernel.limits import clip
 from .records.model import NotebookResult, StudentResult
 from .records.store import Store, atomic_write
 from .records.totals import from_results
@@ -190,7 +190,7 @@ def write_reports(step, students: list[StudentResult], problems: list[dict], say
 
 
 def budget_ran_out(results: list[NotebookResult]) -> list[str]:
-    """The students whose time budget for all their notebooks ran out (autograder/budget.py)."""
+    """The students whose time budget for all their notebooks ran out (autograder/kernel/budget.py)."""
     return sorted({r.student for r in results if r.budget is not None and r.budget.ran_out})
 
 

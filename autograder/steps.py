@@ -29,10 +29,13 @@ from functools import cached_property
 from pathlib import Path
 
 from .course import ROOT
-from .errors import UsageError
+from .errors import SetupError, UsageError
 
 CHECKS_PACKAGE = "checks"
 MODULE_PREFIX = "course_checks"     # a step's check package is imported as course_checks.<step_with_underscores>
+# The engine's files whose change regrades every step (with checks/ and runtime/), relative to autograder/.
+ENGINE_FILES = ("assemble.py", "judging.py", "kernel/execute.py", "kernel/provisioner.py", "kernel/sandbox.py",
+                "probeserver.py", "plugin.py")
 
 
 class UnknownStep(UsageError):
@@ -145,14 +148,25 @@ class Step:
         paths = sorted(self.source.glob("*.ipynb")) + sorted(self.release.glob("*.ipynb")) \
             + sorted(self.checks_dir.rglob("*.py")) \
             + sorted((engine / "checks").glob("*.py")) + sorted((engine / "runtime").glob("*.py")) \
-            + [engine / n for n in ("assemble.py", "judging.py", "execute.py", "kernels.py", "sandbox.py", "probeserver.py",
-                                    "plugin.py")] \
-            + [self.root / "source" / "course_plugin.py"]
+            + engine_files() + [self.root / "source" / "course_plugin.py"]      # a course may have no plugin
         for path in paths:
             if path.exists():
                 rel = path.relative_to(self.root) if path.is_relative_to(self.root) else Path(path.name)
                 digest.update(str(rel).encode() + b"\0" + path.read_bytes())
         return digest.hexdigest()
+
+
+def engine_files() -> list[Path]:
+    """ENGINE_FILES where they are; a file named there and not found is an error, not a file left out
+    (a moved file would silently stop its changes from regrading)."""
+    engine = Path(__file__).parent
+    paths = [engine / name for name in ENGINE_FILES]
+    missing = [name for name, path in zip(ENGINE_FILES, paths) if not path.is_file()]
+    if missing:
+        raise SetupError(f"the grader's fingerprint names engine files that are not there: "
+                         f"{', '.join('autograder/' + name for name in missing)}; name each where it is now "
+                         f"in ENGINE_FILES (autograder/steps.py), so that changing it still regrades")
+    return paths
 
 
 NOT_LITERAL, UNSET = object(), object()

@@ -17,7 +17,8 @@ import os
 import sys
 import tempfile
 
-from . import assemble, execute, judging, plugin, probeserver, sandbox, warm  # noqa: F401
+from . import assemble, judging, plugin, probeserver  # noqa: F401
+from .kernel import execute, sandbox, warm  # noqa: F401
 
 
 def _import_checks() -> None:
@@ -72,8 +73,8 @@ def join_worker_group():
     """Put this worker in a memory-limited control group of its own (None where there is none). The
     kernels' groups are made where the grader's are (cgroups.detect, run before joining: they are not
     below the worker's), and the template this worker starts is in the worker's group."""
-    from . import cgroups
-    from .limits import WORKER_MEMORY_BYTES
+    from .kernel import cgroups
+    from .kernel.limits import WORKER_MEMORY_BYTES
     found = cgroups.cgroups()
     if found is None:
         return None

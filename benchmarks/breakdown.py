@@ -45,9 +45,9 @@ def _kind(cell) -> str:
 
 def time_notebook(path: Path, notebook: str, sandbox: str, kernels: str = "warm") -> dict:
     """Grade one notebook with run_job, timing each phase; returns {phase: seconds}."""
-    import autograder.execute as ex
+    import autograder.kernel.execute as ex
     import autograder.judging as judging
-    import autograder.sandbox as sb
+    import autograder.kernel.sandbox as sb
     from autograder.grade import Job, run_job
 
     spent = {p: 0.0 for p in PHASES}
@@ -148,9 +148,9 @@ def once_per_process(repeats: int) -> dict:
 def measure(notebook: str, repeats: int, say=print) -> dict:
     """The phases of one notebook graded in cold kernels and in warm ones, in the sandbox `make grade`
     picks, alternating; the warm template's own start (once per worker) timed apart, first."""
-    from autograder import warm
+    from autograder.kernel import warm
     from autograder.example import filled
-    from autograder.sandbox import resolve_sandbox
+    from autograder.kernel.sandbox import resolve_sandbox
     sandbox = resolve_sandbox("auto")
     ways = ["cold", "warm"]
     out = {"notebook": notebook, "sandbox": sandbox, "ways": ways, "phases": {w: [] for w in ways}}

@@ -68,7 +68,7 @@ def machine() -> dict:
         except ImportError:
             versions[name] = "not installed"
     try:
-        from autograder.sandbox import resolve_sandbox
+        from autograder.kernel.sandbox import resolve_sandbox
         sandbox = resolve_sandbox("auto")
     except Exception as err:         # the report still says what ran
         sandbox = f"unknown ({type(err).__name__})"

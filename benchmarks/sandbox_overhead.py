@@ -61,8 +61,8 @@ def kernel_starts(count: int) -> dict[str, list[float]]:
     import nbformat
 
     from autograder.course import kernel_env
-    from autograder.execute import Limits, execute
-    from autograder.sandbox import make_sandbox
+    from autograder.kernel.execute import Limits, execute
+    from autograder.kernel.sandbox import make_sandbox
     times: dict[str, list[float]] = {s: [] for s in SANDBOXES}
     for i in range(count):
         for choice in alternate(i):
@@ -148,7 +148,7 @@ def main(argv=None) -> int:
     warnings.filterwarnings("ignore", category=SAWarning)      # nbgrader's gradebook: noisy and harmless
     os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     os.environ.pop("NBGRADER_DB_URL", None)
-    from autograder.sandbox import bwrap_problem
+    from autograder.kernel.sandbox import bwrap_problem
     if bwrap_problem():
         print(f"bwrap is not usable here: {bwrap_problem()}")
         return 1

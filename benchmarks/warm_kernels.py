@@ -1,4 +1,4 @@
-"""Warm kernels (forked from a template, autograder/warm.py) against cold ones, per graded notebook.
+"""Warm kernels (forked from a template, autograder/kernel/warm.py) against cold ones, per graded notebook.
 
     python benchmarks/warm_kernels.py [--notebook 02-the-head] [--repeats 10] [--sandbox bwrap|none]
 
@@ -32,13 +32,13 @@ def main() -> None:
     parser.add_argument("--sandbox", default="auto", help="bwrap, none or auto")
     args = parser.parse_args()
     sys.modules.setdefault("rfc3987_syntax", None)
-    from autograder.sandbox import resolve_sandbox
+    from autograder.kernel.sandbox import resolve_sandbox
     box = resolve_sandbox(args.sandbox)
     from autograder.example import filled
     from autograder.grade import Job, run_job
     from common import bench_step
     step = bench_step()
-    from autograder import warm
+    from autograder.kernel import warm
 
     with tempfile.TemporaryDirectory(prefix="warm-bench-") as tmp:
         path = Path(tmp) / f"{args.notebook}.ipynb"

@@ -307,7 +307,7 @@ def example_class(tmp_path_factory) -> tuple[Path, dict]:
     the modules that read it (test_grading, test_grader_proof, the formgrader's browser test).
     Read it, never write into it."""
     box = bwrap_or_skip()
-    from autograder.warm import why_cold
+    from autograder.kernel.warm import why_cold
     uses("cold" if why_cold(box) else "warm")           # the grader's default: warm where it can
     return run_once(tmp_path_factory, "example-class", lambda home: grade_example_class(home, box))
 
@@ -330,7 +330,7 @@ def bwrap_or_skip() -> str:
     """"bwrap", for a batch that grades student code: the grading tests run in the sandbox, never
     quietly without it. Where bwrap cannot run they skip and say why; with REQUIRE_SANDBOX=1 (CI)
     that is a failure."""
-    from autograder import sandbox
+    from autograder.kernel import sandbox
     problem = sandbox.bwrap_problem()
     if problem is None:
         uses("sandbox")
@@ -349,10 +349,10 @@ def bwrap() -> str:
 
 def kernels_or_skip(sandbox: str, kernels: str) -> str:
     """`kernels` ("warm" or "cold") for a test that grades in them with `sandbox`. Where warm kernels
-    cannot be had (autograder.warm.why_cold: in bwrap they need a grader run by root) a warm test
+    cannot be had (autograder.kernel.warm.why_cold: in bwrap they need a grader run by root) a warm test
     skips and says why, never grading cold kernels in their place; with REQUIRE_WARM=1 (CI, run by
     root) that is a failure."""
-    from autograder.warm import why_cold
+    from autograder.kernel.warm import why_cold
     if kernels == "warm" and why_cold(sandbox):
         if os.environ.get("REQUIRE_WARM") == "1":
             pytest.fail(f"REQUIRE_WARM=1, but warm kernels cannot be had here: {why_cold(sandbox)}", pytrace=False)

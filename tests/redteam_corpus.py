@@ -173,7 +173,7 @@ class Ctx:
     submissions: Path
     home: Path               # the batch's GRADER_HOME
     port: int                # a TCP server on the host's loopback that nobody should reach
-    limits: dict = field(default_factory=dict)    # the limits the batch is graded under (autograder.limits.Limits)
+    limits: dict = field(default_factory=dict)    # the limits the batch is graded under (autograder.kernel.limits.Limits)
 
 
 @dataclass
@@ -365,7 +365,7 @@ for pid in children:
 
 
 def check_fork_count(ctx: Ctx, graded) -> None:
-    from autograder.sandbox import SANDBOX_PROCESSES
+    from autograder.kernel.sandbox import SANDBOX_PROCESSES
     text = graded.output_of(graded.case.profile.target)
     found = re.search(r"FORKS: (\d+) children, then BlockingIOError", text)
     assert found, text[:500]
@@ -939,7 +939,7 @@ def resource_cases(p: Profile) -> list[Case]:
 
 # One Jupyter message of many parts, each under ZeroMQ's cap on a part, all views of one buffer, to the
 # grader's shell socket: ZeroMQ copies none of them in the kernel, and the grader's ZeroMQ would receive
-# them all before the grader reads the first (autograder/relay.py counts them as they arrive).
+# them all before the grader reads the first (autograder/kernel/relay.py counts them as they arrive).
 FRAMES = """
 _kernel = get_ipython().kernel
 _view = memoryview(bytearray(48 * 2**20))
@@ -958,7 +958,7 @@ def check_memsplit(ctx: Ctx, graded) -> None:
 
 
 def check_descriptors(ctx: Ctx, graded) -> None:
-    from autograder.limits import KERNEL_FILES
+    from autograder.kernel.limits import KERNEL_FILES
     text = graded.output_of(graded.case.profile.target)
     found = re.search(r"DESCRIPTORS (\d+) \[([\d, ]+)\]", text)
     assert found, text[:500]
@@ -1076,7 +1076,7 @@ def check_no_escape(ctx: Ctx, graded) -> None:
 # A cell that waits uses no CPU time, so no CPU limit stops it: each kind of wait is stopped at the ceiling
 # for a cell's waiting (Limits.cell_wait_timeout), and a student who waits in cell after cell, each just
 # under that ceiling, in every notebook, at the student's time budget (Limits.student_budget), with the
-# cells and notebooks after it scoring 0, saying so (autograder/execute.py, autograder/budget.py).
+# cells and notebooks after it scoring 0, saying so (autograder/kernel/execute.py, autograder/kernel/budget.py).
 
 WAITS = {
     "wait-pipe": ("reads a pipe whose other end it holds itself", "import os\n_r, _w = os.pipe()\nos.read(_r, 16)"),

@@ -1,4 +1,4 @@
-"""The ledger of the students' time budgets (autograder/budget.py), on simulated notebooks: whatever the
+"""The ledger of the students' time budgets (autograder/kernel/budget.py), on simulated notebooks: whatever the
 number of workers and the order they finish in, every notebook is settled with the allowance, the
 seconds and the outcome it gets when a student's notebooks run one after another."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from autograder.budget import Ledger
+from autograder.kernel.budget import Ledger
 from autograder.records.model import Budget, NotebookResult
 
 BUDGET = 100.0

@@ -4,7 +4,7 @@ computing any student does), graded again while processes that only compute keep
 (started and stopped by this test, and ending by themselves in any case), get exactly the scores of the idle runs, which are the session's own (the red-team batch of tests/test_redteam.py
 and the example class of conftest.example_class: graded once per session, shared).
 
-Cell limits count the kernel's CPU time (autograder/execute.py): a runaway is stopped by the same
+Cell limits count the kernel's CPU time (autograder/kernel/execute.py): a runaway is stopped by the same
 limit, with about the same CPU time used, however long it took on the clock. The figures of both
 runs are reported side by side."""
 from __future__ import annotations

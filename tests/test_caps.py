@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.execute import Limits
+from autograder.kernel.execute import Limits
 from conftest import GRADES_CSV, GRADES_JSON, ROOT, STEP, STEP4, bwrap_or_skip, run_once, uses
 from redteam_corpus import Profile, cell_of, notebook_file
 
@@ -130,7 +130,7 @@ def grade_the_class(base: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
-    from autograder.warm import why_cold
+    from autograder.kernel.warm import why_cold
     bwrap_or_skip()
     uses("cold" if why_cold(SANDBOX) else "warm")       # the grader's default kernels, warm where they can be
     base, data = run_once(tmp_path_factory, "caps", grade_the_class)

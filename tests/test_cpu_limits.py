@@ -1,4 +1,4 @@
-"""Cell and notebook limits count the kernel's CPU time, not the clock (autograder/execute.py): a cell
+"""Cell and notebook limits count the kernel's CPU time, not the clock (autograder/kernel/execute.py): a cell
 that computes is stopped when its kernel's processes (all of them: children too) have used its CPU
 budget, a cell that waits only at the much longer wall-clock ceiling, and a busy machine changes
 neither. Each stopped cell says which limit stopped it and what it had used."""
@@ -11,10 +11,10 @@ import time
 import nbformat
 import pytest
 
-from autograder import cgroups
+from autograder.kernel import cgroups
 from autograder.course import kernel_env
-from autograder.execute import Limits, execute
-from autograder.sandbox import Sandbox
+from autograder.kernel.execute import Limits, execute
+from autograder.kernel.sandbox import Sandbox
 
 pytestmark = pytest.mark.slow
 
@@ -155,7 +155,7 @@ def test_a_notebook_slowed_by_the_machine_keeps_its_wall_clock_for_its_own_waiti
     """Three cells of 1 s of CPU time each, a 5 s wall-clock ceiling for the notebook, on a core shared
     with three hogs: on the clock they take 6 s or more (and the kernel's start more again), but the
     time spent waiting for the core is not the notebook's, so every cell runs."""
-    from autograder.execute import HARD_FACTOR
+    from autograder.kernel.execute import HARD_FACTOR
     for attempt in range(3):
         (tmp_path / str(attempt)).mkdir()
         with OneBusyCore():
@@ -188,13 +188,13 @@ def test_a_computing_cell_slowed_by_the_machine_is_stopped_by_its_cpu_time_not_t
 
 
 def test_the_wall_clock_ceiling_counts_a_cells_own_waiting_not_the_machines():
-    """The rule of autograder/execute.py, for shares of a core no scheduler can be made to give on
+    """The rule of autograder/kernel/execute.py, for shares of a core no scheduler can be made to give on
     demand: a cell that has waited 8 s for a CPU in 10 s on the clock has used 2 s of its 3 s ceiling;
     one that slept those 8 s has used 10; past 4 x the ceiling of real time it is stopped whatever it
     waited for."""
     from types import SimpleNamespace
 
-    from autograder.execute import HARD_FACTOR, Watched, _Run
+    from autograder.kernel.execute import HARD_FACTOR, Watched, _Run
     limits = Limits(cell_timeout=5, cell_wall_timeout=3, notebook_timeout=100, notebook_wall_timeout=1000,
                     cell_wait_timeout=100)
     run_ = SimpleNamespace(limits=limits, started=0.0, uncounted=0.0, deadline=1000.0, allowance=10_000.0)
@@ -221,7 +221,7 @@ def test_the_ceiling_for_waiting_and_the_budget_count_the_students_own_time():
     waits for a CPU left out, the grader's work counted (the class spends it on the student)."""
     from types import SimpleNamespace
 
-    from autograder.execute import Watched, _Run
+    from autograder.kernel.execute import Watched, _Run
     limits = Limits(cell_timeout=50, notebook_timeout=500, cell_wait_timeout=3, student_budget=600)
     run_ = SimpleNamespace(limits=limits, started=0.0, uncounted=0.0, deadline=10_000.0, allowance=20.0)
     run_._past_deadline = lambda now, queued=0.0: _Run._past_deadline(run_, now, queued)
@@ -248,7 +248,7 @@ def test_run_delays_count_the_time_a_process_waits_for_a_cpu():
     time, and /proc's schedstat (cgroups.run_delays) shows that wait."""
     import os
 
-    from autograder.cgroups import run_delays
+    from autograder.kernel.cgroups import run_delays
     cpu = min(os.sched_getaffinity(0))
     procs = [multiprocessing.get_context("fork").Process(target=_pinned_hog, args=(cpu, 30), daemon=True)
              for _ in range(2)]

@@ -5,7 +5,7 @@ import nbformat
 import pytest
 
 from autograder.course import kernel_env
-from autograder.execute import Limits, execute
+from autograder.kernel.execute import Limits, execute
 
 pytestmark = pytest.mark.slow
 
@@ -82,8 +82,8 @@ def test_a_kernel_that_floods_its_own_stdout_is_quoted_briefly(tmp_path):
     the reason quotes its last words, clipped, and nothing of the flood is kept anywhere."""
     import sys
 
-    from autograder.limits import TEXT_CHARS
-    from autograder.sandbox import Sandbox
+    from autograder.kernel.limits import TEXT_CHARS
+    from autograder.kernel.sandbox import Sandbox
 
     class Noisy(Sandbox):
         def argv(self, workdir, limits, env=None):
@@ -111,7 +111,7 @@ def test_a_kernel_slow_to_start_is_ready_as_soon_as_it_answers():
     import asyncio
     from queue import Empty
 
-    from autograder.execute import wait_for_ready
+    from autograder.kernel.execute import wait_for_ready
 
     class Channel:
         def __init__(self):
@@ -154,7 +154,7 @@ def test_the_kernel_watch_of_a_cell_cut_short_ends_quietly_when_its_kernel_is_st
     """nbclient watches the kernel while a cell runs; a cell cut short by the notebook's time limit
     leaves the watch running. Once the grader stops that kernel the watch must end, not fail on the
     stopped client (nbclient's failed: "Task exception was never retrieved" on the grader's stderr)."""
-    from autograder.execute import _Client
+    from autograder.kernel.execute import _Client
 
     class AliveKernel:
         async def is_alive(self):

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from autograder import sandbox
+from autograder.kernel import sandbox
 from autograder.course import SOLUTIONS
 from autograder.example import filled
 from autograder.grade import grade

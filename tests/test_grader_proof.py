@@ -199,7 +199,7 @@ def graded(tmp_path_factory, example_class):
     """The corpus graded once per test session, whichever xdist worker asks first; blank and half
     are the example class's (graded once per session too, conftest.example_class). Where the kernels
     asked for cannot be had (warm in bwrap needs root) it skips, never grading other kernels instead."""
-    from autograder.sandbox import resolve_sandbox
+    from autograder.kernel.sandbox import resolve_sandbox
     kernels_or_skip(resolve_sandbox("auto"), KERNELS)
     home, data = run_once(tmp_path_factory, "proof", grade_the_corpus)
     keyed = lambda rows: {(s, n, g): cell for s, n, g, cell in rows}  # noqa: E731

@@ -1,4 +1,4 @@
-"""One control group per kernel (autograder/cgroups.py): a kernel, its forked children and its
+"""One control group per kernel (autograder/kernel/cgroups.py): a kernel, its forked children and its
 in-memory folders are limited together, in cold and in warm kernels, in the sandbox; descriptors per
 process and processes per kernel are bounded; no group outlives its kernel, a restart or a grader
 that was killed; where there are no groups, the run says so once and the kernels still run.
@@ -20,10 +20,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import cgroups, sandbox
+from autograder.kernel import cgroups, sandbox
 from autograder.course import kernel_env
-from autograder.execute import Limits, execute
-from autograder.limits import KERNEL_FILES, KERNEL_PROCESSES
+from autograder.kernel.execute import Limits, execute
+from autograder.kernel.limits import KERNEL_FILES, KERNEL_PROCESSES
 from autograder.plugin import kernel_readable
 from conftest import STEP4, bwrap_or_skip, kernels_or_skip
 
@@ -49,7 +49,7 @@ def groups_of_this_process() -> list[str]:
 
 def run_sandboxed(tmp_path, sources, kernels="cold", **limits):
     """Run cells in a sandboxed kernel (cold, or forked from a warm template) under `limits`."""
-    from autograder.warm import close_templates, worker_template
+    from autograder.kernel.warm import close_templates, worker_template
     kernels_or_skip(bwrap_or_skip(), kernels)       # warm needs root: a skip, a failure with REQUIRE_WARM=1
     readable = kernel_readable(STEP4)
     env = kernel_env()
@@ -183,7 +183,7 @@ KILLED_GRADER = r"""
 import asyncio, pathlib, sys, nbformat
 sys.path.insert(0, {root!r})
 from autograder.course import kernel_env
-from autograder.execute import Limits, execute
+from autograder.kernel.execute import Limits, execute
 nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('GROUPED', flush=True)\nimport time\ntime.sleep(600)")])
 asyncio.run(execute(nb, pathlib.Path({work!r}), kernel_env(), limits=Limits(cell_timeout=600)))
 """

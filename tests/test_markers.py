@@ -81,10 +81,10 @@ def test_under_ci_a_skip_not_allowed_is_a_failure_and_an_allowed_one_stays_a_ski
 
 
 def test_a_warm_test_skips_or_fails_where_warm_kernels_cannot_be_had_and_never_runs_cold(monkeypatch):
-    import autograder.warm
+    import autograder.kernel.warm
     import conftest
     monkeypatch.setattr(conftest, "uses", lambda component: None)      # this test uses no kernel
-    monkeypatch.setattr(autograder.warm, "why_cold", lambda sandbox: "no root here")
+    monkeypatch.setattr(autograder.kernel.warm, "why_cold", lambda sandbox: "no root here")
     monkeypatch.delenv("REQUIRE_WARM", raising=False)
     with pytest.raises(pytest.skip.Exception, match="no root here"):
         conftest.kernels_or_skip("bwrap", "warm")
@@ -92,7 +92,7 @@ def test_a_warm_test_skips_or_fails_where_warm_kernels_cannot_be_had_and_never_r
     with pytest.raises(pytest.fail.Exception, match="REQUIRE_WARM=1.*no root here"):
         conftest.kernels_or_skip("bwrap", "warm")
     assert conftest.kernels_or_skip("bwrap", "cold") == "cold"
-    monkeypatch.setattr(autograder.warm, "why_cold", lambda sandbox: "")
+    monkeypatch.setattr(autograder.kernel.warm, "why_cold", lambda sandbox: "")
     assert conftest.kernels_or_skip("bwrap", "warm") == "warm"
 
 

@@ -1,7 +1,7 @@
-"""What the grader reads of a kernel's Jupyter messages is bounded (autograder/execute.py): widget
+"""What the grader reads of a kernel's Jupyter messages is bounded (autograder/kernel/execute.py): widget
 messages count against the output caps and little widget state is kept; a message part with too
 many values, nested too deep or too large is refused before it is decoded, a message of too many
-parts or too many bytes in all is cut by the relay as its parts arrive (autograder/relay.py), the
+parts or too many bytes in all is cut by the relay as its parts arrive (autograder/kernel/relay.py), the
 cell says why and the kernel is replaced; and a flood of messages loses none of the outputs that
 follow it.
 
@@ -15,8 +15,8 @@ import nbformat
 import pytest
 
 from autograder.course import kernel_env
-from autograder.execute import KERNEL_FRAME_BYTES, WIDGET_STATE_BYTES, Limits, execute
-from autograder.relay import MESSAGE_BYTES, MESSAGE_FRAMES, Cut, FrameCounter
+from autograder.kernel.execute import KERNEL_FRAME_BYTES, WIDGET_STATE_BYTES, Limits, execute
+from autograder.kernel.relay import MESSAGE_BYTES, MESSAGE_FRAMES, Cut, FrameCounter
 from test_probe_bounds import reset_peak, vm_hwm
 
 pytestmark = pytest.mark.slow
@@ -173,7 +173,7 @@ def test_the_relay_passes_messages_both_ways_and_cuts_the_kernel_off_past_its_bo
     import socket
     import time
 
-    from autograder.relay import Relay
+    from autograder.kernel.relay import Relay
     kernel_ip = str(tmp_path / "kernel")
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(f"{kernel_ip}-1")

@@ -7,7 +7,7 @@ cold ones, the cases that differ there). Then every case is checked: the exact s
 given for every lost point, the notes, the reported file problems; and the batch as a whole:
 the honest students get full marks, no grade is left empty, the submissions are unchanged.
 
-The batch runs under tighter limits than production (autograder.execute.Limits) so that the
+The batch runs under tighter limits than production (autograder.kernel.execute.Limits) so that the
 bombs and runaways are cheap: 20 s per cell instead of 120, 2 GiB of memory instead of 6, 5 s of
 waiting per cell instead of 30, and a time budget of 100 s per student instead of 600.
 Cases marked sandbox_only (fork bombs, reading other students' files, the network) are never
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import sandbox
+from autograder.kernel import sandbox
 from conftest import GRADES_CSV, GRADES_JSON, STEP, STEP4, bwrap_or_skip, kernels_or_skip, kernels_under, run_once
 from redteam_corpus import Case, Ctx, corpus
 
@@ -278,8 +278,8 @@ def test_no_kernel_outlives_the_batch(batch):
 
 def test_the_grader_and_every_kernel_stay_within_their_stated_memory(batch, kernels, cases, record_property):
     """Each result records its worker's peak while grading it and each kernel's control group's peak
-    (autograder/grade.py, cgroups.py): no attack makes a grading worker hold more than WORKER_PEAK_BYTES,
-    no kernel (its children and folders included) more than its limit."""
+    (autograder/grade.py, autograder/kernel/cgroups.py): no attack makes a grading worker hold more
+    than WORKER_PEAK_BYTES, no kernel (its children and folders included) more than its limit."""
     measured = []
     for student, graded in sorted(batch.graded.items()):
         result = graded.result

@@ -167,7 +167,7 @@ def test_every_score_is_the_same_under_every_setting(runs):
 def test_graded_kernels_run_with_pinned_numerics():
     """Defence in depth: the grader gives every graded kernel one CPU kernel set and MKL's
     vendor-independent path; torch takes them (valid on any x86-64) and says nothing on stderr."""
-    from autograder import sandbox
+    from autograder.kernel import sandbox
     from autograder.plugin import load_plugin
     from autograder.steps import find_step
 

@@ -1,4 +1,4 @@
-"""The bwrap sandbox of grading kernels (autograder/sandbox.py), probed directly: a Python program
+"""The bwrap sandbox of grading kernels (autograder/kernel/sandbox.py), probed directly: a Python program
 runs in the same sandbox a grading kernel gets and reports what it can see and do.
 
 Fast (a sandbox starts in well under a second); the red-team batch (test_redteam.py) then shows
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import sandbox
+from autograder.kernel import sandbox
 from autograder.errors import SetupError
-from autograder.execute import Limits
+from autograder.kernel.execute import Limits
 from autograder.plugin import kernel_readable
 from conftest import STEP4
 
@@ -61,6 +61,8 @@ paths = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
 def test_the_kernel_sees_only_what_it_needs(tmp_path):
     secret = tmp_path / "gradebook.db"
     secret.write_text("grades")
+    # the grader's files the kernel must not read are here (a moved file would make its "blocked" hollow)
+    assert (ROOT / "autograder" / "grade.py").is_file() and (ROOT / "autograder" / "kernel" / "limits.py").is_file()
     from autograder.casekey import case_key, key_path
     case_key(tmp_path)                                  # the course's case key, beside the gradebook
     program = PROBE + f"""
@@ -71,7 +73,7 @@ read = {{
     "source": lambda: open({str(ROOT / 'source' / 'step-04' / '01-on-paper.ipynb')!r}).read(),
     "release": lambda: os.listdir({str(ROOT / 'release')!r}),
     "grade.py": lambda: open({str(ROOT / 'autograder' / 'grade.py')!r}).read(),
-    "limits.py": lambda: open({str(ROOT / 'autograder' / 'limits.py')!r}).read(),
+    "limits.py": lambda: open({str(ROOT / 'autograder' / 'kernel' / 'limits.py')!r}).read(),
     "git": lambda: os.listdir({str(ROOT / '.git')!r}) if os.path.isdir({str(ROOT / '.git')!r})
                    else open({str(ROOT / '.git')!r}).read(),
     "shadow": lambda: open("/etc/shadow").read(),
@@ -311,7 +313,7 @@ def test_the_sandbox_starts_for_a_python_named_through_a_folder_it_does_not_bind
     detour = tmp_path / "elsewhere"
     detour.mkdir()
     python = os.path.relpath(sys.executable, detour)
-    done = subprocess.run([python, "-c", "import sys; from autograder.sandbox import bwrap_problem; "
+    done = subprocess.run([python, "-c", "import sys; from autograder.kernel.sandbox import bwrap_problem; "
                            "print(sys.executable); print(bwrap_problem())"],
                           cwd=detour, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
                           timeout=120)
@@ -335,8 +337,8 @@ def test_a_restarted_kernel_gets_a_uid_of_its_own(tmp_path, kernels):
     import nbformat
 
     from autograder.course import kernel_env
-    from autograder.execute import execute
-    from autograder.warm import close_templates, worker_template
+    from autograder.kernel.execute import execute
+    from autograder.kernel.warm import close_templates, worker_template
     from conftest import bwrap_or_skip, kernels_or_skip
     kernels_or_skip(bwrap_or_skip(), kernels)       # warm needs root: a skip, a failure with REQUIRE_WARM=1
     readable = kernel_readable(STEP4)

@@ -1,5 +1,6 @@
 """A step's declared names (TITLE, CATCH_UP, BONUS_PREFIX, DATA) are read without importing its check
-package where the file gives them as literals, and are what the imported package says."""
+package where the file gives them as literals, and are what the imported package says. Its fingerprint
+hashes every engine file it names: one not found is an error, not a file left out."""
 from __future__ import annotations
 
 import subprocess
@@ -61,3 +62,18 @@ def test_a_computed_name_comes_from_the_imported_package(tmp_path):
         assert step.title == "Step 9" and step.data == [root / "data" / "a.txt"] and step.catch_up is None
     finally:
         unload(step)
+
+
+def test_a_missing_engine_file_of_the_fingerprint_is_an_error(monkeypatch):
+    """A file of the engine moved away from where the fingerprint names it would stop its changes from
+    regrading: the fingerprint refuses, naming it, instead of hashing the files that are left."""
+    from autograder import steps
+    from autograder.errors import SetupError
+    step = steps.find_step(STEP)
+    assert all(path.is_file() for path in steps.engine_files())
+    before = step.fingerprint()
+    monkeypatch.setattr(steps, "ENGINE_FILES", (*steps.ENGINE_FILES, "kernel/moved_away.py"))
+    with pytest.raises(SetupError, match=r"autograder/kernel/moved_away\.py.*ENGINE_FILES"):
+        step.fingerprint()
+    monkeypatch.undo()
+    assert step.fingerprint() == before

@@ -1,4 +1,4 @@
-"""Waiting costs a student, not the class (autograder/execute.py, autograder/budget.py): a cell that waits
+"""Waiting costs a student, not the class (autograder/kernel/execute.py, autograder/kernel/budget.py): a cell that waits
 (sleeps, blocks on a pipe, an event, a select, a child) is stopped at the short ceiling for a cell's
 waiting, and a student's notebooks together stop at the student's time budget: the cells and notebooks
 after it score 0, saying so, the batch goes on and the report names the student. The time the kernel
@@ -16,7 +16,7 @@ import nbformat
 import pytest
 
 from autograder.course import kernel_env
-from autograder.execute import Limits, Watched, execute
+from autograder.kernel.execute import Limits, Watched, execute
 from conftest import GRADES_JSON, STEP4, bwrap_or_skip, kernels_or_skip
 
 pytestmark = pytest.mark.slow
@@ -117,7 +117,7 @@ def test_waiting_for_the_grader_is_not_the_students(tmp_path):
     it, and the 2 s ceiling for waiting does not count it; the budget does (the class spends it). The
     cell's fifth second is the kernel's own: the budget leaves the machine's load out of it, so on a
     busy machine it counts a little less than 5 s, and leaving the grader's 4 s out would count ~1 s."""
-    from autograder.execute import CellHooks
+    from autograder.kernel.execute import CellHooks
 
     class SlowGrader(CellHooks):
         def __init__(self):

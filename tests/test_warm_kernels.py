@@ -122,9 +122,9 @@ def test_a_template_that_cannot_fork_safely_gives_cold_kernels_and_says_why(tmp_
     import nbformat
 
     from autograder.course import kernel_env
-    from autograder.execute import Limits, execute
+    from autograder.kernel.execute import Limits, execute
     from autograder.plugin import load_plugin
-    from autograder.warm import Template
+    from autograder.kernel.warm import Template
     from conftest import STEP4
 
     env = kernel_env({"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2",

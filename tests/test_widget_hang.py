@@ -6,7 +6,7 @@ from queue import Empty
 import nbformat
 
 from autograder.build import run_notebook
-from autograder.execute import Execute, ShortPolls, poll_in_short_steps
+from autograder.kernel.execute import Execute, ShortPolls, poll_in_short_steps
 
 
 class MissesWakeUps:
@@ -45,7 +45,7 @@ def test_short_polls_still_time_out():
 
 
 def test_every_notebook_runner_uses_short_polls():
-    from autograder.execute import CourseNotebookClient
+    from autograder.kernel.execute import CourseNotebookClient
     assert issubclass(CourseNotebookClient, ShortPolls) and issubclass(Execute, ShortPolls)
     from traitlets.config.loader import PyFileConfigLoader
     from conftest import ROOT

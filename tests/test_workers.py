@@ -82,7 +82,7 @@ def test_a_gradebook_that_cannot_take_the_step_stops_the_run_and_keeps_what_it_h
 
 
 def _my_groups() -> dict:
-    from autograder import cgroups
+    from autograder.kernel import cgroups
     found = cgroups.cgroups()
     own = cgroups._own_groups()
     memory = next(((point, root) for kind, point, root, opts in cgroups._mounts()
@@ -96,9 +96,9 @@ def _my_groups() -> dict:
 def test_a_worker_runs_in_a_memory_bounded_group_of_its_own_removed_after_it(monkeypatch, tmp_path):
     """Each grading worker joins a control group of its own, limited to WORKER_MEMORY_BYTES (what its
     kernels' messages make it hold costs that worker alone); the grader removes it once the worker is gone."""
-    from autograder import cgroups
+    from autograder.kernel import cgroups
     from autograder.grade import _sweep_after_dead_workers, start_worker, worker_context
-    from autograder.limits import WORKER_MEMORY_BYTES
+    from autograder.kernel.limits import WORKER_MEMORY_BYTES
     if cgroups.cgroups() is None:
         pytest.skip(f"no control groups here: {cgroups.problem()}")
     monkeypatch.setenv("TMPDIR", str(tmp_path))
@@ -121,12 +121,12 @@ def test_the_folders_of_a_worker_that_died_are_removed_and_no_others(monkeypatch
     a living process's folders and folders without the mark stay."""
     import subprocess
 
-    from autograder import leftovers
+    from autograder.kernel import leftovers
     from autograder.grade import grade
     from conftest import STEP4
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)      # worked out again from $TMPDIR
-    made = subprocess.run([sys.executable, "-c", "import os, sys; from autograder import leftovers\n"
+    made = subprocess.run([sys.executable, "-c", "import os, sys; from autograder.kernel import leftovers\n"
                            "for p in ('grade-w-', 'warm-template-', 'grade-', 'relay-'):\n"
                            "    print(leftovers.made(p, dir=sys.argv[1]), flush=True)\n"
                            "os._exit(9)", str(tmp_path)], capture_output=True, text=True, timeout=120,

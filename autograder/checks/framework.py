@@ -276,7 +276,7 @@ NOT_PLAIN = (
     (r"a set of the answer holds unhashable items", "a set of the answer holds unhashable items"),
 )
 NOT_PLAIN_OTHER = "the answer is not plain data; return numbers, tuples, lists, dicts or tensors"
-# the errors the grader itself writes into a cell it stopped, and what each means (autograder/execute.py)
+# the errors the grader itself writes into a cell it stopped, and what each means (autograder/kernel/execute.py)
 GRADER_ERRORS = {
     "CellTimeoutError": "the cell ran past its time limit",
     "DeadKernelError": "the kernel died while running this cell",

@@ -56,7 +56,7 @@ class CellResult:
 
 @dataclass
 class Budget:
-    """The student's time budget as one notebook met it (autograder/budget.py)."""
+    """The student's time budget as one notebook met it (autograder/kernel/budget.py)."""
     allowance: float | None = None     # seconds it was left of it (None: no budget applied)
     used: float = 0.0                  # seconds it counted
     ran_out: bool = False              # the budget ran out in this notebook

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..course import db_url, grader_home
-from ..limits import clip
+from ..kernel.limits import clip
 from . import gradebook
 from .model import IN_GRADEBOOK, CellResult, NotebookResult, StepLike, StudentResult
 from .totals import student_totals

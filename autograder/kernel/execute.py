@@ -1,10 +1,10 @@
 """Run one notebook to grade it: per-cell and per-notebook time limits, an output cap,
 resource limits on the kernel, and a kernel that dies is restarted and the rest still graded.
 
-The job's sandbox (autograder/sandbox.py) says how the kernel is wrapped, the provisioner of
-autograder/kernels.py launches it; `execute()` owns everything else.
+The job's sandbox (autograder/kernel/sandbox.py) says how the kernel is wrapped, the provisioner of
+autograder/kernel/provisioner.py launches it; `execute()` owns everything else.
 
-Time limits count the student's work, not the machine's load (autograder/limits.py): while a cell
+Time limits count the student's work, not the machine's load (autograder/kernel/limits.py): while a cell
 runs, the CPU time of its kernel's processes (its control group's, else theirs in /proc) is read
 every POLL_STEP; a cell that uses more than `cell_timeout` CPU seconds, or all the cells together
 more than `notebook_timeout`, is interrupted, and its kernel killed if the interrupt does not stop
@@ -15,14 +15,14 @@ process's own CPU time and waits for a CPU while it reads the kernel's output or
 `grader_seconds`, the probe server's clock). Which limit stopped a cell, and the CPU and wall seconds it had used,
 are said in the cell's error, in the notes and in `Outcome.stopped`.
 
-The student's time budget (Limits.student_budget, shared by a student's notebooks: autograder/budget.py)
+The student's time budget (Limits.student_budget, shared by a student's notebooks: autograder/kernel/budget.py)
 gives the notebook an `allowance`: the seconds it may count, as its wall-clock ceiling counts them.
 When they run out the running cell is stopped (its kernel killed at once: nothing runs after it), and
 every cell left gets a StudentTimeBudget error; a notebook whose allowance is spent before it starts
 runs no kernel at all.
 
 What the kernel sends is read within bounds (a kernel is hostile): the grader's client reaches the
-kernel's sockets through a relay (autograder/relay.py) that counts each message's parts and sums their
+kernel's sockets through a relay (autograder/kernel/relay.py) that counts each message's parts and sums their
 sizes as they arrive, so that no message of more than relay.MESSAGE_BYTES (or relay.MESSAGE_FRAMES
 parts) reaches the grader: ZeroMQ receives a multipart message whole, and each part's own cap
 (KERNEL_FRAME_BYTES, ZMQ_MAXMSGSIZE) does not bound their number. Each message's JSON is checked for
@@ -51,11 +51,11 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionComplete, DeadKernelError
 from nbgrader.preprocessors import Execute as NbgraderExecute
 
-from . import kernels
+from . import provisioner
 from .cgroups import run_delays, tree_cpu_seconds, tree_pids
 from .relay import MESSAGE_BYTES, MESSAGE_FRAMES, Relay
 from .limits import Limits, clip  # noqa: F401  (Limits: where callers have always found it)
-from .runtime.wire import MessageRefused, check_json
+from ..runtime.wire import MessageRefused, check_json
 from .sandbox import Sandbox
 
 POLL_STEP = 0.25   # seconds
@@ -134,7 +134,7 @@ class Outcome:
     # "killed"}: queued, of the wall seconds, those the kernel waited for a CPU the machine's load held
     stopped: list[dict] = field(default_factory=list)
     peaks: list[dict] = field(default_factory=list)    # per kernel: its control group's highest memory, processes
-    # the seconds of the student's budget this notebook counted (autograder/budget.py), and whether the
+    # the seconds of the student's budget this notebook counted (autograder/kernel/budget.py), and whether the
     # budget ran out in it (a cell stopped by it, or cells left unrun)
     counted_seconds: float = 0.0
     budget_ran_out: bool = False
@@ -414,20 +414,20 @@ def bound_client(kc) -> None:
 
 
 async def _start(client: _Client, sandbox: Sandbox, workdir: Path, env: dict, limits: Limits, template=None):
-    """Start a kernel (forked from `template`, autograder/warm.py, when given) and connect `client`."""
+    """Start a kernel (forked from `template`, autograder/kernel/warm.py, when given) and connect `client`."""
     sandbox.next_kernel(limits)
     if template is not None:
         from .warm import warm_kernel_manager
         km = warm_kernel_manager(template, sandbox, workdir, limits)
     else:
-        km = kernels.kernel_manager(sandbox, workdir, env, limits)
+        km = provisioner.kernel_manager(sandbox, workdir, env, limits)
     log = KernelLog()
     try:
-        await kernels.launch(km, workdir, env, log.fd)
+        await provisioner.launch(km, workdir, env, log.fd)
     finally:
         log.close_writer()
     client.km = km
-    # every connection to the kernel goes through the relay (autograder/relay.py): the client's, and the
+    # every connection to the kernel goes through the relay (autograder/kernel/relay.py): the client's, and the
     # kernel manager's own control socket (it asks a sandboxed kernel to interrupt itself there)
     relay = client.relay = Relay(km.ip, [km.shell_port, km.iopub_port, km.stdin_port, km.control_port, km.hb_port])
     # the client connects as soon as the kernel is launched, before the kernel has bound its sockets;
@@ -521,9 +521,9 @@ async def execute(nb, workdir: Path, env: dict, sandbox: Sandbox | None = None,
                   limits: Limits | None = None, hooks: CellHooks | None = None, template=None,
                   allowance: float | None = None) -> Outcome:
     """Execute `nb` in place. Errors go into the cells' outputs; nothing raises for student faults.
-    template: a warm-kernel template (autograder/warm.py) to fork kernels from; a kernel it cannot
+    template: a warm-kernel template (autograder/kernel/warm.py) to fork kernels from; a kernel it cannot
     give is started cold, and the outcome says so. allowance: the seconds of the student's budget
-    left for this notebook (autograder/budget.py; None: the whole budget, a notebook graded alone)."""
+    left for this notebook (autograder/kernel/budget.py; None: the whole budget, a notebook graded alone)."""
     limits = limits or Limits()
     run = _Run(nb, workdir, env, sandbox or Sandbox(), limits, hooks or CellHooks())
     run.template = template
@@ -940,7 +940,7 @@ class GraderMeter:
 
 class CpuMeter:
     """The CPU time the current kernel's processes have used: its control group's count, or what
-    /proc shows of the kernel's process and those below it (autograder/cgroups.py)."""
+    /proc shows of the kernel's process and those below it (autograder/kernel/cgroups.py)."""
 
     def __init__(self, sandbox: Sandbox, km):
         self.group = sandbox.group

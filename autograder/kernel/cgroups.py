@@ -1,6 +1,6 @@
 """Control groups for grading kernels: one per kernel, holding the kernel and every process it starts.
 
-Per-process limits (autograder/limits.py: address space, processes of a uid, descriptors) do not
+Per-process limits (autograder/kernel/limits.py: address space, processes of a uid, descriptors) do not
 bound a kernel that splits its memory over forked children or fills its in-memory folders: what
 a kernel and its children use together is what a control group measures and limits. Each kernel
 gets a group of its own before it runs any code (a cold kernel's limit wrapper joins it before it
@@ -11,7 +11,7 @@ starts bubblewrap; a warm kernel is forked by its template while the template is
     group that wrote them, and freed with the kernel's mount namespace);
   * processes: `pids.max` (threads count too) = limits.KERNEL_PROCESSES;
   * CPU time: read, not limited (`cpuacct.usage` in v1, `cpu.stat` in v2): a cell's budget is the
-    CPU time its kernel's processes used (autograder/execute.py), whatever else the machine runs.
+    CPU time its kernel's processes used (autograder/kernel/execute.py), whatever else the machine runs.
 Its peaks (memory, processes) and the kernels the memory limit ended are read before the group is
 removed, and go into the notebook's result.
 
@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import GraderError
+from ..errors import GraderError
 
 V1_CONTROLLERS = ("memory", "pids", "cpuacct")
 V2_CONTROLLERS = ("memory", "pids")        # cpu.stat is there without the cpu controller

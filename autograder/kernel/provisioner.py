@@ -1,7 +1,7 @@
 """Grading kernels, started through jupyter_client's extension point for that: a kernel provisioner.
 
 A grading kernel is an ordinary ipykernel whose command is wrapped by the job's sandbox (see
-autograder/sandbox.py: resource limits, and bubblewrap when it is used). jupyter_client's
+autograder/kernel/sandbox.py: resource limits, and bubblewrap when it is used). jupyter_client's
 `KernelManager` asks its kernel spec manager for the kernel's spec and the spec names the
 provisioner that launches it:
 
@@ -11,7 +11,7 @@ provisioner that launches it:
   * `GradingProvisioner` (a `LocalProvisioner`) lets the sandbox make the job's scratch folder ready
     for the connection file it has just written, and tells the sandbox when the kernel answers.
 
-`start_kernel` puts these together; the executor (autograder/execute.py) only runs cells.
+`start_kernel` puts these together; the executor (autograder/kernel/execute.py) only runs cells.
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ class GradingProvisioner(LocalProvisioner):
     """Launches a grading kernel as its spec says (the sandboxed command) and keeps the job's
     sandbox informed: connection file written, kernel answering."""
 
-    sandbox = Any(help="the job's sandbox (autograder.sandbox.Sandbox or a subclass)").tag(config=True)
+    sandbox = Any(help="the job's sandbox (autograder.kernel.sandbox.Sandbox or a subclass)").tag(config=True)
     workdir = Unicode(help="the kernel's working folder").tag(config=True)
 
     async def pre_launch(self, **kwargs):

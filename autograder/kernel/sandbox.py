@@ -1,10 +1,10 @@
 """How grading kernels are isolated.
 
-Both give every kernel a control group of its own where the machine allows it (autograder/cgroups.py):
+Both give every kernel a control group of its own where the machine allows it (autograder/kernel/cgroups.py):
 the kernel, its children and its in-memory folders under one memory and process limit, their CPU
 time counted for the time limits; where it does not, each process is limited on its own.
 
-`none`:  the kernel runs as this user under resource limits (autograder/limits.py) only.
+`none`:  the kernel runs as this user under resource limits (autograder/kernel/limits.py) only.
 `bwrap`: the kernel runs inside a bubblewrap sandbox (Debian package `bubblewrap`):
   * a filesystem of its own that holds only what a kernel needs, read-only: the system's
     /usr (and the /bin, /lib… links to it), a few files of /etc, the Python installation
@@ -44,8 +44,8 @@ import time
 from pathlib import Path
 
 from . import cgroups as _cgroups
-from .errors import SetupError, UsageError
-from .kernels import PYTHON, kernel_command
+from ..errors import SetupError, UsageError
+from .provisioner import PYTHON, kernel_command
 from .limits import KERNEL_FILES, KERNEL_PROCESSES, Limits
 
 # Unprivileged uids for sandboxed kernels: one drawn at random per kernel, so that no two kernels
@@ -103,10 +103,10 @@ def _outermost(paths) -> list[Path]:
 
 class Sandbox:
     """How a grading kernel is wrapped (the kernel itself is launched by the provisioner of
-    autograder/kernels.py): without a sandbox, under resource limits only.
+    autograder/kernel/provisioner.py): without a sandbox, under resource limits only.
 
     Every sandbox also gives each kernel a control group of its own where the machine allows it
-    (autograder/cgroups.py): the kernel and all its processes together under the memory and
+    (autograder/kernel/cgroups.py): the kernel and all its processes together under the memory and
     process limits, their CPU time counted. `group` is the current kernel's (None without one),
     `peaks` what each of the job's kernels reached (read when its group is removed)."""
     name = "none"
@@ -123,8 +123,8 @@ class Sandbox:
         return self.limit_command(limits, limits.processes) + kernel_command()
 
     def limit_command(self, limits: Limits, processes: int) -> list[str]:
-        """autograder/limits.py in front of the kernel: its rlimits, and its control group joined."""
-        return [PYTHON, "-m", "autograder.limits",
+        """autograder/kernel/limits.py in front of the kernel: its rlimits, and its control group joined."""
+        return [PYTHON, "-m", "autograder.kernel.limits",
                 f"--memory={limits.memory_bytes}", f"--cpu={int(limits.notebook_timeout * 2)}",
                 f"--processes={processes}", f"--file-size={limits.file_bytes}", f"--files={KERNEL_FILES}",
                 *[f"--cgroup={path}" for path in (self.group.procs_files() if self.group else [])], "--"]
@@ -271,7 +271,7 @@ class BwrapSandbox(Sandbox):
 
     def command(self, workdir: Path, env: dict, template: bool = False) -> list[str]:
         """bwrap and its options, up to the program to run in the sandbox. template: for a warm-kernel
-        template (autograder/kernel_template.py), run by root: it stays root, with the capabilities
+        template (autograder/kernel/kernel_template.py), run by root: it stays root, with the capabilities
         it needs to give each kernel it forks namespaces, mounts and a uid of its own (every one is
         cleared when the kernel drops to its uid)."""
         if template:
@@ -453,7 +453,7 @@ def make_sandbox(choice: str, scratch: Path, readable: list[Path] | tuple = (), 
                  use_cgroups: bool = True) -> Sandbox:
     """`readable`: what of the repository a sandboxed kernel may read, `passed_env`: the course's
     environment variables it gets (autograder/plugin.py); `use_cgroups`: a control group per kernel
-    where the machine allows it (autograder/cgroups.py)."""
+    where the machine allows it (autograder/kernel/cgroups.py)."""
     if choice == "none":
         return Sandbox(use_cgroups)
     if choice == "bwrap":

@@ -1,15 +1,15 @@
 """What a graded notebook may use (`Limits`: every default is here, and only here), and the program
-that starts a kernel under them: `python -m autograder.limits [options] -- program args…`.
+that starts a kernel under them: `python -m autograder.kernel.limits [options] -- program args…`.
 
 The wrapper is used in front of every cold grading kernel, with or without a sandbox: it joins the
-kernel's control group (autograder/cgroups.py), sets the per-process limits, then becomes the
+kernel's control group (autograder/kernel/cgroups.py), sets the per-process limits, then becomes the
 kernel (or bubblewrap). A memory bomb, a fork bomb, a runaway loop or a huge file stop at these
 limits instead of taking the machine down. (A warm kernel gets the same from its template.)
 
 Time is counted the way the student's work is, not the machine's load: a cell's limit is CPU time
 of its kernel's processes (all of them: the group's, else /proc's), so a cell stopped on a busy
 machine is stopped on an idle one too; a much longer wall-clock ceiling stops only cells that wait
-(sleep, block on input) without computing (autograder/execute.py). That ceiling leaves out the time
+(sleep, block on input) without computing (autograder/kernel/execute.py). That ceiling leaves out the time
 the kernel was runnable but waiting for a CPU the machine's other work held (and, for a notebook, its
 kernels' start), so load moves neither limit; 4 x the ceiling of real time is the backstop.
 
@@ -20,7 +20,7 @@ probes, the heads the grader serves), and a student's whole submission, all its 
 `student_budget` seconds counted as a notebook's wall-clock ceiling counts them (its kernels' start
 and the machine's load, the kernel's and the grader's waits for a CPU, left out; the grader's own work
 for the kernel counts: the class spends it on the student). How the budget is shared between a
-student's notebooks, graded by parallel workers: autograder/budget.py.
+student's notebooks, graded by parallel workers: autograder/kernel/budget.py.
 """
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ class Limits:
     cell_wait_timeout: float = 30.0
     # Seconds for one student's whole submission, every notebook together, counted as a notebook's
     # wall-clock ceiling counts them (Gradescope's default for a whole submission: 10 minutes). When
-    # it runs out the cells and notebooks left score 0, saying so (autograder/budget.py).
+    # it runs out the cells and notebooks left score 0, saying so (autograder/kernel/budget.py).
     student_budget: float = 600.0
 
     @property

@@ -1,7 +1,7 @@
 """Warm kernels: one template process per grading worker forks a fresh kernel for each notebook.
 
-The template (`python -m autograder.warm`) imports ipykernel and the modules the course names
-(`preimport`: the engine names none itself), then waits on a Unix socket pair for requests. For each
+The template (kernel_template.py's text, run with `python -c`) imports ipykernel and the modules the
+course names (`preimport`: the engine names none itself), then waits on a Unix socket pair for requests. For each
 it forks a child that becomes a kernel exactly as a cold one starts: a session of its own, its stdout
 and stderr on the pipe the grader passed with the request, every other inherited descriptor closed,
 the job's working folder and environment (the template's own is replaced as a whole), the job's
@@ -13,7 +13,7 @@ and the grader falls back to a cold kernel): no thread pool or lock is inherited
 A child is a copy of the template's memory: nothing a notebook changes (patched modules, globals,
 threads it starts) reaches the template or any other child.
 
-Each kernel is born in its own control group (autograder/cgroups.py): the grader moves the template
+Each kernel is born in its own control group (autograder/kernel/cgroups.py): the grader moves the template
 into the kernel's group for the moment of the fork (the template tells its pid, as this process sees
 it, with a pidfd when it is ready), then back; the kernel and everything it starts stay there.
 
@@ -39,9 +39,9 @@ from jupyter_client.provisioning import KernelProvisionerFactory, LocalProvision
 from traitlets import Any
 
 from . import leftovers
-from .errors import GraderError
+from ..errors import GraderError
 from .kernel_template import receive, send
-from .kernels import PYTHON, GradingKernelSpecs, kernel_command, register_provisioner
+from .provisioner import PYTHON, GradingKernelSpecs, kernel_command, register_provisioner
 from .limits import Limits
 
 TEMPLATE_SOURCE = (Path(__file__).parent / "kernel_template.py").read_text(encoding="utf-8")
@@ -172,7 +172,7 @@ class Template:
 
     def fork(self, request: dict, log_fd: int, group=None) -> "ForkedKernel":
         """A kernel forked from the template (not a child of this process). `group`: the kernel's
-        control group (autograder/cgroups.py): the template is in it while it forks, so that the
+        control group (autograder/kernel/cgroups.py): the template is in it while it forks, so that the
         kernel is born there (and every process it starts), then it returns to this worker's group."""
         self.wait_ready()
         with self._lock:
@@ -327,10 +327,10 @@ def register_warm_provisioner() -> None:
 
 
 def warm_kernel_manager(template: Template, sandbox, workdir: Path, limits: Limits):
-    """A kernel manager whose kernel is forked from `template` (see kernels.kernel_manager)."""
+    """A kernel manager whose kernel is forked from `template` (see provisioner.kernel_manager)."""
     from jupyter_client import AsyncKernelManager
     from jupyter_client.kernelspec import KernelSpec
-    from .kernels import KERNEL_NAME
+    from .provisioner import KERNEL_NAME
     register_warm_provisioner()
     spec = KernelSpec(argv=kernel_command(), env={}, language="python", display_name="grading kernel (warm)",
                       interrupt_mode=sandbox.interrupt_mode,

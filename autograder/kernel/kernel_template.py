@@ -1,4 +1,4 @@
-"""The warm-kernel template process (see autograder/warm.py, which starts it and speaks to it).
+"""The warm-kernel template process (see autograder/kernel/warm.py, which starts it and speaks to it).
 
 Self-contained (the standard library, and ipykernel in the forked child): the grader runs this
 file's text with `python -c`, so that inside the bwrap sandbox no file of the grader is needed,
@@ -7,7 +7,7 @@ and none is visible to the kernels it forks.
     python -c <this file> <socket fd> <preimport as JSON>
 
 Once its modules are imported it says {"ready": ...}, with a pidfd of itself attached (the grader
-moves it into a kernel's control group for each fork: autograder/warm.py). Requests come on the
+moves it into a kernel's control group for each fork: autograder/kernel/warm.py). Requests come on the
 socket as length-prefixed JSON, with the kernel's log pipe as an attached file descriptor; each
 answer is {"pid": ...}, with a pidfd of the forked process attached (pids inside a PID namespace
 mean nothing outside it), or {"error": ...}.

@@ -29,7 +29,7 @@ import threading
 import time
 
 from . import leftovers
-from .errors import GraderError
+from ..errors import GraderError
 
 MESSAGE_BYTES = 128 * 2**20     # one message of the kernel, all its parts together (an honest one: < 1 MB)
 MESSAGE_FRAMES = 1_000          # parts of one message (an honest one: 7 to 10, a widget's with its buffers)
