@@ -299,13 +299,13 @@ class WarmProvisioner(LocalProvisioner):
         env = dict(kwargs.get("env") or {})
         argv = [a.replace("{connection_file}", self.parent.connection_file) for a in kernel_command()[3:]]
         request = {"cwd": str(workdir), "argv": argv, "env": env, "parent_poller": True,
-                   "limits": [limits.memory_bytes, int(limits.notebook_timeout * 2), limits.processes,
-                              limits.file_bytes, KERNEL_FILES]}
+                   "limits": {"memory_bytes": limits.memory_bytes, "cpu_seconds": int(limits.notebook_timeout * 2),
+                              "processes": limits.processes, "file_bytes": limits.file_bytes, "files": KERNEL_FILES}}
         if box.name == "bwrap":
             request.update(env=box.kernel_environment(workdir, env), parent_poller=False, sandbox={
                 "uid": box.uid, "gid": box.gid, "scratch": str(box.scratch), "worker_root": str(self.template.root),
                 "workdir": str(workdir), "tmp_bytes": TMP_BYTES, "shm_bytes": SHM_BYTES, "work_bytes": WORK_BYTES})
-            request["limits"][2] = limits.processes or SANDBOX_PROCESSES
+            request["limits"]["processes"] = limits.processes or SANDBOX_PROCESSES
         log_fd = kwargs.get("stdout")
         self.process = self.template.fork(request, log_fd if isinstance(log_fd, int) else
                                           os.open(os.devnull, os.O_WRONLY), group=box.group)
