@@ -1,6 +1,7 @@
 """Warm kernels forked from one template share nothing mutable: a notebook that patches torch, sets
 module globals, writes into its folder and leaves a thread running changes nothing for the next
-notebook forked from the same template, which gets the score and outputs a cold kernel gives it."""
+notebook forked from the same template, which gets the score and outputs a cold kernel gives it, and
+the same per-process limits (memory, CPU, file size, no core file, processes, descriptors)."""
 import json
 import os
 
@@ -44,6 +45,8 @@ print(sorted(os.listdir(".")))
 print(sorted(t.name for t in threading.enumerate() if not t.name.startswith("Thread-")))
 print(hasattr(builtins, "EVIL"), hasattr(dlcourse, "HACKED"), "LEFT_BEHIND" in os.environ)
 print(torch.allclose(torch.zeros(1), torch.ones(1)), numpy.allclose(0, 1), bool((torch.zeros(1) == torch.ones(1)).all()))
+import resource
+print([resource.getrlimit(getattr(resource, f"RLIMIT_{n}")) for n in ("AS", "CPU", "FSIZE", "CORE", "NPROC", "NOFILE")])
 """
 
 
@@ -106,6 +109,8 @@ def test_an_honest_notebook_after_a_hostile_one_from_the_same_template(tmp_path,
     # the hostile notebook did see its own changes (the test would prove nothing otherwise)
     mine = warm["a-hostile"]["outputs"][-1].splitlines()
     assert "left-behind.txt" in mine[0] and "left-running" in mine[1] and mine[2] == "True True True", mine
+    # the kernel's own limits, by name from the worker's request (warm) or the wrapper's options (cold)
+    assert look[4] == cold["b-honest"]["outputs"][-1].splitlines()[4] and "(0, 0)" in look[4], look
     # the honest notebook: the same scores and outputs, warm or cold
     assert honest["scores"] == cold["b-honest"]["scores"]
     assert honest["outputs"] == cold["b-honest"]["outputs"]

@@ -138,7 +138,7 @@ def apply(memory_bytes: int, cpu_seconds: int, processes: int, file_bytes: int, 
     if processes:
         limits.append((resource.RLIMIT_NPROC, processes))
     for which, value in limits:
-        if value:
+        if value or which == resource.RLIMIT_CORE:      # no core file, soft or hard (0 is a value here)
             resource.setrlimit(which, (value, value))
 
 
