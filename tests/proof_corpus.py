@@ -1171,6 +1171,29 @@ def dot_variance(d_k, n, seed):
               "Kolmogorov-Smirnov distance to q·k's law (about 0.07 at d_k = 2) is three times the threshold: they "
               "are not samples of q·k, so nothing is credited",
           says={"bonus_dot_variance": ["do not follow the law of q·k", "not from a normal law"]}),
+    Entry("w01-variance-reflected", P01, {"dot_variance": code('''
+def dot_variance(d_k, n, seed):
+    g = torch.Generator().manual_seed(seed)
+    half = (n + 1) // 2
+    q, k = torch.randn(half, d_k, generator=g), torch.randn(half, d_k, generator=g)
+    dots = (q * k).sum(dim=-1)                          # (half,)
+    dots = torch.cat([dots, -dots])[:n]                 # (n,): each draw paired with its reflection
+    return dots, dots.var().item()
+''')}, expect={"bonus_dot_variance": 0.0},
+          why="half the draws, each paired with its negative: the law of q·k is symmetric, so the values pass a "
+              "law test and their variance is right, but they are not n independent draws; nothing is credited",
+          says={"bonus_dot_variance": ["not independent draws", "negatives of others"]}),
+    Entry("w01-variance-chained", P01, {"dot_variance": code('''
+def dot_variance(d_k, n, seed):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(n + 1, d_k, generator=g)
+    dots = (q[:-1] * q[1:]).sum(dim=-1)                 # (n,): pair i is (q_i, q_i+1), each shares a vector with the next
+    return dots, dots.var().item()
+''')}, expect={"bonus_dot_variance": 0.0},
+          why="one chain of vectors, each dot product q_i·q_(i+1): the right law and variance one by one, but "
+              "neighbours share a vector: uncorrelated, yet their sizes are (the squares' lag-1 correlation is "
+              "1 / (d_k + 3), 0.2 at the narrow width against a threshold of 0.04); nothing is credited",
+          says={"bonus_dot_variance": ["not independent draws", "the one before it"]}),
     Entry("w01-variance-repeated", P01, edit(P01, "dot_variance",
                                              ("q = torch.randn(n, d_k, generator=g)", "q = torch.randn(n // 10 + 1, d_k, generator=g)"),
                                              ("k = torch.randn(n, d_k, generator=g)", "k = torch.randn(n // 10 + 1, d_k, generator=g)"),

@@ -4,7 +4,7 @@ import numpy as np
 
 from autograder.checks import (Check, TwinnedCheck, Verdict, attempt, register, student, twin, unpack, unwritten,
                                unwritten_verdict)
-from .sampling import DISTINCT, distinct_share, dot_cdf, ks_distance, ks_threshold
+from .sampling import DISTINCT, dependent, distinct_share, dot_cdf, ks_distance, ks_threshold
 
 NAMES = ("X", "W_Q", "W_K", "W_V", "Q", "K", "V", "scores", "A", "out")
 
@@ -141,6 +141,10 @@ def _judge_sample(case, entry):
         if distinct_share(dots) < DISTINCT:
             return "samples", ("too few of the dot products are distinct numbers: n "
                                "independent pairs give n different ones. Were fewer pairs drawn and repeated?")
+        if dependent(dots):
+            return "samples", ("the dot products are not independent draws: some are the negatives of others, or "
+                               "each one follows from the one before it. Draw n fresh pairs q, k (one generator, no "
+                               "reflections or reuse) and take one dot product from each")
         distance = ks_distance(dots, dot_cdf(d_k))
         if distance > ks_threshold(n):
             ratio = float(dots.var()) / d_k

@@ -80,3 +80,30 @@ def distinct_share(samples) -> float:
     (n/2 draws, each twice) are 50% distinct."""
     x = np.asarray(samples).ravel()
     return np.unique(x).size / x.size if x.size else 0.0
+
+
+# n independent draws of a continuous law: almost no value's negative is among the others, and the
+# lag-1 correlation of the sequence (and of its squares) is about N(0, 1/n); a reflection of each draw
+# (x, -x), or draws made from the one before, give a share of 0.5 or a correlation outside 6/sqrt(n)
+# (an honest sample crosses it with a probability below 1e-8)
+REFLECTED = 0.05
+SERIAL_SIGMAS = 6.0
+
+
+def dependent(dots: np.ndarray) -> bool:
+    """Whether n dot products are plainly not independent draws: values paired with their negatives,
+    or each correlated with the one before."""
+    n = dots.size
+    nonzero = dots[dots != 0]
+    if nonzero.size and np.isin(-nonzero, nonzero).mean() > REFLECTED:
+        return True
+    if n < 3:
+        return False
+    # the values, and their squares (draws that share a vector with the next are uncorrelated, but their
+    # sizes are: the lag-1 correlation of the squares is 1 / (d_k + 3) for a chain q_i·q_(i+1))
+    for series in (dots, dots * dots):
+        centred = series - series.mean()
+        scale = float((centred * centred).sum())
+        if scale > 0 and abs(float((centred[1:] * centred[:-1]).sum()) / scale) > SERIAL_SIGMAS / math.sqrt(n):
+            return True
+    return False
