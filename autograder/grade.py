@@ -77,11 +77,11 @@ def run_job(job: Job) -> NotebookResult:
 
     from .kernel import leftovers
     from .assemble import assemble
-    from .casekey import case_key
+    from .checks.casekey import case_key
     from .kernel.execute import Limits, execute
     from .judging import judge_notebook
     from .plugin import kernel_readable, load_plugin
-    from .probeserver import ProbeServer
+    from .checks.probeserver import ProbeServer
     from .kernel.sandbox import make_sandbox
 
     started = time.monotonic()
@@ -422,7 +422,7 @@ class Plan:
         One time stamp per student's submission (`submitted_at`), the same in submitted/,
         autograded/ and the gradebook: nbgrader's formgrader shows a submission whose stamps differ
         as "needs autograding"."""
-        from .casekey import case_key, key_fingerprint
+        from .checks.casekey import case_key, key_fingerprint
         # the course's case key: made here, on first grading, before any kernel runs; a new key regrades
         fingerprint = self.step.fingerprint() + key_fingerprint(case_key())
         reused: list[tuple[NotebookResult, Job]] = []

@@ -117,7 +117,7 @@ def judge_notebook(nb, server) -> list[CellResult]:
 
 
 def _judge_hidden(cell, grade_id, points, server) -> CellResult:
-    """The probe ran in the grader while this cell ran (autograder/probeserver.py): its data is there."""
+    """The probe ran in the grader while this cell ran (autograder/checks/probeserver.py): its data is there."""
     if grade_id in server.results:
         verdict = judge_data(server.checks[grade_id], server.results[grade_id], server)
         score = round(points * verdict.fraction, 2)

@@ -18,7 +18,7 @@ import textwrap
 from pathlib import Path
 
 from .checks.framework import Verdict, judge_data
-from .probeserver import ProbeServer
+from .checks.probeserver import ProbeServer
 from .runtime import serve
 from .stamp import HiddenTestError, hidden_call
 from .steps import all_steps, find_step, step_of_notebook

@@ -542,9 +542,9 @@ def cheating_cases(p: Profile) -> list[Case]:
 
 # ---- what the grader knows ---------------------------------------------------------------------
 
-GRADER_ONLY = ["autograder.checks", "autograder.checks.framework", "autograder.probeserver", "autograder.grade",
-               "autograder.judging", "autograder.steps", "autograder.plugin", "course_plugin", "course_checks",
-               "course_checks.step_04"] + \
+GRADER_ONLY = ["autograder.checks", "autograder.checks.framework", "autograder.checks.probeserver",
+               "autograder.checks.casekey", "autograder.grade", "autograder.judging", "autograder.steps",
+               "autograder.plugin", "course_plugin", "course_checks", "course_checks.step_04"] + \
     [f"course_checks.step_04.{path.stem}" for path in sorted((ROOT / "source" / STEP / "checks").glob("*.py"))
      if path.stem != "__init__"]
 GRADER_FILES = sorted(str(p) for p in (ROOT / "autograder").rglob("*.py")
@@ -593,7 +593,7 @@ while _frame is not None:
     _calling.append(_frame.f_code.co_filename)
     _frame = _frame.f_back
 if any("autograder" in name for name in _calling):
-    for _module in ("course_checks.step_04.paper", "autograder.checks.framework", "autograder.probeserver"):
+    for _module in ("course_checks.step_04.paper", "autograder.checks.framework", "autograder.checks.probeserver"):
         try:
             importlib.import_module(_module)
             print("FOUND", _module)

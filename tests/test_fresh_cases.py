@@ -1,6 +1,6 @@
 """Hidden cases drawn per submission (issue 22): every check that calls a student's function on
 inputs of its own also draws inputs for each submission, from the course's case key and every byte
-of the submitted file (autograder/checks/framework.py `fresh_rng`, autograder/casekey.py). The same
+of the submitted file (autograder/checks/framework.py `fresh_rng`, autograder/checks/casekey.py). The same
 submission regraded meets the same cases and earns the same grade; another submission or another key
 meets others; an answer that returns what it recorded in an earlier grading earns nothing for it;
 honest answers keep full marks and wrong ones their partial credit under any key."""
@@ -18,7 +18,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.casekey import KEY_FILE, case_key, key_fingerprint
+from autograder.checks.casekey import KEY_FILE, case_key, key_fingerprint
 from autograder.checks.framework import UNKEYED, fresh_seed, twin
 from autograder.selfgrade import probe_and_judge
 from autograder.example import answers_of
@@ -329,7 +329,7 @@ def test_every_byte_a_student_controls_moves_the_cases(tmp_path, monkeypatch):
     import copy
     import json
 
-    from autograder import probeserver
+    from autograder.checks import probeserver
     from autograder.grade import Job, run_job
 
     class Drawn(Exception):

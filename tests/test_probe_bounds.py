@@ -1,5 +1,5 @@
 """What a kernel sends the grader is bounded before it is decoded (autograder/runtime/wire.py,
-autograder/probeserver.py): the size of a message, its values and nesting, the connections a kernel
+autograder/checks/probeserver.py): the size of a message, its values and nesting, the connections a kernel
 may hold, the bytes read at once over all of them, the values of one hidden test's answers.
 
 The attacks come from another process, as a kernel's would, and the grader's side is measured by
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.probeserver import (BUFFERED_BYTES, KERNEL_MESSAGE, MAX_CONNECTIONS, SESSION_VALUES, ProbeServer)
+from autograder.checks.probeserver import (BUFFERED_BYTES, KERNEL_MESSAGE, MAX_CONNECTIONS, SESSION_VALUES, ProbeServer)
 from autograder.runtime.wire import MAX_DEPTH, MAX_VALUES, MessageRefused, check_json, receive, send
 from conftest import STEP4
 
@@ -129,7 +129,7 @@ def server():
 GRADER = r"""
 import json, os, subprocess, sys, tempfile, time
 sys.path.insert(0, sys.argv[1])
-from autograder.probeserver import ProbeServer
+from autograder.checks.probeserver import ProbeServer
 from autograder.steps import find_step
 def hwm():
     with open("/proc/self/status") as f:

@@ -12,7 +12,7 @@ from conftest import STEP4
 
 STEP4.package   # imports the step's checks: course_checks.step_04
 from course_checks.step_04.suites import SUITES, MutantHead  # noqa: E402
-from autograder.probeserver import ProbeServer
+from autograder.checks.probeserver import ProbeServer
 from autograder.runtime import serve
 from autograder.runtime.plain import to_plain
 from autograder.runtime import Link

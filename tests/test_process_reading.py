@@ -673,7 +673,7 @@ def test_the_grader_reads_the_cells_that_run_before_the_test_boxes_and_added_cel
     from autograder.assemble import assemble
     from autograder.example import with_answers
     from autograder.grade import student_program
-    from autograder.probeserver import ProbeServer
+    from autograder.checks.probeserver import ProbeServer
 
     name = "02-the-head"
     release = json.loads((STEP4.release / f"{name}.ipynb").read_text())

@@ -63,7 +63,9 @@ def test_the_kernel_sees_only_what_it_needs(tmp_path):
     secret.write_text("grades")
     # the grader's files the kernel must not read are here (a moved file would make its "blocked" hollow)
     assert (ROOT / "autograder" / "grade.py").is_file() and (ROOT / "autograder" / "kernel" / "limits.py").is_file()
-    from autograder.casekey import case_key, key_path
+    assert all((ROOT / "autograder" / "checks" / name).is_file()
+               for name in ("framework.py", "probeserver.py", "casekey.py"))
+    from autograder.checks.casekey import case_key, key_path
     case_key(tmp_path)                                  # the course's case key, beside the gradebook
     program = PROBE + f"""
 read = {{
@@ -85,7 +87,10 @@ read = {{
     "checks": lambda: os.listdir({str(ROOT / 'autograder' / 'checks')!r}),
     "a check's source": lambda: open({str(ROOT / 'autograder' / 'checks' / 'framework.py')!r}).read(),
     "import checks": lambda: __import__("autograder.checks").checks.__name__,
-    "import the probe server": lambda: __import__("autograder.probeserver").probeserver.__name__,
+    "the probe server's source": lambda: open({str(ROOT / 'autograder' / 'checks' / 'probeserver.py')!r}).read(),
+    "the case key's module": lambda: open({str(ROOT / 'autograder' / 'checks' / 'casekey.py')!r}).read(),
+    "import the probe server": lambda: __import__("autograder.checks.probeserver").checks.probeserver.__name__,
+    "import the case key's module": lambda: __import__("autograder.checks.casekey").checks.casekey.__name__,
 }}
 need = {{
     "runtime": lambda: os.listdir({str(ROOT / 'autograder' / 'runtime')!r}),

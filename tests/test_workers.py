@@ -15,7 +15,7 @@ import pytest
 def _look() -> dict:
     from autograder import worker
     return {"fork server ends at once": worker.ENDS_AT_ONCE, "GRADER_HOME": os.environ.get("GRADER_HOME"), "tmp": tempfile.gettempdir(), "cwd": os.getcwd(),
-            "imported": sorted(m for m in ("torch", "autograder.judging", "autograder.probeserver", "nbformat")
+            "imported": sorted(m for m in ("torch", "autograder.judging", "autograder.checks.probeserver", "nbformat")
                                if m in sys.modules)}
 
 
@@ -33,7 +33,7 @@ def test_a_worker_starts_with_the_grader_imported_and_the_environment_of_now(mon
         seen = pool.submit(_look).result(timeout=300)
     assert seen["GRADER_HOME"] == str(tmp_path / "home")
     assert seen["tmp"] == str(tmp_path) and seen["cwd"] == str(tmp_path)
-    assert seen["imported"] == ["autograder.judging", "autograder.probeserver", "nbformat", "torch"], seen
+    assert seen["imported"] == ["autograder.checks.probeserver", "autograder.judging", "nbformat", "torch"], seen
     assert seen["fork server ends at once"]         # set in the fork server, whose memory the worker copies
 
 

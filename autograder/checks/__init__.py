@@ -1,5 +1,8 @@
-"""How a hidden test is written: framework.py (a check is a probe, run against the student's kernel,
-and a judge, run on the plain data it returned). Each step's checks live with the step, in
+"""The hidden tests' machinery, all of it the grader's (no graded kernel can read this folder).
+How a hidden test is written: framework.py (a check is a probe, run against the student's kernel,
+and a judge, run on the plain data it returned). probeserver.py: the grader's side of a hidden
+test while a notebook is graded, where the probe runs; casekey.py: the course's secret key the
+checks draw each submission's own cases from. Each step's checks live with the step, in
 source/<step>/checks/ (autograder/steps.py imports them); autograder/runtime/ is the little a
 grading kernel runs to answer a probe; autograder/selfgrade.py runs a hidden test without a grader.
 """

@@ -1,7 +1,7 @@
 """How a hidden test works: the check runs in the grader; the student's kernel only answers.
 
 A hidden test cell is `from autograder.runtime import hidden` and `hidden("<grade_id>", globals())`.
-The check registered under that grade id runs in the grader process (autograder/probeserver.py):
+The check registered under that grade id runs in the grader process (autograder/checks/probeserver.py):
 its probe asks the kernel over a socket whether the student's names are defined and calls the
 student's functions on the check's inputs (autograder/runtime/ answers in the kernel); what comes
 back is plain data, which the judge scores. Cases, seeds, references, judges and this code never
@@ -30,7 +30,7 @@ from ..runtime.plain import NotPlain, from_plain, to_plain
 # same grade_id; within a step each grade_id is one check.
 REGISTRIES: dict[str, dict[str, "Check"]] = {}
 
-# A probe's and a judge's context: the probe server (autograder/probeserver.py) while a notebook is graded,
+# A probe's and a judge's context: the probe server (autograder/checks/probeserver.py) while a notebook is graded,
 # or selfgrade's without a grader; checks read its attributes (case_key, step, sources, code_before) and
 # ask it for served objects, so it is any object that has them.
 Context = Any
@@ -183,7 +183,7 @@ class TwinnedCheck(Check):
 # nothing a student controls lies outside it, so no cell can carry a table of answers to cases learnt
 # in an earlier grading while the cases stay the same. The probe and the judge each ask for it and get
 # the same draws; a regrade of the same submission gets the same cases, another submission or another
-# key others. The key lives in the grader home (autograder/casekey.py), which no kernel can read.
+# key others. The key lives in the grader home (autograder/checks/casekey.py), which no kernel can read.
 # Without a grader (the instructor's kernel, `make solutions`) there is no key: UNKEYED is used, and
 # the submission is the text of the code cells run (`ctx.sources`).
 

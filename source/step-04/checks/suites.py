@@ -112,7 +112,7 @@ class MutantHead(nn.Module):
 
 class BlackBox(nn.Module):
     """A head as a student's check sees it: call it, read .A after a call. It is served by the
-    grader (autograder/probeserver.py): the kernel holds a token, never this object."""
+    grader (autograder/checks/probeserver.py): the kernel holds a token, never this object."""
 
     def __init__(self, head: nn.Module):
         super().__init__()

@@ -16,8 +16,8 @@ import os
 import secrets
 from pathlib import Path
 
-from .course import grader_home
-from .errors import SetupError
+from ..course import grader_home
+from ..errors import SetupError
 
 KEY_FILE = "case-key"
 KEY_BYTES = 32

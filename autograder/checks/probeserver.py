@@ -31,10 +31,10 @@ import socket
 import threading
 import time
 
-from .checks.framework import KernelGone, Missing, StudentError, run_probe, shown_error, shown_outcome
-from .plugin import NotHandled, load_plugin
-from .runtime.plain import NotPlain, from_plain, to_plain
-from .runtime.wire import MessageRefused, receive, send
+from .framework import KernelGone, Missing, StudentError, run_probe, shown_error, shown_outcome
+from ..plugin import NotHandled, load_plugin
+from ..runtime.plain import NotPlain, from_plain, to_plain
+from ..runtime.wire import MessageRefused, receive, send
 
 MAX_REQUESTS = 20_000      # served-object calls per notebook
 MAX_CONNECTIONS = 4        # open at once, per notebook (an honest kernel: a session and one link)
@@ -101,7 +101,7 @@ class ProbeServer:
     def __init__(self, socket_path: str, step, answer_seconds: float = ANSWER_SECONDS, sources=(),
                  case_key: bytes | None = None, program=None, submission: bytes | None = None):
         self.step = step
-        # the course's case key (autograder/casekey.py): checks draw this submission's own cases from
+        # the course's case key (autograder/checks/casekey.py): checks draw this submission's own cases from
         # it and the submission (framework.fresh_rng); it stays in this process, as the checks do
         self.case_key = case_key
         # every byte of the notebook file the student handed in (None: a run without a grader, where
