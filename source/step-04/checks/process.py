@@ -553,6 +553,7 @@ class _Interpreter:
         self.scanned: set = set()
         self.memo: dict = {}
         self.returns: list = []
+        self.unread: dict = {}    # id of a student's class -> why the reader does not follow it ('' if it does)
 
     # -- recording --------------------------------------------------------------------------------
     def undecided(self, why: str) -> None:
@@ -962,16 +963,20 @@ class _Interpreter:
         obj = value.args[0] if isinstance(value, Bound) and value.args else value
         if not isinstance(obj, (Inst, Cls)):
             return
-        cls, seen = (obj.cls if isinstance(obj, Inst) else obj), 0
-        todo = [cls]
-        while todo and seen < 10:
-            cls = todo.pop()
-            seen += 1
-            why = _unread_class(cls.node)
-            if why:
-                self.undecided(f"the class `{cls.node.name}` defines {why}, which the grader does not follow")
-                return
-            todo += [b for b in (self.quietly(base, cls.scope) for base in cls.node.bases) if isinstance(b, Cls)]
+        top = obj.cls if isinstance(obj, Inst) else obj
+        if id(top) not in self.unread:          # read once per class (and its bases), not at every use
+            self.unread[id(top)] = ""
+            todo, seen = [top], 0
+            while todo and seen < 10:
+                cls = todo.pop()
+                seen += 1
+                why = _unread_class(cls.node)
+                if why:
+                    self.unread[id(top)] = f"the class `{cls.node.name}` defines {why}, which the grader does not follow"
+                    break
+                todo += [b for b in (self.quietly(base, cls.scope) for base in cls.node.bases) if isinstance(b, Cls)]
+        if self.unread[id(top)]:
+            self.undecided(self.unread[id(top)])
 
     def _expr(self, node, scope):
         self.tick()
