@@ -128,11 +128,10 @@ class PermutationGaps(Check):
         tiny_ok, tiny_msgs = True, []
         big_ok, big_msgs = True, []
         measured_ok, measured_msgs = True, []
-        cases = self.cases(ctx)
-        for n, (case, entry) in enumerate(zip(cases, data)):
+        for n, (case, entry) in enumerate(zip(self.cases(ctx), data)):
             seed, B, T, dtype, identity, extra_rows = case
-            # the last case is this submission's own: its sizes are not shown
-            label = ("this submission's own case" if n == len(cases) - 1 else
+            # the cases after PERM_CASES are this submission's own: their sizes are not shown
+            label = ("this submission's own case" if n >= len(PERM_CASES) else
                      f"T={T}, batch {B}, {str(dtype).replace('torch.', '')}" + (", identity permutation" if identity else "")
                      + (", pos_emb longer than T" if extra_rows else ""))
             value, why = unpack(entry)
