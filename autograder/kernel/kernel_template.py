@@ -172,9 +172,10 @@ def _drop(box):
     os.setresuid(box["uid"], box["uid"], box["uid"])
 
 
-def _limits(*, memory_bytes, cpu_seconds, processes, file_bytes, files):
+def set_limits(*, memory_bytes, cpu_seconds, processes, file_bytes, files):
     """The kernel's per-process limits, by name (the worker's request names each: a limit added there
-    and not here, or the other way round, is an error, not a value in the wrong place)."""
+    and not here, or the other way round, is an error, not a value in the wrong place). A cold
+    kernel's wrapper (limits.py) sets them with this function too: one definition for both kernels."""
     for which, value in ((resource.RLIMIT_AS, memory_bytes), (resource.RLIMIT_CPU, cpu_seconds),
                          (resource.RLIMIT_FSIZE, file_bytes), (resource.RLIMIT_CORE, 0),
                          (resource.RLIMIT_NPROC, processes), (resource.RLIMIT_NOFILE, files)):
@@ -247,7 +248,7 @@ def child(request, log_fd):
         box = request.get("sandbox")
         if box:
             _isolate(box)
-            _limits(**request["limits"])
+            set_limits(**request["limits"])
             # this process and the namespace's first process stay root, as bwrap and its first
             # process do for a cold kernel: the kernel may signal neither; each ends with its parent
             pid = os.fork()                                  # the namespace's first process
@@ -263,7 +264,7 @@ def child(request, log_fd):
             _drop(box)
             _sys("prctl", PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         else:
-            _limits(**request["limits"])
+            set_limits(**request["limits"])
         _kernel(request)
     except BaseException as err:       # its last words go to the kernel's log, as a cold kernel's would
         try:

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import sys
 from dataclasses import dataclass
+
+from .kernel_template import set_limits
 
 # Reports quote what students' code did (error messages, a dying kernel's last words). Each such
 # text is clipped to this many characters wherever the grader stores it: a result file, an event, a
@@ -128,18 +129,9 @@ def clip(text: object, limit: int = TEXT_CHARS) -> str:
 
 
 def apply(memory_bytes: int, cpu_seconds: int, processes: int, file_bytes: int, files: int = KERNEL_FILES) -> None:
-    limits = [
-        (resource.RLIMIT_AS, memory_bytes),
-        (resource.RLIMIT_CPU, cpu_seconds),
-        (resource.RLIMIT_FSIZE, file_bytes),
-        (resource.RLIMIT_CORE, 0),
-        (resource.RLIMIT_NOFILE, files),
-    ]
-    if processes:
-        limits.append((resource.RLIMIT_NPROC, processes))
-    for which, value in limits:
-        if value or which == resource.RLIMIT_CORE:      # no core file, soft or hard (0 is a value here)
-            resource.setrlimit(which, (value, value))
+    """A cold kernel's per-process limits, set as a warm kernel's are (kernel_template.set_limits)."""
+    set_limits(memory_bytes=memory_bytes, cpu_seconds=cpu_seconds, processes=processes, file_bytes=file_bytes,
+               files=files)
 
 
 def main(argv=None) -> None:
