@@ -34,8 +34,8 @@ from .errors import SetupError, UsageError
 CHECKS_PACKAGE = "checks"
 MODULE_PREFIX = "course_checks"     # a step's check package is imported as course_checks.<step_with_underscores>
 # The engine's files whose change regrades every step (with checks/ and runtime/), relative to autograder/.
-ENGINE_FILES = ("assemble.py", "judging.py", "kernel/execute.py", "kernel/provisioner.py", "kernel/sandbox.py",
-                "checks/probeserver.py", "plugin.py")
+ENGINE_FILES = ("assemble.py", "judging.py", "plugin.py")
+ENGINE_FOLDERS = ("kernel", "checks", "runtime")      # every module in them: how a kernel runs and is judged
 
 
 class UnknownStep(UsageError):
@@ -144,10 +144,8 @@ class Step:
         """Changes whenever this step's notebooks or checks, the course plugin or the engine's grading
         code change; another step's changes leave it alone."""
         digest = hashlib.sha256()
-        engine = Path(__file__).parent
         paths = sorted(self.source.glob("*.ipynb")) + sorted(self.release.glob("*.ipynb")) \
             + sorted(self.checks_dir.rglob("*.py")) \
-            + sorted((engine / "checks").glob("*.py")) + sorted((engine / "runtime").glob("*.py")) \
             + engine_files() + [self.root / "source" / "course_plugin.py"]      # a course may have no plugin
         for path in paths:
             if path.exists():
@@ -157,15 +155,18 @@ class Step:
 
 
 def engine_files() -> list[Path]:
-    """ENGINE_FILES where they are; a file named there and not found is an error, not a file left out
-    (a moved file would silently stop its changes from regrading)."""
+    """Every module of ENGINE_FOLDERS, then ENGINE_FILES, where they are; a file or folder named there and
+    not found is an error, not a file left out (a moved file would silently stop its changes from
+    regrading)."""
     engine = Path(__file__).parent
-    paths = [engine / name for name in ENGINE_FILES]
-    missing = [name for name, path in zip(ENGINE_FILES, paths) if not path.is_file()]
+    missing = [name for name in ENGINE_FOLDERS if not (engine / name / "__init__.py").is_file()]
+    missing += [name for name in ENGINE_FILES if not (engine / name).is_file()]
+    paths = [path for folder in ENGINE_FOLDERS for path in sorted((engine / folder).glob("*.py"))]
+    paths += [engine / name for name in ENGINE_FILES]
     if missing:
         raise SetupError(f"the grader's fingerprint names engine files that are not there: "
                          f"{', '.join('autograder/' + name for name in missing)}; name each where it is now "
-                         f"in ENGINE_FILES (autograder/steps.py), so that changing it still regrades")
+                         f"in ENGINE_FILES or ENGINE_FOLDERS (autograder/steps.py), so that changing it still regrades")
     return paths
 
 

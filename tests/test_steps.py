@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -75,5 +76,20 @@ def test_a_missing_engine_file_of_the_fingerprint_is_an_error(monkeypatch):
     monkeypatch.setattr(steps, "ENGINE_FILES", (*steps.ENGINE_FILES, "kernel/moved_away.py"))
     with pytest.raises(SetupError, match=r"autograder/kernel/moved_away\.py.*ENGINE_FILES"):
         step.fingerprint()
+    monkeypatch.setattr(steps, "ENGINE_FOLDERS", (*steps.ENGINE_FOLDERS, "moved_folder"))
+    with pytest.raises(SetupError, match=r"autograder/moved_folder.*ENGINE_FOLDERS"):
+        step.fingerprint()
     monkeypatch.undo()
     assert step.fingerprint() == before
+
+
+def test_every_module_that_runs_or_judges_a_kernel_is_in_the_fingerprint():
+    """A change to any limit (kernel/limits.py), the sandbox, the relay or the probe server regrades: every
+    module of kernel/, checks/ and runtime/ is hashed, not a list of them that a new module misses."""
+    from autograder import steps
+    engine = Path(steps.__file__).parent
+    hashed = set(steps.engine_files())
+    for folder in ("kernel", "checks", "runtime"):
+        modules = set((engine / folder).glob("*.py"))
+        assert modules and modules <= hashed, sorted(map(str, modules - hashed))
+    assert engine / "kernel" / "limits.py" in hashed
