@@ -365,11 +365,11 @@ for pid in children:
 
 
 def check_fork_count(ctx: Ctx, graded) -> None:
-    from autograder.kernel.sandbox import SANDBOX_PROCESSES
+    from autograder.kernel.limits import KERNEL_PROCESSES
     text = graded.output_of(graded.case.profile.target)
     found = re.search(r"FORKS: (\d+) children, then BlockingIOError", text)
     assert found, text[:500]
-    assert 0 < int(found.group(1)) < SANDBOX_PROCESSES
+    assert 0 < int(found.group(1)) < KERNEL_PROCESSES
 
 
 # ---- tampering ---------------------------------------------------------------------------------------------

@@ -108,3 +108,82 @@ def test_the_class_report_reads_results_through_the_stores_load_only():
     # and the check can fail
     assert _reads_besides_the_store("store.results(step.name)\nimport json\nopen('x')\nstore.times('s', 'a')\n") == [
         "1: .results()", "2: imports json", "3: open()", "4: .times()"]
+
+
+# What a module that runs, serves or judges a graded kernel may declare as a number of its own: names
+# that are not limits, each with why. Every other number such a module declares at its top level is a
+# limit, and a limit is declared in autograder/kernel/limits.py, once, with its reason.
+NOT_LIMITS = {
+    ("kernel/execute.py", "POLL_STEP"): "a cadence: how often a running cell's clocks are read",
+    ("kernel/execute.py", "RECONNECT_MS"): "a cadence: how soon a refused client socket tries again",
+    ("kernel/relay.py", "CHUNK"): "a buffer size for each read, not a bound on what is read",
+    ("kernel/relay.py", "GREETING"): "the ZMTP 3 protocol's greeting length",
+    ("kernel/kernel_template.py", "MNT_DETACH"): "a Linux flag of umount2",
+    ("kernel/sandbox.py", "UID_RANGE"): "where a sandboxed kernel's uid is drawn from, not an amount it may use",
+    ("kernel/cgroups.py", "_TICK"): "the machine's clock ticks per second",
+    ("checks/casekey.py", "KEY_BYTES"): "the case key's length, a cryptographic choice",
+}
+# The runtime is all of the grader a graded kernel is given and imports nothing else of it (a contract):
+# its caps are declared there, once, and limits.py says so.
+LIMITS_ELSEWHERE = ("runtime/plain.py", "runtime/wire.py")
+
+
+def _top_level_numbers(path: Path) -> list[str]:
+    """Names bound at the top level of `path` to a number or to arithmetic of numbers and such names."""
+    import ast
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+
+    def numeric(node) -> bool:
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+        if isinstance(node, ast.BinOp):
+            return numeric(node.left) and numeric(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return numeric(node.operand)
+        if isinstance(node, ast.Tuple):
+            return bool(node.elts) and all(numeric(e) for e in node.elts)
+        if isinstance(node, ast.Name):
+            return node.id.isupper()
+        if isinstance(node, ast.IfExp):
+            return numeric(node.body) or numeric(node.orelse)
+        return False
+
+    names = []
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        value = getattr(node, "value", None)
+        if value is not None and numeric(value):
+            names += [t.id for t in targets if isinstance(t, ast.Name)]
+    return names
+
+
+def test_every_limit_on_a_kernel_is_declared_once_in_limits():
+    """Every number the kernel's folder and the checks' folder declare at their top level is in
+    kernel/limits.py, or is named in NOT_LIMITS with why it is not a limit (an allowlist: a new cap
+    declared anywhere else fails here, naming it)."""
+    engine = ROOT / "autograder"
+    declared, strays = {}, []
+    for path in sorted([*(engine / "kernel").glob("*.py"), *(engine / "checks").glob("*.py")]):
+        rel = path.relative_to(engine).as_posix()
+        for name in _top_level_numbers(path):
+            if rel == "kernel/limits.py":
+                declared[name] = rel
+            elif (rel, name) not in NOT_LIMITS:
+                strays.append(f"{rel}: {name}")
+    assert not strays, ("numbers declared outside autograder/kernel/limits.py; declare each limit there, "
+                        f"with its reason, or say in NOT_LIMITS why it is not one: {strays}")
+    assert {"HARD_FACTOR", "INTERRUPT_GRACE", "MESSAGE_BYTES", "TMP_BYTES", "PROBE_REQUESTS",
+            "KERNEL_PROCESSES"} <= set(declared)
+    stale = [key for key in NOT_LIMITS if key[1] not in _top_level_numbers(engine / key[0])]
+    assert not stale, f"NOT_LIMITS names what is no longer declared: {stale}"
+    limits_text = (engine / "kernel" / "limits.py").read_text(encoding="utf-8")
+    for rel in LIMITS_ELSEWHERE:
+        for name in _top_level_numbers(engine / rel):
+            assert f"{Path(rel).stem}.{name}" in limits_text, f"limits.py does not name {rel}'s {name}"
+
+
+def test_the_limit_check_finds_a_stray_cap(tmp_path):
+    """The check above can fail: a cap declared in a module of kernel/ is found, with arithmetic too."""
+    module = tmp_path / "stray.py"
+    module.write_text("import os\nLIMIT = 4 * 2**20\nNAME = 'x'\nTWICE = 2 * LIMIT\nflag = True\n")
+    assert _top_level_numbers(module) == ["LIMIT", "TWICE"]

@@ -155,7 +155,7 @@ def test_a_notebook_slowed_by_the_machine_keeps_its_wall_clock_for_its_own_waiti
     """Three cells of 1 s of CPU time each, a 5 s wall-clock ceiling for the notebook, on a core shared
     with three hogs: on the clock they take 6 s or more (and the kernel's start more again), but the
     time spent waiting for the core is not the notebook's, so every cell runs."""
-    from autograder.kernel.execute import HARD_FACTOR
+    from autograder.kernel.limits import HARD_FACTOR
     for attempt in range(3):
         (tmp_path / str(attempt)).mkdir()
         with OneBusyCore():
@@ -194,7 +194,8 @@ def test_the_wall_clock_ceiling_counts_a_cells_own_waiting_not_the_machines():
     waited for."""
     from types import SimpleNamespace
 
-    from autograder.kernel.execute import HARD_FACTOR, Watched, _Run
+    from autograder.kernel.execute import Watched, _Run
+    from autograder.kernel.limits import HARD_FACTOR
     limits = Limits(cell_timeout=5, cell_wall_timeout=3, notebook_timeout=100, notebook_wall_timeout=1000,
                     cell_wait_timeout=100)
     run_ = SimpleNamespace(limits=limits, started=0.0, uncounted=0.0, deadline=1000.0, allowance=10_000.0)

@@ -15,8 +15,9 @@ import nbformat
 import pytest
 
 from autograder.course import kernel_env
-from autograder.kernel.execute import KERNEL_FRAME_BYTES, WIDGET_STATE_BYTES, Limits, execute
-from autograder.kernel.relay import MESSAGE_BYTES, MESSAGE_FRAMES, Cut, FrameCounter
+from autograder.kernel.execute import Limits, execute
+from autograder.kernel.limits import KERNEL_FRAME_BYTES, MESSAGE_BYTES, MESSAGE_FRAMES, WIDGET_STATE_BYTES
+from autograder.kernel.relay import Cut, FrameCounter
 from test_probe_bounds import reset_peak, vm_hwm
 
 pytestmark = pytest.mark.slow

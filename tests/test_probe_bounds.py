@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from autograder.checks.probeserver import (BUFFERED_BYTES, KERNEL_MESSAGE, MAX_CONNECTIONS, SESSION_VALUES, ProbeServer)
+from autograder.checks.probeserver import ProbeServer
+from autograder.kernel.limits import PROBE_BUFFERED_BYTES, PROBE_CONNECTIONS, PROBE_MESSAGE_BYTES, PROBE_SESSION_VALUES
 from autograder.runtime.wire import MAX_DEPTH, MAX_VALUES, MessageRefused, check_json, receive, send
 from conftest import STEP4
 
-# The probe server's peak over what it held before an attack: its bounded reads (BUFFERED_BYTES)
-# and what MAX_CONNECTIONS decoded messages of MAX_VALUES values can hold, with room to spare.
+# The probe server's peak over what it held before an attack: its bounded reads (PROBE_BUFFERED_BYTES)
+# and what PROBE_CONNECTIONS decoded messages of MAX_VALUES values can hold, with room to spare.
 SERVER_PEAK_BYTES = 256 * 2**20
 
 
@@ -57,9 +58,9 @@ def test_values_and_depth_are_counted_on_the_bytes_before_anything_is_decoded():
 def test_a_message_beyond_the_readers_cap_is_refused_before_it_is_read():
     left, right = socket.socketpair()
     with left, right:
-        left.sendall(struct.pack("!Q", KERNEL_MESSAGE + 1))
+        left.sendall(struct.pack("!Q", PROBE_MESSAGE_BYTES + 1))
         with pytest.raises(MessageRefused, match="too large"):
-            receive(right, KERNEL_MESSAGE, checked=True)
+            receive(right, PROBE_MESSAGE_BYTES, checked=True)
 
 
 HOSTILE_KERNEL = r"""
@@ -161,7 +162,7 @@ def attack(kind: str, size: int) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("size", [31 * 2**20, KERNEL_MESSAGE - 1024])
+@pytest.mark.parametrize("size", [31 * 2**20, PROBE_MESSAGE_BYTES - 1024])
 def test_answers_of_nested_empty_lists_end_the_test_with_a_reason(size, record_property):
     """The issue's attack (31 MB replies, under the old 32 MB cap) and the same within the new cap:
     the session ends at the first answer, the hidden test scores nothing and says why."""
@@ -169,7 +170,7 @@ def test_answers_of_nested_empty_lists_end_the_test_with_a_reason(size, record_p
     assert "ANSWERS DONE" in got["out"], got["out"]
     why = got["results"]["shapes_hidden"]["__missing__"]
     assert why.startswith("the grader refused the kernel's answer: "), why
-    assert ("too large" if size > KERNEL_MESSAGE else "more than 1,000,000 values") in why, why
+    assert ("too large" if size > PROBE_MESSAGE_BYTES else "more than 1,000,000 values") in why, why
     record_property("measured", f"probe server, answers of nested empty lists of {size / 2**20:.1f} MB: "
                                 f"peak +{got['peak'] / 2**20:.0f} MiB, {got['seconds']:.1f} s")
     assert got["peak"] < SERVER_PEAK_BYTES, got["peak"]
@@ -178,18 +179,18 @@ def test_answers_of_nested_empty_lists_end_the_test_with_a_reason(size, record_p
 @pytest.mark.slow
 def test_idle_connections_with_one_big_message_each_hold_little(record_property):
     """The issue's attack: 16 connections with one 8 MB message each, held open. At most
-    MAX_CONNECTIONS are served; their messages are refused (values) or wait for room (bytes)."""
-    got = attack("idle", KERNEL_MESSAGE - 64)
+    PROBE_CONNECTIONS are served; their messages are refused (values) or wait for room (bytes)."""
+    got = attack("idle", PROBE_MESSAGE_BYTES - 64)
     assert "IDLE SENT" in got["out"], got["out"]
     record_property("measured", f"probe server, 16 idle connections of 8 MB each: peak +{got['peak'] / 2**20:.0f} MiB, "
                                 f"{got['seconds']:.1f} s")
     assert got["peak"] < SERVER_PEAK_BYTES, got["peak"]
-    assert got["budget"] == 0 and MAX_CONNECTIONS <= 4 and BUFFERED_BYTES <= 2 * KERNEL_MESSAGE
+    assert got["budget"] == 0 and PROBE_CONNECTIONS <= 4 and PROBE_BUFFERED_BYTES <= 2 * PROBE_MESSAGE_BYTES
 
 
 def test_the_answers_to_one_hidden_test_are_bounded_in_all(server):
     """Answers each within the bounds of one message, but more values together than a hidden test
-    may get (SESSION_VALUES): refused, with the reason."""
+    may get (PROBE_SESSION_VALUES): refused, with the reason."""
     server.expect("bonus_dot_variance")           # a test of ten calls
     per_answer = 300_000
     answered = 0
@@ -204,7 +205,7 @@ def test_the_answers_to_one_hidden_test_are_bounded_in_all(server):
         except (ConnectionError, OSError):
             pass
     server.expect(None)
-    assert answered == SESSION_VALUES // per_answer + 1, answered      # the first answer beyond: refused
+    assert answered == PROBE_SESSION_VALUES // per_answer + 1, answered      # the first answer beyond: refused
     assert "more than 1,000,000 values" in server.results["bonus_dot_variance"]["__missing__"]
 
 

@@ -19,6 +19,7 @@ import pytest
 from autograder.kernel import sandbox
 from autograder.errors import SetupError
 from autograder.kernel.execute import Limits
+from autograder.kernel.limits import KERNEL_PROCESSES
 from autograder.plugin import kernel_readable
 from conftest import STEP4
 
@@ -213,7 +214,7 @@ def test_process_limit_holds_for_the_kernels_user(tmp_path):
     assert 30 <= seen["children"] < 40, seen
     # and with the sandbox's default limit
     seen = run_inside(tmp_path, program)
-    assert seen["outcome"] == "BlockingIOError" and seen["children"] < sandbox.SANDBOX_PROCESSES
+    assert seen["outcome"] == "BlockingIOError" and seen["children"] < KERNEL_PROCESSES
 
 
 ESCAPE_LIMITS = r"""

@@ -16,9 +16,9 @@ The token -> object map, the step's suites, the course's case key and every chec
 leave this process.
 
 What a kernel sends here is bounded before it is decoded, and so is what the server holds at once:
-at most MAX_CONNECTIONS connections, each message at most KERNEL_MESSAGE bytes with at most
+at most PROBE_CONNECTIONS connections, each message at most PROBE_MESSAGE_BYTES bytes with at most
 wire.MAX_VALUES JSON values nested at most wire.MAX_DEPTH deep (checked on the raw bytes), at most
-BUFFERED_BYTES read and not yet decoded over all connections together, and at most SESSION_VALUES
+PROBE_BUFFERED_BYTES read and not yet decoded over all connections together, and at most PROBE_SESSION_VALUES
 values over a hidden test's answers. A message beyond these ends its connection; in a hidden
 test's session the test gets no points, with the reason.
 """
@@ -34,16 +34,9 @@ import time
 from .framework import KernelGone, Missing, StudentError, run_probe, shown_error, shown_outcome
 from ..plugin import NotHandled, load_plugin
 from ..runtime.plain import NotPlain, from_plain, to_plain
+from ..kernel.limits import (PROBE_ANSWER_SECONDS, PROBE_BUFFERED_BYTES, PROBE_CONNECTIONS, PROBE_MESSAGE_BYTES,
+                             PROBE_REQUESTS, PROBE_SESSION_VALUES)
 from ..runtime.wire import MessageRefused, receive, send
-
-MAX_REQUESTS = 20_000      # served-object calls per notebook
-MAX_CONNECTIONS = 4        # open at once, per notebook (an honest kernel: a session and one link)
-ANSWER_SECONDS = 600.0     # longest wait for one answer of the kernel (the cell's own limit ends it sooner)
-# One message of the kernel: an honest answer is at most plain.MAX_ITEMS (200,000) numbers, about
-# 4 MB as JSON (a tensor's are base64: 2 MB); a served head's input is at most 100,000 numbers.
-KERNEL_MESSAGE = 8 * 2**20
-BUFFERED_BYTES = 2 * KERNEL_MESSAGE      # read and not yet decoded, over all connections at once
-SESSION_VALUES = 1_000_000               # JSON values over all the answers of one hidden test (honest: < 3,000)
 
 
 class KernelRefused(KernelGone):
@@ -98,7 +91,7 @@ class GraderClock:
 
 
 class ProbeServer:
-    def __init__(self, socket_path: str, step, answer_seconds: float = ANSWER_SECONDS, sources=(),
+    def __init__(self, socket_path: str, step, answer_seconds: float = PROBE_ANSWER_SECONDS, sources=(),
                  case_key: bytes | None = None, program=None, submission: bytes | None = None):
         self.step = step
         # the course's case key (autograder/checks/casekey.py): checks draw this submission's own cases from
@@ -129,8 +122,8 @@ class ProbeServer:
         self._served_state: dict = {}                            # the course plugin's, for this notebook
         self._lock = threading.Lock()
         self._requests = 0
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        self.budget = Budget(BUFFERED_BYTES)
+        self._slots = threading.BoundedSemaphore(PROBE_CONNECTIONS)
+        self.budget = Budget(PROBE_BUFFERED_BYTES)
         self.clock = GraderClock()
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(socket_path)
@@ -266,11 +259,11 @@ class ProbeServer:
     def receive(self, conn, values: list | None = None) -> dict:
         """The kernel's next message on `conn`, within the server's bounds (MessageRefused if not).
         `values`: [JSON values still allowed], lowered by this message's."""
-        message = receive(conn, KERNEL_MESSAGE, checked=True, budget=self.budget)
+        message = receive(conn, PROBE_MESSAGE_BYTES, checked=True, budget=self.budget)
         if values is not None:
             values[0] -= _values(message)
             if values[0] < 0:
-                raise MessageRefused(f"the answers to one hidden test held more than {SESSION_VALUES:,} values")
+                raise MessageRefused(f"the answers to one hidden test held more than {PROBE_SESSION_VALUES:,} values")
         return message
 
     def _link(self, conn, message):
@@ -296,7 +289,7 @@ class ProbeServer:
     def _handle(self, message: dict) -> dict:
         with self._lock:
             self._requests += 1
-            if self._requests > MAX_REQUESTS:
+            if self._requests > PROBE_REQUESTS:
                 raise RuntimeError("too many requests to the grader's heads")
             return self.plugin.handle(self._objects, message, self._served_state)
 
@@ -344,7 +337,7 @@ class KernelSession:
     def __init__(self, conn, server: ProbeServer):
         self.conn = conn
         self.server = server
-        self.values = [SESSION_VALUES]
+        self.values = [PROBE_SESSION_VALUES]
 
     def request(self, message: dict) -> dict:
         clock = self.server.clock

@@ -4,7 +4,7 @@
   provisioner.py      starts a grading kernel through jupyter_client's kernel provisioner
   warm.py             warm kernels, forked from a template process (kernel_template.py, run as text)
   sandbox.py          how a kernel is isolated: resource limits only, or bubblewrap
-  limits.py           every limit's default, and the wrapper a cold kernel starts under
+  limits.py           every limit: the defaults a course may change and the fixed caps; the wrapper a cold kernel starts under
                       (`python -m autograder.kernel.limits`)
   cgroups.py          a control group per kernel: its memory, processes and CPU time together
   relay.py            the kernel's sockets reached through a relay that bounds each message

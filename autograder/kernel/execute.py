@@ -23,7 +23,7 @@ runs no kernel at all.
 
 What the kernel sends is read within bounds (a kernel is hostile): the grader's client reaches the
 kernel's sockets through a relay (autograder/kernel/relay.py) that counts each message's parts and sums their
-sizes as they arrive, so that no message of more than relay.MESSAGE_BYTES (or relay.MESSAGE_FRAMES
+sizes as they arrive, so that no message of more than limits.MESSAGE_BYTES (or limits.MESSAGE_FRAMES
 parts) reaches the grader: ZeroMQ receives a multipart message whole, and each part's own cap
 (KERNEL_FRAME_BYTES, ZMQ_MAXMSGSIZE) does not bound their number. Each message's JSON is checked for
 its values and depth before it is decoded (runtime/wire.py), at most KERNEL_QUEUED messages wait in
@@ -53,31 +53,17 @@ from nbgrader.preprocessors import Execute as NbgraderExecute
 
 from . import provisioner
 from .cgroups import run_delays, tree_cpu_seconds, tree_pids
-from .relay import MESSAGE_BYTES, MESSAGE_FRAMES, Relay
-from .limits import Limits, clip  # noqa: F401  (Limits: where callers have always found it)
+from .relay import Relay
+from .limits import (ERROR_NAME_CHARS, ERROR_VALUE_CHARS, HARD_FACTOR, INTERRUPT_GRACE, INTERRUPT_GRACE_CPU,
+                     KERNEL_FRAME_BYTES, KERNEL_MESSAGE_DEPTH, KERNEL_MESSAGE_VALUES, KERNEL_QUEUED,
+                     KERNEL_START_SECONDS, LOG_TAIL_BYTES, MESSAGE_BYTES, MESSAGE_FRAMES, TRACEBACK_CHARS,
+                     WIDGET_STATE_BYTES, Limits, clip)
+# (Limits: where callers have always found it; every limit below is declared in limits.py, with its reason)
 from ..runtime.wire import MessageRefused, check_json
 from .sandbox import Sandbox
 
-POLL_STEP = 0.25   # seconds
-# The wall-clock ceilings of a cell and of a notebook count the time its kernel waited for a CPU the
-# machine's other work held as not spent (and a notebook's, the time its kernels took to start); a
-# kernel that keeps itself waiting (threads of the lowest priority on a busy machine) is still stopped
-# at HARD_FACTOR x the ceiling of real time.
-HARD_FACTOR = 4.0
+POLL_STEP = 0.25     # seconds between two looks at a running cell's clocks (a cadence, not a limit)
 RECONNECT_MS = 5     # how soon a client socket refused by a kernel still starting tries again
-INTERRUPT_GRACE = 20.0   # wall seconds an interrupted cell has to stop before its kernel is killed
-# ... and the CPU seconds its kernel may burn meanwhile: a cell that computes on after the interrupt (it
-# catches KeyboardInterrupt, or forks) is killed as soon as it has used them, not after the whole wall
-# grace; an honest cell stops within a fraction of a second of CPU (its traceback), and a kernel the
-# machine's load keeps from running uses none, so only the wall grace ends its wait
-INTERRUPT_GRACE_CPU = 3.0
-# What the grader reads of a kernel's Jupyter messages (an honest notebook's largest are pictures of
-# a few hundred kB; a stream message holds at most what the kernel printed in a tenth of a second)
-KERNEL_FRAME_BYTES = MESSAGE_BYTES    # one frame (ZMQ_MAXMSGSIZE; the relay cuts a message of more first); 100 MB printed at once fit
-KERNEL_MESSAGE_VALUES = 200_000      # JSON values in one part of a message
-KERNEL_MESSAGE_DEPTH = 64
-KERNEL_QUEUED = 4                    # messages received and not yet read, per socket (ZMQ_RCVHWM)
-WIDGET_STATE_BYTES = 1_000_000       # widget state kept for the graded notebook (honest sliders: a few kB)
 
 
 def poll_in_short_steps(channel) -> None:
@@ -142,11 +128,6 @@ class Outcome:
     largest_message: int = 0      # bytes of the largest message a kernel of the notebook sent (relay.py)
 
 
-# An error output is always kept (it decides a test cell's grade), with its parts clipped to these.
-ERROR_NAME_CHARS = 200
-ERROR_VALUE_CHARS = 2_000
-TRACEBACK_CHARS = 20_000
-LOG_TAIL_BYTES = 16_000      # what is kept of the kernel process's own stdout and stderr
 
 
 class KernelLog:
@@ -355,9 +336,6 @@ class _Client(NotebookClient):
 def _error(cell, ename: str, evalue: str) -> None:
     cell.outputs.append(nbformat.v4.new_output("error", ename=ename, evalue=evalue,
                                                traceback=[f"{ename}: {evalue}"]))
-
-
-KERNEL_START_SECONDS = 60.0
 
 
 async def wait_for_ready(kc, timeout: float) -> None:

@@ -1,4 +1,5 @@
-"""What a graded notebook may use (`Limits`: every default is here, and only here), and the program
+"""What a graded notebook may use (`Limits`: every default is here, and only here; the fixed caps on a
+kernel's messages, its sandbox's disks and its calls to the probe server below it), and the program
 that starts a kernel under them: `python -m autograder.kernel.limits [options] -- program args…`.
 
 The wrapper is used in front of every cold grading kernel, with or without a sandbox: it joins the
@@ -51,7 +52,7 @@ KERNEL_FILES = 1_024
 # Memory of one grading worker process and the warm-kernel template it starts, together (a control group
 # of their own, where the machine has them: autograder/worker.py). A worker holds torch and the checks
 # (about 250 MiB), its template about as much, and what its kernel's messages make it hold: at most
-# KERNEL_QUEUED messages waiting and one being read, each at most relay.MESSAGE_BYTES (128 MiB). Past
+# KERNEL_QUEUED messages waiting and one being read, each at most MESSAGE_BYTES (128 MiB). Past
 # this, the machine's memory limit ends the worker, not the machine or another worker: its notebook is
 # graded again, and after three deaths scores 0 saying the grader failed on it.
 WORKER_MEMORY_BYTES = 3 * 2**30
@@ -72,6 +73,64 @@ WAIT_MEASURED = {"longest_honest_wait_seconds": 0.82, "cell": "01-on-paper/bonus
 # their CPU-time limits (when not set): a cell that sleeps is stopped after 5 x its CPU budget.
 CELL_WALL_FACTOR = 5.0
 NOTEBOOK_WALL_FACTOR = 3.0
+# The wall-clock ceilings of a cell and of a notebook count the time its kernel waited for a CPU the
+# machine's other work held as not spent (and a notebook's, the time its kernels took to start); a
+# kernel that keeps itself waiting (threads of the lowest priority on a busy machine) is still stopped
+# at HARD_FACTOR x the ceiling of real time.
+HARD_FACTOR = 4.0
+# Wall seconds an interrupted cell has to stop before its kernel is killed ...
+INTERRUPT_GRACE = 20.0
+# ... and the CPU seconds its kernel may burn meanwhile: a cell that computes on after the interrupt (it
+# catches KeyboardInterrupt, or forks) is killed as soon as it has used them, not after the whole wall
+# grace; an honest cell stops within a fraction of a second of CPU (its traceback), and a kernel the
+# machine's load keeps from running uses none, so only the wall grace ends its wait.
+INTERRUPT_GRACE_CPU = 3.0
+# Wall seconds a kernel has to start (a cold one: Python, torch and the course's imports, 3-8 s on the
+# course's machine under load) and a warm template to be ready (it imports them once for all its kernels).
+KERNEL_START_SECONDS = 60.0
+TEMPLATE_READY_SECONDS = 120.0
+
+
+# What the grader reads of a kernel's Jupyter messages. The relay (autograder/kernel/relay.py) sits
+# between the kernel and the grader and cuts a message larger than these before the grader reads it;
+# an honest notebook's largest messages are pictures of a few hundred kB, and a stream message holds
+# at most what the kernel printed in a tenth of a second (100 MB printed at once fit).
+MESSAGE_BYTES = 128 * 2**20     # one message of the kernel, all its parts together (an honest one: < 1 MB)
+MESSAGE_FRAMES = 1_000          # parts of one message (an honest one: 7 to 10, a widget's with its buffers)
+COMMAND_BYTES = 2**16           # one ZMTP command (READY, PING: tens of bytes)
+KERNEL_FRAME_BYTES = MESSAGE_BYTES   # one frame as the grader reads it (ZMQ_MAXMSGSIZE)
+KERNEL_MESSAGE_VALUES = 200_000      # JSON values in one part of a message
+KERNEL_MESSAGE_DEPTH = 64            # nesting of one part (an honest one: under 10)
+KERNEL_QUEUED = 4                    # messages received and not yet read, per socket (ZMQ_RCVHWM)
+WIDGET_STATE_BYTES = 1_000_000       # widget state kept for the graded notebook (honest sliders: a few kB)
+# An error output is always kept (it decides a test cell's grade), with its parts clipped to these.
+ERROR_NAME_CHARS = 200
+ERROR_VALUE_CHARS = 2_000
+TRACEBACK_CHARS = 20_000
+LOG_TAIL_BYTES = 16_000         # what is kept of the kernel process's own stdout and stderr
+
+
+# Where a sandboxed kernel may write, all in memory and capped: it never writes to the grader's disk.
+# (Its processes: KERNEL_PROCESSES, as RLIMIT_NPROC of its own uid, when Limits.processes is 0.)
+TMP_BYTES = 256 * 2**20         # /tmp
+SHM_BYTES = 64 * 2**20          # /dev/shm
+WORK_BYTES = 256 * 2**20        # its working folder and HOME
+
+
+# The hidden tests' probe server (autograder/checks/probeserver.py): what one notebook's kernel may ask
+# of it. One message of the kernel: an honest answer is at most runtime.plain.MAX_ITEMS (200,000)
+# numbers, about 4 MB as JSON (a tensor's are base64: 2 MB); a served head's input is at most 100,000
+# numbers.
+PROBE_REQUESTS = 20_000          # served-object calls per notebook
+PROBE_CONNECTIONS = 4            # open at once, per notebook (an honest kernel: a session and one link)
+PROBE_ANSWER_SECONDS = 600.0     # longest wait for one answer of the kernel (the cell's own limit ends it sooner)
+PROBE_MESSAGE_BYTES = 8 * 2**20
+PROBE_BUFFERED_BYTES = 2 * PROBE_MESSAGE_BYTES   # read and not yet decoded, over all connections at once
+PROBE_SESSION_VALUES = 1_000_000                 # JSON values over all the answers of one hidden test (honest: < 3,000)
+
+# Not here, by design: the caps of autograder/runtime/ (plain.MAX_ITEMS, plain.MAX_DEPTH, wire.MAX_MESSAGE,
+# wire.MAX_VALUES, wire.MAX_DEPTH). The runtime is all of the grader a graded kernel is given, and it
+# imports nothing else of the grader, so its caps are declared there, once.
 
 
 @dataclass

@@ -30,12 +30,10 @@ import time
 
 from . import leftovers
 from ..errors import GraderError
+from .limits import COMMAND_BYTES, MESSAGE_BYTES, MESSAGE_FRAMES
 
-MESSAGE_BYTES = 128 * 2**20     # one message of the kernel, all its parts together (an honest one: < 1 MB)
-MESSAGE_FRAMES = 1_000          # parts of one message (an honest one: 7 to 10, a widget's with its buffers)
-COMMAND_BYTES = 2**16           # one ZMTP command (READY, PING: tens of bytes)
-CHUNK = 2**18                   # read at a time from either side
-GREETING = 64
+CHUNK = 2**18                   # read at a time from either side (a buffer size, not a limit)
+GREETING = 64                   # ZMTP 3's greeting, in bytes (the protocol's)
 
 
 class Cut(GraderError):

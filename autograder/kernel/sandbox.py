@@ -46,17 +46,12 @@ from pathlib import Path
 from . import cgroups as _cgroups
 from ..errors import SetupError, UsageError
 from .provisioner import PYTHON, kernel_command
-from .limits import KERNEL_FILES, KERNEL_PROCESSES, Limits
+from .limits import KERNEL_FILES, KERNEL_PROCESSES, SHM_BYTES, TMP_BYTES, WORK_BYTES, Limits
 
 # Unprivileged uids for sandboxed kernels: one drawn at random per kernel, so that no two kernels
 # share a process budget: not two graded side by side, nor a restarted kernel and what is left
 # of the one before it (a fork bomb's children may take seconds to end). No account uses this range.
 UID_RANGE = (1_500_000_000, 1_600_000_000)
-SANDBOX_PROCESSES = KERNEL_PROCESSES   # RLIMIT_NPROC (threads count too) when Limits.processes is 0
-# Where the kernel may write, all in memory and capped: it never writes to the grader's disk.
-TMP_BYTES = 256 * 2**20        # /tmp
-SHM_BYTES = 64 * 2**20         # /dev/shm
-WORK_BYTES = 256 * 2**20       # its working folder and HOME
 
 # The kernel's environment: these variables are passed through from the grader, the rest
 # is cleared (no tokens, credentials or paths of the grader's own environment leak in).
@@ -266,7 +261,7 @@ class BwrapSandbox(Sandbox):
     # -- the command ------------------------------------------------------------------------------
     def argv(self, workdir: Path, limits: Limits, env: dict | None = None) -> list[str]:
         # RLIMIT_NPROC counts the processes of a uid: only meaningful for the kernel's own uid
-        processes = limits.processes or (SANDBOX_PROCESSES if self.root else 0)
+        processes = limits.processes or (KERNEL_PROCESSES if self.root else 0)   # RLIMIT_NPROC: threads count too
         return self.limit_command(limits, processes) + self.command(workdir, env or {}) + kernel_command()
 
     def command(self, workdir: Path, env: dict, template: bool = False) -> list[str]:

@@ -42,12 +42,11 @@ from . import leftovers
 from ..errors import GraderError
 from .kernel_template import receive, send
 from .provisioner import PYTHON, GradingKernelSpecs, kernel_command, register_provisioner
-from .limits import Limits
+from .limits import KERNEL_PROCESSES, SHM_BYTES, TEMPLATE_READY_SECONDS, TMP_BYTES, WORK_BYTES, Limits
 
 TEMPLATE_SOURCE = (Path(__file__).parent / "kernel_template.py").read_text(encoding="utf-8")
 
 WARM_PROVISIONER_NAME = "grading-warm-kernel"
-READY_SECONDS = 120.0
 
 
 # what differs from one job's kernel environment to the next: set in each forked child, not in the template
@@ -144,7 +143,7 @@ class Template:
         self._ready = None
         self.pid: int | None = None      # the template's pid as this process sees it (inside bwrap: not self.proc's)
 
-    def wait_ready(self, timeout: float = READY_SECONDS) -> None:
+    def wait_ready(self, timeout: float = TEMPLATE_READY_SECONDS) -> None:
         """Block until the template has imported its modules; raise TemplateError if it cannot."""
         if self._ready is None:
             self._sock.settimeout(timeout)
@@ -294,7 +293,6 @@ class WarmProvisioner(LocalProvisioner):
 
     async def launch_kernel(self, cmd: list[str], **kwargs):
         from .limits import KERNEL_FILES
-        from .sandbox import SANDBOX_PROCESSES, TMP_BYTES, SHM_BYTES, WORK_BYTES
         limits, box, workdir = self.limits, self.sandbox, Path(self.workdir)
         env = dict(kwargs.get("env") or {})
         argv = [a.replace("{connection_file}", self.parent.connection_file) for a in kernel_command()[3:]]
@@ -305,7 +303,7 @@ class WarmProvisioner(LocalProvisioner):
             request.update(env=box.kernel_environment(workdir, env), parent_poller=False, sandbox={
                 "uid": box.uid, "gid": box.gid, "scratch": str(box.scratch), "worker_root": str(self.template.root),
                 "workdir": str(workdir), "tmp_bytes": TMP_BYTES, "shm_bytes": SHM_BYTES, "work_bytes": WORK_BYTES})
-            request["limits"]["processes"] = limits.processes or SANDBOX_PROCESSES
+            request["limits"]["processes"] = limits.processes or KERNEL_PROCESSES
         log_fd = kwargs.get("stdout")
         self.process = self.template.fork(request, log_fd if isinstance(log_fd, int) else
                                           os.open(os.devnull, os.O_WRONLY), group=box.group)
