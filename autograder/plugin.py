@@ -17,6 +17,7 @@ A course without a plugin gets this base class: plain data only, nothing else re
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 import sys
 from pathlib import Path
 
@@ -40,7 +41,7 @@ class CoursePlugin:
     def preimport(self, step) -> list[str]:
         return []
 
-    def encode(self, obj, serve):
+    def encode(self, obj: object, serve: Callable[[object], str]) -> object:
         raise NotHandled
 
     def handle(self, objects: dict, message: dict, state: dict) -> dict:

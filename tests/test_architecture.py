@@ -71,8 +71,9 @@ def test_only_the_records_gradebook_module_opens_nbgraders_gradebook():
     assert "from nbgrader.api import Gradebook" in text and "gb.db.query" in text
 
 
-def test_the_records_and_the_checks_framework_are_strictly_typed():
-    """mypy --strict on autograder/records and autograder/checks (pyproject.toml's [tool.mypy])."""
+def test_the_records_and_the_checks_are_strictly_typed():
+    """mypy --strict on autograder/records and every module of autograder/checks, the probe server included
+    (pyproject.toml's [tool.mypy])."""
     done = _run("mypy", "--cache-dir=/dev/null", "--no-color-output")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "Success: no issues found" in done.stdout

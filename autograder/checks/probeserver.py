@@ -30,6 +30,8 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 from .framework import KernelGone, Missing, StudentError, run_probe, shown_error, shown_outcome
 from ..plugin import NotHandled, load_plugin
@@ -67,7 +69,7 @@ class GraderClock:
     server's threads works for the kernel count once (autograder/kernel/execute.py leaves them out of the
     cell's waiting and of the student's time budget: they are the grader's, not the student's)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._working = 0
         self._since = 0.0
@@ -91,8 +93,9 @@ class GraderClock:
 
 
 class ProbeServer:
-    def __init__(self, socket_path: str, step, answer_seconds: float = PROBE_ANSWER_SECONDS, sources=(),
-                 case_key: bytes | None = None, program=None, submission: bytes | None = None):
+    def __init__(self, socket_path: str, step: Any, answer_seconds: float = PROBE_ANSWER_SECONDS,
+                 sources: Iterable[object] = (), case_key: bytes | None = None,
+                 program: Iterable[tuple[object, str | None]] | None = None, submission: bytes | None = None) -> None:
         self.step = step
         # the course's case key (autograder/checks/casekey.py): checks draw this submission's own cases from
         # it and the submission (framework.fresh_rng); it stays in this process, as the checks do
@@ -119,7 +122,7 @@ class ProbeServer:
         self._issued: dict[str, list[tuple[str, object]]] = {}   # suite -> [(token, Case)]
         self._objects: dict[str, object] = {}                    # token -> served object
         self._tokens: dict[int, str] = {}                        # id(object) -> token
-        self._served_state: dict = {}                            # the course plugin's, for this notebook
+        self._served_state: dict[str, Any] = {}                            # the course plugin's, for this notebook
         self._lock = threading.Lock()
         self._requests = 0
         self._slots = threading.BoundedSemaphore(PROBE_CONNECTIONS)
@@ -134,12 +137,12 @@ class ProbeServer:
         self._thread.start()
 
     # -- the grader's hooks around each cell (autograder/kernel/execute.py) ---------------------------
-    def before_cell(self, cell) -> None:
+    def before_cell(self, cell: Any) -> None:
         nbg = cell.get("metadata", {}).get("nbgrader", {})
         grade_id = nbg.get("grade_id")
         self.expect(grade_id if nbg.get("grade") and grade_id in self.checks else None)
 
-    def after_cell(self, cell) -> None:
+    def after_cell(self, cell: Any) -> None:
         self.expect(None)
 
     def grader_seconds(self) -> float:
@@ -162,7 +165,7 @@ class ProbeServer:
         bound to when the test runs. Without a program (a notebook run without a grader): `sources`."""
         if self.program is None:
             return list(self.sources)
-        before = []
+        before: list[str] = []
         for text, gid in self.program:
             if gid == grade_id:
                 return before
@@ -175,13 +178,13 @@ class ProbeServer:
         with self._lock:
             return [(token, self._objects[token]) for token, _case in self._issue(name)]
 
-    def cases(self, name: str):
+    def cases(self, name: str) -> list[tuple[str, Any]]:
         """[(token, Case)] issued for a suite, or all its cases under fresh tokens if the probe
         never asked (so a judge can still say what was missed)."""
         with self._lock:
             return list(self._issue(name))
 
-    def serve(self, obj) -> str:
+    def serve(self, obj: object) -> str:
         """The token under which the kernel reaches `obj` (a module)."""
         with self._lock:
             token = self._tokens.get(id(obj))
@@ -191,7 +194,7 @@ class ProbeServer:
                 self._tokens[id(obj)] = token
             return token
 
-    def _issue(self, name):
+    def _issue(self, name: str) -> list[tuple[str, Any]]:
         if name not in self._issued:
             cases = list(self.step.suites[name])
             random.SystemRandom().shuffle(cases)
@@ -206,7 +209,7 @@ class ProbeServer:
         return self._issued[name]
 
     # -- connections ----------------------------------------------------------------------------
-    def _accept_loop(self):
+    def _accept_loop(self) -> None:
         while not self._closed:
             try:
                 conn, _ = self._listener.accept()
@@ -217,7 +220,7 @@ class ProbeServer:
                 continue
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
-    def _serve(self, conn):
+    def _serve(self, conn: socket.socket) -> None:
         try:
             with conn:
                 conn.settimeout(self.answer_seconds)
@@ -232,13 +235,14 @@ class ProbeServer:
         finally:
             self._slots.release()
 
-    def _session(self, conn, grade_id):
+    def _session(self, conn: socket.socket, asked: object) -> None:
+        grade_id = asked if isinstance(asked, str) else None
         with self._lock:
-            accepted = isinstance(grade_id, str) and grade_id == self._expected and grade_id not in self._claimed
-            if accepted:
+            accepted = grade_id is not None and grade_id == self._expected and grade_id not in self._claimed
+            if grade_id is not None and accepted:
                 self._claimed.add(grade_id)
                 self._drivers[grade_id] = threading.current_thread()
-        if not accepted:
+        if grade_id is None or not accepted:
             _quietly(send, conn, {"op": "refused", "why": "the grader runs each hidden test once, from its own cell"})
             return
         self.clock.begin()          # the kernel waits for the probe, except while it answers (request)
@@ -256,7 +260,7 @@ class ProbeServer:
         self.results[grade_id] = data
         _quietly(send, conn, {"op": "done"})
 
-    def receive(self, conn, values: list | None = None) -> dict:
+    def receive(self, conn: socket.socket, values: list[int] | None = None) -> dict[str, Any]:
         """The kernel's next message on `conn`, within the server's bounds (MessageRefused if not).
         `values`: [JSON values still allowed], lowered by this message's."""
         message = receive(conn, PROBE_MESSAGE_BYTES, checked=True, budget=self.budget)
@@ -266,7 +270,7 @@ class ProbeServer:
                 raise MessageRefused(f"the answers to one hidden test held more than {PROBE_SESSION_VALUES:,} values")
         return message
 
-    def _link(self, conn, message):
+    def _link(self, conn: socket.socket, message: dict[str, Any]) -> None:
         while True:
             self.clock.begin()              # the kernel waits for the served head's answer
             try:
@@ -274,7 +278,7 @@ class ProbeServer:
                     reply = self._handle(message)
                 except (KeyError, TypeError, ValueError, NotPlain, RuntimeError) as err:
                     reply = {"error": f"{type(err).__name__}: {err}"}
-                message = None                  # nothing of it is kept while the next one is awaited
+                del message                     # nothing of it is kept while the next one is awaited
                 sent = _quietly(send, conn, reply)
             finally:
                 self.clock.end()
@@ -286,14 +290,14 @@ class ProbeServer:
             except (ConnectionError, OSError, ValueError):
                 return
 
-    def _handle(self, message: dict) -> dict:
+    def _handle(self, message: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             self._requests += 1
             if self._requests > PROBE_REQUESTS:
                 raise RuntimeError("too many requests to the grader's heads")
             return self.plugin.handle(self._objects, message, self._served_state)
 
-    def close(self):
+    def close(self) -> None:
         self._closed = True
         try:
             self._listener.close()
@@ -301,14 +305,14 @@ class ProbeServer:
             if os.path.exists(self.socket_path):
                 os.unlink(self.socket_path)
 
-    def __enter__(self):
+    def __enter__(self) -> ProbeServer:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def _values(data) -> int:
+def _values(data: object) -> int:
     """How many JSON values `data` holds (iteratively: its depth is bounded, but not by recursion)."""
     count, todo = 0, [data]
     while todo:
@@ -321,7 +325,7 @@ def _values(data) -> int:
     return count
 
 
-def _quietly(fn, *args) -> bool:
+def _quietly(fn: Callable[..., object], *args: object) -> bool:
     try:
         fn(*args)
         return True
@@ -334,12 +338,12 @@ def _quietly(fn, *args) -> bool:
 class KernelSession:
     """Requests to the student's kernel over one session's connection."""
 
-    def __init__(self, conn, server: ProbeServer):
+    def __init__(self, conn: socket.socket, server: ProbeServer) -> None:
         self.conn = conn
         self.server = server
         self.values = [PROBE_SESSION_VALUES]
 
-    def request(self, message: dict) -> dict:
+    def request(self, message: dict[str, Any]) -> Any:
         clock = self.server.clock
         clock.end()                 # from here to its answer, the time is the kernel's
         try:
@@ -354,7 +358,7 @@ class KernelSession:
         return _allowed(reply, message, self.server)
 
 
-def _allowed(reply, message: dict, server: ProbeServer):
+def _allowed(reply: Any, message: dict[str, Any], server: ProbeServer) -> Any:
     """The kernel's reply with only what may come back of text its code wrote (framework.shown_error:
     an error's kind, a check's outcome as returned / assertion / crashed with a kind); the name of a
     missing object as the grader asked for it; the inputs a call changed in place by the parameter
@@ -376,7 +380,7 @@ def _allowed(reply, message: dict, server: ProbeServer):
     return out
 
 
-def parameter_names(sources, function: str) -> set[str]:
+def parameter_names(sources: Iterable[object] | None, function: str) -> set[str]:
     """The parameter names of every `def function(...)` in the student's code cells: what a call that
     changed its inputs may name (none if no def defines it: every input it changed is then "an input")."""
     import ast
@@ -396,21 +400,21 @@ def parameter_names(sources, function: str) -> set[str]:
 class KernelNamespace:
     """`name in ns`, `ns[name]` (a StudentFunction) and `ns.value(name)` over a session."""
 
-    def __init__(self, session: KernelSession):
+    def __init__(self, session: KernelSession) -> None:
         self._session = session
-        self._known: dict[str, bool] = {}
+        self._known: dict[object, bool] = {}
 
-    def __contains__(self, name) -> bool:
+    def __contains__(self, name: object) -> bool:
         if name not in self._known:
             self._known[name] = self._session.request({"op": "has", "name": name}).get("value") is True
         return self._known[name]
 
-    def __getitem__(self, name) -> "StudentFunction":
+    def __getitem__(self, name: str) -> StudentFunction:
         if name not in self:
             raise KeyError(name)
         return StudentFunction(self._session, name)
 
-    def value(self, name: str):
+    def value(self, name: str) -> Any:
         """The student's value called `name`, as plain data (StudentError if it is not plain)."""
         return _read(self._session.request({"op": "get", "name": name}))
 
@@ -418,33 +422,33 @@ class KernelNamespace:
 class StudentFunction:
     """A function of the student's: calling it runs it in the kernel on these inputs."""
 
-    def __init__(self, session: KernelSession, name: str):
+    def __init__(self, session: KernelSession, name: str) -> None:
         self._session = session
         self.name = name
 
-    def _request(self, args, kwargs, **extra) -> dict:
+    def _request(self, args: tuple[Any, ...], kwargs: dict[str, Any], **extra: Any) -> Any:
         server = self._session.server
         message = {"op": "call", "name": self.name, "args": _encode(list(args), server),
                    "kwargs": _encode(dict(kwargs), server), **extra}
         return self._session.request(message)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return _read(self._request(args, kwargs))
 
-    def returning(self, *args, **kwargs):
+    def returning(self, *args: Any, **kwargs: Any) -> Any:
         """The call's result as the student's code returned it: what was a tensor is a tensor again (the
         course's own kinds of data, rebuilt by its codecs), a numpy array an array. For a check that
         judges the form of a result, where plain calls read both as numpy arrays."""
         return _read(self._request(args, kwargs), tensors=True)
 
-    def traced(self, *args, **kwargs):
+    def traced(self, *args: Any, **kwargs: Any) -> tuple[Any, list[Any]]:
         """(result, trace): the trace lists the torch calls it made, [name, args, kwargs] described
         by shape (autograder/runtime/__init__.py `_describe`)."""
         reply = self._request(args, kwargs, trace=True)
-        trace = reply.get("trace") if isinstance(reply.get("trace"), list) else []
-        return _read(reply), trace
+        trace = reply.get("trace")
+        return _read(reply), trace if isinstance(trace, list) else []
 
-    def outcome(self, *args, seed: int | None = None) -> str:
+    def outcome(self, *args: Any, seed: int | None = None) -> str:
         reply = self._request(args, {}, mode="outcome", seed=seed)
         if "changed" in reply:
             return f"crashed: {_changed_error(reply['changed'])}"
@@ -454,7 +458,7 @@ class StudentFunction:
         return f"crashed: {reply.get('error', 'no answer')}"
 
 
-def _changed_error(names) -> str:
+def _changed_error(names: object) -> str:
     """The error of a call that changed its inputs in place: the caller's tensors are not theirs to change."""
     names = [str(n)[:40] for n in names][:4] if isinstance(names, list) else []
     which = ", ".join(n if n == "an input" else f"`{n}`" for n in names) or "an input"
@@ -463,7 +467,7 @@ def _changed_error(names) -> str:
             "or on new tensors, never on the arguments")
 
 
-def _read(reply: dict, tensors: bool = False):
+def _read(reply: dict[str, Any], tensors: bool = False) -> Any:
     if "changed" in reply:
         raise StudentError(_changed_error(reply["changed"]))
     if "value" in reply:
@@ -477,7 +481,7 @@ def _read(reply: dict, tensors: bool = False):
     raise StudentError(str(error)[:400] if error else "no answer")
 
 
-def _encode(obj, server, depth=0):
+def _encode(obj: object, server: ProbeServer, depth: int = 0) -> Any:
     """A probe's inputs as plain data; what the course plugin knows (a layer, a head) as it says:
     by value, or kept here under a token."""
     try:
@@ -485,7 +489,7 @@ def _encode(obj, server, depth=0):
     except NotHandled:
         pass
     if type(obj) in (list, tuple) and depth < 8:
-        items = [_encode(v, server, depth + 1) for v in obj]
+        items = [_encode(v, server, depth + 1) for v in cast("list[Any] | tuple[Any, ...]", obj)]
         return items if type(obj) is list else {"__tuple__": items}
     if type(obj) is dict and depth < 8:
         return {"__dict__": {str(k): _encode(v, server, depth + 1) for k, v in obj.items()}}
