@@ -73,4 +73,8 @@ def kernel_readable(step) -> list[Path]:
     (autograder/__init__.py and autograder/runtime/, which know no check) and what the course says."""
     engine = Path(__file__).resolve().parent
     files = [engine / "__init__.py", engine / "runtime", *load_plugin(step.root).kernel_files(step)]
-    return [f for f in files if f.exists()]
+    missing = [str(f) for f in files if not Path(f).exists()]
+    if missing:          # left out, the kernel would fail on the student's first import of it, saying nothing of why
+        raise SetupError(f"a graded kernel is to read {', '.join(missing)}, which is not there: the course plugin "
+                         f"(source/course_plugin.py, kernel_files) names it; install or restore it, or stop naming it")
+    return [Path(f) for f in files]

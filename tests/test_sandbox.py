@@ -369,3 +369,19 @@ def test_a_restarted_kernel_gets_a_uid_of_its_own(tmp_path, kernels):
         assert [sandbox.processes_of(uid) for uid in box.uids] == [[], []]
     else:       # bwrap run by another user maps that user into the sandbox: one uid for all
         assert int(first[0]) == int(again[0]) == os.getuid()
+
+
+def test_a_file_the_course_gives_the_kernel_that_is_missing_is_an_error(monkeypatch, tmp_path):
+    """What the course plugin names for the kernel to read and is not there stops grading, naming it (left
+    out, the student's import of it would fail in every notebook with nothing saying why)."""
+    from autograder import plugin
+    gone = tmp_path / "not-installed"
+
+    class Plugin(plugin.CoursePlugin):
+        def kernel_files(self, step):
+            return [gone]
+
+    assert all(path.exists() for path in kernel_readable(STEP4))
+    monkeypatch.setattr(plugin, "load_plugin", lambda root: Plugin())
+    with pytest.raises(SetupError, match="not-installed.*course plugin"):
+        plugin.kernel_readable(STEP4)
