@@ -8,7 +8,7 @@ cell before the HTML is written; the cell's outputs (the verdict) stay.
 It also makes every markdown cell renderable: a picture the text names (`attachment:x.png`) but
 the cell does not hold, which makes nbconvert fail the notebook's feedback ("missing
 attachment"), is shown as a small placeholder instead (a notebook graded before pasted
-pictures were kept, see assemble.py).
+pictures were kept, see intake/assemble.py).
 
 `ForStudents`, listed after nbgrader's GetGrades, makes the page a student's: it opens with the
 summary `make my-feedback` prints (totals per notebook and for the step, the late penalty, the
@@ -27,7 +27,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from .assemble import ATTACHMENT_REF, _placeholder
+from .intake.assemble import ATTACHMENT_REF, _placeholder
 
 BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 

@@ -1,9 +1,9 @@
 """Grade a class: `python -m autograder grade SUBMISSIONS [--step S] [--workers N] [--force] [--shard I/N]`.
 
-  1. read the submissions in whatever shape they came (collect.py);
+  1. read the submissions in whatever shape they came (intake/collect.py);
   2. keep each received notebook, unmodified, in nbgrader's layout under autograder/submitted/;
   3. grade every (student, notebook) in parallel worker processes: rebuild the notebook from
-     the instructor's cells and the student's answers (assemble.py), run it in a fresh kernel
+     the instructor's cells and the student's answers (intake/assemble.py), run it in a fresh kernel
      under limits (kernel/execute.py), judge the hidden checks outside the kernel (judging.py);
   4. record each notebook's result through the store (records/store.py: the graded notebook, its
      scores in the gradebook, its result file; only this process writes), then read the class back
@@ -38,7 +38,7 @@ from pathlib import Path
 # Grading processes (this one and its workers) go without it: jsonschema treats it as absent.
 sys.modules.setdefault("rfc3987_syntax", None)
 
-from .collect import NO_ID, collect, pick_newest  # noqa: E402
+from .intake.collect import NO_ID, collect, pick_newest  # noqa: E402
 from .course import ROOT, db_url, grader_home, use_environment_tools  # noqa: E402
 from .errors import UsageError  # noqa: E402
 from .kernel.limits import clip  # noqa: E402
@@ -76,7 +76,7 @@ def run_job(job: Job) -> NotebookResult:
     import nbformat
 
     from .kernel import leftovers
-    from .assemble import assemble
+    from .intake.assemble import assemble
     from .checks.casekey import case_key
     from .kernel.execute import Limits, execute
     from .judging import judge_notebook
@@ -141,7 +141,7 @@ def run_job(job: Job) -> NotebookResult:
 
 def student_program(nb, released: set) -> list[tuple[str | None, str | None]]:
     """The graded notebook's code cells in the order they run: (the text, if the student wrote it: an
-    answer cell, a live Python box kept as the student left it (assemble.py), a cell the student added;
+    answer cell, a live Python box kept as the student left it (intake/assemble.py), a cell the student added;
     else None), and the grade id of each hidden test cell (else None). A process check reads what the
     student's cells bound before its own cell runs (ProbeServer.code_before)."""
     program = []

@@ -17,7 +17,8 @@ import os
 import sys
 import tempfile
 
-from . import assemble, judging, plugin  # noqa: F401
+from . import judging, plugin  # noqa: F401
+from .intake import assemble  # noqa: F401
 from .checks import probeserver  # noqa: F401
 from .kernel import execute, sandbox, warm  # noqa: F401
 

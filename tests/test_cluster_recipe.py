@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autograder import collect as collect_module
+from autograder.intake import collect as collect_module
 from autograder.course import RELEASE
 from autograder.shards import parse_shard, selector, shard_of
 

@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from autograder.collect import (NO_ID, SubmissionError, UnusableId, assign_ids, collect, loose_raw_id,
+from autograder.intake.collect import (NO_ID, SubmissionError, UnusableId, assign_ids, collect, loose_raw_id,
                                 match_notebook, pick_newest, student_id)
 from autograder.shards import shard_of
 from conftest import GRADES_CSV, STEP, STEP4  # noqa: E402

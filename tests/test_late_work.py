@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from autograder import term
-from autograder.collect import collect, pick_newest
+from autograder.intake.collect import collect, pick_newest
 from autograder.records.store import Store
 from autograder.records.totals import summary_lines
 from autograder.steps import find_step

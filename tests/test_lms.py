@@ -2,7 +2,7 @@
 roster imported from the LMS's own gradebook export, the Canvas import filled and checked against
 Canvas's documented format, and every CSV the project writes safe to open in a spreadsheet.
 
-Formats relied on (the comments in autograder/collect.py and autograder/roster.py cite them):
+Formats relied on (the comments in autograder/intake/collect.py and autograder/roster.py cite them):
 Canvas's ContentZipper names a download's files `<name>[_LATE]_<user id>_<attachment id>_<file>`;
 Moodle's "Download all submissions" `Full Name_<participant id>_assignsubmission_file_[/]<file>`;
 Canvas's gradebook import (its guide "How do I import grades in the Gradebook?") reads the columns
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.collect import collect, lms_name, pick_newest
+from autograder.intake.collect import collect, lms_name, pick_newest
 from autograder.csvout import PLAIN_NUMBER, csv_text, escape_text, number_field, strict_field, text_of
 from autograder.safetext import printable
 from conftest import ROOT, STEP, STEP4

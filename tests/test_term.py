@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from autograder import term
-from autograder.collect import canvas_name, collect, pick_newest
+from autograder.intake.collect import canvas_name, collect, pick_newest
 from autograder.records.gradebook import apply_term, term_records
 
 from conftest import NOTEBOOK_NAMES, ROOT, STEP, STEP4
