@@ -153,7 +153,7 @@ def cmd_new_check(step, args, extra) -> int:
 
 
 def cmd_export(step, args, extra) -> int:
-    from .export import export_all
+    from .lms.export import export_all
     export_all(step.name)
     return 0
 
@@ -201,7 +201,7 @@ def cmd_extensions(step, args, extra) -> int:
 
 
 def cmd_roster(step, args, extra) -> int:
-    from .roster import import_roster
+    from .lms.roster import import_roster
     from .steps import all_steps
     import_roster(args.export, all_steps())
     return 0

@@ -199,7 +199,7 @@ def return_feedback(step: str) -> list[str]:
     through = {sid for sid in ids.values() if not isinstance(sid, UnusableId)}
     elsewhere = sorted(p.parent.name for p in (home / "feedback").glob(f"*/{step}") if p.parent.name not in through)
     if elsewhere:
-        from .roster import graded_lms_ids
+        from .lms.roster import graded_lms_ids
         lms = graded_lms_ids(home, step)
         print(f"return-feedback: {len(elsewhere)} graded students did not hand in through the exchange, so their "
               f"feedback cannot go back through it; hand it back yourself from {_show(home / 'feedback')}/<student>/{step}/:")

@@ -345,7 +345,7 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     groups = cgroups.resolve()          # a control group per kernel, or a warning (once per run)
     from .kernel import leftovers
     leftovers.sweep()                   # the folders of grading workers that died in an earlier run
-    from .roster import lms_ids, save_lms_ids
+    from .lms.roster import lms_ids, save_lms_ids
     roster_ids = lms_ids()
     received = collect(Path(submissions), step.notebooks(), only=only, roster_ids=roster_ids)
     part = (f" (shard {shard[0]} of {shard[1]})" if shard else "") + \

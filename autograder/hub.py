@@ -61,7 +61,7 @@ def settings(term: dict | None = None) -> dict:
 def accounts(conf: dict) -> tuple[list[str], list[str]]:
     """(students, instructors): the roster's ids and course.toml's instructors, each a usable local
     account name."""
-    from .roster import roster, roster_file
+    from .lms.roster import roster, roster_file
     students = sorted(roster())
     instructors = sorted(conf["instructors"])
     if not students:

@@ -130,7 +130,7 @@ def ta_scores(url, score):
 
 def test_the_gradebook_lists_the_cell_as_needing_a_manual_grade_until_a_ta_scores_it(course):
     from nbgrader.api import Gradebook
-    from autograder.export import notebooks_csv, canvas_csv
+    from autograder.lms.export import notebooks_csv, canvas_csv
     from autograder.records.totals import summary_lines
     home, url, _ = course
 

@@ -242,7 +242,7 @@ def test_exports_are_nbgrader_export_plugins_giving_the_same_files(tmp_path, ter
     import subprocess
     import sys
 
-    from autograder.export import CANVAS_COLUMNS, export_all
+    from autograder.lms.export import CANVAS_COLUMNS, export_all
     home = tmp_path / "home"
     home.mkdir()
     url = small_gradebook(home / "gradebook.db", monkeypatch)
@@ -266,7 +266,7 @@ def test_exports_are_nbgrader_export_plugins_giving_the_same_files(tmp_path, ter
     assert per_notebook[1]["extension"] == "2d" and float(per_notebook[2]["seconds_late"]) == 26 * 3600
     for exporter, ours in (("CanvasExport", canvas), ("NotebookTotalsExport", notebooks)):
         theirs = tmp_path / f"{exporter}.csv"
-        proc = subprocess.run([sys.executable, "-m", "nbgrader", "export", f"--exporter=autograder.export.{exporter}",
+        proc = subprocess.run([sys.executable, "-m", "nbgrader", "export", f"--exporter=autograder.lms.export.{exporter}",
                                f"--to={theirs}"], cwd=ROOT, capture_output=True, text=True, env=os.environ)
         assert proc.returncode == 0, proc.stderr
         assert theirs.read_text() == ours.read_text(), exporter

@@ -163,7 +163,7 @@ def collect(path: Path, notebooks: list[str], only=None, roster_ids: dict | None
     read (`Received.data`). `only(student_id)` (optional) picks the students to read: the files of
     the others are not opened (a shard of a large class reads only its own). Files whose name gives
     no usable id (student NO_ID) are reported whatever `only` picks. `roster_ids`: (lms, LMS user
-    id) -> student id, from the roster (autograder/roster.py), for LMS downloads."""
+    id) -> student id, from the roster (autograder/lms/roster.py), for LMS downloads."""
     path = Path(path)
     wanted = only or (lambda sid: True)
     received = _collect(path, notebooks, wanted, roster_ids or {})
@@ -320,7 +320,7 @@ def _lms_raw_names(units: list[_Unit], roster_ids: dict) -> None:
     for unit in units:
         if unit.lms is None or not unit.raw:
             continue
-        from ..roster import fold_name
+        from ..lms.roster import fold_name
         key = (unit.lms.lms, unit.lms.user) if unit.lms.lms == "canvas" else ("moodle-name", fold_name(unit.lms.name))
         if key in roster_ids:
             unit.raw = roster_ids[key]
