@@ -55,14 +55,14 @@ def _shown(path: Path) -> Path:
 # ---- one function per command: (step, args, extra) -> exit code ---------------------------------
 
 def cmd_release(step, args, extra) -> int:
-    from .build import release
+    from .build.build import release
     paths = release(step)
     print(f"release: {len(paths)} student notebooks in {_shown(step.release)}/")
     return 0
 
 
 def cmd_solutions(step, args, extra) -> int:
-    from .build import solutions
+    from .build.build import solutions
     paths = solutions(step, force=args.force)
     print(f"solutions: {len(paths)} notebooks executed and written" if paths
           else "solutions: all current with the sources (nothing to run; --force reruns them)")
@@ -146,7 +146,7 @@ def cmd_steps(step, args, extra) -> int:
 
 
 def cmd_new_check(step, args, extra) -> int:
-    from .scaffold import new_check
+    from .build.scaffold import new_check
     for path in new_check(step, args.notebook, args.grade_id, args.points, args.answer, args.module):
         print(f"new-check: wrote {_shown(path)}")
     return 0
@@ -165,7 +165,7 @@ def cmd_pdfs(step, args, extra) -> int:
 
 
 def cmd_handout(step, args, extra) -> int:
-    from .handout import build_handout, nbgitpuller_link
+    from .build.handout import build_handout, nbgitpuller_link
     build_handout(step.name, args.to)
     if args.hub and args.repo:
         print(f"handout: nbgitpuller link: {nbgitpuller_link(args.hub, args.repo, step.name)}")

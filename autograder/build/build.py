@@ -15,9 +15,9 @@ import nbformat
 from nbgrader.preprocessors import (ClearHiddenTests, ClearMarkScheme, ClearOutput, IncludeHeaderFooter,
                                     LockCells, NbGraderPreprocessor)
 
-from .course import ROOT, kernel_env
-from .errors import GraderError
-from .nbgrader_cmd import run_nbgrader
+from ..course import ROOT, kernel_env
+from ..errors import GraderError
+from ..nbgrader_cmd import run_nbgrader
 
 SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
                     "BEGIN MARK SCHEME", "END MARK SCHEME")
@@ -135,7 +135,7 @@ def notebook_kernel(nb, cwd: Path, timeout: int = 600, allow_errors: bool = Fals
 def _notebook_client(nb, cwd: Path, sockets: str, timeout: int, allow_errors: bool):
     from traitlets.config import Config
 
-    from .kernel.execute import CourseNotebookClient
+    from ..kernel.execute import CourseNotebookClient
     config = Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "ipc")}})
     return CourseNotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=allow_errors, config=config,
                                 resources={"metadata": {"path": str(cwd)}})
