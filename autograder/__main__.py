@@ -3,7 +3,7 @@ only step in source/, or the newest).
 
   python -m autograder release                 student notebooks: source/<step> -> release/<step>
   python -m autograder solutions [--force]     executed solution notebooks: source/<step> -> solutions/<step>
-  python -m autograder grade SUBMISSIONS       grade a class (see autograder/grade.py)
+  python -m autograder grade SUBMISSIONS       grade a class (see autograder/grading/grade.py)
       [--shard I/N] [--students a,b]           only a part of it (a class graded on a cluster: autograder/shards.py)
   python -m autograder gradebook               set the gradebook up for the step (once, before grading in shards)
   python -m autograder report                  the step's reports for the whole class from the gradebook
@@ -40,7 +40,7 @@ from pathlib import Path
 
 # nbformat validates with jsonschema, whose import builds the grammars of the optional package
 # rfc3987_syntax (seconds of CPU) for string formats no notebook schema uses: no command needs it
-# (grade.py and nbgrader_cmd.py say the same for the grading processes and nbgrader's).
+# (grading/grade.py and nbgrader_cmd.py say the same for the grading processes and nbgrader's).
 sys.modules.setdefault("rfc3987_syntax", None)
 
 from .course import ROOT, use_environment_tools
@@ -80,7 +80,7 @@ def _grade_options(args) -> dict:
 
 
 def cmd_grade(step, args, extra) -> int:
-    from .grade import grade
+    from .grading.grade import grade
     from .shards import parse_shard
     try:
         shard = parse_shard(args.shard) if args.shard else None
@@ -96,7 +96,7 @@ def cmd_example(step, args, extra) -> int:
     import os
 
     from .example import build, example_home
-    from .grade import grade
+    from .grading.grade import grade
     home = example_home()
     target = build(step)
     print(f"example class: ada (all answers), blank (the release), half (half the answers) in {_shown(target)}/, "
@@ -120,7 +120,7 @@ def cmd_gradebook(step, args, extra) -> int:
 
 
 def cmd_report(step, args, extra) -> int:
-    from .grade import refresh_from_gradebook
+    from .grading.grade import refresh_from_gradebook
     refresh_from_gradebook(step, feedback=not getattr(args, "no_feedback", False))
     return 0
 

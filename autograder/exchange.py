@@ -166,7 +166,7 @@ def return_feedback(step: str) -> list[str]:
     copied next to the feedback only when the graded notebooks are exactly the collected ones,
     so feedback on an older submission is never handed out as if it were about a newer one."""
     from .names import UnusableId, assign_ids
-    from .grade import refresh_stale_feedback
+    from .grading.grade import refresh_stale_feedback
     from .steps import find_step
     home = grader_home()
     returned = []

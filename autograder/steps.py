@@ -34,7 +34,7 @@ from .errors import SetupError, UsageError
 CHECKS_PACKAGE = "checks"
 MODULE_PREFIX = "course_checks"     # a step's check package is imported as course_checks.<step_with_underscores>
 # The engine's files whose change regrades every step (with checks/ and runtime/), relative to autograder/.
-ENGINE_FILES = ("intake/assemble.py", "judging.py", "kernel/execute.py", "kernel/provisioner.py", "kernel/sandbox.py",
+ENGINE_FILES = ("intake/assemble.py", "grading/judging.py", "kernel/execute.py", "kernel/provisioner.py", "kernel/sandbox.py",
                 "checks/probeserver.py", "plugin.py")
 
 

@@ -268,7 +268,7 @@ def test_a_class_with_names_in_any_script_is_graded_under_those_names(grading_ho
     from nbgrader.api import Gradebook
 
     from autograder.example import filled
-    from autograder.grade import grade
+    from autograder.grading.grade import grade
     from conftest import NOTEBOOK_NAMES, ROOT
     first = NOTEBOOK_NAMES[0]
     full = json.dumps(filled(STEP4, first, lambda cid, i: True)).encode()
@@ -313,7 +313,7 @@ def test_a_class_with_names_in_any_script_is_graded_under_those_names(grading_ho
 
 def test_grading_students_that_cannot_be_ids_stops_before_any_work(tmp_path):
     from autograder.errors import UsageError
-    from autograder.grade import grade
+    from autograder.grading.grade import grade
     for bad, why in [("---", "no letter or digit"), ("a\x1bb", "control characters")]:
         with pytest.raises(UsageError, match=f"--students: .* cannot be a student id: .*{why}"):
             grade(STEP4, tmp_path / "class", students=["ada", bad])

@@ -93,7 +93,7 @@ def test_nfd_twin_is_graded_apart_and_never_replaces_the_honest_work(tmp_path):
 def test_the_class_is_graded_through_make_grade(grading_home, tmp_path):
     """The same class through grade(): it ends, the honest students score full marks, the attackers'
     notebooks are graded apart or refused, and the report lists every problem."""
-    from autograder.grade import grade
+    from autograder.grading.grade import grade
     write_class(tmp_path / "class", [a for a in ATTACKS if not a.name.startswith("noise")])
     out = grade(STEP4, tmp_path / "class", workers=2, quiet=True, feedback=False)
     results = {(r["student"], r["notebook"]): r for r in out["results"]}

@@ -322,7 +322,7 @@ def test_a_canvas_class_download_graded_and_exported_with_ids(grading_home, tmp_
     SIS ids, the column names the existing assignment, and only the class's real students are in it."""
     from autograder.example import filled
     from autograder.lms.export import export_all
-    from autograder.grade import grade
+    from autograder.grading.grade import grade
     from autograder.lms.roster import import_roster
     from autograder.steps import all_steps
     monkeypatch.setenv("COURSE_ROSTER", str(tmp_path / "roster.csv"))

@@ -672,7 +672,7 @@ def test_the_grader_reads_the_cells_that_run_before_the_test_boxes_and_added_cel
 
     from autograder.intake.assemble import assemble
     from autograder.example import with_answers
-    from autograder.grade import student_program
+    from autograder.grading.grade import student_program
     from autograder.checks.probeserver import ProbeServer
 
     name = "02-the-head"

@@ -61,7 +61,7 @@ class Undecided(Check):
 
 def judged_cell():
     """A hidden test cell judged by a check that cannot decide a part: (its CellResult, the cell)."""
-    from autograder.judging import _judge_hidden
+    from autograder.grading.judging import _judge_hidden
     cell = nbformat.v4.new_code_cell('hidden("t1", globals())')
     cell.metadata["nbgrader"] = {"grade": True, "solution": False, "grade_id": "t1", "points": 10,
                                  "schema_version": 3, "locked": True}

@@ -32,7 +32,7 @@ def release(step, db_url: str | None = None) -> list[Path]:
 
     The release depends on the sources only: it is generated against a scratch gradebook, so a
     gradebook that already holds grades is never touched (grading brings its own gradebook up
-    to date with the release, see autograder/grade.py)."""
+    to date with the release, see autograder/grading/grade.py)."""
     import tempfile
     with tempfile.TemporaryDirectory(prefix="release-") as scratch:
         run_nbgrader("generate_assignment", step.name, "--force", root=step.root,

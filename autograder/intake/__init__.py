@@ -4,5 +4,5 @@
                       notebooks, the LMS's downloads) and gives each its student id and time
   assemble.py         rebuilds the notebook to grade from the instructor's cells and the student's answers
 
-Grading (autograder/grade.py) runs the two in that order; the feedback reads assemble's placeholders.
+Grading (autograder/grading/grade.py) runs the two in that order; the feedback reads assemble's placeholders.
 """
