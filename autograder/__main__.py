@@ -159,7 +159,7 @@ def cmd_export(step, args, extra) -> int:
 
 
 def cmd_pdfs(step, args, extra) -> int:
-    from .pdfs import make_pdfs
+    from .publish.pdfs import make_pdfs
     make_pdfs(step.name, anonymous=args.anonymous)
     return 0
 
@@ -175,13 +175,13 @@ def cmd_handout(step, args, extra) -> int:
 def cmd_similarity(step, args, extra) -> int:
     if not 0 < args.threshold <= 1:
         raise UsageError("--threshold must be above 0 and at most 1")
-    from .similarity import report
+    from .publish.similarity import report
     report(step.name, args.threshold)
     return 0
 
 
 def cmd_insights(step, args, extra) -> int:
-    from .insights import make_insights
+    from .publish.insights import make_insights
     from .records.store import Store
     store = None
     if args.example:                        # the example class's own grader home (make example)
@@ -208,7 +208,7 @@ def cmd_roster(step, args, extra) -> int:
 
 
 def cmd_written_scores(step, args, extra) -> int:
-    from .written import export_written, import_written
+    from .publish.written import export_written, import_written
     if args.from_file:
         import_written(step.name, args.from_file)
     else:

@@ -361,7 +361,7 @@ def _warn_if_late(step: str, student: str, stamp: str) -> None:
 
 def my_feedback(step: str) -> list[Path]:
     """Fetch the feedback on your submissions -> notebooks/<step>/feedback/<submission time>/."""
-    from .feedback import feedback_summary
+    from .publish.feedback import feedback_summary
     if not (exchange_root() / COURSE_ID / "feedback").is_dir():
         print("my-feedback: no feedback has been returned yet")
         return []

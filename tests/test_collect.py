@@ -322,7 +322,7 @@ def test_grading_students_that_cannot_be_ids_stops_before_any_work(tmp_path):
 
 def test_grade_table_keeps_its_columns_with_ids_in_any_script():
     from autograder.records.model import NotebookResult
-    from autograder.report import padded, table
+    from autograder.publish.report import padded, table
     cells = [{"grade_id": "a", "score": 1.0, "max_score": 2.0, "kind": "auto"}]
     ids = ["ada", "李雷", "Zoë", unicodedata.normalize("NFD", "Zoé"), "ü-ñ"]
     lines = table([NotebookResult.from_json({"student": sid, "notebook": "01-on-paper", "key": "k", "cells": cells})
@@ -336,7 +336,7 @@ def test_grade_table_keeps_its_columns_with_ids_in_any_script():
 
 def test_grade_table_has_a_bonus_column_only_where_the_step_has_bonus_questions():
     from autograder.records.model import NotebookResult
-    from autograder.report import table
+    from autograder.publish.report import table
     required = {"grade_id": "a", "score": 1.0, "max_score": 2.0, "kind": "auto"}
     bonus = {"grade_id": STEP4.bonus_prefix + "x", "score": 0.5, "max_score": 3.0, "kind": "auto"}
     def result(*cells):

@@ -308,7 +308,7 @@ def test_every_csv_the_grader_writes_goes_through_the_shared_writer():
 
 
 def test_the_grades_report_escapes_student_text_and_keeps_scores(tmp_path):
-    from autograder.report import FIELDS, NUMBER_FIELDS
+    from autograder.publish.report import FIELDS, NUMBER_FIELDS
     row = {"student": "ada", "notebook": "01", "grade_id": "t", "score": 0.0, "max_score": 2.0,
            "error": "=HYPERLINK(\"http://evil\",\"x\") raised", "kind": "auto", "bonus": False}
     out = list(csv.DictReader(io.StringIO(csv_text(FIELDS, [row], numbers=NUMBER_FIELDS))))[0]

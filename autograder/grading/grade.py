@@ -394,7 +394,7 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
         _note_feedback_failures(current, write_feedback(step, students, quiet=quiet, only_these=only is not None),
                                 say)
     if only is None:
-        from ..report import write_reports
+        from ..publish.report import write_reports
         write_reports(step, current, problems, say=say)
     else:
         _write_shard_record(step, shard, requested, students, problems, current, len(plan.jobs), workers,
@@ -509,7 +509,7 @@ def _kernels_for(kernels: str, sandbox: str) -> str:
 def _write_shard_record(step: Step, shard, requested, students, problems, current, graded: int, workers: int,
                         seconds: float, say) -> None:
     """One piece of the class: its record for the merge (`python -m autograder report`)."""
-    from ..report import table
+    from ..publish.report import table
     from ..shards import shard_file, shard_label
     atomic_write(shard_file(step, shard_label(shard, requested)), json.dumps({
         "shard": list(shard) if shard else None, "students": sorted(students),
@@ -615,7 +615,7 @@ def refresh_from_gradebook(step: Step, quiet: bool = False, feedback: bool = Tru
     """After manual grading (formgrader): feedback HTML and reports again, with the graders' scores.
     Also the merge after a class graded in shards (`python -m autograder report`): every student in
     the gradebook is reported, also one whose grader's result files are not in this grader home."""
-    from ..report import write_reports
+    from ..publish.report import write_reports
     from ..shards import shard_problems
     store = Store.current()
     store.apply_term(step.name)     # manual scores change a notebook's score, and so its late penalty
@@ -630,7 +630,7 @@ def refresh_from_gradebook(step: Step, quiet: bool = False, feedback: bool = Tru
 def stale_feedback(step: Step) -> list[str]:
     """The students whose feedback pages show other totals than the gradebook holds now (a grader
     scored a written answer in the formgrader after the pages were written)."""
-    from ..feedback import feedback_summary
+    from ..publish.feedback import feedback_summary
     store = Store.current()
     stale = []
     for now in store.load(step):
