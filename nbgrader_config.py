@@ -52,8 +52,8 @@ c.CourseDirectory.feedback_directory = str(GRADER_HOME / "feedback")
 c.CourseDirectory.db_url = db_url()
 
 # The exchange through which notebooks go out, submissions come in and feedback goes back
-# (autograder/exchange.py; make fetch, submit, collect, return-feedback, my-feedback).
-from autograder.exchange import exchange_root  # noqa: E402
+# (autograder/classroom/exchange.py; make fetch, submit, collect, return-feedback, my-feedback).
+from autograder.classroom.exchange import exchange_root  # noqa: E402
 c.Exchange.root = str(exchange_root())
 c.Exchange.assignment_dir = str(ROOT / "notebooks")              # where a student's fetched copies live
 c.Exchange.cache = str(ROOT / "notebooks" / ".nbgrader-cache")   # a student's record of their submissions

@@ -25,7 +25,7 @@ only step in source/, or the newest).
   python -m autograder roster FILE             roster.csv from the LMS's gradebook export (Canvas or Moodle CSV)
   python -m autograder written-scores [--from F]   the written answers to grade offline, as a CSV; --from: import it
   python -m autograder lab [--formgrader]      the course's JupyterLab (students: notebooks/; instructors: formgrader)
-  python -m autograder hub [--no-start]        root: the course on a JupyterHub (autograder/hub.py): configuration
+  python -m autograder hub [--no-start]        root: the course on a JupyterHub (autograder/classroom/hub.py): configuration
       [--no-passwords]                         from course.toml [hub] and roster.csv, local accounts, the exchange
   python -m autograder steps                   the steps in source/
   python -m autograder new-check NOTEBOOK ID   a new hidden test: its check (probe, judge) and its cell, stubbed
@@ -127,13 +127,13 @@ def cmd_report(step, args, extra) -> int:
 
 def _exchange(action):
     def run(step, args, extra) -> int:
-        from . import exchange
+        from .classroom import exchange
         return action(exchange, step.name, args) or 0
     return run
 
 
 def cmd_lab(step, args, extra) -> int:
-    from .lab import run_lab
+    from .classroom.lab import run_lab
     return run_lab(formgrader=args.formgrader, extra=extra)
 
 
@@ -218,7 +218,7 @@ def cmd_written_scores(step, args, extra) -> int:
 
 def cmd_hub(step, args, extra) -> int:
     import os
-    from .hub import setup
+    from .classroom.hub import setup
     cmd = setup(step.name, passwords=not args.no_passwords)
     if args.no_start:
         print("hub: start it with  " + " ".join(cmd))

@@ -357,7 +357,7 @@ def test_a_canvas_class_download_graded_and_exported_with_ids(grading_home, tmp_
 def test_return_feedback_names_the_students_it_cannot_return_to(tmp_path, monkeypatch, capsys):
     """Graded from an LMS's download, a student has no exchange submission to return feedback to:
     `make return-feedback` says who, with their LMS user id, instead of skipping them without a word."""
-    from autograder.exchange import return_feedback
+    from autograder.classroom.exchange import return_feedback
     home = tmp_path / "home"
     monkeypatch.setenv("GRADER_HOME", str(home))
     monkeypatch.setenv("NBGRADER_EXCHANGE", str(tmp_path / "exchange"))
