@@ -80,7 +80,7 @@ hub-deps:
 # The course on JupyterHub (root): configuration from course.toml [hub] and roster.csv into $(HUB_DIR)/,
 # local accounts for the roster and the instructors (development passwords dev-<account>, for local
 # testing only; NO_PASSWORDS=1 leaves passwords alone), the exchange, then the hub in the foreground.
-# NO_START=1: everything but the start. autograder/hub.py.
+# NO_START=1: everything but the start. autograder/classroom/hub.py.
 hub:
 	@test -x $(HUB_PY) || { echo "hub: no $(HUB_VENV)/: make hub-deps first"; exit 1; }
 	$(HUB_PY) -m autograder hub $(STEP_FLAG) $(if $(NO_START),--no-start) $(if $(NO_PASSWORDS),--no-passwords)
@@ -123,7 +123,7 @@ LAB_FLAGS = $(if $(PORT),--port=$(PORT)) $(if $(IP),--ip=$(IP)) $(if $(NO_BROWSE
 formgrader: $(PY)
 	$(PY) -m autograder lab $(STEP_FLAG) --formgrader $(LAB_FLAGS)
 
-# The course on one machine, through nbgrader's exchange in exchange/ (autograder/exchange.py).
+# The course on one machine, through nbgrader's exchange in exchange/ (autograder/classroom/exchange.py).
 fetch: $(PY)
 	$(PY) -m autograder fetch $(STEP_FLAG)
 

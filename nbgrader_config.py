@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 ENGINE = Path(__file__).resolve().parent
-if str(ENGINE) not in sys.path:          # nbgrader imports autograder.feedback (below) from here
+if str(ENGINE) not in sys.path:          # nbgrader imports autograder.publish.feedback (below) from here
     sys.path.insert(0, str(ENGINE))
 # The course's folder (this one, unless $COURSE_ROOT names another), where grading writes and the
 # gradebook: worked out in one place, autograder/course.py. nbgrader commands run from this folder,
@@ -52,8 +52,8 @@ c.CourseDirectory.feedback_directory = str(GRADER_HOME / "feedback")
 c.CourseDirectory.db_url = db_url()
 
 # The exchange through which notebooks go out, submissions come in and feedback goes back
-# (autograder/exchange.py; make fetch, submit, collect, return-feedback, my-feedback).
-from autograder.exchange import exchange_root  # noqa: E402
+# (autograder/classroom/exchange.py; make fetch, submit, collect, return-feedback, my-feedback).
+from autograder.classroom.exchange import exchange_root  # noqa: E402
 c.Exchange.root = str(exchange_root())
 c.Exchange.assignment_dir = str(ROOT / "notebooks")              # where a student's fetched copies live
 c.Exchange.cache = str(ROOT / "notebooks" / ".nbgrader-cache")   # a student's record of their submissions
@@ -82,7 +82,7 @@ c.OverwriteCells.add_missing_cells = True
 
 # Solutions keep their answers and pictures but not the hidden tests (`make solutions` uses the
 # same list; this makes a plain `nbgrader generate_solution` agree with it).
-from autograder.build import solution_preprocessors  # noqa: E402
+from autograder.build.build import solution_preprocessors  # noqa: E402
 from nbgrader.preprocessors import IncludeHeaderFooter  # noqa: E402
 from autograder.kernel.execute import Execute  # noqa: E402  (nbgrader's Execute, without the slider-cell hang)
 c.GenerateSolution.preprocessors = solution_preprocessors() + [Execute]
@@ -98,19 +98,19 @@ c.Validator.preprocessors = [Execute if p.__name__ == "Execute" else p
 
 # Feedback shows each grade cell's verdict, never the hidden test code behind it.
 c.GenerateFeedback.preprocessors = [
-    "autograder.feedback.StripHiddenTests",
+    "autograder.publish.feedback.StripHiddenTests",
     "nbgrader.preprocessors.GetGrades",
-    "autograder.feedback.ForStudents",     # the summary, formulas as MathML, no stray values under test cells
+    "autograder.publish.feedback.ForStudents",     # the summary, formulas as MathML, no stray values under test cells
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # Every page that shows a submission (the feedback pages, the formgrader's view of a submission)
 # is rendered from a cleaned notebook through cleaning filters: nothing a student writes or prints
-# runs there (autograder/pages.py). nbgrader's formgrader builds its exporter, an HTMLExporter,
+# runs there (autograder/publish/pages.py). nbgrader's formgrader builds its exporter, an HTMLExporter,
 # from this file: these settings reach it, and the feedback's exporter inherits them.
-c.HTMLExporter.preprocessors = ["autograder.pages.SanitizeSubmission"]
+c.HTMLExporter.preprocessors = ["autograder.publish.pages.SanitizeSubmission"]
 c.HTMLExporter.sanitize_html = True
-c.HTMLExporter.filters = {"markdown2html": "autograder.pages.markdown2html",
-                          "clean_html": "autograder.pages.clean_html"}
+c.HTMLExporter.filters = {"markdown2html": "autograder.publish.pages.markdown2html",
+                          "clean_html": "autograder.publish.pages.clean_html"}
 # The formgrader's submission page loads MathJax from the Jupyter server (jupyter-server-mathjax),
 # not from a CDN: it grades offline (autograder/templates/base/mathjax.html.j2 stands in for
 # nbconvert's macro; nbgrader's formgrade template is found, as nbgrader configures it, beside).
@@ -131,16 +131,16 @@ c.HTMLExporter.extra_template_paths = [
 # The feedback pages alone use the course's template (nbgrader's feedback page without MathJax from
 # a CDN, with the student's summary: autograder/templates/course_feedback); the formgrader's pages
 # keep nbgrader's own templates, the submission page with the additions above.
-c.GenerateFeedback.exporter_class = "autograder.pages.FeedbackExporter"
+c.GenerateFeedback.exporter_class = "autograder.publish.pages.FeedbackExporter"
 c.FeedbackExporter.template_name = "course_feedback"
 c.FeedbackExporter.extra_template_basedirs = TEMPLATES
 
 # Generating a release: first a hidden test's points and metadata are stamped from its check, which
-# alone declares them (autograder/stamp.py), before nbgrader records them; every released notebook
+# alone declares them (autograder/build/stamp.py), before nbgrader records them; every released notebook
 # shows the step's due date and late policy right after the header (the term: course.toml,
 # extensions.csv; autograder/term.py).
 from nbgrader.converters import GenerateAssignment  # noqa: E402
-from autograder.stamp import StampHiddenTests  # noqa: E402
+from autograder.build.stamp import StampHiddenTests  # noqa: E402
 from autograder.term import CourseLatePenalty, ShowDueDate  # noqa: E402
 _assign = GenerateAssignment.class_traits()["preprocessors"].default()
 c.GenerateAssignment.preprocessors = ([StampHiddenTests] + _assign[:_assign.index(IncludeHeaderFooter) + 1]

@@ -3,7 +3,7 @@ only step in source/, or the newest).
 
   python -m autograder release                 student notebooks: source/<step> -> release/<step>
   python -m autograder solutions [--force]     executed solution notebooks: source/<step> -> solutions/<step>
-  python -m autograder grade SUBMISSIONS       grade a class (see autograder/grade.py)
+  python -m autograder grade SUBMISSIONS       grade a class (see autograder/grading/grade.py)
       [--shard I/N] [--students a,b]           only a part of it (a class graded on a cluster: autograder/shards.py)
   python -m autograder gradebook               set the gradebook up for the step (once, before grading in shards)
   python -m autograder report                  the step's reports for the whole class from the gradebook
@@ -25,7 +25,7 @@ only step in source/, or the newest).
   python -m autograder roster FILE             roster.csv from the LMS's gradebook export (Canvas or Moodle CSV)
   python -m autograder written-scores [--from F]   the written answers to grade offline, as a CSV; --from: import it
   python -m autograder lab [--formgrader]      the course's JupyterLab (students: notebooks/; instructors: formgrader)
-  python -m autograder hub [--no-start]        root: the course on a JupyterHub (autograder/hub.py): configuration
+  python -m autograder hub [--no-start]        root: the course on a JupyterHub (autograder/classroom/hub.py): configuration
       [--no-passwords]                         from course.toml [hub] and roster.csv, local accounts, the exchange
   python -m autograder steps                   the steps in source/
   python -m autograder new-check NOTEBOOK ID   a new hidden test: its check (probe, judge) and its cell, stubbed
@@ -40,7 +40,7 @@ from pathlib import Path
 
 # nbformat validates with jsonschema, whose import builds the grammars of the optional package
 # rfc3987_syntax (seconds of CPU) for string formats no notebook schema uses: no command needs it
-# (grade.py and nbgrader_cmd.py say the same for the grading processes and nbgrader's).
+# (grading/grade.py and nbgrader_cmd.py say the same for the grading processes and nbgrader's).
 sys.modules.setdefault("rfc3987_syntax", None)
 
 from .course import ROOT, use_environment_tools
@@ -55,14 +55,14 @@ def _shown(path: Path) -> Path:
 # ---- one function per command: (step, args, extra) -> exit code ---------------------------------
 
 def cmd_release(step, args, extra) -> int:
-    from .build import release
+    from .build.build import release
     paths = release(step)
     print(f"release: {len(paths)} student notebooks in {_shown(step.release)}/")
     return 0
 
 
 def cmd_solutions(step, args, extra) -> int:
-    from .build import solutions
+    from .build.build import solutions
     paths = solutions(step, force=args.force)
     print(f"solutions: {len(paths)} notebooks executed and written" if paths
           else "solutions: all current with the sources (nothing to run; --force reruns them)")
@@ -80,7 +80,7 @@ def _grade_options(args) -> dict:
 
 
 def cmd_grade(step, args, extra) -> int:
-    from .grade import grade
+    from .grading.grade import grade
     from .shards import parse_shard
     try:
         shard = parse_shard(args.shard) if args.shard else None
@@ -96,7 +96,7 @@ def cmd_example(step, args, extra) -> int:
     import os
 
     from .example import build, example_home
-    from .grade import grade
+    from .grading.grade import grade
     home = example_home()
     target = build(step)
     print(f"example class: ada (all answers), blank (the release), half (half the answers) in {_shown(target)}/, "
@@ -120,20 +120,20 @@ def cmd_gradebook(step, args, extra) -> int:
 
 
 def cmd_report(step, args, extra) -> int:
-    from .grade import refresh_from_gradebook
+    from .grading.grade import refresh_from_gradebook
     refresh_from_gradebook(step, feedback=not getattr(args, "no_feedback", False))
     return 0
 
 
 def _exchange(action):
     def run(step, args, extra) -> int:
-        from . import exchange
+        from .classroom import exchange
         return action(exchange, step.name, args) or 0
     return run
 
 
 def cmd_lab(step, args, extra) -> int:
-    from .lab import run_lab
+    from .classroom.lab import run_lab
     return run_lab(formgrader=args.formgrader, extra=extra)
 
 
@@ -146,26 +146,26 @@ def cmd_steps(step, args, extra) -> int:
 
 
 def cmd_new_check(step, args, extra) -> int:
-    from .scaffold import new_check
+    from .build.scaffold import new_check
     for path in new_check(step, args.notebook, args.grade_id, args.points, args.answer, args.module):
         print(f"new-check: wrote {_shown(path)}")
     return 0
 
 
 def cmd_export(step, args, extra) -> int:
-    from .export import export_all
+    from .lms.export import export_all
     export_all(step.name)
     return 0
 
 
 def cmd_pdfs(step, args, extra) -> int:
-    from .pdfs import make_pdfs
+    from .publish.pdfs import make_pdfs
     make_pdfs(step.name, anonymous=args.anonymous)
     return 0
 
 
 def cmd_handout(step, args, extra) -> int:
-    from .handout import build_handout, nbgitpuller_link
+    from .build.handout import build_handout, nbgitpuller_link
     build_handout(step.name, args.to)
     if args.hub and args.repo:
         print(f"handout: nbgitpuller link: {nbgitpuller_link(args.hub, args.repo, step.name)}")
@@ -175,13 +175,13 @@ def cmd_handout(step, args, extra) -> int:
 def cmd_similarity(step, args, extra) -> int:
     if not 0 < args.threshold <= 1:
         raise UsageError("--threshold must be above 0 and at most 1")
-    from .similarity import report
+    from .publish.similarity import report
     report(step.name, args.threshold)
     return 0
 
 
 def cmd_insights(step, args, extra) -> int:
-    from .insights import make_insights
+    from .publish.insights import make_insights
     from .records.store import Store
     store = None
     if args.example:                        # the example class's own grader home (make example)
@@ -201,14 +201,14 @@ def cmd_extensions(step, args, extra) -> int:
 
 
 def cmd_roster(step, args, extra) -> int:
-    from .roster import import_roster
+    from .lms.roster import import_roster
     from .steps import all_steps
     import_roster(args.export, all_steps())
     return 0
 
 
 def cmd_written_scores(step, args, extra) -> int:
-    from .written import export_written, import_written
+    from .publish.written import export_written, import_written
     if args.from_file:
         import_written(step.name, args.from_file)
     else:
@@ -218,7 +218,7 @@ def cmd_written_scores(step, args, extra) -> int:
 
 def cmd_hub(step, args, extra) -> int:
     import os
-    from .hub import setup
+    from .classroom.hub import setup
     cmd = setup(step.name, passwords=not args.no_passwords)
     if args.no_start:
         print("hub: start it with  " + " ".join(cmd))

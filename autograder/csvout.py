@@ -41,7 +41,7 @@ field between double quotes (RFC 4180 section 2.5), so a reader splitting by `,`
 reader splitting by spaces is not covered: no spreadsheet does by default, and guarding every space
 would fill every reason with quotes.
 
-`strict=True` (the class report, autograder/insights.py, whose cells hold students' reasons and answers
+`strict=True` (the class report, autograder/publish/insights.py, whose cells hold students' reasons and answers
 quoted): only a plain decimal number or a plain identifier (letters and digits of any script, `_ . - /`,
 starting with a letter, digit or `_`) is written as it is; every other field gets a leading `'` as well.
 """

@@ -16,12 +16,12 @@ from .course import ENGINE_ROOT, ROOT, kernel_env
 from .errors import GraderError
 
 # Library warnings on stderr (a PyTorch UserWarning, a matplotlib font notice) that must not zero a
-# correct answer: the grader strips them before judging (judging.py), and nbgrader_config.py gives
+# correct answer: the grader strips them before judging (grading/judging.py), and nbgrader_config.py gives
 # the same pattern to nbgrader's IgnorePattern for the commands nbgrader runs itself.
 HARMLESS_STDERR = r"(?s)^(\S+:\d+: )?(\w+Warning|Matplotlib is building the font cache)"
 
 # `python -m nbgrader`, without the optional rfc3987_syntax that jsonschema would import (about 2 s
-# of CPU per command building grammars for IRI formats that no notebook schema uses; see grade.py).
+# of CPU per command building grammars for IRI formats that no notebook schema uses; see grading/grade.py).
 NBGRADER_MAIN = ("import sys; sys.modules.setdefault('rfc3987_syntax', None); "
                  "from nbgrader.apps.nbgraderapp import main; main()")
 

@@ -34,7 +34,7 @@ from .errors import SetupError, UsageError
 CHECKS_PACKAGE = "checks"
 MODULE_PREFIX = "course_checks"     # a step's check package is imported as course_checks.<step_with_underscores>
 # The engine's files whose change regrades every step (with checks/ and runtime/), relative to autograder/.
-ENGINE_FILES = ("assemble.py", "judging.py", "plugin.py")
+ENGINE_FILES = ("intake/assemble.py", "grading/judging.py", "plugin.py")
 ENGINE_FOLDERS = ("kernel", "checks", "runtime")      # every module in them: how a kernel runs and is judged
 
 

@@ -18,7 +18,7 @@ configured for nbgrader in nbgrader_config.py): it writes each submitted noteboo
 the reports read it.
 
 A submission's time is the `timestamp.txt` that `nbgrader submit` writes beside the notebooks (kept
-by `nbgrader collect`, read from folders and zips by collect.py); without one it is the file's
+by `nbgrader collect`, read from folders and zips by intake/collect.py); without one it is the file's
 modification time (the zip entry's time for a zip), which a copy or a download may have changed:
 reports say which was used. Both are only as trustworthy as their path: nbgrader's exchange writes
 `timestamp.txt` itself, but a zip or folder a student uploads to an LMS can carry any time stamp

@@ -1,6 +1,6 @@
 """Where the time goes when one notebook is graded.
 
-The function the grader's workers run (autograder.grade.run_job) is timed phase by phase, with
+The function the grader's workers run (autograder.grading.grade.run_job) is timed phase by phase, with
 timers wrapped around the grader's own functions (nothing in the grader changes):
   sandbox setup   making the sandbox (scratch folder, bind list) and its cleanup;
   kernel start    launching the kernel process until it answers (inside the sandbox for bwrap);
@@ -25,12 +25,12 @@ from pathlib import Path
 
 from common import ROOT, bench_step
 
-from autograder.grade import WORKER_PRELOAD
+from autograder.grading.grade import WORKER_PRELOAD
 
 PHASES = ["sandbox setup", "kernel start", "torch import", "provided cells", "student code",
           "hidden probes", "judging", "rest", "total"]
 
-# what the workers' fork server imports (the grader's modules and every step's checks): autograder/worker.py
+# what the workers' fork server imports (the grader's modules and every step's checks): autograder/grading/worker.py
 WORKER_IMPORTS = "".join(f"import {module}\n" for module in WORKER_PRELOAD)
 
 
@@ -46,9 +46,9 @@ def _kind(cell) -> str:
 def time_notebook(path: Path, notebook: str, sandbox: str, kernels: str = "warm") -> dict:
     """Grade one notebook with run_job, timing each phase; returns {phase: seconds}."""
     import autograder.kernel.execute as ex
-    import autograder.judging as judging
+    import autograder.grading.judging as judging
     import autograder.kernel.sandbox as sb
-    from autograder.grade import Job, run_job
+    from autograder.grading.grade import Job, run_job
 
     spent = {p: 0.0 for p in PHASES}
     seen_torch = []
@@ -118,7 +118,7 @@ def once_per_process(repeats: int) -> dict:
         t = time.monotonic()
         subprocess.run([sys.executable, "-c", WORKER_IMPORTS], cwd=ROOT, check=True)
         imports.append(time.monotonic() - t)
-        # the effect of leaving out rfc3987_syntax (autograder/grade.py), side by side
+        # the effect of leaving out rfc3987_syntax (autograder/grading/grade.py), side by side
         for blocked in ((False, True) if r % 2 == 0 else (True, False)):
             code = ("import sys; sys.modules['rfc3987_syntax'] = None; " if blocked else "") + "import nbformat"
             t = time.monotonic()

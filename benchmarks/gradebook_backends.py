@@ -4,7 +4,7 @@ what one core grades per hour (the figures behind the README's cluster throughpu
     python benchmarks/gradebook_backends.py [--workers 2] [--rounds 1] [--records 3]
 
 1. Grade: the example class (ada: every answer; blank: the release; half: half the answers; every
-   notebook of the step) graded end to end by autograder.grade.grade (gradebook, reports, feedback
+   notebook of the step) graded end to end by autograder.grading.grade.grade (gradebook, reports, feedback
    HTML), once per backend per round, alternating (sqlite, postgres, postgres, sqlite, ...) so that
    a change in the machine's load hits both alike. Per run: wall time, the CPU time of the grading
    processes and kernels (getrusage of waited-for children), notebooks graded.
@@ -38,7 +38,7 @@ def children_cpu() -> float:
 
 def grade_once(home: Path, url: str, workers: int) -> dict:
     from autograder.example import build
-    from autograder.grade import grade
+    from autograder.grading.grade import grade
     os.environ["GRADER_HOME"], os.environ["NBGRADER_DB_URL"] = str(home), url
     from common import bench_step
     step = bench_step()
@@ -46,7 +46,7 @@ def grade_once(home: Path, url: str, workers: int) -> dict:
     cpu, wall = children_cpu(), time.monotonic()
     out = grade(step, submissions, workers=workers, force=True, quiet=True, feedback=False)
     graded_wall, graded_cpu = time.monotonic() - wall, children_cpu() - cpu
-    from autograder.grade import write_feedback
+    from autograder.grading.grade import write_feedback
     students = sorted({r["student"] for r in out["results"]})
     start = time.monotonic()
     write_feedback(bench_step(), students, quiet=True)

@@ -22,7 +22,7 @@ def measure(students: int = STUDENTS, repeats: int = 3, say=print) -> dict:
     from insights_class import build_class
     from proof_corpus import CORRECT, UNDECIDED, WRONG
 
-    from autograder.insights import build_report
+    from autograder.publish.insights import build_report
     from autograder.records.store import Store
     from autograder.steps import find_step
     step = find_step("step-04")

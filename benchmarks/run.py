@@ -191,7 +191,7 @@ def breakdown_section(b: dict) -> list[str]:
     ways = b["ways"]
     med = {w: {p: stats([x[p] for x in b["phases"][w]])["median"] for p in PHASES} for w in ways}
     lines = [f"One notebook (`{b['notebook']}`, every answer in) graded by the function the grader's workers run "
-             f"(`autograder.grade.run_job`) in the `{b['sandbox']}` sandbox, one thread, timers wrapped around the "
+             f"(`autograder.grading.grade.run_job`) in the `{b['sandbox']}` sandbox, one thread, timers wrapped around the "
              "grader's own functions; median (min–max, n) seconds. Runs alternate between cold kernels (a new "
              "kernel process per notebook) and warm ones (forked from the worker's template, the default).", "",
              "| phase | " + " | ".join(f"{w} kernels" for w in ways) + " | share (warm) | what was done about it |",
@@ -229,7 +229,7 @@ def breakdown_section(b: dict) -> list[str]:
     once = b["once"]
     lines += ["", "Once per grading process, not per notebook:", "",
               f"- importing the grader and the step's checks in a new process: {fmt(stats(once['worker imports']), 2)} s, "
-              "paid once per grading process by the workers' fork server (autograder/worker.py), not by each "
+              "paid once per grading process by the workers' fork server (autograder/grading/worker.py), not by each "
               "worker: workers are forked from it with everything imported;",
               f"- creating a new gradebook (`ensure_gradebook`, in the grader's process: autograder/records/gradebook.py): "
               f"{fmt(stats(once['new gradebook']), 2)} s, against {fmt(stats(once['new gradebook, generate_assignment']), 2)} s "
@@ -238,14 +238,14 @@ def breakdown_section(b: dict) -> list[str]:
     before, after = stats(once["import nbformat"]), stats(once["import nbformat without rfc3987_syntax"])
     lines += ["", "- a new Python process importing nbformat: "
               f"{fmt(before, 2)} s with the optional `rfc3987_syntax`, {fmt(after, 2)} s without it (the grader's "
-              "processes go without it: `autograder/grade.py`)."]
+              "processes go without it: `autograder/grading/grade.py`)."]
     return lines
 
 
 def student_section(s: dict) -> tuple[list[str], list[tuple[str, bool, str]]]:
     verdicts = []
     lines = ["Each notebook executed top to bottom in a fresh kernel with the course's executor "
-             "(`autograder.build.run_notebook`), from its own folder; the release with errors allowed (answers "
+             "(`autograder.build.build.run_notebook`), from its own folder; the release with errors allowed (answers "
              "missing), the solutions without. Median (min–max, n) seconds, kernel start included.", "",
              "| notebook | release: s | solution: s | solution < 10 s |", "|---|---|---|---|"]
     for name in sorted(set(s["release"]) | set(s["solutions"])):

@@ -6,9 +6,9 @@
    the sandbox's own cost (bwrap, the scratch folder, the uid switch), without a notebook around it.
 2. Notebooks: every notebook of a small class (every notebook of the step; half the students with
    every answer, half with the release) graded --repeats times with each sandbox by the function
-   the grader's workers run (autograder.grade.run_job: assemble, kernel start, every cell, the
+   the grader's workers run (autograder.grading.grade.run_job: assemble, kernel start, every cell, the
    hidden checks judged), one notebook at a time.
-3. Batches: the same class graded end to end with autograder.grade.grade (--force, gradebook and
+3. Batches: the same class graded end to end with autograder.grading.grade.grade (--force, gradebook and
    reports included), --batches times with each sandbox.
 Runs alternate between the sandboxes (none, bwrap, bwrap, none, ...) so that a change in the
 machine's load hits both alike. For each part: the median, the spread (min-max and interquartile
@@ -83,7 +83,7 @@ def kernel_starts(count: int) -> dict[str, list[float]]:
 
 
 def notebooks(cls: list, repeats: int) -> dict[str, list[float]]:
-    from autograder.grade import Job, run_job
+    from autograder.grading.grade import Job, run_job
     from common import bench_step
     step = bench_step()
     times: dict[str, list[float]] = {s: [] for s in SANDBOXES}
@@ -99,7 +99,7 @@ def notebooks(cls: list, repeats: int) -> dict[str, list[float]]:
 
 
 def batches(folder: Path, home: Path, count: int) -> dict[str, list[float]]:
-    from autograder.grade import grade
+    from autograder.grading.grade import grade
     from common import bench_step
     times: dict[str, list[float]] = {s: [] for s in SANDBOXES}
     for i in range(count):

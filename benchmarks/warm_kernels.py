@@ -4,7 +4,7 @@
 
 The answered notebook (the solutions) is graded --repeats times each way, alternating (cold, warm,
 warm, cold, ...) so that a change in the machine's load hits both alike, by the function the
-grader's workers run (autograder.grade.run_job: assemble, kernel start, every cell, the hidden
+grader's workers run (autograder.grading.grade.run_job: assemble, kernel start, every cell, the hidden
 checks judged), in the sandbox (default: bwrap when it works here, else none) with one thread.
 The template's own start (its imports, paid once per worker) is timed apart, before the first
 warm notebook. Both ways must give the same scores. Nothing is asserted about time.
@@ -35,7 +35,7 @@ def main() -> None:
     from autograder.kernel.sandbox import resolve_sandbox
     box = resolve_sandbox(args.sandbox)
     from autograder.example import filled
-    from autograder.grade import Job, run_job
+    from autograder.grading.grade import Job, run_job
     from common import bench_step
     step = bench_step()
     from autograder.kernel import warm

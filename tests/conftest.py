@@ -21,7 +21,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder.build import run_notebook  # noqa: E402
+from autograder.build.build import run_notebook  # noqa: E402
 from profiling import Profiler  # noqa: E402
 from autograder.steps import find_step  # noqa: E402
 
@@ -286,7 +286,7 @@ def grade_example_class(home: Path, sandbox: str) -> dict:
     """The example class (ada: the solutions, blank: the release, half: half the answers) graded as
     `make setup` grades it, with its feedback, then graded again (nothing to regrade)."""
     from autograder.example import build
-    from autograder.grade import grade
+    from autograder.grading.grade import grade
     mp = pytest.MonkeyPatch()
     mp.setenv("GRADER_HOME", str(home))
     mp.setenv("NBGRADER_DB_URL", f"sqlite:///{home / 'gradebook.db'}")

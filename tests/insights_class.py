@@ -1,4 +1,4 @@
-"""A synthetic class for the class report (autograder/insights.py), whose every count is known.
+"""A synthetic class for the class report (autograder/publish/insights.py), whose every count is known.
 
 Each student is given one or two entries of the proof corpus (tests/proof_corpus.py): a wrong entry's
 grade cells get exactly the points the corpus expects of them (`expect`) and a reason built as a check's

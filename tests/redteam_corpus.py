@@ -543,8 +543,8 @@ def cheating_cases(p: Profile) -> list[Case]:
 # ---- what the grader knows ---------------------------------------------------------------------
 
 GRADER_ONLY = ["autograder.checks", "autograder.checks.framework", "autograder.checks.probeserver",
-               "autograder.checks.casekey", "autograder.grade", "autograder.judging", "autograder.steps",
-               "autograder.plugin", "course_plugin", "course_checks", "course_checks.step_04"] + \
+               "autograder.checks.casekey", "autograder.grading.grade", "autograder.grading.judging",
+               "autograder.steps", "autograder.plugin", "course_plugin", "course_checks", "course_checks.step_04"] + \
     [f"course_checks.step_04.{path.stem}" for path in sorted((ROOT / "source" / STEP / "checks").glob("*.py"))
      if path.stem != "__init__"]
 GRADER_FILES = sorted(str(p) for p in (ROOT / "autograder").rglob("*.py")
@@ -740,7 +740,7 @@ def reach_paths(ctx: Ctx, p: Profile) -> dict:
             "honest submission": str(honest_sub),
             "honest original": str(ctx.submissions / honest / f"{p.notebook}.ipynb"),
             "results": str(ctx.home / "work" / "results"),
-            "grader code": str(ROOT / "autograder" / "grade.py"),
+            "grader code": str(ROOT / "autograder" / "grading" / "grade.py"),
             "release": str(ROOT / "release" / STEP),
             "repository": str(ROOT / ".git"),
         },
@@ -1254,7 +1254,7 @@ def leak_cases(p: Profile) -> list[Case]:
 def check_no_leak(ctx: Ctx, graded) -> None:
     """Nothing of the text between ⟦ and ⟧ in the autograded notebook or the feedback page: not a digit,
     not a word; the kind of what was raised does reach them."""
-    from autograder.grade import write_feedback
+    from autograder.grading.grade import write_feedback
     student, nb = graded.case.student, graded.case.profile.notebook
     cells = json.loads((ctx.home / "autograded" / student / STEP / f"{nb}.ipynb").read_text(encoding="utf-8"))["cells"]
     autograded = "\n".join(_output_text(o) for c in cells for o in c.get("outputs", []))

@@ -101,9 +101,9 @@ def _reads_besides_the_store(source: str) -> list[str]:
 
 
 def test_the_class_report_reads_results_through_the_stores_load_only():
-    """`make insights` (autograder/insights.py) reads the records only through `Store.load`: no gradebook,
+    """`make insights` (autograder/publish/insights.py) reads the records only through `Store.load`: no gradebook,
     no result or times file of its own, no other reader of the store."""
-    source = (ROOT / "autograder" / "insights.py").read_text(encoding="utf-8")
+    source = (ROOT / "autograder" / "publish" / "insights.py").read_text(encoding="utf-8")
     assert _reads_besides_the_store(source) == []
     assert "store.load(step)" in source
     # and the check can fail

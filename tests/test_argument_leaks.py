@@ -29,7 +29,7 @@ import torch
 from autograder.checks.framework import (BUILTIN_ERRORS, GRADER_ERRORS, OWN_CLASS, shown_cell_error, shown_error,
                                          shown_outcome)
 from autograder.selfgrade import probe_and_judge
-from autograder.judging import _judge_hidden
+from autograder.grading.judging import _judge_hidden
 
 from conftest import STEP4
 from redteam_corpus import LEAK

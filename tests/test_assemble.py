@@ -1,7 +1,7 @@
 """The graded notebook takes only answers from the student; everything else comes from the course."""
 import copy
 
-from autograder.assemble import assemble
+from autograder.intake.assemble import assemble
 
 from conftest import ROOT, STEP4, cell_text, load, nbgrader_meta
 
@@ -146,7 +146,7 @@ def test_pasted_pictures_are_kept_checked_and_bounded(monkeypatch):
 
     import nbformat
 
-    from autograder import assemble as assemble_module
+    from autograder.intake import assemble as assemble_module
     monkeypatch.setattr(assemble_module, "ATTACHMENT_CHARS", 200)
 
     def paste(nb):

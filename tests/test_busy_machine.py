@@ -93,7 +93,7 @@ def grade_busy(base: Path) -> dict:
     correct answers run every hidden test to its end, the longest a limit could cut short; half's and
     blank's blank answers fail at once whatever the load (their scores idle are proven by test_grading)."""
     from autograder.example import build
-    from autograder.grade import grade
+    from autograder.grading.grade import grade
     redteam, example = base / "redteam", base / "example"
     redteam.mkdir()
     example.mkdir()

@@ -2,7 +2,7 @@
 floods its output without newlines, and what each leaves behind.
 
 A small class of 02-the-head (the quickest notebook to grade) is graded once, sandboxed, through
-autograder.grade.grade in a process of its own (as `make grade` runs it, so that its peak memory
+autograder.grading.grade.grade in a process of its own (as `make grade` runs it, so that its peak memory
 is its own): an honest student; one who pasted a picture into the written answer; one whose own
 cells print without newlines in a runaway loop, write to file descriptor 1 in a loop, print one
 100 MB line, display 5 MB, rewrite a display and raise an error with a 10 MB message, all answers
@@ -108,7 +108,7 @@ def write_class(submissions: Path) -> None:
 GRADE = """
 import json, resource, sys
 from pathlib import Path
-from autograder.grade import grade
+from autograder.grading.grade import grade
 from autograder.steps import find_step
 returned = grade(find_step(sys.argv[4]), Path(sys.argv[1]), workers=2, sandbox=sys.argv[2], limits=json.loads(sys.argv[3]), quiet=True)
 print(json.dumps({"students": sorted({r["student"] for r in returned["results"]}),
@@ -219,7 +219,7 @@ def test_a_notebook_without_feedback_stops_nothing_else(batch, tmp_path, monkeyp
     attachment (as graded before pictures were kept). Honest's feedback is reported missing, with
     the reason; picture's is written, a placeholder in place of the picture; flood's is written;
     grades.csv and grades.json are written."""
-    from autograder.grade import refresh_from_gradebook
+    from autograder.grading.grade import refresh_from_gradebook
     home = tmp_path / "home"
     shutil.copytree(batch[0], home)
     monkeypatch.setenv("GRADER_HOME", str(home))

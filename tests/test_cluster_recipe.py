@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autograder import collect as collect_module
+from autograder.intake import collect as collect_module
 from autograder.course import RELEASE
 from autograder.shards import parse_shard, selector, shard_of
 
@@ -148,7 +148,7 @@ def test_readme_names_every_cluster_file():
 @pytest.mark.slow
 def test_grading_some_students_grades_only_them_and_leaves_the_class_reports_to_the_merge(grading_home, tmp_path):
     """--students with notebooks that need no kernel (unreadable, or not handed in): quick."""
-    from autograder.grade import grade, refresh_from_gradebook
+    from autograder.grading.grade import grade, refresh_from_gradebook
     submissions = tmp_path / "class"
     for sid in ("alice", "bob"):
         (submissions / sid).mkdir(parents=True)
@@ -243,7 +243,7 @@ def test_kubernetes_manifests_are_valid_against_the_api_schema():
 def test_a_shard_whose_students_handed_in_nothing_readable_succeeds(grading_home, tmp_path):
     """On a cluster a failing shard holds the merge (afterok) and fails again when rerun: a shard (or a
     class) with no notebook to grade writes no feedback instead of failing in nbgrader."""
-    from autograder.grade import grade
+    from autograder.grading.grade import grade
     submissions = tmp_path / "class"
     for sid in ("alice", "bob"):
         (submissions / sid).mkdir(parents=True)

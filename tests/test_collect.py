@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from autograder.collect import (NO_ID, SubmissionError, UnusableId, assign_ids, collect, loose_raw_id,
+from autograder.intake.collect import (NO_ID, SubmissionError, UnusableId, assign_ids, collect, loose_raw_id,
                                 match_notebook, pick_newest, student_id)
 from autograder.shards import shard_of
 from conftest import GRADES_CSV, STEP, STEP4  # noqa: E402
@@ -268,7 +268,7 @@ def test_a_class_with_names_in_any_script_is_graded_under_those_names(grading_ho
     from nbgrader.api import Gradebook
 
     from autograder.example import filled
-    from autograder.grade import grade
+    from autograder.grading.grade import grade
     from conftest import NOTEBOOK_NAMES, ROOT
     first = NOTEBOOK_NAMES[0]
     full = json.dumps(filled(STEP4, first, lambda cid, i: True)).encode()
@@ -313,7 +313,7 @@ def test_a_class_with_names_in_any_script_is_graded_under_those_names(grading_ho
 
 def test_grading_students_that_cannot_be_ids_stops_before_any_work(tmp_path):
     from autograder.errors import UsageError
-    from autograder.grade import grade
+    from autograder.grading.grade import grade
     for bad, why in [("---", "no letter or digit"), ("a\x1bb", "control characters")]:
         with pytest.raises(UsageError, match=f"--students: .* cannot be a student id: .*{why}"):
             grade(STEP4, tmp_path / "class", students=["ada", bad])
@@ -322,7 +322,7 @@ def test_grading_students_that_cannot_be_ids_stops_before_any_work(tmp_path):
 
 def test_grade_table_keeps_its_columns_with_ids_in_any_script():
     from autograder.records.model import NotebookResult
-    from autograder.report import padded, table
+    from autograder.publish.report import padded, table
     cells = [{"grade_id": "a", "score": 1.0, "max_score": 2.0, "kind": "auto"}]
     ids = ["ada", "李雷", "Zoë", unicodedata.normalize("NFD", "Zoé"), "ü-ñ"]
     lines = table([NotebookResult.from_json({"student": sid, "notebook": "01-on-paper", "key": "k", "cells": cells})
@@ -336,7 +336,7 @@ def test_grade_table_keeps_its_columns_with_ids_in_any_script():
 
 def test_grade_table_has_a_bonus_column_only_where_the_step_has_bonus_questions():
     from autograder.records.model import NotebookResult
-    from autograder.report import table
+    from autograder.publish.report import table
     required = {"grade_id": "a", "score": 1.0, "max_score": 2.0, "kind": "auto"}
     bonus = {"grade_id": STEP4.bonus_prefix + "x", "score": 0.5, "max_score": 3.0, "kind": "auto"}
     def result(*cells):

@@ -6,7 +6,7 @@ cell `editable: false`), and a student who copies the cell to get round it learn
 sentence meant. This test reads the released notebooks' markdown, finds the sentences that ask the
 student to change something in a cell, works out which cell they name, and checks that cell is the
 student's: editable in JupyterLab, and kept as the student left it when graded (an answer cell, or a
-live Python box: a code cell without nbgrader metadata; autograder/assemble.py resets every other).
+live Python box: a code cell without nbgrader metadata; autograder/intake/assemble.py resets every other).
 
 A sentence asks for a change when one of EDIT's verbs is an imperative (it starts the sentence or a
 clause: "Change ...", ", put ...", "then change ...", "for you to change") and it says "cell" or

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.lab import server_flags
+from autograder.classroom.lab import server_flags
 
 ROOT = Path(__file__).resolve().parents[1]
 

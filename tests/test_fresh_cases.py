@@ -86,7 +86,7 @@ def test_the_key_is_made_once_private_and_kept(tmp_path):
 
 def test_grading_makes_the_key_in_the_grader_home_and_a_new_key_regrades(tmp_path, monkeypatch):
     """The results' keys carry the case key's fingerprint: a lost key cannot leave stale results."""
-    from autograder.grade import Plan
+    from autograder.grading.grade import Plan
     monkeypatch.setenv("GRADER_HOME", str(tmp_path))
     item = types.SimpleNamespace(data=b"{}")
     plan = Plan(STEP4, "sqlite://", "none", 1, {})
@@ -330,7 +330,7 @@ def test_every_byte_a_student_controls_moves_the_cases(tmp_path, monkeypatch):
     import json
 
     from autograder.checks import probeserver
-    from autograder.grade import Job, run_job
+    from autograder.grading.grade import Job, run_job
 
     class Drawn(Exception):
         pass

@@ -10,7 +10,7 @@ import pytest
 from autograder.kernel import sandbox
 from autograder.course import SOLUTIONS
 from autograder.example import filled
-from autograder.grade import grade
+from autograder.grading.grade import grade
 from conftest import STEP4
 
 pytestmark = pytest.mark.slow

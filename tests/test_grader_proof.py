@@ -27,7 +27,7 @@ import pytest
 from autograder.course import db_url
 from autograder.example import answer_ids, with_answers
 from autograder.nbgrader_cmd import run_nbgrader
-from autograder.grade import grade
+from autograder.grading.grade import grade
 
 from conftest import NOTEBOOK_NAMES, ROOT, STEP, STEP4, kernels_or_skip, load, nbgrader_meta, run_once
 from proof_corpus import CORRECT, REVIEW, UNDECIDED, WRONG, Entry

@@ -16,7 +16,7 @@ import pytest
 
 from autograder.course import RELEASE
 from autograder.example import filled
-from autograder.grade import grade
+from autograder.grading.grade import grade
 from autograder.records.gradebook import release_grade_cells
 from autograder.shards import shard_of
 

@@ -1,4 +1,4 @@
-"""`make insights`: the class report (autograder/insights.py), read through the store's `load` only.
+"""`make insights`: the class report (autograder/publish/insights.py), read through the store's `load` only.
 
 On the synthetic class of tests/insights_class.py (proof-corpus entries given to 200 students, their
 judged outcomes written as the store writes them, no kernel) every misconception group, every cell
@@ -16,7 +16,7 @@ import time
 import pytest
 
 from autograder.csvout import csv_text, strict_field
-from autograder.insights import (analyse, anonymised, build_report, cause_key, causes, escaped, id_pattern,
+from autograder.publish.insights import (analyse, anonymised, build_report, cause_key, causes, escaped, id_pattern,
                                  kelley, pearson, review_reasons)
 from autograder.records.model import CellResult, NotebookResult, StudentResult
 from autograder.records.store import Store

@@ -17,7 +17,7 @@ import textwrap
 
 import pytest
 
-from autograder.collect import NO_ID, collect, pick_newest
+from autograder.intake.collect import NO_ID, collect, pick_newest
 from autograder.term import submission_times
 from conftest import ROOT, STEP, STEP4
 from redteam_corpus import (BOMB_MEMBER_BYTES, BOMB_MEMBERS, BOMB_ZIPS, INTAKE_HONEST, INTAKE_NOTEBOOK,
@@ -93,7 +93,7 @@ def test_nfd_twin_is_graded_apart_and_never_replaces_the_honest_work(tmp_path):
 def test_the_class_is_graded_through_make_grade(grading_home, tmp_path):
     """The same class through grade(): it ends, the honest students score full marks, the attackers'
     notebooks are graded apart or refused, and the report lists every problem."""
-    from autograder.grade import grade
+    from autograder.grading.grade import grade
     write_class(tmp_path / "class", [a for a in ATTACKS if not a.name.startswith("noise")])
     out = grade(STEP4, tmp_path / "class", workers=2, quiet=True, feedback=False)
     results = {(r["student"], r["notebook"]): r for r in out["results"]}
@@ -112,7 +112,7 @@ MEASURE = textwrap.dedent("""
     import json, sys
     from pathlib import Path
     sys.path.insert(0, sys.argv[1])
-    from autograder.collect import collect, pick_newest
+    from autograder.intake.collect import collect, pick_newest
     from autograder.steps import find_step
     step = find_step()
     received = collect(Path(sys.argv[2]), step.notebooks())
@@ -137,7 +137,7 @@ def test_a_zip_bomb_within_every_cap_keeps_the_grader_small(tmp_path, record_pro
     """2 zips x 60 members x 19.5 MB (2.3 GB unzipped, a few MB uploaded) beside an honest student:
     the grader's process reads at most MAX_STUDENT_BYTES of it, newest copy first, and holds one copy
     per notebook; its peak resident memory stays under BOMB_LIMIT_MIB."""
-    from autograder.collect import MAX_STUDENT_BYTES
+    from autograder.intake.collect import MAX_STUDENT_BYTES
     uploaded = write_zip_bomb(tmp_path / "class")
     good, _ = notebooks()
     (tmp_path / "class" / "ada").mkdir()

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from autograder import term
-from autograder.collect import collect, pick_newest
+from autograder.intake.collect import collect, pick_newest
 from autograder.records.store import Store
 from autograder.records.totals import summary_lines
 from autograder.steps import find_step
@@ -58,7 +58,7 @@ def test_a_bad_grace_names_the_fix(course_toml, grace, message):
 
 
 def test_submit_after_the_due_date_warns_with_the_cost(course_toml, capsys):
-    from autograder.exchange import _warn_if_late
+    from autograder.classroom.exchange import _warn_if_late
     course_toml()
     stamp = lambda dt: dt.strftime("%Y-%m-%d %H:%M:%S.%f UTC")      # noqa: E731
     _warn_if_late(STEP, "ada", stamp(DUE - timedelta(minutes=1)))
@@ -94,7 +94,7 @@ def test_a_one_notebook_fix_makes_only_that_notebook_late(tmp_path, course_toml,
 
     from nbgrader.api import Gradebook
 
-    from autograder.exchange import write_notebook_times
+    from autograder.classroom.exchange import write_notebook_times
     from autograder.term import notebook_times, submission_times
     course_toml()
     inbound = tmp_path / "inbound"

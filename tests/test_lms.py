@@ -2,7 +2,7 @@
 roster imported from the LMS's own gradebook export, the Canvas import filled and checked against
 Canvas's documented format, and every CSV the project writes safe to open in a spreadsheet.
 
-Formats relied on (the comments in autograder/collect.py and autograder/roster.py cite them):
+Formats relied on (the comments in autograder/intake/collect.py and autograder/lms/roster.py cite them):
 Canvas's ContentZipper names a download's files `<name>[_LATE]_<user id>_<attachment id>_<file>`;
 Moodle's "Download all submissions" `Full Name_<participant id>_assignsubmission_file_[/]<file>`;
 Canvas's gradebook import (its guide "How do I import grades in the Gradebook?") reads the columns
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.collect import collect, lms_name, pick_newest
+from autograder.intake.collect import collect, lms_name, pick_newest
 from autograder.csvout import PLAIN_NUMBER, csv_text, escape_text, number_field, strict_field, text_of
 from autograder.safetext import printable
 from conftest import ROOT, STEP, STEP4
@@ -119,7 +119,7 @@ def test_two_canvas_students_of_one_name_stay_two(tmp_path):
 
 
 def test_the_roster_gives_lms_students_their_ids(tmp_path, monkeypatch):
-    from autograder.roster import lms_ids
+    from autograder.lms.roster import lms_ids
     roster = tmp_path / "roster.csv"
     roster.write_text("student,name,canvas_id,sis_user_id,sis_login_id,section,moodle_name\n"
                       "jsmith,\"Smith, John\",12345,S1,jsmith,A,\nalee,\"Lee, Ann\",,,,,Ann Lee\n")
@@ -149,7 +149,7 @@ MOODLE_EXPORT = ('First name,Last name,ID number,Institution,Department,Email ad
 
 
 def test_roster_imported_from_canvas_and_moodle_exports(tmp_path, monkeypatch):
-    from autograder.roster import ROSTER_COLUMNS, canvas_assignment_id, import_roster, roster
+    from autograder.lms.roster import ROSTER_COLUMNS, canvas_assignment_id, import_roster, roster
     from autograder.steps import all_steps
     monkeypatch.setenv("COURSE_ROSTER", str(tmp_path / "roster.csv"))
     (tmp_path / "canvas.csv").write_text(CANVAS_EXPORT)
@@ -181,8 +181,8 @@ def test_canvas_export_fills_ids_heads_the_assignment_id_and_names_the_unmatched
     """After `make roster` from Canvas's own export: ID and SIS columns filled, the step's column
     `<title> (<assignment id>)` as Canvas names an existing assignment, and both kinds of unmatched
     lines named (graded but not on the roster; on the roster but not graded)."""
-    from autograder.export import CANVAS_COLUMNS, export_all
-    from autograder.roster import import_roster
+    from autograder.lms.export import CANVAS_COLUMNS, export_all
+    from autograder.lms.roster import import_roster
     from autograder.steps import all_steps
     home = tmp_path / "home"
     home.mkdir()
@@ -289,7 +289,7 @@ def test_no_cell_starts_a_formula_whatever_separator_the_spreadsheet_splits_by(s
 
 def test_a_roster_written_by_the_grader_reads_back_as_it_was_given(tmp_path, monkeypatch):
     from autograder.csvout import write_csv
-    from autograder.roster import ROSTER_COLUMNS, roster
+    from autograder.lms.roster import ROSTER_COLUMNS, roster
     monkeypatch.setenv("COURSE_ROSTER", str(tmp_path / "roster.csv"))
     names = ["Zoë Müller", "O'Neil, Ann", "=HYPERLINK(\"x\")", "a;=1+1", "-1", "x:'y", "two\nlines"]
     write_csv(tmp_path / "roster.csv", ROSTER_COLUMNS, [{"student": f"s{i}", "name": n} for i, n in enumerate(names)])
@@ -308,7 +308,7 @@ def test_every_csv_the_grader_writes_goes_through_the_shared_writer():
 
 
 def test_the_grades_report_escapes_student_text_and_keeps_scores(tmp_path):
-    from autograder.report import FIELDS, NUMBER_FIELDS
+    from autograder.publish.report import FIELDS, NUMBER_FIELDS
     row = {"student": "ada", "notebook": "01", "grade_id": "t", "score": 0.0, "max_score": 2.0,
            "error": "=HYPERLINK(\"http://evil\",\"x\") raised", "kind": "auto", "bonus": False}
     out = list(csv.DictReader(io.StringIO(csv_text(FIELDS, [row], numbers=NUMBER_FIELDS))))[0]
@@ -321,9 +321,9 @@ def test_a_canvas_class_download_graded_and_exported_with_ids(grading_home, tmp_
     submissions.zip left zipped, `make export`: every line of the import carries the Canvas ID and the
     SIS ids, the column names the existing assignment, and only the class's real students are in it."""
     from autograder.example import filled
-    from autograder.export import export_all
-    from autograder.grade import grade
-    from autograder.roster import import_roster
+    from autograder.lms.export import export_all
+    from autograder.grading.grade import grade
+    from autograder.lms.roster import import_roster
     from autograder.steps import all_steps
     monkeypatch.setenv("COURSE_ROSTER", str(tmp_path / "roster.csv"))
     monkeypatch.setenv("COURSE_TERM", str(tmp_path / "course.toml"))
@@ -357,7 +357,7 @@ def test_a_canvas_class_download_graded_and_exported_with_ids(grading_home, tmp_
 def test_return_feedback_names_the_students_it_cannot_return_to(tmp_path, monkeypatch, capsys):
     """Graded from an LMS's download, a student has no exchange submission to return feedback to:
     `make return-feedback` says who, with their LMS user id, instead of skipping them without a word."""
-    from autograder.exchange import return_feedback
+    from autograder.classroom.exchange import return_feedback
     home = tmp_path / "home"
     monkeypatch.setenv("GRADER_HOME", str(home))
     monkeypatch.setenv("NBGRADER_EXCHANGE", str(tmp_path / "exchange"))

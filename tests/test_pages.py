@@ -1,4 +1,4 @@
-"""What a page shows of a submission (autograder/pages.py), without a browser: the cleaning of HTML
+"""What a page shows of a submission (autograder/publish/pages.py), without a browser: the cleaning of HTML
 and of a notebook's outputs, the feedback's and the formgrader's exporters. Chromium proves the
 same in the pages themselves (tests/browser/test_hostile_pages.py)."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.pages import FeedbackExporter, SanitizeSubmission, browser_url, clean, safe_attachments, safe_output
+from autograder.publish.pages import FeedbackExporter, SanitizeSubmission, browser_url, clean, safe_attachments, safe_output
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,7 +28,7 @@ def test_nothing_that_can_run_survives_cleaning(vector):
 @pytest.mark.parametrize("vector", HOSTILE_HTML + HOSTILE_MARKDOWN,
                          ids=[f"v{i:02d}" for i in range(len(HOSTILE_HTML) + len(HOSTILE_MARKDOWN))])
 def test_nothing_that_can_run_survives_markdown_rendering(vector):
-    from autograder.pages import markdown2html
+    from autograder.publish.pages import markdown2html
     out = markdown2html({"cell": {}, "resources": {}}, f"Before\n\n{vector}\n\nafter")
     assert not dangers(out), f"{vector!r} -> {out!r}"
     assert "Before" in out and "after" in out
@@ -53,7 +53,7 @@ def _plain_markdown(source: str) -> str:
 
 @pytest.mark.parametrize("vector", REQUEST_MARKDOWN, ids=[f"m{i:02d}" for i in range(len(REQUEST_MARKDOWN))])
 def test_markdown_s_own_pictures_and_links_lead_nowhere(vector):
-    from autograder.pages import markdown2html
+    from autograder.publish.pages import markdown2html
     assert requests(_plain_markdown(vector)), f"the checker misses what {vector!r} renders to"
     out = markdown2html({"cell": {}, "resources": {}}, f"Before\n\n{vector}\n\nafter")
     assert not requests(out) and REQUEST_HOST not in re.sub(r">[^<]*<", "><", out), f"{vector!r} -> {out!r}"
@@ -61,10 +61,10 @@ def test_markdown_s_own_pictures_and_links_lead_nowhere(vector):
 
 @pytest.mark.parametrize("vector", OVERLAY_MATH, ids=["style", "class", "href"])
 def test_a_formula_in_feedback_makes_no_style_class_or_link(vector):
-    """The feedback's formulas are MathML (autograder/mathml.py), then cleaned: MathJax's \\style,
+    """The feedback's formulas are MathML (autograder/publish/mathml.py), then cleaned: MathJax's \\style,
     \\class, \\cssId and \\href are text or nothing, never an attribute."""
-    from autograder.mathml import markdown_math_to_mathml
-    from autograder.pages import markdown2html
+    from autograder.publish.mathml import markdown_math_to_mathml
+    from autograder.publish.pages import markdown2html
     out = markdown2html({"cell": {}, "resources": {}}, markdown_math_to_mathml(vector))
     assert not requests(out) and "position" not in re.sub(r">[^<]*<", "><", out), out
 
@@ -140,8 +140,8 @@ def _exporter(cls, **config):
     c = Config()
     c.HTMLExporter.preprocessors = [SanitizeSubmission]
     c.HTMLExporter.sanitize_html = True
-    c.HTMLExporter.filters = {"markdown2html": "autograder.pages.markdown2html",
-                              "clean_html": "autograder.pages.clean_html"}
+    c.HTMLExporter.filters = {"markdown2html": "autograder.publish.pages.markdown2html",
+                              "clean_html": "autograder.publish.pages.clean_html"}
     for key, value in config.items():
         setattr(c.HTMLExporter, key, value)
     return cls(config=c)
@@ -177,7 +177,7 @@ def test_feedback_exporter_is_the_feedback_s_alone():
     config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
     assert config.HTMLExporter.template_name == "course_formgrade"
     assert config.FeedbackExporter.template_name == "course_feedback"
-    assert config.GenerateFeedback.exporter_class == "autograder.pages.FeedbackExporter"
+    assert config.GenerateFeedback.exporter_class == "autograder.publish.pages.FeedbackExporter"
     assert issubclass(FeedbackExporter, __import__("nbconvert").HTMLExporter)
 
 
@@ -242,7 +242,7 @@ def test_grade_table_total_is_the_step_total_written_answers_included():
     """The table's required column counts written answers as the export does (out of the required
     maximum, 49 for Step 4, not the autograded points alone), and its total is totals' step total."""
     from autograder.records.model import NotebookResult
-    from autograder.report import table
+    from autograder.publish.report import table
     from autograder.records.totals import from_results
     from conftest import STEP4
     cells = [{"grade_id": "a", "score": 3.0, "max_score": 4.0, "kind": "auto"},

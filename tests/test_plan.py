@@ -1,7 +1,7 @@
-"""A grading run's plan (autograder/grade.py Plan): which notebooks it grades again."""
+"""A grading run's plan (autograder/grading/grade.py Plan): which notebooks it grades again."""
 from types import SimpleNamespace
 
-from autograder.grade import Plan
+from autograder.grading.grade import Plan
 from conftest import NOTEBOOK_NAMES, STEP4
 
 

@@ -663,16 +663,16 @@ def streaming_attention(q, k, v):
 # ---- which cells the reader gets: the student's, in the order they run, up to the test's own cell -----
 
 def test_the_grader_reads_the_cells_that_run_before_the_test_boxes_and_added_cells_included(tmp_path):
-    """A graded notebook (assemble.py) as grading gives it to a process check: answer cells, live Python
+    """A graded notebook (intake/assemble.py) as grading gives it to a process check: answer cells, live Python
     boxes as the student left them, cells the student added; never what runs after the test's cell."""
     import json
     import os
 
     import nbformat
 
-    from autograder.assemble import assemble
+    from autograder.intake.assemble import assemble
     from autograder.example import with_answers
-    from autograder.grade import student_program
+    from autograder.grading.grade import student_program
     from autograder.checks.probeserver import ProbeServer
 
     name = "02-the-head"

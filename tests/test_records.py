@@ -138,9 +138,9 @@ def test_every_reader_shows_one_total(course):
     """The report (table and grades.json), the feedback page's summary, the per-notebook export and Canvas's
     CSV read the store's one record: the same totals, on a step whose bonus prefix is its own (`extra_`), with
     a grader's score for a written answer and a student known only to the gradebook (another shard's)."""
-    from autograder.export import canvas_csv, notebooks_csv
-    from autograder.feedback import summary_for
-    from autograder.report import write_reports
+    from autograder.lms.export import canvas_csv, notebooks_csv
+    from autograder.publish.feedback import summary_for
+    from autograder.publish.report import write_reports
     step, store = course
     store.record(STEP, judged("ada", graded_notebook()), 1_700_000_000.0)
     with gradebook.opened(store.url) as gb:           # bea: graded by another shard (no result file here)

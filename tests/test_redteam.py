@@ -1,7 +1,7 @@
 """Hostile and broken submissions, graded in one batch with an honest class (tests/redteam_corpus.py).
 
 The whole corpus is written into one submissions folder and graded once, the way `make grade`
-does it (autograder.grade.grade, two workers, a temporary GRADER_HOME), in the bwrap sandbox
+does it (autograder.grading.grade.grade, two workers, a temporary GRADER_HOME), in the bwrap sandbox
 when it works here, in warm kernels (the default; tests/test_redteam_cold.py grades again, in
 cold ones, the cases that differ there). Then every case is checked: the exact score of each test cell, the reason
 given for every lost point, the notes, the reported file problems; and the batch as a whole:
@@ -122,7 +122,7 @@ def _hashes(folder: Path) -> dict:
 def grade_the_corpus(base: Path, kernels: str, cases: list[Case]) -> dict:
     """Write `cases` into base/submissions, grade them into base/home in `kernels` ("warm", the
     grader's default, or "cold"); return what the tests read."""
-    from autograder.grade import grade
+    from autograder.grading.grade import grade
     submissions, home = base / "submissions", base / "home"
     submissions.mkdir()
     # the workers' scratch folders (and so every kernel's command line) under a folder of this batch
@@ -278,7 +278,7 @@ def test_no_kernel_outlives_the_batch(batch):
 
 def test_the_grader_and_every_kernel_stay_within_their_stated_memory(batch, kernels, cases, record_property):
     """Each result records its worker's peak while grading it and each kernel's control group's peak
-    (autograder/grade.py, autograder/kernel/cgroups.py): no attack makes a grading worker hold more
+    (autograder/grading/grade.py, autograder/kernel/cgroups.py): no attack makes a grading worker hold more
     than WORKER_PEAK_BYTES, no kernel (its children and folders included) more than its limit."""
     measured = []
     for student, graded in sorted(batch.graded.items()):
@@ -366,7 +366,7 @@ def _submitted_text(folder: Path) -> str:
 def test_no_line_of_a_check_reaches_a_graded_notebook_or_its_feedback(batch):
     import html
 
-    from autograder.grade import write_feedback
+    from autograder.grading.grade import write_feedback
     lines = _check_source_lines()
     assert len(lines) > 500                            # the checks are large: the test has something to find
     home = batch.ctx.home

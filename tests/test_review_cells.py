@@ -61,7 +61,7 @@ class Undecided(Check):
 
 def judged_cell():
     """A hidden test cell judged by a check that cannot decide a part: (its CellResult, the cell)."""
-    from autograder.judging import _judge_hidden
+    from autograder.grading.judging import _judge_hidden
     cell = nbformat.v4.new_code_cell('hidden("t1", globals())')
     cell.metadata["nbgrader"] = {"grade": True, "solution": False, "grade_id": "t1", "points": 10,
                                  "schema_version": 3, "locked": True}
@@ -130,7 +130,7 @@ def ta_scores(url, score):
 
 def test_the_gradebook_lists_the_cell_as_needing_a_manual_grade_until_a_ta_scores_it(course):
     from nbgrader.api import Gradebook
-    from autograder.export import notebooks_csv, canvas_csv
+    from autograder.lms.export import notebooks_csv, canvas_csv
     from autograder.records.totals import summary_lines
     home, url, _ = course
 
@@ -172,7 +172,7 @@ def test_the_gradebook_lists_the_cell_as_needing_a_manual_grade_until_a_ta_score
 def test_the_reports_count_it_as_an_ungraded_answer_and_take_the_ta_s_score(course, monkeypatch):
     from autograder.records import gradebook
     monkeypatch.setattr(gradebook, "release_grade_cells", lambda step: {"nb": {"t1": 10.0, "w1": 4.0}})
-    from autograder.report import review_lines, table
+    from autograder.publish.report import review_lines, table
     home, url, results = course
     ada = results[0].cells[0]
     assert (ada.score, ada.kind) == (None, "review")
@@ -210,7 +210,7 @@ def test_one_student_adds_one_review_item_per_reason():
     student: `make grade` lists them as one item with the shared reason, not one line each; another
     reason, or another student, is another item."""
     from autograder.records.model import CellResult, NotebookResult
-    from autograder.report import review_lines
+    from autograder.publish.report import review_lines
     shared = "waits for review: one entry at a time: a cell uses globals, which can change what the code does"
     other = "waits for review: keys visited one at a time: `A` defines `__iter__`, which the grader does not follow"
 

@@ -63,7 +63,7 @@ def test_the_kernel_sees_only_what_it_needs(tmp_path):
     secret = tmp_path / "gradebook.db"
     secret.write_text("grades")
     # the grader's files the kernel must not read are here (a moved file would make its "blocked" hollow)
-    assert (ROOT / "autograder" / "grade.py").is_file() and (ROOT / "autograder" / "kernel" / "limits.py").is_file()
+    assert (ROOT / "autograder" / "grading" / "grade.py").is_file() and (ROOT / "autograder" / "kernel" / "limits.py").is_file()
     assert all((ROOT / "autograder" / "checks" / name).is_file()
                for name in ("framework.py", "probeserver.py", "casekey.py"))
     from autograder.checks.casekey import case_key, key_path
@@ -75,7 +75,7 @@ read = {{
     "the default grader home's case key": lambda: open({str(ROOT / 'autograder' / 'case-key')!r}, "rb").read(),
     "source": lambda: open({str(ROOT / 'source' / 'step-04' / '01-on-paper.ipynb')!r}).read(),
     "release": lambda: os.listdir({str(ROOT / 'release')!r}),
-    "grade.py": lambda: open({str(ROOT / 'autograder' / 'grade.py')!r}).read(),
+    "grade.py": lambda: open({str(ROOT / 'autograder' / 'grading' / 'grade.py')!r}).read(),
     "limits.py": lambda: open({str(ROOT / 'autograder' / 'kernel' / 'limits.py')!r}).read(),
     "git": lambda: os.listdir({str(ROOT / '.git')!r}) if os.path.isdir({str(ROOT / '.git')!r})
                    else open({str(ROOT / '.git')!r}).read(),

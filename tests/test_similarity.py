@@ -6,7 +6,7 @@ import json
 import re
 
 from autograder.example import with_answers
-from autograder.similarity import matches, normalise_code, ranked, report, similar_pairs
+from autograder.publish.similarity import matches, normalise_code, ranked, report, similar_pairs
 
 from conftest import STEP, STEP4
 from hostile import REQUEST_HOST, dangers
@@ -32,7 +32,7 @@ def test_the_model_solution_is_discounted_and_pairs_are_grouped_by_student(gradi
     """A class that hands in the solution everywhere (and two students who share one extra answer)
     lists one pair of students, not one line per cell for every pair."""
     from autograder.example import answers_of
-    from autograder.similarity import by_student_pair
+    from autograder.publish.similarity import by_student_pair
     model = answers_of(STEP4, NB)["scores_entrywise"]
     for sid in ("ada", "bob", "cy", "dan"):
         graded(grading_home, sid, model)                 # the model solution, word for word

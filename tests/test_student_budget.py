@@ -168,7 +168,7 @@ def waiting_submission(step) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def waiting_class(tmp_path_factory):
     from autograder.example import with_answers
-    from autograder.grade import grade
+    from autograder.grading.grade import grade
     kernels = kernels_or_skip(bwrap_or_skip(), "warm")
     base = tmp_path_factory.mktemp("waiting-class")
     submissions, home = base / "submissions", base / "home"

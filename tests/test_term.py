@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from autograder import term
-from autograder.collect import canvas_name, collect, pick_newest
+from autograder.intake.collect import canvas_name, collect, pick_newest
 from autograder.records.gradebook import apply_term, term_records
 
 from conftest import NOTEBOOK_NAMES, ROOT, STEP, STEP4
@@ -242,7 +242,7 @@ def test_exports_are_nbgrader_export_plugins_giving_the_same_files(tmp_path, ter
     import subprocess
     import sys
 
-    from autograder.export import CANVAS_COLUMNS, export_all
+    from autograder.lms.export import CANVAS_COLUMNS, export_all
     home = tmp_path / "home"
     home.mkdir()
     url = small_gradebook(home / "gradebook.db", monkeypatch)
@@ -266,21 +266,21 @@ def test_exports_are_nbgrader_export_plugins_giving_the_same_files(tmp_path, ter
     assert per_notebook[1]["extension"] == "2d" and float(per_notebook[2]["seconds_late"]) == 26 * 3600
     for exporter, ours in (("CanvasExport", canvas), ("NotebookTotalsExport", notebooks)):
         theirs = tmp_path / f"{exporter}.csv"
-        proc = subprocess.run([sys.executable, "-m", "nbgrader", "export", f"--exporter=autograder.export.{exporter}",
+        proc = subprocess.run([sys.executable, "-m", "nbgrader", "export", f"--exporter=autograder.lms.export.{exporter}",
                                f"--to={theirs}"], cwd=ROOT, capture_output=True, text=True, env=os.environ)
         assert proc.returncode == 0, proc.stderr
         assert theirs.read_text() == ours.read_text(), exporter
 
 
 def test_grades_json_schema_is_versioned_and_documented():
-    from autograder.report import FIELDS, GRADES_SCHEMA, SCHEMA_VERSION
+    from autograder.publish.report import FIELDS, GRADES_SCHEMA, SCHEMA_VERSION
     assert SCHEMA_VERSION == 2 and GRADES_SCHEMA["schema_version"] == "int: 2"
     assert set(GRADES_SCHEMA) == {"schema_version", "step", "term", "grades", "submissions", "problems", "notes", "time_budget"}
     assert set(GRADES_SCHEMA["grades"][0]) == set(FIELDS)
 
 
 def test_formulas_become_mathml_outside_code_and_survive_what_cannot_convert():
-    from autograder.mathml import markdown_math_to_mathml
+    from autograder.publish.mathml import markdown_math_to_mathml
     out = markdown_math_to_mathml("Scores $q_i \\cdot k_j$ cost \\$5; `$x$` and\n```\n$y$\n```\n$$\\sum_j a_{ij} = 1$$")
     assert out.count("<math") == 2 and 'display="block"' in out and 'display="inline"' in out
     assert "`$x$`" in out and "\n$y$\n" in out and "\\$5" in out
@@ -292,7 +292,7 @@ def test_formulas_become_mathml_outside_code_and_survive_what_cannot_convert():
 
 
 def test_my_feedback_reads_the_summary_the_feedback_page_carries(tmp_path):
-    from autograder.feedback import feedback_summary, summary_html
+    from autograder.publish.feedback import feedback_summary, summary_html
     summary = {"student": "cy", "step": "step-04", "lines": ["step total 3.2 / 57 </script><b>"],
                "notebooks": {}, "step_totals": {"total": 3.2}, "term": {}}
     (tmp_path / "01-on-paper.html").write_text(f"<html><body>{summary_html(summary)}</body></html>")

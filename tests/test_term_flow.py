@@ -70,7 +70,7 @@ def test_a_whole_term(tmp_path_factory):
     home = course / "autograder"
     data = json.loads((home / GRADES_JSON).read_text())
     assert data["schema_version"] == 2 and data["term"]["late_policy"] == "per_hour"
-    from autograder.report import GRADES_SCHEMA
+    from autograder.publish.report import GRADES_SCHEMA
     assert set(data) == set(GRADES_SCHEMA) and set(data["term"]) == set(GRADES_SCHEMA["term"])
     assert all(set(s) == set(GRADES_SCHEMA["submissions"][0]) for s in data["submissions"])
     subs = {s["student"]: s for s in data["submissions"]}
@@ -149,7 +149,7 @@ def assert_renders_offline(page_path) -> None:
     REQUIRE_BROWSER=1 (CI) that is a failure."""
     import os
 
-    from autograder.pdfs import chromium_path
+    from autograder.publish.pdfs import chromium_path
     if chromium_path() is None:
         if os.environ.get("REQUIRE_BROWSER") == "1":
             pytest.fail("REQUIRE_BROWSER=1, but Chromium is not installed")

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from autograder.example import filled
-from autograder.grade import grade
+from autograder.grading.grade import grade
 from conftest import STEP4, bwrap_or_skip, kernels_or_skip, uses
 
 pytestmark = pytest.mark.slow

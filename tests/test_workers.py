@@ -1,5 +1,5 @@
 """Grading workers are forked from a fork server that imported the grader and the steps' checks once
-(autograder/worker.py): a new worker starts with them imported, and with the grader's environment and
+(autograder/grading/worker.py): a new worker starts with them imported, and with the grader's environment and
 folder as they are when the pool starts, not as they were when the fork server started."""
 from __future__ import annotations
 
@@ -13,16 +13,16 @@ import pytest
 
 
 def _look() -> dict:
-    from autograder import worker
+    from autograder.grading import worker
     return {"fork server ends at once": worker.ENDS_AT_ONCE, "GRADER_HOME": os.environ.get("GRADER_HOME"), "tmp": tempfile.gettempdir(), "cwd": os.getcwd(),
-            "imported": sorted(m for m in ("torch", "autograder.judging", "autograder.checks.probeserver", "nbformat")
+            "imported": sorted(m for m in ("torch", "autograder.grading.judging", "autograder.checks.probeserver", "nbformat")
                                if m in sys.modules)}
 
 
 def test_a_worker_starts_with_the_grader_imported_and_the_environment_of_now(monkeypatch, tmp_path):
     from multiprocessing import forkserver
 
-    from autograder.grade import start_worker, worker_context
+    from autograder.grading.grade import start_worker, worker_context
     context = worker_context()
     assert context.get_start_method() == "forkserver"
     forkserver.ensure_running()            # the fork server runs with the environment of this moment
@@ -33,7 +33,7 @@ def test_a_worker_starts_with_the_grader_imported_and_the_environment_of_now(mon
         seen = pool.submit(_look).result(timeout=300)
     assert seen["GRADER_HOME"] == str(tmp_path / "home")
     assert seen["tmp"] == str(tmp_path) and seen["cwd"] == str(tmp_path)
-    assert seen["imported"] == ["autograder.checks.probeserver", "autograder.judging", "nbformat", "torch"], seen
+    assert seen["imported"] == ["autograder.checks.probeserver", "autograder.grading.judging", "nbformat", "torch"], seen
     assert seen["fork server ends at once"]         # set in the fork server, whose memory the worker copies
 
 
@@ -41,7 +41,7 @@ def test_only_the_fork_server_ends_without_finishing_its_interpreter():
     """The fork server ends at once when the grader is done (no second of tearing torch down); any other
     process that imports the worker module (the grader, a spawned worker) exits as usual, code kept."""
     import subprocess
-    done = subprocess.run([sys.executable, "-c", "import sys, autograder.worker as w; "
+    done = subprocess.run([sys.executable, "-c", "import sys, autograder.grading.worker as w; "
                            "print(w.ENDS_AT_ONCE, flush=True); sys.exit(3)"], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert (done.returncode, done.stdout.strip()) == (3, "False"), done.stderr[-2000:]
@@ -57,7 +57,7 @@ def test_a_gradebook_that_cannot_take_the_step_stops_the_run_and_keeps_what_it_h
     from nbgrader.api import Gradebook
 
     from autograder.course import COURSE_ID, db_url
-    from autograder.grade import grade
+    from autograder.grading.grade import grade
     from autograder.records.gradebook import GradebookInUse
     from conftest import STEP4
     url = db_url()
@@ -97,7 +97,7 @@ def test_a_worker_runs_in_a_memory_bounded_group_of_its_own_removed_after_it(mon
     """Each grading worker joins a control group of its own, limited to WORKER_MEMORY_BYTES (what its
     kernels' messages make it hold costs that worker alone); the grader removes it once the worker is gone."""
     from autograder.kernel import cgroups
-    from autograder.grade import _sweep_after_dead_workers, start_worker, worker_context
+    from autograder.grading.grade import _sweep_after_dead_workers, start_worker, worker_context
     from autograder.kernel.limits import WORKER_MEMORY_BYTES
     if cgroups.cgroups() is None:
         pytest.skip(f"no control groups here: {cgroups.problem()}")
@@ -122,7 +122,7 @@ def test_the_folders_of_a_worker_that_died_are_removed_and_no_others(monkeypatch
     import subprocess
 
     from autograder.kernel import leftovers
-    from autograder.grade import grade
+    from autograder.grading.grade import grade
     from conftest import STEP4
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)      # worked out again from $TMPDIR

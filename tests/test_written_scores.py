@@ -62,7 +62,7 @@ def grades(url):
 
 
 def test_export_lists_every_written_answer_with_the_answer_text(home):
-    from autograder.written import COLUMNS, export_written
+    from autograder.publish.written import COLUMNS, export_written
     path = export_written(STEP, say=lambda *a: None)
     rows = read(path)
     assert list(rows[0]) == COLUMNS
@@ -76,7 +76,7 @@ def test_export_lists_every_written_answer_with_the_answer_text(home):
 def test_import_scores_comments_and_marks_graded(home, tmp_path):
     from autograder.records.store import Store, totals_by_student
     from autograder.steps import find_step
-    from autograder.written import export_written, import_written
+    from autograder.publish.written import export_written, import_written
     _, url = home
     rows = read(export_written(STEP, say=lambda *a: None))
     rows[0].update(score="3.5", comment="'-1: no units, $x^2$")      # the writer's escaping, as a spreadsheet keeps it
@@ -105,7 +105,7 @@ def test_import_scores_comments_and_marks_graded(home, tmp_path):
     ("ada,nb,w1,4,1,,", "the same answer as line 2"),
 ])
 def test_a_bad_line_imports_nothing_and_is_named(home, tmp_path, bad, words):
-    from autograder.written import WrittenScoresError, import_written
+    from autograder.publish.written import WrittenScoresError, import_written
     _, url = home
     before = grades(url)
     path = tmp_path / "bad.csv"
@@ -117,7 +117,7 @@ def test_a_bad_line_imports_nothing_and_is_named(home, tmp_path, bad, words):
 
 
 def test_a_file_without_the_columns_says_which(home, tmp_path):
-    from autograder.written import WrittenScoresError, import_written
+    from autograder.publish.written import WrittenScoresError, import_written
     path = tmp_path / "x.csv"
     path.write_text("who,what\n")
     with pytest.raises(WrittenScoresError, match="missing: grade_id, notebook, score, student"):

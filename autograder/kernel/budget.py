@@ -1,7 +1,7 @@
 """One time budget per student (Limits.student_budget), shared by the student's notebooks.
 
 The grader runs a student's notebooks in parallel workers, one job per (student, notebook). The budget
-is kept here, in the grading process (autograder/grade.py `run_jobs`), by a `Ledger` that hands each
+is kept here, in the grading process (autograder/grading/grade.py `run_jobs`), by a `Ledger` that hands each
 job the seconds it may count (its `allowance`, which autograder/kernel/execute.py enforces, counting as a
 notebook's wall-clock ceiling counts: kernels' start and waits for a CPU left out) and settles what each job used.
 

@@ -154,7 +154,7 @@ class Cgroups:
 
     def worker_group(self, memory_bytes: int) -> "KernelGroup":
         """A new group for a grading worker process (and the template it starts), limited in memory:
-        a worker that a kernel's messages made hold too much ends alone (autograder/worker.py).
+        a worker that a kernel's messages made hold too much ends alone (autograder/grading/worker.py).
         Named for its owner, so that `sweep` removes it once the worker is gone."""
         name = f"{owner_tag()}-worker"
         dirs = {key: base / name for key, base in self.bases.items()}

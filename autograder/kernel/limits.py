@@ -50,7 +50,7 @@ KERNEL_PROCESSES = 128
 KERNEL_FILES = 1_024
 
 # Memory of one grading worker process and the warm-kernel template it starts, together (a control group
-# of their own, where the machine has them: autograder/worker.py). A worker holds torch and the checks
+# of their own, where the machine has them: autograder/grading/worker.py). A worker holds torch and the checks
 # (about 250 MiB), its template about as much, and what its kernel's messages make it hold: at most
 # KERNEL_QUEUED messages waiting and one being read, each at most MESSAGE_BYTES (128 MiB). Past
 # this, the machine's memory limit ends the worker, not the machine or another worker: its notebook is

@@ -130,7 +130,7 @@ def fill_gradebook(url: str, step: "Step") -> None:
         nb = nbformat.read(str(step.source / f"{name}.ipynb"), as_version=4)  # type: ignore[no-untyped-call]
         resources = {"nbgrader": {"notebook": name, "assignment": step.name, "student": ".", "db_url": url},
                      "unique_key": name, "metadata": {"path": str(step.source)},
-                     "released_points": released[name]}     # autograder/stamp.py: the release's points
+                     "released_points": released[name]}     # autograder/build/stamp.py: the release's points
         for preprocessor in recording_preprocessors(config):
             try:
                 nb, resources = preprocessor(config=config)(nb, resources)    # as nbconvert calls it: if enabled

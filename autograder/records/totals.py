@@ -3,7 +3,7 @@ grades.json, the feedback HTML's summary, `make my-feedback`, the exports to an 
 
 Per notebook: points scored (autograded and written answers), the most it can give, the late
 penalty (autograder/term.py), the written answers still waiting for a grader (`to_grade`) and the
-hidden tests waiting for a person's review (`to_review`: a check could not decide them, judging.py).
+hidden tests waiting for a person's review (`to_review`: a check could not decide them, grading/judging.py).
 A cell that waits counts nothing until a grader gives its score, as nbgrader's gradebook counts it
 (its auto_score is empty): the totals rise when it is graded. For the step:
 

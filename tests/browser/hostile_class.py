@@ -97,7 +97,7 @@ def grade_hostile_class(example_home: Path, home: Path, sandbox: str) -> dict:
     reports written again for the whole class (as `make grade` then `make feedback` would)."""
     import pytest
 
-    from autograder.grade import grade, refresh_from_gradebook
+    from autograder.grading.grade import grade, refresh_from_gradebook
     shutil.copytree(example_home, home, ignore=shutil.ignore_patterns("*.lock"), dirs_exist_ok=True)
     mp = pytest.MonkeyPatch()
     mp.setenv("GRADER_HOME", str(home))

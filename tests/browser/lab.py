@@ -75,7 +75,7 @@ class Lab:
 
     def __init__(self, root_dir: Path, state: Path, cwd: Path | None = None, env: dict | None = None,
                  role: str = "student", start_timeout: float = 120):
-        from autograder.lab import lab_arguments
+        from autograder.classroom.lab import lab_arguments
         self.root_dir, self.state, self.role = Path(root_dir), Path(state), role
         self.cwd = Path(cwd or root_dir)
         self.env = lab_environment(self.cwd, self.state, env)

@@ -301,7 +301,7 @@ def test_written_answer_pdfs_are_clean_and_anonymous_on_request(home, tmp_path):
     student, and the HTML each PDF is printed from holds nothing that runs."""
     from pypdf import PdfReader
 
-    from autograder.pdfs import student_html, written_answers
+    from autograder.publish.pdfs import student_html, written_answers
     from hostile import dangers
     from .lab import ROOT
     grader = tmp_path / "home"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.insights import build_report
+from autograder.publish.insights import build_report
 from autograder.records.store import Store
 from conftest import STEP4
 from insights_class import HOSTILE, build_class

@@ -7,7 +7,7 @@ kernel keeps of its own calls (the trace of torch calls: a hook removed, work do
 and it can do the work in numpy or Python floats, which no torch hook sees. What the kernel cannot
 change is the answer's source: the grader rebuilds the notebook from the submission and keeps the
 text of every code cell the student wrote, in the order the notebook runs them (grading:
-autograder/grade.py; a notebook run without a grader: the kernel's input history). So the work is
+autograder/grading/grade.py; a notebook run without a grader: the kernel's input history). So the work is
 judged from that text.
 
 What runs. The hidden test calls the answer when its cell runs, so the reader runs the student's

@@ -29,9 +29,9 @@ import os
 import re
 from pathlib import Path
 
-from .course import ROOT
-from .csvout import text_of
-from .errors import GraderError
+from ..course import ROOT
+from ..csvout import text_of
+from ..errors import GraderError
 
 ROSTER_COLUMNS = ["student", "name", "canvas_id", "sis_user_id", "sis_login_id", "section", "moodle_name"]
 ASSIGNMENT_COLUMNS = ["step", "canvas_assignment_id", "title"]
@@ -71,7 +71,7 @@ def roster() -> dict[str, dict]:
 def canvas_assignment_id(step: str) -> str | None:
     """The Canvas assignment id of the step's column: course.toml's `[canvas_assignment] <step> = <id>`
     when it says, else what the roster import found (roster-assignments.csv); None when unknown."""
-    from .term import load_term
+    from ..term import load_term
     given = load_term().get("canvas_assignment", {}).get(step)
     if isinstance(given, int) or (isinstance(given, str) and given.strip().isdigit()):
         return str(given).strip()
@@ -104,8 +104,8 @@ def fold_name(name: str) -> str:
 def import_roster(export: Path, steps: list, say=print) -> tuple[Path, int]:
     """`make roster FROM=<export>`: roster.csv (and roster-assignments.csv for Canvas) from an LMS's
     gradebook export; returns (roster path, students)."""
-    from .csvout import write_csv
-    from .names import UnusableId, student_id
+    from ..csvout import write_csv
+    from ..names import UnusableId, student_id
     export = Path(export)
     if not export.is_file():
         raise RosterError(f"{export}: no such file: give FROM=<the gradebook export you downloaded from the LMS>")

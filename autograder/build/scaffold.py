@@ -14,7 +14,7 @@ import json
 import re
 from pathlib import Path
 
-from .errors import UsageError
+from ..errors import UsageError
 
 TEMPLATE = '''
 
@@ -94,7 +94,7 @@ def new_check(step, notebook: str, grade_id: str, points: float = 1.0, answer: s
                        f"hidden(\"{grade_id}\", globals())\n", "### END HIDDEN TESTS"]}
     nb["cells"].insert(after + 1, cell)
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    from .steps import unload
+    from ..steps import unload
     unload(step)                    # a Step made from now on sees the new check
     print(f"new-check: next, in {check_file.name}: CASES and reference; then `make release solutions`;\n"
           f"  and two proof-corpus entries (tests/proof_corpus.py), e.g.\n"

@@ -42,10 +42,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .csvout import write_csv
-from .kernel.limits import clip
-from .records.model import StudentResult
-from .records.store import Store, atomic_write
+from ..csvout import write_csv
+from ..kernel.limits import clip
+from ..records.model import StudentResult
+from ..records.store import Store, atomic_write
 
 EASY, HARD = 0.9, 0.2            # difficulty above EASY: too easy; below HARD: too hard
 UPPER_LOWER = 0.27               # Kelley's share of the class at each end
@@ -536,7 +536,7 @@ def make_insights(step: Any, store: Store | None = None, named: bool = False, sa
     report, paths = build_report(step, store, named)
     say(f"insights: {len(report.students)} students, {len(report.items)} items, {len(report.groups)} "
         f"misconception groups, {len(report.review)} cells waiting for review")
-    from .course import ROOT
+    from ..course import ROOT
     for path in paths:
         say(f"  {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     return paths

@@ -24,9 +24,9 @@ import textwrap
 import nbformat
 from nbgrader import utils as nbutils
 
-from .checks.framework import judge_data, shown_cell_error
-from .nbgrader_cmd import HARMLESS_STDERR  # also nbgrader's IgnorePattern (nbgrader_config.py)
-from .records.model import CellResult
+from ..checks.framework import judge_data, shown_cell_error
+from ..nbgrader_cmd import HARMLESS_STDERR  # also nbgrader's IgnorePattern (nbgrader_config.py)
+from ..records.model import CellResult
 
 
 def _error_text(cell) -> str:
@@ -60,7 +60,7 @@ def _strip_harmless_stderr(cell) -> None:
 def _machine_paths() -> list[tuple[str, str]]:
     """(prefix, what students see instead): the course folder and the Python installation."""
     import sys
-    from .course import ROOT
+    from ..course import ROOT
     pairs = [(str(ROOT) + "/", "")]
     for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
         pairs.append((prefix.rstrip("/") + "/", "<python>/"))

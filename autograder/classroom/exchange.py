@@ -28,9 +28,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .course import COURSE_ID, ENGINE_ROOT, NOTEBOOKS, RELEASE, ROOT, grader_home, kernel_env
-from .errors import GraderError
-from .nbgrader_cmd import NbgraderError, run_nbgrader
+from ..course import COURSE_ID, ENGINE_ROOT, NOTEBOOKS, RELEASE, ROOT, grader_home, kernel_env
+from ..errors import GraderError
+from ..nbgrader_cmd import NbgraderError, run_nbgrader
 
 COLLECTED = "collected"                 # under the grading home: what `make collect` brings in
 SECRET = "submission_secret.txt"        # written by `nbgrader submit`; feedback is found by it
@@ -119,7 +119,7 @@ def write_notebook_times(submissions: list[Path], collected: Path, student: str,
     per submission; a student who fixes one notebook after the due date and submits again hands the
     other five in unchanged, and they keep the time of the on-time submission that held them."""
     import json
-    from .term import format_timestamp, parse_timestamp
+    from ..term import format_timestamp, parse_timestamp
     history = []                    # (time, {notebook: digest}) of every submission of this student
     for folder in submissions:           # the exchange's `<student>+<step>+<time>+<random>` folders of this student
         stamp = folder / "timestamp.txt"
@@ -165,9 +165,9 @@ def return_feedback(step: str) -> list[str]:
     nbgrader finds a student's feedback by the secret their submission carried; the secret is
     copied next to the feedback only when the graded notebooks are exactly the collected ones,
     so feedback on an older submission is never handed out as if it were about a newer one."""
-    from .names import UnusableId, assign_ids
-    from .grade import refresh_stale_feedback
-    from .steps import find_step
+    from ..names import UnusableId, assign_ids
+    from ..grading.grade import refresh_stale_feedback
+    from ..steps import find_step
     home = grader_home()
     returned = []
     folders = sorted((home / COLLECTED).glob(f"*/{step}"))
@@ -199,7 +199,7 @@ def return_feedback(step: str) -> list[str]:
     through = {sid for sid in ids.values() if not isinstance(sid, UnusableId)}
     elsewhere = sorted(p.parent.name for p in (home / "feedback").glob(f"*/{step}") if p.parent.name not in through)
     if elsewhere:
-        from .roster import graded_lms_ids
+        from ..lms.roster import graded_lms_ids
         lms = graded_lms_ids(home, step)
         print(f"return-feedback: {len(elsewhere)} graded students did not hand in through the exchange, so their "
               f"feedback cannot go back through it; hand it back yourself from {_show(home / 'feedback')}/<student>/{step}/:")
@@ -232,7 +232,7 @@ def fetch(step: str) -> list[str]:
 
 def _say_due(command: str, step: str) -> None:
     """When the step is due (course.toml), how long from now, and what late work costs."""
-    from .term import TermError, due_line
+    from ..term import TermError, due_line
     try:
         print(f"{command}: {due_line(step)}")
     except TermError as err:
@@ -321,8 +321,8 @@ def _warn_if_late(step: str, student: str, stamp: str) -> None:
     import time as _time
     from datetime import timedelta
 
-    from .names import UnusableId, student_id
-    from .term import (TermError, UNIT_SECONDS, due_date, extensions, grace_seconds, late_policy, late_text,
+    from ..names import UnusableId, student_id
+    from ..term import (TermError, UNIT_SECONDS, due_date, extensions, grace_seconds, late_policy, late_text,
                        parse_timestamp, show_time)
     try:
         due = due_date(step)
@@ -361,7 +361,7 @@ def _warn_if_late(step: str, student: str, stamp: str) -> None:
 
 def my_feedback(step: str) -> list[Path]:
     """Fetch the feedback on your submissions -> notebooks/<step>/feedback/<submission time>/."""
-    from .feedback import feedback_summary
+    from ..publish.feedback import feedback_summary
     if not (exchange_root() / COURSE_ID / "feedback").is_dir():
         print("my-feedback: no feedback has been returned yet")
         return []

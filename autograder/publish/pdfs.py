@@ -5,7 +5,7 @@ Each written answer (an nbgrader cell that is graded by hand: `grade` and `solut
 the question it answers (the text cells right above it in the notebook, back to the previous code or
 answer cell), with its grade id, its points and a box for the score, notebook by notebook. The
 answers come from the graded notebooks (autograded/), which hold exactly the student's answers.
-Formulas are MathML (autograder/mathml.py); pictures pasted into an answer are kept.
+Formulas are MathML (autograder/publish/mathml.py); pictures pasted into an answer are kept.
 
 `make pdfs ANON=1` (`--anonymous`) grades blind: each PDF is named and headed by a code instead of
 the student's id, `pdfs/anonymous/<step>/<code>.pdf`, and the key, code to student, is written beside
@@ -16,7 +16,7 @@ PDFs are made again, and a code says nothing about the name.
 
 The pages are printed by Debian's Chromium (`$CHROMIUM` names another), driven by playwright,
 with JavaScript off and every network request refused, and each answer's HTML is cleaned first
-(autograder/pages.py): a student's answer is text and pictures, nothing it holds can run or fetch
+(autograder/publish/pages.py): a student's answer is text and pictures, nothing it holds can run or fetch
 anything.
 """
 from __future__ import annotations
@@ -31,10 +31,10 @@ import secrets
 import shutil
 from pathlib import Path
 
-from .course import ROOT, grader_home
-from .csvout import write_csv
-from .errors import SetupError
-from .steps import find_step
+from ..course import ROOT, grader_home
+from ..csvout import write_csv
+from ..errors import SetupError
+from ..steps import find_step
 
 STYLE = """
 body { font-family: 'DejaVu Sans', sans-serif; font-size: 11pt; margin: 0; }

@@ -8,14 +8,14 @@ cell before the HTML is written; the cell's outputs (the verdict) stay.
 It also makes every markdown cell renderable: a picture the text names (`attachment:x.png`) but
 the cell does not hold, which makes nbconvert fail the notebook's feedback ("missing
 attachment"), is shown as a small placeholder instead (a notebook graded before pasted
-pictures were kept, see assemble.py).
+pictures were kept, see intake/assemble.py).
 
 `ForStudents`, listed after nbgrader's GetGrades, makes the page a student's: it opens with the
 summary `make my-feedback` prints (totals per notebook and for the step, the late penalty, the
 written answers still to be graded, the hidden tests waiting for a person's review; also as JSON for
 that command), marks a hidden test waiting for review as such in its heading, shows formulas (in the cells and
 in the graders' comments) as MathML (no
-MathJax from a network, autograder/mathml.py) and drops the value a test cell returns (its score is in
+MathJax from a network, autograder/publish/mathml.py) and drops the value a test cell returns (its score is in
 the cell's heading); the page's template (autograder/templates/course_feedback) puts the summary
 first and indexes only the cells worth points.
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from .assemble import ATTACHMENT_REF, _placeholder
+from ..intake.assemble import ATTACHMENT_REF, _placeholder
 
 BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 
@@ -72,10 +72,10 @@ SUMMARY_ID = "course-feedback-summary"
 
 def summary_for(db_url: str, step: str, student: str) -> dict | None:
     """{student, step, notebooks, step_totals, term, lines} for one student, from the store's record."""
-    from .course import grader_home
-    from .records.store import Store
-    from .records.totals import summary_lines
-    from .steps import find_step
+    from ..course import grader_home
+    from ..records.store import Store
+    from ..records.totals import summary_lines
+    from ..steps import find_step
     found = Store(grader_home(), db_url).load(find_step(step), [student])
     if not found:
         return None
@@ -87,7 +87,7 @@ def summary_for(db_url: str, step: str, student: str) -> dict | None:
 
 
 def feedback_summary(folder: Path) -> dict | None:
-    """The scores summary the feedback pages in `folder` carry (autograder/feedback.py); None when
+    """The scores summary the feedback pages in `folder` carry (autograder/publish/feedback.py); None when
     they carry none (feedback written before there was one)."""
     import json
     pattern = re.compile(r'<script[^>]*id="' + SUMMARY_ID + r'"[^>]*>(.*?)</script>', re.S)

@@ -1,7 +1,7 @@
 """What a grading worker process needs, imported once per grading process in its fork server.
 
 Grading workers are forked from a fork server (multiprocessing's "forkserver") that imports
-autograder/grade.py and then this module (grade.WORKER_PRELOAD): the grader's modules and every
+autograder/grading/grade.py and then this module (grade.WORKER_PRELOAD): the grader's modules and every
 step's checks (which import what their judges use, torch for Step 4). A worker forked from it starts
 with all of that imported, instead of importing it again in each new process (seconds per worker),
 and a grading process that runs several batches (a test session, a pool rebuilt after a worker died)
@@ -17,13 +17,15 @@ import os
 import sys
 import tempfile
 
-from . import assemble, judging, plugin  # noqa: F401
-from .checks import probeserver  # noqa: F401
-from .kernel import execute, sandbox, warm  # noqa: F401
+from . import judging  # noqa: F401
+from .. import plugin  # noqa: F401
+from ..intake import assemble  # noqa: F401
+from ..checks import probeserver  # noqa: F401
+from ..kernel import execute, sandbox, warm  # noqa: F401
 
 
 def _import_checks() -> None:
-    from .steps import all_steps
+    from ..steps import all_steps
     for step in all_steps():
         try:
             step.checks
@@ -74,8 +76,8 @@ def join_worker_group():
     """Put this worker in a memory-limited control group of its own (None where there is none). The
     kernels' groups are made where the grader's are (cgroups.detect, run before joining: they are not
     below the worker's), and the template this worker starts is in the worker's group."""
-    from .kernel import cgroups
-    from .kernel.limits import WORKER_MEMORY_BYTES
+    from ..kernel import cgroups
+    from ..kernel.limits import WORKER_MEMORY_BYTES
     found = cgroups.cgroups()
     if found is None:
         return None

@@ -1,5 +1,5 @@
 """Grades out of the gradebook, as nbgrader `ExportPlugin`s: `make export` writes both files, and
-`nbgrader export --exporter=autograder.export.CanvasExport --to=<file>` (or `...NotebookTotalsExport`)
+`nbgrader export --exporter=autograder.lms.export.CanvasExport --to=<file>` (or `...NotebookTotalsExport`)
 writes the same one.
 
   CanvasExport           the CSV Canvas's gradebook import accepts: Canvas's columns `Student`, `ID`,
@@ -12,7 +12,7 @@ writes the same one.
 Canvas matches a line to a student by `ID` (Canvas's user id), `SIS User ID` or `SIS Login ID`
 (Canvas's guide "How do I import grades in the Gradebook?": those columns first, then one column per
 assignment, an existing assignment's column named `<name> (<assignment id>)`; a name alone that is not
-exactly the assignment's makes a new assignment). The course's roster (autograder/roster.py, from
+exactly the assignment's makes a new assignment). The course's roster (autograder/lms/roster.py, from
 `make roster FROM=<the LMS's gradebook export>`) fills those in, and the step's column carries the
 assignment id it found; a student graded from Canvas's download gets the user id the download
 carried; a student with neither is exported with the student id as `SIS Login ID` and the name from
@@ -25,10 +25,10 @@ from pathlib import Path
 
 from nbgrader.plugins import ExportPlugin
 
-from .course import ROOT, grader_home
-from .csvout import csv_text
-from .records import gradebook
-from .records.store import Store, totals_by_student
+from ..course import ROOT, grader_home
+from ..csvout import csv_text
+from ..records import gradebook
+from ..records.store import Store, totals_by_student
 from .roster import roster, roster_file  # noqa: F401  (roster_file: where the roster is)
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -42,7 +42,7 @@ def _number(value: float) -> str:
 
 
 def _steps(plugin: ExportPlugin) -> list[str]:
-    from .steps import find_step
+    from ..steps import find_step
     return [str(a) for a in plugin.assignment] or [find_step().name]      # default: the newest step
 
 
@@ -51,7 +51,7 @@ def canvas_column(step: str) -> str:
     when the roster import found it (`Step 4: ... (12345)`): Canvas then fills that assignment's
     column; a title alone that differs in any way from the assignment's name makes a new one."""
     from .roster import canvas_assignment_id
-    from .steps import find_step
+    from ..steps import find_step
     title = find_step(step).title
     number = canvas_assignment_id(step)
     return f"{title} ({number})" if number else title
@@ -104,12 +104,12 @@ def canvas_csv(gb, steps: list[str], students: list[str] | None = None) -> str:
 
 def _totals(gb, step: str) -> dict[str, dict]:
     """student -> their totals for `step` (the store's one record, read from the gradebook `gb`)."""
-    from .steps import find_step
+    from ..steps import find_step
     return totals_by_student(Store.current().load(find_step(step), gb=gb))
 
 
 def notebooks_csv(gb, steps: list[str], students: list[str] | None = None) -> str:
-    from .steps import find_step
+    from ..steps import find_step
     rows = []
     for step in steps:
         for student in Store.current().load(find_step(step), gb=gb):
@@ -137,7 +137,7 @@ def _shown_roster() -> str:
 
 
 class CanvasExport(ExportPlugin):
-    """nbgrader export --exporter=autograder.export.CanvasExport [--to=file.csv] [--assignment=<step>]"""
+    """nbgrader export --exporter=autograder.lms.export.CanvasExport [--to=file.csv] [--assignment=<step>]"""
 
     def export(self, gradebook) -> None:
         steps = _steps(self)
@@ -148,7 +148,7 @@ class CanvasExport(ExportPlugin):
 
 
 class NotebookTotalsExport(ExportPlugin):
-    """nbgrader export --exporter=autograder.export.NotebookTotalsExport [--to=file.csv]"""
+    """nbgrader export --exporter=autograder.lms.export.NotebookTotalsExport [--to=file.csv]"""
 
     def export(self, gradebook) -> None:
         steps = _steps(self)

@@ -23,10 +23,10 @@ import json
 import math
 from pathlib import Path
 
-from .course import ROOT, db_url, grader_home
-from .csvout import text_of, write_csv
-from .errors import GraderError
-from .records import gradebook
+from ..course import ROOT, db_url, grader_home
+from ..csvout import text_of, write_csv
+from ..errors import GraderError
+from ..records import gradebook
 
 COLUMNS = ["student", "notebook", "grade_id", "max_score", "score", "comment", "answer"]
 NUMBERS = ("max_score", "score")

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .errors import GraderError
-from .safetext import printable
+from ..errors import GraderError
+from ..safetext import printable
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20       # a Step 4 notebook with all its pictures is well under 5 MB
 MAX_ZIP_MEMBERS = 200
@@ -77,7 +77,7 @@ class SubmissionError(GraderError, RuntimeError):
     """A submission that cannot be read; the message says which file and why."""
 
 
-from .names import (MAX_ID_BYTES, MAX_ID_CHARS, UnusableId, assign_ids, id_key, lookalike_note,  # noqa: E402,F401
+from ..names import (MAX_ID_BYTES, MAX_ID_CHARS, UnusableId, assign_ids, id_key, lookalike_note,  # noqa: E402,F401
                     lookalikes, shown_id, student_id)
 
 
@@ -163,7 +163,7 @@ def collect(path: Path, notebooks: list[str], only=None, roster_ids: dict | None
     read (`Received.data`). `only(student_id)` (optional) picks the students to read: the files of
     the others are not opened (a shard of a large class reads only its own). Files whose name gives
     no usable id (student NO_ID) are reported whatever `only` picks. `roster_ids`: (lms, LMS user
-    id) -> student id, from the roster (autograder/roster.py), for LMS downloads."""
+    id) -> student id, from the roster (autograder/lms/roster.py), for LMS downloads."""
     path = Path(path)
     wanted = only or (lambda sid: True)
     received = _collect(path, notebooks, wanted, roster_ids or {})
@@ -320,7 +320,7 @@ def _lms_raw_names(units: list[_Unit], roster_ids: dict) -> None:
     for unit in units:
         if unit.lms is None or not unit.raw:
             continue
-        from .roster import fold_name
+        from ..lms.roster import fold_name
         key = (unit.lms.lms, unit.lms.user) if unit.lms.lms == "canvas" else ("moodle-name", fold_name(unit.lms.name))
         if key in roster_ids:
             unit.raw = roster_ids[key]
@@ -359,7 +359,7 @@ def _folder_timestamp(folder: Path, top: Path) -> str | None:
 def _stamp(item: Received, text: str | None) -> None:
     """Use a `timestamp.txt`'s time for a notebook, when it holds a plausible one; say so when it
     holds something else."""
-    from .term import parse_timestamp
+    from ..term import parse_timestamp
     if text is None:
         return
     try:
@@ -377,7 +377,7 @@ def _own_time(item: Received, file: Path) -> None:
     """A notebook's own time from the `notebook_times.json` that `make collect` writes beside a
     submission's timestamp.txt (unchanged since an earlier submission): only ever earlier than the
     submission's time, never later."""
-    from .term import parse_timestamp
+    from ..term import parse_timestamp
     times = file.parent / "notebook_times.json"
     if item.time_source != "timestamp.txt" or not times.is_file() or times.is_symlink():
         return

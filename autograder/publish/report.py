@@ -16,13 +16,13 @@ import json
 import unicodedata
 from pathlib import Path
 
-from .course import ROOT
-from .csvout import write_csv
+from ..course import ROOT
+from ..csvout import write_csv
 from .insights import review_reasons
-from .kernel.limits import clip
-from .records.model import NotebookResult, StudentResult
-from .records.store import Store, atomic_write
-from .records.totals import from_results
+from ..kernel.limits import clip
+from ..records.model import NotebookResult, StudentResult
+from ..records.store import Store, atomic_write
+from ..records.totals import from_results
 
 MAX_NOTES = 50
 
@@ -82,7 +82,7 @@ def table(results: list[NotebookResult], step, totals: dict | None = None) -> st
     header = f"{'student':<18}" + "".join(f"{s:>7}" for s in short) + f"{'required':>13}" \
         + (f"{'bonus':>10}" if has_bonus else "") + f"{'late':>7}" + f"{'total':>8}" + "  written answers"
     lines = [header, "-" * len(header)]
-    from .names import lookalikes, shown_id
+    from ..names import lookalikes, shown_id
     alike = {sid: [o for o in group if o != sid] for group in lookalikes(students) for sid in group}
     for sid in students:
         cols, got, top, bonus, bonus_top, open_, written, waiting = [], 0.0, 0.0, 0.0, 0.0, 0, 0, 0
@@ -197,7 +197,7 @@ def budget_ran_out(results: list[NotebookResult]) -> list[str]:
 def _term_part(step, students: list[StudentResult], store: Store) -> tuple[dict, list[dict]]:
     """grades.json's term and its submissions list (the gradebook's submission times, due dates and
     penalties, as the store read them; autograder/term.py)."""
-    from .term import due_date, grace_seconds, late_policy
+    from ..term import due_date, grace_seconds, late_policy
     due = due_date(step.name)
     policy, percent = late_policy()
     term = {"due": due.isoformat() if due else "", "late_policy": policy, "late_percent": percent,

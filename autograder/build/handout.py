@@ -19,8 +19,8 @@ import shutil
 import urllib.parse
 from pathlib import Path
 
-from .course import ENGINE_ROOT, RELEASE, ROOT
-from .errors import SetupError, UsageError
+from ..course import ENGINE_ROOT, RELEASE, ROOT
+from ..errors import SetupError, UsageError
 
 GRADER_ONLY = {"psycopg2-binary", "latex2mathml", "nh3", "jupyter-server-mathjax",   # gradebook driver, feedback formulas, sanitiser,
                "confusable-homoglyphs"}                                               # formgrader MathJax, look-alike ids
@@ -40,7 +40,7 @@ def nbgitpuller_link(hub: str, repo: str, step: str, branch: str = "main",
                      notebook: str | None = None, interface: str = "lab") -> str:
     """The link that clones (or updates, never overwriting a student's edits) `repo` into each student's
     home on the JupyterHub `hub` and opens `notebook` (default: the step's first)."""
-    from .steps import find_step
+    from ..steps import find_step
     notebook = notebook or f"{find_step(step).notebooks()[0]}.ipynb"
     folder = repo.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
     urlpath = f"{interface}/tree/{folder}/release/{step}/{notebook}"

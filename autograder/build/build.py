@@ -15,9 +15,9 @@ import nbformat
 from nbgrader.preprocessors import (ClearHiddenTests, ClearMarkScheme, ClearOutput, IncludeHeaderFooter,
                                     LockCells, NbGraderPreprocessor)
 
-from .course import ROOT, kernel_env
-from .errors import GraderError
-from .nbgrader_cmd import run_nbgrader
+from ..course import ROOT, kernel_env
+from ..errors import GraderError
+from ..nbgrader_cmd import run_nbgrader
 
 SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
                     "BEGIN MARK SCHEME", "END MARK SCHEME")
@@ -32,7 +32,7 @@ def release(step, db_url: str | None = None) -> list[Path]:
 
     The release depends on the sources only: it is generated against a scratch gradebook, so a
     gradebook that already holds grades is never touched (grading brings its own gradebook up
-    to date with the release, see autograder/grade.py)."""
+    to date with the release, see autograder/grading/grade.py)."""
     import tempfile
     with tempfile.TemporaryDirectory(prefix="release-") as scratch:
         run_nbgrader("generate_assignment", step.name, "--force", root=step.root,
@@ -135,7 +135,7 @@ def notebook_kernel(nb, cwd: Path, timeout: int = 600, allow_errors: bool = Fals
 def _notebook_client(nb, cwd: Path, sockets: str, timeout: int, allow_errors: bool):
     from traitlets.config import Config
 
-    from .kernel.execute import CourseNotebookClient
+    from ..kernel.execute import CourseNotebookClient
     config = Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "ipc")}})
     return CourseNotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=allow_errors, config=config,
                                 resources={"metadata": {"path": str(cwd)}})

@@ -42,9 +42,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .course import RELEASE, ROOT, grader_home
-from .csvout import write_csv
-from .steps import find_step
+from ..course import RELEASE, ROOT, grader_home
+from ..csvout import write_csv
+from ..steps import find_step
 
 K = 25                  # MOSS's noise threshold: a match shorter than this many normalised characters never counts
 GUARANTEE = 30          # a match at least this long is always found (winnowing's window: GUARANTEE - K + 1 runs)
@@ -234,7 +234,7 @@ def documents(step: str, home: Path | None = None) -> dict[tuple[str, str], list
 def model_hashes(step: str) -> dict[tuple[str, str], np.ndarray]:
     """(notebook, kind) -> the hash of every run of K characters in the notebook's instructor
     answers and released stubs (all of them, not winnowed: none of it is a student's own)."""
-    from .example import answer_text
+    from ..example import answer_text
     out: dict[tuple[str, str], set] = {}
     source_step = find_step(step)
     for name in source_step.notebooks():

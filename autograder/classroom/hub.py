@@ -29,8 +29,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .course import COURSE_ID, ENGINE_ROOT, ROOT
-from .errors import GraderError
+from ..course import COURSE_ID, ENGINE_ROOT, ROOT
+from ..errors import GraderError
 
 HUB_DIR = Path(os.environ.get("COURSE_HUB_DIR") or ROOT / ".hub")   # the tests: a folder of their own
 PROXY = ENGINE_ROOT / ".hub" / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
@@ -44,7 +44,7 @@ class HubError(GraderError, RuntimeError):
 
 def settings(term: dict | None = None) -> dict:
     """course.toml's [hub], with the defaults filled in."""
-    from .term import load_term
+    from ..term import load_term
     given = (load_term() if term is None else term).get("hub", {})
     unknown = set(given) - set(DEFAULTS)
     if unknown:
@@ -61,7 +61,7 @@ def settings(term: dict | None = None) -> dict:
 def accounts(conf: dict) -> tuple[list[str], list[str]]:
     """(students, instructors): the roster's ids and course.toml's instructors, each a usable local
     account name."""
-    from .roster import roster, roster_file
+    from ..lms.roster import roster, roster_file
     students = sorted(roster())
     instructors = sorted(conf["instructors"])
     if not students:
@@ -114,7 +114,7 @@ def user_config(folder: Path, conf: dict, students: bool) -> Path:
     exchange and the JupyterHub auth plugin; for students the instructors' extensions are off."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "nbgrader_config.py").write_text(
-        "# Written by `make hub` from course.toml [hub] (autograder/hub.py): do not edit, edit course.toml.\n"
+        "# Written by `make hub` from course.toml [hub] (autograder/classroom/hub.py): do not edit, edit course.toml.\n"
         "c = get_config()  # noqa: F821\n"
         f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
         f"c.Exchange.root = {str(Path(conf['exchange']))!r}\n"
@@ -137,7 +137,7 @@ def hub_config(folder: Path, conf: dict, students: list[str], instructors: list[
     per_user = {name: str(folder / "jupyter" / "students") for name in students}
     per_user.update({name: str(folder / "jupyter" / "instructors") for name in instructors})
     lines = [
-        "# Written by `make hub` from course.toml [hub] and roster.csv (autograder/hub.py): edit those, not this.",
+        "# Written by `make hub` from course.toml [hub] and roster.csv (autograder/classroom/hub.py): edit those, not this.",
         "c = get_config()  # noqa: F821",
         f"c.JupyterHub.bind_url = 'http://{conf['ip']}:{port}'",
         f"c.JupyterHub.hub_bind_url = 'http://127.0.0.1:{port + 1}'",

@@ -13,7 +13,7 @@ import re
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from .errors import GraderError
+from ..errors import GraderError
 
 HIDDEN_CALL = re.compile(r"""^hidden\(\s*["'](?P<grade_id>[\w-]+)["']\s*,\s*globals\(\)\s*\)\s*$""", re.M)
 POINTS_LABEL = re.compile(r"\s*\((?P<points>[\d.]+) points?\)\s*$")
@@ -78,7 +78,7 @@ class StampHiddenTests(NbGraderPreprocessor):
     points to stamp (grade_id -> points) instead of the checks'."""
 
     def preprocess(self, nb, resources):
-        from .steps import find_step
+        from ..steps import find_step
         name = (resources.get("nbgrader") or {}).get("assignment")
         if not name:
             raise HiddenTestError("StampHiddenTests needs the step: resources['nbgrader']['assignment']")

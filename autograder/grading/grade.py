@@ -1,10 +1,10 @@
 """Grade a class: `python -m autograder grade SUBMISSIONS [--step S] [--workers N] [--force] [--shard I/N]`.
 
-  1. read the submissions in whatever shape they came (collect.py);
+  1. read the submissions in whatever shape they came (intake/collect.py);
   2. keep each received notebook, unmodified, in nbgrader's layout under autograder/submitted/;
   3. grade every (student, notebook) in parallel worker processes: rebuild the notebook from
-     the instructor's cells and the student's answers (assemble.py), run it in a fresh kernel
-     under limits (kernel/execute.py), judge the hidden checks outside the kernel (judging.py);
+     the instructor's cells and the student's answers (intake/assemble.py), run it in a fresh kernel
+     under limits (kernel/execute.py), judge the hidden checks outside the kernel (grading/judging.py);
   4. record each notebook's result through the store (records/store.py: the graded notebook, its
      scores in the gradebook, its result file; only this process writes), then read the class back
      through the store's one `load` for the feedback HTML and the step's reports
@@ -38,14 +38,14 @@ from pathlib import Path
 # Grading processes (this one and its workers) go without it: jsonschema treats it as absent.
 sys.modules.setdefault("rfc3987_syntax", None)
 
-from .collect import NO_ID, collect, pick_newest  # noqa: E402
-from .course import ROOT, db_url, grader_home, use_environment_tools  # noqa: E402
-from .errors import UsageError  # noqa: E402
-from .kernel.limits import clip  # noqa: E402
-from .records import gradebook  # noqa: E402
-from .records.model import FAILED, MISSING, Budget, CellResult, NotebookResult, StudentResult  # noqa: E402
-from .records.store import STAMP_FORMAT, Store, atomic_write  # noqa: E402
-from .steps import Step  # noqa: E402
+from ..intake.collect import NO_ID, collect, pick_newest  # noqa: E402
+from ..course import ROOT, db_url, grader_home, use_environment_tools  # noqa: E402
+from ..errors import UsageError  # noqa: E402
+from ..kernel.limits import clip  # noqa: E402
+from ..records import gradebook  # noqa: E402
+from ..records.model import FAILED, MISSING, Budget, CellResult, NotebookResult, StudentResult  # noqa: E402
+from ..records.store import STAMP_FORMAT, Store, atomic_write  # noqa: E402
+from ..steps import Step  # noqa: E402
 
 
 # The gradebook's address and credentials: never passed to a kernel (a PostgreSQL URL holds a password).
@@ -75,14 +75,14 @@ def run_job(job: Job) -> NotebookResult:
 
     import nbformat
 
-    from .kernel import leftovers
-    from .assemble import assemble
-    from .checks.casekey import case_key
-    from .kernel.execute import Limits, execute
+    from ..kernel import leftovers
+    from ..intake.assemble import assemble
+    from ..checks.casekey import case_key
+    from ..kernel.execute import Limits, execute
     from .judging import judge_notebook
-    from .plugin import kernel_readable, load_plugin
-    from .checks.probeserver import ProbeServer
-    from .kernel.sandbox import make_sandbox
+    from ..plugin import kernel_readable, load_plugin
+    from ..checks.probeserver import ProbeServer
+    from ..kernel.sandbox import make_sandbox
 
     started = time.monotonic()
     _reset_peak_memory()
@@ -98,7 +98,7 @@ def run_job(job: Job) -> NotebookResult:
     readable = kernel_readable(step)
     template = None
     if job.kernels == "warm":       # this worker's template (its scratch folders live in its sandbox)
-        from .kernel.warm import worker_template
+        from ..kernel.warm import worker_template
         template = worker_template(job.sandbox, plugin.preimport(step),
                                    _kernel_env(job, Path("/nonexistent"), "", course_env),
                                    readable=readable, passed_env=tuple(course_env))
@@ -141,7 +141,7 @@ def run_job(job: Job) -> NotebookResult:
 
 def student_program(nb, released: set) -> list[tuple[str | None, str | None]]:
     """The graded notebook's code cells in the order they run: (the text, if the student wrote it: an
-    answer cell, a live Python box kept as the student left it (assemble.py), a cell the student added;
+    answer cell, a live Python box kept as the student left it (intake/assemble.py), a cell the student added;
     else None), and the grade id of each hidden test cell (else None). A process check reads what the
     student's cells bound before its own cell runs (ProbeServer.code_before)."""
     program = []
@@ -175,8 +175,8 @@ def _peak_memory() -> int | None:
 
 def _kernel_env(job: Job, workdir: Path, socket_path: str, course_env: dict) -> dict:
     """The environment of a job's kernel (before the sandbox keeps only what it passes on)."""
-    from .course import kernel_env
-    from .runtime import GRADER_SOCKET
+    from ..course import kernel_env
+    from ..runtime import GRADER_SOCKET
     env = kernel_env({
         **course_env,
         GRADER_SOCKET: socket_path,
@@ -204,12 +204,12 @@ def bounded_cell(cell: CellResult) -> CellResult:
 
 # What the workers' fork server imports, in this order: this module first (it leaves out rfc3987_syntax
 # before anything imports nbformat), then the rest of the grader and every step's checks (worker.py).
-WORKER_PRELOAD = ["autograder.grade", "autograder.worker"]
+WORKER_PRELOAD = ["autograder.grading.grade", "autograder.grading.worker"]
 
 
 def worker_context():
     """Grading workers are forked from a fork server that has imported the grader and the steps'
-    checks once (autograder/worker.py); spawned, importing everything each, where there is none."""
+    checks once (autograder/grading/worker.py); spawned, importing everything each, where there is none."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
@@ -238,8 +238,8 @@ def run_jobs(jobs: list[Job], workers: int, attempts: int = 3, meanwhile=None, b
     import traceback
     from concurrent.futures.process import BrokenProcessPool
 
-    from .kernel.budget import Ledger
-    from .kernel.limits import Limits
+    from ..kernel.budget import Ledger
+    from ..kernel.limits import Limits
     ledger = Ledger(jobs, Limits.student_budget if budget is None else budget, recorded or {})
     tries = {i: 0 for i in range(len(jobs))}
     context = worker_context()
@@ -317,7 +317,7 @@ def _in_thread(fn):
 def _sweep_after_dead_workers() -> None:
     """What grading workers that died (or ended) left behind: their control groups, their templates',
     jobs' and relays' folders (autograder/kernel/leftovers.py)."""
-    from .kernel import cgroups, leftovers
+    from ..kernel import cgroups, leftovers
     found = cgroups.cgroups()
     if found is not None:
         found.sweep()
@@ -330,10 +330,10 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     """Grade every submission of `step` under `submissions` (or only shard (I, N) of the students, or
     only `students`); return {'results': [...], 'problems': [...]}. kernels: "warm" (forked from a
     template per worker where it can, else cold: said on screen) or "cold" (a fresh kernel per notebook)."""
-    from .kernel import cgroups
-    from .kernel.limits import descriptors_problem
-    from .kernel.sandbox import resolve_sandbox
-    from .shards import available_cores, selector
+    from ..kernel import cgroups
+    from ..kernel.limits import descriptors_problem
+    from ..kernel.sandbox import resolve_sandbox
+    from ..shards import available_cores, selector
     if students:        # as ids are (`ü ñ` is `ü-ñ`; NFC, whatever form the terminal typed)
         students = [_requested_id(s) for s in students]
     only, requested = selector(shard, students), students
@@ -343,9 +343,9 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     url = db_url()
     sandbox = resolve_sandbox(sandbox)
     groups = cgroups.resolve()          # a control group per kernel, or a warning (once per run)
-    from .kernel import leftovers
+    from ..kernel import leftovers
     leftovers.sweep()                   # the folders of grading workers that died in an earlier run
-    from .roster import lms_ids, save_lms_ids
+    from ..lms.roster import lms_ids, save_lms_ids
     roster_ids = lms_ids()
     received = collect(Path(submissions), step.notebooks(), only=only, roster_ids=roster_ids)
     part = (f" (shard {shard[0]} of {shard[1]})" if shard else "") + \
@@ -364,7 +364,7 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     plan = Plan(step, url, sandbox, threads=max(1, cores // workers), limits=dict(limits or {}), kernels=kernels)
     # one time per student's submission: from nbgrader's timestamp.txt, else the file time (an LMS's
     # late mark taken into account: autograder/term.py)
-    from .term import notebook_times, submission_times
+    from ..term import notebook_times, submission_times
     submitted_at, time_sources = submission_times(chosen, step.name)
     plan.store.save_times(step.name, time_sources, notebook_times(chosen, submitted_at))
     save_lms_ids(chosen, grader_home(), step.name)
@@ -394,7 +394,7 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
         _note_feedback_failures(current, write_feedback(step, students, quiet=quiet, only_these=only is not None),
                                 say)
     if only is None:
-        from .report import write_reports
+        from ..publish.report import write_reports
         write_reports(step, current, problems, say=say)
     else:
         _write_shard_record(step, shard, requested, students, problems, current, len(plan.jobs), workers,
@@ -422,7 +422,7 @@ class Plan:
         One time stamp per student's submission (`submitted_at`), the same in submitted/,
         autograded/ and the gradebook: nbgrader's formgrader shows a submission whose stamps differ
         as "needs autograding"."""
-        from .checks.casekey import case_key, key_fingerprint
+        from ..checks.casekey import case_key, key_fingerprint
         # the course's case key: made here, on first grading, before any kernel runs; a new key regrades
         fingerprint = self.step.fingerprint() + key_fingerprint(case_key())
         reused: list[tuple[NotebookResult, Job]] = []
@@ -473,7 +473,7 @@ class Plan:
     def run(self, workers: int, submitted_at: dict[str, float], say, meanwhile=None) -> None:
         """Grade the jobs in worker processes; record each result as it comes, with a progress line
         (`meanwhile()`: run once the jobs are handed out, before the first is recorded)."""
-        from .kernel.limits import Limits
+        from ..kernel.limits import Limits
         started, done = time.monotonic(), 0
         budget = float(self.limits.get("student_budget", Limits.student_budget))
         recorded = {(r.student, r.notebook): r.budget.used if r.budget else 0.0 for r in self.results}
@@ -498,7 +498,7 @@ def _kernels_for(kernels: str, sandbox: str) -> str:
     if kernels not in ("cold", "warm"):
         raise UsageError(f"unknown kind of kernels {kernels!r}: cold (a fresh kernel per notebook) or warm "
                          "(forked from a template that has imported the course's modules)")
-    from .kernel.warm import why_cold
+    from ..kernel.warm import why_cold
     reason = why_cold(sandbox) if kernels == "warm" else ""
     if reason:
         print(f"grade: kernels: cold, not warm: {reason}", file=sys.stderr, flush=True)
@@ -509,8 +509,8 @@ def _kernels_for(kernels: str, sandbox: str) -> str:
 def _write_shard_record(step: Step, shard, requested, students, problems, current, graded: int, workers: int,
                         seconds: float, say) -> None:
     """One piece of the class: its record for the merge (`python -m autograder report`)."""
-    from .report import table
-    from .shards import shard_file, shard_label
+    from ..publish.report import table
+    from ..shards import shard_file, shard_label
     atomic_write(shard_file(step, shard_label(shard, requested)), json.dumps({
         "shard": list(shard) if shard else None, "students": sorted(students),
         "problems": problems, "notebooks_graded": graded, "workers": workers,
@@ -522,7 +522,7 @@ def _write_shard_record(step: Step, shard, requested, students, problems, curren
 
 
 def _requested_id(name: str) -> str:
-    from .names import UnusableId, student_id
+    from ..names import UnusableId, student_id
     try:
         return student_id(name)
     except UnusableId as err:
@@ -550,7 +550,7 @@ def write_feedback(step: Step, students: list[str], quiet: bool = False, only_th
     drop that student's whole feedback and fail: then each notebook of those students is written
     alone, and the ones that still fail are returned, [{student, notebook, problem}], for the reports.
     """
-    from .nbgrader_cmd import NbgraderError, run_nbgrader
+    from ..nbgrader_cmd import NbgraderError, run_nbgrader
     home = grader_home()
     failures: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="feedback-") as view:
@@ -615,8 +615,8 @@ def refresh_from_gradebook(step: Step, quiet: bool = False, feedback: bool = Tru
     """After manual grading (formgrader): feedback HTML and reports again, with the graders' scores.
     Also the merge after a class graded in shards (`python -m autograder report`): every student in
     the gradebook is reported, also one whose grader's result files are not in this grader home."""
-    from .report import write_reports
-    from .shards import shard_problems
+    from ..publish.report import write_reports
+    from ..shards import shard_problems
     store = Store.current()
     store.apply_term(step.name)     # manual scores change a notebook's score, and so its late penalty
     students = store.load(step)
@@ -630,7 +630,7 @@ def refresh_from_gradebook(step: Step, quiet: bool = False, feedback: bool = Tru
 def stale_feedback(step: Step) -> list[str]:
     """The students whose feedback pages show other totals than the gradebook holds now (a grader
     scored a written answer in the formgrader after the pages were written)."""
-    from .feedback import feedback_summary
+    from ..publish.feedback import feedback_summary
     store = Store.current()
     stale = []
     for now in store.load(step):

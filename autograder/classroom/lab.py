@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .course import ENGINE_ROOT, NOTEBOOKS, ROOT
+from ..course import ENGINE_ROOT, NOTEBOOKS, ROOT
 
 SETTINGS = Path(__file__).resolve().parent / "lab_settings"
 ROLES = ("student", "instructor")
@@ -63,7 +63,7 @@ def server_flags(extra: list[str] | None = None, euid: int | None = None) -> lis
 
 
 def run_lab(formgrader: bool = False, extra: list[str] | None = None) -> int:
-    from .course import kernel_env
+    from ..course import kernel_env
     if formgrader:
         args = lab_arguments(ROOT, "instructor", "/formgrader")
     else:
