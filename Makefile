@@ -204,7 +204,8 @@ test-browser: $(PY)
 lint: $(PY)
 	$(VENV)/bin/lint-imports --config .importlinter
 	$(VENV)/bin/mypy --cache-dir=/dev/null
-	$(VENV)/bin/ruff check --select F autograder dlcourse source/course_plugin.py source/step-04/checks
+	$(VENV)/bin/ruff check autograder dlcourse source/course_plugin.py source/step-04/checks
+	$(VENV)/bin/ruff format --check autograder dlcourse source/course_plugin.py
 
 test-quick: $(PY)
 	$(PY) -m pytest -rs -m "not slow and not browser" -x -q -n 2

@@ -3,6 +3,7 @@
 ENGINE_ROOT is this checkout (the engine, the course package); ROOT is the course's folder (source/,
 release/, solutions/, data/): the same folder unless $COURSE_ROOT names another.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,6 +33,7 @@ def use_environment_tools() -> None:
     """Put this Python environment's bin/ first on PATH: nbgrader runs `alembic` from there when it
     creates a gradebook, and a shell that never activated the environment would not find it."""
     import sys
+
     bin_dir = str(Path(sys.executable).parent)
     if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")

@@ -45,6 +45,7 @@ would fill every reason with quotes.
 quoted): only a plain decimal number or a plain identifier (letters and digits of any script, `_ . - /`,
 starting with a letter, digit or `_`) is written as it is; every other field gets a leading `'` as well.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,10 +57,10 @@ from pathlib import Path
 from .safetext import printable
 
 PLAIN_NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-PLAIN_IDENTIFIER = re.compile(r"\w[\w./-]*")       # letters and digits of any script, `_ . / -`
+PLAIN_IDENTIFIER = re.compile(r"\w[\w./-]*")  # letters and digits of any script, `_ . / -`
 
 
-LINE_BREAK = "\u23ce"           # ⏎, for "\r\n", "\r" or "\n" in a text field
+LINE_BREAK = "\u23ce"  # ⏎, for "\r\n", "\r" or "\n" in a text field
 BREAKS = re.compile(r"\r\n|\r|\n")
 _SIGNS_CONTINUE = set("_.()[]{}'\"!?/\\#%&*<>~^$=+-@")
 _SIGNS_START = set("_.()[]{}!?/\\#%&*<>~^$")
@@ -86,7 +87,7 @@ def guard(text: str) -> str:
         out.append(c)
         at_start = not continues_cell(c)
     if at_start and out:
-        out.append("'")     # what follows the field in the file (a quote, a comma) must not start a cell
+        out.append("'")  # what follows the field in the file (a quote, a comma) must not start a cell
     return "".join(out)
 
 
@@ -95,7 +96,7 @@ def text_of(field: str) -> str:
     out, at_start = [], True
     for c in field:
         if at_start and c == "'":
-            at_start = False                    # the guard's quote: the character after it is the text's
+            at_start = False  # the guard's quote: the character after it is the text's
             continue
         out.append(c)
         at_start = not continues_cell(c)

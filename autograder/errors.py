@@ -17,16 +17,19 @@ template that cannot fork) are GraderErrors as well, so nothing the engine raise
 as a traceback. The kernel's side (`autograder/runtime/`) keeps errors of its own: a graded kernel
 imports nothing of the grader but that folder.
 """
+
 from __future__ import annotations
 
 
 class GraderError(Exception):
     """A problem a person can fix; the message says what is wrong and what to do."""
+
     exit_code = 1
 
 
 class UsageError(GraderError):
     """A command's option or argument that cannot be used."""
+
     exit_code = 2
 
 

@@ -7,6 +7,7 @@ the course's gradebook, formgrader, reports and exports hold only the course's r
   half_<nb>.ipynb loose files named with the student id: the first half of each notebook's
                   answers filled in, the rest left as released
 """
+
 from __future__ import annotations
 
 import json
@@ -70,8 +71,11 @@ def build(step, dest: Path | None = None) -> Path:
 def answers_of(step, name: str) -> dict[str, str]:
     """grade_id -> the instructor's answer (solution markers removed) for every answer cell of a notebook."""
     source = _read(step.source / f"{name}.ipynb")
-    return {c["metadata"]["nbgrader"]["grade_id"]: answer_text(c) for c in source["cells"]
-            if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+    return {
+        c["metadata"]["nbgrader"]["grade_id"]: answer_text(c)
+        for c in source["cells"]
+        if c.get("metadata", {}).get("nbgrader", {}).get("solution")
+    }
 
 
 def with_answers(step, name: str, overrides: dict[str, str]) -> dict:

@@ -18,6 +18,7 @@ else chose a near name:
   never merged, and reported as a pair (`lookalikes`); reports show such ids with their
   characters' code points (`shown_id`).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,8 +28,8 @@ from functools import lru_cache
 
 from .errors import GraderError
 
-MAX_ID_CHARS = 64                     # nbgrader's gradebook holds ids of up to 128 characters
-MAX_ID_BYTES = 128                    # the id is a folder name: well under a file system's 255 bytes
+MAX_ID_CHARS = 64  # nbgrader's gradebook holds ids of up to 128 characters
+MAX_ID_BYTES = 128  # the id is a folder name: well under a file system's 255 bytes
 
 
 class UnusableId(GraderError, ValueError):
@@ -59,8 +60,9 @@ def student_id(raw: str) -> str:
     if not sid:
         raise UnusableId("it holds no letter or digit")
     if len(sid) > MAX_ID_CHARS or len(sid.encode("utf-8")) > MAX_ID_BYTES:
-        raise UnusableId(f"it is too long for an id ({len(sid)} characters; at most {MAX_ID_CHARS}, "
-                         f"{MAX_ID_BYTES} bytes in UTF-8)")
+        raise UnusableId(
+            f"it is too long for an id ({len(sid)} characters; at most {MAX_ID_CHARS}, {MAX_ID_BYTES} bytes in UTF-8)"
+        )
     return sid
 
 
@@ -82,6 +84,7 @@ def _prototypes() -> dict[str, str]:
     confusables data of `confusable-homoglyphs` (Unicode's confusables.txt, TR39), joined into
     classes: a character and every homoglyph listed for it share one representative."""
     from confusable_homoglyphs.confusables import confusables_data
+
     parent: dict[str, str] = {}
 
     def find(c: str) -> str:
@@ -92,7 +95,7 @@ def _prototypes() -> dict[str, str]:
 
     for char, glyphs in confusables_data.items():
         for glyph in glyphs:
-            other = glyph["c"].strip("\u200e\u200f")        # the data marks right-to-left glyphs
+            other = glyph["c"].strip("\u200e\u200f")  # the data marks right-to-left glyphs
             if len(char) != 1 or len(other) != 1:
                 continue
             a, b = find(char), find(other)
@@ -122,7 +125,7 @@ def assign_ids(raws, notes: dict | None = None) -> dict[str, str | UnusableId]:
     module's docstring). `notes` (a dict, optional) gets raw name -> what the reports say about a
     name graded apart from its twin in another Unicode form."""
     out: dict[str, str | UnusableId] = {}
-    claims: dict[str, list[str]] = {}          # id -> the raw names that become it
+    claims: dict[str, list[str]] = {}  # id -> the raw names that become it
     for raw in sorted(set(raws)):
         try:
             out[raw] = student_id(raw)
@@ -139,35 +142,44 @@ def assign_ids(raws, notes: dict | None = None) -> dict[str, str | UnusableId]:
         rewritten = [n for n in names if unicodedata.normalize("NFC", n) != sid]
         owner = exact[0] if exact else None
         if owner is None and forms and not rewritten:
-            owner = forms.pop(0)              # two forms of the name, neither written as the id
-        for raw in forms:                     # the same letters in another Unicode form: another student
+            owner = forms.pop(0)  # two forms of the name, neither written as the id
+        for raw in forms:  # the same letters in another Unicode form: another student
             out[raw] = _twin_id(sid, raw, taken)
             taken.add(out[raw])
             if notes is not None:
                 owner_note = f"{owner!r} ({_form(owner)})" if owner else repr(sid)
-                notes[raw] = (f"the name {raw!r} ({_form(raw)}) is written like {owner_note} but in other bytes: "
-                              f"two students, graded apart as {out[raw]!r} and {sid!r}, never merged; check "
-                              "that each is the student it claims to be")
+                notes[raw] = (
+                    f"the name {raw!r} ({_form(raw)}) is written like {owner_note} but in other bytes: "
+                    f"two students, graded apart as {out[raw]!r} and {sid!r}, never merged; check "
+                    "that each is the student it claims to be"
+                )
         for raw in rewritten:
             others = [n for n in names if n != raw]
             if owner is not None:
-                why = (f"it would become the id {sid!r}, which {owner!r} is written as; so that nobody is "
-                       "merged with another student, and nobody loses their id to a look-alike name, "
-                       f"{owner!r} keeps it")
+                why = (
+                    f"it would become the id {sid!r}, which {owner!r} is written as; so that nobody is "
+                    "merged with another student, and nobody loses their id to a look-alike name, "
+                    f"{owner!r} keeps it"
+                )
             else:
-                why = f"it and {_listed(others)} would become the same id {sid!r}, and two students must never be merged"
+                why = (
+                    f"it and {_listed(others)} would become the same id {sid!r}, and two students must never be merged"
+                )
             out[raw] = UnusableId(why)
     return out
 
 
 def _twin_id(sid: str, raw: str, taken: set[str]) -> str:
     """The id of a name written like `sid` in another Unicode form, beside `sid` itself."""
-    tag = "nfd" if raw == unicodedata.normalize("NFD", raw) else \
-        "u" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:6]
-    twin = f"{sid[:MAX_ID_CHARS - len(tag) - 1]}-{tag}"
+    tag = (
+        "nfd"
+        if raw == unicodedata.normalize("NFD", raw)
+        else "u" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:6]
+    )
+    twin = f"{sid[: MAX_ID_CHARS - len(tag) - 1]}-{tag}"
     number = 2
     while twin in taken:
-        twin = f"{sid[:MAX_ID_CHARS - len(tag) - 4]}-{tag}{number}"
+        twin = f"{sid[: MAX_ID_CHARS - len(tag) - 4]}-{tag}{number}"
         number += 1
     return twin
 
@@ -181,6 +193,7 @@ def lookalikes(ids) -> list[list[str]]:
         while parent[sid] != sid:
             sid = parent[sid]
         return sid
+
     seen: dict[tuple[int, str], str] = {}
     for sid in sorted(parent):
         # as written (`l1` and `Il`: TR39 itself), and case-folded (`Alice` and `alice`, `суd` and `CYD`)
@@ -203,9 +216,11 @@ def lookalike_note(sid: str, group: list[str], raws: dict[str, list[str]] | None
     written = ""
     if raws and any(r != sid for r in raws.get(sid, [])):
         written = f" (from the name{'s' * (len(raws[sid]) > 1)} {_listed(raws[sid])})"
-    return (f"graded as {shown_id(sid)!r}{written}, apart from the look-alike "
-            f"{_listed(shown_id(o) for o in others)}: two students, never merged; check that each name "
-            "is the student it claims to be")
+    return (
+        f"graded as {shown_id(sid)!r}{written}, apart from the look-alike "
+        f"{_listed(shown_id(o) for o in others)}: two students, never merged; check that each name "
+        "is the student it claims to be"
+    )
 
 
 def _form(raw: str) -> str:

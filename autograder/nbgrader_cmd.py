@@ -4,6 +4,7 @@
 with its configuration (nbgrader_config.py) and returns its log; a command that fails raises
 NbgraderError quoting it.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,9 @@ HARMLESS_STDERR = r"(?s)^(\S+:\d+: )?(\w+Warning|Matplotlib is building the font
 
 # `python -m nbgrader`, without the optional rfc3987_syntax that jsonschema would import (about 2 s
 # of CPU per command building grammars for IRI formats that no notebook schema uses; see grading/grade.py).
-NBGRADER_MAIN = ("import sys; sys.modules.setdefault('rfc3987_syntax', None); "
-                 "from nbgrader.apps.nbgraderapp import main; main()")
+NBGRADER_MAIN = (
+    "import sys; sys.modules.setdefault('rfc3987_syntax', None); from nbgrader.apps.nbgraderapp import main; main()"
+)
 
 ERROR_LINE = re.compile(r"\| (ERROR|CRITICAL|FATAL)\]")
 
@@ -45,7 +47,7 @@ def run_nbgrader(*args: str, root: Path = ROOT, db_url: str | None = None) -> st
     cmd = [sys.executable, "-c", NBGRADER_MAIN, *args, f"--CourseDirectory.root={root}"]
     if db_url:
         cmd.append(f"--CourseDirectory.db_url={db_url}")
-    env = kernel_env({"COURSE_ROOT": str(root)})    # the course whose checks stamp its hidden tests
+    env = kernel_env({"COURSE_ROOT": str(root)})  # the course whose checks stamp its hidden tests
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     # from the engine's folder: nbgrader reads nbgrader_config.py from where it runs
     proc = subprocess.run(cmd, cwd=ENGINE_ROOT, env=env, capture_output=True, text=True)

@@ -14,6 +14,7 @@ The engine grades notebooks of any course; a course tells it, through a `CourseP
 
 A course without a plugin gets this base class: plain data only, nothing else readable.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -74,7 +75,9 @@ def kernel_readable(step) -> list[Path]:
     engine = Path(__file__).resolve().parent
     files = [engine / "__init__.py", engine / "runtime", *load_plugin(step.root).kernel_files(step)]
     missing = [str(f) for f in files if not Path(f).exists()]
-    if missing:          # left out, the kernel would fail on the student's first import of it, saying nothing of why
-        raise SetupError(f"a graded kernel is to read {', '.join(missing)}, which is not there: the course plugin "
-                         f"(source/course_plugin.py, kernel_files) names it; install or restore it, or stop naming it")
+    if missing:  # left out, the kernel would fail on the student's first import of it, saying nothing of why
+        raise SetupError(
+            f"a graded kernel is to read {', '.join(missing)}, which is not there: the course plugin "
+            f"(source/course_plugin.py, kernel_files) names it; install or restore it, or stop naming it"
+        )
     return [Path(f) for f in files]

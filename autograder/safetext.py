@@ -12,17 +12,20 @@ overrides, unassigned and private-use code points, lone surrogates) is shown as 
 `python -m autograder` puts its standard output and error behind `TerminalText` (autograder/__main__.py),
 so every command's printing passes here, whichever module prints.
 """
+
 from __future__ import annotations
 
 import io
 
-PASSES = "\n\t"      # besides the printable characters
+PASSES = "\n\t"  # besides the printable characters
 
 
 def printable(text: str, keep: str = "") -> str:
     r"""`text` with every character that is not printable (nor in `keep`) shown as its escape (`\x1b`)."""
-    return "".join(c if c.isprintable() or c in keep else c.encode("unicode_escape", "backslashreplace").decode("ascii")
-                   for c in text)
+    return "".join(
+        c if c.isprintable() or c in keep else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+        for c in text
+    )
 
 
 def terminal_text(text: str) -> str:

@@ -7,6 +7,7 @@ is given the runtime and nothing else, cannot reach it): the same requests as in
 by the runtime from the notebook's namespace through a probe server on a socket of its own, judged
 in this process.
 """
+
 from __future__ import annotations
 
 import ast
@@ -59,7 +60,7 @@ def _sources_of(ns: dict) -> list[str]:
             except (OSError, TypeError, SyntaxError):
                 continue
             if tree.body and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
-                tree.body[0].name = str(name)          # defined under another name, given as `name`
+                tree.body[0].name = str(name)  # defined under another name, given as `name`
             sources.append(ast.unparse(tree))
     return sources
 
@@ -81,8 +82,10 @@ def step_with(grade_id: str):
         return here
     having = [s for s in all_steps() if grade_id in s.checks]
     if len(having) != 1:
-        raise LookupError(f"hidden test {grade_id!r}: found in {len(having)} steps "
-                          f"({', '.join(s.name for s in having) or 'none'}); set COURSE_STEP to the step's name")
+        raise LookupError(
+            f"hidden test {grade_id!r}: found in {len(having)} steps "
+            f"({', '.join(s.name for s in having) or 'none'}); set COURSE_STEP to the step's name"
+        )
     return having[0]
 
 

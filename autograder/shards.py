@@ -11,6 +11,7 @@ whatever other students are in the folder, so a late submission never moves a st
 shard. Shards write disjoint rows (their own students') to the gradebook; the rows they share (the
 step's notebooks and grade cells) are written once, under a lock (`gradebook_lock`).
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from .course import grader_home
 
-LOCK_KEY = 0x5354455034      # any fixed 64-bit number: the advisory lock that guards the gradebook's setup
+LOCK_KEY = 0x5354455034  # any fixed 64-bit number: the advisory lock that guards the gradebook's setup
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -51,6 +52,7 @@ def selector(shard: tuple[int, int] | None = None, students=None):
         if wanted and student not in wanted:
             return False
         return shard is None or shard_of(student, shard[1]) == shard[0]
+
     return keep
 
 
@@ -78,6 +80,7 @@ def gradebook_lock(url: str):
     if url.startswith("postgresql"):
         import sqlalchemy
         from sqlalchemy.pool import NullPool
+
         engine = sqlalchemy.create_engine(url, poolclass=NullPool)
         try:
             with engine.connect() as conn:
@@ -91,7 +94,7 @@ def gradebook_lock(url: str):
         finally:
             engine.dispose()
     elif url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-        path = Path(url[len("sqlite:///"):])
+        path = Path(url[len("sqlite:///") :])
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path.with_name(path.name + ".lock"), "a") as f:
             fcntl.flock(f, fcntl.LOCK_EX)

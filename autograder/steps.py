@@ -17,6 +17,7 @@ from the imported package.
 Every command takes `--step` (default: the only step, or the newest by name). Nothing in the
 engine names a step.
 """
+
 from __future__ import annotations
 
 import ast
@@ -32,10 +33,10 @@ from .course import ROOT
 from .errors import SetupError, UsageError
 
 CHECKS_PACKAGE = "checks"
-MODULE_PREFIX = "course_checks"     # a step's check package is imported as course_checks.<step_with_underscores>
+MODULE_PREFIX = "course_checks"  # a step's check package is imported as course_checks.<step_with_underscores>
 # The engine's files whose change regrades every step (with checks/ and runtime/), relative to autograder/.
 ENGINE_FILES = ("intake/assemble.py", "grading/judging.py", "plugin.py")
-ENGINE_FOLDERS = ("kernel", "checks", "runtime")      # every module in them: how a kernel runs and is judged
+ENGINE_FOLDERS = ("kernel", "checks", "runtime")  # every module in them: how a kernel runs and is judged
 
 
 class UnknownStep(UsageError):
@@ -114,6 +115,7 @@ class Step:
     def checks(self) -> dict:
         """grade_id -> Check: this step's hidden tests."""
         from .checks.framework import checks_of
+
         return checks_of(self.package.__name__)
 
     def hidden_test_count(self) -> int:
@@ -126,6 +128,7 @@ class Step:
         checks (`make steps`, the class report)."""
         import json
         import re
+
         found = set()
         for path in sorted(self.source.glob("*.ipynb")):
             try:
@@ -133,7 +136,9 @@ class Step:
             except (OSError, ValueError):
                 continue
             for cell in cells:
-                text = "".join(cell.get("source", "")) if isinstance(cell.get("source"), list) else cell.get("source", "")
+                text = (
+                    "".join(cell.get("source", "")) if isinstance(cell.get("source"), list) else cell.get("source", "")
+                )
                 found.update(re.findall(r"""\bhidden\(\s*["']([^"']+)["']""", text or ""))
         return found
 
@@ -144,9 +149,13 @@ class Step:
         """Changes whenever this step's notebooks or checks, the course plugin or the engine's grading
         code change; another step's changes leave it alone."""
         digest = hashlib.sha256()
-        paths = sorted(self.source.glob("*.ipynb")) + sorted(self.release.glob("*.ipynb")) \
-            + sorted(self.checks_dir.rglob("*.py")) \
-            + engine_files() + [self.root / "source" / "course_plugin.py"]      # a course may have no plugin
+        paths = (
+            sorted(self.source.glob("*.ipynb"))
+            + sorted(self.release.glob("*.ipynb"))
+            + sorted(self.checks_dir.rglob("*.py"))
+            + engine_files()
+            + [self.root / "source" / "course_plugin.py"]
+        )  # a course may have no plugin
         for path in paths:
             if path.exists():
                 rel = path.relative_to(self.root) if path.is_relative_to(self.root) else Path(path.name)
@@ -164,9 +173,11 @@ def engine_files() -> list[Path]:
     paths = [path for folder in ENGINE_FOLDERS for path in sorted((engine / folder).glob("*.py"))]
     paths += [engine / name for name in ENGINE_FILES]
     if missing:
-        raise SetupError(f"the grader's fingerprint names engine files that are not there: "
-                         f"{', '.join('autograder/' + name for name in missing)}; name each where it is now "
-                         f"in ENGINE_FILES or ENGINE_FOLDERS (autograder/steps.py), so that changing it still regrades")
+        raise SetupError(
+            f"the grader's fingerprint names engine files that are not there: "
+            f"{', '.join('autograder/' + name for name in missing)}; name each where it is now "
+            f"in ENGINE_FILES or ENGINE_FOLDERS (autograder/steps.py), so that changing it still regrades"
+        )
     return paths
 
 
@@ -187,15 +198,24 @@ def literal_assignment(tree: ast.Module, name: str):
     """The value a parsed module gives `name`: UNSET if nothing in it binds it (and it imports no
     `*`), the literal if one top-level `name = <literal>` is its only binding, else NOT_LITERAL (a
     computed value, an import, a second binding: ask the imported module)."""
-    bindings = [node for node in ast.walk(tree)
-                if (isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load))
-                or (isinstance(node, ast.alias) and (node.asname or node.name).split(".")[0] in (name, "*"))
-                or (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name)
-                or (isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names)]
+    bindings = [
+        node
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load))
+        or (isinstance(node, ast.alias) and (node.asname or node.name).split(".")[0] in (name, "*"))
+        or (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name)
+        or (isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names)
+    ]
     if not bindings:
         return UNSET
-    top = [stmt for stmt in tree.body if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-           and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name]
+    top = [
+        stmt
+        for stmt in tree.body
+        if isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and stmt.targets[0].id == name
+    ]
     if len(bindings) != 1 or len(top) != 1:
         return NOT_LITERAL
     try:
@@ -239,6 +259,7 @@ def unload(step: Step) -> None:
     """Forget a step's imported check package (its modules and registered checks): the next Step
     value imports it afresh (after `new-check` wrote into it)."""
     from .checks.framework import REGISTRIES
+
     name = module_name(step.name)
     for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
         del sys.modules[key]
@@ -247,8 +268,11 @@ def unload(step: Step) -> None:
 
 def all_steps(root: Path = ROOT) -> list[Step]:
     """Every step in source/ (a folder with notebooks and a check package), ordered by name."""
-    return [Step(p.name, root) for p in sorted((root / "source").iterdir())
-            if p.is_dir() and (p / CHECKS_PACKAGE / "__init__.py").exists() and any(p.glob("*.ipynb"))]
+    return [
+        Step(p.name, root)
+        for p in sorted((root / "source").iterdir())
+        if p.is_dir() and (p / CHECKS_PACKAGE / "__init__.py").exists() and any(p.glob("*.ipynb"))
+    ]
 
 
 def find_step(name: str | None = None, root: Path = ROOT) -> Step:
@@ -256,8 +280,9 @@ def find_step(name: str | None = None, root: Path = ROOT) -> Step:
     steps = all_steps(root)
     if name is None:
         if not steps:
-            raise UnknownStep(f"no step in {root / 'source'}: a step is source/<step>/ with notebooks and a "
-                              f"{CHECKS_PACKAGE}/ package")
+            raise UnknownStep(
+                f"no step in {root / 'source'}: a step is source/<step>/ with notebooks and a {CHECKS_PACKAGE}/ package"
+            )
         return steps[-1]
     for step in steps:
         if step.name == name:

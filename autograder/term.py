@@ -24,6 +24,7 @@ reports say which was used. Both are only as trustworthy as their path: nbgrader
 `timestamp.txt` itself, but a zip or folder a student uploads to an LMS can carry any time stamp
 and any file time, so for LMS uploads the LMS's own record decides (Canvas's LATE mark, below).
 """
+
 from __future__ import annotations
 
 import csv
@@ -40,7 +41,7 @@ from .errors import GraderError
 
 POLICIES = ("none", "zero", "per_hour", "per_day")
 UNIT_SECONDS = {"per_hour": 3600, "per_day": 86400}
-TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"     # nbgrader's Exchange.timestamp_format
+TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"  # nbgrader's Exchange.timestamp_format
 
 
 class TermError(GraderError, ValueError):
@@ -75,13 +76,16 @@ def due_date(step: str, path: Path | None = None) -> datetime | None:
         try:
             due = datetime.fromisoformat(due)
         except ValueError:
-            raise TermError(f"{name}: [due] {step} = {due!r} is not a date and time: "
-                            f"write it as {step} = 2026-12-14T23:59:00Z") from None
+            raise TermError(
+                f"{name}: [due] {step} = {due!r} is not a date and time: write it as {step} = 2026-12-14T23:59:00Z"
+            ) from None
     if not isinstance(due, datetime):
         raise TermError(f"{name}: [due] {step} = {due!r} needs a time of day too: {step} = {due}T23:59:00Z")
     if due.tzinfo is None:
-        raise TermError(f"{name}: [due] {step} = {due.isoformat()} has no UTC offset: add one, "
-                        f"e.g. {due.isoformat()}Z (UTC) or {due.isoformat()}+01:00")
+        raise TermError(
+            f"{name}: [due] {step} = {due.isoformat()} has no UTC offset: add one, "
+            f"e.g. {due.isoformat()}Z (UTC) or {due.isoformat()}+01:00"
+        )
     return due.astimezone(timezone.utc)
 
 
@@ -114,7 +118,7 @@ def grace_seconds(path: Path | None = None) -> float:
     text = late.get("grace", DEFAULT_GRACE)
     name = Path(path or term_file()).name
     if not isinstance(text, str):
-        raise TermError(f"{name}: [late] grace = {text!r} must be a length of time in quotes, e.g. grace = \"10m\"")
+        raise TermError(f'{name}: [late] grace = {text!r} must be a length of time in quotes, e.g. grace = "10m"')
     if text.strip() in ("0", "0m", "0h", "0d"):
         return 0.0
     try:
@@ -127,10 +131,12 @@ def describe_policy(path: Path | None = None, grace: bool = True) -> str:
     """The policy in words; with `grace`, the grace period too (the released notebooks' due-date cell
     leaves it out: `make fetch` and `make validate` say it)."""
     policy, percent = late_policy(path)
-    text = {"none": "late work is graded in full",
-            "zero": "a late notebook scores 0",
-            "per_hour": f"{percent:g} % of a notebook's score off per hour or part of an hour late",
-            "per_day": f"{percent:g} % of a notebook's score off per day or part of a day late"}[policy]
+    text = {
+        "none": "late work is graded in full",
+        "zero": "a late notebook scores 0",
+        "per_hour": f"{percent:g} % of a notebook's score off per hour or part of an hour late",
+        "per_day": f"{percent:g} % of a notebook's score off per day or part of a day late",
+    }[policy]
     seconds = grace_seconds(path) if grace else 0
     if seconds and policy != "none":
         text += f" (up to {show_duration(timedelta(seconds=seconds))} late counts as on time)"
@@ -171,6 +177,7 @@ def show_duration(delta: timedelta) -> str:
 def extension_rows(path: Path | None = None) -> list[dict]:
     """Every line of extensions.csv, checked: [{student, step, extension (timedelta), reason}]."""
     from .names import UnusableId, student_id
+
     path = Path(path or extensions_file())
     if not path.exists():
         return []
@@ -179,8 +186,10 @@ def extension_rows(path: Path | None = None) -> list[dict]:
     reader = csv.DictReader(lines)
     missing = {"student", "step", "extension"} - set(reader.fieldnames or [])
     if missing:
-        raise TermError(f"{path.name}: the first line must name the columns student,step,extension,reason "
-                        f"(missing: {', '.join(sorted(missing))})")
+        raise TermError(
+            f"{path.name}: the first line must name the columns student,step,extension,reason "
+            f"(missing: {', '.join(sorted(missing))})"
+        )
     rows, seen = [], {}
     for number, row in enumerate(reader, start=2):
         where = f"{path.name}, line {number}"
@@ -196,11 +205,12 @@ def extension_rows(path: Path | None = None) -> list[dict]:
         except ValueError as err:
             raise TermError(f"{where}: {err}") from None
         if (sid, step) in seen:
-            raise TermError(f"{where}: {sid} already has an extension for {step} on line {seen[sid, step]}: "
-                            "keep one line per student and step")
+            raise TermError(
+                f"{where}: {sid} already has an extension for {step} on line {seen[sid, step]}: "
+                "keep one line per student and step"
+            )
         seen[sid, step] = number
-        rows.append({"student": sid, "step": step, "extension": extension,
-                     "reason": (row.get("reason") or "").strip()})
+        rows.append({"student": sid, "step": step, "extension": extension, "reason": (row.get("reason") or "").strip()})
     return rows
 
 
@@ -218,19 +228,24 @@ def list_extensions(step: str, say=print) -> list[dict]:
         say(f"extensions: none for {step} ({_show(extensions_file())} lists them: student,step,extension,reason)")
     for row in rows:
         own = show_time(due + row["extension"]) if due else "-"
-        say(f"  {row['student']:<20} +{show_duration(row['extension']):<8} due {own}"
-            + (f"  ({row['reason']})" if row["reason"] else ""))
+        say(
+            f"  {row['student']:<20} +{show_duration(row['extension']):<8} due {own}"
+            + (f"  ({row['reason']})" if row["reason"] else "")
+        )
     return rows
 
 
 # ---- times ---------------------------------------------------------------------------------------
 
+
 def show_time(when: datetime | None) -> str:
     return when.astimezone(timezone.utc).strftime("%a %d %b %Y %H:%M UTC") if when else "-"
 
 
-TIMESTAMP = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})[ T](?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,6}))?"
-                       r"\s*(?P<zone>UTC|GMT|Z|[+-]\d{2}:?\d{2})?")
+TIMESTAMP = re.compile(
+    r"(?P<date>\d{4}-\d{2}-\d{2})[ T](?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,6}))?"
+    r"\s*(?P<zone>UTC|GMT|Z|[+-]\d{2}:?\d{2})?"
+)
 
 
 def parse_timestamp(text: str) -> float | None:
@@ -292,6 +307,7 @@ def due_line(step: str) -> str:
 
 # ---- the gradebook (autograder/records/gradebook.py writes and reads the term there) ---------------------
 
+
 def late_penalty_plugin() -> Any:
     """The course's late-penalty plugin (nbgrader's LateSubmissionPlugin, configured by course.toml)."""
     return _nbgrader_classes()["CourseLatePenalty"]()
@@ -332,6 +348,7 @@ def submission_times(chosen: dict, step: str) -> tuple[dict[str, float], dict[st
     does not show it late (a download's file times are the download's) is taken as one second past
     the student's due date, extension included: late by the LMS's word, by the least it can be."""
     import time as _time
+
     times: dict[str, float] = {}
     sources: dict[str, str] = {}
     late_flag: dict[str, bool] = {}
@@ -380,8 +397,10 @@ def due_cell_text(step: str) -> str:
     due = due_date(step)
     if due is None:
         return ""
-    return (f"**Due: {show_time(due)}.** Late work: {describe_policy(grace=False)}; an extension granted to you moves "
-            "your own due date. `make fetch` and `make validate` show the due date and the time left.")
+    return (
+        f"**Due: {show_time(due)}.** Late work: {describe_policy(grace=False)}; an extension granted to you moves "
+        "your own due date. `make fetch` and `make validate` show the due date and the time left."
+    )
 
 
 # ---- what nbgrader loads (nbgrader_config.py) ----------------------------------------------------
@@ -389,6 +408,7 @@ def due_cell_text(step: str) -> str:
 # everyday commands that only read the term (`make fetch`, `make extensions`, `make submit`) must
 # not pay. They are made on first use: `from autograder.term import CourseLatePenalty` works as
 # before (a module __getattr__, PEP 562).
+
 
 def _nbgrader_classes() -> dict:
     global _CLASSES
@@ -402,7 +422,9 @@ def _nbgrader_classes() -> dict:
             `zero` as nbgrader's own, `per_hour`/`per_day` a percentage of the notebook's score off per started
             hour or day."""
 
-            penalty_method = Enum(POLICIES, help="none, zero, per_hour or per_day (course.toml [late] policy)").tag(config=True)
+            penalty_method = Enum(POLICIES, help="none, zero, per_hour or per_day (course.toml [late] policy)").tag(
+                config=True
+            )
             percent = Float(help="per_hour/per_day: % of the notebook's score off per started unit").tag(config=True)
             grace = Float(help="seconds late that still count as on time (course.toml [late] grace)").tag(config=True)
 
@@ -427,6 +449,7 @@ def _nbgrader_classes() -> dict:
 
             def preprocess(self, nb, resources):
                 import nbformat
+
                 step = resources.get("nbgrader", {}).get("assignment")
                 text = due_cell_text(step)
                 nb.cells = [c for c in nb.cells if c.get("id") != DUE_CELL_ID]

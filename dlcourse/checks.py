@@ -1,4 +1,5 @@
 """Checks for "check your work" cells: each failure says what is wrong and what most likely caused it."""
+
 from __future__ import annotations
 
 import builtins
@@ -25,27 +26,33 @@ class needs:
         self.names = names
 
     def __enter__(self):
-        self.cell = sys._getframe(1)            # the frame of the cell that says `with needs(...)`
+        self.cell = sys._getframe(1)  # the frame of the cell that says `with needs(...)`
         return self
 
     def __exit__(self, kind, error, traceback):
         if kind is None:
             return False
         if issubclass(kind, NotImplementedError):
-            print(f"(This cell uses {', '.join(self.names)}: fill in the answer above, run it, then run this cell again.)")
+            print(
+                f"(This cell uses {', '.join(self.names)}: fill in the answer above, run it, then run this cell again.)"
+            )
             return True
-        if issubclass(kind, NameError) and not issubclass(kind, UnboundLocalError) and self._not_run_yet(error, traceback):
+        if (
+            issubclass(kind, NameError)
+            and not issubclass(kind, UnboundLocalError)
+            and self._not_run_yet(error, traceback)
+        ):
             print(f"(This cell needs {error.name!r}, which is not defined yet: run the cells above first.)")
             return True
-        return False                            # anything else, shown as it is
+        return False  # anything else, shown as it is
 
     def _not_run_yet(self, error: NameError, traceback) -> bool:
         name = getattr(error, "name", None)
         if name is None or name in self.cell.f_globals or hasattr(builtins, name):
             return False
-        while traceback.tb_next is not None:    # the frame that raised: the cell's code, or a function it called
+        while traceback.tb_next is not None:  # the frame that raised: the cell's code, or a function it called
             traceback = traceback.tb_next
-        in_this_cell = traceback.tb_frame.f_code.co_filename == self.cell.f_code.co_filename   # functions it defines too
+        in_this_cell = traceback.tb_frame.f_code.co_filename == self.cell.f_code.co_filename  # functions it defines too
         return name in self.names or in_this_cell
 
 
@@ -65,24 +72,28 @@ def expect_attention_rows(A: torch.Tensor, tol: float = 1e-6) -> None:
             f"A has NaN (first at index {rows}). Most often the mask was built by multiplying: "
             "(1 - tril) * float('-inf') holds 0 * -inf = NaN on every kept entry; build it with "
             "masked_fill(future, float('-inf')) instead. A whole row of NaN can also mean that the softmax saw only "
-            "-inf (was the diagonal masked too? tril must keep j == i), or that a row was divided by a sum of 0.")
+            "-inf (was the diagonal masked too? tril must keep j == i), or that a row was divided by a sum of 0."
+        )
     if (A < 0).any():
         raise AssertionError(f"A has negative weights (min {A.min().item():.3g}): a softmax never does.")
     above = torch.triu(torch.ones(T, T, dtype=torch.bool, device=A.device), diagonal=1)
     if (A[..., above] != 0).any():
         raise AssertionError(
             f"A has weight above the diagonal (max {A[..., above].abs().max().item():.3g}): the future is visible. "
-            "Was the mask filled with 0 instead of -inf, or is it triu instead of tril?")
+            "Was the mask filled with 0 instead of -inf, or is it triu instead of tril?"
+        )
     sums = A.sum(dim=-1)
     worst = (sums - 1).abs().max().item()
     if worst > tol:
         low = sums.min().item()
         raise AssertionError(
             f"rows of A sum to between {low:.4f} and {sums.max().item():.4f}, not 1 (worst error {worst:.2e}). "
-            "Rows that sum to less than 1 usually mean the mask was applied after the softmax.")
+            "Rows that sum to less than 1 usually mean the mask was applied after the softmax."
+        )
 
 
 # ---- trying a check you wrote (notebook 3) ------------------------------------------------
+
 
 def _name(check) -> str:
     return getattr(check, "__name__", "your check")
@@ -99,11 +110,13 @@ def expect_accepts(check, what: str, *args, hint: str = "", crash_hint: str = ""
     except AssertionError as err:
         raise AssertionError(
             f"{_name(check)} rejects {what}, which is correct (it said: {str(err)[:200] or 'AssertionError'}). "
-            + (hint or "A check must return quietly whenever the property holds.")) from None
+            + (hint or "A check must return quietly whenever the property holds.")
+        ) from None
     except Exception as err:
         raise AssertionError(
             f"{_name(check)} crashed on {what}: {type(err).__name__}: {str(err)[:200]}. "
-            + (crash_hint or hint or "A check must return quietly whenever the property holds.")) from None
+            + (crash_hint or hint or "A check must return quietly whenever the property holds.")
+        ) from None
     print(f"  ✓ returns quietly on {what}")
 
 
@@ -120,16 +133,21 @@ def expect_rejects(check, what: str, *args, hint: str = "") -> None:
     except Exception as err:
         raise AssertionError(
             f"{_name(check)} crashed on {what} with {type(err).__name__}: {str(err)[:200]}. A crash is not a catch: "
-            "when the property fails, the check must raise AssertionError (an `assert` with a message).") from None
-    raise AssertionError(f"{_name(check)} returns quietly on {what}, which breaks the property. "
-                         + (hint or "Which part of the property does it break? Assert that part."))
+            "when the property fails, the check must raise AssertionError (an `assert` with a message)."
+        ) from None
+    raise AssertionError(
+        f"{_name(check)} returns quietly on {what}, which breaks the property. "
+        + (hint or "Which part of the property does it break? Assert that part.")
+    )
 
 
 # ---- the form of an answer's result (dlcourse/contracts.py) --------------------------------
+
 
 def expect_form(name: str, value, *args) -> None:
     """The result `value` of answer `name` on `args` must have the form its contract states (the kind,
     shape and dtype the hidden tests judge too): raises AssertionError saying what differs."""
     from .contracts import form_problem
+
     problem = form_problem(name, value, *args)
     assert not problem, problem

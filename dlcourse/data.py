@@ -4,6 +4,7 @@ The text is never committed. `fetch()` puts a verified copy at `data/tinyshakesp
 (copied from `../shared/data` when that folder exists beside the checkout, else downloaded
 from its canonical public location); `load_text()` checks the sha256 every time it reads.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -96,10 +97,8 @@ def fetch(dest: Path | None = None, shared: Path | None = None, url: str = URL) 
                 ) from err
         found = sha256_of(tmp)
         if found != SHA256:
-            raise CorpusError(
-                f"The corpus from {source} has sha256 {found}, expected {SHA256}: refusing to use it."
-            )
-        os.chmod(tmp, 0o644)        # mkstemp made it private; grading kernels run as another user
+            raise CorpusError(f"The corpus from {source} has sha256 {found}, expected {SHA256}: refusing to use it.")
+        os.chmod(tmp, 0o644)  # mkstemp made it private; grading kernels run as another user
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)

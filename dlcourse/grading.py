@@ -18,6 +18,7 @@ precision all work as they do on a real module. Precision too is what it is on t
 module: a float32 head refuses float64 input as `nn.Linear` does, until it is turned `.double()`
 (or `.to(torch.float64)`): the conversion is recorded here and the grader's module computes in it.
 """
+
 from __future__ import annotations
 
 import torch
@@ -35,7 +36,7 @@ class ServedModule(torch.nn.Module):
         self._link = link
         self._token = token
         self._last_call = None
-        self._dtype = None          # the dtype a .double() / .to(dtype) gave it (None: the grader's module's own)
+        self._dtype = None  # the dtype a .double() / .to(dtype) gave it (None: the grader's module's own)
         self.A = None
 
     def forward(self, x):
@@ -67,8 +68,14 @@ def _plain(t: torch.Tensor) -> dict:
 class _ServedCall(torch.autograd.Function):
     @staticmethod
     def forward(module, x):
-        reply = module._link.request({"op": "forward", "token": module._token, "x": _plain(x),
-                                      "dtype": str(module._dtype).replace("torch.", "") if module._dtype else None})
+        reply = module._link.request(
+            {
+                "op": "forward",
+                "token": module._token,
+                "x": _plain(x),
+                "dtype": str(module._dtype).replace("torch.", "") if module._dtype else None,
+            }
+        )
         module._last_call = reply["call"]
         module.A = from_plain(reply["A"], tensors=True) if reply.get("A") is not None else None
         return from_plain(reply["out"], tensors=True)
@@ -86,23 +93,24 @@ class _ServedCall(torch.autograd.Function):
     @staticmethod
     def vmap(info, in_dims, module, x):
         """torch.func.vmap: one call per slice of the mapped axis, stacked."""
-        x = x.movedim(in_dims[1], 0)                                 # (N, ...)
+        x = x.movedim(in_dims[1], 0)  # (N, ...)
         outs, weights = [], []
         for i in range(x.shape[0]):
             outs.append(_ServedCall.apply(module, x[i]))
             weights.append(module.A)
         if all(a is not None for a in weights):
-            module.A = torch.stack(weights)                          # (N, ...)
-        return torch.stack(outs), 0                                  # (N, ...)
+            module.A = torch.stack(weights)  # (N, ...)
+        return torch.stack(outs), 0  # (N, ...)
 
 
 # ---- tensors and layers on the wire ------------------------------------------------------------
+
 
 def _encode(obj, budget):
     if type(obj) is torch.Size:
         return {"__tuple__": [int(n) for n in obj]}
     if isinstance(obj, torch.Tensor):
-        plain = torch.Tensor.as_subclass(obj, torch.Tensor).detach().cpu()   # a subclass: its values only
+        plain = torch.Tensor.as_subclass(obj, torch.Tensor).detach().cpu()  # a subclass: its values only
         if plain.is_complex() or plain.layout != torch.strided:
             raise NotPlain(f"a {plain.dtype} {plain.layout} tensor is not a numeric answer")
         return {"__tensor__": array_plain(plain.resolve_conj().resolve_neg().numpy(), budget)["__array__"]}
@@ -133,7 +141,7 @@ def _layer(spec: dict, rebuild):
 
 # ---- the kernel's side of a hidden test --------------------------------------------------------
 
-MAX_TRACE = 4000            # torch calls recorded during one traced call
+MAX_TRACE = 4000  # torch calls recorded during one traced call
 
 
 class TorchHooks(KernelHooks):
@@ -156,7 +164,7 @@ class TorchHooks(KernelHooks):
                 if len(calls) < MAX_TRACE:
                     try:
                         calls.append([str(getattr(func, "__name__", "")), describe(args), describe(kwargs)])
-                    except Exception:     # never let the record break the student's call
+                    except Exception:  # never let the record break the student's call
                         pass
                 return func(*args, **kwargs)
 

@@ -1,4 +1,5 @@
 """Pictures of attention: queries on rows, keys on columns, one colour scale for every picture."""
+
 from __future__ import annotations
 
 import matplotlib
@@ -10,7 +11,7 @@ from matplotlib import pyplot as plt
 
 GLYPHS = {" ": "␣", "\n": "⏎", "\t": "⇥"}
 MASKED_COLOUR = "#d9d9d9"  # the causal mask's triangle: grey, never a shade of the colour scale
-RELATIVE_RANGE = 4.0       # scale="relative" shows weight / uniform weight from 1/4 to 4 (log scale)
+RELATIVE_RANGE = 4.0  # scale="relative" shows weight / uniform weight from 1/4 to 4 (log scale)
 RELATIVE_LABEL = "weight ÷ uniform weight 1/(i+1)\nlog scale: 1 = uniform"
 WEIGHT_LABEL = "attention weight"
 
@@ -65,9 +66,17 @@ def masked_above_diagonal(weights: np.ndarray) -> np.ma.MaskedArray:
     return np.ma.masked_where(np.triu(np.ones((T, T), dtype=bool), k=1), weights)
 
 
-def attention_heatmap(A, chars: str | None = None, ax=None, title: str | None = None,
-                      colorbar: bool = True, causal: bool = True, cmap: str = "Blues", vmax: float = 1.0,
-                      scale: str = "weight"):
+def attention_heatmap(
+    A,
+    chars: str | None = None,
+    ax=None,
+    title: str | None = None,
+    colorbar: bool = True,
+    causal: bool = True,
+    cmap: str = "Blues",
+    vmax: float = 1.0,
+    scale: str = "weight",
+):
     """Draw one attention matrix A (T, T) and return the Axes.
 
     Row i is query position i, column j is key position j. With `scale="weight"` (the default)
@@ -90,19 +99,27 @@ def attention_heatmap(A, chars: str | None = None, ax=None, title: str | None = 
         colours = matplotlib.colormaps["RdBu_r"].with_extremes(bad=MASKED_COLOUR)
         values = relative_to_uniform(weights, causal)
         shown = masked_above_diagonal(values) if causal else values
-        image = ax.imshow(shown, cmap=colours, norm=LogNorm(1 / RELATIVE_RANGE, RELATIVE_RANGE),
-                          interpolation="nearest")
+        image = ax.imshow(
+            shown, cmap=colours, norm=LogNorm(1 / RELATIVE_RANGE, RELATIVE_RANGE), interpolation="nearest"
+        )
     else:
         colours = matplotlib.colormaps[cmap].with_extremes(bad=MASKED_COLOUR)
         shown = masked_above_diagonal(weights) if causal else weights
         image = ax.imshow(shown, cmap=colours, vmin=0.0, vmax=vmax, interpolation="nearest")
     if colorbar:
         if scale == "relative":
-            relative_ticks(ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, extend="both",
-                                              label=RELATIVE_LABEL))
+            relative_ticks(
+                ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, extend="both", label=RELATIVE_LABEL)
+            )
         else:
-            ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, extend="max" if vmax < 1 else "neither",
-                               label=WEIGHT_LABEL + (f" (scale stretched to [0, {vmax:g}])" if vmax < 1 else ""))
+            ax.figure.colorbar(
+                image,
+                ax=ax,
+                fraction=0.046,
+                pad=0.04,
+                extend="max" if vmax < 1 else "neither",
+                label=WEIGHT_LABEL + (f" (scale stretched to [0, {vmax:g}])" if vmax < 1 else ""),
+            )
     if chars is not None:
         if len(chars) != T:
             raise ValueError(f"{len(chars)} characters for a {T}x{T} matrix")
@@ -126,10 +143,11 @@ def heatmap_grid(matrices, titles, chars: str | None = None, ncols: int | None =
     n = len(matrices)
     ncols = ncols or n
     nrows = (n + ncols - 1) // ncols
-    labelled = chars is not None and len(chars) <= 16          # character ticks only where they stay legible
+    labelled = chars is not None and len(chars) <= 16  # character ticks only where they stay legible
     size = 4.2 if labelled else 3.3
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols + 0.8, size * nrows), squeeze=False,
-                             layout="constrained")
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(size * ncols + 0.8, size * nrows), squeeze=False, layout="constrained"
+    )
     for ax, A, title in zip(axes.flat, matrices, titles):
         attention_heatmap(A, chars=None, ax=ax, title=title, colorbar=False, scale=scale)
         ax.set_xlabel("key j")
@@ -140,8 +158,14 @@ def heatmap_grid(matrices, titles, chars: str | None = None, ncols: int | None =
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     image = axes.flat[0].images[0]
-    colorbar = fig.colorbar(image, ax=axes, fraction=0.02, pad=0.01, extend="both" if scale == "relative" else "neither",
-                            label=RELATIVE_LABEL if scale == "relative" else WEIGHT_LABEL)
+    colorbar = fig.colorbar(
+        image,
+        ax=axes,
+        fraction=0.02,
+        pad=0.01,
+        extend="both" if scale == "relative" else "neither",
+        label=RELATIVE_LABEL if scale == "relative" else WEIGHT_LABEL,
+    )
     if scale == "relative":
         relative_ticks(colorbar)
     return fig
@@ -154,8 +178,8 @@ def sharpen(A, beta: float) -> torch.Tensor:
     Multiplying every score by beta is multiplying W_Q and W_K by sqrt(beta). A power keeps the order of
     a row's weights, so each row's largest weight (its top key) is the same for every beta > 0.
     """
-    powered = torch.as_tensor(A).double() ** beta                  # (..., T, T)
-    return (powered / powered.sum(dim=-1, keepdim=True)).float()   # (..., T, T)
+    powered = torch.as_tensor(A).double() ** beta  # (..., T, T)
+    return (powered / powered.sum(dim=-1, keepdim=True)).float()  # (..., T, T)
 
 
 def update_heatmap(ax, A, title: str | None = None) -> None:
@@ -166,7 +190,7 @@ def update_heatmap(ax, A, title: str | None = None) -> None:
     if weights.shape != image.get_array().shape:
         raise ValueError(f"the heatmap shows a {image.get_array().shape} matrix, not {weights.shape}")
     causal = np.ma.is_masked(image.get_array())
-    if isinstance(image.norm, LogNorm):                     # drawn with scale="relative"
+    if isinstance(image.norm, LogNorm):  # drawn with scale="relative"
         weights = relative_to_uniform(weights, causal)
     image.set_data(masked_above_diagonal(weights) if causal else weights)
     if title is not None:
@@ -178,8 +202,15 @@ def sequence_ticks(ax, chars: str, fontsize: float = 7) -> None:
     ax.set_xticks(range(len(chars)), [glyph(ch) for ch in chars], fontsize=fontsize, family="monospace")
 
 
-def smoothing_plot(ax, signal, curves: dict, chars: str | None = None, ylabel: str = "",
-                   reference: float | None = None, legend: str = "right"):
+def smoothing_plot(
+    ax,
+    signal,
+    curves: dict,
+    chars: str | None = None,
+    ylabel: str = "",
+    reference: float | None = None,
+    legend: str = "right",
+):
     """A 0/1 (or real) signal along the sequence as grey bars, and smoothed versions of it as lines.
 
     `curves` maps a label (e.g. "s = 2") to a sequence of the same length. `reference` draws a
@@ -202,8 +233,14 @@ def smoothing_plot(ax, signal, curves: dict, chars: str | None = None, ylabel: s
     ax.set_xlabel("position i")
     ax.set_ylabel(ylabel)
     if legend == "above":
-        ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 1.01), borderaxespad=0.0,
-                  ncols=len(curves) + 1 + (reference is not None), frameon=False)
+        ax.legend(
+            fontsize=8,
+            loc="lower left",
+            bbox_to_anchor=(0.0, 1.01),
+            borderaxespad=0.0,
+            ncols=len(curves) + 1 + (reference is not None),
+            frameon=False,
+        )
     else:
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0.0)
     return ax

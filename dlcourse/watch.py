@@ -7,6 +7,7 @@
 Notebook 4 uses it to measure why some untrained heads tilt (their W_Q and W_K, their queries and
 keys) from the very heads your `attention_on_text` builds, without building them a second way.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager

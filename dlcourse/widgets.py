@@ -21,6 +21,7 @@ the attention function plus about a millisecond, and memory does not grow howeve
 slider moves. The widget shows each state as a PNG from `FrameRenderer`, which redraws only
 what changed (the tick labels of a 64-character heatmap are most of a full drawing's time).
 """
+
 from __future__ import annotations
 
 import io
@@ -35,7 +36,7 @@ from .plots import attention_heatmap, heatmap_size, sharpen, smoothing_plot, upd
 SEED_CLASS = "seed-slider"
 BETA_CLASS = "beta-choice"
 BANDWIDTH_CLASS = "bandwidth-slider"
-BETAS = (1, 4, 16, 64)              # the score scales the seed slider offers: 1 is the head as built
+BETAS = (1, 4, 16, 64)  # the score scales the seed slider offers: 1 is the head as built
 
 
 def _seed_title(seed: int, beta: float = 1) -> str:
@@ -48,8 +49,13 @@ def _bandwidth_title(s: float) -> str:
     return f"positions-only attention, bandwidth s = {s:.3g}"
 
 
-def seed_figure(attention_fn: Callable[[int], torch.Tensor], seed: int, chars: str | None = None,
-                fig: Figure | None = None, beta: float = 1) -> Figure:
+def seed_figure(
+    attention_fn: Callable[[int], torch.Tensor],
+    seed: int,
+    chars: str | None = None,
+    fig: Figure | None = None,
+    beta: float = 1,
+) -> Figure:
     """The heatmap of `attention_fn(seed)`, a (T, T) attention matrix, with its scores times `beta`
     (`dlcourse.plots.sharpen`; beta = 1 draws the matrix as it is).
 
@@ -78,9 +84,15 @@ def smoothed(smoothing_fn: Callable[[int, float], torch.Tensor], s: float, signa
     return A.numpy(), (A @ values).numpy()
 
 
-def bandwidth_figure(smoothing_fn: Callable[[int, float], torch.Tensor], s: float, signal,
-                     chars: str | None = None, fig: Figure | None = None,
-                     ylabel: str = "signal", reference: float | None = None) -> Figure:
+def bandwidth_figure(
+    smoothing_fn: Callable[[int, float], torch.Tensor],
+    s: float,
+    signal,
+    chars: str | None = None,
+    fig: Figure | None = None,
+    ylabel: str = "signal",
+    reference: float | None = None,
+) -> Figure:
     """Two panels for one bandwidth s: the signal with its smoothed version A @ signal along the
     sequence (top), and the matrix A = smoothing_fn(T, s) as a heatmap with s in its title (bottom).
 
@@ -90,8 +102,9 @@ def bandwidth_figure(smoothing_fn: Callable[[int, float], torch.Tensor], s: floa
     if fig is None:
         fig = Figure(figsize=(11, 13), layout="constrained")
         top, bottom = fig.subplots(2, 1, height_ratios=[1, 2.7])
-        smoothing_plot(top, signal, {"A @ signal": out}, chars=chars, ylabel=ylabel, reference=reference,
-                       legend="above")
+        smoothing_plot(
+            top, signal, {"A @ signal": out}, chars=chars, ylabel=ylabel, reference=reference, legend="above"
+        )
         attention_heatmap(A, chars=chars, ax=bottom, title=_bandwidth_title(s))
     else:
         top, bottom = fig.axes[0], fig.axes[1]
@@ -118,14 +131,14 @@ class FrameRenderer:
         self.canvas = FigureCanvasAgg(fig)
         engine = fig.get_layout_engine()
         if engine is not None:
-            engine.execute(fig)                             # place everything once, as a drawing would ...
-            fig.set_layout_engine("none")                   # ... and keep those positions from now on
+            engine.execute(fig)  # place everything once, as a drawing would ...
+            fig.set_layout_engine("none")  # ... and keep those positions from now on
         self.dynamic = []
         for ax in axes:
             children = [a for a in ax.get_children() if not isinstance(a, Axis) and a is not ax.patch]
-            self.dynamic += sorted(children, key=lambda a: a.get_zorder())   # Axes.draw's order
+            self.dynamic += sorted(children, key=lambda a: a.get_zorder())  # Axes.draw's order
         for artist in self.dynamic:
-            artist.set_animated(True)                       # left out of the background
+            artist.set_animated(True)  # left out of the background
         try:
             self.canvas.draw()
             self.background = self.canvas.copy_from_bbox(fig.bbox)
@@ -148,11 +161,18 @@ class FrameRenderer:
 
 def _show(png: bytes) -> None:
     from IPython.display import Image, display
+
     display(Image(data=png, format="png"))
 
 
-def seed_slider(attention_fn: Callable[[int], torch.Tensor], chars: str | None = None,
-                seed: int = 0, max_seed: int = 199, beta: float = 1, betas=BETAS):
+def seed_slider(
+    attention_fn: Callable[[int], torch.Tensor],
+    chars: str | None = None,
+    seed: int = 0,
+    max_seed: int = 199,
+    beta: float = 1,
+    betas=BETAS,
+):
     """An IntSlider over seeds (CSS class "seed-slider") and a choice of score scale beta among `betas`
     (CSS class "beta-choice", starting at `beta`) that redraw the heatmap of attention_fn(seed) with its
     scores times beta (`dlcourse.plots.sharpen`).
@@ -164,13 +184,25 @@ def seed_slider(attention_fn: Callable[[int], torch.Tensor], chars: str | None =
 
     if beta not in betas:
         raise ValueError(f"beta = {beta!r} is not one of the choices {tuple(betas)}")
-    fig = seed_figure(attention_fn, seed, chars, beta=beta)   # fails here, not inside the widget, if attention_fn does
-    frames = FrameRenderer(fig, fig.axes[:1])      # only the heatmap's pixels and title change
-    slider = IntSlider(value=seed, min=0, max=max_seed, step=1, description="seed",
-                       continuous_update=False, readout=True, layout=Layout(width="560px"))
+    fig = seed_figure(attention_fn, seed, chars, beta=beta)  # fails here, not inside the widget, if attention_fn does
+    frames = FrameRenderer(fig, fig.axes[:1])  # only the heatmap's pixels and title change
+    slider = IntSlider(
+        value=seed,
+        min=0,
+        max=max_seed,
+        step=1,
+        description="seed",
+        continuous_update=False,
+        readout=True,
+        layout=Layout(width="560px"),
+    )
     slider.add_class(SEED_CLASS)
-    choice = ToggleButtons(options=[(f"× {b:g}" if b != 1 else "as built", b) for b in betas], value=beta,
-                           description="scores", style={"button_width": "70px"})
+    choice = ToggleButtons(
+        options=[(f"× {b:g}" if b != 1 else "as built", b) for b in betas],
+        value=beta,
+        description="scores",
+        style={"button_width": "70px"},
+    )
     choice.add_class(BETA_CLASS)
 
     def redraw(seed, beta):
@@ -181,19 +213,35 @@ def seed_slider(attention_fn: Callable[[int], torch.Tensor], chars: str | None =
     return interactive(redraw, seed=slider, beta=choice)
 
 
-def bandwidth_slider(smoothing_fn: Callable[[int, float], torch.Tensor], signal, chars: str | None = None,
-                     s: float = 2.0, s_min: float = 0.1, s_max: float = 100.0,
-                     ylabel: str = "signal", reference: float | None = None):
+def bandwidth_slider(
+    smoothing_fn: Callable[[int, float], torch.Tensor],
+    signal,
+    chars: str | None = None,
+    s: float = 2.0,
+    s_min: float = 0.1,
+    s_max: float = 100.0,
+    ylabel: str = "signal",
+    reference: float | None = None,
+):
     """A logarithmic slider over the bandwidth s (CSS class "bandwidth-slider") that redraws the
     smoothed signal and the matrix A = smoothing_fn(T, s). Returns the `interactive`."""
     from ipywidgets import FloatLogSlider, Layout, interactive
 
     fig = bandwidth_figure(smoothing_fn, s, signal, chars, ylabel=ylabel, reference=reference)
-    frames = FrameRenderer(fig, fig.axes[:2])      # the curve panel and the heatmap change; the colour bar does not
-    slider = FloatLogSlider(value=s, base=10, min=float(np.log10(s_min)), max=float(np.log10(s_max)),
-                            step=0.05, description="bandwidth s", readout=True, readout_format=".3g",
-                            continuous_update=False, layout=Layout(width="560px"),
-                            style={"description_width": "initial"})
+    frames = FrameRenderer(fig, fig.axes[:2])  # the curve panel and the heatmap change; the colour bar does not
+    slider = FloatLogSlider(
+        value=s,
+        base=10,
+        min=float(np.log10(s_min)),
+        max=float(np.log10(s_max)),
+        step=0.05,
+        description="bandwidth s",
+        readout=True,
+        readout_format=".3g",
+        continuous_update=False,
+        layout=Layout(width="560px"),
+        style={"description_width": "initial"},
+    )
     slider.add_class(BANDWIDTH_CLASS)
 
     def redraw(s):

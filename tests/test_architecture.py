@@ -1,6 +1,7 @@
 """The grader's import structure (.importlinter): no circles between its modules and folders, its layers
 kept, the runtime a graded kernel is given importing nothing else of the grader, the hidden tests'
-framework free of grading and records; pyflakes' defects (ruff's F rules) in none of its code; the records
+framework free of grading and records; pyflakes' defects and pycodestyle's errors in none of its code, and
+its code in ruff's format; the records
 and the checks' framework strictly typed (mypy --strict); nbgrader's gradebook opened by one module."""
 from __future__ import annotations
 
@@ -41,10 +42,33 @@ def test_a_circle_or_an_upward_import_breaks_a_contract(tmp_path):
     assert "The grader's layers, highest first BROKEN" in done.stdout
 
 
-def test_no_pyflakes_defect_in_the_course_code():
-    done = _run("ruff", "check", "--no-cache", "--select", "F", "autograder", "dlcourse", "source/course_plugin.py",
-                "source/step-04/checks")
+LINTED = ("autograder", "dlcourse", "source/course_plugin.py", "source/step-04/checks")
+FORMATTED = ("autograder", "dlcourse", "source/course_plugin.py")
+
+
+def test_no_pyflakes_or_pycodestyle_error_in_the_course_code():
+    """ruff's rules of pyproject.toml ([tool.ruff.lint]: pyflakes' defects and pycodestyle's errors)."""
+    done = _run("ruff", "check", "--no-cache", *LINTED)
     assert done.returncode == 0, done.stdout[-4000:]
+
+
+def test_the_grader_and_the_course_package_are_in_ruffs_format():
+    """One format for the grader and the course package (`ruff format`; dlcourse/head.py, the handout's
+    code as printed, left out by pyproject.toml), so that a change shows as what it changes."""
+    done = _run("ruff", "format", "--check", "--no-cache", *FORMATTED)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "would be reformatted" not in done.stdout
+
+
+def test_the_format_check_finds_an_unformatted_module(tmp_path):
+    """The format check can fail: a module written the old way (aligned comments, a hanging indent) is
+    reported, with the project's settings."""
+    import shutil
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "module.py").write_text("LIMIT = 4      # aligned\nvalue = dict(a=1,\n             b=2)\n")
+    done = subprocess.run([str(BIN / "ruff"), "format", "--check", "--no-cache", "module.py"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "module.py" in done.stdout, done.stdout + done.stderr
 
 
 def test_only_the_records_gradebook_module_opens_nbgraders_gradebook():

@@ -12,7 +12,8 @@ import zipfile
 import pytest
 
 from autograder.intake.collect import (NO_ID, SubmissionError, UnusableId, assign_ids, collect, loose_raw_id,
-                                match_notebook, pick_newest, student_id)
+                                match_notebook, pick_newest)
+from autograder.names import student_id
 from autograder.shards import shard_of
 from conftest import GRADES_CSV, STEP, STEP4  # noqa: E402
 

@@ -1,9 +1,10 @@
 """Build what students get from the instructor sources: the release and the solutions.
 
-    python -m autograder release [--step S]     # nbgrader generate_assignment -> release/<step>
-    python -m autograder solutions [--step S]   # solutions (hidden tests removed), executed -> solutions/<step>,
-                                                # and the step's catch-up notebook, if it has one
+python -m autograder release [--step S]     # nbgrader generate_assignment -> release/<step>
+python -m autograder solutions [--step S]   # solutions (hidden tests removed), executed -> solutions/<step>,
+                                            # and the step's catch-up notebook, if it has one
 """
+
 from __future__ import annotations
 
 import json
@@ -12,15 +13,27 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
-from nbgrader.preprocessors import (ClearHiddenTests, ClearMarkScheme, ClearOutput, IncludeHeaderFooter,
-                                    LockCells, NbGraderPreprocessor)
+from nbgrader.preprocessors import (
+    ClearHiddenTests,
+    ClearMarkScheme,
+    ClearOutput,
+    IncludeHeaderFooter,
+    LockCells,
+    NbGraderPreprocessor,
+)
 
 from ..course import ROOT, kernel_env
 from ..errors import GraderError
 from ..nbgrader_cmd import run_nbgrader
 
-SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
-                    "BEGIN MARK SCHEME", "END MARK SCHEME")
+SOLUTION_MARKERS = (
+    "BEGIN SOLUTION",
+    "END SOLUTION",
+    "BEGIN HIDDEN TESTS",
+    "END HIDDEN TESTS",
+    "BEGIN MARK SCHEME",
+    "END MARK SCHEME",
+)
 
 
 class BuildError(GraderError, RuntimeError):
@@ -34,9 +47,15 @@ def release(step, db_url: str | None = None) -> list[Path]:
     gradebook that already holds grades is never touched (grading brings its own gradebook up
     to date with the release, see autograder/grading/grade.py)."""
     import tempfile
+
     with tempfile.TemporaryDirectory(prefix="release-") as scratch:
-        run_nbgrader("generate_assignment", step.name, "--force", root=step.root,
-                     db_url=db_url or f"sqlite:///{Path(scratch) / 'gradebook.db'}")
+        run_nbgrader(
+            "generate_assignment",
+            step.name,
+            "--force",
+            root=step.root,
+            db_url=db_url or f"sqlite:///{Path(scratch) / 'gradebook.db'}",
+        )
     out = sorted(step.release.glob("*.ipynb"))
     for path in out:
         text = path.read_text(encoding="utf-8")
@@ -50,8 +69,16 @@ def solution_preprocessors():
     """What turns an instructor notebook into a solution notebook, before it is run: the same list
     nbgrader_config.py gives `nbgrader generate_solution` (minus its Execute step)."""
     from .stamp import StampHiddenTests
-    return [StampHiddenTests, IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme, ClearHiddenTests,
-            ClearSolutionMarkers]
+
+    return [
+        StampHiddenTests,
+        IncludeHeaderFooter,
+        LockCells,
+        ClearOutput,
+        ClearMarkScheme,
+        ClearHiddenTests,
+        ClearSolutionMarkers,
+    ]
 
 
 class ClearSolutionMarkers(NbGraderPreprocessor):
@@ -59,18 +86,20 @@ class ClearSolutionMarkers(NbGraderPreprocessor):
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "code" and "BEGIN SOLUTION" in cell.source:
-            cell.source = "\n".join(line for line in cell.source.split("\n")
-                                    if "BEGIN SOLUTION" not in line and "END SOLUTION" not in line)
+            cell.source = "\n".join(
+                line for line in cell.source.split("\n") if "BEGIN SOLUTION" not in line and "END SOLUTION" not in line
+            )
         return cell, resources
 
 
 def solution_notebook(source: Path, root: Path = ROOT):
     """The unexecuted solution notebook of one instructor notebook."""
     from traitlets.config import Config
+
     nb = nbformat.read(source, as_version=4)
     config = Config()
     config.IncludeHeaderFooter.header = str(root / "source" / "header.ipynb")
-    resources = {"nbgrader": {"assignment": Path(source).parent.name}}      # the step: source/<step>/
+    resources = {"nbgrader": {"assignment": Path(source).parent.name}}  # the step: source/<step>/
     for pp in solution_preprocessors():
         nb, resources = pp(config=config).preprocess(nb, resources)
     return nb
@@ -78,9 +107,10 @@ def solution_notebook(source: Path, root: Path = ROOT):
 
 def same_cells(a, b) -> bool:
     """Two notebooks hold the same cells (type, source, nbgrader metadata); outputs not compared."""
+
     def key(nb):
-        return [(c.cell_type, c.source, json.dumps(c.metadata.get("nbgrader", {}), sort_keys=True))
-                for c in nb.cells]
+        return [(c.cell_type, c.source, json.dumps(c.metadata.get("nbgrader", {}), sort_keys=True)) for c in nb.cells]
+
     return key(a) == key(b)
 
 
@@ -117,6 +147,7 @@ def solutions(step, force: bool = False) -> list[Path]:
 def run_notebook(nb, cwd: Path, timeout: int = 600, allow_errors: bool = False) -> None:
     """Execute a notebook in place in a fresh kernel (errors stop it unless allow_errors)."""
     import tempfile
+
     with tempfile.TemporaryDirectory(prefix="kernel-") as sockets:
         _notebook_client(nb, cwd, sockets, timeout, allow_errors).execute(env=kernel_env())
 
@@ -126,6 +157,7 @@ def notebook_kernel(nb, cwd: Path, timeout: int = 600, allow_errors: bool = Fals
     """The kernel run_notebook would run `nb` in, kept open: yields nbclient's client, whose
     `execute_cell(cell, index)` runs any cell of `nb`, in any order, as often as asked."""
     import tempfile
+
     with tempfile.TemporaryDirectory(prefix="kernel-") as sockets:
         client = _notebook_client(nb, cwd, sockets, timeout, allow_errors)
         with client.setup_kernel(env=kernel_env()):
@@ -136,9 +168,16 @@ def _notebook_client(nb, cwd: Path, sockets: str, timeout: int, allow_errors: bo
     from traitlets.config import Config
 
     from ..kernel.execute import CourseNotebookClient
+
     config = Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "ipc")}})
-    return CourseNotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=allow_errors, config=config,
-                                resources={"metadata": {"path": str(cwd)}})
+    return CourseNotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        allow_errors=allow_errors,
+        config=config,
+        resources={"metadata": {"path": str(cwd)}},
+    )
 
 
 def check_executed(path: Path, root: Path = ROOT) -> None:
@@ -155,8 +194,10 @@ def check_executed(path: Path, root: Path = ROOT) -> None:
                 raise BuildError(f"{path.name}: cell {index} raised {output.get('ename')}: {output.get('evalue')}")
         for text in _output_texts(cell):
             if str(root) in text or str(Path.home()) + os.sep in text:
-                raise BuildError(f"{path.name}: cell {index} prints a path of this machine; "
-                                 "print paths relative to the course folder")
+                raise BuildError(
+                    f"{path.name}: cell {index} prints a path of this machine; "
+                    "print paths relative to the course folder"
+                )
 
 
 def _output_texts(cell) -> list[str]:

@@ -13,6 +13,7 @@ Never in it: source/ (solutions and hidden tests), autograder/ (the grader and i
 solutions/, tests/, the gradebook or any grading result. `tests/test_handout.py` builds one and
 searches every file for the instructors' solution lines and the hidden checks.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -22,8 +23,13 @@ from pathlib import Path
 from ..course import ENGINE_ROOT, RELEASE, ROOT
 from ..errors import SetupError, UsageError
 
-GRADER_ONLY = {"psycopg2-binary", "latex2mathml", "nh3", "jupyter-server-mathjax",   # gradebook driver, feedback formulas, sanitiser,
-               "confusable-homoglyphs"}                                               # formgrader MathJax, look-alike ids
+GRADER_ONLY = {
+    "psycopg2-binary",
+    "latex2mathml",
+    "nh3",
+    "jupyter-server-mathjax",  # gradebook driver, feedback formulas, sanitiser,
+    "confusable-homoglyphs",
+}  # formgrader MathJax, look-alike ids
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
@@ -36,11 +42,13 @@ def student_requirements() -> list[str]:
     return lines
 
 
-def nbgitpuller_link(hub: str, repo: str, step: str, branch: str = "main",
-                     notebook: str | None = None, interface: str = "lab") -> str:
+def nbgitpuller_link(
+    hub: str, repo: str, step: str, branch: str = "main", notebook: str | None = None, interface: str = "lab"
+) -> str:
     """The link that clones (or updates, never overwriting a student's edits) `repo` into each student's
     home on the JupyterHub `hub` and opens `notebook` (default: the step's first)."""
     from ..steps import find_step
+
     notebook = notebook or f"{find_step(step).notebooks()[0]}.ipynb"
     folder = repo.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
     urlpath = f"{interface}/tree/{folder}/release/{step}/{notebook}"
@@ -126,8 +134,9 @@ def build_handout(step: str, dest: Path | None = None, say=print) -> Path:
         raise UsageError(f"{dest} would hold the course itself: give a folder of its own")
     if dest.exists():
         if not (dest / ".course-handout").exists():
-            raise UsageError(f"{dest} exists and is not a hand-out built here: give another folder "
-                             "(nothing was changed)")
+            raise UsageError(
+                f"{dest} exists and is not a hand-out built here: give another folder (nothing was changed)"
+            )
         shutil.rmtree(dest)
     notebooks = sorted((RELEASE / step).glob("*.ipynb"))
     if not notebooks:
@@ -137,15 +146,21 @@ def build_handout(step: str, dest: Path | None = None, say=print) -> Path:
         shutil.copy2(path, dest / "release" / step / path.name)
     # dlcourse without grading.py: that is the graded kernel's side of the grader's wire, which a
     # student's own kernel never runs (and the hand-out holds nothing of the grader)
-    shutil.copytree(ENGINE_ROOT / "dlcourse", dest / "dlcourse",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "grading.py"))
+    shutil.copytree(
+        ENGINE_ROOT / "dlcourse",
+        dest / "dlcourse",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "grading.py"),
+    )
     shutil.copy2(ENGINE_ROOT / "pyproject.toml", dest / "pyproject.toml")
     (dest / "data").mkdir()
     (dest / "data" / ".gitkeep").write_text("")
     requirements = student_requirements()
     (dest / "requirements.txt").write_text(
         "# The course's packages for students, pinned. Install torch's CPU build first (README.md).\n"
-        + "\n".join(requirements) + "\n", encoding="utf-8")
+        + "\n".join(requirements)
+        + "\n",
+        encoding="utf-8",
+    )
     (dest / "environment.yml").write_text(environment_yml(requirements), encoding="utf-8")
     (dest / "postBuild").write_text(POST_BUILD, encoding="utf-8")
     (dest / "postBuild").chmod(0o755)

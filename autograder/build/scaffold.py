@@ -8,6 +8,7 @@ It writes, for the step:
     the check (its points are stamped from the check when the release is generated);
 and prints the proof-corpus entries to add: a right answer written differently, a wrong one.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,9 @@ class ScaffoldError(UsageError):
     """`new-check` cannot write this check; the message says why."""
 
 
-def new_check(step, notebook: str, grade_id: str, points: float = 1.0, answer: str | None = None,
-              module: str | None = None) -> list[Path]:
+def new_check(
+    step, notebook: str, grade_id: str, points: float = 1.0, answer: str | None = None, module: str | None = None
+) -> list[Path]:
     if not re.fullmatch(r"[A-Za-z_]\w*", grade_id):
         raise ScaffoldError(f"{grade_id!r} is not a grade id (letters, digits and _)")
     if grade_id in step.checks:
@@ -61,8 +63,7 @@ def new_check(step, notebook: str, grade_id: str, points: float = 1.0, answer: s
         raise ScaffoldError("a hidden test is worth more than 0 points")
     path = step.source / f"{notebook}.ipynb"
     if not path.exists():
-        raise ScaffoldError(f"no notebook {path.name} in {step.source} "
-                            f"(notebooks: {', '.join(step.notebooks())})")
+        raise ScaffoldError(f"no notebook {path.name} in {step.source} (notebooks: {', '.join(step.notebooks())})")
     nb = json.loads(path.read_text(encoding="utf-8"))
     answer = answer or grade_id.removesuffix("_hidden")
     ids = [c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in nb["cells"]]
@@ -84,22 +85,42 @@ def new_check(step, notebook: str, grade_id: str, points: float = 1.0, answer: s
         check_file.write_text(f'"""Hidden tests of {notebook}."""\n{IMPORTS}{code}', encoding="utf-8")
 
     after = ids.index(answer)
-    if f"{answer}_check" in ids:            # after the answer's visible check, as the course's notebooks do
+    if f"{answer}_check" in ids:  # after the answer's visible check, as the course's notebooks do
         after = ids.index(f"{answer}_check")
-    cell = {"cell_type": "code", "execution_count": None, "id": grade_id, "outputs": [],
-            "metadata": {"nbgrader": {"grade": True, "grade_id": grade_id, "locked": True, "schema_version": 3,
-                                      "solution": False, "task": False}},
-            "source": ["# Hidden tests: say here what they try, in the student's words\n",
-                       "### BEGIN HIDDEN TESTS\n", "from autograder.runtime import hidden\n",
-                       f"hidden(\"{grade_id}\", globals())\n", "### END HIDDEN TESTS"]}
+    cell = {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": grade_id,
+        "outputs": [],
+        "metadata": {
+            "nbgrader": {
+                "grade": True,
+                "grade_id": grade_id,
+                "locked": True,
+                "schema_version": 3,
+                "solution": False,
+                "task": False,
+            }
+        },
+        "source": [
+            "# Hidden tests: say here what they try, in the student's words\n",
+            "### BEGIN HIDDEN TESTS\n",
+            "from autograder.runtime import hidden\n",
+            f'hidden("{grade_id}", globals())\n',
+            "### END HIDDEN TESTS",
+        ],
+    }
     nb["cells"].insert(after + 1, cell)
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     from ..steps import unload
-    unload(step)                    # a Step made from now on sees the new check
-    print(f"new-check: next, in {check_file.name}: CASES and reference; then `make release solutions`;\n"
-          f"  and two proof-corpus entries (tests/proof_corpus.py), e.g.\n"
-          f"    Entry(\"c-{grade_id}\", \"{notebook}\", {{\"{answer}\": code('''...''')}},\n"
-          f"          why=\"a right answer written another way\"),\n"
-          f"    Entry(\"w-{grade_id}\", \"{notebook}\", {{\"{answer}\": code('''...''')}},\n"
-          f"          expect={{\"{grade_id}\": 0.0}}, why=\"the mistake it must catch\", says={{\"{grade_id}\": [...]}}),")
+
+    unload(step)  # a Step made from now on sees the new check
+    print(
+        f"new-check: next, in {check_file.name}: CASES and reference; then `make release solutions`;\n"
+        f"  and two proof-corpus entries (tests/proof_corpus.py), e.g.\n"
+        f"    Entry(\"c-{grade_id}\", \"{notebook}\", {{\"{answer}\": code('''...''')}},\n"
+        f'          why="a right answer written another way"),\n'
+        f"    Entry(\"w-{grade_id}\", \"{notebook}\", {{\"{answer}\": code('''...''')}},\n"
+        f'          expect={{"{grade_id}": 0.0}}, why="the mistake it must catch", says={{"{grade_id}": [...]}}),'
+    )
     return [check_file, path]

@@ -7,6 +7,7 @@ gradebook. A source cell that states other points, or names another grade_id, is
     # Hidden tests: other sizes                       <- source/<step>/01-on-paper.ipynb
     # Hidden tests: other sizes (2 points)            <- release/ and solutions/
 """
+
 from __future__ import annotations
 
 import re
@@ -29,8 +30,9 @@ def hidden_call(source: str) -> str | None:
         return None
     calls = HIDDEN_CALL.findall(source)
     if len(calls) != 1:
-        raise HiddenTestError(f"a hidden test cell must call hidden(\"<grade_id>\", globals()) once, not {len(calls)} "
-                              f"times:\n{source}")
+        raise HiddenTestError(
+            f'a hidden test cell must call hidden("<grade_id>", globals()) once, not {len(calls)} times:\n{source}'
+        )
     return calls[0]
 
 
@@ -43,17 +45,29 @@ def stamp_cell(cell, points_of: dict[str, float], where: str) -> None:
     if grade_id is None:
         return
     if grade_id not in points_of:
-        raise HiddenTestError(f"{where}: hidden({grade_id!r}) names no check of this step "
-                              f"(make new-check, or see its checks/ package)")
+        raise HiddenTestError(
+            f"{where}: hidden({grade_id!r}) names no check of this step (make new-check, or see its checks/ package)"
+        )
     points = float(points_of[grade_id])
     meta = cell.metadata.setdefault("nbgrader", {})
     if meta.get("grade_id", grade_id) != grade_id:
         raise HiddenTestError(f"{where}: the cell's grade_id {meta['grade_id']!r} is not the {grade_id!r} it calls")
     if "points" in meta and float(meta["points"]) != points:
-        raise HiddenTestError(f"{where}: {grade_id} is worth {points:g} points in its check, {meta['points']} in the "
-                              "cell: the check alone says (remove the cell's points)")
-    meta.update({"grade": True, "solution": False, "locked": True, "task": False, "schema_version": 3,
-                 "grade_id": grade_id, "points": points})
+        raise HiddenTestError(
+            f"{where}: {grade_id} is worth {points:g} points in its check, {meta['points']} in the "
+            "cell: the check alone says (remove the cell's points)"
+        )
+    meta.update(
+        {
+            "grade": True,
+            "solution": False,
+            "locked": True,
+            "task": False,
+            "schema_version": 3,
+            "grade_id": grade_id,
+            "points": points,
+        }
+    )
     lines = cell.source.split("\n")
     if lines and lines[0].startswith("#") and "BEGIN HIDDEN TESTS" not in lines[0]:
         label = POINTS_LABEL.search(lines[0])
@@ -79,6 +93,7 @@ class StampHiddenTests(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         from ..steps import find_step
+
         name = (resources.get("nbgrader") or {}).get("assignment")
         if not name:
             raise HiddenTestError("StampHiddenTests needs the step: resources['nbgrader']['assignment']")

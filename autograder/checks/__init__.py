@@ -6,5 +6,41 @@ checks draw each submission's own cases from. Each step's checks live with the s
 source/<step>/checks/ (autograder/steps.py imports them); autograder/runtime/ is the little a
 grading kernel runs to answer a probe; autograder/selfgrade.py runs a hidden test without a grader.
 """
-from .framework import (Check, StudentError, code_before, TwinnedCheck, Verdict, attempt, checks_of, fresh_rng, fresh_seed,  # noqa: F401
-                        outcome, register, student, twin, unpack, unwritten, unwritten_verdict)
+
+from .framework import (
+    Check,
+    StudentError,
+    code_before,
+    TwinnedCheck,
+    Verdict,
+    attempt,
+    checks_of,
+    fresh_rng,
+    fresh_seed,
+    outcome,
+    register,
+    student,
+    twin,
+    unpack,
+    unwritten,
+    unwritten_verdict,
+)
+
+__all__ = [
+    "Check",
+    "StudentError",
+    "code_before",
+    "TwinnedCheck",
+    "Verdict",
+    "attempt",
+    "checks_of",
+    "fresh_rng",
+    "fresh_seed",
+    "outcome",
+    "register",
+    "student",
+    "twin",
+    "unpack",
+    "unwritten",
+    "unwritten_verdict",
+]

@@ -9,6 +9,7 @@ mode 0600), never committed or released; the sandboxed kernel cannot read the gr
 it only changes the cases of future gradings (the results' keys include its fingerprint, so a lost
 or new key means the next `make grade` regrades).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,7 +38,7 @@ def case_key(home: Path | None = None) -> bytes:
         with os.fdopen(fd, "wb") as f:
             f.write(secrets.token_bytes(KEY_BYTES))
         try:
-            os.link(tmp, path)                  # whole or not at all; another process's key wins
+            os.link(tmp, path)  # whole or not at all; another process's key wins
         except FileExistsError:
             pass
         finally:

@@ -11,6 +11,7 @@ answer can only be one the student's own code could have computed.
 Without a grader (JupyterLab, `make solutions`, plain nbgrader) autograder/selfgrade.py does the same
 in one process: a probe server on a socket of its own, the runtime answering from the notebook's namespace.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -44,15 +45,17 @@ class Part:
     """One independently scored property of an answer. `review`: the check could not decide this part
     (code it cannot follow, a binding it cannot resolve), and says why: the part is neither passed nor
     failed, its points wait for a person (the cell is flagged for manual grading)."""
+
     name: str
     ok: bool
-    message: str = ""      # shown when the part fails: what is wrong and what the student most likely did
+    message: str = ""  # shown when the part fails: what is wrong and what the student most likely did
     weight: float = 1.0
-    review: str = ""       # non-empty: undecided, for this reason; a person gives this part's points
+    review: str = ""  # non-empty: undecided, for this reason; a person gives this part's points
 
 
-REVIEW_NOTE = ("the grader could not decide this part, so it takes no points for it: a person will look at your "
-               "code and give them")
+REVIEW_NOTE = (
+    "the grader could not decide this part, so it takes no points for it: a person will look at your code and give them"
+)
 
 
 @dataclass
@@ -94,8 +97,10 @@ class Verdict:
         earned = round(points * self.fraction, 2)
         if self.needs_review:
             waiting = round(points * self.undecided_fraction(), 2)
-            lines = [f"Hidden tests: waiting for a person's review. {earned:g} of {points:g} points are decided;",
-                     f"{waiting:g} wait for a person, who gives this cell its score."]
+            lines = [
+                f"Hidden tests: waiting for a person's review. {earned:g} of {points:g} points are decided;",
+                f"{waiting:g} wait for a person, who gives this cell its score.",
+            ]
         else:
             lines = [f"Hidden tests: {earned:g} of {points:g} points."]
         by_message: dict[str, list[str]] = {}
@@ -103,15 +108,19 @@ class Verdict:
             if p.message:
                 by_message.setdefault(p.message, []).append(p.name)
         for p in self.parts:
-            if p.review:        # in short lines: the formgrader shows a cell's output without wrapping it
+            if p.review:  # in short lines: the formgrader shows a cell's output without wrapping it
                 lines.append(f"  ? {p.name}: waiting for a person's review.")
                 lines += textwrap.wrap(f"Why: {p.review}.", 96, initial_indent="      ", subsequent_indent="      ")
-                lines += textwrap.wrap(REVIEW_NOTE[0].upper() + REVIEW_NOTE[1:] + ".", 96,
-                                       initial_indent="      ", subsequent_indent="      ")
+                lines += textwrap.wrap(
+                    REVIEW_NOTE[0].upper() + REVIEW_NOTE[1:] + ".",
+                    96,
+                    initial_indent="      ",
+                    subsequent_indent="      ",
+                )
             elif p.ok or not p.message:
                 lines.append(f"  {'✓' if p.ok else '✗'} {p.name}")
             elif p.message in by_message:
-                names = by_message.pop(p.message)       # later parts with this message: already listed
+                names = by_message.pop(p.message)  # later parts with this message: already listed
                 lines.append(f"  ✗ {'; '.join(names)}: {p.message}")
         return "\n".join(lines)
 
@@ -120,8 +129,10 @@ class Verdict:
         out = []
         failures = self.failures()
         for n, p in enumerate(failures):
-            later = failures[n + 1:]
-            out.append(p.name if (not p.message or (later and later[0].message == p.message)) else f"{p.name}: {p.message}")
+            later = failures[n + 1 :]
+            out.append(
+                p.name if (not p.message or (later and later[0].message == p.message)) else f"{p.name}: {p.message}"
+            )
         return "; ".join(out)
 
     def review_text(self) -> str:
@@ -133,6 +144,7 @@ class Verdict:
 
 class Check:
     """A hidden test. Subclasses set grade_id and points, and write probe and judge."""
+
     grade_id: str = ""
     points: float = 0.0
 
@@ -153,6 +165,7 @@ class TwinnedCheck(Check):
     """A check of fixed CASES (named by LABELS), each with a twin drawn for this submission by
     `twins(ctx)`: a case's part needs both right (`_case(case, entry) -> (ok, message)`), so answers
     recorded from an earlier grading earn nothing while partial credit stays what the fixed cases give."""
+
     CASES: list[Any] = []
     LABELS: list[str] = []
 
@@ -165,8 +178,9 @@ class TwinnedCheck(Check):
 
     def judge(self, data: Any, ctx: Context) -> "Verdict":
         verdict = Verdict()
-        for case, other, label, entry, fresh in zip(self.CASES, self.twins(ctx), self.LABELS,
-                                                    data["cases"], data["twins"]):
+        for case, other, label, entry, fresh in zip(
+            self.CASES, self.twins(ctx), self.LABELS, data["cases"], data["twins"]
+        ):
             ok, message = self._case(case, entry)
             if ok:
                 ok, message = self._case(other, fresh)
@@ -207,8 +221,9 @@ def fresh_seed(ctx: Context, check: "Check", label: str = "") -> int:
     """A 128-bit seed for this submission's own cases of `check` (see above)."""
     key = getattr(ctx, "case_key", None) or UNKEYED
     step = getattr(getattr(ctx, "step", None), "name", "")
-    message = b"\0".join([b"fresh-cases-v1", str(step).encode(), check.grade_id.encode(), label.encode(),
-                           submission_digest(ctx)])
+    message = b"\0".join(
+        [b"fresh-cases-v1", str(step).encode(), check.grade_id.encode(), label.encode(), submission_digest(ctx)]
+    )
     return int.from_bytes(hmac.new(key, message, hashlib.sha256).digest()[:16], "big")
 
 
@@ -217,8 +232,9 @@ def fresh_rng(ctx: Context, check: "Check", label: str = "") -> random.Random:
     return random.Random(fresh_seed(ctx, check, label))
 
 
-def twin(rng: random.Random, values: Any, keep: tuple[int, ...] = (1,), low: int = 2,
-         high: int | None = None) -> tuple[int, ...]:
+def twin(
+    rng: random.Random, values: Any, keep: tuple[int, ...] = (1,), low: int = 2, high: int | None = None
+) -> tuple[int, ...]:
     """Fresh integers in the same relations as `values`: every value but those in `keep` is
     replaced, equal values by equal ones, and the order of the replacements is the order of the
     originals (so an answer's case analysis, d_head <= d say, meets a twin as it met the fixed case).
@@ -259,8 +275,9 @@ def checks_of(package: str) -> dict[str, Check]:
 # The message itself never: a student reads it by calling the function on the notebook's own inputs in
 # a visible cell. Text the checks write themselves is the grader's own and is not filtered here.
 
-BUILTIN_ERRORS = frozenset(name for name, value in vars(builtins).items()
-                           if isinstance(value, type) and issubclass(value, BaseException))
+BUILTIN_ERRORS = frozenset(
+    name for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, BaseException)
+)
 ENGINE_ERRORS = frozenset({"NotPlain", "GraderError", "InputChanged", "Missing"})
 OWN_CLASS = "an exception of its own class"
 # (a message the runtime writes when an answer is not plain data, what is shown for it): the first match
@@ -268,10 +285,14 @@ NOT_PLAIN = (
     (r"the answer is nested too deeply|nested too deeply", "the answer is nested too deeply"),
     (r"the answer holds more than \d+ values", "the answer holds too many values"),
     (r"a dict in the answer has keys that are not strings", "a dict in the answer has keys that are not strings"),
-    (r"the answer holds a ((?:builtins|torch|numpy)(?:\.\w+){1,6}) object",
-     "the answer holds a {0} object; return numbers, tuples, lists, dicts or tensors"),
-    (r"the answer holds a \S+ object",
-     "the answer holds an object of a class of its own; return numbers, tuples, lists, dicts or tensors"),
+    (
+        r"the answer holds a ((?:builtins|torch|numpy)(?:\.\w+){1,6}) object",
+        "the answer holds a {0} object; return numbers, tuples, lists, dicts or tensors",
+    ),
+    (
+        r"the answer holds a \S+ object",
+        "the answer holds an object of a class of its own; return numbers, tuples, lists, dicts or tensors",
+    ),
     (r"an array of dtype|is not a numeric answer|dtype \S+ is not numeric", "an array's dtype is not numeric"),
     (r"a set of the answer holds unhashable items", "a set of the answer holds unhashable items"),
 )
@@ -316,7 +337,7 @@ def shown_outcome(text: object) -> str:
         return text
     if text.startswith("assertion"):
         return "assertion"
-    return "crashed: " + shown_error(text[len("crashed: "):] if text.startswith("crashed: ") else text)
+    return "crashed: " + shown_error(text[len("crashed: ") :] if text.startswith("crashed: ") else text)
 
 
 def shown_cell_error(ename: object) -> str:
@@ -329,6 +350,7 @@ def shown_cell_error(ename: object) -> str:
 
 
 # ---- helpers for probes -------------------------------------------------------------------
+
 
 def code_before(ctx: Context, check: "Check") -> list[str]:
     """The student's code cells that run before `check`'s hidden test cell, in the order the notebook runs
@@ -381,9 +403,9 @@ def attempt(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any]
 def outcome(fn: Any, *args: Any, seed: int | None = None) -> str:
     """Run one of the student's checks: 'returned', 'assertion' or 'crashed: Kind' (shown_outcome).
     `seed`: torch's global seed, set just before the call (in the kernel, for a student's function)."""
-    if hasattr(fn, "outcome"):                 # the student's function, run in the kernel
+    if hasattr(fn, "outcome"):  # the student's function, run in the kernel
         return str(fn.outcome(*args, seed=seed))
-    if seed is not None:                       # the grader's own reference checks
+    if seed is not None:  # the grader's own reference checks
         runtime.load_hooks()
         runtime.HOOKS.seed(seed)
     try:
@@ -397,6 +419,7 @@ def outcome(fn: Any, *args: Any, seed: int | None = None) -> str:
 
 # ---- helpers for judges (grader side) ----------------------------------------------------
 
+
 def unpack(entry: Any) -> tuple[Any, str | None]:
     """(value, None) for a probe result that holds a value, (None, reason) otherwise."""
     if not isinstance(entry, dict):
@@ -406,9 +429,9 @@ def unpack(entry: Any) -> tuple[Any, str | None]:
         if err.startswith("NotImplementedError"):
             return None, "raises NotImplementedError: the answer cell is not filled in yet"
         if err.startswith("Missing: "):
-            return None, err[len("Missing: "):]
+            return None, err[len("Missing: ") :]
         if err.startswith("NotPlain: "):
-            return None, err[len("NotPlain: "):]
+            return None, err[len("NotPlain: ") :]
         return None, f"raised {err}"
     if "value" not in entry:
         return None, "no result reached the grader"
@@ -432,6 +455,7 @@ def unwritten_verdict(reason: str) -> Verdict:
 
 # ---- running a check -------------------------------------------------------------------------
 
+
 def run_probe(check: Check, ns: Namespace, ctx: Context) -> Any:
     """The probe's plain data. KernelGone propagates: a probe the kernel did not finish has no result."""
     try:
@@ -447,8 +471,11 @@ def judge_data(check: Check, data: Any, ctx: Context) -> Verdict:
         return verdict
     if isinstance(data, dict) and "__grader_error__" in data:
         verdict = Verdict()
-        verdict.add("the grader ran this check", False,
-                    f"the grader failed on this check ({data['__grader_error__']}): tell your instructor")
+        verdict.add(
+            "the grader ran this check",
+            False,
+            f"the grader failed on this check ({data['__grader_error__']}): tell your instructor",
+        )
         return verdict
     try:
         return check.judge(from_plain(data), ctx)

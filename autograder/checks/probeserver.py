@@ -22,6 +22,7 @@ PROBE_BUFFERED_BYTES read and not yet decoded over all connections together, and
 values over a hidden test's answers. A message beyond these ends its connection; in a hidden
 test's session the test gets no points, with the reason.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,8 +37,14 @@ from typing import Any, cast
 from .framework import KernelGone, Missing, StudentError, run_probe, shown_error, shown_outcome
 from ..plugin import NotHandled, load_plugin
 from ..runtime.plain import NotPlain, from_plain, to_plain
-from ..kernel.limits import (PROBE_ANSWER_SECONDS, PROBE_BUFFERED_BYTES, PROBE_CONNECTIONS, PROBE_MESSAGE_BYTES,
-                             PROBE_REQUESTS, PROBE_SESSION_VALUES)
+from ..kernel.limits import (
+    PROBE_ANSWER_SECONDS,
+    PROBE_BUFFERED_BYTES,
+    PROBE_CONNECTIONS,
+    PROBE_MESSAGE_BYTES,
+    PROBE_REQUESTS,
+    PROBE_SESSION_VALUES,
+)
 from ..runtime.wire import MessageRefused, receive, send
 
 
@@ -93,9 +100,16 @@ class GraderClock:
 
 
 class ProbeServer:
-    def __init__(self, socket_path: str, step: Any, answer_seconds: float = PROBE_ANSWER_SECONDS,
-                 sources: Iterable[object] = (), case_key: bytes | None = None,
-                 program: Iterable[tuple[object, str | None]] | None = None, submission: bytes | None = None) -> None:
+    def __init__(
+        self,
+        socket_path: str,
+        step: Any,
+        answer_seconds: float = PROBE_ANSWER_SECONDS,
+        sources: Iterable[object] = (),
+        case_key: bytes | None = None,
+        program: Iterable[tuple[object, str | None]] | None = None,
+        submission: bytes | None = None,
+    ) -> None:
         self.step = step
         # the course's case key (autograder/checks/casekey.py): checks draw this submission's own cases from
         # it and the submission (framework.fresh_rng); it stays in this process, as the checks do
@@ -109,20 +123,21 @@ class ProbeServer:
         # the notebook's code cells in the order they run, as (the student's text, or None for a cell the
         # student did not write; the grade id of a hidden test cell, or None): what a hidden test meets
         # when it runs is what the student's cells above it bound (code_before)
-        self.program: list[tuple[str | None, str | None]] | None = \
+        self.program: list[tuple[str | None, str | None]] | None = (
             [(None if t is None else str(t), g) for t, g in program] if program is not None else None
-        self.checks = step.checks                                # grade_id -> Check, of this step only
+        )
+        self.checks = step.checks  # grade_id -> Check, of this step only
         self.plugin = load_plugin(step.root)
         self.socket_path = socket_path
         self.answer_seconds = answer_seconds
-        self.results: dict[str, object] = {}                    # grade_id -> the probe's plain data
+        self.results: dict[str, object] = {}  # grade_id -> the probe's plain data
         self._expected: str | None = None
         self._claimed: set[str] = set()
         self._drivers: dict[str, threading.Thread] = {}
-        self._issued: dict[str, list[tuple[str, object]]] = {}   # suite -> [(token, Case)]
-        self._objects: dict[str, object] = {}                    # token -> served object
-        self._tokens: dict[int, str] = {}                        # id(object) -> token
-        self._served_state: dict[str, Any] = {}                            # the course plugin's, for this notebook
+        self._issued: dict[str, list[tuple[str, object]]] = {}  # suite -> [(token, Case)]
+        self._objects: dict[str, object] = {}  # token -> served object
+        self._tokens: dict[int, str] = {}  # id(object) -> token
+        self._served_state: dict[str, Any] = {}  # the course plugin's, for this notebook
         self._lock = threading.Lock()
         self._requests = 0
         self._slots = threading.BoundedSemaphore(PROBE_CONNECTIONS)
@@ -130,7 +145,7 @@ class ProbeServer:
         self.clock = GraderClock()
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(socket_path)
-        os.chmod(socket_path, 0o666)   # the sandboxed kernel may run as another user
+        os.chmod(socket_path, 0o666)  # the sandboxed kernel may run as another user
         self._listener.listen(8)
         self._closed = False
         self._thread = threading.Thread(target=self._accept_loop, daemon=True)
@@ -215,7 +230,7 @@ class ProbeServer:
                 conn, _ = self._listener.accept()
             except OSError:
                 return
-            if not self._slots.acquire(blocking=False):    # a kernel opening connection after connection
+            if not self._slots.acquire(blocking=False):  # a kernel opening connection after connection
                 conn.close()
                 continue
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
@@ -245,15 +260,15 @@ class ProbeServer:
         if grade_id is None or not accepted:
             _quietly(send, conn, {"op": "refused", "why": "the grader runs each hidden test once, from its own cell"})
             return
-        self.clock.begin()          # the kernel waits for the probe, except while it answers (request)
+        self.clock.begin()  # the kernel waits for the probe, except while it answers (request)
         try:
             data = run_probe(self.checks[grade_id], KernelNamespace(KernelSession(conn, self)), self)
-        except KernelRefused as err:                     # no points, and why
+        except KernelRefused as err:  # no points, and why
             self.results[grade_id] = {"__missing__": f"the grader refused the kernel's answer: {err}"}
             return
         except KernelGone:
-            return                                       # no result: the judge says why from the cell
-        except Exception as err:                         # a fault of the grader's, said as such
+            return  # no result: the judge says why from the cell
+        except Exception as err:  # a fault of the grader's, said as such
             data = {"__grader_error__": f"{type(err).__name__}: {str(err)[:200]}"}
         finally:
             self.clock.end()
@@ -272,13 +287,13 @@ class ProbeServer:
 
     def _link(self, conn: socket.socket, message: dict[str, Any]) -> None:
         while True:
-            self.clock.begin()              # the kernel waits for the served head's answer
+            self.clock.begin()  # the kernel waits for the served head's answer
             try:
                 try:
                     reply = self._handle(message)
                 except (KeyError, TypeError, ValueError, NotPlain, RuntimeError) as err:
                     reply = {"error": f"{type(err).__name__}: {err}"}
-                del message                     # nothing of it is kept while the next one is awaited
+                del message  # nothing of it is kept while the next one is awaited
                 sent = _quietly(send, conn, reply)
             finally:
                 self.clock.end()
@@ -335,6 +350,7 @@ def _quietly(fn: Callable[..., object], *args: object) -> bool:
 
 # ---- the student's namespace, as a probe sees it ---------------------------------------------
 
+
 class KernelSession:
     """Requests to the student's kernel over one session's connection."""
 
@@ -345,7 +361,7 @@ class KernelSession:
 
     def request(self, message: dict[str, Any]) -> Any:
         clock = self.server.clock
-        clock.end()                 # from here to its answer, the time is the kernel's
+        clock.end()  # from here to its answer, the time is the kernel's
         try:
             send(self.conn, message)
             reply = self.server.receive(self.conn, self.values)
@@ -375,8 +391,9 @@ def _allowed(reply: Any, message: dict[str, Any], server: ProbeServer) -> Any:
         out["missing"] = str(message.get("name"))
     if isinstance(out.get("changed"), list):
         names = parameter_names(server.sources, str(message.get("name")))
-        out["changed"] = [name if isinstance(name, str) and name in names else "an input"
-                          for name in out["changed"][:4]]
+        out["changed"] = [
+            name if isinstance(name, str) and name in names else "an input" for name in out["changed"][:4]
+        ]
     return out
 
 
@@ -384,6 +401,7 @@ def parameter_names(sources: Iterable[object] | None, function: str) -> set[str]
     """The parameter names of every `def function(...)` in the student's code cells: what a call that
     changed its inputs may name (none if no def defines it: every input it changed is then "an input")."""
     import ast
+
     names: set[str] = set()
     for text in sources or ():
         try:
@@ -428,8 +446,13 @@ class StudentFunction:
 
     def _request(self, args: tuple[Any, ...], kwargs: dict[str, Any], **extra: Any) -> Any:
         server = self._session.server
-        message = {"op": "call", "name": self.name, "args": _encode(list(args), server),
-                   "kwargs": _encode(dict(kwargs), server), **extra}
+        message = {
+            "op": "call",
+            "name": self.name,
+            "args": _encode(list(args), server),
+            "kwargs": _encode(dict(kwargs), server),
+            **extra,
+        }
         return self._session.request(message)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -462,9 +485,11 @@ def _changed_error(names: object) -> str:
     """The error of a call that changed its inputs in place: the caller's tensors are not theirs to change."""
     names = [str(n)[:40] for n in names][:4] if isinstance(names, list) else []
     which = ", ".join(n if n == "an input" else f"`{n}`" for n in names) or "an input"
-    return (f"InputChanged: the function changed its input {which} in place, so the caller's "
-            f"{'tensor' if len(names) <= 1 else 'tensors'} changed too: work on a copy (e.g. x.clone()) "
-            "or on new tensors, never on the arguments")
+    return (
+        f"InputChanged: the function changed its input {which} in place, so the caller's "
+        f"{'tensor' if len(names) <= 1 else 'tensors'} changed too: work on a copy (e.g. x.clone()) "
+        "or on new tensors, never on the arguments"
+    )
 
 
 def _read(reply: dict[str, Any], tensors: bool = False) -> Any:
@@ -475,7 +500,7 @@ def _read(reply: dict[str, Any], tensors: bool = False) -> Any:
             return from_plain(reply["value"], tensors=tensors)
         except NotPlain as err:
             raise StudentError(f"NotPlain: {err}") from None
-    if "missing" in reply:          # the name asked for is not defined (a NameError inside the student's code is an error)
+    if "missing" in reply:  # the name asked for is not defined (a NameError inside the student's code is an error)
         raise Missing(f"`{str(reply['missing'])[:80]}` is not defined: run the cell that defines it (or write it)")
     error = reply.get("error")
     raise StudentError(str(error)[:400] if error else "no answer")

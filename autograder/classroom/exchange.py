@@ -20,6 +20,7 @@ On one machine the course folder is also the instructor's: `make fetch` first pu
 release/<step> into the exchange (nbgrader release_assignment) when the exchange is the course's
 own folder and does not hold it yet.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,8 @@ from ..course import COURSE_ID, ENGINE_ROOT, NOTEBOOKS, RELEASE, ROOT, grader_ho
 from ..errors import GraderError
 from ..nbgrader_cmd import NbgraderError, run_nbgrader
 
-COLLECTED = "collected"                 # under the grading home: what `make collect` brings in
-SECRET = "submission_secret.txt"        # written by `nbgrader submit`; feedback is found by it
+COLLECTED = "collected"  # under the grading home: what `make collect` brings in
+SECRET = "submission_secret.txt"  # written by `nbgrader submit`; feedback is found by it
 
 
 class ExchangeError(GraderError, RuntimeError):
@@ -61,8 +62,9 @@ def nbgrader(*args: str) -> str:
     try:
         return run_nbgrader(*args)
     except NbgraderError as err:
-        raise ExchangeError(f"`nbgrader {err.command}` failed: " + ("\n  ".join(err.errors) or err.log[-2000:])) \
-            from None
+        raise ExchangeError(
+            f"`nbgrader {err.command}` failed: " + ("\n  ".join(err.errors) or err.log[-2000:])
+        ) from None
 
 
 def _notebooks(folder: Path) -> dict[str, bytes]:
@@ -70,6 +72,7 @@ def _notebooks(folder: Path) -> dict[str, bytes]:
 
 
 # ---- instructor ----------------------------------------------------------------------------------
+
 
 def outbound(step: str) -> Path:
     return exchange_root() / COURSE_ID / "outbound" / step
@@ -96,21 +99,22 @@ def collect(step: str) -> list[str]:
     log = nbgrader("collect", step, "--update", f"--CourseDirectory.submitted_directory={dest}")
     new = re.findall(r"(?:Collecting|Updating) submission: (\S+) " + re.escape(step), log)
     students = sorted(p.name for p in dest.glob("*") if (p / step).is_dir())
-    submitted: dict[str, list[Path]] = {}          # inbound listed once: student -> their submissions of the step
+    submitted: dict[str, list[Path]] = {}  # inbound listed once: student -> their submissions of the step
     for folder in inbound.iterdir():
         parts = folder.name.split("+")
         if len(parts) >= 3 and parts[1] == step:
             submitted.setdefault(parts[0], []).append(folder)
     for sid in students:
         write_notebook_times(submitted.get(sid, []), dest / sid / step, sid, step)
-    print(f"collect: {len(new)} new submissions ({', '.join(new) or 'none'}); "
-          f"{len(students)} students in {_show(dest)}/")
+    print(
+        f"collect: {len(new)} new submissions ({', '.join(new) or 'none'}); {len(students)} students in {_show(dest)}/"
+    )
     if students:
         print(f"collect: grade them with  make grade SUBMISSIONS={_show(dest)}")
     return new
 
 
-NOTEBOOK_TIMES = "notebook_times.json"      # beside nbgrader's timestamp.txt in a collected submission
+NOTEBOOK_TIMES = "notebook_times.json"  # beside nbgrader's timestamp.txt in a collected submission
 
 
 def write_notebook_times(submissions: list[Path], collected: Path, student: str, step: str) -> dict[str, str]:
@@ -120,8 +124,9 @@ def write_notebook_times(submissions: list[Path], collected: Path, student: str,
     other five in unchanged, and they keep the time of the on-time submission that held them."""
     import json
     from ..term import format_timestamp, parse_timestamp
-    history = []                    # (time, {notebook: digest}) of every submission of this student
-    for folder in submissions:           # the exchange's `<student>+<step>+<time>+<random>` folders of this student
+
+    history = []  # (time, {notebook: digest}) of every submission of this student
+    for folder in submissions:  # the exchange's `<student>+<step>+<time>+<random>` folders of this student
         stamp = folder / "timestamp.txt"
         when = parse_timestamp(stamp.read_text(encoding="utf-8", errors="replace")) if stamp.is_file() else None
         if folder.is_dir() and when is not None:
@@ -148,6 +153,7 @@ def write_notebook_times(submissions: list[Path], collected: Path, student: str,
 def _digests(folder: Path) -> dict[str, str]:
     """notebook file name -> sha256 of its bytes (a student's many submissions are not held in memory)."""
     import hashlib
+
     out = {}
     for path in sorted(Path(folder).glob("*.ipynb")):
         digest = hashlib.sha256()
@@ -168,12 +174,13 @@ def return_feedback(step: str) -> list[str]:
     from ..names import UnusableId, assign_ids
     from ..grading.grade import refresh_stale_feedback
     from ..steps import find_step
+
     home = grader_home()
     returned = []
     folders = sorted((home / COLLECTED).glob(f"*/{step}"))
     if folders and (home / "feedback").is_dir():
-        refresh_stale_feedback(find_step(step))         # a score given in the formgrader since: in the pages
-    ids = assign_ids(p.parent.name for p in folders)     # the ids grading gave these folders
+        refresh_stale_feedback(find_step(step))  # a score given in the formgrader since: in the pages
+    ids = assign_ids(p.parent.name for p in folders)  # the ids grading gave these folders
     for collected in folders:
         sid = ids[collected.parent.name]
         if isinstance(sid, UnusableId):
@@ -184,25 +191,33 @@ def return_feedback(step: str) -> list[str]:
         if not (collected / SECRET).is_file():
             continue
         if not feedback.is_dir() or _notebooks(collected) != {
-                name: data for name, data in _notebooks(graded).items() if name in _notebooks(collected)}:
-            print(f"return-feedback: {sid}: the newest submission is not graded yet "
-                  f"(make grade SUBMISSIONS={_show(home / COLLECTED)})")
+            name: data for name, data in _notebooks(graded).items() if name in _notebooks(collected)
+        }:
+            print(
+                f"return-feedback: {sid}: the newest submission is not graded yet "
+                f"(make grade SUBMISSIONS={_show(home / COLLECTED)})"
+            )
             continue
         shutil.copyfile(collected / SECRET, feedback / SECRET)
         nbgrader("release_feedback", step, f"--student={sid}")
         returned.append(sid)
     if returned:
-        print(f"return-feedback: feedback for {len(returned)} students in the exchange: {', '.join(returned)}"
-              " (each fetches it with `make my-feedback`)")
+        print(
+            f"return-feedback: feedback for {len(returned)} students in the exchange: {', '.join(returned)}"
+            " (each fetches it with `make my-feedback`)"
+        )
     else:
         print("return-feedback: no graded submission from the exchange: `make collect`, then `make grade`")
     through = {sid for sid in ids.values() if not isinstance(sid, UnusableId)}
     elsewhere = sorted(p.parent.name for p in (home / "feedback").glob(f"*/{step}") if p.parent.name not in through)
     if elsewhere:
         from ..lms.roster import graded_lms_ids
+
         lms = graded_lms_ids(home, step)
-        print(f"return-feedback: {len(elsewhere)} graded students did not hand in through the exchange, so their "
-              f"feedback cannot go back through it; hand it back yourself from {_show(home / 'feedback')}/<student>/{step}/:")
+        print(
+            f"return-feedback: {len(elsewhere)} graded students did not hand in through the exchange, so their "
+            f"feedback cannot go back through it; hand it back yourself from {_show(home / 'feedback')}/<student>/{step}/:"
+        )
         for sid in elsewhere:
             where = lms.get(sid)
             print(f"    {sid}" + (f" ({where['lms']} user {where['user_id']}, {where['name']!r})" if where else ""))
@@ -210,6 +225,7 @@ def return_feedback(step: str) -> list[str]:
 
 
 # ---- student -------------------------------------------------------------------------------------
+
 
 def fetch(step: str) -> list[str]:
     """The released notebooks -> notebooks/<step>/, copying only those not there yet."""
@@ -233,6 +249,7 @@ def fetch(step: str) -> list[str]:
 def _say_due(command: str, step: str) -> None:
     """When the step is due (course.toml), how long from now, and what late work costs."""
     from ..term import TermError, due_line
+
     try:
         print(f"{command}: {due_line(step)}")
     except TermError as err:
@@ -259,8 +276,9 @@ def validate(step: str) -> int:
         config = PyFileConfigLoader("nbgrader_config.py", path=str(ENGINE_ROOT)).load_config()
         config.merge(Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "kernel")}}))
         for path in mine:
-            problems = _validation_problems(Validator(config=config).validate(str(path)),
-                                            nbformat.read(path, as_version=4).cells)
+            problems = _validation_problems(
+                Validator(config=config).validate(str(path)), nbformat.read(path, as_version=4).cells
+            )
             if problems:
                 failing += 1
                 print(f"validate: {path.name}: {len(problems)} to do")
@@ -269,8 +287,10 @@ def validate(step: str) -> int:
             else:
                 print(f"validate: {path.name}: passes every test")
     if failing:
-        print(f"validate: {failing} of {len(mine)} notebooks have work left "
-              "(written answers are graded by hand after you submit; the tests' verdicts are shown above)")
+        print(
+            f"validate: {failing} of {len(mine)} notebooks have work left "
+            "(written answers are graded by hand after you submit; the tests' verdicts are shown above)"
+        )
     _say_due("validate", step)
     return failing
 
@@ -278,8 +298,11 @@ def validate(step: str) -> int:
 def _validation_problems(result: dict, cells) -> list[str]:
     """One line per problem nbgrader's Validator found, named by the cell's grade id. Its list
     of failing cells is in notebook order; several cells may share a source ("YOUR ANSWER HERE")."""
-    problems = [f"a cell you may not change was changed: {item['source'][:60]!r}"
-                for kind in ("type_changed", "changed") for item in result.get(kind, [])]
+    problems = [
+        f"a cell you may not change was changed: {item['source'][:60]!r}"
+        for kind in ("type_changed", "changed")
+        for item in result.get(kind, [])
+    ]
     position = 0
     for item in result.get("failed", []):
         cell = None
@@ -292,7 +315,7 @@ def _validation_problems(result: dict, cells) -> list[str]:
         if cell is not None and cell.cell_type == "markdown":
             problems.append(f"{cid}: no answer yet")
         else:
-            error = re.sub(r"\x1b\[[0-9;]*m", "", item.get("raw_error", ""))      # no terminal colours
+            error = re.sub(r"\x1b\[[0-9;]*m", "", item.get("raw_error", ""))  # no terminal colours
             last = [line for line in error.strip().splitlines() if line.strip()]
             problems.append(f"{cid}: {last[-1].rstrip(':') if last else 'fails'}")
     return problems
@@ -308,8 +331,10 @@ def submit(step: str, student: str | None = None) -> str:
     stamp = re.search(r"Submitted as: \S+ \S+ (.+)", log)
     who = student or re.search(r"inbound/([^+]+)\+", log)[1]
     missing = re.findall(r"(\S+\.ipynb): MISSING", log)
-    print(f"submit: {len(_notebooks(mine))} notebooks of {step} handed in as {who}"
-          + (f" at {stamp[1].strip()}" if stamp else ""))
+    print(
+        f"submit: {len(_notebooks(mine))} notebooks of {step} handed in as {who}"
+        + (f" at {stamp[1].strip()}" if stamp else "")
+    )
     if missing:
         print(f"submit: not handed in (not in {_show(mine)}/): {', '.join(missing)}")
     _warn_if_late(step, who, stamp[1].strip() if stamp else "")
@@ -322,8 +347,18 @@ def _warn_if_late(step: str, student: str, stamp: str) -> None:
     from datetime import timedelta
 
     from ..names import UnusableId, student_id
-    from ..term import (TermError, UNIT_SECONDS, due_date, extensions, grace_seconds, late_policy, late_text,
-                       parse_timestamp, show_time)
+    from ..term import (
+        TermError,
+        UNIT_SECONDS,
+        due_date,
+        extensions,
+        grace_seconds,
+        late_policy,
+        late_text,
+        parse_timestamp,
+        show_time,
+    )
+
     try:
         due = due_date(step)
         if due is None:
@@ -343,25 +378,36 @@ def _warn_if_late(step: str, student: str, stamp: str) -> None:
     if late <= 0:
         return
     if late <= grace:
-        print(f"submit: {late_text(late)} after the due date ({show_time(own_due)}), within the grace period of "
-              f"{late_text(grace)}: counted as on time")
+        print(
+            f"submit: {late_text(late)} after the due date ({show_time(own_due)}), within the grace period of "
+            f"{late_text(grace)}: counted as on time"
+        )
         return
-    cost = {"none": "late work is graded in full, its lateness is reported",
-            "zero": "each notebook handed in late scores 0",
-            "per_hour": "", "per_day": ""}[policy]
+    cost = {
+        "none": "late work is graded in full, its lateness is reported",
+        "zero": "each notebook handed in late scores 0",
+        "per_hour": "",
+        "per_day": "",
+    }[policy]
     if policy in UNIT_SECONDS:
         import math
+
         units = math.ceil(late / UNIT_SECONDS[policy])
         unit = "hour" if policy == "per_hour" else "day"
-        cost = (f"{min(100.0, percent * units):g} % of each late notebook's score ({percent:g} % per {unit} or part "
-                f"of one, {units} {unit}{'s' * (units > 1)} begun)")
-    print(f"submit: LATE: handed in {late_text(late)} after the due date ({show_time(own_due)}): {cost}. "
-          "Notebooks unchanged since a submission before the due date keep its time.")
+        cost = (
+            f"{min(100.0, percent * units):g} % of each late notebook's score ({percent:g} % per {unit} or part "
+            f"of one, {units} {unit}{'s' * (units > 1)} begun)"
+        )
+    print(
+        f"submit: LATE: handed in {late_text(late)} after the due date ({show_time(own_due)}): {cost}. "
+        "Notebooks unchanged since a submission before the due date keep its time."
+    )
 
 
 def my_feedback(step: str) -> list[Path]:
     """Fetch the feedback on your submissions -> notebooks/<step>/feedback/<submission time>/."""
     from ..publish.feedback import feedback_summary
+
     if not (exchange_root() / COURSE_ID / "feedback").is_dir():
         print("my-feedback: no feedback has been returned yet")
         return []
@@ -369,11 +415,15 @@ def my_feedback(step: str) -> list[Path]:
     found = sorted((NOTEBOOKS / step / "feedback").glob("*/*.html"))
     if found:
         newest = max(p.parent for p in found)
-        print(f"my-feedback: {len(found)} feedback pages; the newest in {_show(newest)}/: "
-              + ", ".join(p.name for p in sorted(newest.glob('*.html'))))
+        print(
+            f"my-feedback: {len(found)} feedback pages; the newest in {_show(newest)}/: "
+            + ", ".join(p.name for p in sorted(newest.glob("*.html")))
+        )
         summary = feedback_summary(newest)
         if summary:
-            print(f"my-feedback: scores of {summary['student']} for {summary['step']} (each page opens with the same summary):")
+            print(
+                f"my-feedback: scores of {summary['student']} for {summary['step']} (each page opens with the same summary):"
+            )
             for line in summary["lines"]:
                 print(f"    {line}")
     else:

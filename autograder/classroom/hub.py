@@ -18,6 +18,7 @@ The hub knows the course's students through its groups: `nbgrader-<course>` (the
 `formgrade-<course>` (the instructors), which nbgrader.auth.JupyterHubAuthPlugin reads with each
 user's own server token.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,10 +33,10 @@ from pathlib import Path
 from ..course import COURSE_ID, ENGINE_ROOT, ROOT
 from ..errors import GraderError
 
-HUB_DIR = Path(os.environ.get("COURSE_HUB_DIR") or ROOT / ".hub")   # the tests: a folder of their own
+HUB_DIR = Path(os.environ.get("COURSE_HUB_DIR") or ROOT / ".hub")  # the tests: a folder of their own
 PROXY = ENGINE_ROOT / ".hub" / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
 DEFAULTS = {"ip": "127.0.0.1", "port": 8000, "instructors": ["instructor"], "exchange": "/srv/nbgrader/exchange"}
-ACCOUNT = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")       # what useradd takes on Debian without --badname
+ACCOUNT = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")  # what useradd takes on Debian without --badname
 
 
 class HubError(GraderError, RuntimeError):
@@ -45,11 +46,11 @@ class HubError(GraderError, RuntimeError):
 def settings(term: dict | None = None) -> dict:
     """course.toml's [hub], with the defaults filled in."""
     from ..term import load_term
+
     given = (load_term() if term is None else term).get("hub", {})
     unknown = set(given) - set(DEFAULTS)
     if unknown:
-        raise HubError(f"course.toml [hub]: unknown key(s) {', '.join(sorted(unknown))} "
-                       f"(known: {', '.join(DEFAULTS)})")
+        raise HubError(f"course.toml [hub]: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(DEFAULTS)})")
     out = {**DEFAULTS, **given}
     if not isinstance(out["port"], int) or not 1024 <= out["port"] <= 65000:
         raise HubError(f"course.toml [hub] port = {out['port']!r}: a port from 1024 to 65000")
@@ -62,15 +63,20 @@ def accounts(conf: dict) -> tuple[list[str], list[str]]:
     """(students, instructors): the roster's ids and course.toml's instructors, each a usable local
     account name."""
     from ..lms.roster import roster, roster_file
+
     students = sorted(roster())
     instructors = sorted(conf["instructors"])
     if not students:
-        raise HubError(f"{roster_file().name}: no students (make roster FROM=<the LMS's export>): "
-                       "the hub serves the roster's students")
+        raise HubError(
+            f"{roster_file().name}: no students (make roster FROM=<the LMS's export>): "
+            "the hub serves the roster's students"
+        )
     bad = [name for name in students + instructors if not ACCOUNT.match(name)]
     if bad:
-        raise HubError(f"not usable as local account names: {', '.join(bad)} (lower-case letters, digits, - and _, "
-                       "starting with a letter; at most 32)")
+        raise HubError(
+            f"not usable as local account names: {', '.join(bad)} (lower-case letters, digits, - and _, "
+            "starting with a letter; at most 32)"
+        )
     both = set(students) & set(instructors)
     if both:
         raise HubError(f"both a student and an instructor: {', '.join(sorted(both))}")
@@ -118,15 +124,19 @@ def user_config(folder: Path, conf: dict, students: bool) -> Path:
         "c = get_config()  # noqa: F821\n"
         f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
         f"c.Exchange.root = {str(Path(conf['exchange']))!r}\n"
-        "c.Authenticator.plugin_class = 'nbgrader.auth.JupyterHubAuthPlugin'\n", encoding="utf-8")
+        "c.Authenticator.plugin_class = 'nbgrader.auth.JupyterHubAuthPlugin'\n",
+        encoding="utf-8",
+    )
     off = {"nbgrader.server_extensions.formgrader": False} if students else {}
     (folder / "jupyter_server_config.json").write_text(
-        json.dumps({"ServerApp": {"jpserver_extensions": off}}, indent=1), encoding="utf-8")
+        json.dumps({"ServerApp": {"jpserver_extensions": off}}, indent=1), encoding="utf-8"
+    )
     labconfig = folder / "labconfig"
     labconfig.mkdir(exist_ok=True)
     disabled = {"@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True} if students else {}
-    (labconfig / "page_config.json").write_text(json.dumps({"disabledExtensions": disabled}, indent=1),
-                                                encoding="utf-8")
+    (labconfig / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": disabled}, indent=1), encoding="utf-8"
+    )
     return folder
 
 
@@ -201,6 +211,7 @@ def command(config: Path) -> list[str]:
 def setup(step: str, folder: Path | None = None, passwords: bool = True, say=print) -> list[str]:
     """Steps 1-3 of `make hub`; returns the command that starts the hub."""
     from .exchange import publish
+
     if not PROXY.exists() or shutil.which("jupyterhub", path=str(Path(sys.executable).parent)) is None:
         raise HubError("JupyterHub or its proxy is not installed: make hub-deps")
     conf = settings()
@@ -209,8 +220,11 @@ def setup(step: str, folder: Path | None = None, passwords: bool = True, say=pri
     root = prepare_exchange(Path(conf["exchange"]))
     os.environ["NBGRADER_EXCHANGE"] = str(root)
     publish(step)
-    say(f"hub: {len(students)} students and {len(instructors)} instructors ({len(created)} local accounts created"
-        + ("; development passwords dev-<account>, for local testing only" if passwords else "") + ")")
+    say(
+        f"hub: {len(students)} students and {len(instructors)} instructors ({len(created)} local accounts created"
+        + ("; development passwords dev-<account>, for local testing only" if passwords else "")
+        + ")"
+    )
     say(f"hub: exchange {root}; configuration {config}")
     say(f"hub: http://{conf['ip']}:{conf['port']}/ (JupyterLab with nbgrader's Assignments; instructors: Formgrader)")
     return command(config)

@@ -16,6 +16,7 @@ whether to fetch Jupyter's news or told about updates (a course pins its version
 student's JupyterLab leaves out nbgrader's instructor tools (the "Create Assignment" panel and the
 formgrader), keeping Validate and the Assignments panel.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,19 +34,27 @@ ROLES = ("student", "instructor")
 # autograded and feedback folders): every page it serves may show pictures only from the server itself
 # and its own data (data:, blob:), and nothing that fetches from or frames an address a student chose.
 # Scripts and connections are JupyterLab's own business, so they are left as Jupyter sets them.
-INSTRUCTOR_CSP = ("frame-ancestors 'self'; img-src 'self' data: blob:; media-src 'self' data: blob:; "
-                  "font-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'")
+INSTRUCTOR_CSP = (
+    "frame-ancestors 'self'; img-src 'self' data: blob:; media-src 'self' data: blob:; "
+    "font-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'"
+)
 
 
 def lab_arguments(root_dir: Path, role: str = "student", default_url: str | None = None) -> list[str]:
     """The options of the course's JupyterLab serving `root_dir` for a student or an instructor."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}, not {role!r}")
-    args = [f"--ServerApp.root_dir={root_dir}", f"--LabApp.app_settings_dir={SETTINGS / role}",
-            "--LabApp.news_url=None"]
+    args = [
+        f"--ServerApp.root_dir={root_dir}",
+        f"--LabApp.app_settings_dir={SETTINGS / role}",
+        "--LabApp.news_url=None",
+    ]
     if role == "instructor":
         import json
-        args.append("--ServerApp.tornado_settings=" + json.dumps({"headers": {"Content-Security-Policy": INSTRUCTOR_CSP}}))
+
+        args.append(
+            "--ServerApp.tornado_settings=" + json.dumps({"headers": {"Content-Security-Policy": INSTRUCTOR_CSP}})
+        )
     if default_url:
         args.append(f"--ServerApp.default_url={default_url}")
     return args
@@ -64,6 +73,7 @@ def server_flags(extra: list[str] | None = None, euid: int | None = None) -> lis
 
 def run_lab(formgrader: bool = False, extra: list[str] | None = None) -> int:
     from ..course import kernel_env
+
     if formgrader:
         args = lab_arguments(ROOT, "instructor", "/formgrader")
     else:

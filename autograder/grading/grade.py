@@ -16,6 +16,7 @@ With --shard I/N or --students a,b only those students are graded (one piece of 
 on several machines against a shared gradebook, see shards.py); `python -m autograder report`
 then writes the reports for the whole class.
 """
+
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -54,20 +55,23 @@ GRADEBOOK_SECRETS = ("NBGRADER_DB_URL", "PGPASSWORD", "PGPASSFILE", "PGSERVICEFI
 
 @dataclass
 class Job:
-    step: str               # the step's name (a worker finds it under `root`)
+    step: str  # the step's name (a worker finds it under `root`)
     root: str
     student: str
     notebook: str
-    submitted: str          # path of the received notebook (autograder/submitted/...)
-    key: str                # hash of everything the result depends on
+    submitted: str  # path of the received notebook (autograder/submitted/...)
+    key: str  # hash of everything the result depends on
     sandbox: str
     threads: int
     limits: dict = field(default_factory=dict)
-    kernels: str = "warm"   # forked from this worker's template (autograder/kernel/warm.py) when it can; "cold": a fresh one
+    kernels: str = (
+        "warm"  # forked from this worker's template (autograder/kernel/warm.py) when it can; "cold": a fresh one
+    )
     allowance: float | None = None  # seconds of the student's time budget left for it (autograder/kernel/budget.py)
 
 
 # ---- in a worker process -------------------------------------------------------------------
+
 
 def run_job(job: Job) -> NotebookResult:
     """Grade one notebook of one student. Runs in a worker process."""
@@ -87,21 +91,26 @@ def run_job(job: Job) -> NotebookResult:
     started = time.monotonic()
     _reset_peak_memory()
     step = Step(job.step, Path(job.root))
-    submitted = Path(job.submitted).read_bytes()     # every byte the student handed in: its cases' seed
+    submitted = Path(job.submitted).read_bytes()  # every byte the student handed in: its cases' seed
     student_nb = json.loads(submitted.decode("utf-8"))
     release_nb = json.loads((step.release / f"{job.notebook}.ipynb").read_text(encoding="utf-8"))
     source_nb = json.loads((step.source / f"{job.notebook}.ipynb").read_text(encoding="utf-8"))
     graded, notes = assemble(student_nb, release_nb, source_nb)
     nb = nbformat.from_dict(graded)
     plugin = load_plugin(step.root)
-    course_env = plugin.kernel_env(step)            # the course's: its numerics, its data, its kernel hooks
+    course_env = plugin.kernel_env(step)  # the course's: its numerics, its data, its kernel hooks
     readable = kernel_readable(step)
     template = None
-    if job.kernels == "warm":       # this worker's template (its scratch folders live in its sandbox)
+    if job.kernels == "warm":  # this worker's template (its scratch folders live in its sandbox)
         from ..kernel.warm import worker_template
-        template = worker_template(job.sandbox, plugin.preimport(step),
-                                   _kernel_env(job, Path("/nonexistent"), "", course_env),
-                                   readable=readable, passed_env=tuple(course_env))
+
+        template = worker_template(
+            job.sandbox,
+            plugin.preimport(step),
+            _kernel_env(job, Path("/nonexistent"), "", course_env),
+            readable=readable,
+            passed_env=tuple(course_env),
+        )
     scratch = leftovers.made("grade-", dir=getattr(template, "root", None))  # short: sockets live here
     try:
         workdir = scratch / "work"
@@ -110,32 +119,56 @@ def run_job(job: Job) -> NotebookResult:
         limits = Limits(**job.limits)
         sandbox = make_sandbox(job.sandbox, scratch, readable, passed_env=tuple(course_env))
         released = {c.get("id") for c in release_nb.get("cells", [])}
-        student_code = [c.source for c in nb.cells if c.cell_type == "code"
-                        and (c.get("metadata", {}).get("nbgrader", {}).get("solution") or c.get("id") not in released)]
-        with ProbeServer(socket_path, step, answer_seconds=limits.cell_wall + 30, sources=student_code,
-                         case_key=case_key(), program=student_program(nb, released),
-                         submission=submitted) as server:
+        student_code = [
+            c.source
+            for c in nb.cells
+            if c.cell_type == "code"
+            and (c.get("metadata", {}).get("nbgrader", {}).get("solution") or c.get("id") not in released)
+        ]
+        with ProbeServer(
+            socket_path,
+            step,
+            answer_seconds=limits.cell_wall + 30,
+            sources=student_code,
+            case_key=case_key(),
+            program=student_program(nb, released),
+            submission=submitted,
+        ) as server:
             env = _kernel_env(job, workdir, socket_path, course_env)
-            outcome = asyncio.run(execute(nb, workdir, env, sandbox, limits, hooks=server, template=template,
-                                          allowance=job.allowance))
+            outcome = asyncio.run(
+                execute(nb, workdir, env, sandbox, limits, hooks=server, template=template, allowance=job.allowance)
+            )
             cells = judge_notebook(nb, server)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return NotebookResult(
-        student=job.student, notebook=job.notebook, key=job.key, notebook_json=nbformat.writes(nb),
+        student=job.student,
+        notebook=job.notebook,
+        key=job.key,
+        notebook_json=nbformat.writes(nb),
         cells=[bounded_cell(c) for c in cells],
-        notes=[clip(n) for n in notes + outcome.events], events=[clip(e) for e in outcome.events],
-        seconds=round(time.monotonic() - started, 2), kernel_starts=outcome.kernel_starts,
-        sandbox=sandbox.name, kernels=outcome.kernels,
+        notes=[clip(n) for n in notes + outcome.events],
+        events=[clip(e) for e in outcome.events],
+        seconds=round(time.monotonic() - started, 2),
+        kernel_starts=outcome.kernel_starts,
+        sandbox=sandbox.name,
+        kernels=outcome.kernels,
         # the time its cells used (CPU, counted as its limits are) and the cells a limit stopped;
         # per kernel, the highest memory and process count of its control group
-        cpu_seconds=outcome.cpu_seconds, metered=outcome.metered, stopped=outcome.stopped,
-        kernel_peaks=outcome.peaks, worker_peak_bytes=_peak_memory(),
+        cpu_seconds=outcome.cpu_seconds,
+        metered=outcome.metered,
+        stopped=outcome.stopped,
+        kernel_peaks=outcome.peaks,
+        worker_peak_bytes=_peak_memory(),
         # the student's time budget: what this notebook was left of it, what it counted, whether it ran
         # out here (autograder/kernel/budget.py); and the cell that waited longest (Limits.cell_wait_timeout)
-        budget=Budget(allowance=None if job.allowance is None else round(job.allowance, 2),
-                      used=outcome.counted_seconds, ran_out=outcome.budget_ran_out),
-        longest_wait=outcome.longest_wait, largest_message_bytes=outcome.largest_message,
+        budget=Budget(
+            allowance=None if job.allowance is None else round(job.allowance, 2),
+            used=outcome.counted_seconds,
+            ran_out=outcome.budget_ran_out,
+        ),
+        longest_wait=outcome.longest_wait,
+        largest_message_bytes=outcome.largest_message,
     )
 
 
@@ -177,19 +210,23 @@ def _kernel_env(job: Job, workdir: Path, socket_path: str, course_env: dict) -> 
     """The environment of a job's kernel (before the sandbox keeps only what it passes on)."""
     from ..course import kernel_env
     from ..runtime import GRADER_SOCKET
-    env = kernel_env({
-        **course_env,
-        GRADER_SOCKET: socket_path,
-        "OMP_NUM_THREADS": str(job.threads), "MKL_NUM_THREADS": str(job.threads),
-        # numpy's OpenBLAS starts its threads when it is imported: one, so that a warm template (which
-        # imports numpy and forks only while single-threaded) can fork whatever the job's thread count
-        "OPENBLAS_NUM_THREADS": "1",
-        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
-        "HOME": str(workdir),
-        "PYTHONHASHSEED": "0",      # set and dict order of strings: the same in every run
-    })
+
+    env = kernel_env(
+        {
+            **course_env,
+            GRADER_SOCKET: socket_path,
+            "OMP_NUM_THREADS": str(job.threads),
+            "MKL_NUM_THREADS": str(job.threads),
+            # numpy's OpenBLAS starts its threads when it is imported: one, so that a warm template (which
+            # imports numpy and forks only while single-threaded) can fork whatever the job's thread count
+            "OPENBLAS_NUM_THREADS": "1",
+            "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+            "HOME": str(workdir),
+            "PYTHONHASHSEED": "0",  # set and dict order of strings: the same in every run
+        }
+    )
     env.pop("JPY_PARENT_PID", None)
-    for secret in GRADEBOOK_SECRETS:     # student code gets no way into the gradebook
+    for secret in GRADEBOOK_SECRETS:  # student code gets no way into the gradebook
         env.pop(secret, None)
     return env
 
@@ -219,11 +256,18 @@ def worker_context():
 
 def start_worker(environ: dict, cwd: str) -> None:
     from .worker import start_worker as start
+
     start(environ, cwd)
 
 
-def run_jobs(jobs: list[Job], workers: int, attempts: int = 3, meanwhile=None, budget: float | None = None,
-             recorded: dict | None = None):
+def run_jobs(
+    jobs: list[Job],
+    workers: int,
+    attempts: int = 3,
+    meanwhile=None,
+    budget: float | None = None,
+    recorded: dict | None = None,
+):
     """Run jobs in worker processes; yield (job, result dict) or (job, error text) as each is settled.
     Each student's notebooks share one time budget (`budget` seconds; `recorded`: {(student, notebook):
     seconds used} by results of an earlier run): a `Ledger` (autograder/kernel/budget.py) decides which job
@@ -240,12 +284,17 @@ def run_jobs(jobs: list[Job], workers: int, attempts: int = 3, meanwhile=None, b
 
     from ..kernel.budget import Ledger
     from ..kernel.limits import Limits
+
     ledger = Ledger(jobs, Limits.student_budget if budget is None else budget, recorded or {})
     tries = {i: 0 for i in range(len(jobs))}
     context = worker_context()
     while not ledger.done():
-        with cf.ProcessPoolExecutor(max_workers=max(1, min(workers, len(jobs))), mp_context=context,
-                                    initializer=start_worker, initargs=(dict(os.environ), os.getcwd())) as pool:
+        with cf.ProcessPoolExecutor(
+            max_workers=max(1, min(workers, len(jobs))),
+            mp_context=context,
+            initializer=start_worker,
+            initargs=(dict(os.environ), os.getcwd()),
+        ) as pool:
             running: dict = {}
 
             def fill() -> None:
@@ -305,7 +354,7 @@ def _in_thread(fn):
     def target():
         try:
             fn()
-        except BaseException as err:        # noqa: BLE001  (raised in the caller's thread)
+        except BaseException as err:  # noqa: BLE001  (raised in the caller's thread)
             thread.error = err
 
     thread = threading.Thread(target=target, name="hand-out-jobs", daemon=True)
@@ -318,15 +367,26 @@ def _sweep_after_dead_workers() -> None:
     """What grading workers that died (or ended) left behind: their control groups, their templates',
     jobs' and relays' folders (autograder/kernel/leftovers.py)."""
     from ..kernel import cgroups, leftovers
+
     found = cgroups.cgroups()
     if found is not None:
         found.sweep()
     leftovers.sweep()
 
 
-def grade(step: Step, submissions: Path, workers: int | None = None, force: bool = False, sandbox: str = "auto",
-          feedback: bool = True, limits: dict | None = None, quiet: bool = False,
-          shard: tuple[int, int] | None = None, students: list[str] | None = None, kernels: str = "warm") -> dict:
+def grade(
+    step: Step,
+    submissions: Path,
+    workers: int | None = None,
+    force: bool = False,
+    sandbox: str = "auto",
+    feedback: bool = True,
+    limits: dict | None = None,
+    quiet: bool = False,
+    shard: tuple[int, int] | None = None,
+    students: list[str] | None = None,
+    kernels: str = "warm",
+) -> dict:
     """Grade every submission of `step` under `submissions` (or only shard (I, N) of the students, or
     only `students`); return {'results': [...], 'problems': [...]}. kernels: "warm" (forked from a
     template per worker where it can, else cold: said on screen) or "cold" (a fresh kernel per notebook)."""
@@ -334,25 +394,31 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     from ..kernel.limits import descriptors_problem
     from ..kernel.sandbox import resolve_sandbox
     from ..shards import available_cores, selector
-    if students:        # as ids are (`ü ñ` is `ü-ñ`; NFC, whatever form the terminal typed)
+
+    if students:  # as ids are (`ü ñ` is `ü-ñ`; NFC, whatever form the terminal typed)
         students = [_requested_id(s) for s in students]
     only, requested = selector(shard, students), students
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     use_environment_tools()
-    grader_home().mkdir(parents=True, exist_ok=True)      # a new $GRADER_HOME: the gradebook goes there
+    grader_home().mkdir(parents=True, exist_ok=True)  # a new $GRADER_HOME: the gradebook goes there
     url = db_url()
     sandbox = resolve_sandbox(sandbox)
-    groups = cgroups.resolve()          # a control group per kernel, or a warning (once per run)
+    groups = cgroups.resolve()  # a control group per kernel, or a warning (once per run)
     from ..kernel import leftovers
-    leftovers.sweep()                   # the folders of grading workers that died in an earlier run
+
+    leftovers.sweep()  # the folders of grading workers that died in an earlier run
     from ..lms.roster import lms_ids, save_lms_ids
+
     roster_ids = lms_ids()
     received = collect(Path(submissions), step.notebooks(), only=only, roster_ids=roster_ids)
-    part = (f" (shard {shard[0]} of {shard[1]})" if shard else "") + \
-        (f" (students: {', '.join(sorted(students))})" if students else "")
+    part = (f" (shard {shard[0]} of {shard[1]})" if shard else "") + (
+        f" (students: {', '.join(sorted(students))})" if students else ""
+    )
     kernels = _kernels_for(kernels, sandbox)
-    say(f"grade: {step.name}: {len(received)} files from {submissions}{part}; sandbox: {sandbox}; kernels: {kernels}; "
-        f"limits per kernel: {'cgroup v%d' % groups.version if groups else 'per process only'}")
+    say(
+        f"grade: {step.name}: {len(received)} files from {submissions}{part}; sandbox: {sandbox}; kernels: {kernels}; "
+        f"limits per kernel: {'cgroup v%d' % groups.version if groups else 'per process only'}"
+    )
 
     # keep the newest readable copy of each (student, notebook); report every other file
     chosen, problems = pick_newest(received)
@@ -365,24 +431,27 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     # one time per student's submission: from nbgrader's timestamp.txt, else the file time (an LMS's
     # late mark taken into account: autograder/term.py)
     from ..term import notebook_times, submission_times
+
     submitted_at, time_sources = submission_times(chosen, step.name)
     plan.store.save_times(step.name, time_sources, notebook_times(chosen, submitted_at))
     save_lms_ids(chosen, grader_home(), step.name)
     plan.keep_received(chosen, force, submitted_at)
 
-    def set_up_gradebook():     # while the workers start and grade: only recording needs the gradebook
+    def set_up_gradebook():  # while the workers start and grade: only recording needs the gradebook
         gradebook.ensure_gradebook(url, step)
         plan.record_missing(students, chosen, problems)
 
     started = time.monotonic()
     if plan.jobs:
-        say(f"grade: {len(plan.jobs)} notebooks to grade with {workers} worker{'s' * (workers > 1)}"
-            f" ({len(plan.results)} already recorded)")
+        say(
+            f"grade: {len(plan.jobs)} notebooks to grade with {workers} worker{'s' * (workers > 1)}"
+            f" ({len(plan.results)} already recorded)"
+        )
         plan.run(workers, submitted_at, say, meanwhile=set_up_gradebook)
     else:
         set_up_gradebook()
     plan.store.stamp_submissions(step.name, submitted_at)
-    plan.store.apply_term(step.name, sorted(students))      # due date, extensions, late penalties in the gradebook
+    plan.store.apply_term(step.name, sorted(students))  # due date, extensions, late penalties in the gradebook
     seconds = time.monotonic() - started
     if kernels == "warm" and plan.jobs:
         started_as = [r.kernels for r in plan.results if r.key not in (MISSING, FAILED)]
@@ -391,20 +460,20 @@ def grade(step: Step, submissions: Path, workers: int | None = None, force: bool
     # scores count in this run's table and reports too (the store's one record)
     current = plan.store.load(step, students) if students else []
     if feedback and students:
-        _note_feedback_failures(current, write_feedback(step, students, quiet=quiet, only_these=only is not None),
-                                say)
+        _note_feedback_failures(current, write_feedback(step, students, quiet=quiet, only_these=only is not None), say)
     if only is None:
         from ..publish.report import write_reports
+
         write_reports(step, current, problems, say=say)
     else:
-        _write_shard_record(step, shard, requested, students, problems, current, len(plan.jobs), workers,
-                            seconds, say)
+        _write_shard_record(step, shard, requested, students, problems, current, len(plan.jobs), workers, seconds, say)
     return {"results": [r.to_json() for s in current for r in s.notebooks.values()], "problems": problems}
 
 
 @dataclass
 class Plan:
     """One grading run of a step: the notebooks to grade (jobs) and the results already known."""
+
     step: Step
     url: str
     sandbox: str
@@ -423,6 +492,7 @@ class Plan:
         autograded/ and the gradebook: nbgrader's formgrader shows a submission whose stamps differ
         as "needs autograding"."""
         from ..checks.casekey import case_key, key_fingerprint
+
         # the course's case key: made here, on first grading, before any kernel runs; a new key regrades
         fingerprint = self.step.fingerprint() + key_fingerprint(case_key())
         reused: list[tuple[NotebookResult, Job]] = []
@@ -435,8 +505,18 @@ class Plan:
             # a result depends on the submission, the grader and the limits it ran under (other than the defaults)
             limits = json.dumps(self.limits, sort_keys=True).encode() if self.limits else b""
             key = hashlib.sha256(item.data + fingerprint.encode() + limits).hexdigest()
-            job = Job(self.step.name, str(self.step.root), sid, name, str(path), key, self.sandbox,
-                      self.threads, dict(self.limits), self.kernels)
+            job = Job(
+                self.step.name,
+                str(self.step.root),
+                sid,
+                name,
+                str(path),
+                key,
+                self.sandbox,
+                self.threads,
+                dict(self.limits),
+                self.kernels,
+            )
             previous = None if force else self.store.result(self.step.name, sid, name)
             if previous is not None and previous.key == key:
                 reused.append((previous, job))
@@ -464,8 +544,9 @@ class Plan:
                 if bad:
                     reason = f"{bad[-1]['file']}: {bad[-1]['problem']}"
                 elif other:
-                    reason = "not submitted; files of this student that were not used: " \
-                        + "; ".join(f"{p['file']}: {p['problem']}" for p in other)
+                    reason = "not submitted; files of this student that were not used: " + "; ".join(
+                        f"{p['file']}: {p['problem']}" for p in other
+                    )
                 else:
                     reason = "not submitted"
                 self.results.append(self.store.record_unreadable(self.step.name, sid, name, reason, MISSING, gb))
@@ -474,31 +555,41 @@ class Plan:
         """Grade the jobs in worker processes; record each result as it comes, with a progress line
         (`meanwhile()`: run once the jobs are handed out, before the first is recorded)."""
         from ..kernel.limits import Limits
+
         started, done = time.monotonic(), 0
         budget = float(self.limits.get("student_budget", Limits.student_budget))
         recorded = {(r.student, r.notebook): r.budget.used if r.budget else 0.0 for r in self.results}
         for job, outcome in run_jobs(self.jobs, workers, meanwhile=meanwhile, budget=budget, recorded=recorded):
             if isinstance(outcome, NotebookResult):
                 self.store.record(self.step.name, outcome, submitted_at[job.student])
-                outcome.notebook_json = None        # recorded: the graded notebook is in its own file
+                outcome.notebook_json = None  # recorded: the graded notebook is in its own file
                 result = outcome
-            else:   # a fault of the grader itself: zero with the reason, retried by the next run
-                result = self.store.record_unreadable(self.step.name, job.student, job.notebook,
-                                                      f"the grader failed on this notebook ({outcome}); "
-                                                      "rerun `make grade` to retry it", FAILED)
+            else:  # a fault of the grader itself: zero with the reason, retried by the next run
+                result = self.store.record_unreadable(
+                    self.step.name,
+                    job.student,
+                    job.notebook,
+                    f"the grader failed on this notebook ({outcome}); rerun `make grade` to retry it",
+                    FAILED,
+                )
             self.results.append(result)
             done += 1
             eta = (time.monotonic() - started) / done * (len(self.jobs) - done)
-            say(f"  {progress_bar(done, len(self.jobs))} {job.student:<16} {job.notebook:<28} "
-                f"{result.earned:5.1f} pts  {result.seconds:5.1f} s   left ~{clock(eta)}")
+            say(
+                f"  {progress_bar(done, len(self.jobs))} {job.student:<16} {job.notebook:<28} "
+                f"{result.earned:5.1f} pts  {result.seconds:5.1f} s   left ~{clock(eta)}"
+            )
 
 
 def _kernels_for(kernels: str, sandbox: str) -> str:
     """The kernels a run uses: as asked, except warm where they cannot be had (then cold, and why)."""
     if kernels not in ("cold", "warm"):
-        raise UsageError(f"unknown kind of kernels {kernels!r}: cold (a fresh kernel per notebook) or warm "
-                         "(forked from a template that has imported the course's modules)")
+        raise UsageError(
+            f"unknown kind of kernels {kernels!r}: cold (a fresh kernel per notebook) or warm "
+            "(forked from a template that has imported the course's modules)"
+        )
     from ..kernel.warm import why_cold
+
     reason = why_cold(sandbox) if kernels == "warm" else ""
     if reason:
         print(f"grade: kernels: cold, not warm: {reason}", file=sys.stderr, flush=True)
@@ -506,23 +597,41 @@ def _kernels_for(kernels: str, sandbox: str) -> str:
     return kernels
 
 
-def _write_shard_record(step: Step, shard, requested, students, problems, current, graded: int, workers: int,
-                        seconds: float, say) -> None:
+def _write_shard_record(
+    step: Step, shard, requested, students, problems, current, graded: int, workers: int, seconds: float, say
+) -> None:
     """One piece of the class: its record for the merge (`python -m autograder report`)."""
     from ..publish.report import table
     from ..shards import shard_file, shard_label
-    atomic_write(shard_file(step, shard_label(shard, requested)), json.dumps({
-        "shard": list(shard) if shard else None, "students": sorted(students),
-        "problems": problems, "notebooks_graded": graded, "workers": workers,
-        "grading_seconds": round(seconds, 1)}, indent=1))
+
+    atomic_write(
+        shard_file(step, shard_label(shard, requested)),
+        json.dumps(
+            {
+                "shard": list(shard) if shard else None,
+                "students": sorted(students),
+                "problems": problems,
+                "notebooks_graded": graded,
+                "workers": workers,
+                "grading_seconds": round(seconds, 1),
+            },
+            indent=1,
+        ),
+    )
     if current:
-        say("\n" + table([r for s in current for r in s.notebooks.values()], step, {s.student: s.totals for s in current}))
-    say(f"\ngrade: {len(students)} students of this part graded; when every part is done, "
-        f"`python -m autograder report --step {step.name}` writes the step's reports for the whole class")
+        say(
+            "\n"
+            + table([r for s in current for r in s.notebooks.values()], step, {s.student: s.totals for s in current})
+        )
+    say(
+        f"\ngrade: {len(students)} students of this part graded; when every part is done, "
+        f"`python -m autograder report --step {step.name}` writes the step's reports for the whole class"
+    )
 
 
 def _requested_id(name: str) -> str:
     from ..names import UnusableId, student_id
+
     try:
         return student_id(name)
     except UnusableId as err:
@@ -537,8 +646,11 @@ def progress_bar(done: int, total: int, width: int = 20) -> str:
 
 def clock(seconds: float) -> str:
     seconds = int(round(seconds))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 \
+    return (
+        f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        if seconds >= 3600
         else f"{seconds // 60}:{seconds % 60:02d}"
+    )
 
 
 def write_feedback(step: Step, students: list[str], quiet: bool = False, only_these: bool = False) -> list[dict]:
@@ -551,6 +663,7 @@ def write_feedback(step: Step, students: list[str], quiet: bool = False, only_th
     alone, and the ones that still fail are returned, [{student, notebook, problem}], for the reports.
     """
     from ..nbgrader_cmd import NbgraderError, run_nbgrader
+
     home = grader_home()
     failures: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="feedback-") as view:
@@ -560,30 +673,44 @@ def write_feedback(step: Step, students: list[str], quiet: bool = False, only_th
             for sid in students:
                 if (home / "autograded" / sid).is_dir():
                     (autograded / sid).symlink_to(home / "autograded" / sid)
-        if not any(autograded.glob(f"*/{step.name}/*.ipynb")):   # nbgrader fails on nothing to do
+        if not any(autograded.glob(f"*/{step.name}/*.ipynb")):  # nbgrader fails on nothing to do
             if not quiet:
                 print("feedback: no graded notebook (every file unreadable or missing): no feedback to write")
             return failures
-        args = ["generate_feedback", step.name, "--force", f"--CourseDirectory.autograded_directory={autograded}",
-                f"--CourseDirectory.feedback_directory={home / 'feedback'}"]
+        args = [
+            "generate_feedback",
+            step.name,
+            "--force",
+            f"--CourseDirectory.autograded_directory={autograded}",
+            f"--CourseDirectory.feedback_directory={home / 'feedback'}",
+        ]
         try:
             run_nbgrader(*args, root=step.root, db_url=db_url())
         except NbgraderError as err:
             if not quiet:
-                print(f"feedback: nbgrader failed ({_last_error(str(err))}); the notebooks without feedback "
-                      "are written one at a time")
+                print(
+                    f"feedback: nbgrader failed ({_last_error(str(err))}); the notebooks without feedback "
+                    "are written one at a time"
+                )
             for sid in students:
                 for graded in sorted((autograded / sid / step.name).glob("*.ipynb")):
                     if (home / "feedback" / sid / step.name / f"{graded.stem}.html").exists():
                         continue
                     try:
-                        run_nbgrader(*args, f"--CourseDirectory.student_id={sid}",
-                                     f"--CourseDirectory.notebook_id={graded.stem}", root=step.root, db_url=db_url())
+                        run_nbgrader(
+                            *args,
+                            f"--CourseDirectory.student_id={sid}",
+                            f"--CourseDirectory.notebook_id={graded.stem}",
+                            root=step.root,
+                            db_url=db_url(),
+                        )
                     except NbgraderError as one:
                         failures.append({"student": sid, "notebook": graded.stem, "problem": _last_error(str(one))})
     if not quiet:
-        print(f"feedback: HTML for {len(students)} students under {_show(home / 'feedback')}/"
-              + (f", except {len(failures)} notebooks" if failures else ""))
+        print(
+            f"feedback: HTML for {len(students)} students under {_show(home / 'feedback')}/"
+            + (f", except {len(failures)} notebooks" if failures else "")
+        )
     return failures
 
 
@@ -617,12 +744,16 @@ def refresh_from_gradebook(step: Step, quiet: bool = False, feedback: bool = Tru
     the gradebook is reported, also one whose grader's result files are not in this grader home."""
     from ..publish.report import write_reports
     from ..shards import shard_problems
+
     store = Store.current()
-    store.apply_term(step.name)     # manual scores change a notebook's score, and so its late penalty
+    store.apply_term(step.name)  # manual scores change a notebook's score, and so its late penalty
     students = store.load(step)
     if feedback and (store.home / "autograded").is_dir():
-        _note_feedback_failures(students, write_feedback(step, [s.student for s in students], quiet=quiet),
-                                (lambda *a: None) if quiet else print)
+        _note_feedback_failures(
+            students,
+            write_feedback(step, [s.student for s in students], quiet=quiet),
+            (lambda *a: None) if quiet else print,
+        )
     write_reports(step, students, shard_problems(step), say=(lambda *a: None) if quiet else print)
     return students
 
@@ -631,6 +762,7 @@ def stale_feedback(step: Step) -> list[str]:
     """The students whose feedback pages show other totals than the gradebook holds now (a grader
     scored a written answer in the formgrader after the pages were written)."""
     from ..publish.feedback import feedback_summary
+
     store = Store.current()
     stale = []
     for now in store.load(step):
@@ -638,8 +770,11 @@ def stale_feedback(step: Step) -> list[str]:
         if not folder.is_dir():
             continue
         shown = feedback_summary(folder)
-        if shown is None or shown.get("step_totals") != json.loads(json.dumps(now.totals["step"])) \
-                or shown.get("notebooks") != json.loads(json.dumps(now.totals["notebooks"])):
+        if (
+            shown is None
+            or shown.get("step_totals") != json.loads(json.dumps(now.totals["step"]))
+            or shown.get("notebooks") != json.loads(json.dumps(now.totals["notebooks"]))
+        ):
             stale.append(now.student)
     return stale
 
@@ -649,7 +784,9 @@ def refresh_stale_feedback(step: Step, say=print) -> list[str]:
     feedback never hands back an older total than the gradebook, the export and the table show."""
     stale = stale_feedback(step)
     if stale:
-        say(f"feedback: {len(stale)} students' pages are older than their scores in the gradebook "
-            f"({', '.join(stale[:10])}{' ...' if len(stale) > 10 else ''}): written again")
+        say(
+            f"feedback: {len(stale)} students' pages are older than their scores in the gradebook "
+            f"({', '.join(stale[:10])}{' ...' if len(stale) > 10 else ''}): written again"
+        )
         refresh_from_gradebook(step, quiet=True)
     return stale

@@ -17,6 +17,7 @@ person gives its score. The store then leaves the cell's auto_score empty and fl
 `needs_manual_grade` in nbgrader's gradebook, as a written answer is: the formgrader lists it among
 the cells to grade by hand, and the score a TA gives there is the cell's score everywhere.
 """
+
 from __future__ import annotations
 
 import re
@@ -31,7 +32,7 @@ from ..records.model import CellResult
 
 def _error_text(cell) -> str:
     errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-    if errors:   # the last one: the grader's own (time limit, dead kernel) comes after the student's
+    if errors:  # the last one: the grader's own (time limit, dead kernel) comes after the student's
         return f"{errors[-1].get('ename')}: {errors[-1].get('evalue')}".strip(": ")
     for out in cell.get("outputs", []):
         if out.get("output_type") == "stream" and out.get("name") == "stderr":
@@ -52,15 +53,22 @@ def _hidden_error_text(cell) -> str:
 
 
 def _strip_harmless_stderr(cell) -> None:
-    cell.outputs = [o for o in cell.get("outputs", [])
-                    if not (o.get("output_type") == "stream" and o.get("name") == "stderr"
-                            and re.search(HARMLESS_STDERR, o.get("text", "")))]
+    cell.outputs = [
+        o
+        for o in cell.get("outputs", [])
+        if not (
+            o.get("output_type") == "stream"
+            and o.get("name") == "stderr"
+            and re.search(HARMLESS_STDERR, o.get("text", ""))
+        )
+    ]
 
 
 def _machine_paths() -> list[tuple[str, str]]:
     """(prefix, what students see instead): the course folder and the Python installation."""
     import sys
     from ..course import ROOT
+
     pairs = [(str(ROOT) + "/", "")]
     for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
         pairs.append((prefix.rstrip("/") + "/", "<python>/"))
@@ -100,8 +108,11 @@ def judge_notebook(nb, server) -> list[CellResult]:
         grade_id, points = nbg["grade_id"], float(nbg.get("points", 0))
         if nbg.get("solution"):
             unchanged = nbg.get("checksum") and nbg["checksum"] == nbutils.compute_checksum(cell)
-            results.append(CellResult(grade_id, 0.0 if unchanged else None, points,
-                                      "no answer given" if unchanged else "", "manual"))
+            results.append(
+                CellResult(
+                    grade_id, 0.0 if unchanged else None, points, "no answer given" if unchanged else "", "manual"
+                )
+            )
             continue
         if cell.cell_type != "code":
             continue
@@ -125,14 +136,21 @@ def _judge_hidden(cell, grade_id, points, server) -> CellResult:
         error = verdict.failure_text()
         if verdict.needs_review:
             decided = score
-            report += "\n\n" + "\n".join(textwrap.wrap(
-                f"For the grader: this cell waits for your score (the parts decided above give {decided:g} of "
-                f"{points:g}; give the whole cell's score, {points:g} if the parts marked ? are as asked).", 100))
+            report += "\n\n" + "\n".join(
+                textwrap.wrap(
+                    f"For the grader: this cell waits for your score (the parts decided above give {decided:g} of "
+                    f"{points:g}; give the whole cell's score, {points:g} if the parts marked ? are as asked).",
+                    100,
+                )
+            )
             # the decided points as the cell's value too: anything that scores the cell by nbgrader's own rule
             # (determine_grade) gets the points decided, never full marks (the store leaves it empty)
-            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=report + "\n"),
-                            nbformat.v4.new_output("execute_result", data={"text/plain": f"{decided:g}"},
-                                                   execution_count=cell.get("execution_count"))]
+            cell.outputs = [
+                nbformat.v4.new_output("stream", name="stdout", text=report + "\n"),
+                nbformat.v4.new_output(
+                    "execute_result", data={"text/plain": f"{decided:g}"}, execution_count=cell.get("execution_count")
+                ),
+            ]
             return CellResult(grade_id, None, points, verdict.review_text(), "review")
     else:
         score = 0.0
@@ -146,6 +164,9 @@ def _judge_hidden(cell, grade_id, points, server) -> CellResult:
         report = f"Hidden tests: 0 of {points:g} points.\n  ✗ {error}"
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=report + "\n")]
     if score < points:
-        cell.outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": f"{score:g}"},
-                                                   execution_count=cell.get("execution_count")))
+        cell.outputs.append(
+            nbformat.v4.new_output(
+                "execute_result", data={"text/plain": f"{score:g}"}, execution_count=cell.get("execution_count")
+            )
+        )
     return CellResult(grade_id, score, points, error)

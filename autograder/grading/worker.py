@@ -10,6 +10,7 @@ process, not a copy of the grader: it holds no gradebook connection, thread or o
 `start_worker` runs first in every worker: the grader's current environment and folder (the fork
 server keeps those it started with).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -26,10 +27,11 @@ from ..kernel import execute, sandbox, warm  # noqa: F401
 
 def _import_checks() -> None:
     from ..steps import all_steps
+
     for step in all_steps():
         try:
             step.checks
-        except Exception:       # noqa: BLE001  (a step that cannot load is reported by the grading itself)
+        except Exception:  # noqa: BLE001  (a step that cannot load is reported by the grading itself)
             pass
 
 
@@ -39,6 +41,7 @@ _import_checks()
 def _in_fork_server() -> bool:
     """Whether this module is being imported by multiprocessing's fork server (its preload)."""
     from multiprocessing import forkserver
+
     frame = sys._getframe()
     while frame is not None:
         if frame.f_code is forkserver.main.__code__:
@@ -51,13 +54,13 @@ def _end_at_once(pid: int = os.getpid()) -> None:
     """The fork server ends with the grader (its last worker gone), and then without tearing down
     torch and everything else module by module: 1.7 s of CPU after the grader has finished, which a
     command that waits for its output also waited for. Nothing of its own needs cleaning up."""
-    if os.getpid() == pid:          # the fork server itself (its workers end through os._exit anyway)
+    if os.getpid() == pid:  # the fork server itself (its workers end through os._exit anyway)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
 
 
-ENDS_AT_ONCE = _in_fork_server()     # the fork server only: elsewhere an exit code must be kept
+ENDS_AT_ONCE = _in_fork_server()  # the fork server only: elsewhere an exit code must be kept
 if ENDS_AT_ONCE:
     atexit.register(_end_at_once)
 
@@ -67,7 +70,7 @@ def start_worker(environ: dict, cwd: str) -> None:
     group of its own, limited to limits.WORKER_MEMORY_BYTES (where the machine has them)."""
     os.environ.clear()
     os.environ.update(environ)
-    tempfile.tempdir = None         # worked out again from $TMPDIR
+    tempfile.tempdir = None  # worked out again from $TMPDIR
     os.chdir(cwd)
     join_worker_group()
 
@@ -78,6 +81,7 @@ def join_worker_group():
     below the worker's), and the template this worker starts is in the worker's group."""
     from ..kernel import cgroups
     from ..kernel.limits import WORKER_MEMORY_BYTES
+
     found = cgroups.cgroups()
     if found is None:
         return None

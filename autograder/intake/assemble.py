@@ -16,13 +16,14 @@ Pictures pasted into a written answer (JupyterLab keeps them in the markdown cel
 or one the text names but the notebook does not hold, is shown as a small placeholder that says
 so (a markdown cell naming an attachment it lacks cannot be turned into feedback HTML).
 """
+
 from __future__ import annotations
 
 import base64
 import copy
 import re
 
-ATTACHMENT_CHARS = 8_000_000      # base64 characters of pasted pictures a notebook may keep (about 6 MB)
+ATTACHMENT_CHARS = 8_000_000  # base64 characters of pasted pictures a notebook may keep (about 6 MB)
 ATTACHMENT_NAME_CHARS = 200
 # `![alt](attachment:name)`, also `<attachment:name>` and a title after the name
 ATTACHMENT_REF = re.compile(r"\]\(\s*<?attachment:([^\s)>]+)")
@@ -60,8 +61,12 @@ def assemble(student: dict, release: dict, source: dict) -> tuple[dict, list[str
     for rel in release["cells"]:
         cells.append(_graded_cell(rel, matched.get(rel.get("id")), source_by_id, pictures, notes))
         cells.extend(pictures.keep(c, c) for c in followers.get(rel.get("id"), []))
-    graded = {"cells": cells, "metadata": copy.deepcopy(release.get("metadata", {})),
-              "nbformat": 4, "nbformat_minor": release.get("nbformat_minor", 5)}
+    graded = {
+        "cells": cells,
+        "metadata": copy.deepcopy(release.get("metadata", {})),
+        "nbformat": 4,
+        "nbformat_minor": release.get("nbformat_minor", 5),
+    }
     kernel = (student.get("metadata") or {}).get("kernelspec") if isinstance(student.get("metadata"), dict) else None
     if kernel and kernel != release.get("metadata", {}).get("kernelspec"):
         notes.append("the notebook's kernel was changed: it was graded with the course kernel")
@@ -86,7 +91,7 @@ def _match(student: dict, release: dict, notes: list[str]) -> tuple[dict[str, di
         if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
             continue
         grade_id = _nbgrader(cell).get("grade_id")
-        grade_id = grade_id if isinstance(grade_id, str) else None    # JSON may hold anything here
+        grade_id = grade_id if isinstance(grade_id, str) else None  # JSON may hold anything here
         cell_id = cell.get("id")
         cell_id = cell_id if isinstance(cell_id, str) else None
         target = answer_ids.get(grade_id) if grade_id in answer_ids else (cell_id if cell_id in release_ids else None)
@@ -124,7 +129,7 @@ def _graded_cell(rel: dict, mine: dict | None, source_by_id: dict, pictures: "_P
         elif _text(mine) != _text(rel) or _nbgrader(mine) != _nbgrader(rel) or mine.get("cell_type") != "code":
             notes.append(f"test cell {_nbgrader(rel)['grade_id']!r} was changed and was restored")
     elif rel["cell_type"] == "code" and not _nbgrader(rel) and mine is not None and mine.get("cell_type") == "code":
-        out["source"] = _text(mine)     # a live Python box or the name cell: the student's version
+        out["source"] = _text(mine)  # a live Python box or the name cell: the student's version
     if out["cell_type"] == "code":
         out["outputs"] = []
         out["execution_count"] = None
@@ -140,16 +145,18 @@ def _as_extra(cell: dict) -> dict:
     if kind == "code":
         out.update(outputs=[], execution_count=None)
     elif "attachments" in cell:
-        out["attachments"] = cell["attachments"]      # checked when the cell is placed (_Pictures)
+        out["attachments"] = cell["attachments"]  # checked when the cell is placed (_Pictures)
     return out
 
 
 def _placeholder(text: str) -> dict:
     """A small picture that says `text` (SVG), in place of one that could not be kept."""
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{12 + 7 * len(text)}" height="28">'
-           f'<rect width="100%" height="100%" fill="#fff3cd" stroke="#c8a000"/>'
-           f'<text x="6" y="19" font-family="sans-serif" font-size="13">{text}</text></svg>')
+    svg = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{12 + 7 * len(text)}" height="28">'
+        f'<rect width="100%" height="100%" fill="#fff3cd" stroke="#c8a000"/>'
+        f'<text x="6" y="19" font-family="sans-serif" font-size="13">{text}</text></svg>'
+    )
     return {"image/svg+xml": base64.b64encode(svg.encode()).decode("ascii")}
 
 
@@ -169,11 +176,11 @@ class _Pictures:
         where = _nbgrader(out).get("grade_id") or out.get("id") or "?"
         found = mine.get("attachments")
         kept: dict = {}
-        for name, bundle in (found.items() if isinstance(found, dict) else []):
+        for name, bundle in found.items() if isinstance(found, dict) else []:
             if not isinstance(name, str) or not name or len(name) > ATTACHMENT_NAME_CHARS:
                 continue
             clean = {}
-            for mime, data in (bundle.items() if isinstance(bundle, dict) else []):
+            for mime, data in bundle.items() if isinstance(bundle, dict) else []:
                 if isinstance(data, list) and all(isinstance(d, str) for d in data):
                     data = "".join(data)
                 if isinstance(mime, str) and "/" in mime and len(mime) < 100 and isinstance(data, str) and data:
@@ -182,10 +189,12 @@ class _Pictures:
             if not clean:
                 continue
             if self.used + size > ATTACHMENT_CHARS:
-                self.notes.append(f"cell {where!r}: the pasted picture {name!r} ({size * 3 / 4 / 1e6:.1f} MB) "
-                                  f"was left out: the pictures of a notebook may take about "
-                                  f"{ATTACHMENT_CHARS * 3 / 4 / 1e6:.0f} MB together; paste a smaller picture "
-                                  "(a screenshot of the part that matters, or a photo saved at a lower resolution)")
+                self.notes.append(
+                    f"cell {where!r}: the pasted picture {name!r} ({size * 3 / 4 / 1e6:.1f} MB) "
+                    f"was left out: the pictures of a notebook may take about "
+                    f"{ATTACHMENT_CHARS * 3 / 4 / 1e6:.0f} MB together; paste a smaller picture "
+                    "(a screenshot of the part that matters, or a photo saved at a lower resolution)"
+                )
                 kept[name] = _placeholder(f"picture {name[:60]} left out: too large")
                 continue
             self.used += size

@@ -27,6 +27,7 @@ waits a few notebooks' worth of extra time, on workers that had nothing else to 
 Results recorded by an earlier run (the same submission and grader) count what they used. A
 notebook's `used` is in its result (`budget`); a result without it counts 0.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -34,9 +35,9 @@ from dataclasses import dataclass, field
 
 @dataclass
 class _Student:
-    entries: list            # in notebook order: ("job", index) or ("done", seconds used)
-    settled: int = 0         # entries before this one are settled
-    used: float = 0.0        # seconds the settled entries used
+    entries: list  # in notebook order: ("job", index) or ("done", seconds used)
+    settled: int = 0  # entries before this one are settled
+    used: float = 0.0  # seconds the settled entries used
 
 
 @dataclass
@@ -45,6 +46,7 @@ class Ledger:
 
     jobs: the run's jobs, each with .student and .notebook; recorded: {(student, notebook): seconds
     used} of the notebooks graded by an earlier run that are not among the jobs."""
+
     jobs: list
     budget: float
     recorded: dict = field(default_factory=dict)
@@ -59,9 +61,9 @@ class Ledger:
                 notebooks[sid].append((name, ("done", float(used or 0.0))))
         for sid, items in notebooks.items():
             self._students[sid] = _Student([entry for _, entry in sorted(items, key=lambda item: item[0])])
-        self._waiting = set(range(len(self.jobs)))     # not handed out (again)
-        self._running: dict[int, float] = {}            # job -> the allowance it was given
-        self._finished: dict[int, tuple] = {}           # job -> (outcome, allowance, used, ran_out), not settled
+        self._waiting = set(range(len(self.jobs)))  # not handed out (again)
+        self._running: dict[int, float] = {}  # job -> the allowance it was given
+        self._finished: dict[int, tuple] = {}  # job -> (outcome, allowance, used, ran_out), not settled
         for student in self._students.values():
             self._settle(student)
 
@@ -93,8 +95,11 @@ class Ledger:
             return None
         _, sid, k = min(candidates)
         student = self._students[sid]
-        spent = student.used + sum(self._finished[i][2] for kind, i in student.entries[student.settled:k]
-                                   if kind == "job" and i in self._finished)
+        spent = student.used + sum(
+            self._finished[i][2]
+            for kind, i in student.entries[student.settled : k]
+            if kind == "job" and i in self._finished
+        )
         _, i = student.entries[k]
         self._waiting.discard(i)
         self._running[i] = self.budget - spent
@@ -111,7 +116,7 @@ class Ledger:
         that are now settled, in order, [(job, outcome)]. A result that the rule would not have given
         is dropped and its job handed out again."""
         allowance = self._running.pop(i)
-        budget = getattr(outcome, "budget", None)        # a NotebookResult's; none for a grader's failure
+        budget = getattr(outcome, "budget", None)  # a NotebookResult's; none for a grader's failure
         used = float(budget.used or 0.0) if budget is not None else 0.0
         ran_out = bool(budget.ran_out) if budget is not None else False
         self._finished[i] = (outcome, allowance, used, ran_out)
@@ -127,13 +132,13 @@ class Ledger:
                 outcome, allowance, used, ran_out = self._finished[value]
                 exact = self.budget - student.used
                 if allowance != exact and (ran_out or used > exact):
-                    del self._finished[value]       # graded again under the rule's allowance
+                    del self._finished[value]  # graded again under the rule's allowance
                     self._waiting.add(value)
                     break
                 del self._finished[value]
                 student.used += used
                 if getattr(outcome, "budget", None) is not None:
-                    outcome.budget.allowance = round(exact, 2)     # the rule's, as the result stands under it
+                    outcome.budget.allowance = round(exact, 2)  # the rule's, as the result stands under it
                 out.append((value, outcome))
             else:
                 break

@@ -33,6 +33,7 @@ process left in it killed first). `<owner>` is the grading process's pid and sta
 that died (kill -9, a crash) leaves groups whose owner is gone, and the next grading run removes
 them (`sweep`), so no group outlives the runs that follow.
 """
+
 from __future__ import annotations
 
 import errno
@@ -46,7 +47,7 @@ from pathlib import Path
 from ..errors import GraderError
 
 V1_CONTROLLERS = ("memory", "pids", "cpuacct")
-V2_CONTROLLERS = ("memory", "pids")        # cpu.stat is there without the cpu controller
+V2_CONTROLLERS = ("memory", "pids")  # cpu.stat is there without the cpu controller
 FOLDER = "autograder"
 BASE_ENV = "AUTOGRADER_CGROUP"
 
@@ -84,6 +85,7 @@ def _owner_alive(name: str) -> bool:
 
 # ---- what this machine has -----------------------------------------------------------------------------
 
+
 def _mounts() -> list[tuple[str, Path, str, set[str]]]:
     """(filesystem type, mount point, root within the hierarchy, super options) of each cgroup mount."""
     out = []
@@ -118,7 +120,7 @@ def _own_groups(pid: str = "self") -> dict[str, str]:
 def _inside(point: Path, root: str, path: str) -> Path:
     """The folder of group `path` in a hierarchy mounted at `point` whose mount shows group `root`."""
     root = root.rstrip("/")
-    relative = path[len(root):] if root and (path == root or path.startswith(root + "/")) else path
+    relative = path[len(root) :] if root and (path == root or path.startswith(root + "/")) else path
     return point / relative.lstrip("/")
 
 
@@ -129,8 +131,9 @@ class Unavailable(GraderError):
 @dataclass
 class Cgroups:
     """Where this machine lets the grader make kernel groups."""
-    version: int                         # 1 or 2
-    bases: dict[str, Path]               # v1: controller -> this run's folder; v2: {"": the folder}
+
+    version: int  # 1 or 2
+    bases: dict[str, Path]  # v1: controller -> this run's folder; v2: {"": the folder}
 
     def where(self) -> str:
         return ", ".join(str(p) for p in self.bases.values())
@@ -169,8 +172,9 @@ class Cgroups:
         except OSError as err:
             for folder in reversed(made):
                 _remove(folder)
-            raise Unavailable(f"a control group for a grading worker could not be made in {self.where()}: "
-                              f"{err}") from None
+            raise Unavailable(
+                f"a control group for a grading worker could not be made in {self.where()}: {err}"
+            ) from None
 
     def sweep(self) -> int:
         """Remove the groups of graders that are gone (killed, crashed); how many were removed."""
@@ -212,13 +216,14 @@ def detect() -> Cgroups:
     if unified and "" in own:
         point, root = unified[0]
         base = _inside(point, root, own[""])
-        if base == point:       # the hierarchy's root (a container's own cgroup namespace): no leaf rule
+        if base == point:  # the hierarchy's root (a container's own cgroup namespace): no leaf rule
             return _ready_v2(base, delegated=False)
         missing_v1 = [c for c in V1_CONTROLLERS if c not in v1]
         raise Unavailable(
             f"cgroup v2 ({base}) is not delegated to the grader (run it in a delegated subtree: "
             f"systemd-run --scope -p Delegate=yes …, and set ${BASE_ENV} to that scope's folder)"
-            + (f"; no cgroup v1 {', '.join(missing_v1)} hierarchy either" if len(missing_v1) < 3 else ""))
+            + (f"; no cgroup v1 {', '.join(missing_v1)} hierarchy either" if len(missing_v1) < 3 else "")
+        )
     missing = [c for c in V1_CONTROLLERS if c not in v1]
     raise Unavailable(f"no cgroup hierarchy with {', '.join(missing)} is mounted")
 
@@ -232,8 +237,9 @@ def _ready_v1(dirs: dict[str, Path]) -> Cgroups:
                 if (folder / "memory.use_hierarchy").exists() and _read(folder / "memory.use_hierarchy").strip() != "1":
                     raise Unavailable(f"{folder}: memory.use_hierarchy is off")
         except OSError as err:
-            raise Unavailable(f"the cgroup v1 {controller} hierarchy is not writable here ({folder}: "
-                              f"{err.strerror or err})") from None
+            raise Unavailable(
+                f"the cgroup v1 {controller} hierarchy is not writable here ({folder}: {err.strerror or err})"
+            ) from None
     return Cgroups(1, dirs)
 
 
@@ -277,9 +283,11 @@ def _hand_down(base: Path, delegated: bool) -> None:
 
 # ---- one kernel's group ---------------------------------------------------------------------------------
 
+
 @dataclass
 class KernelGroup:
     """The group of one kernel: `dirs` maps a v1 controller (or "" for v2) to its folder."""
+
     version: int
     dirs: dict[str, Path]
     closed: bool = field(default=False)
@@ -328,17 +336,19 @@ class KernelGroup:
         them), and how many of its processes the memory limit ended."""
         out: dict = {}
         memory, pids = self._dir("memory"), self._dir("pids")
-        for key, path in (("memory_bytes", memory / ("memory.max_usage_in_bytes" if self.version == 1
-                                                     else "memory.peak")),
-                          ("processes", pids / "pids.peak")):
+        for key, path in (
+            ("memory_bytes", memory / ("memory.max_usage_in_bytes" if self.version == 1 else "memory.peak")),
+            ("processes", pids / "pids.peak"),
+        ):
             try:
                 out[key] = int(_read(path).split()[0])
             except (OSError, ValueError, IndexError):
                 pass
         try:
             events = _read(memory / ("memory.oom_control" if self.version == 1 else "memory.events"))
-            out["oom_kills"] = next((int(line.split()[1]) for line in events.splitlines()
-                                     if line.startswith("oom_kill ")), 0)
+            out["oom_kills"] = next(
+                (int(line.split()[1]) for line in events.splitlines() if line.startswith("oom_kill ")), 0
+            )
         except (OSError, ValueError):
             pass
         return out
@@ -437,15 +447,20 @@ def resolve(say_once=None) -> Cgroups | None:
     removed; where there are none, a warning once per run (as for a missing sandbox)."""
     global _warned
     import sys
+
     found = cgroups()
     if found is not None:
         found.sweep()
         return found
     if not _warned:
         bar = "!" * 78
-        print(f"{bar}\nWARNING: no control group per kernel: {problem()}.\nEach kernel process is limited on its own "
-              "(address space, processes of its uid, descriptors), not a kernel and its\nchildren together: one "
-              f"student's processes can use more memory than the limit in all.\n{bar}", file=sys.stderr, flush=True)
+        print(
+            f"{bar}\nWARNING: no control group per kernel: {problem()}.\nEach kernel process is limited on its own "
+            "(address space, processes of its uid, descriptors), not a kernel and its\nchildren together: one "
+            f"student's processes can use more memory than the limit in all.\n{bar}",
+            file=sys.stderr,
+            flush=True,
+        )
         _warned = True
     return None
 
@@ -468,8 +483,8 @@ def _proc_table() -> tuple[dict[int, list[int]], dict[int, float]]:
         except OSError:
             continue
         pid = int(entry.name)
-        children.setdefault(int(fields[1]), []).append(pid)       # field 4: ppid
-        times[pid] = sum(int(v) for v in fields[11:15]) / _TICK    # fields 14-17: utime stime cutime cstime
+        children.setdefault(int(fields[1]), []).append(pid)  # field 4: ppid
+        times[pid] = sum(int(v) for v in fields[11:15]) / _TICK  # fields 14-17: utime stime cutime cstime
     return children, times
 
 

@@ -33,6 +33,7 @@ bounds ends every connection to the kernel: the run notices (`relay.cut`), the c
 saying why and the kernel is restarted. (A kernel that dies closes its connections too: that is not a
 cut, and nbclient sees the dead kernel.)
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -54,16 +55,32 @@ from nbgrader.preprocessors import Execute as NbgraderExecute
 from . import provisioner
 from .cgroups import run_delays, tree_cpu_seconds, tree_pids
 from .relay import Relay
-from .limits import (ERROR_NAME_CHARS, ERROR_VALUE_CHARS, HARD_FACTOR, INTERRUPT_GRACE, INTERRUPT_GRACE_CPU,
-                     KERNEL_FRAME_BYTES, KERNEL_MESSAGE_DEPTH, KERNEL_MESSAGE_VALUES, KERNEL_QUEUED,
-                     KERNEL_START_SECONDS, LOG_TAIL_BYTES, MESSAGE_BYTES, MESSAGE_FRAMES, TRACEBACK_CHARS,
-                     WIDGET_STATE_BYTES, Limits, clip)
+from .limits import (
+    ERROR_NAME_CHARS,
+    ERROR_VALUE_CHARS,
+    HARD_FACTOR,
+    INTERRUPT_GRACE,
+    INTERRUPT_GRACE_CPU,
+    KERNEL_FRAME_BYTES,
+    KERNEL_MESSAGE_DEPTH,
+    KERNEL_MESSAGE_VALUES,
+    KERNEL_QUEUED,
+    KERNEL_START_SECONDS,
+    LOG_TAIL_BYTES,
+    MESSAGE_BYTES,
+    MESSAGE_FRAMES,
+    TRACEBACK_CHARS,
+    WIDGET_STATE_BYTES,
+    Limits,
+    clip,
+)
+
 # (Limits: where callers have always found it; every limit below is declared in limits.py, with its reason)
 from ..runtime.wire import MessageRefused, check_json
 from .sandbox import Sandbox
 
-POLL_STEP = 0.25     # seconds between two looks at a running cell's clocks (a cadence, not a limit)
-RECONNECT_MS = 5     # how soon a client socket refused by a kernel still starting tries again
+POLL_STEP = 0.25  # seconds between two looks at a running cell's clocks (a cadence, not a limit)
+RECONNECT_MS = 5  # how soon a client socket refused by a kernel still starting tries again
 
 
 def poll_in_short_steps(channel) -> None:
@@ -110,24 +127,22 @@ class Execute(ShortPolls, NbgraderExecute):
 
 @dataclass
 class Outcome:
-    events: list[str] = field(default_factory=list)   # restarts, time limits, truncated output
+    events: list[str] = field(default_factory=list)  # restarts, time limits, truncated output
     seconds: float = 0.0
     kernel_starts: int = 0
-    kernels: str = "cold"     # how the last kernel started: "cold", or "warm" (forked from a template)
+    kernels: str = "cold"  # how the last kernel started: "cold", or "warm" (forked from a template)
     cpu_seconds: float = 0.0  # CPU time the notebook's cells used (replays after a restart included)
-    metered: str = ""         # how: "cgroup" (the kernel's control group) or "proc" (its processes in /proc)
+    metered: str = ""  # how: "cgroup" (the kernel's control group) or "proc" (its processes in /proc)
     # cells a limit stopped: {"cell", "limit", "limit_seconds", "cpu_seconds", "wall_seconds", "queued_seconds",
     # "killed"}: queued, of the wall seconds, those the kernel waited for a CPU the machine's load held
     stopped: list[dict] = field(default_factory=list)
-    peaks: list[dict] = field(default_factory=list)    # per kernel: its control group's highest memory, processes
+    peaks: list[dict] = field(default_factory=list)  # per kernel: its control group's highest memory, processes
     # the seconds of the student's budget this notebook counted (autograder/kernel/budget.py), and whether the
     # budget ran out in it (a cell stopped by it, or cells left unrun)
     counted_seconds: float = 0.0
     budget_ran_out: bool = False
-    longest_wait: dict = field(default_factory=dict)   # the cell that waited longest: {"cell", "seconds"}
-    largest_message: int = 0      # bytes of the largest message a kernel of the notebook sent (relay.py)
-
-
+    longest_wait: dict = field(default_factory=dict)  # the cell that waited longest: {"cell", "seconds"}
+    largest_message: int = 0  # bytes of the largest message a kernel of the notebook sent (relay.py)
 
 
 class KernelLog:
@@ -151,7 +166,7 @@ class KernelLog:
                 with self._lock:
                     self.total += len(chunk)
                     self._tail += chunk
-                    del self._tail[:-self._keep]
+                    del self._tail[: -self._keep]
         except OSError:
             pass
         finally:
@@ -179,8 +194,11 @@ def _bounded_error(content: dict) -> dict:
     """An error message's content with its name, value and traceback clipped (the last lines of a
     long traceback are kept: they name the error)."""
     traceback = content.get("traceback")
-    traceback = [clip(line, TRACEBACK_CHARS // 4) for line in traceback] \
-        if isinstance(traceback, list) and all(isinstance(line, str) for line in traceback) else []
+    traceback = (
+        [clip(line, TRACEBACK_CHARS // 4) for line in traceback]
+        if isinstance(traceback, list) and all(isinstance(line, str) for line in traceback)
+        else []
+    )
     kept, used = [], 0
     for line in reversed(traceback):
         if used + len(line) > TRACEBACK_CHARS:
@@ -188,8 +206,12 @@ def _bounded_error(content: dict) -> dict:
             break
         kept.append(line)
         used += len(line)
-    return {**content, "ename": clip(content.get("ename", ""), ERROR_NAME_CHARS),
-            "evalue": clip(content.get("evalue", ""), ERROR_VALUE_CHARS), "traceback": kept[::-1]}
+    return {
+        **content,
+        "ename": clip(content.get("ename", ""), ERROR_NAME_CHARS),
+        "evalue": clip(content.get("evalue", ""), ERROR_VALUE_CHARS),
+        "traceback": kept[::-1],
+    }
 
 
 class _Client(NotebookClient):
@@ -209,9 +231,9 @@ class _Client(NotebookClient):
         self._notebook_limit = limits.notebook_output_bytes
         self._bytes: dict[int, int] = {}
         self._total = 0
-        self._late_errors: dict[int, object] = {}   # per cell, the error output kept past the cap
-        self._current: int | None = None             # the cell whose messages are being processed
-        self.truncated: set[int] = set()      # cells whose output went beyond the cap
+        self._late_errors: dict[int, object] = {}  # per cell, the error output kept past the cap
+        self._current: int | None = None  # the cell whose messages are being processed
+        self.truncated: set[int] = set()  # cells whose output went beyond the cap
 
     async def _async_poll_for_reply(self, msg_id, cell, timeout, task_poll_output_msg, task_poll_kernel_alive):
         """nbclient's, without a time limit of its own (the run watches the cell), and waiting for the
@@ -226,11 +248,13 @@ class _Client(NotebookClient):
             while True:
                 done, _ = await asyncio.wait({task_poll_output_msg}, timeout=self.iopub_timeout)
                 if done:
-                    task_poll_output_msg.result()         # its error, if it failed
+                    task_poll_output_msg.result()  # its error, if it failed
                     break
-                if time.monotonic() - self._last_iopub > self.iopub_timeout and \
-                        not await self.kc.iopub_channel.msg_ready() and \
-                        not (self.relay is not None and self.relay.busy(self.iopub_timeout)):
+                if (
+                    time.monotonic() - self._last_iopub > self.iopub_timeout
+                    and not await self.kc.iopub_channel.msg_ready()
+                    and not (self.relay is not None and self.relay.busy(self.iopub_timeout))
+                ):
                     task_poll_output_msg.cancel()
                     self.log.warning("Timeout waiting for IOPub output")
                     break
@@ -258,9 +282,14 @@ class _Client(NotebookClient):
         """The cap is reached: a note, once per cell."""
         if cell_index not in self.truncated:
             self.truncated.add(cell_index)
-            outs.append(nbformat.v4.new_output(
-                "stream", name="stdout", text=f"\n[output beyond {self._limit // 1000} kB (or the notebook's "
-                f"{self._notebook_limit // 1000} kB) was dropped by the grader]\n"))
+            outs.append(
+                nbformat.v4.new_output(
+                    "stream",
+                    name="stdout",
+                    text=f"\n[output beyond {self._limit // 1000} kB (or the notebook's "
+                    f"{self._notebook_limit // 1000} kB) was dropped by the grader]\n",
+                )
+            )
 
     async def _async_poll_kernel_alive(self) -> None:
         """nbclient's, ending when the kernel it watches is no longer the client's. A cell cut short
@@ -326,7 +355,7 @@ class _Client(NotebookClient):
         out = None
         if msg.get("msg_type") == "stream" and isinstance(content.get("text"), str) and room > 100:
             # the beginning of the text, as much as fits
-            head = content["text"].encode()[:room - 100].decode(errors="ignore")
+            head = content["text"].encode()[: room - 100].decode(errors="ignore")
             self._use(cell_index, room)
             out = super().output(outs, {**msg, "content": {**content, "text": head}}, display_id, cell_index)
         self._over(outs, cell_index)
@@ -334,8 +363,7 @@ class _Client(NotebookClient):
 
 
 def _error(cell, ename: str, evalue: str) -> None:
-    cell.outputs.append(nbformat.v4.new_output("error", ename=ename, evalue=evalue,
-                                               traceback=[f"{ename}: {evalue}"]))
+    cell.outputs.append(nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"]))
 
 
 async def wait_for_ready(kc, timeout: float) -> None:
@@ -358,14 +386,17 @@ async def wait_for_ready(kc, timeout: float) -> None:
             continue
         if reply["msg_type"] != "kernel_info_reply":
             continue
-        heard_until = time.monotonic() + 0.1     # not heard by then: asked again
+        heard_until = time.monotonic() + 0.1  # not heard by then: asked again
         while time.monotonic() < heard_until:
             try:
                 msg = await kc.iopub_channel.get_msg(timeout=max(0.01, heard_until - time.monotonic()))
             except Empty:
                 break
-            if msg["parent_header"].get("msg_id") in asked and msg["msg_type"] == "status" \
-                    and msg["content"].get("execution_state") == "idle":
+            if (
+                msg["parent_header"].get("msg_id") in asked
+                and msg["msg_type"] == "status"
+                and msg["content"].get("execution_state") == "idle"
+            ):
                 kc._handle_kernel_info_reply(reply)
                 return
     raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
@@ -374,11 +405,13 @@ async def wait_for_ready(kc, timeout: float) -> None:
 def bounded_unpack(unpack):
     """A Session's `unpack` that refuses a part of a kernel's message before decoding it if it is
     larger, holds more values or nests deeper than the grader reads (MessageRefused)."""
+
     def checked(data):
         if len(data) > KERNEL_FRAME_BYTES:
             raise MessageRefused(f"a message part of {len(data)} bytes")
         check_json(data if isinstance(data, bytes) else bytes(data), KERNEL_MESSAGE_VALUES, KERNEL_MESSAGE_DEPTH)
         return unpack(data)
+
     checked.bounded = True
     return checked
 
@@ -396,6 +429,7 @@ async def _start(client: _Client, sandbox: Sandbox, workdir: Path, env: dict, li
     sandbox.next_kernel(limits)
     if template is not None:
         from .warm import warm_kernel_manager
+
         km = warm_kernel_manager(template, sandbox, workdir, limits)
     else:
         km = provisioner.kernel_manager(sandbox, workdir, env, limits)
@@ -453,7 +487,7 @@ async def _kill(km) -> None:
     deadline = time.monotonic() + 5
     while await km.provisioner.poll() is None:
         if time.monotonic() > deadline:
-            return                    # shutdown_kernel tries again, as it would have
+            return  # shutdown_kernel tries again, as it would have
         await asyncio.sleep(0.005)
     await km.provisioner.wait()
 
@@ -495,9 +529,16 @@ class CellHooks:
         return 0.0
 
 
-async def execute(nb, workdir: Path, env: dict, sandbox: Sandbox | None = None,
-                  limits: Limits | None = None, hooks: CellHooks | None = None, template=None,
-                  allowance: float | None = None) -> Outcome:
+async def execute(
+    nb,
+    workdir: Path,
+    env: dict,
+    sandbox: Sandbox | None = None,
+    limits: Limits | None = None,
+    hooks: CellHooks | None = None,
+    template=None,
+    allowance: float | None = None,
+) -> Outcome:
     """Execute `nb` in place. Errors go into the cells' outputs; nothing raises for student faults.
     template: a warm-kernel template (autograder/kernel/warm.py) to fork kernels from; a kernel it cannot
     give is started cold, and the outcome says so. allowance: the seconds of the student's budget
@@ -522,7 +563,7 @@ class _Run:
         self.outcome = Outcome()
         self.started = time.monotonic()
         self.deadline = self.started + limits.notebook_wall
-        self.uncounted = 0.0    # seconds the notebook's wall clock does not count: kernels starting, waits for a CPU
+        self.uncounted = 0.0  # seconds the notebook's wall clock does not count: kernels starting, waits for a CPU
         self.client = _Client(nb, limits, resources={"metadata": {"path": str(workdir)}})
         self.todo = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip()]
         self.done: list[int] = []
@@ -537,7 +578,7 @@ class _Run:
         waits for a CPU), cumulative (`_grown` makes a cell's figures of them)."""
         try:
             clock = float(self.hooks.grader_seconds())
-        except Exception:       # noqa: BLE001  (hooks without the clock: nothing is the grader's)
+        except Exception:  # noqa: BLE001  (hooks without the clock: nothing is the grader's)
             clock = 0.0
         return (clock, *self.grader_meter.read())
 
@@ -558,14 +599,16 @@ class _Run:
             self.sandbox.cleanup(self.workdir)
             self.outcome.seconds = time.monotonic() - self.started
             # what it counted of the student's budget: nothing if no kernel ran
-            self.outcome.counted_seconds = round(max(0.0, self.counted(time.monotonic())), 2) \
-                if self.outcome.kernel_starts else 0.0
+            self.outcome.counted_seconds = (
+                round(max(0.0, self.counted(time.monotonic())), 2) if self.outcome.kernel_starts else 0.0
+            )
             self.outcome.peaks = list(getattr(self.sandbox, "peaks", []))
             self.outcome.cpu_seconds = round(self.outcome.cpu_seconds, 2)
         for i in sorted(self.client.truncated):
             self.outcome.events.append(
                 f"cell {_label(self.nb.cells[i], i)}: its output went beyond {self.limits.output_bytes // 1000} kB "
-                f"(or the notebook's {self.limits.notebook_output_bytes // 1000} kB together); the rest was dropped")
+                f"(or the notebook's {self.limits.notebook_output_bytes // 1000} kB together); the rest was dropped"
+            )
         return self.outcome
 
     async def _one_kernel(self) -> bool:
@@ -575,33 +618,45 @@ class _Run:
             await self._start()
             self.outcome.kernel_starts += 1
         except Exception as err:
-            self._give_up("KernelStartError", f"the grading kernel did not start: {clip(err)}",
-                          f"kernel did not start: {clip(err)}")
+            self._give_up(
+                "KernelStartError",
+                f"the grading kernel did not start: {clip(err)}",
+                f"kernel did not start: {clip(err)}",
+            )
             return False
         if self.outcome.kernel_starts > 1 and self.done and not await self._replay():
             spent = self._out_of_time()
             if self.outcome.budget_ran_out or self.counted(time.monotonic()) >= self.allowance:
                 self._out_of_budget()
             elif spent:
-                self._give_up("NotebookTimeLimit", f"not run: the notebook's time limit ran out ({spent})",
-                              f"notebook time limit reached: {spent}")
+                self._give_up(
+                    "NotebookTimeLimit",
+                    f"not run: the notebook's time limit ran out ({spent})",
+                    f"notebook time limit reached: {spent}",
+                )
             else:
-                self._give_up("KernelRestartFailed",
-                              "the kernel was restarted but could not run the earlier cells again",
-                              "replay after restart failed")
+                self._give_up(
+                    "KernelRestartFailed",
+                    "the kernel was restarted but could not run the earlier cells again",
+                    "replay after restart failed",
+                )
             return False
         failed = await self._run_cells()
         await _stop(self.client, self.outcome)
         if failed is None or not self.todo:
             return False
         if self.restarts_left == 0:
-            self._give_up("NotRun", "not run: the kernel failed too many times",
-                          f"the kernel failed {self.limits.restarts + 1} times: the cells after "
-                          f"{_label(self.nb.cells[failed], failed)} were not run")
+            self._give_up(
+                "NotRun",
+                "not run: the kernel failed too many times",
+                f"the kernel failed {self.limits.restarts + 1} times: the cells after "
+                f"{_label(self.nb.cells[failed], failed)} were not run",
+            )
             return False
         self.restarts_left -= 1
-        self.outcome.events.append("the kernel was restarted, the cells that had run were run again, "
-                                   "and grading went on")
+        self.outcome.events.append(
+            "the kernel was restarted, the cells that had run were run again, and grading went on"
+        )
         return True
 
     async def _start(self) -> None:
@@ -632,17 +687,25 @@ class _Run:
         self.meter = CpuMeter(self.sandbox, self.client.km)
         self.outcome.metered = self.meter.how
         if self.sandbox.group_problem:
-            self.outcome.events.append(clip(f"no control group for this kernel ({self.sandbox.group_problem}): "
-                                            "its processes were limited one by one"))
+            self.outcome.events.append(
+                clip(
+                    f"no control group for this kernel ({self.sandbox.group_problem}): "
+                    "its processes were limited one by one"
+                )
+            )
 
     def _out_of_budget(self, before: bool = False) -> None:
         """The student's time budget is spent: every cell left gets a StudentTimeBudget error."""
         self.outcome.budget_ran_out = True
         budget = self.limits.student_budget
-        why = (f"not run: the student's time budget ({budget:g} s for all the notebooks together) was used up "
-               + ("by the notebooks graded before this one" if before else "in this notebook"))
-        self._give_up("StudentTimeBudget", why, f"the student's time budget of {budget:g} s ran out: "
-                      f"{len(self.todo)} cells were not run")
+        why = f"not run: the student's time budget ({budget:g} s for all the notebooks together) was used up " + (
+            "by the notebooks graded before this one" if before else "in this notebook"
+        )
+        self._give_up(
+            "StudentTimeBudget",
+            why,
+            f"the student's time budget of {budget:g} s ran out: {len(self.todo)} cells were not run",
+        )
 
     def _out_of_time(self) -> str:
         """Why the notebook has no time left for another cell ('' if it has)."""
@@ -661,8 +724,11 @@ class _Run:
                 return None
             spent = self._out_of_time()
             if spent:
-                self._give_up("NotebookTimeLimit", f"not run: the notebook's time limit ran out ({spent})",
-                              f"notebook time limit reached: {spent}")
+                self._give_up(
+                    "NotebookTimeLimit",
+                    f"not run: the notebook's time limit ran out ({spent})",
+                    f"notebook time limit reached: {spent}",
+                )
                 return None
             self.todo.pop(0)
             cell = self.nb.cells[i]
@@ -671,9 +737,10 @@ class _Run:
             self.hooks.after_cell(cell)
             if not ok:
                 last = cell.outputs[-1]
-                self.outcome.events.append(clip(f"cell {_label(cell, i)}: {last.get('ename', 'error')}: "
-                                                f"{last.get('evalue', '')}"))
-                if self.outcome.budget_ran_out:     # the budget stopped this cell: nothing else runs
+                self.outcome.events.append(
+                    clip(f"cell {_label(cell, i)}: {last.get('ename', 'error')}: {last.get('evalue', '')}")
+                )
+                if self.outcome.budget_ran_out:  # the budget stopped this cell: nothing else runs
                     self._out_of_budget()
                     return None
                 return i
@@ -700,14 +767,14 @@ class _Run:
             watched.grader, watched.grader_queued = _grown(self._grader_seconds(), grader_before)
             relay = self.client.relay
             if relay is not None and relay.cut:
-                watched.cut = True         # its outputs can no longer be read: the kernel is replaced
+                watched.cut = True  # its outputs can no longer be read: the kernel is replaced
                 watched.cut_why = relay.cut
                 task.cancel()
                 break
             if watched.limit is None:
                 watched.limit = self._reached(watched, used_before, now)
                 if watched.limit is not None and watched.limit[0] == "student budget":
-                    watched.killed = True       # nothing runs after it: no need to wait for an interrupt
+                    watched.killed = True  # nothing runs after it: no need to wait for an interrupt
                     self.outcome.budget_ran_out = True
                     task.cancel()
                     break
@@ -716,7 +783,7 @@ class _Run:
                     interrupted, cpu_interrupted = now, watched.cpu
                     try:
                         await self.client.km.interrupt_kernel()
-                    except Exception:       # a kernel already gone: its cell ends as a dead kernel
+                    except Exception:  # a kernel already gone: its cell ends as a dead kernel
                         pass
             elif now - interrupted > INTERRUPT_GRACE or watched.cpu - cpu_interrupted > INTERRUPT_GRACE_CPU:
                 watched.killed = True
@@ -727,21 +794,23 @@ class _Run:
         except asyncio.CancelledError:
             if not (watched.killed or watched.cut):
                 raise
-        except BaseException as err:      # noqa: BLE001  (the caller decides what it means)
+        except BaseException as err:  # noqa: BLE001  (the caller decides what it means)
             watched.error = err
         watched.cpu, watched.wall = meter.read() - cpu_before, time.monotonic() - started
         watched.queued = meter.waited_for_cpu() - waited_before
         watched.grader, watched.grader_queued = _grown(self._grader_seconds(), grader_before)
         self.outcome.cpu_seconds += watched.cpu
         self.uncounted += watched.queued + watched.grader_queued
-        if watched.limit is None:         # ended between two looks, having used more than it may
+        if watched.limit is None:  # ended between two looks, having used more than it may
             watched.limit = self._reached(watched, used_before, time.monotonic(), ended=True)
         return watched
 
     def _past_deadline(self, now: float, queued: float = 0.0) -> bool:
         """Whether the notebook has used its wall-clock ceiling (`queued`: the running cell's wait for a CPU)."""
-        return (now - self.uncounted - queued > self.deadline
-                or now > self.started + HARD_FACTOR * self.limits.notebook_wall)
+        return (
+            now - self.uncounted - queued > self.deadline
+            or now > self.started + HARD_FACTOR * self.limits.notebook_wall
+        )
 
     def _reached(self, watched: "Watched", used_before: float, now: float, ended: bool = False):
         """The limit the running cell has reached (None: none): (what, seconds)."""
@@ -750,7 +819,7 @@ class _Run:
             return ("cell CPU time", limits.cell_timeout)
         if used_before + watched.cpu > limits.notebook_timeout:
             return ("notebook CPU time", limits.notebook_timeout)
-        if ended:           # a cell that ended is judged on its CPU time only: waiting costs nothing
+        if ended:  # a cell that ended is judged on its CPU time only: waiting costs nothing
             return None
         uncounted = watched.queued + watched.grader_queued
         if self.counted(now, uncounted) > self.allowance:
@@ -772,32 +841,56 @@ class _Run:
         if watched.waited > self.outcome.longest_wait.get("seconds", 0.0):
             self.outcome.longest_wait = {"cell": _label(cell, i).strip("'"), "seconds": round(watched.waited, 2)}
         if watched.cut:
-            _error(cell, "GraderError", clip(
-                f"the kernel sent a message larger than the grader reads ({MESSAGE_BYTES // 2**20} MB a message, "
-                f"in at most {MESSAGE_FRAMES:,} parts: it sent {watched.cut_why}): its outputs could not be read; "
-                "the kernel was restarted", 400))
+            _error(
+                cell,
+                "GraderError",
+                clip(
+                    f"the kernel sent a message larger than the grader reads ({MESSAGE_BYTES // 2**20} MB a message, "
+                    f"in at most {MESSAGE_FRAMES:,} parts: it sent {watched.cut_why}): its outputs could not be read; "
+                    "the kernel was restarted",
+                    400,
+                ),
+            )
             return False
         if watched.limit is not None:
             what, seconds = watched.limit
-            self.outcome.stopped.append({
-                "cell": _label(cell, i).strip("'"), "limit": what, "limit_seconds": seconds,
-                "cpu_seconds": round(watched.cpu, 2), "wall_seconds": round(watched.wall, 2),
-                "queued_seconds": round(watched.queued, 2), "grader_seconds": round(watched.grader, 2),
-                "grader_queued_seconds": round(watched.grader_queued, 2),
-                "waited_seconds": round(watched.waited_seconds, 2), "killed": watched.killed})
+            self.outcome.stopped.append(
+                {
+                    "cell": _label(cell, i).strip("'"),
+                    "limit": what,
+                    "limit_seconds": seconds,
+                    "cpu_seconds": round(watched.cpu, 2),
+                    "wall_seconds": round(watched.wall, 2),
+                    "queued_seconds": round(watched.queued, 2),
+                    "grader_seconds": round(watched.grader, 2),
+                    "grader_queued_seconds": round(watched.grader_queued, 2),
+                    "waited_seconds": round(watched.waited_seconds, 2),
+                    "killed": watched.killed,
+                }
+            )
             _error(cell, "CellTimeoutError", watched.reason())
-            return False        # restart for a clean, responsive kernel
+            return False  # restart for a clean, responsive kernel
         err = watched.error
         if isinstance(err, DeadKernelError):
             ended_by_memory = group is not None and group.peaks().get("oom_kills", 0) > ooms
-            _error(cell, "DeadKernelError", "the kernel died while running this cell " + (
-                f"(its processes together reached the memory limit, {self.limits.memory_bytes / 2**30:g} GiB)"
-                if ended_by_memory else "(os._exit, a crash, a signal, or the memory limit)"))
+            _error(
+                cell,
+                "DeadKernelError",
+                "the kernel died while running this cell "
+                + (
+                    f"(its processes together reached the memory limit, {self.limits.memory_bytes / 2**30:g} GiB)"
+                    if ended_by_memory
+                    else "(os._exit, a crash, a signal, or the memory limit)"
+                ),
+            )
             return False
-        if err is not None:     # the kernel sent something nbclient could not handle
+        if err is not None:  # the kernel sent something nbclient could not handle
             detail = f"{type(err).__name__}: {err}" if isinstance(err, MessageRefused) else type(err).__name__
-            _error(cell, "GraderError", clip(f"the grader could not process this cell's output ({detail}); "
-                                             "the kernel was restarted", 400))
+            _error(
+                cell,
+                "GraderError",
+                clip(f"the grader could not process this cell's output ({detail}); the kernel was restarted", 400),
+            )
             return False
         if _timed_out(cell):
             _error(cell, "CellTimeoutError", "this cell was stopped; the kernel was restarted")
@@ -810,8 +903,13 @@ class _Run:
         # replace what the cell showed when it ran (nbclient puts the cell it ran into the notebook: the
         # copy run here is taken out again), which is what is graded and what the student sees
         client, nb = self.client, self.nb
-        counters = (dict(client._bytes), client._total, set(client.truncated), dict(client._late_errors),
-                    client._widget_bytes)
+        counters = (
+            dict(client._bytes),
+            client._total,
+            set(client.truncated),
+            dict(client._late_errors),
+            client._widget_bytes,
+        )
         try:
             for i in self.done:
                 ran = nb.cells[i]
@@ -822,12 +920,13 @@ class _Run:
                     watched = await self._watch(asyncio.ensure_future(client.async_execute_cell(scratch, i)))
                 finally:
                     nb.cells[i] = ran
-                if watched.limit is not None or watched.error is not None or watched.cut:   # dead kernel, time limit, unreadable output
+                if (
+                    watched.limit is not None or watched.error is not None or watched.cut
+                ):  # dead kernel, time limit, unreadable output
                     return False
             return True
         finally:
-            (client._bytes, client._total, client.truncated, client._late_errors,
-             client._widget_bytes) = counters
+            (client._bytes, client._total, client.truncated, client._late_errors, client._widget_bytes) = counters
 
     def _give_up(self, ename: str, evalue: str, event: str) -> None:
         """The cells still to do are not run: each gets `ename: evalue`; the run notes `event`."""
@@ -841,18 +940,19 @@ class _Run:
 class Watched:
     """How a cell's run ended: the limit it reached ((what, seconds) or None), whether its kernel had
     to be killed, the error its task raised, and the CPU and wall seconds it used."""
+
     limit: tuple | None = None
     killed: bool = False
-    cut: bool = False             # the relay cut the kernel's connections (a message too large)
+    cut: bool = False  # the relay cut the kernel's connections (a message too large)
     cut_why: str = ""
     error: BaseException | None = None
     cpu: float = 0.0
     wall: float = 0.0
-    queued: float = 0.0           # of the wall seconds, those its kernel waited for a CPU the machine's load held
-    grader: float = 0.0           # the grader's own work meanwhile (reading the kernel's output, probes)
-    grader_queued: float = 0.0    # the grader's waits for a CPU meanwhile
+    queued: float = 0.0  # of the wall seconds, those its kernel waited for a CPU the machine's load held
+    grader: float = 0.0  # the grader's own work meanwhile (reading the kernel's output, probes)
+    grader_queued: float = 0.0  # the grader's waits for a CPU meanwhile
     waited_at_limit: float = 0.0  # its waiting when the limit was reached (the interrupt's own CPU time,
-                                  # counted after, can take a little off the waiting measured at the end)
+    # counted after, can take a little off the waiting measured at the end)
 
     @property
     def waited_seconds(self) -> float:
@@ -872,18 +972,21 @@ class Watched:
             "cell CPU time": f"this cell used more than its {seconds:g} s of CPU time ({used})",
             "notebook CPU time": f"the notebook's cells used their {seconds:g} s of CPU time (this cell: {used})",
             "cell wall clock": f"this cell was still running after {seconds:g} s, the limit for a cell that "
-                               f"waits rather than computes ({used})",
+            f"waits rather than computes ({used})",
             "notebook wall clock": f"the notebook reached its wall-clock ceiling of {seconds:g} s (this cell: {used})",
             "cell waiting": f"this cell waited for more than {seconds:g} s without computing (sleeping, or "
-                            f"blocked on a read, a lock, an event or a child process), the limit for a cell's "
-                            f"waiting ({used}, {self.waited_seconds:.1f} s of it waiting)",
+            f"blocked on a read, a lock, an event or a child process), the limit for a cell's "
+            f"waiting ({used}, {self.waited_seconds:.1f} s of it waiting)",
             "student budget": f"the student's time budget of {seconds:g} s for all the notebooks together ran "
-                              f"out during this cell ({used}); the cells after it were not run",
+            f"out during this cell ({used}); the cells after it were not run",
         }[what]
         if what == "student budget":
             return why
-        return why + ("; it did not stop when interrupted, and the kernel was restarted" if self.killed
-                      else "; it was interrupted, and the kernel was restarted")
+        return why + (
+            "; it did not stop when interrupted, and the kernel was restarted"
+            if self.killed
+            else "; it was interrupted, and the kernel was restarted"
+        )
 
 
 def _grown(now: tuple[float, float, float], before: tuple[float, float, float]) -> tuple[float, float]:
@@ -939,7 +1042,7 @@ class CpuMeter:
                 value = self._last
         except (OSError, ValueError):
             value = self._last
-        self._last = max(self._last, value)      # a kernel gone reads less: its time stays counted
+        self._last = max(self._last, value)  # a kernel gone reads less: its time stays counted
         return self._last
 
     def waited_for_cpu(self) -> float:

@@ -24,6 +24,7 @@ Then ipykernel's app is initialised and started in the child: its ZeroMQ context
 event loop are made after the fork (the template never makes any). Before each fork the template
 checks that it runs a single thread (no thread pool or lock is inherited half-owned).
 """
+
 import ctypes
 import fcntl
 import json
@@ -78,8 +79,14 @@ def _sys(name, *args):
 
 
 def _mount(source, target, fstype, flags, data=None):
-    _sys("mount", source.encode(), str(target).encode(), fstype.encode() if fstype else None, flags,
-         data.encode() if data else None)
+    _sys(
+        "mount",
+        source.encode(),
+        str(target).encode(),
+        fstype.encode() if fstype else None,
+        flags,
+        data.encode() if data else None,
+    )
 
 
 def _tmpfs(target, size, mode):
@@ -107,8 +114,11 @@ def _mounts_under(folder):
 def _fresh_tmpfs(target, size, mode, drop=()):
     """A new, empty tmpfs on `target`, with what was mounted below it (bwrap's binds of the Python
     environment, the course files, the job's scratch) mounted there again, except `drop`."""
-    kept = [(point, ro) for point, ro in _mounts_under(target)
-            if not any(point == d or point.startswith(d.rstrip("/") + "/") for d in drop)]
+    kept = [
+        (point, ro)
+        for point, ro in _mounts_under(target)
+        if not any(point == d or point.startswith(d.rstrip("/") + "/") for d in drop)
+    ]
     aside = []
     for i, (point, ro) in enumerate(kept):
         where = f"/dev/.kept-{i}"
@@ -176,9 +186,14 @@ def set_limits(*, memory_bytes, cpu_seconds, processes, file_bytes, files):
     """The kernel's per-process limits, by name (the worker's request names each: a limit added there
     and not here, or the other way round, is an error, not a value in the wrong place). A cold
     kernel's wrapper (limits.py) sets them with this function too: one definition for both kernels."""
-    for which, value in ((resource.RLIMIT_AS, memory_bytes), (resource.RLIMIT_CPU, cpu_seconds),
-                         (resource.RLIMIT_FSIZE, file_bytes), (resource.RLIMIT_CORE, 0),
-                         (resource.RLIMIT_NPROC, processes), (resource.RLIMIT_NOFILE, files)):
+    for which, value in (
+        (resource.RLIMIT_AS, memory_bytes),
+        (resource.RLIMIT_CPU, cpu_seconds),
+        (resource.RLIMIT_FSIZE, file_bytes),
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_NPROC, processes),
+        (resource.RLIMIT_NOFILE, files),
+    ):
         if value or which == resource.RLIMIT_CORE:
             resource.setrlimit(which, (value, value))
 
@@ -211,6 +226,7 @@ def _kernel(request):
         os.environ["JPY_PARENT_PID"] = str(os.getppid())
         argv.append(f"--IPKernelApp.parent_handle={os.getppid()}")
     from ipykernel.kernelapp import IPKernelApp
+
     app = IPKernelApp.instance()
     app.initialize(argv)
     _inline_pictures(app.shell)
@@ -225,11 +241,13 @@ def _inline_pictures(shell) -> None:
     if "matplotlib_inline.backend_inline" not in sys.modules or shell is None:
         return
     import matplotlib
+
     backend = matplotlib.get_backend()
     if backend not in ("inline", "module://matplotlib_inline.backend_inline"):
         return
     from IPython.core.pylabtools import activate_matplotlib
     from matplotlib_inline.backend_inline import configure_inline_support
+
     activate_matplotlib(backend)
     configure_inline_support(shell, backend)
 
@@ -244,14 +262,14 @@ def child(request, log_fd):
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        os.closerange(3, os.sysconf("SC_OPEN_MAX"))        # the template's socket, the log's copy
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # the template's socket, the log's copy
         box = request.get("sandbox")
         if box:
             _isolate(box)
             set_limits(**request["limits"])
             # this process and the namespace's first process stay root, as bwrap and its first
             # process do for a cold kernel: the kernel may signal neither; each ends with its parent
-            pid = os.fork()                                  # the namespace's first process
+            pid = os.fork()  # the namespace's first process
             if pid:
                 _sys("prctl", PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
                 _, status = os.waitpid(pid, 0)
@@ -266,7 +284,7 @@ def child(request, log_fd):
         else:
             set_limits(**request["limits"])
         _kernel(request)
-    except BaseException as err:       # its last words go to the kernel's log, as a cold kernel's would
+    except BaseException as err:  # its last words go to the kernel's log, as a cold kernel's would
         try:
             os.write(2, f"warm kernel: {type(err).__name__}: {err}\n".encode())
         except OSError:
@@ -277,11 +295,13 @@ def child(request, log_fd):
 
 def serve(sock_fd, preimport):
     import importlib
+
     sock = socket.socket(fileno=sock_fd)
     try:
         import ipykernel.kernelapp  # noqa: F401  (the kernel's own imports; no ZeroMQ context is made)
         import ipykernel.ipkernel  # noqa: F401  (what the app's initialize imports: the kernel, its shell
         import ipykernel.zmqshell  # noqa: F401   and its debugger, debugpy: a tenth of a second per kernel)
+
         try:
             import ipykernel.debugger  # noqa: F401
         except ImportError:
@@ -291,17 +311,23 @@ def serve(sock_fd, preimport):
     except BaseException as err:
         send(sock, {"error": f"import failed: {type(err).__name__}: {err}"})
         return
-    me = os.pidfd_open(os.getpid())           # who the template is, in the grader's PID namespace too
+    me = os.pidfd_open(os.getpid())  # who the template is, in the grader's PID namespace too
     send(sock, {"ready": True, "threads": threads()}, [me])
     os.close(me)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)      # forked kernels are reaped by the system
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forked kernels are reaped by the system
     while True:
         request, fds = receive(sock)
         if request is None:
-            return                                     # the grading worker is gone: so is the template
+            return  # the grading worker is gone: so is the template
         if threads() != 1 or len(fds) != 1:
-            send(sock, {"error": f"the template runs {threads()} threads: a fork would copy them half-done"
-                        if threads() != 1 else "no log pipe came with the request"})
+            send(
+                sock,
+                {
+                    "error": f"the template runs {threads()} threads: a fork would copy them half-done"
+                    if threads() != 1
+                    else "no log pipe came with the request"
+                },
+            )
         else:
             pid = os.fork()
             if pid == 0:
@@ -318,6 +344,7 @@ def main(argv):
     home = os.environ.get("HOME", "")
     if os.path.basename(home).startswith("warm-template-"):
         import shutil
+
         shutil.rmtree(home, ignore_errors=True)
 
 

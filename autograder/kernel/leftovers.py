@@ -5,6 +5,7 @@ time (cgroups.owner_tag), when it is made; `sweep()` removes the marked folders 
 at the start of every grading run and whenever a worker has died. A folder of a process still alive,
 or one without a mark, is left alone.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,7 +16,7 @@ from pathlib import Path
 from .cgroups import _owner_alive, owner_tag
 
 MARK = ".grader-owner"
-PREFIXES = ("grade-", "warm-template-", "relay-")      # grade-w-* (a template's sandbox root) included
+PREFIXES = ("grade-", "warm-template-", "relay-")  # grade-w-* (a template's sandbox root) included
 
 
 def mark(folder: Path) -> Path:

@@ -23,6 +23,7 @@ and the machine's load, the kernel's and the grader's waits for a CPU, left out;
 for the kernel counts: the class spends it on the student). How the budget is shared between a
 student's notebooks, graded by parallel workers: autograder/kernel/budget.py.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,8 +67,11 @@ WORKER_MEMORY_BYTES = 3 * 2**30
 # 04). The honest students' notebooks count 18.1 s of the budget in all (ada; half 16.7 s, blank 8.2 s).
 # So the defaults: 30 s of waiting per cell, more than 30 times the longest honest wait; 600 s per
 # student, 30 times ada's total.
-WAIT_MEASURED = {"longest_honest_wait_seconds": 0.82, "cell": "01-on-paper/bonus_dot_variance",
-                 "largest_honest_total_seconds": 18.1}
+WAIT_MEASURED = {
+    "longest_honest_wait_seconds": 0.82,
+    "cell": "01-on-paper/bonus_dot_variance",
+    "largest_honest_total_seconds": 18.1,
+}
 
 # The wall-clock ceilings, for cells and notebooks that wait rather than compute, as multiples of
 # their CPU-time limits (when not set): a cell that sleeps is stopped after 5 x its CPU budget.
@@ -95,38 +99,38 @@ TEMPLATE_READY_SECONDS = 120.0
 # between the kernel and the grader and cuts a message larger than these before the grader reads it;
 # an honest notebook's largest messages are pictures of a few hundred kB, and a stream message holds
 # at most what the kernel printed in a tenth of a second (100 MB printed at once fit).
-MESSAGE_BYTES = 128 * 2**20     # one message of the kernel, all its parts together (an honest one: < 1 MB)
-MESSAGE_FRAMES = 1_000          # parts of one message (an honest one: 7 to 10, a widget's with its buffers)
-COMMAND_BYTES = 2**16           # one ZMTP command (READY, PING: tens of bytes)
-KERNEL_FRAME_BYTES = MESSAGE_BYTES   # one frame as the grader reads it (ZMQ_MAXMSGSIZE)
-KERNEL_MESSAGE_VALUES = 200_000      # JSON values in one part of a message
-KERNEL_MESSAGE_DEPTH = 64            # nesting of one part (an honest one: under 10)
-KERNEL_QUEUED = 4                    # messages received and not yet read, per socket (ZMQ_RCVHWM)
-WIDGET_STATE_BYTES = 1_000_000       # widget state kept for the graded notebook (honest sliders: a few kB)
+MESSAGE_BYTES = 128 * 2**20  # one message of the kernel, all its parts together (an honest one: < 1 MB)
+MESSAGE_FRAMES = 1_000  # parts of one message (an honest one: 7 to 10, a widget's with its buffers)
+COMMAND_BYTES = 2**16  # one ZMTP command (READY, PING: tens of bytes)
+KERNEL_FRAME_BYTES = MESSAGE_BYTES  # one frame as the grader reads it (ZMQ_MAXMSGSIZE)
+KERNEL_MESSAGE_VALUES = 200_000  # JSON values in one part of a message
+KERNEL_MESSAGE_DEPTH = 64  # nesting of one part (an honest one: under 10)
+KERNEL_QUEUED = 4  # messages received and not yet read, per socket (ZMQ_RCVHWM)
+WIDGET_STATE_BYTES = 1_000_000  # widget state kept for the graded notebook (honest sliders: a few kB)
 # An error output is always kept (it decides a test cell's grade), with its parts clipped to these.
 ERROR_NAME_CHARS = 200
 ERROR_VALUE_CHARS = 2_000
 TRACEBACK_CHARS = 20_000
-LOG_TAIL_BYTES = 16_000         # what is kept of the kernel process's own stdout and stderr
+LOG_TAIL_BYTES = 16_000  # what is kept of the kernel process's own stdout and stderr
 
 
 # Where a sandboxed kernel may write, all in memory and capped: it never writes to the grader's disk.
 # (Its processes: KERNEL_PROCESSES, as RLIMIT_NPROC of its own uid, when Limits.processes is 0.)
-TMP_BYTES = 256 * 2**20         # /tmp
-SHM_BYTES = 64 * 2**20          # /dev/shm
-WORK_BYTES = 256 * 2**20        # its working folder and HOME
+TMP_BYTES = 256 * 2**20  # /tmp
+SHM_BYTES = 64 * 2**20  # /dev/shm
+WORK_BYTES = 256 * 2**20  # its working folder and HOME
 
 
 # The hidden tests' probe server (autograder/checks/probeserver.py): what one notebook's kernel may ask
 # of it. One message of the kernel: an honest answer is at most runtime.plain.MAX_ITEMS (200,000)
 # numbers, about 4 MB as JSON (a tensor's are base64: 2 MB); a served head's input is at most 100,000
 # numbers.
-PROBE_REQUESTS = 20_000          # served-object calls per notebook
-PROBE_CONNECTIONS = 4            # open at once, per notebook (an honest kernel: a session and one link)
-PROBE_ANSWER_SECONDS = 600.0     # longest wait for one answer of the kernel (the cell's own limit ends it sooner)
+PROBE_REQUESTS = 20_000  # served-object calls per notebook
+PROBE_CONNECTIONS = 4  # open at once, per notebook (an honest kernel: a session and one link)
+PROBE_ANSWER_SECONDS = 600.0  # longest wait for one answer of the kernel (the cell's own limit ends it sooner)
 PROBE_MESSAGE_BYTES = 8 * 2**20
-PROBE_BUFFERED_BYTES = 2 * PROBE_MESSAGE_BYTES   # read and not yet decoded, over all connections at once
-PROBE_SESSION_VALUES = 1_000_000                 # JSON values over all the answers of one hidden test (honest: < 3,000)
+PROBE_BUFFERED_BYTES = 2 * PROBE_MESSAGE_BYTES  # read and not yet decoded, over all connections at once
+PROBE_SESSION_VALUES = 1_000_000  # JSON values over all the answers of one hidden test (honest: < 3,000)
 
 # Not here, by design: the caps of autograder/runtime/ (plain.MAX_ITEMS, plain.MAX_DEPTH, wire.MAX_MESSAGE,
 # wire.MAX_VALUES, wire.MAX_DEPTH). The runtime is all of the grader a graded kernel is given, and it
@@ -137,16 +141,17 @@ PROBE_SESSION_VALUES = 1_000_000                 # JSON values over all the answ
 class Limits:
     """What a graded notebook and its kernel may use. Every default of the grader is here: the
     command line (`--cell-timeout`), nbgrader_config.py and the tests read them from this class."""
-    cell_timeout: float = 120.0          # CPU seconds one cell may use (its kernel's processes, all of them)
-    notebook_timeout: float = 900.0      # CPU seconds for all the notebook's cells, restarts included
-    output_bytes: int = 1_000_000        # output one cell may keep; the rest is dropped with a note
-    notebook_output_bytes: int = 4_000_000   # output all the cells together may keep
-    memory_bytes: int = 6 * 2**30        # a kernel and its children together (control group); each process's address space
-    processes: int = 0                   # processes and threads of a kernel (0: KERNEL_PROCESSES where it can be enforced)
-    file_bytes: int = 256 * 2**20        # largest file the kernel may write
-    restarts: int = 2                    # kernel restarts after a crash or a hung cell
-    cell_wall_timeout: float = 0.0       # wall seconds a cell may take (0: CELL_WALL_FACTOR x cell_timeout)
-    notebook_wall_timeout: float = 0.0   # wall seconds for the notebook (0: NOTEBOOK_WALL_FACTOR x notebook_timeout)
+
+    cell_timeout: float = 120.0  # CPU seconds one cell may use (its kernel's processes, all of them)
+    notebook_timeout: float = 900.0  # CPU seconds for all the notebook's cells, restarts included
+    output_bytes: int = 1_000_000  # output one cell may keep; the rest is dropped with a note
+    notebook_output_bytes: int = 4_000_000  # output all the cells together may keep
+    memory_bytes: int = 6 * 2**30  # a kernel and its children together (control group); each process's address space
+    processes: int = 0  # processes and threads of a kernel (0: KERNEL_PROCESSES where it can be enforced)
+    file_bytes: int = 256 * 2**20  # largest file the kernel may write
+    restarts: int = 2  # kernel restarts after a crash or a hung cell
+    cell_wall_timeout: float = 0.0  # wall seconds a cell may take (0: CELL_WALL_FACTOR x cell_timeout)
+    notebook_wall_timeout: float = 0.0  # wall seconds for the notebook (0: NOTEBOOK_WALL_FACTOR x notebook_timeout)
     # Seconds one cell may wait: the wall seconds in which its kernel neither computed, nor waited for a
     # CPU, nor waited for the grader's own work. WAIT_MEASURED says what the honest notebooks wait.
     cell_wait_timeout: float = 30.0
@@ -174,9 +179,11 @@ def descriptors_problem(workers: int) -> str | None:
     worst = workers * KERNEL_PROCESSES * KERNEL_FILES
     if worst <= table // 2:
         return None
-    return (f"{workers} kernels at once may hold {worst:,} open files ({KERNEL_PROCESSES} processes x "
-            f"{KERNEL_FILES:,} each), more than half of this machine's table (fs.file-max {table:,}): "
-            f"grade with at most {max(1, table // 2 // (KERNEL_PROCESSES * KERNEL_FILES))} workers")
+    return (
+        f"{workers} kernels at once may hold {worst:,} open files ({KERNEL_PROCESSES} processes x "
+        f"{KERNEL_FILES:,} each), more than half of this machine's table (fs.file-max {table:,}): "
+        f"grade with at most {max(1, table // 2 // (KERNEL_PROCESSES * KERNEL_FILES))} workers"
+    )
 
 
 def clip(text: object, limit: int = TEXT_CHARS) -> str:
@@ -189,8 +196,9 @@ def clip(text: object, limit: int = TEXT_CHARS) -> str:
 
 def apply(memory_bytes: int, cpu_seconds: int, processes: int, file_bytes: int, files: int = KERNEL_FILES) -> None:
     """A cold kernel's per-process limits, set as a warm kernel's are (kernel_template.set_limits)."""
-    set_limits(memory_bytes=memory_bytes, cpu_seconds=cpu_seconds, processes=processes, file_bytes=file_bytes,
-               files=files)
+    set_limits(
+        memory_bytes=memory_bytes, cpu_seconds=cpu_seconds, processes=processes, file_bytes=file_bytes, files=files
+    )
 
 
 def main(argv=None) -> None:
@@ -200,14 +208,19 @@ def main(argv=None) -> None:
     parser.add_argument("--processes", type=int, default=0, help="limit on processes of this user")
     parser.add_argument("--file-size", type=int, default=0, help="largest file it may write, in bytes")
     parser.add_argument("--files", type=int, default=KERNEL_FILES, help="open descriptors per process")
-    parser.add_argument("--cgroup", action="append", default=[], metavar="PROCS_FILE",
-                        help="a control group's cgroup.procs to join first (repeatable: one per hierarchy)")
+    parser.add_argument(
+        "--cgroup",
+        action="append",
+        default=[],
+        metavar="PROCS_FILE",
+        help="a control group's cgroup.procs to join first (repeatable: one per hierarchy)",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command to run")
-    for procs in args.cgroup:        # before anything runs: every process the program starts is in it too
+    for procs in args.cgroup:  # before anything runs: every process the program starts is in it too
         with open(procs, "w", encoding="ascii") as f:
             f.write(str(os.getpid()))
     apply(args.memory, args.cpu, args.processes, args.file_size, args.files)

@@ -13,6 +13,7 @@ provisioner that launches it:
 
 `start_kernel` puts these together; the executor (autograder/kernel/execute.py) only runs cells.
 """
+
 from __future__ import annotations
 
 import os
@@ -38,9 +39,15 @@ def kernel_command() -> list[str]:
     """The kernel, as every sandbox starts it (after its own wrapping). quit() and exit() in a
     cell stop the kernel's event loop 0.1 s later, in whichever cell then runs: the grade would
     depend on timing. The grading kernel ignores them (the shell's ask_exit does nothing)."""
-    return [PYTHON, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-            "--HistoryManager.hist_file=:memory:",
-            "--IPKernelApp.exec_lines=['get_ipython().ask_exit = lambda: None']"]
+    return [
+        PYTHON,
+        "-m",
+        "ipykernel_launcher",
+        "-f",
+        "{connection_file}",
+        "--HistoryManager.hist_file=:memory:",
+        "--IPKernelApp.exec_lines=['get_ipython().ask_exit = lambda: None']",
+    ]
 
 
 class GradingProvisioner(LocalProvisioner):
@@ -51,7 +58,7 @@ class GradingProvisioner(LocalProvisioner):
     workdir = Unicode(help="the kernel's working folder").tag(config=True)
 
     async def pre_launch(self, **kwargs):
-        kwargs = await super().pre_launch(**kwargs)       # writes the connection file, formats the command
+        kwargs = await super().pre_launch(**kwargs)  # writes the connection file, formats the command
         self.sandbox.prepare(Path(self.parent.connection_file))
         return kwargs
 
@@ -84,22 +91,36 @@ def register_provisioner() -> None:
     factory = KernelProvisionerFactory.instance()
     if PROVISIONER_NAME not in factory.provisioners:
         factory.provisioners[PROVISIONER_NAME] = EntryPoint(
-            PROVISIONER_NAME, f"{__name__}:{GradingProvisioner.__name__}", KernelProvisionerFactory.GROUP_NAME)
+            PROVISIONER_NAME, f"{__name__}:{GradingProvisioner.__name__}", KernelProvisionerFactory.GROUP_NAME
+        )
 
 
 def kernel_manager(sandbox, workdir: Path, env: dict, limits) -> AsyncKernelManager:
     """A kernel manager for one grading kernel of this job (not started): Unix sockets in the
     sandbox's connection folder (no TCP ports, nothing on the network)."""
     register_provisioner()
-    spec = KernelSpec(argv=sandbox.argv(workdir, limits, env), env={}, language="python",
-                      display_name="grading kernel", interrupt_mode=sandbox.interrupt_mode,
-                      metadata={"kernel_provisioner": {"provisioner_name": PROVISIONER_NAME,
-                                                       "config": {"sandbox": sandbox, "workdir": str(workdir)}}})
+    spec = KernelSpec(
+        argv=sandbox.argv(workdir, limits, env),
+        env={},
+        language="python",
+        display_name="grading kernel",
+        interrupt_mode=sandbox.interrupt_mode,
+        metadata={
+            "kernel_provisioner": {
+                "provisioner_name": PROVISIONER_NAME,
+                "config": {"sandbox": sandbox, "workdir": str(workdir)},
+            }
+        },
+    )
     conn_dir = sandbox.connection_dir(workdir)
     options = {"ip": str(conn_dir / "kernel-ipc")} if sandbox.transport == "ipc" else {}
-    return AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=GradingKernelSpecs(spec),
-                              transport=sandbox.transport, connection_file=str(conn_dir / "kernel.json"),
-                              **options)
+    return AsyncKernelManager(
+        kernel_name=KERNEL_NAME,
+        kernel_spec_manager=GradingKernelSpecs(spec),
+        transport=sandbox.transport,
+        connection_file=str(conn_dir / "kernel.json"),
+        **options,
+    )
 
 
 async def launch(km: AsyncKernelManager, workdir: Path, env: dict, log_fd: int) -> None:

@@ -17,6 +17,7 @@ connection after it (the grader replaces the kernel).
 The relay's sockets are in a folder of its own (mode 0700, owned by the grader): a kernel in the sandbox
 cannot reach them. It runs in a thread of the grading process; `close()` ends it and removes the folder.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -32,8 +33,8 @@ from . import leftovers
 from ..errors import GraderError
 from .limits import COMMAND_BYTES, MESSAGE_BYTES, MESSAGE_FRAMES
 
-CHUNK = 2**18                   # read at a time from either side (a buffer size, not a limit)
-GREETING = 64                   # ZMTP 3's greeting, in bytes (the protocol's)
+CHUNK = 2**18  # read at a time from either side (a buffer size, not a limit)
+GREETING = 64  # ZMTP 3's greeting, in bytes (the protocol's)
 
 
 class Cut(GraderError):
@@ -54,7 +55,7 @@ class FrameCounter:
         self._skip = 0
         self.message_bytes = 0
         self.message_frames = 0
-        self.largest = 0                # the largest whole message so far, in bytes (all its parts)
+        self.largest = 0  # the largest whole message so far, in bytes (all its parts)
 
     def feed(self, data) -> None:
         data = memoryview(data)
@@ -73,7 +74,7 @@ class FrameCounter:
                 self._head.clear()
             else:
                 take = min(self._need - len(self._head), n - i)
-                self._head += data[i:i + take]
+                self._head += data[i : i + take]
                 i += take
                 if len(self._head) < self._need:
                     continue
@@ -94,7 +95,7 @@ class FrameCounter:
             raise Cut(f"the security mechanism {mechanism[:20]!r}, not NULL")
 
     def _frame(self, size: int) -> None:
-        if self._flags & 0x04:                      # a command: never part of a message
+        if self._flags & 0x04:  # a command: never part of a message
             if size > COMMAND_BYTES or self._flags & 0x01:
                 raise Cut(f"a protocol command of {size:,} bytes")
         else:
@@ -104,7 +105,7 @@ class FrameCounter:
                 raise Cut(f"a message of more than {self.max_frames:,} parts")
             if self.message_bytes > self.max_bytes:
                 raise Cut(f"a message of more than {self.max_bytes // 2**20} MB")
-            if not self._flags & 0x01:              # its last part
+            if not self._flags & 0x01:  # its last part
                 self.largest = max(self.largest, self.message_bytes)
                 self.message_bytes = self.message_frames = 0
         self._skip = size
@@ -115,7 +116,7 @@ class _Pair:
 
     def __init__(self, client: socket.socket, kernel: socket.socket, counter: FrameCounter):
         self.client, self.kernel = client, kernel
-        self.to_kernel = b""           # read from the client, not yet written to the kernel
+        self.to_kernel = b""  # read from the client, not yet written to the kernel
         self.to_client = b""
         self.counter = counter
 
@@ -127,19 +128,20 @@ class Relay:
     """Relays the kernel's channels: the grader connects to `ip` (the ipc transport's path prefix:
     `<ip>-<port>` for each port) instead of the kernel's `kernel_ip`."""
 
-    def __init__(self, kernel_ip: str, ports: list[int], max_bytes: int = MESSAGE_BYTES,
-                 max_frames: int = MESSAGE_FRAMES):
+    def __init__(
+        self, kernel_ip: str, ports: list[int], max_bytes: int = MESSAGE_BYTES, max_frames: int = MESSAGE_FRAMES
+    ):
         self.kernel_ip = kernel_ip
         self.max_bytes, self.max_frames = max_bytes, max_frames
-        self.folder = leftovers.made("relay-")      # 0700: the kernel's user cannot enter it
+        self.folder = leftovers.made("relay-")  # 0700: the kernel's user cannot enter it
         self.ip = str(self.folder / "k")
         self.cut: str | None = None
-        self.last_read = 0.0            # when the relay last read from the kernel (time.monotonic())
-        self._largest_closed = 0        # the largest message of the connections closed so far
+        self.last_read = 0.0  # when the relay last read from the kernel (time.monotonic())
+        self._largest_closed = 0  # the largest message of the connections closed so far
         self._selector = selectors.DefaultSelector()
         self._listeners: dict[socket.socket, int] = {}
         self._pairs: dict[socket.socket, _Pair] = {}
-        self._watched: set[socket.socket] = set()      # the pairs' sockets registered with the selector
+        self._watched: set[socket.socket] = set()  # the pairs' sockets registered with the selector
         self._lock = threading.Lock()
         self._closed = False
         self._wake_r, self._wake_w = os.pipe()
@@ -167,7 +169,7 @@ class Relay:
                         self._accept(sock)
                     elif sock in self._pairs:
                         self._pump(self._pairs[sock], sock, events)
-        except Exception as err:        # noqa: BLE001  (the relay's own fault: the kernel cannot be read)
+        except Exception as err:  # noqa: BLE001  (the relay's own fault: the kernel cannot be read)
             self._cut_all(f"the grader's relay failed ({type(err).__name__}: {err})")
         finally:
             self._end()
@@ -180,7 +182,7 @@ class Relay:
         kernel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             kernel.connect(f"{self.kernel_ip}-{self._listeners[listener]}")
-        except OSError:             # the kernel has not bound it yet: the client connects again soon
+        except OSError:  # the kernel has not bound it yet: the client connects again soon
             kernel.close()
             client.close()
             return
@@ -206,9 +208,9 @@ class Relay:
                     pair.counter.feed(data)
                     pair.to_client = data
             if pair.to_kernel:
-                pair.to_kernel = pair.to_kernel[pair.kernel.send(pair.to_kernel):]
+                pair.to_kernel = pair.to_kernel[pair.kernel.send(pair.to_kernel) :]
             if pair.to_client:
-                pair.to_client = pair.to_client[pair.client.send(pair.to_client):]
+                pair.to_client = pair.to_client[pair.client.send(pair.to_client) :]
         except (BlockingIOError, InterruptedError):
             pass
         except Cut as err:
@@ -219,8 +221,10 @@ class Relay:
 
     def _interest(self, pair: _Pair) -> None:
         """Read a side only when what it sent before is passed on; write a side when it has something."""
-        for sock, reading, writing in ((pair.client, not pair.to_kernel, bool(pair.to_client)),
-                                       (pair.kernel, not pair.to_client, bool(pair.to_kernel))):
+        for sock, reading, writing in (
+            (pair.client, not pair.to_kernel, bool(pair.to_client)),
+            (pair.kernel, not pair.to_client, bool(pair.to_kernel)),
+        ):
             events = (selectors.EVENT_READ if reading else 0) | (selectors.EVENT_WRITE if writing else 0)
             registered = sock in self._watched
             if events and registered:
@@ -280,7 +284,7 @@ class Relay:
             return True
         try:
             pairs = list(self._pairs.values())
-        except RuntimeError:            # changed while being copied: the relay is at work
+        except RuntimeError:  # changed while being copied: the relay is at work
             return True
         for pair in pairs:
             if pair.to_client:

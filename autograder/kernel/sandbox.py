@@ -30,6 +30,7 @@ the checks and every other file of autograder/, .git, /root, /home, /work, the r
 
 `resolve_sandbox("auto")` picks bwrap when it works here, else `none` with a warning.
 """
+
 from __future__ import annotations
 
 import functools
@@ -55,9 +56,17 @@ UID_RANGE = (1_500_000_000, 1_600_000_000)
 
 # The kernel's environment: these variables are passed through from the grader, the rest
 # is cleared (no tokens, credentials or paths of the grader's own environment leak in).
-PASSED_ENV = ("PYTHONPATH", "GRADER_SOCKET", "GRADER_KERNEL_HOOKS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-              "OPENBLAS_NUM_THREADS",
-              "MPLBACKEND", "PYTHONHASHSEED", "TZ")      # and what the course plugin's kernel_env names
+PASSED_ENV = (
+    "PYTHONPATH",
+    "GRADER_SOCKET",
+    "GRADER_KERNEL_HOOKS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MPLBACKEND",
+    "PYTHONHASHSEED",
+    "TZ",
+)  # and what the course plugin's kernel_env names
 
 _warned = False
 
@@ -79,10 +88,11 @@ def _python_dirs() -> list[Path]:
                 home = Path(value.strip())
                 dirs.append(home.parent if home.name == "bin" else home)
     dirs.append(Path(os.path.realpath(sys.executable)).parent.parent)
-    dirs.append(Path(PYTHON).parent.parent)    # as the kernel command names it
+    dirs.append(Path(PYTHON).parent.parent)  # as the kernel command names it
     # each as named (a bind follows a link: .venv -> elsewhere) and where it really is
-    return _outermost([Path(os.path.abspath(d)) for d in dirs if d.exists()] +
-                      [d.resolve() for d in dirs if d.exists()])
+    return _outermost(
+        [Path(os.path.abspath(d)) for d in dirs if d.exists()] + [d.resolve() for d in dirs if d.exists()]
+    )
 
 
 def _outermost(paths) -> list[Path]:
@@ -104,8 +114,9 @@ class Sandbox:
     (autograder/kernel/cgroups.py): the kernel and all its processes together under the memory and
     process limits, their CPU time counted. `group` is the current kernel's (None without one),
     `peaks` what each of the job's kernels reached (read when its group is removed)."""
+
     name = "none"
-    transport = "ipc"        # Unix sockets in the scratch folder: no TCP ports, nothing on the network
+    transport = "ipc"  # Unix sockets in the scratch folder: no TCP ports, nothing on the network
     interrupt_mode = "signal"
 
     def __init__(self, use_cgroups: bool = True):
@@ -119,10 +130,18 @@ class Sandbox:
 
     def limit_command(self, limits: Limits, processes: int) -> list[str]:
         """autograder/kernel/limits.py in front of the kernel: its rlimits, and its control group joined."""
-        return [PYTHON, "-m", "autograder.kernel.limits",
-                f"--memory={limits.memory_bytes}", f"--cpu={int(limits.notebook_timeout * 2)}",
-                f"--processes={processes}", f"--file-size={limits.file_bytes}", f"--files={KERNEL_FILES}",
-                *[f"--cgroup={path}" for path in (self.group.procs_files() if self.group else [])], "--"]
+        return [
+            PYTHON,
+            "-m",
+            "autograder.kernel.limits",
+            f"--memory={limits.memory_bytes}",
+            f"--cpu={int(limits.notebook_timeout * 2)}",
+            f"--processes={processes}",
+            f"--file-size={limits.file_bytes}",
+            f"--files={KERNEL_FILES}",
+            *[f"--cgroup={path}" for path in (self.group.procs_files() if self.group else [])],
+            "--",
+        ]
 
     def connection_dir(self, workdir: Path) -> Path:
         return workdir
@@ -157,22 +176,29 @@ class Sandbox:
 
 class BwrapSandbox(Sandbox):
     """Starts the kernel inside bubblewrap (see the module's docstring)."""
+
     name = "bwrap"
     transport = "ipc"
     # ipykernel interrupts itself when asked on the control channel; a SIGINT sent by the
     # kernel manager would stop at bwrap, whose child runs in a session of its own
     interrupt_mode = "message"
 
-    def __init__(self, scratch: Path, uid: int | None = None, readable: list[Path] | tuple = (),
-                 passed_env: tuple = (), use_cgroups: bool = True):
+    def __init__(
+        self,
+        scratch: Path,
+        uid: int | None = None,
+        readable: list[Path] | tuple = (),
+        passed_env: tuple = (),
+        use_cgroups: bool = True,
+    ):
         super().__init__(use_cgroups)
-        self.readable = list(readable)     # what of the repository the kernel may read (plugin.kernel_readable)
-        self.passed_env = PASSED_ENV + tuple(passed_env)   # the course's variables (plugin.kernel_env) too
+        self.readable = list(readable)  # what of the repository the kernel may read (plugin.kernel_readable)
+        self.passed_env = PASSED_ENV + tuple(passed_env)  # the course's variables (plugin.kernel_env) too
         self.scratch = Path(scratch)
         self.root = _is_root()
         self.uid = uid if uid is not None else (_fresh_uid() if self.root else os.getuid())
         self.gid = self.uid if self.root else os.getgid()
-        self.uids = [self.uid]             # every uid this job's kernels have had (see _end_leftovers)
+        self.uids = [self.uid]  # every uid this job's kernels have had (see _end_leftovers)
         self._kernels = 0
         self.ipc = self.scratch / "ipc"
         self._prepare_scratch()
@@ -197,7 +223,8 @@ class BwrapSandbox(Sandbox):
         # who the kernel is: some libraries ask (getpass, pwd), and nobody else is listed
         (scratch / "passwd").write_text(
             f"student:x:{self.uid}:{self.gid}:student:{scratch / 'work'}:/usr/sbin/nologin\n"
-            "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n")
+            "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
+        )
         (scratch / "group").write_text(f"student:x:{self.gid}:\nroot:x:0:\n")
         for name in ("passwd", "group"):
             os.chmod(scratch / name, 0o644)
@@ -248,7 +275,7 @@ class BwrapSandbox(Sandbox):
     def _end_leftovers(self) -> None:
         """End every process of this job's uids (only sandboxed kernels of this job use them)."""
         if not self.root:
-            return       # without a uid of its own, the PID namespace ends with bwrap (--die-with-parent)
+            return  # without a uid of its own, the PID namespace ends with bwrap (--die-with-parent)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             pids = [(pid, uid) for uid in self.uids for pid in processes_of(uid)]
@@ -261,7 +288,7 @@ class BwrapSandbox(Sandbox):
     # -- the command ------------------------------------------------------------------------------
     def argv(self, workdir: Path, limits: Limits, env: dict | None = None) -> list[str]:
         # RLIMIT_NPROC counts the processes of a uid: only meaningful for the kernel's own uid
-        processes = limits.processes or (KERNEL_PROCESSES if self.root else 0)   # RLIMIT_NPROC: threads count too
+        processes = limits.processes or (KERNEL_PROCESSES if self.root else 0)  # RLIMIT_NPROC: threads count too
         return self.limit_command(limits, processes) + self.command(workdir, env or {}) + kernel_command()
 
     def command(self, workdir: Path, env: dict, template: bool = False) -> list[str]:
@@ -270,31 +297,77 @@ class BwrapSandbox(Sandbox):
         it needs to give each kernel it forks namespaces, mounts and a uid of its own (every one is
         cleared when the kernel drops to its uid)."""
         if template:
-            namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-                          *[a for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SYS_ADMIN", "CAP_NET_ADMIN")
-                            for a in ("--cap-add", cap)]]
+            namespaces = [
+                "--unshare-ipc",
+                "--unshare-pid",
+                "--unshare-net",
+                "--unshare-uts",
+                "--unshare-cgroup-try",
+                *[
+                    a
+                    for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SYS_ADMIN", "CAP_NET_ADMIN")
+                    for a in ("--cap-add", cap)
+                ],
+            ]
             drop = []
         elif self.root:
             # no user namespace: the kernel becomes a real unprivileged uid (setpriv, util-linux),
             # which needs these two capabilities for that one step; setuid clears every capability
-            namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-                          "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-            drop = [shutil.which("setpriv") or "/usr/bin/setpriv", f"--reuid={self.uid}", f"--regid={self.gid}",
-                    "--clear-groups", "--"]
+            namespaces = [
+                "--unshare-ipc",
+                "--unshare-pid",
+                "--unshare-net",
+                "--unshare-uts",
+                "--unshare-cgroup-try",
+                "--cap-add",
+                "CAP_SETUID",
+                "--cap-add",
+                "CAP_SETGID",
+            ]
+            drop = [
+                shutil.which("setpriv") or "/usr/bin/setpriv",
+                f"--reuid={self.uid}",
+                f"--regid={self.gid}",
+                "--clear-groups",
+                "--",
+            ]
         else:
             namespaces = ["--unshare-all"]
             drop = []
-        return [bwrap_path(), *namespaces,
-                "--die-with-parent", "--new-session", "--hostname", "grading",
-                *self._filesystem(workdir, env),
-                "--chdir", str(workdir),
-                *self._environment(workdir, env),
-                "--", *drop]
+        return [
+            bwrap_path(),
+            *namespaces,
+            "--die-with-parent",
+            "--new-session",
+            "--hostname",
+            "grading",
+            *self._filesystem(workdir, env),
+            "--chdir",
+            str(workdir),
+            *self._environment(workdir, env),
+            "--",
+            *drop,
+        ]
 
     def _filesystem(self, workdir: Path, env: dict) -> list[str]:
-        args = ["--proc", "/proc", "--dev", "/dev",
-                "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
-                "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
+        args = [
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--perms",
+            "1777",
+            "--size",
+            str(TMP_BYTES),
+            "--tmpfs",
+            "/tmp",
+            "--perms",
+            "1777",
+            "--size",
+            str(SHM_BYTES),
+            "--tmpfs",
+            "/dev/shm",
+        ]
         made = {Path("/"), Path("/tmp"), Path("/dev"), Path("/proc"), Path("/dev/shm")}
 
         def parents(dest: Path) -> list[str]:
@@ -336,7 +409,7 @@ class BwrapSandbox(Sandbox):
         return args
 
     def _environment(self, workdir: Path, env: dict) -> list[str]:
-        out = ["--clearenv", "--unsetenv", "JPY_PARENT_PID"]    # with --unshare-pid there is no parent to watch
+        out = ["--clearenv", "--unsetenv", "JPY_PARENT_PID"]  # with --unshare-pid there is no parent to watch
         for key, value in sorted(self.kernel_environment(workdir, env).items()):
             out += ["--setenv", key, str(value)]
         return out
@@ -344,11 +417,18 @@ class BwrapSandbox(Sandbox):
     def kernel_environment(self, workdir: Path, env: dict) -> dict:
         """The kernel's whole environment: the variables of PASSED_ENV, and these."""
         kept = {k: env[k] for k in self.passed_env if k in env}
-        kept.update({
-            "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
-            "HOME": str(workdir), "TMPDIR": "/tmp", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-            "PYTHONDONTWRITEBYTECODE": "1", "USER": "student", "LOGNAME": "student",
-        })
+        kept.update(
+            {
+                "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+                "HOME": str(workdir),
+                "TMPDIR": "/tmp",
+                "LANG": "C.UTF-8",
+                "LC_ALL": "C.UTF-8",
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "USER": "student",
+                "LOGNAME": "student",
+            }
+        )
         return {k: str(v) for k, v in kept.items()}
 
 
@@ -403,6 +483,7 @@ def bwrap_problem() -> str | None:
     if not shutil.which("bwrap"):
         return "bwrap is not installed (Debian: apt-get install bubblewrap; `make system-deps`)"
     import tempfile
+
     with tempfile.TemporaryDirectory(prefix="bwrap-probe-") as tmp:
         box = BwrapSandbox(Path(tmp), use_cgroups=False)
         command = box.command(Path(tmp) / "work", {})
@@ -431,10 +512,13 @@ def resolve_sandbox(choice: str) -> str:
             return "bwrap"
         if not _warned:
             bar = "!" * 78
-            print(f"{bar}\nWARNING: grading WITHOUT a sandbox: {problem}.\n"
-                  "Student code will run with the grader's rights (it can read the gradebook and other\n"
-                  f"students' files). Install bubblewrap, or pass --sandbox none to silence this.\n{bar}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{bar}\nWARNING: grading WITHOUT a sandbox: {problem}.\n"
+                "Student code will run with the grader's rights (it can read the gradebook and other\n"
+                f"students' files). Install bubblewrap, or pass --sandbox none to silence this.\n{bar}",
+                file=sys.stderr,
+                flush=True,
+            )
             _warned = True
         return "none"
     if choice == "bwrap" and bwrap_problem() is not None:
@@ -444,8 +528,9 @@ def resolve_sandbox(choice: str) -> str:
     return choice
 
 
-def make_sandbox(choice: str, scratch: Path, readable: list[Path] | tuple = (), passed_env: tuple = (),
-                 use_cgroups: bool = True) -> Sandbox:
+def make_sandbox(
+    choice: str, scratch: Path, readable: list[Path] | tuple = (), passed_env: tuple = (), use_cgroups: bool = True
+) -> Sandbox:
     """`readable`: what of the repository a sandboxed kernel may read, `passed_env`: the course's
     environment variables it gets (autograder/plugin.py); `use_cgroups`: a control group per kernel
     where the machine allows it (autograder/kernel/cgroups.py)."""

@@ -23,6 +23,7 @@ and gives each child what a cold kernel gets (kernel_template.py: namespaces, ui
 that needs a grader run by root. Where warm kernels cannot be had (`why_cold`), or a template dies or
 refuses, kernels start cold and the run says so.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,7 +52,7 @@ WARM_PROVISIONER_NAME = "grading-warm-kernel"
 
 # what differs from one job's kernel environment to the next: set in each forked child, not in the template
 PER_JOB_ENV = ("GRADER_SOCKET", "HOME")
-_templates: dict[tuple, "Template"] = {}     # this worker process's template (one at a time)
+_templates: dict[tuple, "Template"] = {}  # this worker process's template (one at a time)
 
 
 def why_cold(sandbox: str) -> str:
@@ -59,8 +60,10 @@ def why_cold(sandbox: str) -> str:
     if not hasattr(os, "fork") or not hasattr(os, "pidfd_open") or not hasattr(socket, "send_fds"):
         return "this system has no fork, pidfd or descriptor passing"
     if sandbox == "bwrap" and os.geteuid() != 0:
-        return ("in the bwrap sandbox warm kernels need a grader run by root (each kernel gets a uid of its "
-                "own); run by another user, kernels start cold")
+        return (
+            "in the bwrap sandbox warm kernels need a grader run by root (each kernel gets a uid of its "
+            "own); run by another user, kernels start cold"
+        )
     if sandbox not in ("none", "bwrap"):
         return f"unknown sandbox {sandbox!r}"
     return ""
@@ -75,8 +78,9 @@ def worker_root(sandbox: str) -> Path | None:
     return None
 
 
-def worker_template(sandbox: str, preimport: list[str], env: dict, readable: list[Path] | tuple = (),
-                    passed_env: tuple = ()) -> Template | None:
+def worker_template(
+    sandbox: str, preimport: list[str], env: dict, readable: list[Path] | tuple = (), passed_env: tuple = ()
+) -> Template | None:
     """This worker's template for kernels with environment `env` (its per-job part aside), started
     on first use and again if it died; None when warm kernels cannot be had (see why_cold).
     `preimport`, `readable` and `passed_env` are the course's (autograder/plugin.py)."""
@@ -92,6 +96,7 @@ def worker_template(sandbox: str, preimport: list[str], env: dict, readable: lis
         # a pool's worker process ends through multiprocessing's exit function (no atexit): both
         import atexit
         from multiprocessing import util
+
         util.Finalize(None, close_templates, exitpriority=10)
         atexit.register(close_templates)
         _templates_closed_at_exit.append(True)
@@ -117,15 +122,22 @@ class Template:
     """A template process of this grading worker: started here, ended by `close` (or when this
     process ends: its socket closes, and in the sandbox bwrap dies with its parent)."""
 
-    def __init__(self, preimport: list[str], env: dict, sandbox: str = "none", readable: list[Path] | tuple = (),
-                 passed_env: tuple = ()):
+    def __init__(
+        self,
+        preimport: list[str],
+        env: dict,
+        sandbox: str = "none",
+        readable: list[Path] | tuple = (),
+        passed_env: tuple = (),
+    ):
         self.preimport = list(preimport)
         self.sandbox = sandbox
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         program = [PYTHON, "-c", TEMPLATE_SOURCE, str(theirs.fileno()), json.dumps(self.preimport)]
         if sandbox == "bwrap":
             from .sandbox import BwrapSandbox
-            self.root = leftovers.made("grade-w-")     # short: Unix socket paths live below
+
+            self.root = leftovers.made("grade-w-")  # short: Unix socket paths live below
             self.home = None
             box = BwrapSandbox(self.root, readable=readable, passed_env=passed_env, use_cgroups=False)
             home = self.root / "work"
@@ -133,15 +145,22 @@ class Template:
             popen_env = None
         else:
             self.root = None
-            home = self.home = leftovers.made("warm-template-")     # its HOME, removed with it
+            home = self.home = leftovers.made("warm-template-")  # its HOME, removed with it
             command = program
             popen_env = {**env, "HOME": str(home)}
-        self.proc = subprocess.Popen(command, env=popen_env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, pass_fds=[theirs.fileno()], start_new_session=True)
+        self.proc = subprocess.Popen(
+            command,
+            env=popen_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            pass_fds=[theirs.fileno()],
+            start_new_session=True,
+        )
         theirs.close()
         self._lock = threading.Lock()
         self._ready = None
-        self.pid: int | None = None      # the template's pid as this process sees it (inside bwrap: not self.proc's)
+        self.pid: int | None = None  # the template's pid as this process sees it (inside bwrap: not self.proc's)
 
     def wait_ready(self, timeout: float = TEMPLATE_READY_SECONDS) -> None:
         """Block until the template has imported its modules; raise TemplateError if it cannot."""
@@ -178,7 +197,9 @@ class Template:
             try:
                 if group is not None:
                     if not self.pid:
-                        raise TemplateError("the template's pid is not known: its kernels could not join a control group")
+                        raise TemplateError(
+                            "the template's pid is not known: its kernels could not join a control group"
+                        )
                     group.join(self.pid)
                 try:
                     send(self._sock, request, [log_fd])
@@ -229,6 +250,7 @@ def pidfd_pid(fd: int) -> int | None:
 def return_home(pid: int) -> None:
     """Move process `pid` back into this process's own control groups."""
     from .cgroups import home_procs_files
+
     for path in home_procs_files():
         try:
             with open(path, "w", encoding="ascii") as f:
@@ -241,6 +263,7 @@ class ForkedKernel:
     """A forked kernel process as LocalProvisioner handles a Popen: poll, wait, signals, through a
     pidfd (its pid may be in another PID namespace; it is not a child of the grader: its exit code
     is not known). `pid` is its pid as this process sees it."""
+
     stdin = stdout = stderr = None
     GONE = -signal.SIGKILL
 
@@ -293,21 +316,44 @@ class WarmProvisioner(LocalProvisioner):
 
     async def launch_kernel(self, cmd: list[str], **kwargs):
         from .limits import KERNEL_FILES
+
         limits, box, workdir = self.limits, self.sandbox, Path(self.workdir)
         env = dict(kwargs.get("env") or {})
         argv = [a.replace("{connection_file}", self.parent.connection_file) for a in kernel_command()[3:]]
-        request = {"cwd": str(workdir), "argv": argv, "env": env, "parent_poller": True,
-                   "limits": {"memory_bytes": limits.memory_bytes, "cpu_seconds": int(limits.notebook_timeout * 2),
-                              "processes": limits.processes, "file_bytes": limits.file_bytes, "files": KERNEL_FILES}}
+        request = {
+            "cwd": str(workdir),
+            "argv": argv,
+            "env": env,
+            "parent_poller": True,
+            "limits": {
+                "memory_bytes": limits.memory_bytes,
+                "cpu_seconds": int(limits.notebook_timeout * 2),
+                "processes": limits.processes,
+                "file_bytes": limits.file_bytes,
+                "files": KERNEL_FILES,
+            },
+        }
         if box.name == "bwrap":
-            request.update(env=box.kernel_environment(workdir, env), parent_poller=False, sandbox={
-                "uid": box.uid, "gid": box.gid, "scratch": str(box.scratch), "worker_root": str(self.template.root),
-                "workdir": str(workdir), "tmp_bytes": TMP_BYTES, "shm_bytes": SHM_BYTES, "work_bytes": WORK_BYTES})
+            request.update(
+                env=box.kernel_environment(workdir, env),
+                parent_poller=False,
+                sandbox={
+                    "uid": box.uid,
+                    "gid": box.gid,
+                    "scratch": str(box.scratch),
+                    "worker_root": str(self.template.root),
+                    "workdir": str(workdir),
+                    "tmp_bytes": TMP_BYTES,
+                    "shm_bytes": SHM_BYTES,
+                    "work_bytes": WORK_BYTES,
+                },
+            )
             request["limits"]["processes"] = limits.processes or KERNEL_PROCESSES
         log_fd = kwargs.get("stdout")
-        self.process = self.template.fork(request, log_fd if isinstance(log_fd, int) else
-                                          os.open(os.devnull, os.O_WRONLY), group=box.group)
-        self.pid = self.pgid = None           # signals go through the pidfd
+        self.process = self.template.fork(
+            request, log_fd if isinstance(log_fd, int) else os.open(os.devnull, os.O_WRONLY), group=box.group
+        )
+        self.pid = self.pgid = None  # signals go through the pidfd
         self.cwd = str(workdir)
         return self.connection_info
 
@@ -318,10 +364,12 @@ class WarmProvisioner(LocalProvisioner):
 def register_warm_provisioner() -> None:
     register_provisioner()
     from importlib.metadata import EntryPoint
+
     factory = KernelProvisionerFactory.instance()
     if WARM_PROVISIONER_NAME not in factory.provisioners:
         factory.provisioners[WARM_PROVISIONER_NAME] = EntryPoint(
-            WARM_PROVISIONER_NAME, f"{__name__}:{WarmProvisioner.__name__}", KernelProvisionerFactory.GROUP_NAME)
+            WARM_PROVISIONER_NAME, f"{__name__}:{WarmProvisioner.__name__}", KernelProvisionerFactory.GROUP_NAME
+        )
 
 
 def warm_kernel_manager(template: Template, sandbox, workdir: Path, limits: Limits):
@@ -329,12 +377,26 @@ def warm_kernel_manager(template: Template, sandbox, workdir: Path, limits: Limi
     from jupyter_client import AsyncKernelManager
     from jupyter_client.kernelspec import KernelSpec
     from .provisioner import KERNEL_NAME
+
     register_warm_provisioner()
-    spec = KernelSpec(argv=kernel_command(), env={}, language="python", display_name="grading kernel (warm)",
-                      interrupt_mode=sandbox.interrupt_mode,
-                      metadata={"kernel_provisioner": {"provisioner_name": WARM_PROVISIONER_NAME, "config": {
-                          "template": template, "sandbox": sandbox, "workdir": str(workdir), "limits": limits}}})
+    spec = KernelSpec(
+        argv=kernel_command(),
+        env={},
+        language="python",
+        display_name="grading kernel (warm)",
+        interrupt_mode=sandbox.interrupt_mode,
+        metadata={
+            "kernel_provisioner": {
+                "provisioner_name": WARM_PROVISIONER_NAME,
+                "config": {"template": template, "sandbox": sandbox, "workdir": str(workdir), "limits": limits},
+            }
+        },
+    )
     conn_dir = sandbox.connection_dir(workdir)
-    return AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=GradingKernelSpecs(spec),
-                              transport="ipc", ip=str(conn_dir / "kernel-ipc"),
-                              connection_file=str(conn_dir / "kernel.json"))
+    return AsyncKernelManager(
+        kernel_name=KERNEL_NAME,
+        kernel_spec_manager=GradingKernelSpecs(spec),
+        transport="ipc",
+        ip=str(conn_dir / "kernel-ipc"),
+        connection_file=str(conn_dir / "kernel.json"),
+    )

@@ -21,6 +21,7 @@ Grading reads the roster to give an LMS download's files the roster's student id
 What grading learnt from a download (a Canvas user id) is kept per student in
 `<grading home>/work/lms/<step>/<student>.json` (`save_lms_ids`, `graded_lms_ids`).
 """
+
 from __future__ import annotations
 
 import csv
@@ -72,6 +73,7 @@ def canvas_assignment_id(step: str) -> str | None:
     """The Canvas assignment id of the step's column: course.toml's `[canvas_assignment] <step> = <id>`
     when it says, else what the roster import found (roster-assignments.csv); None when unknown."""
     from ..term import load_term
+
     given = load_term().get("canvas_assignment", {}).get(step)
     if isinstance(given, int) or (isinstance(given, str) and given.strip().isdigit()):
         return str(given).strip()
@@ -101,11 +103,13 @@ def fold_name(name: str) -> str:
 
 # ---- import from the LMS -------------------------------------------------------------------------
 
+
 def import_roster(export: Path, steps: list, say=print) -> tuple[Path, int]:
     """`make roster FROM=<export>`: roster.csv (and roster-assignments.csv for Canvas) from an LMS's
     gradebook export; returns (roster path, students)."""
     from ..csvout import write_csv
     from ..names import UnusableId, student_id
+
     export = Path(export)
     if not export.is_file():
         raise RosterError(f"{export}: no such file: give FROM=<the gradebook export you downloaded from the LMS>")
@@ -119,9 +123,11 @@ def import_roster(export: Path, steps: list, say=print) -> tuple[Path, int]:
     elif "First name" in columns and "Last name" in columns:
         kind, people, assignments = "Moodle", _moodle_people(columns, rows), []
     else:
-        raise RosterError(f"{export.name}: neither Canvas's gradebook export (columns Student, ID, SIS User ID, "
-                          "SIS Login ID, Section) nor Moodle's grades export (First name, Last name, ID number, "
-                          f"Email address); its first line is {', '.join(columns[:6])}")
+        raise RosterError(
+            f"{export.name}: neither Canvas's gradebook export (columns Student, ID, SIS User ID, "
+            "SIS Login ID, Section) nor Moodle's grades export (First name, Last name, ID number, "
+            f"Email address); its first line is {', '.join(columns[:6])}"
+        )
     out, skipped = [], []
     for person in people:
         try:
@@ -133,21 +139,27 @@ def import_roster(export: Path, steps: list, say=print) -> tuple[Path, int]:
     seen: dict[str, str] = {}
     for person in out:
         if person["student"] in seen:
-            raise RosterError(f"{export.name}: {person['name']!r} and {seen[person['student']]!r} both have the id "
-                              f"{person['student']!r}: give them SIS Login IDs (Canvas) or ID numbers (Moodle)")
+            raise RosterError(
+                f"{export.name}: {person['name']!r} and {seen[person['student']]!r} both have the id "
+                f"{person['student']!r}: give them SIS Login IDs (Canvas) or ID numbers (Moodle)"
+            )
         seen[person["student"]] = person["name"]
     path = write_csv(roster_file(), ROSTER_COLUMNS, out)
-    if kind == "Canvas":            # this export's assignments, none left over from an older one
+    if kind == "Canvas":  # this export's assignments, none left over from an older one
         write_csv(assignments_file(), ASSIGNMENT_COLUMNS, assignments)
     say(f"roster: {len(out)} students from {kind}'s export {export.name} -> {_shown(path)}")
     for row in assignments:
-        say(f"roster: {row['step']} is Canvas assignment {row['canvas_assignment_id']} ({row['title']!r}): "
-            f"make export fills that column -> {_shown(assignments_file())}")
+        say(
+            f"roster: {row['step']} is Canvas assignment {row['canvas_assignment_id']} ({row['title']!r}): "
+            f"make export fills that column -> {_shown(assignments_file())}"
+        )
     if kind == "Canvas" and not assignments:
         found = [c for c in columns if CANVAS_ASSIGNMENT.match(c)]
-        say("roster: no assignment column is named like a step (its TITLE or folder name), so `make export` "
+        say(
+            "roster: no assignment column is named like a step (its TITLE or folder name), so `make export` "
             "cannot name Canvas's assignment and Canvas would make a new column; say which it is in course.toml, "
-            "[canvas_assignment] <step> = <id>" + (f"; the export's columns: {', '.join(found[:12])}" if found else ""))
+            "[canvas_assignment] <step> = <id>" + (f"; the export's columns: {', '.join(found[:12])}" if found else "")
+        )
     for line in skipped:
         say(f"roster: not imported (no usable id): {line}")
     return path, len(out)
@@ -159,16 +171,27 @@ def _canvas_people(columns: list[str], rows: list[list[str]], steps: list) -> tu
     def cell(row, name):
         i = at.get(name)
         return row[i].strip() if i is not None and i < len(row) else ""
+
     people = []
     for row in rows:
         name = cell(row, "Student")
-        if not name or name.lower().lstrip().startswith(("points possible", "student, test")) or \
-                not cell(row, "ID").isdigit():
-            continue            # Canvas's "Points Possible" and posting-policy lines; its test student
-        people.append({"student": cell(row, "SIS Login ID") or cell(row, "SIS User ID") or f"canvas-{cell(row, 'ID')}",
-                       "name": name, "canvas_id": cell(row, "ID"), "sis_user_id": cell(row, "SIS User ID"),
-                       "sis_login_id": cell(row, "SIS Login ID"), "section": cell(row, "Section"),
-                       "moodle_name": ""})
+        if (
+            not name
+            or name.lower().lstrip().startswith(("points possible", "student, test"))
+            or not cell(row, "ID").isdigit()
+        ):
+            continue  # Canvas's "Points Possible" and posting-policy lines; its test student
+        people.append(
+            {
+                "student": cell(row, "SIS Login ID") or cell(row, "SIS User ID") or f"canvas-{cell(row, 'ID')}",
+                "name": name,
+                "canvas_id": cell(row, "ID"),
+                "sis_user_id": cell(row, "SIS User ID"),
+                "sis_login_id": cell(row, "SIS Login ID"),
+                "section": cell(row, "Section"),
+                "moodle_name": "",
+            }
+        )
     assignments = []
     for column in columns:
         match = CANVAS_ASSIGNMENT.match(column)
@@ -186,6 +209,7 @@ def _moodle_people(columns: list[str], rows: list[list[str]]) -> list[dict]:
     def cell(row, name):
         i = at.get(name)
         return row[i].strip() if i is not None and i < len(row) else ""
+
     people = []
     for row in rows:
         first, last = cell(row, "First name"), cell(row, "Last name")
@@ -193,13 +217,22 @@ def _moodle_people(columns: list[str], rows: list[list[str]]) -> list[dict]:
             continue
         email = cell(row, "Email address")
         full = f"{first} {last}".strip()
-        people.append({"student": cell(row, "ID number") or email.split("@")[0] or full,
-                       "name": f"{last}, {first}".strip(", "), "canvas_id": "", "sis_user_id": cell(row, "ID number"),
-                       "sis_login_id": email, "section": cell(row, "Department"), "moodle_name": full})
+        people.append(
+            {
+                "student": cell(row, "ID number") or email.split("@")[0] or full,
+                "name": f"{last}, {first}".strip(", "),
+                "canvas_id": "",
+                "sis_user_id": cell(row, "ID number"),
+                "sis_login_id": email,
+                "section": cell(row, "Department"),
+                "moodle_name": full,
+            }
+        )
     return people
 
 
 # ---- what grading learnt from an LMS download ----------------------------------------------------
+
 
 def save_lms_ids(chosen: dict, home: Path, step: str) -> None:
     """Each graded student's LMS and user id, from the download their files came in."""

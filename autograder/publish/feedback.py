@@ -19,6 +19,7 @@ MathJax from a network, autograder/publish/mathml.py) and drops the value a test
 the cell's heading); the page's template (autograder/templates/course_feedback) puts the summary
 first and indexes only the cells worth points.
 """
+
 from __future__ import annotations
 
 import re
@@ -76,20 +77,27 @@ def summary_for(db_url: str, step: str, student: str) -> dict | None:
     from ..records.store import Store
     from ..records.totals import summary_lines
     from ..steps import find_step
+
     found = Store(grader_home(), db_url).load(find_step(step), [student])
     if not found:
         return None
     record = found[0].term
     totals = found[0].totals
-    return {"student": student, "step": step, "notebooks": totals["notebooks"], "step_totals": totals["step"],
-            "term": {k: v for k, v in record.items() if k != "penalties"},
-            "lines": summary_lines(student, totals, record)}
+    return {
+        "student": student,
+        "step": step,
+        "notebooks": totals["notebooks"],
+        "step_totals": totals["step"],
+        "term": {k: v for k, v in record.items() if k != "penalties"},
+        "lines": summary_lines(student, totals, record),
+    }
 
 
 def feedback_summary(folder: Path) -> dict | None:
     """The scores summary the feedback pages in `folder` carry (autograder/publish/feedback.py); None when
     they carry none (feedback written before there was one)."""
     import json
+
     pattern = re.compile(r'<script[^>]*id="' + SUMMARY_ID + r'"[^>]*>(.*?)</script>', re.S)
     for page in sorted(Path(folder).glob("*.html")):
         match = pattern.search(page.read_text(encoding="utf-8", errors="replace"))
@@ -104,22 +112,26 @@ def feedback_summary(folder: Path) -> dict | None:
 def summary_html(summary: dict) -> str:
     import html
     import json
+
     data = json.dumps(summary, sort_keys=True).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return (f'<div class="course-summary"><b>Your scores for {html.escape(summary["step"])}</b>'
-            f'<pre>{html.escape(chr(10).join(summary["lines"]))}</pre></div>'
-            f'<script type="application/json" id="{SUMMARY_ID}">{data}</script>')
+    return (
+        f'<div class="course-summary"><b>Your scores for {html.escape(summary["step"])}</b>'
+        f"<pre>{html.escape(chr(10).join(summary['lines']))}</pre></div>"
+        f'<script type="application/json" id="{SUMMARY_ID}">{data}</script>'
+    )
 
 
 class ForStudents(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         from .mathml import markdown_math_to_mathml
+
         info = resources.get("nbgrader", {})
         for cell in nb.cells:
             meta = cell.metadata.get("nbgrader", {})
             if cell.cell_type == "markdown":
                 cell.source = markdown_math_to_mathml(cell.source)
             if isinstance(meta.get("comment"), str) and meta["comment"]:
-                meta["comment"] = markdown_math_to_mathml(meta["comment"])      # a grader's formulas too
+                meta["comment"] = markdown_math_to_mathml(meta["comment"])  # a grader's formulas too
             if meta.get("grade") and not meta.get("solution") and cell.cell_type == "code":
                 cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") != "execute_result"]
         summary = None

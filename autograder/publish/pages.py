@@ -24,6 +24,7 @@ formgrader's exporter and the feedback's alike):
 feedback pages alone (`GenerateFeedback.exporter_class`): its template is the course's, while the
 formgrader keeps nbgrader's own.
 """
+
 from __future__ import annotations
 
 import base64
@@ -36,15 +37,79 @@ from nbconvert.preprocessors import Preprocessor
 
 # What a student's HTML may hold: ammonia's default tags (text, lists, tables, images, links...)
 # and MathML (the feedback's formulas), never script, style, iframe, object, form, meta, svg.
-MATHML_TAGS = {"math", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "msub", "msup", "msubsup", "mfrac",
-               "msqrt", "mroot", "mover", "munder", "munderover", "mtable", "mtr", "mtd", "mstyle", "mpadded",
-               "mphantom", "menclose", "merror", "semantics", "annotation", "mmultiscripts", "mprescripts", "none",
-               "mlabeledtr", "maligngroup", "malignmark"}
-MATHML_ATTRIBUTES = {"display", "mathvariant", "stretchy", "fence", "separator", "accent", "accentunder",
-                     "lspace", "rspace", "width", "height", "depth", "columnalign", "rowalign", "columnspacing",
-                     "rowspacing", "columnlines", "rowlines", "frame", "notation", "linethickness",
-                     "displaystyle", "scriptlevel", "minsize", "maxsize", "movablelimits", "symmetric",
-                     "largeop", "form", "encoding", "open", "close", "separators", "xmlns"}
+MATHML_TAGS = {
+    "math",
+    "mrow",
+    "mi",
+    "mn",
+    "mo",
+    "ms",
+    "mtext",
+    "mspace",
+    "msub",
+    "msup",
+    "msubsup",
+    "mfrac",
+    "msqrt",
+    "mroot",
+    "mover",
+    "munder",
+    "munderover",
+    "mtable",
+    "mtr",
+    "mtd",
+    "mstyle",
+    "mpadded",
+    "mphantom",
+    "menclose",
+    "merror",
+    "semantics",
+    "annotation",
+    "mmultiscripts",
+    "mprescripts",
+    "none",
+    "mlabeledtr",
+    "maligngroup",
+    "malignmark",
+}
+MATHML_ATTRIBUTES = {
+    "display",
+    "mathvariant",
+    "stretchy",
+    "fence",
+    "separator",
+    "accent",
+    "accentunder",
+    "lspace",
+    "rspace",
+    "width",
+    "height",
+    "depth",
+    "columnalign",
+    "rowalign",
+    "columnspacing",
+    "rowspacing",
+    "columnlines",
+    "rowlines",
+    "frame",
+    "notation",
+    "linethickness",
+    "displaystyle",
+    "scriptlevel",
+    "minsize",
+    "maxsize",
+    "movablelimits",
+    "symmetric",
+    "largeop",
+    "form",
+    "encoding",
+    "open",
+    "close",
+    "separators",
+    "xmlns",
+}
+
+
 # No `style` and no class of the student's: the page's own classes (Bootstrap's navbar-fixed-top,
 # modal, btn...) would lay a student's markup over the page as if it were the page's. The only
 # classes kept are the ones the markdown renderer itself writes for a code block's colours
@@ -53,19 +118,37 @@ MATHML_ATTRIBUTES = {"display", "mathvariant", "stretchy", "fence", "separator",
 # element of a student's content in the pages).
 def _code_classes() -> frozenset[str]:
     from pygments.token import STANDARD_TYPES
+
     return frozenset(c for c in STANDARD_TYPES.values() if c)
 
 
-RENDERER_CLASSES = {"span": None, "div": {"highlight"}, "a": {"anchor-link"}}     # None: pygments' token classes
+RENDERER_CLASSES = {"span": None, "div": {"highlight"}, "a": {"anchor-link"}}  # None: pygments' token classes
 # A student's content shows no URL at all but a picture's own data (`data:image/...;base64`) and a
 # link to a heading in the same answer (`#...`): nothing a page shows fetches from or leads to an
 # address the student chose (who opened the page, and when, is nobody else's business).
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml")
 DATA_IMAGE = re.compile(r"data:(image/(?:png|jpeg|gif|webp|svg\+xml));base64,[A-Za-z0-9+/=\s]*\Z", re.I)
-URL_ATTRIBUTES = {"href", "src", "cite", "longdesc", "background", "poster", "action", "formaction", "data",
-                  "srcset", "ping", "xlink:href", "codebase", "usemap", "manifest", "lowsrc", "dynsrc"}
+URL_ATTRIBUTES = {
+    "href",
+    "src",
+    "cite",
+    "longdesc",
+    "background",
+    "poster",
+    "action",
+    "formaction",
+    "data",
+    "srcset",
+    "ping",
+    "xlink:href",
+    "codebase",
+    "usemap",
+    "manifest",
+    "lowsrc",
+    "dynsrc",
+}
 ID_PREFIX = "answer-"
-URL_SCHEMES = {"data"}          # ammonia's own scheme check; the attribute filter below decides
+URL_SCHEMES = {"data"}  # ammonia's own scheme check; the attribute filter below decides
 
 
 def browser_url(value: str) -> str:
@@ -80,11 +163,13 @@ def browser_url(value: str) -> str:
 
 def _tags() -> set[str]:
     import nh3
+
     return (set(nh3.ALLOWED_TAGS) | MATHML_TAGS) - {"area", "map"}
 
 
 def _attributes() -> dict[str, set[str]]:
     import nh3
+
     allowed = {tag: set(attrs) - URL_ATTRIBUTES for tag, attrs in nh3.ALLOWED_ATTRIBUTES.items()}
     allowed["*"] = {"id", "title", "lang", "dir", "align"}
     for tag in MATHML_TAGS:
@@ -122,11 +207,19 @@ def clean(html: str) -> str:
     stay; script, event handlers, styles and classes, frames, forms, meta refreshes, style sheets
     and every URL but a picture's data or a link within the answer go."""
     import nh3
+
     if not html:
         return ""
-    return nh3.clean(str(html), tags=_CONFIG["tags"], attributes=_CONFIG["attributes"],
-                     attribute_filter=_keep_attribute, url_schemes=URL_SCHEMES, id_prefix=ID_PREFIX,
-                     link_rel=None, strip_comments=True)
+    return nh3.clean(
+        str(html),
+        tags=_CONFIG["tags"],
+        attributes=_CONFIG["attributes"],
+        attribute_filter=_keep_attribute,
+        url_schemes=URL_SCHEMES,
+        id_prefix=ID_PREFIX,
+        link_rel=None,
+        strip_comments=True,
+    )
 
 
 class _LazyConfig(dict):
@@ -148,11 +241,18 @@ def clean_html(element) -> str:
 def markdown2html(context, source: str) -> str:
     """nbconvert's `markdown2html` filter (markdown cells, grader comments), its HTML through `clean`."""
     from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
     cell = context.get("cell", {})
     attachments = cell.get("attachments", {}) if hasattr(cell, "get") else {}
     path = context.get("resources", {}).get("metadata", {}).get("path", "")
-    renderer = IPythonRenderer(escape=False, attachments=attachments or {}, embed_images=False, path=path,
-                               anchor_link_text="¶", exclude_anchor_links=False)
+    renderer = IPythonRenderer(
+        escape=False,
+        attachments=attachments or {},
+        embed_images=False,
+        path=path,
+        anchor_link_text="¶",
+        exclude_anchor_links=False,
+    )
     return clean(MarkdownWithMath(renderer=renderer).render(source))
 
 
@@ -170,8 +270,16 @@ def _size(value):
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 100_000 else None
 
 
-SHOWN_TYPES = {"text/plain", "text/html", "text/markdown", "text/latex", "image/png", "image/jpeg",
-               "image/gif", "image/svg+xml"}
+SHOWN_TYPES = {
+    "text/plain",
+    "text/html",
+    "text/markdown",
+    "text/latex",
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/svg+xml",
+}
 
 
 def safe_output(output: dict) -> dict | None:
@@ -186,15 +294,19 @@ def safe_output(output: dict) -> dict | None:
         return {"output_type": "stream", "name": name, "text": text} if isinstance(text, str) else None
     if kind == "error":
         lines = output.get("traceback")
-        return {"output_type": "error", "ename": str(output.get("ename", "")), "evalue": str(output.get("evalue", "")),
-                "traceback": [line for line in lines if isinstance(line, str)] if isinstance(lines, list) else []}
+        return {
+            "output_type": "error",
+            "ename": str(output.get("ename", "")),
+            "evalue": str(output.get("evalue", "")),
+            "traceback": [line for line in lines if isinstance(line, str)] if isinstance(lines, list) else [],
+        }
     if kind not in ("display_data", "execute_result"):
         return None
     data = output.get("data") if isinstance(output.get("data"), dict) else {}
     kept = {}
     for mime, value in data.items():
         if mime not in SHOWN_TYPES:
-            continue                                  # application/javascript, widgets, json, anything unknown
+            continue  # application/javascript, widgets, json, anything unknown
         if isinstance(value, list):
             value = "".join(v for v in value if isinstance(v, str))
         if not isinstance(value, str):
@@ -227,8 +339,7 @@ def safe_attachments(attachments) -> dict:
     if isinstance(attachments, dict):
         for name, bundle in attachments.items():
             if isinstance(name, str) and isinstance(bundle, dict):
-                images = {mime: data for mime, data in bundle.items()
-                          if mime in IMAGE_TYPES and _base64(data)}
+                images = {mime: data for mime, data in bundle.items() if mime in IMAGE_TYPES and _base64(data)}
                 if images:
                     kept[name] = images
     return kept
@@ -240,6 +351,7 @@ class SanitizeSubmission(Preprocessor):
 
     def preprocess_cell(self, cell, resources, index):
         import nbformat
+
         if cell.cell_type == "code":
             outputs = [safe_output(dict(o)) for o in cell.get("outputs", []) if isinstance(o, dict)]
             cell.outputs = [nbformat.from_dict(o) for o in outputs if o is not None]

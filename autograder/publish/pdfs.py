@@ -19,6 +19,7 @@ with JavaScript off and every network request refused, and each answer's HTML is
 (autograder/publish/pages.py): a student's answer is text and pictures, nothing it holds can run or fetch
 anything.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -53,13 +54,19 @@ img { max-width: 100%; }
 """
 
 # The page runs nothing and loads nothing but its own pictures' data (as the feedback page).
-PAGE_CSP = ("<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'; "
-            "img-src data:; font-src data:; form-action 'none'; base-uri 'none'\">")
+PAGE_CSP = (
+    "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'; "
+    "img-src data:; font-src data:; form-action 'none'; base-uri 'none'\">"
+)
 
 
 def chromium_path() -> str | None:
-    for candidate in [os.environ.get("CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
-                      shutil.which("chromium-browser")]:
+    for candidate in [
+        os.environ.get("CHROMIUM"),
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ]:
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -76,6 +83,7 @@ def _markdown(cell: dict) -> str:
 
     from .mathml import markdown_math_to_mathml
     from .pages import clean
+
     text = markdown_math_to_mathml(_text(cell))
     attachments = cell.get("attachments") or {}
 
@@ -86,8 +94,9 @@ def _markdown(cell: dict) -> str:
                 if mime.startswith("image/") and isinstance(data, str) and mime != "image/svg+xml":
                     return f"data:{mime};base64,{data.strip()}"
         return ""
+
     text = re.sub(r"attachment:([^)\s\"']+)", picture, text)
-    rendered = re.sub(r'<a class="anchor-link"[^>]*>.*?</a>', "", markdown2html_mistune(text))   # no ¶ on paper
+    rendered = re.sub(r'<a class="anchor-link"[^>]*>.*?</a>', "", markdown2html_mistune(text))  # no ¶ on paper
     return clean(rendered)
 
 
@@ -101,8 +110,14 @@ def written_answers(nb: dict) -> list[dict]:
                 answer = _markdown(cell)
             else:
                 answer = f"<pre>{html.escape(_text(cell))}</pre>"
-            out.append({"grade_id": meta.get("grade_id", "?"), "points": float(meta.get("points") or 0),
-                        "question": "".join(_markdown(c) for c in question), "answer": answer})
+            out.append(
+                {
+                    "grade_id": meta.get("grade_id", "?"),
+                    "points": float(meta.get("points") or 0),
+                    "question": "".join(_markdown(c) for c in question),
+                    "answer": answer,
+                }
+            )
             question = []
         elif cell.get("cell_type") == "markdown" and not meta.get("solution"):
             question.append(cell)
@@ -114,24 +129,28 @@ def written_answers(nb: dict) -> list[dict]:
 def student_html(sid: str, step: str, notebooks: dict[str, dict]) -> str:
     """The page of one student's written answers; `sid` is what the page names them by (their id,
     or their code when the PDFs are anonymous)."""
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'>{PAGE_CSP}<title>{html.escape(sid)}</title>"
-             f"<style>{STYLE}</style></head><body>",
-             f"<h1>{html.escape(step)}: written answers of {html.escape(sid)}</h1>"]
+    parts = [
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'>{PAGE_CSP}<title>{html.escape(sid)}</title>"
+        f"<style>{STYLE}</style></head><body>",
+        f"<h1>{html.escape(step)}: written answers of {html.escape(sid)}</h1>",
+    ]
     for name, nb in notebooks.items():
         answers = written_answers(nb)
         if not answers:
             continue
         parts.append(f"<h2>{html.escape(name)}</h2>")
         for item in answers:
-            parts.append(f"<div class='q'><div class='score'><span class='box'></span>/ {item['points']:g}</div>"
-                         f"<div class='meta'>{html.escape(item['grade_id'])} "
-                         f"({item['points']:g} points)</div><div class='question'>{item['question']}</div></div>"
-                         f"<div class='answer'>{item['answer']}</div>")
+            parts.append(
+                f"<div class='q'><div class='score'><span class='box'></span>/ {item['points']:g}</div>"
+                f"<div class='meta'>{html.escape(item['grade_id'])} "
+                f"({item['points']:g} points)</div><div class='question'>{item['question']}</div></div>"
+                f"<div class='answer'>{item['answer']}</div>"
+            )
     parts.append("</body></html>")
     return "".join(parts)
 
 
-CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"       # no 0/O, 1/I: a code is read and typed by people
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: a code is read and typed by people
 
 
 def _secret(folder: Path) -> bytes:
@@ -169,6 +188,7 @@ def anonymous_codes(folder: Path, step: str, students: list[str]) -> dict[str, s
 def make_pdfs(step: str, students: list[str] | None = None, say=print, anonymous: bool = False) -> list[Path]:
     """One PDF per graded student; returns the files written. anonymous: named by code (above)."""
     from playwright.sync_api import sync_playwright
+
     home = grader_home()
     graded = sorted(p.parent.name for p in (home / "autograded").glob(f"*/{step}"))
     if students:
@@ -178,15 +198,17 @@ def make_pdfs(step: str, students: list[str] | None = None, say=print, anonymous
         return []
     browser_path = chromium_path()
     if browser_path is None:
-        raise SetupError("Chromium is not installed: `sudo make system-deps` installs Debian's chromium "
-                         "(or set CHROMIUM=/path/to/chromium)")
+        raise SetupError(
+            "Chromium is not installed: `sudo make system-deps` installs Debian's chromium "
+            "(or set CHROMIUM=/path/to/chromium)"
+        )
     out_dir = home / "pdfs"
     out_dir.mkdir(parents=True, exist_ok=True)
     names = {sid: sid for sid in graded}
     if anonymous:
         names = anonymous_codes(out_dir, step, graded)
         key = out_dir / f"anonymous-key-{step}.csv"
-        umask = os.umask(0o077)           # the key is the instructor's alone, from its first byte
+        umask = os.umask(0o077)  # the key is the instructor's alone, from its first byte
         try:
             write_csv(key, ["code", "student"], sorted((code, sid) for sid, code in names.items()))
         finally:
@@ -196,8 +218,11 @@ def make_pdfs(step: str, students: list[str] | None = None, say=print, anonymous
         out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=browser_path, headless=True,
-                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        browser = p.chromium.launch(
+            executable_path=browser_path,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
         try:
             context = browser.new_context(java_script_enabled=False, offline=True)
             context.route("**/*", lambda route: route.abort())
@@ -210,18 +235,28 @@ def make_pdfs(step: str, students: list[str] | None = None, say=print, anonymous
                 page = context.new_page()
                 page.set_content(student_html(names[sid], step, notebooks), wait_until="load")
                 dest = out_dir / f"{names[sid]}.pdf"
-                page.pdf(path=str(dest), format="A4", print_background=True,
-                         margin={"top": "18mm", "bottom": "18mm", "left": "16mm", "right": "16mm"},
-                         display_header_footer=True, header_template="<span></span>",
-                         footer_template=f"<div style='font-size:8pt;width:100%;text-align:center'>"
-                                         f"{html.escape(names[sid])} · {html.escape(step)} · page "
-                                         "<span class='pageNumber'></span> of <span class='totalPages'></span></div>")
+                page.pdf(
+                    path=str(dest),
+                    format="A4",
+                    print_background=True,
+                    margin={"top": "18mm", "bottom": "18mm", "left": "16mm", "right": "16mm"},
+                    display_header_footer=True,
+                    header_template="<span></span>",
+                    footer_template=f"<div style='font-size:8pt;width:100%;text-align:center'>"
+                    f"{html.escape(names[sid])} · {html.escape(step)} · page "
+                    "<span class='pageNumber'></span> of <span class='totalPages'></span></div>",
+                )
                 page.close()
                 written.append(dest)
         finally:
             browser.close()
     shown = out_dir.relative_to(ROOT) if out_dir.is_relative_to(ROOT) else out_dir
-    say(f"pdfs: {len(written)} PDFs of written answers in {shown}/ (one per student"
-        + (f", named by code; the key: {shown.parent.parent / f'anonymous-key-{step}.csv'}, for you alone)"
-           if anonymous else ")"))
+    say(
+        f"pdfs: {len(written)} PDFs of written answers in {shown}/ (one per student"
+        + (
+            f", named by code; the key: {shown.parent.parent / f'anonymous-key-{step}.csv'}, for you alone)"
+            if anonymous
+            else ")"
+        )
+    )
     return written

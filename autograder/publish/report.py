@@ -10,6 +10,7 @@ submission's time, due date, extension, lateness and per-notebook totals with th
 Every reason and note is clipped to limits.TEXT_CHARS characters, and a notebook keeps at most
 MAX_NOTES notes: the reports stay small whatever a submission printed or raised.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ from ..records.totals import from_results
 MAX_NOTES = 50
 
 FIELDS = ["student", "notebook", "grade_id", "score", "max_score", "error", "kind", "bonus"]
-NUMBER_FIELDS = ("score", "max_score")      # the grader's numbers; the rest is text, escaped (csvout.py)
+NUMBER_FIELDS = ("score", "max_score")  # the grader's numbers; the rest is text, escaped (csvout.py)
 
 # <step>.json, version 2 (version 1 had no schema_version, term or submissions). A reader checks
 # schema_version; a new field is a new minor thing readers ignore, a changed or removed one a new version.
@@ -35,17 +36,33 @@ SCHEMA_VERSION = 2
 GRADES_SCHEMA = {
     "schema_version": "int: 2",
     "step": "str: the step graded (its folder's name in source/)",
-    "term": {"due": "str: ISO 8601 UTC or ''", "late_policy": "str: none, zero, per_hour or per_day",
-             "late_percent": "float", "late_grace_seconds": "float: this late still counts as on time"},
+    "term": {
+        "due": "str: ISO 8601 UTC or ''",
+        "late_policy": "str: none, zero, per_hour or per_day",
+        "late_percent": "float",
+        "late_grace_seconds": "float: this late still counts as on time",
+    },
     "grades": [{field: "one record per student, notebook and grade cell (<step>.csv's columns)" for field in FIELDS}],
-    "submissions": [{"student": "str", "timestamp": "str: ISO 8601 UTC", "time_source": "str",
-                     "due": "str: ISO 8601 UTC, the extension included, or ''", "extension": "str: e.g. 2d or ''",
-                     "seconds_late": "float", "notebooks": {"<notebook>": "totals.notebook_totals"},
-                     "step": "totals.step_totals"}],
+    "submissions": [
+        {
+            "student": "str",
+            "timestamp": "str: ISO 8601 UTC",
+            "time_source": "str",
+            "due": "str: ISO 8601 UTC, the extension included, or ''",
+            "extension": "str: e.g. 2d or ''",
+            "seconds_late": "float",
+            "notebooks": {"<notebook>": "totals.notebook_totals"},
+            "step": "totals.step_totals",
+        }
+    ],
     "problems": [{"student": "str", "notebook": "str or null", "file": "str", "problem": "str"}],
     "notes": {"<student>/<notebook>": ["str"]},
-    "time_budget": {"ran_out": ["str: the students whose time budget (Limits.student_budget) ran out: the "
-                                "cells and notebooks after it scored 0"]},
+    "time_budget": {
+        "ran_out": [
+            "str: the students whose time budget (Limits.student_budget) ran out: the "
+            "cells and notebooks after it scored 0"
+        ]
+    },
 }
 
 
@@ -58,10 +75,18 @@ def records(results: list[NotebookResult], step) -> list[dict]:
     rows = []
     for result in sorted(results, key=lambda r: (r.student, r.notebook)):
         for cell in result.cells:
-            rows.append({"student": result.student, "notebook": result.notebook,
-                         "grade_id": cell.grade_id, "score": cell.score,
-                         "max_score": cell.max_score, "error": clip(cell.error),
-                         "kind": cell.kind, "bonus": step.is_bonus(cell.grade_id)})
+            rows.append(
+                {
+                    "student": result.student,
+                    "notebook": result.notebook,
+                    "grade_id": cell.grade_id,
+                    "score": cell.score,
+                    "max_score": cell.max_score,
+                    "error": clip(cell.error),
+                    "kind": cell.kind,
+                    "bonus": step.is_bonus(cell.grade_id),
+                }
+            )
     return rows
 
 
@@ -79,10 +104,18 @@ def table(results: list[NotebookResult], step, totals: dict | None = None) -> st
     short = [n.split("-", 1)[0] for n in notebooks]
     # a bonus column where the step has bonus questions (a step without any would show 0.0/0)
     has_bonus = any(c.kind != "manual" and step.is_bonus(c.grade_id) for r in results for c in r.cells)
-    header = f"{'student':<18}" + "".join(f"{s:>7}" for s in short) + f"{'required':>13}" \
-        + (f"{'bonus':>10}" if has_bonus else "") + f"{'late':>7}" + f"{'total':>8}" + "  written answers"
+    header = (
+        f"{'student':<18}"
+        + "".join(f"{s:>7}" for s in short)
+        + f"{'required':>13}"
+        + (f"{'bonus':>10}" if has_bonus else "")
+        + f"{'late':>7}"
+        + f"{'total':>8}"
+        + "  written answers"
+    )
     lines = [header, "-" * len(header)]
     from ..names import lookalikes, shown_id
+
     alike = {sid: [o for o in group if o != sid] for group in lookalikes(students) for sid in group}
     for sid in students:
         cols, got, top, bonus, bonus_top, open_, written, waiting = [], 0.0, 0.0, 0.0, 0.0, 0, 0, 0
@@ -102,31 +135,48 @@ def table(results: list[NotebookResult], step, totals: dict | None = None) -> st
                     got, top = got + (c.score or 0), top + c.max_score
         late = totals.get(sid, {}).get("step", {}).get("late_penalty", 0)
         total = totals.get(sid, {}).get("step", {}).get("total", got + bonus - late)
-        lines.append(padded(sid, 18) + "".join(cols) + f"{got:>8.1f}/{top:<4.0f}"
-                     + (f"{bonus:>6.1f}/{bonus_top:<3.0f}" if has_bonus else "")
-                     + (f"{-late:>7.1f}" if late else f"{'-':>7}") + f"{total:>8.1f}"
-                     + f"  {open_} of {written} to grade" + (f", {waiting} to review" if waiting else "")
-                     + (f"  ({shown_id(sid)}: another student than the look-alike "
-                        f"{', '.join(shown_id(o) for o in alike[sid])})" if sid in alike else ""))
-    lines.append("(notebook columns: points, autograded and written answers graded so far; required: out of "
-                 "the required notebooks' points; late: the late penalty (course.toml); total: required + "
-                 "bonus - late, as in the LMS export and the feedback; written answers: those left to grade "
-                 "by hand in the formgrader, an unanswered one is scored 0 already; to review: hidden tests the "
-                 "grader could not decide, graded by hand in the formgrader too, counting nothing until then)")
+        lines.append(
+            padded(sid, 18)
+            + "".join(cols)
+            + f"{got:>8.1f}/{top:<4.0f}"
+            + (f"{bonus:>6.1f}/{bonus_top:<3.0f}" if has_bonus else "")
+            + (f"{-late:>7.1f}" if late else f"{'-':>7}")
+            + f"{total:>8.1f}"
+            + f"  {open_} of {written} to grade"
+            + (f", {waiting} to review" if waiting else "")
+            + (
+                f"  ({shown_id(sid)}: another student than the look-alike {', '.join(shown_id(o) for o in alike[sid])})"
+                if sid in alike
+                else ""
+            )
+        )
+    lines.append(
+        "(notebook columns: points, autograded and written answers graded so far; required: out of "
+        "the required notebooks' points; late: the late penalty (course.toml); total: required + "
+        "bonus - late, as in the LMS export and the feedback; written answers: those left to grade "
+        "by hand in the formgrader, an unanswered one is scored 0 already; to review: hidden tests the "
+        "grader could not decide, graded by hand in the formgrader too, counting nothing until then)"
+    )
     return "\n".join(lines)
 
 
 def review_lines(results: list[NotebookResult], step) -> list[str]:
     """The cells waiting for a person's review (a check could not decide them), one line each with the
     check's reason, for `make grade`'s summary."""
-    waiting = [(r.student, r.notebook, c) for r in sorted(results, key=lambda r: (r.student, r.notebook))
-               for c in r.cells if c.kind == "review" and c.score is None]
+    waiting = [
+        (r.student, r.notebook, c)
+        for r in sorted(results, key=lambda r: (r.student, r.notebook))
+        for c in r.cells
+        if c.kind == "review" and c.score is None
+    ]
     if not waiting:
         return []
     n = len(waiting)
-    lines = [f"review: {n} cell{'s' * (n > 1)} wait{'s' * (n == 1)} for a person's review (the grader could not "
-             "decide how the answer computes, so it took no points): grade them in the formgrader (`make "
-             "formgrader`, Manual Grading), then `make feedback`"]
+    lines = [
+        f"review: {n} cell{'s' * (n > 1)} wait{'s' * (n == 1)} for a person's review (the grader could not "
+        "decide how the answer computes, so it took no points): grade them in the formgrader (`make "
+        "formgrader`, Manual Grading), then `make feedback`"
+    ]
     # one item per student and reason: a student whose cells share a reason (one line of theirs that the
     # reader cannot follow reaches every process cell) fills one line of the queue, not one per cell
     items: dict[tuple, list] = {}
@@ -147,15 +197,14 @@ def review_lines(results: list[NotebookResult], step) -> list[str]:
 def padded(text: str, width: int) -> str:
     """`text` padded with spaces to `width` columns of a terminal: a Chinese character takes two
     columns, a combining accent none (so ids in any script keep the table's columns straight)."""
-    used = sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
-               for c in text)
+    used = sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
     return text + " " * max(0, width - used)
 
 
 def _notes(result: NotebookResult) -> list[str]:
     notes = [clip(n) for n in result.notes]
     if len(notes) > MAX_NOTES:
-        notes = notes[:MAX_NOTES - 1] + [f"[... {len(notes) - MAX_NOTES + 1} more notes left out]"]
+        notes = notes[: MAX_NOTES - 1] + [f"[... {len(notes) - MAX_NOTES + 1} more notes left out]"]
     return notes
 
 
@@ -168,19 +217,31 @@ def write_reports(step, students: list[StudentResult], problems: list[dict], say
     write_csv(csv_path, FIELDS, rows, numbers=NUMBER_FIELDS)
     term, submissions = _term_part(step, students, Store.current())
     totals = {s.student: s.totals for s in students}
-    atomic_write(json_path, json.dumps({"schema_version": SCHEMA_VERSION, "step": step.name, "term": term,
-                                     "grades": rows, "submissions": submissions, "problems": problems,
-                                     "notes": {f"{r.student}/{r.notebook}": _notes(r)
-                                               for r in results if r.notes},
-                                     "time_budget": {"ran_out": budget_ran_out(results)}},
-                                    indent=1))
+    atomic_write(
+        json_path,
+        json.dumps(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "step": step.name,
+                "term": term,
+                "grades": rows,
+                "submissions": submissions,
+                "problems": problems,
+                "notes": {f"{r.student}/{r.notebook}": _notes(r) for r in results if r.notes},
+                "time_budget": {"ran_out": budget_ran_out(results)},
+            },
+            indent=1,
+        ),
+    )
     say("")
     say(table(results, step, totals))
     for line in review_lines(results, step):
         say(line)
     if budget_ran_out(results):
-        say("\nstudents whose time budget ran out (the cells and notebooks after it scored 0, saying so): "
-            + ", ".join(budget_ran_out(results)))
+        say(
+            "\nstudents whose time budget ran out (the cells and notebooks after it scored 0, saying so): "
+            + ", ".join(budget_ran_out(results))
+        )
     if problems:
         say("\nfiles that could not be graded:")
         for p in problems:
@@ -198,16 +259,27 @@ def _term_part(step, students: list[StudentResult], store: Store) -> tuple[dict,
     """grades.json's term and its submissions list (the gradebook's submission times, due dates and
     penalties, as the store read them; autograder/term.py)."""
     from ..term import due_date, grace_seconds, late_policy
+
     due = due_date(step.name)
     policy, percent = late_policy()
-    term = {"due": due.isoformat() if due else "", "late_policy": policy, "late_percent": percent,
-            "late_grace_seconds": grace_seconds()}
+    term = {
+        "due": due.isoformat() if due else "",
+        "late_policy": policy,
+        "late_percent": percent,
+        "late_grace_seconds": grace_seconds(),
+    }
     submissions = []
     for student in students:
         record = student.term
-        submissions.append({"student": student.student, "timestamp": record.get("timestamp", ""),
-                            "time_source": str(store.times(step.name, student.student).get("time_source", "")),
-                            "due": record.get("due", ""),
-                            "extension": record.get("extension", ""),
-                            "seconds_late": record.get("seconds_late", 0.0), **student.totals})
+        submissions.append(
+            {
+                "student": student.student,
+                "timestamp": record.get("timestamp", ""),
+                "time_source": str(store.times(step.name, student.student).get("time_source", "")),
+                "due": record.get("due", ""),
+                "extension": record.get("extension", ""),
+                "seconds_late": record.get("seconds_late", 0.0),
+                **student.totals,
+            }
+        )
     return term, submissions

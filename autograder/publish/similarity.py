@@ -27,6 +27,7 @@ much they share. `make similarity` writes the pairs at or above the threshold (d
 side, `<grading home>/similarity.html` (what the students wrote is text there, nothing else: it is
 escaped, and the page's policy loads and runs nothing).
 """
+
 from __future__ import annotations
 
 import builtins
@@ -46,13 +47,13 @@ from ..course import RELEASE, ROOT, grader_home
 from ..csvout import write_csv
 from ..steps import find_step
 
-K = 25                  # MOSS's noise threshold: a match shorter than this many normalised characters never counts
-GUARANTEE = 30          # a match at least this long is always found (winnowing's window: GUARANTEE - K + 1 runs)
+K = 25  # MOSS's noise threshold: a match shorter than this many normalised characters never counts
+GUARANTEE = 30  # a match at least this long is always found (winnowing's window: GUARANTEE - K + 1 runs)
 WINDOW = GUARANTEE - K + 1
-MIN_OWN = 40            # a cell with less of its own fingerprinted text (the model's and the release's taken out) is not compared
+MIN_OWN = 40  # a cell with less of its own fingerprinted text (the model's and the release's taken out) is not compared
 PAIR_COLUMNS = ["student_a", "student_b", "answers_alike", "max_similarity", "mean_similarity", "answers"]
 BUILTINS = set(dir(builtins)) | set(keyword.kwlist)
-SHOWN_PAIRS = 50        # pairs shown side by side in the page
+SHOWN_PAIRS = 50  # pairs shown side by side in the page
 
 
 def _text(cell: dict) -> str:
@@ -61,6 +62,7 @@ def _text(cell: dict) -> str:
 
 
 # ---- normalising: the text compared, and where each of its characters came from ---------------
+
 
 def normalise_code(source: str) -> tuple[str, list[tuple[int, int]]]:
     """`source` as Python tokens (names `N` but builtins, keywords and attributes; literals `L`;
@@ -72,8 +74,14 @@ def normalise_code(source: str) -> tuple[str, list[tuple[int, int]]]:
     pieces, spans, previous = [], [], ""
     try:
         for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            if tok.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-                            tokenize.ENDMARKER):
+            if tok.type in (
+                tokenize.COMMENT,
+                tokenize.NL,
+                tokenize.NEWLINE,
+                tokenize.INDENT,
+                tokenize.DEDENT,
+                tokenize.ENDMARKER,
+            ):
                 continue
             if tok.type == tokenize.NAME:
                 out = tok.string if tok.string in BUILTINS or previous == "." else "N"
@@ -118,31 +126,33 @@ def kgram_hashes(normalised: str) -> np.ndarray:
     base = np.uint64(1_000_003)
     with np.errstate(over="ignore"):
         for j in range(K):
-            hashes = hashes * base + codes[j:j + n]
+            hashes = hashes * base + codes[j : j + n]
     return hashes.view(np.int64)
 
 
 # ---- documents: one student's answers to one notebook, of one kind ---------------------------
 
+
 @dataclass
 class Document:
     student: str
     notebook: str
-    kind: str                                    # "code" or "text"
-    cells: list[tuple[str, str]]                 # (grade id, the answer as written), in the notebook's order
+    kind: str  # "code" or "text"
+    cells: list[tuple[str, str]]  # (grade id, the answer as written), in the notebook's order
     raw: str = ""
     normalised: str = ""
     spans: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=int))
-    cell_of: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))   # cell index of each normalised char
-    cell_starts: list[int] = field(default_factory=list)                            # where each cell begins in raw
+    cell_of: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))  # cell index of each normalised char
+    cell_starts: list[int] = field(default_factory=list)  # where each cell begins in raw
     hashes: set = field(default_factory=set)
     hash_idx: dict = field(default_factory=dict)
-    own: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))       # chars under a kept fingerprint
+    own: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # chars under a kept fingerprint
 
     def build(self, given: np.ndarray) -> "Document":
         """Normalise, fingerprint each answer (winnowing; no run spans two answers), and take out
         every run the release or the model has."""
         from copydetect.utils import winnow
+
         pieces, spans, cell_of = [], [], []
         offset = 0
         self.own = np.zeros(0, dtype=bool)
@@ -171,7 +181,7 @@ class Document:
         self.own = np.zeros(len(self.normalised), dtype=bool)
         for value, i in found:
             self.hash_idx.setdefault(value, []).append(i)
-            self.own[i:i + K] = True
+            self.own[i : i + K] = True
         self.hashes = set(self.hash_idx)
         return self
 
@@ -183,6 +193,7 @@ def matched(a: Document, b: Document) -> tuple[np.ndarray, np.ndarray]:
     """The characters of `a` and of `b` (normalised) inside a region the other document shares:
     copydetect's fingerprint overlap and copied slices, both ways."""
     from copydetect.utils import find_fingerprint_overlap, get_copied_slices
+
     masks = []
     idx_a, idx_b = find_fingerprint_overlap(a.hashes, b.hashes, a.hash_idx, b.hash_idx)
     for doc, idx in ((a, idx_a), (b, idx_b)):
@@ -204,6 +215,7 @@ def cell_shares(doc: Document, mask: np.ndarray) -> dict[str, float]:
 
 # ---- the class --------------------------------------------------------------------------------
 
+
 def _kind(cell: dict) -> str:
     return "code" if cell.get("cell_type") == "code" else "text"
 
@@ -215,8 +227,11 @@ def documents(step: str, home: Path | None = None) -> dict[tuple[str, str], list
     out: dict[tuple[str, str], list[Document]] = {}
     for name in find_step(step).notebooks():
         release = json.loads((RELEASE / step / f"{name}.ipynb").read_text(encoding="utf-8"))
-        stub = {c["metadata"]["nbgrader"]["grade_id"]: _text(c) for c in release["cells"]
-                if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+        stub = {
+            c["metadata"]["nbgrader"]["grade_id"]: _text(c)
+            for c in release["cells"]
+            if c.get("metadata", {}).get("nbgrader", {}).get("solution")
+        }
         for path in sorted((home / "autograded").glob(f"*/{step}/{name}.ipynb")):
             sid = path.parent.parent.name
             cells: dict[str, list[tuple[str, str]]] = {"code": [], "text": []}
@@ -226,7 +241,9 @@ def documents(step: str, home: Path | None = None) -> dict[tuple[str, str], list
                     cells[_kind(cell)].append((gid, _text(cell)))
             for kind, answers in cells.items():
                 if answers:
-                    doc = Document(sid, name, kind, answers).build(given.get((name, kind), np.array([], dtype=np.int64)))
+                    doc = Document(sid, name, kind, answers).build(
+                        given.get((name, kind), np.array([], dtype=np.int64))
+                    )
                     out.setdefault((name, kind), []).append(doc)
     return out
 
@@ -235,6 +252,7 @@ def model_hashes(step: str) -> dict[tuple[str, str], np.ndarray]:
     """(notebook, kind) -> the hash of every run of K characters in the notebook's instructor
     answers and released stubs (all of them, not winnowed: none of it is a student's own)."""
     from ..example import answer_text
+
     out: dict[tuple[str, str], set] = {}
     source_step = find_step(step)
     for name in source_step.notebooks():
@@ -256,11 +274,12 @@ def model_hashes(step: str) -> dict[tuple[str, str], np.ndarray]:
 @dataclass
 class Match:
     """Two students' documents of one notebook and kind that share fingerprinted text."""
+
     a: Document
     b: Document
     mask_a: np.ndarray
     mask_b: np.ndarray
-    shares: dict[str, float]                    # grade id -> the larger of the two cells' shares
+    shares: dict[str, float]  # grade id -> the larger of the two cells' shares
 
     @property
     def score(self) -> float:
@@ -293,8 +312,9 @@ def matches(step: str, home: Path | None = None) -> list[Match]:
     return out
 
 
-def similar_pairs(step: str, threshold: float = 0.8, home: Path | None = None,
-                  found: list[Match] | None = None) -> list[dict]:
+def similar_pairs(
+    step: str, threshold: float = 0.8, home: Path | None = None, found: list[Match] | None = None
+) -> list[dict]:
     """Every pair of answers to the same cell at or above `threshold`: the share of a cell's own
     text (the model solution's and the release's taken out) that the other student's answers hold
     (`found`: the class's matches, when already computed)."""
@@ -302,8 +322,15 @@ def similar_pairs(step: str, threshold: float = 0.8, home: Path | None = None,
     for m in matches(step, home) if found is None else found:
         for gid, share in m.shares.items():
             if share >= threshold:
-                pairs.append({"notebook": m.a.notebook, "grade_id": gid, "student_a": m.a.student,
-                              "student_b": m.b.student, "similarity": round(share, 3)})
+                pairs.append(
+                    {
+                        "notebook": m.a.notebook,
+                        "grade_id": gid,
+                        "student_a": m.a.student,
+                        "student_b": m.b.student,
+                        "similarity": round(share, 3),
+                    }
+                )
     return sorted(pairs, key=lambda p: (-p["similarity"], p["notebook"], p["grade_id"], p["student_a"]))
 
 
@@ -316,9 +343,16 @@ def by_student_pair(pairs: list[dict]) -> list[dict]:
     for (a, b), cells in groups.items():
         scores = [c["similarity"] for c in cells]
         cells = sorted(cells, key=lambda c: (-c["similarity"], c["notebook"], c["grade_id"]))
-        out.append({"student_a": a, "student_b": b, "answers_alike": len(cells), "max_similarity": max(scores),
-                    "mean_similarity": round(sum(scores) / len(scores), 3),
-                    "answers": "; ".join(f"{c['notebook']}/{c['grade_id']} {c['similarity']:.2f}" for c in cells)})
+        out.append(
+            {
+                "student_a": a,
+                "student_b": b,
+                "answers_alike": len(cells),
+                "max_similarity": max(scores),
+                "mean_similarity": round(sum(scores) / len(scores), 3),
+                "answers": "; ".join(f"{c['notebook']}/{c['grade_id']} {c['similarity']:.2f}" for c in cells),
+            }
+        )
     return sorted(out, key=lambda p: (-p["answers_alike"], -p["max_similarity"], p["student_a"], p["student_b"]))
 
 
@@ -328,8 +362,16 @@ def ranked(step: str, home: Path | None = None, found: list[Match] | None = None
     groups: dict[tuple[str, str], list[Match]] = {}
     for m in matches(step, home) if found is None else found:
         groups.setdefault((m.a.student, m.b.student), []).append(m)
-    out = [{"student_a": a, "student_b": b, "score": round(max(m.score for m in ms), 3),
-            "shared": sum(m.shared for m in ms), "matches": ms} for (a, b), ms in groups.items()]
+    out = [
+        {
+            "student_a": a,
+            "student_b": b,
+            "score": round(max(m.score for m in ms), 3),
+            "shared": sum(m.shared for m in ms),
+            "matches": ms,
+        }
+        for (a, b), ms in groups.items()
+    ]
     out.sort(key=lambda p: (-p["score"], -p["shared"], p["student_a"], p["student_b"]))
     for rank, pair in enumerate(out, 1):
         pair["rank"] = rank
@@ -338,8 +380,10 @@ def ranked(step: str, home: Path | None = None, found: list[Match] | None = None
 
 # ---- the page: each listed pair's matching regions side by side -------------------------------
 
-PAGE_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'none'; "
-            "base-uri 'none'; frame-ancestors 'none'")
+PAGE_CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'none'; "
+    "base-uri 'none'; frame-ancestors 'none'"
+)
 PAGE_STYLE = """
 body { font-family: sans-serif; font-size: 14px; margin: 1.5em; color: #222; }
 table.ranking { border-collapse: collapse; } table.ranking td, table.ranking th { border: 1px solid #bbb; padding: 2px 8px; }
@@ -358,8 +402,8 @@ def _highlighted(doc: Document, mask: np.ndarray, index: int) -> str:
     start = doc.cell_starts[index]
     text = doc.cells[index][1]
     marked = np.zeros(len(text), dtype=bool)
-    for (a, b) in doc.spans[mask & (doc.cell_of == index)].tolist():
-        marked[max(a - start, 0):max(b - start, 0)] = True
+    for a, b in doc.spans[mask & (doc.cell_of == index)].tolist():
+        marked[max(a - start, 0) : max(b - start, 0)] = True
     out, i = [], 0
     while i < len(text):
         j = i
@@ -377,8 +421,11 @@ def _side(doc: Document, mask: np.ndarray, shares: dict[str, float]) -> str:
         if not mask[doc.cell_of == index].any():
             continue
         share = cell_shares(doc, mask).get(gid)
-        parts.append(f"<h4>{html.escape(doc.notebook)} / {html.escape(gid)}"
-                     + (f": {share:.0%} of its own text shared" if share is not None else "") + "</h4>")
+        parts.append(
+            f"<h4>{html.escape(doc.notebook)} / {html.escape(gid)}"
+            + (f": {share:.0%} of its own text shared" if share is not None else "")
+            + "</h4>"
+        )
         parts.append(f"<pre class='answer'>{_highlighted(doc, mask, index)}</pre>")
     return "".join(parts)
 
@@ -388,29 +435,37 @@ def page(pairs: list[dict], threshold: float, step: str) -> str:
     rows = "".join(
         f"<tr><td>{p['rank']}</td><td><a href='#pair-{p['rank']}'>{html.escape(p['student_a'])}</a></td>"
         f"<td>{html.escape(p['student_b'])}</td><td>{p['score']:.2f}</td><td>{p['shared']}</td></tr>"
-        for p in pairs)
+        for p in pairs
+    )
     sections = []
     for p in pairs[:SHOWN_PAIRS]:
         blocks = []
         for m in sorted(p["matches"], key=lambda m: -m.score):
-            blocks.append(f"<p>{html.escape(m.a.notebook)}, {m.a.kind}: largest share {m.score:.2f}</p>"
-                          f"<div class='side-by-side'><div class='side'>{_side(m.a, m.mask_a, m.shares)}</div>"
-                          f"<div class='side'>{_side(m.b, m.mask_b, m.shares)}</div></div>")
-        sections.append(f"<section class='pair' id='pair-{p['rank']}'><h2>{p['rank']}. "
-                        f"{html.escape(p['student_a'])} and {html.escape(p['student_b'])}: {p['score']:.2f}</h2>"
-                        + "".join(blocks) + "</section>")
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'>"
-            f"<meta http-equiv='Content-Security-Policy' content=\"{PAGE_CSP}\">"
-            f"<title>Answers alike: {html.escape(step)}</title><style>{PAGE_STYLE}</style></head><body>"
-            f"<h1>Answers alike in {html.escape(step)}</h1>"
-            f"<p>For a person to look at; grades are not changed. A pair's score is the largest share of one "
-            f"answer's own text (what the release and the model solution say taken out) that the other "
-            f"student's answers to the same notebook hold too, matched as MOSS does (winnowing; names and "
-            f"literals do not count, matches shorter than {K} normalised characters never count). "
-            f"{len(pairs)} pairs at or above {threshold:g}; the first {min(len(pairs), SHOWN_PAIRS)} side by side, "
-            f"shared regions marked.</p>"
-            f"<table class='ranking'><tr><th>rank</th><th>student</th><th>student</th><th>score</th>"
-            f"<th>characters shared</th></tr>{rows}</table>" + "".join(sections) + "</body></html>")
+            blocks.append(
+                f"<p>{html.escape(m.a.notebook)}, {m.a.kind}: largest share {m.score:.2f}</p>"
+                f"<div class='side-by-side'><div class='side'>{_side(m.a, m.mask_a, m.shares)}</div>"
+                f"<div class='side'>{_side(m.b, m.mask_b, m.shares)}</div></div>"
+            )
+        sections.append(
+            f"<section class='pair' id='pair-{p['rank']}'><h2>{p['rank']}. "
+            f"{html.escape(p['student_a'])} and {html.escape(p['student_b'])}: {p['score']:.2f}</h2>"
+            + "".join(blocks)
+            + "</section>"
+        )
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<meta http-equiv='Content-Security-Policy' content=\"{PAGE_CSP}\">"
+        f"<title>Answers alike: {html.escape(step)}</title><style>{PAGE_STYLE}</style></head><body>"
+        f"<h1>Answers alike in {html.escape(step)}</h1>"
+        f"<p>For a person to look at; grades are not changed. A pair's score is the largest share of one "
+        f"answer's own text (what the release and the model solution say taken out) that the other "
+        f"student's answers to the same notebook hold too, matched as MOSS does (winnowing; names and "
+        f"literals do not count, matches shorter than {K} normalised characters never count). "
+        f"{len(pairs)} pairs at or above {threshold:g}; the first {min(len(pairs), SHOWN_PAIRS)} side by side, "
+        f"shared regions marked.</p>"
+        f"<table class='ranking'><tr><th>rank</th><th>student</th><th>student</th><th>score</th>"
+        f"<th>characters shared</th></tr>{rows}</table>" + "".join(sections) + "</body></html>"
+    )
 
 
 def report(step: str, threshold: float = 0.8, say=print) -> Path:
@@ -423,10 +478,14 @@ def report(step: str, threshold: float = 0.8, say=print) -> Path:
     listed = [p for p in ranked(step, found=found) if p["score"] >= threshold]
     (home / "similarity.html").write_text(page(listed, threshold, step), encoding="utf-8")
     shown = dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest
-    say(f"similarity: {len(students)} pairs of students with answers alike at or above {threshold:g} "
+    say(
+        f"similarity: {len(students)} pairs of students with answers alike at or above {threshold:g} "
         f"({len(pairs)} answers; the model solution's and the release's text not counted) in {shown}, "
-        f"side by side in {shown.with_suffix('.html')} (for a person to look at; grades are not changed)")
+        f"side by side in {shown.with_suffix('.html')} (for a person to look at; grades are not changed)"
+    )
     for pair in students[:20]:
-        say(f"  {pair['student_a']} and {pair['student_b']}: {pair['answers_alike']} answer"
-            f"{'s' * (pair['answers_alike'] > 1)} alike (up to {pair['max_similarity']:.2f}): {pair['answers'][:120]}")
+        say(
+            f"  {pair['student_a']} and {pair['student_b']}: {pair['answers_alike']} answer"
+            f"{'s' * (pair['answers_alike'] > 1)} alike (up to {pair['max_similarity']:.2f}): {pair['answers'][:120]}"
+        )
     return dest

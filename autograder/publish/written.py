@@ -16,6 +16,7 @@ repeated, and nothing is imported, each bad line named by its line number. Then 
 Like every CSV the project writes, text that begins like a spreadsheet formula is written with a
 leading `'` (autograder/csvout.py); the import takes that `'` off again.
 """
+
 from __future__ import annotations
 
 import csv
@@ -77,8 +78,10 @@ def export_written(step: str, say=print) -> Path:
         rows = written_rows(gb, step)
     path = write_csv(written_path(step), COLUMNS, rows, numbers=NUMBERS)
     open_rows = sum(r["score"] is None for r in rows)
-    say(f"written-scores: {len(rows)} written answers ({open_rows} not graded yet) in {_shown(path)}: fill in "
-        f"score and comment, then `make written-scores FROM={_shown(path)}`")
+    say(
+        f"written-scores: {len(rows)} written answers ({open_rows} not graded yet) in {_shown(path)}: fill in "
+        f"score and comment, then `make written-scores FROM={_shown(path)}`"
+    )
     return path
 
 
@@ -97,8 +100,10 @@ def import_written(step: str, path: Path, say=print) -> int:
         reader = csv.DictReader(f)
         missing = {"student", "notebook", "grade_id", "score"} - set(reader.fieldnames or [])
         if missing:
-            raise WrittenScoresError(f"{path.name}: the first line must name the columns {', '.join(COLUMNS)} "
-                                     f"(missing: {', '.join(sorted(missing))})")
+            raise WrittenScoresError(
+                f"{path.name}: the first line must name the columns {', '.join(COLUMNS)} "
+                f"(missing: {', '.join(sorted(missing))})"
+            )
         lines = list(enumerate(reader, start=2))
     with gradebook.opened(db_url()) as gb:
         known = {(r["student"], r["notebook"], r["grade_id"]): r for r in gradebook.written_grades(gb, step)}
@@ -111,8 +116,11 @@ def import_written(step: str, path: Path, say=print) -> int:
             where = f"line {number} ({'/'.join(key)})"
             if key not in known:
                 students = {k[0] for k in known}
-                what = ("no such student" if key[0] not in students else
-                        "no written answer with that notebook and grade id for this student")
+                what = (
+                    "no such student"
+                    if key[0] not in students
+                    else "no written answer with that notebook and grade id for this student"
+                )
                 errors.append(f"{where}: {what} in {step}'s gradebook")
                 continue
             if key in seen:
@@ -130,11 +138,14 @@ def import_written(step: str, path: Path, say=print) -> int:
                 continue
             updates.append((key, score, _unescape(row.get("comment") or "") if "comment" in row else None))
         if errors:
-            raise WrittenScoresError(f"{path.name}: nothing imported; {len(errors)} line(s) to fix:\n  "
-                                     + "\n  ".join(errors))
+            raise WrittenScoresError(
+                f"{path.name}: nothing imported; {len(errors)} line(s) to fix:\n  " + "\n  ".join(errors)
+            )
         gradebook.write_written_scores(gb, step, updates)
-    say(f"written-scores: {len(updates)} written answers scored from {path.name} (the formgrader shows them "
-        "graded); `make feedback` writes the feedback and reports with them")
+    say(
+        f"written-scores: {len(updates)} written answers scored from {path.name} (the formgrader shows them "
+        "graded); `make feedback` writes the feedback and reports with them"
+    )
     return len(updates)
 
 

@@ -24,6 +24,7 @@ nbgrader creates a new gradebook's tables and stamps them with its schema's alem
 it asks for by running `alembic heads` in a subprocess; `alembic_head` reads the same revision from
 nbgrader's migration scripts in process.
 """
+
 from __future__ import annotations
 
 import functools
@@ -54,6 +55,7 @@ def alembic_head() -> str:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
     from nbgrader.dbutil import ALEMBIC_DIR
+
     config = Config()
     config.set_main_option("script_location", ALEMBIC_DIR)
     head = ScriptDirectory.from_config(config).get_current_head()
@@ -64,6 +66,7 @@ def use_in_process_alembic_version() -> None:
     """nbgrader's Gradebook asks `alembic heads` (a subprocess) for the revision of a new
     gradebook: answer from the migration scripts instead."""
     import nbgrader.api
+
     nbgrader.api.get_alembic_version = alembic_head
 
 
@@ -72,7 +75,8 @@ def _config(root: str) -> Any:
     """nbgrader's configuration of the course at `root` (nbgrader_config.py, read as nbgrader reads it)."""
     import os
     from traitlets.config.loader import PyFileConfigLoader
-    environ = dict(os.environ)          # the file sets variables for nbgrader's own processes: not for this one
+
+    environ = dict(os.environ)  # the file sets variables for nbgrader's own processes: not for this one
     try:
         config = PyFileConfigLoader("nbgrader_config.py", path=str(ENGINE_ROOT)).load_config()
     finally:
@@ -88,24 +92,34 @@ def recording_preprocessors(config: Any) -> list[Any]:
     from nbgrader.converters import GenerateAssignment
     from nbgrader.preprocessors import SaveCells
     from traitlets.utils.importstring import import_item
-    chain = list(config.GenerateAssignment.preprocessors) if "preprocessors" in config.GenerateAssignment \
+
+    chain = (
+        list(config.GenerateAssignment.preprocessors)
+        if "preprocessors" in config.GenerateAssignment
         else GenerateAssignment.class_traits()["preprocessors"].default()
+    )
     chain = [import_item(p) if isinstance(p, str) else p for p in chain]
-    return chain[:chain.index(SaveCells) + 1]
+    return chain[: chain.index(SaveCells) + 1]
 
 
 def release_grade_cells(step: StepLike) -> dict[str, dict[str, float]]:
     """notebook -> {grade_id: points} of every graded cell in the step's release."""
     import json
+
     out = {}
     for name in step.notebooks():
         path = step.release / f"{name}.ipynb"
         if not path.exists():
-            raise SetupError(f"{step.name}: its release has no {name}.ipynb (release/{step.name}/): "
-                             f"generate the release first (make release STEP={step.name})")
+            raise SetupError(
+                f"{step.name}: its release has no {name}.ipynb (release/{step.name}/): "
+                f"generate the release first (make release STEP={step.name})"
+            )
         nb = json.loads(path.read_text(encoding="utf-8"))
-        out[name] = {c["metadata"]["nbgrader"]["grade_id"]: float(c["metadata"]["nbgrader"].get("points", 0))
-                     for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
+        out[name] = {
+            c["metadata"]["nbgrader"]["grade_id"]: float(c["metadata"]["nbgrader"].get("points", 0))
+            for c in nb["cells"]
+            if c.get("metadata", {}).get("nbgrader", {}).get("grade")
+        }
     return out
 
 
@@ -114,6 +128,7 @@ def fill_gradebook(url: str, step: "Step") -> None:
     `nbgrader generate_assignment` does; notebooks the step no longer has are removed, unless the
     gradebook holds submissions of them (GradebookInUse)."""
     import nbformat
+
     use_in_process_alembic_version()
     config = _config(str(step.root))
     names = step.notebooks()
@@ -122,18 +137,23 @@ def fill_gradebook(url: str, step: "Step") -> None:
         assignment = gb.update_or_create_assignment(step.name)
         gone = {nb.name for nb in assignment.notebooks} - set(names)
         if gone and assignment.submissions:
-            raise GradebookInUse(f"{step.name}: the gradebook has submissions of notebooks the step no longer "
-                                 f"has ({', '.join(sorted(gone))})")
+            raise GradebookInUse(
+                f"{step.name}: the gradebook has submissions of notebooks the step no longer "
+                f"has ({', '.join(sorted(gone))})"
+            )
         for name in sorted(gone):
             gb.remove_notebook(name, step.name)
     for name in names:
         nb = nbformat.read(str(step.source / f"{name}.ipynb"), as_version=4)  # type: ignore[no-untyped-call]
-        resources = {"nbgrader": {"notebook": name, "assignment": step.name, "student": ".", "db_url": url},
-                     "unique_key": name, "metadata": {"path": str(step.source)},
-                     "released_points": released[name]}     # autograder/build/stamp.py: the release's points
+        resources = {
+            "nbgrader": {"notebook": name, "assignment": step.name, "student": ".", "db_url": url},
+            "unique_key": name,
+            "metadata": {"path": str(step.source)},
+            "released_points": released[name],
+        }  # autograder/build/stamp.py: the release's points
         for preprocessor in recording_preprocessors(config):
             try:
-                nb, resources = preprocessor(config=config)(nb, resources)    # as nbconvert calls it: if enabled
+                nb, resources = preprocessor(config=config)(nb, resources)  # as nbconvert calls it: if enabled
             except RuntimeError as err:
                 if "submissions associated" in str(err):
                     raise GradebookInUse(f"{step.name}/{name}: {err}") from None
@@ -144,6 +164,7 @@ def fill_gradebook(url: str, step: "Step") -> None:
 def opened(url: str | None = None) -> Iterator["Gradebook"]:
     """nbgrader's Gradebook at `url` (default: the course's, $NBGRADER_DB_URL or the grader home's)."""
     from nbgrader.api import Gradebook
+
     use_in_process_alembic_version()
     with Gradebook(url or db_url(), COURSE_ID) as gb:
         yield gb
@@ -154,17 +175,21 @@ def ensure_gradebook(url: str, step: "Step") -> None:
     (nbgrader stores them when it generates the release). If it does not, record them as
     `nbgrader generate_assignment` does, in this process (fill_gradebook)."""
     from ..shards import gradebook_lock
-    with gradebook_lock(url):       # shards that start together: one sets the gradebook up, the others wait
+
+    with gradebook_lock(url):  # shards that start together: one sets the gradebook up, the others wait
         _ensure_gradebook(url, step)
 
 
 def _ensure_gradebook(url: str, step: "Step") -> None:
     from nbgrader.api import MissingEntry
+
     wanted = release_grade_cells(step)
     try:
         with opened(url) as gb:
-            known = {nb.name: {c.name: float(c.max_score) for c in nb.grade_cells}
-                     for nb in gb.find_assignment(step.name).notebooks}
+            known = {
+                nb.name: {c.name: float(c.max_score) for c in nb.grade_cells}
+                for nb in gb.find_assignment(step.name).notebooks
+            }
     except MissingEntry:
         known = {}
     if known == wanted:
@@ -176,13 +201,15 @@ def _ensure_gradebook(url: str, step: "Step") -> None:
             f"The gradebook ({url}) holds grades for another set of {step.name} notebooks than the release "
             f"has now ({', '.join(sorted(wanted))}): {err}. nbgrader will not change an assignment that has "
             "submissions. Grade this release with a new gradebook: move autograder/ aside (or run "
-            "`make clean-grades`), or set NBGRADER_DB_URL to a new database.") from None
+            "`make clean-grades`), or set NBGRADER_DB_URL to a new database."
+        ) from None
 
 
 def create_submission(gb: "Gradebook", step_name: str, sid: str, **kwargs: Any) -> None:
     """nbgrader's update_or_create_submission (the student too), without the SQLAlchemy 2 autoflush
     warning it raises when it creates a submission (the rows are written correctly; the tests read them back)."""
     from sqlalchemy.exc import SAWarning
+
     gb.update_or_create_student(sid)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=SAWarning, message=".*not in session.*")
@@ -190,6 +217,7 @@ def create_submission(gb: "Gradebook", step_name: str, sid: str, **kwargs: Any) 
 
 
 # ---- a graded notebook's scores ---------------------------------------------------------------------
+
 
 def write_scores(url: str, step_name: str, result: NotebookResult, nb: Any, stamp: datetime) -> None:
     """One graded notebook's scores, as the worker judged them: each grade cell's auto_score is its
@@ -200,6 +228,7 @@ def write_scores(url: str, step_name: str, result: NotebookResult, nb: Any, stam
     is listed again (nbgrader's rule, SaveAutoGrades). The answer cells' "No response." comments come
     from their checksums, as nbgrader writes them. `nb`: the graded notebook."""
     from nbgrader import utils as nbutils
+
     scores = {c.grade_id: c for c in result.cells}
     with opened(url) as gb:
         create_submission(gb, step_name, result.student, timestamp=stamp)
@@ -228,8 +257,9 @@ def zero_scores(gb: "Gradebook", step_name: str, sid: str, notebook: str, reason
     for grade in submission.grades:
         grade.auto_score = 0
         grade.needs_manual_grade = False
-        cells.append(CellResult(grade.name, 0.0, float(grade.max_score), reason,
-                                "manual" if grade.name in manual else "auto"))
+        cells.append(
+            CellResult(grade.name, 0.0, float(grade.max_score), reason, "manual" if grade.name in manual else "auto")
+        )
     gb.db.commit()
     return cells
 
@@ -243,16 +273,18 @@ def set_submission_times(url: str, step_name: str, stamps: dict[str, datetime]) 
 
 # ---- reading back -------------------------------------------------------------------------------------
 
+
 @dataclass
 class GradeRow:
     """One grade cell of a submitted notebook, as the gradebook holds it now."""
+
     grade_id: str
     max_score: float
     auto_score: float | None
     manual_score: float | None
     needs_manual_grade: bool
-    score: float                  # nbgrader's: the manual score if a grader gave one, else the auto score, else 0
-    kind: str                     # "manual" (a written answer), "review" (a hidden test for a person) or "auto"
+    score: float  # nbgrader's: the manual score if a grader gave one, else the auto score, else 0
+    kind: str  # "manual" (a written answer), "review" (a hidden test for a person) or "auto"
 
 
 @dataclass
@@ -272,6 +304,7 @@ def is_review_grade(grade: Any) -> bool:
 def submitted(gb: "Gradebook", step_name: str, students: list[str] | None = None) -> list[SubmittedRow]:
     """Every submitted notebook of the step (of `students` only, when given), with its grades."""
     from nbgrader.api import Assignment, Student, SubmittedAssignment
+
     query = gb.db.query(SubmittedAssignment).join(Assignment).filter(Assignment.name == step_name)
     if students is not None:
         query = query.join(Student).filter(Student.id.in_(list(students)))
@@ -279,12 +312,25 @@ def submitted(gb: "Gradebook", step_name: str, students: list[str] | None = None
     for submission in query.all():
         for nb in submission.notebooks:
             manual = {c.name for c in nb.notebook.solution_cells}
-            out.append(SubmittedRow(submission.student.id, nb.notebook.name, [
-                GradeRow(g.name, float(g.max_score), None if g.auto_score is None else float(g.auto_score),
-                         None if g.manual_score is None else float(g.manual_score), bool(g.needs_manual_grade),
-                         float(g.score or 0.0),
-                         "manual" if g.name in manual else "review" if is_review_grade(g) else "auto")
-                for g in nb.grades], float(nb.late_submission_penalty or 0.0)))
+            out.append(
+                SubmittedRow(
+                    submission.student.id,
+                    nb.notebook.name,
+                    [
+                        GradeRow(
+                            g.name,
+                            float(g.max_score),
+                            None if g.auto_score is None else float(g.auto_score),
+                            None if g.manual_score is None else float(g.manual_score),
+                            bool(g.needs_manual_grade),
+                            float(g.score or 0.0),
+                            "manual" if g.name in manual else "review" if is_review_grade(g) else "auto",
+                        )
+                        for g in nb.grades
+                    ],
+                    float(nb.late_submission_penalty or 0.0),
+                )
+            )
     return sorted(out, key=lambda r: (r.student, r.notebook))
 
 
@@ -295,8 +341,10 @@ def student_names(gb: "Gradebook") -> dict[str, str]:
 
 # ---- the term: due dates, extensions, late penalties ----------------------------------------------------
 
-def apply_term(url: str, step: str, students: list[str] | None = None,
-               times: dict[str, dict[str, float]] | None = None) -> None:
+
+def apply_term(
+    url: str, step: str, students: list[str] | None = None, times: dict[str, dict[str, float]] | None = None
+) -> None:
     """nbgrader's late-penalty step for the submissions of `students` (all when None): the due date
     on the assignment, each student's extension on their submission, then the plugin's penalty on
     each submitted notebook (as AssignLatePenalties: reset, then clamped to 0..score). A notebook
@@ -308,6 +356,7 @@ def apply_term(url: str, step: str, students: list[str] | None = None,
     from nbgrader.api import SubmittedAssignment as Submission
 
     from .. import term
+
     granted = term.extensions(step)
     plugin = term.late_penalty_plugin()
     due = term.due_date(step)
@@ -333,6 +382,7 @@ def term_records(url: str, step: str, times: dict[str, dict[str, float]] | None 
     """student -> {timestamp, due, extension, seconds_late, penalties: {notebook: points}} from the
     gradebook (what the reports, feedback and exports show)."""
     from nbgrader.api import MissingEntry
+
     try:
         with opened(url) as gb:
             return term_records_in(gb, step, times=times)
@@ -340,14 +390,16 @@ def term_records(url: str, step: str, times: dict[str, dict[str, float]] | None 
         return {}
 
 
-def term_records_in(gb: "Gradebook", step: str, students: list[str] | None = None,
-                    times: dict[str, dict[str, float]] | None = None) -> dict[str, dict[str, Any]]:
+def term_records_in(
+    gb: "Gradebook", step: str, students: list[str] | None = None, times: dict[str, dict[str, float]] | None = None
+) -> dict[str, dict[str, Any]]:
     """student -> the term's record of their submission (times: student -> notebook -> its own time)."""
     from nbgrader.api import Assignment as DbAssignment
     from nbgrader.api import Student as DbStudent
     from nbgrader.api import SubmittedAssignment as Submission
 
     from .. import term
+
     out = {}
     query = gb.db.query(Submission).join(DbAssignment).filter(DbAssignment.name == step)
     if students is not None:
@@ -364,17 +416,20 @@ def term_records_in(gb: "Gradebook", step: str, students: list[str] | None = Non
             "seconds_late": round(submission.total_seconds_late, 1),
             "notebook_seconds_late": term.notebook_lateness(submission, (times or {}).get(submission.student.id, {})),
             "penalties": {nb.notebook.name: float(nb.late_submission_penalty or 0) for nb in submission.notebooks},
-            "policy": policy, "grace_seconds": grace,
+            "policy": policy,
+            "grace_seconds": grace,
         }
     return out
 
 
 # ---- written answers -------------------------------------------------------------------------------------
 
+
 def written_grades(gb: "Gradebook", step: str) -> list[dict[str, Any]]:
     """Every written answer of every submission of `step`: {student, notebook, grade_id, max_score,
     score (a grader's, None until given), comment}."""
     from nbgrader.api import Assignment, SubmittedAssignment
+
     rows = []
     submissions = gb.db.query(SubmittedAssignment).join(Assignment).filter(Assignment.name == step).all()
     for submission in sorted(submissions, key=lambda s: s.student.id):
@@ -385,15 +440,22 @@ def written_grades(gb: "Gradebook", step: str) -> list[dict[str, Any]]:
                 if grade.name not in manual:
                     continue
                 comment = comments.get(grade.name)
-                rows.append({"student": submission.student.id, "notebook": nb.notebook.name,
-                             "grade_id": grade.name, "max_score": float(grade.max_score),
-                             "score": None if grade.manual_score is None else float(grade.manual_score),
-                             "comment": (comment.manual_comment or "") if comment is not None else ""})
+                rows.append(
+                    {
+                        "student": submission.student.id,
+                        "notebook": nb.notebook.name,
+                        "grade_id": grade.name,
+                        "max_score": float(grade.max_score),
+                        "score": None if grade.manual_score is None else float(grade.manual_score),
+                        "comment": (comment.manual_comment or "") if comment is not None else "",
+                    }
+                )
     return rows
 
 
-def write_written_scores(gb: "Gradebook", step: str,
-                         updates: list[tuple[tuple[str, str, str], float, str | None]]) -> None:
+def write_written_scores(
+    gb: "Gradebook", step: str, updates: list[tuple[tuple[str, str, str], float, str | None]]
+) -> None:
     """[((student, notebook, grade_id), score, comment or None)] into the gradebook, in one transaction."""
     try:
         for (sid, notebook, grade_id), score, comment in updates:
@@ -403,7 +465,7 @@ def write_written_scores(gb: "Gradebook", step: str,
             if comment is not None:
                 try:
                     gb.find_comment(grade_id, notebook, step, sid).manual_comment = comment
-                except Exception:           # noqa: BLE001  (a cell without a comment slot: the score still counts)
+                except Exception:  # noqa: BLE001  (a cell without a comment slot: the score still counts)
                     pass
         gb.db.commit()
     except BaseException:

@@ -5,6 +5,7 @@ could not grade (missing, unreadable, the grader failed on it), recorded once (s
 back from its result file by every later command. `to_json` / `from_json` are the only conversions:
 the result file keeps the shape it had (`RESULT_FIELDS`), a file of an older grader reads as one.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
@@ -15,6 +16,7 @@ from typing import Any, Protocol
 class StepLike(Protocol):
     """What the records need of a step (steps.Step): its name, which grade ids are bonus questions, its
     notebooks and its release (the order of a notebook's grade cells)."""
+
     @property
     def name(self) -> str: ...
 
@@ -28,8 +30,8 @@ class StepLike(Protocol):
 
 # Where a result came from, when no grading of the notebook made it. A result file keeps it in `key`,
 # where a graded notebook's result keeps the hash of everything its grading depended on.
-MISSING = "missing"         # not handed in, or handed in unreadable: zero, with the reason
-FAILED = "failed"           # the grader itself failed on it: zero, with the reason; the next run retries it
+MISSING = "missing"  # not handed in, or handed in unreadable: zero, with the reason
+FAILED = "failed"  # the grader itself failed on it: zero, with the reason; the next run retries it
 IN_GRADEBOOK = "gradebook"  # graded by a shard that wrote to another grader home: the gradebook's rows only
 NOT_GRADED = (MISSING, FAILED, IN_GRADEBOOK)
 
@@ -37,11 +39,12 @@ NOT_GRADED = (MISSING, FAILED, IN_GRADEBOOK)
 @dataclass
 class CellResult:
     """One grade cell of one student's notebook."""
+
     grade_id: str
-    score: float | None       # None: waits for a person (a written answer, or a hidden test to review)
+    score: float | None  # None: waits for a person (a written answer, or a hidden test to review)
     max_score: float
-    error: str = ""           # why points were lost, in the student's terms (a review cell: why it waits)
-    kind: str = "auto"        # "auto", "manual" (a written answer) or "review" (a hidden test a person scores)
+    error: str = ""  # why points were lost, in the student's terms (a review cell: why it waits)
+    kind: str = "auto"  # "auto", "manual" (a written answer) or "review" (a hidden test a person scores)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -49,17 +52,22 @@ class CellResult:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "CellResult":
         score = data.get("score")
-        return cls(grade_id=str(data["grade_id"]), score=None if score is None else float(score),
-                   max_score=float(data.get("max_score") or 0.0), error=str(data.get("error") or ""),
-                   kind=str(data.get("kind") or "auto"))
+        return cls(
+            grade_id=str(data["grade_id"]),
+            score=None if score is None else float(score),
+            max_score=float(data.get("max_score") or 0.0),
+            error=str(data.get("error") or ""),
+            kind=str(data.get("kind") or "auto"),
+        )
 
 
 @dataclass
 class Budget:
     """The student's time budget as one notebook met it (autograder/kernel/budget.py)."""
-    allowance: float | None = None     # seconds it was left of it (None: no budget applied)
-    used: float = 0.0                  # seconds it counted
-    ran_out: bool = False              # the budget ran out in this notebook
+
+    allowance: float | None = None  # seconds it was left of it (None: no budget applied)
+    used: float = 0.0  # seconds it counted
+    ran_out: bool = False  # the budget ran out in this notebook
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,25 +76,26 @@ class Budget:
 @dataclass
 class NotebookResult:
     """One student's notebook, graded (or why it could not be)."""
+
     student: str
     notebook: str
-    key: str                   # hash of what the grading depended on, or MISSING / FAILED / IN_GRADEBOOK
+    key: str  # hash of what the grading depended on, or MISSING / FAILED / IN_GRADEBOOK
     cells: list[CellResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
     seconds: float = 0.0
     kernel_starts: int = 0
     sandbox: str | None = None
-    kernels: str | None = None              # "warm" or "cold": how its last kernel started
-    cpu_seconds: float | None = None        # the CPU time its cells used, counted as its limits are
+    kernels: str | None = None  # "warm" or "cold": how its last kernel started
+    cpu_seconds: float | None = None  # the CPU time its cells used, counted as its limits are
     metered: str | None = None
-    stopped: list[dict[str, Any]] | None = None       # the cells a limit stopped
+    stopped: list[dict[str, Any]] | None = None  # the cells a limit stopped
     kernel_peaks: list[dict[str, Any]] | None = None  # per kernel: its group's highest memory and process count
     worker_peak_bytes: int | None = None
     budget: Budget | None = None
-    longest_wait: dict[str, Any] | None = None        # the cell that waited longest: {"cell", "seconds"}
+    longest_wait: dict[str, Any] | None = None  # the cell that waited longest: {"cell", "seconds"}
     largest_message_bytes: int | None = None
-    notebook_json: str | None = None        # the graded notebook (from a worker, until it is recorded)
+    notebook_json: str | None = None  # the graded notebook (from a worker, until it is recorded)
 
     @property
     def graded(self) -> bool:
@@ -117,16 +126,29 @@ class NotebookResult:
         values = {k: v for k, v in data.items() if k in known and k != "notebook_json"}
         values["cells"] = [CellResult.from_json(c) for c in data.get("cells") or []]
         budget = data.get("budget")
-        values["budget"] = Budget(**{k: budget[k] for k in ("allowance", "used", "ran_out") if k in budget}) \
-            if isinstance(budget, dict) else None
+        values["budget"] = (
+            Budget(**{k: budget[k] for k in ("allowance", "used", "ran_out") if k in budget})
+            if isinstance(budget, dict)
+            else None
+        )
         values["notes"] = [str(n) for n in data.get("notes") or []]
         values["events"] = [str(e) for e in data.get("events") or []]
         return cls(**values)
 
 
 # Fields a result file has only when a grading made the result (a missing or failed notebook's has none).
-OPTIONAL = ("sandbox", "kernels", "cpu_seconds", "metered", "stopped", "kernel_peaks", "worker_peak_bytes",
-            "budget", "longest_wait", "largest_message_bytes")
+OPTIONAL = (
+    "sandbox",
+    "kernels",
+    "cpu_seconds",
+    "metered",
+    "stopped",
+    "kernel_peaks",
+    "worker_peak_bytes",
+    "budget",
+    "longest_wait",
+    "largest_message_bytes",
+)
 
 
 @dataclass
@@ -136,6 +158,7 @@ class StudentResult:
     lateness, penalties: term_records_in), their totals (totals.student_totals) and the recorded
     submission times (store.save_times: {time_source, notebooks: {notebook: seconds since the epoch}},
     {} when none were recorded)."""
+
     student: str
     notebooks: dict[str, NotebookResult] = field(default_factory=dict)
     term: dict[str, Any] = field(default_factory=dict)

@@ -10,6 +10,7 @@ the check for stale feedback) reads `Store.load(step)`: one StudentResult per st
 scores graders gave in the formgrader, the term's record and the totals computed by one function
 (totals.student_totals). So the table, the feedback, the export and the LMS's CSV show one total.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,7 @@ from . import gradebook
 from .model import IN_GRADEBOOK, CellResult, NotebookResult, StepLike, StudentResult
 from .totals import student_totals
 
-STAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"      # nbgrader's timestamp.txt
+STAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"  # nbgrader's timestamp.txt
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:
@@ -75,6 +76,7 @@ class Store:
         """One graded notebook: its autograded copy and time stamp, its scores in the gradebook, then
         its result file."""
         import nbformat
+
         stamp = datetime.fromtimestamp(mtime or datetime.now(timezone.utc).timestamp(), tz=timezone.utc)
         folder = self.autograded(result.student, step_name)
         notebook_json = result.notebook_json or ""
@@ -82,11 +84,13 @@ class Store:
         atomic_write(folder / "timestamp.txt", stamp.strftime(STAMP_FORMAT))
         graded = nbformat.reads(notebook_json, as_version=4)  # type: ignore[no-untyped-call]
         gradebook.write_scores(self.url, step_name, result, graded, stamp)
-        atomic_write(self.result_file(step_name, result.student, result.notebook),
-                     json.dumps(result.to_json(), indent=1))
+        atomic_write(
+            self.result_file(step_name, result.student, result.notebook), json.dumps(result.to_json(), indent=1)
+        )
 
-    def record_unreadable(self, step_name: str, student: str, notebook: str, reason: str, key: str,
-                          gb: Any = None) -> NotebookResult:
+    def record_unreadable(
+        self, step_name: str, student: str, notebook: str, reason: str, key: str, gb: Any = None
+    ) -> NotebookResult:
         """A notebook missing, unreadable, or one the grader failed on: zero on every grade cell, with
         the reason (in the open gradebook `gb`, else in one opened for it)."""
         if gb is None:
@@ -107,8 +111,9 @@ class Store:
                 atomic_write(self.autograded(sid, step_name) / "timestamp.txt", stamp.strftime(STAMP_FORMAT))
         gradebook.set_submission_times(self.url, step_name, stamps)
 
-    def save_times(self, step_name: str, sources: dict[str, str],
-                   notebooks: dict[str, dict[str, float]] | None = None) -> None:
+    def save_times(
+        self, step_name: str, sources: dict[str, str], notebooks: dict[str, dict[str, float]] | None = None
+    ) -> None:
         """Where each student's submission time came from, and each notebook's own time (term.py's
         notebook_times), for the reports and the late penalties: one file per student and step (shards
         write their own students' only)."""
@@ -136,16 +141,18 @@ class Store:
         chosen = sorted(students) if students is not None else sorted(p.stem for p in folder.glob("*.json"))
         return {sid: self.times(step_name, sid) for sid in chosen}
 
-    def notebook_times(self, step_name: str, students: list[str] | None = None,
-                       recorded: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, float]]:
+    def notebook_times(
+        self, step_name: str, students: list[str] | None = None, recorded: dict[str, dict[str, Any]] | None = None
+    ) -> dict[str, dict[str, float]]:
         """student -> notebook -> its own recorded time (of `students` only, when given; `recorded`: the
         records recorded_times read already)."""
         recorded = self.recorded_times(step_name, students) if recorded is None else recorded
         out = {}
         for sid, record in recorded.items():
             own = record.get("notebooks")
-            out[sid] = {k: float(v) for k, v in own.items() if isinstance(v, (int, float))} \
-                if isinstance(own, dict) else {}
+            out[sid] = (
+                {k: float(v) for k, v in own.items() if isinstance(v, (int, float))} if isinstance(own, dict) else {}
+            )
         return out
 
     def result(self, step_name: str, student: str, notebook: str) -> NotebookResult | None:
@@ -178,14 +185,15 @@ class Store:
         recorded = self.recorded_times(step.name, students)
         with nullcontext(gb) if gb is not None else gradebook.opened(self.url) as db:
             rows = gradebook.submitted(db, step.name, students)
-            terms = gradebook.term_records_in(db, step.name, students,
-                                              self.notebook_times(step.name, students, recorded))
+            terms = gradebook.term_records_in(
+                db, step.name, students, self.notebook_times(step.name, students, recorded)
+            )
         by_key = {(r.student, r.notebook): r for r in results}
         order: dict[str, list[str]] | None = None
         for row in rows:
             found = by_key.get((row.student, row.notebook))
             if found is None:
-                if order is None:       # the release's order of the cells (read only when needed)
+                if order is None:  # the release's order of the cells (read only when needed)
                     order = {nb: list(cells) for nb, cells in gradebook.release_grade_cells(step).items()}
                 found = by_key[(row.student, row.notebook)] = _from_gradebook(row, order.get(row.notebook, []))
                 results.append(found)
@@ -197,8 +205,9 @@ class Store:
             entry.notebooks[result.notebook] = result
         for entry in out.values():
             entry.times = recorded.get(entry.student, {})
-            entry.totals = student_totals(list(entry.notebooks.values()), step.is_bonus,
-                                          entry.term.get("penalties", {}))
+            entry.totals = student_totals(
+                list(entry.notebooks.values()), step.is_bonus, entry.term.get("penalties", {})
+            )
         return [out[sid] for sid in sorted(out)]
 
 
@@ -227,12 +236,20 @@ def _with_graders_scores(result: NotebookResult, row: gradebook.SubmittedRow) ->
 def _from_gradebook(row: gradebook.SubmittedRow, order: list[str]) -> NotebookResult:
     """A notebook with no result file here (graded by a shard that wrote to another grader home): the
     gradebook's scores, without the reasons."""
+
     def place(grade: gradebook.GradeRow) -> tuple[int, str]:
         return (order.index(grade.grade_id) if grade.grade_id in order else len(order), grade.grade_id)
+
     cells = []
     for g in sorted(row.grades, key=place):
         waiting = g.kind == "review" and g.manual_score is None
-        cells.append(CellResult(grade_id=g.grade_id, max_score=g.max_score,
-                                score=None if waiting or (g.needs_manual_grade and g.manual_score is None) else g.score,
-                                error="waits for review" if waiting else "", kind=g.kind))
+        cells.append(
+            CellResult(
+                grade_id=g.grade_id,
+                max_score=g.max_score,
+                score=None if waiting or (g.needs_manual_grade and g.manual_score is None) else g.score,
+                error="waits for review" if waiting else "",
+                kind=g.kind,
+            )
+        )
     return NotebookResult(student=row.student, notebook=row.notebook, key=IN_GRADEBOOK, cells=cells)

@@ -12,6 +12,7 @@ A cell that waits counts nothing until a grader gives its score, as nbgrader's g
   penalty     the late penalties of every notebook
   total       required + bonus - penalty                  (out of required_max: the bonus is extra)
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -41,8 +42,10 @@ def notebook_totals(cells: list[CellResult], is_bonus: Callable[[str], bool], pe
 
 def step_totals(notebooks: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """notebook name -> notebook_totals(...) => the step's totals."""
-    out = {key: round(sum(nb[key] for nb in notebooks.values()), 6)
-           for key in ("required", "required_max", "bonus", "bonus_max")}
+    out = {
+        key: round(sum(nb[key] for nb in notebooks.values()), 6)
+        for key in ("required", "required_max", "bonus", "bonus_max")
+    }
     out["late_penalty"] = round(sum(nb["late_penalty"] for nb in notebooks.values()), 6)
     out["total"] = round(out["required"] + out["bonus"] - out["late_penalty"], 6)
     out["to_grade"] = [f"{name}/{gid}" for name, nb in sorted(notebooks.items()) for gid in nb["to_grade"]]
@@ -50,8 +53,9 @@ def step_totals(notebooks: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def student_totals(notebooks: list[NotebookResult], is_bonus: Callable[[str], bool],
-                   penalties: dict[str, float] | None = None) -> dict[str, Any]:
+def student_totals(
+    notebooks: list[NotebookResult], is_bonus: Callable[[str], bool], penalties: dict[str, float] | None = None
+) -> dict[str, Any]:
     """The one computation of a student's totals: {notebooks: {name: notebook_totals}, step: step_totals}
     from their notebooks' results (a grader's scores in them: store.load), bonus questions as the step
     declares them and the late penalty of each notebook (the term's record)."""
@@ -60,19 +64,23 @@ def student_totals(notebooks: list[NotebookResult], is_bonus: Callable[[str], bo
     return {"notebooks": per_notebook, "step": step_totals(per_notebook)}
 
 
-def from_results(results: list[NotebookResult], term: dict[str, dict[str, Any]],
-                 step: StepLike) -> dict[str, dict[str, Any]]:
+def from_results(
+    results: list[NotebookResult], term: dict[str, dict[str, Any]], step: StepLike
+) -> dict[str, dict[str, Any]]:
     """student -> student_totals, for results of several students, with the term records' penalties."""
     by_student: dict[str, list[NotebookResult]] = {}
     for result in results:
         by_student.setdefault(result.student, []).append(result)
-    return {sid: student_totals(mine, step.is_bonus, term.get(sid, {}).get("penalties", {}))
-            for sid, mine in by_student.items()}
+    return {
+        sid: student_totals(mine, step.is_bonus, term.get(sid, {}).get("penalties", {}))
+        for sid, mine in by_student.items()
+    }
 
 
 def summary_lines(sid: str, totals: dict[str, Any], term: dict[str, Any] | None = None) -> list[str]:
     """The summary a student reads (make my-feedback, the top of the feedback HTML)."""
     from ..term import late_text
+
     term = term or {}
     step = totals["step"]
     lines = []
@@ -82,8 +90,10 @@ def summary_lines(sid: str, totals: dict[str, Any], term: dict[str, Any] | None 
     for name, nb in sorted(totals["notebooks"].items()):
         extra = []
         if nb["late_penalty"]:
-            extra.append(f"late penalty -{nb['late_penalty']:g}"
-                         + (f", {late_text(own[name])} late" if own.get(name, 0) > 0 else ""))
+            extra.append(
+                f"late penalty -{nb['late_penalty']:g}"
+                + (f", {late_text(own[name])} late" if own.get(name, 0) > 0 else "")
+            )
         elif late > grace and name in own and own[name] <= grace:
             extra.append("on time: unchanged since a submission before the due date")
         if nb["to_grade"]:
@@ -91,15 +101,24 @@ def summary_lines(sid: str, totals: dict[str, Any], term: dict[str, Any] | None 
         if nb.get("to_review"):
             n = len(nb["to_review"])
             extra.append(f"{n} hidden test{'s' * (n > 1)} waiting for a person's review")
-        lines.append((f"{name:<28} {nb['final_score']:6.1f} / {nb['max_score']:<5g}"
-                      + (f"  ({'; '.join(extra)})" if extra else "")).rstrip())
-    lines.append(f"{'step total':<28} {step['total']:6.1f} / {step['required_max']:<5g}"
-                 f"  (required {step['required']:g} / {step['required_max']:g}, bonus {step['bonus']:g} / "
-                 f"{step['bonus_max']:g}, "
-                 + (f"late penalty -{step['late_penalty']:g})" if step["late_penalty"] else "no late penalty)"))
+        lines.append(
+            (
+                f"{name:<28} {nb['final_score']:6.1f} / {nb['max_score']:<5g}"
+                + (f"  ({'; '.join(extra)})" if extra else "")
+            ).rstrip()
+        )
+    lines.append(
+        f"{'step total':<28} {step['total']:6.1f} / {step['required_max']:<5g}"
+        f"  (required {step['required']:g} / {step['required_max']:g}, bonus {step['bonus']:g} / "
+        f"{step['bonus_max']:g}, "
+        + (f"late penalty -{step['late_penalty']:g})" if step["late_penalty"] else "no late penalty)")
+    )
     if term.get("timestamp"):
-        when = (f"submitted {term['timestamp'][:19].replace('T', ' ')} UTC, due {term['due'][:19].replace('T', ' ')} UTC"
-                if term.get("due") else f"submitted {term['timestamp'][:19].replace('T', ' ')} UTC")
+        when = (
+            f"submitted {term['timestamp'][:19].replace('T', ' ')} UTC, due {term['due'][:19].replace('T', ' ')} UTC"
+            if term.get("due")
+            else f"submitted {term['timestamp'][:19].replace('T', ' ')} UTC"
+        )
         if term.get("extension"):
             when += f" (with an extension of {term['extension']})"
         if late > grace:
@@ -111,10 +130,12 @@ def summary_lines(sid: str, totals: dict[str, Any], term: dict[str, Any] | None 
         if term.get("due") and term.get("policy"):
             lines.append(f"late work: {term['policy']}")
     if step["to_grade"]:
-        lines.append("still to be graded by hand: " + ", ".join(step["to_grade"])
-                     + " (the total rises when they are)")
+        lines.append("still to be graded by hand: " + ", ".join(step["to_grade"]) + " (the total rises when they are)")
     if step.get("to_review"):
-        lines.append("waiting for a person's review: " + ", ".join(step["to_review"])
-                     + " (the grader could not decide how your code computes there, so it took no points: "
-                       "a person will look at your code and give them; the total rises when they do)")
+        lines.append(
+            "waiting for a person's review: "
+            + ", ".join(step["to_review"])
+            + " (the grader could not decide how your code computes there, so it took no points: "
+            "a person will look at your code and give them; the total rises when they do)"
+        )
     return lines

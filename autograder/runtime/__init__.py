@@ -15,6 +15,7 @@ Without GRADER_SOCKET (the instructor's own kernel, `make solutions`, plain `nbg
 A course adds what its data needs (KernelHooks below, and plain.register_codec): the module named
 by $GRADER_KERNEL_HOOKS is imported before the first request and installs them.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,7 +28,7 @@ from .plain import NotPlain, from_plain, to_plain
 from .wire import receive, send
 
 GRADER_SOCKET = "GRADER_SOCKET"
-KERNEL_HOOKS = "GRADER_KERNEL_HOOKS"      # a module of the course's that installs its KernelHooks
+KERNEL_HOOKS = "GRADER_KERNEL_HOOKS"  # a module of the course's that installs its KernelHooks
 # Where a hidden test runs when no grader serves this kernel (the instructor's own kernel). Named, not
 # imported: this package is all of the grader a graded kernel is given, so it imports nothing else of it.
 SELF_GRADER = "autograder.selfgrade"
@@ -73,7 +74,7 @@ def load_hooks() -> None:
 
 def hidden(grade_id: str, ns: dict):
     socket_path = os.environ.get(GRADER_SOCKET)
-    if not socket_path:         # the instructor's kernel, not a graded one
+    if not socket_path:  # the instructor's kernel, not a graded one
         return importlib.import_module(SELF_GRADER).hidden_here(grade_id, ns)
     verdict = serve(socket_path, grade_id, ns)
     print(verdict)
@@ -157,7 +158,7 @@ class Session:
                 return {"missing": str(name)}
             except NotPlain as err:
                 return {"error": f"NotPlain: {err}"}
-            except Exception as err:       # anything the student's object does when read
+            except Exception as err:  # anything the student's object does when read
                 return {"error": f"{type(err).__name__}: {str(err)[:300]}"}
         if op == "call":
             return self.call(request)
@@ -189,16 +190,19 @@ class Session:
             result = _run(fn, args, kwargs, request.get("seed"), trace)
             reply = {"outcome": "returned"} if request.get("mode") == "outcome" else {"value": to_plain(result)}
         except AssertionError as err:
-            reply = {"outcome": f"assertion: {str(err)[:200]}"} if request.get("mode") == "outcome" \
+            reply = (
+                {"outcome": f"assertion: {str(err)[:200]}"}
+                if request.get("mode") == "outcome"
                 else {"error": f"AssertionError: {str(err)[:300]}"}
+            )
         except NotPlain as err:
             reply = {"error": f"NotPlain: {err}"}
-        except (Exception, SystemExit) as err:   # a student's error is an answer, not a crash
+        except (Exception, SystemExit) as err:  # a student's error is an answer, not a crash
             text = f"{type(err).__name__}: {str(err)[:300]}"
             reply = {"outcome": f"crashed: {text[:220]}"} if request.get("mode") == "outcome" else {"error": text}
         try:
             changed = _changed_inputs(fn, request, args, kwargs)
-        except Exception:          # a student's object that cannot even be read back changed: say so
+        except Exception:  # a student's object that cannot even be read back changed: say so
             changed = ["an input"]
         if changed:
             reply = {"changed": changed}
@@ -215,12 +219,15 @@ def _changed_inputs(fn, request: dict, args, kwargs) -> list[str]:
     sent_kwargs = (request.get("kwargs") or {}).get("__dict__", {})
     try:
         import inspect
+
         names = [p.name for p in inspect.signature(fn).parameters.values()]
     except (TypeError, ValueError):
         names = []
     changed = []
-    pairs = [(names[n] if n < len(names) else f"argument {n + 1}", sent, now)
-             for n, (sent, now) in enumerate(zip(sent_args if isinstance(sent_args, list) else [], args))]
+    pairs = [
+        (names[n] if n < len(names) else f"argument {n + 1}", sent, now)
+        for n, (sent, now) in enumerate(zip(sent_args if isinstance(sent_args, list) else [], args))
+    ]
     pairs += [(str(k), sent_kwargs[k], kwargs.get(k)) for k in (sent_kwargs if isinstance(sent_kwargs, dict) else {})]
     for name, sent, now in pairs:
         if _has_served(sent):

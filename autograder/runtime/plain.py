@@ -9,6 +9,7 @@ tensors and layers: dlcourse/grading.py). A tensor and a numpy array stay apart 
 (`__tensor__` and `__array__`): the kernel rebuilds tensors as tensors, so a student's function
 gets what it was written for; the grader reads both as numpy arrays.
 """
+
 from __future__ import annotations
 
 import base64
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-MAX_ITEMS = 200_000      # numbers in one answer: far above any honest answer of this step
+MAX_ITEMS = 200_000  # numbers in one answer: far above any honest answer of this step
 MAX_DEPTH = 8
 
 
@@ -25,8 +26,8 @@ class NotPlain(TypeError):
     """An answer holds something that is not plain data."""
 
 
-_ENCODERS: list = []          # fn(obj, budget) -> plain data, or None for an object it does not know
-_DECODERS: dict = {}          # wire tag -> fn(value, rebuild): the kernel's side (from_plain(tensors=True))
+_ENCODERS: list = []  # fn(obj, budget) -> plain data, or None for an object it does not know
+_DECODERS: dict = {}  # wire tag -> fn(value, rebuild): the kernel's side (from_plain(tensors=True))
 
 
 def register_codec(encode=None, decoders: dict | None = None) -> None:
@@ -55,7 +56,7 @@ def to_plain(obj: Any, _depth: int = 0, _budget: list[int] | None = None) -> Any
     if t in (list, tuple):
         items = [to_plain(x, _depth + 1, budget) for x in obj]
         return items if t is list else {"__tuple__": items}
-    if isinstance(obj, (set, frozenset)):      # read by its elements, whatever its == says
+    if isinstance(obj, (set, frozenset)):  # read by its elements, whatever its == says
         base = set if isinstance(obj, set) else frozenset
         items = [to_plain(x, _depth + 1, budget) for x in base.__iter__(obj)]
         return {"__set__": sorted(items, key=repr)}
@@ -71,8 +72,9 @@ def to_plain(obj: Any, _depth: int = 0, _budget: list[int] | None = None) -> Any
         plain = encode(obj, budget)
         if plain is not None:
             return plain
-    raise NotPlain(f"the answer holds a {t.__module__}.{t.__qualname__} object; "
-                   "return numbers, tuples, lists, dicts or tensors")
+    raise NotPlain(
+        f"the answer holds a {t.__module__}.{t.__qualname__} object; return numbers, tuples, lists, dicts or tensors"
+    )
 
 
 def array_plain(a: np.ndarray, budget) -> dict:
@@ -81,9 +83,14 @@ def array_plain(a: np.ndarray, budget) -> dict:
     budget[0] -= a.size
     if budget[0] < 0:
         raise NotPlain(f"the answer holds more than {MAX_ITEMS} values")
-    a = np.array(a, order="C", copy=True)   # keeps 0-d arrays 0-d (ascontiguousarray would not)
-    return {"__array__": {"dtype": a.dtype.str, "shape": list(a.shape),
-                          "b64": base64.b64encode(a.tobytes()).decode("ascii")}}
+    a = np.array(a, order="C", copy=True)  # keeps 0-d arrays 0-d (ascontiguousarray would not)
+    return {
+        "__array__": {
+            "dtype": a.dtype.str,
+            "shape": list(a.shape),
+            "b64": base64.b64encode(a.tobytes()).decode("ascii"),
+        }
+    }
 
 
 def from_plain(data: Any, _depth: int = 0, tensors: bool = False, served: Any = None) -> Any:
@@ -94,11 +101,11 @@ def from_plain(data: Any, _depth: int = 0, tensors: bool = False, served: Any = 
         raise NotPlain("nested too deeply")
     if data is None or type(data) in (bool, int, float, str):
         return data
-    again = lambda x: from_plain(x, _depth + 1, tensors, served)   # noqa: E731
+    again = lambda x: from_plain(x, _depth + 1, tensors, served)  # noqa: E731
     if type(data) is list:
         return [again(x) for x in data]
     if type(data) is dict and len(data) == 1:
-        (key, value), = data.items()
+        ((key, value),) = data.items()
         if key == "__tuple__" and type(value) is list:
             return tuple(again(x) for x in value)
         if key == "__set__" and type(value) is list:

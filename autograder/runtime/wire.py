@@ -7,6 +7,7 @@ kernel crafted (31 MB of nested empty lists would be ten million lists, gigabyte
 is refused before `json.loads` allocates anything. The kernel reads the grader's messages, which
 are the grader's own, under the plain size cap.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,14 +15,14 @@ import re
 import socket
 import struct
 
-MAX_MESSAGE = 32 * 1024 * 1024      # any message, either way
+MAX_MESSAGE = 32 * 1024 * 1024  # any message, either way
 # What the grader decodes of a kernel's message: plain data (runtime/plain.py) holds at most
 # plain.MAX_ITEMS (200,000) values, each at most a few JSON values (a tuple, a dict entry, a NaN),
 # nested at most plain.MAX_DEPTH (8) levels, each at most two JSON levels, under the message's own.
 MAX_VALUES = 1_000_000
 MAX_DEPTH = 32
 
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')       # a JSON string (its escapes included)
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string (its escapes included)
 _NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
 
 
