@@ -82,7 +82,7 @@ c.OverwriteCells.add_missing_cells = True
 
 # Solutions keep their answers and pictures but not the hidden tests (`make solutions` uses the
 # same list; this makes a plain `nbgrader generate_solution` agree with it).
-from autograder.build.build import solution_preprocessors  # noqa: E402
+from autograder.authoring.build import solution_preprocessors  # noqa: E402
 from nbgrader.preprocessors import IncludeHeaderFooter  # noqa: E402
 from autograder.kernel.execute import Execute  # noqa: E402  (nbgrader's Execute, without the slider-cell hang)
 c.GenerateSolution.preprocessors = solution_preprocessors() + [Execute]
@@ -136,11 +136,11 @@ c.FeedbackExporter.template_name = "course_feedback"
 c.FeedbackExporter.extra_template_basedirs = TEMPLATES
 
 # Generating a release: first a hidden test's points and metadata are stamped from its check, which
-# alone declares them (autograder/build/stamp.py), before nbgrader records them; every released notebook
+# alone declares them (autograder/authoring/stamp.py), before nbgrader records them; every released notebook
 # shows the step's due date and late policy right after the header (the term: course.toml,
 # extensions.csv; autograder/term.py).
 from nbgrader.converters import GenerateAssignment  # noqa: E402
-from autograder.build.stamp import StampHiddenTests  # noqa: E402
+from autograder.authoring.stamp import StampHiddenTests  # noqa: E402
 from autograder.term import CourseLatePenalty, ShowDueDate  # noqa: E402
 _assign = GenerateAssignment.class_traits()["preprocessors"].default()
 c.GenerateAssignment.preprocessors = ([StampHiddenTests] + _assign[:_assign.index(IncludeHeaderFooter) + 1]

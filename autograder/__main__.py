@@ -57,7 +57,7 @@ def _shown(path: Path) -> Path:
 
 
 def cmd_release(step, args, extra) -> int:
-    from .build.build import release
+    from .authoring.build import release
 
     paths = release(step)
     print(f"release: {len(paths)} student notebooks in {_shown(step.release)}/")
@@ -65,7 +65,7 @@ def cmd_release(step, args, extra) -> int:
 
 
 def cmd_solutions(step, args, extra) -> int:
-    from .build.build import solutions
+    from .authoring.build import solutions
 
     paths = solutions(step, force=args.force)
     print(
@@ -176,7 +176,7 @@ def cmd_steps(step, args, extra) -> int:
 
 
 def cmd_new_check(step, args, extra) -> int:
-    from .build.scaffold import new_check
+    from .authoring.scaffold import new_check
 
     for path in new_check(step, args.notebook, args.grade_id, args.points, args.answer, args.module):
         print(f"new-check: wrote {_shown(path)}")
@@ -198,7 +198,7 @@ def cmd_pdfs(step, args, extra) -> int:
 
 
 def cmd_handout(step, args, extra) -> int:
-    from .build.handout import build_handout, nbgitpuller_link
+    from .authoring.handout import build_handout, nbgitpuller_link
 
     build_handout(step.name, args.to)
     if args.hub and args.repo:

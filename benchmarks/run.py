@@ -245,7 +245,7 @@ def breakdown_section(b: dict) -> list[str]:
 def student_section(s: dict) -> tuple[list[str], list[tuple[str, bool, str]]]:
     verdicts = []
     lines = ["Each notebook executed top to bottom in a fresh kernel with the course's executor "
-             "(`autograder.build.build.run_notebook`), from its own folder; the release with errors allowed (answers "
+             "(`autograder.authoring.build.run_notebook`), from its own folder; the release with errors allowed (answers "
              "missing), the solutions without. Median (min–max, n) seconds, kernel start included.", "",
              "| notebook | release: s | solution: s | solution < 10 s |", "|---|---|---|---|"]
     for name in sorted(set(s["release"]) | set(s["solutions"])):

@@ -1,6 +1,6 @@
 """The student's side: how long each notebook takes to run top to bottom, and each slider's update.
 
-Notebooks run with the course's executor (autograder.build.build.run_notebook: nbclient with the
+Notebooks run with the course's executor (autograder.authoring.build.run_notebook: nbclient with the
 slider-hang fix), in a fresh kernel each time, from their own folder: the release (answers
 missing, errors allowed: this is what "Run All" costs a student who has not started) and the
 solutions (every answer in; must stay under 10 s).
@@ -55,7 +55,7 @@ print("SLIDERS" + _json.dumps(_report))
 
 
 def _run(path: Path, allow_errors: bool, extra: str | None = None) -> tuple[float, object]:
-    from autograder.build.build import run_notebook
+    from autograder.authoring.build import run_notebook
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":

@@ -102,9 +102,9 @@ def plain_nbgrader(cls: Path, work: Path, notebook: str = NOTEBOOK, notebooks: l
     (course / "source" / BENCH_STEP).mkdir(parents=True)
     shutil.copy(ROOT / "source" / "header.ipynb", course / "source" / "header.ipynb")
     # the instructor notebook as nbgrader gets it through this course's configuration: each hidden
-    # test's points stamped from its check (autograder/build/stamp.py), which plain nbgrader does not do
+    # test's points stamped from its check (autograder/authoring/stamp.py), which plain nbgrader does not do
     import nbformat
-    from autograder.build.stamp import stamp
+    from autograder.authoring.stamp import stamp
     for name in notebooks:
         source = nbformat.read(ROOT / "source" / BENCH_STEP / f"{name}.ipynb", as_version=4)
         stamp(source, bench_step())

@@ -21,7 +21,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder.build.build import run_notebook  # noqa: E402
+from autograder.authoring.build import run_notebook  # noqa: E402
 from profiling import Profiler  # noqa: E402
 from autograder.steps import find_step  # noqa: E402
 

@@ -8,7 +8,7 @@ import urllib.parse
 import pytest
 
 from autograder.errors import UsageError
-from autograder.build.handout import build_handout, nbgitpuller_link, student_requirements
+from autograder.authoring.handout import build_handout, nbgitpuller_link, student_requirements
 
 from conftest import NOTEBOOK_NAMES, ROOT, SOURCE_NOTEBOOKS, STEP, STEP4, cell_text, load, nbgrader_meta
 

@@ -3,7 +3,7 @@ import shutil
 
 import pytest
 
-from autograder.build.build import release
+from autograder.authoring.build import release
 
 from autograder.steps import Step
 from conftest import NOTEBOOK_NAMES, SOURCE_NOTEBOOKS, STEP, STEP4, cell_text, load, nbgrader_meta

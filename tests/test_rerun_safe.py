@@ -20,7 +20,7 @@ import re
 
 import pytest
 
-from autograder.build.build import notebook_kernel
+from autograder.authoring.build import notebook_kernel
 
 from conftest import NOTEBOOK_NAMES, STEP4, errors, nbgrader_meta, read_nb
 

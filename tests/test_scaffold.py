@@ -11,8 +11,8 @@ import nbformat
 import pytest
 
 from autograder.selfgrade import probe_and_judge
-from autograder.build.scaffold import ScaffoldError, new_check
-from autograder.build.stamp import stamp
+from autograder.authoring.scaffold import ScaffoldError, new_check
+from autograder.authoring.stamp import stamp
 from autograder.steps import Step
 from conftest import ROOT
 

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from autograder.build.build import same_cells, solution_notebook
+from autograder.authoring.build import same_cells, solution_notebook
 
 from conftest import NOTEBOOK_NAMES, ROOT, STEP, STEP4, read_nb
 

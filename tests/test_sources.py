@@ -55,7 +55,7 @@ def test_graded_and_answer_ids_are_unique_across_the_step():
 
 def test_every_hidden_test_cell_calls_its_own_registered_check_declared_once():
     """A hidden test's points are in its check only: the source cell names it in one line, and the
-    release carries the check's points, stamped (autograder/build/stamp.py)."""
+    release carries the check's points, stamped (autograder/authoring/stamp.py)."""
     registry = STEP4.checks
     released = {nbgrader_meta(c).get("grade_id"): c for p in STEP4.release.glob("*.ipynb") for c in load(p)["cells"]}
     used = set()
@@ -90,7 +90,7 @@ def test_every_hidden_test_cell_calls_its_own_registered_check_declared_once():
 def test_stamping_refuses_a_hidden_test_declared_twice_differently(change, error):
     import nbformat
 
-    from autograder.build.stamp import HiddenTestError, stamp
+    from autograder.authoring.stamp import HiddenTestError, stamp
     nb = nbformat.read(STEP4.source / "01-on-paper.ipynb", as_version=4)
     cell = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "shapes_hidden")
     stamp(nbformat.from_dict(nb), STEP4)                 # as it is: fine
@@ -132,7 +132,7 @@ def test_nbgrader_config_agrees_with_the_grader():
     assert config.CourseDirectory.solution_directory == "solutions"
     for name in ("submitted", "autograded", "feedback"):
         assert getattr(config.CourseDirectory, f"{name}_directory").endswith(f"autograder/{name}")
-    from autograder.build.build import solution_preprocessors
+    from autograder.authoring.build import solution_preprocessors
     assert [p.__name__ for p in config.GenerateSolution.preprocessors] == \
         [p.__name__ for p in solution_preprocessors()] + ["Execute"]
     assert config.Execute.timeout >= 60

@@ -5,7 +5,7 @@ from queue import Empty
 
 import nbformat
 
-from autograder.build.build import run_notebook
+from autograder.authoring.build import run_notebook
 from autograder.kernel.execute import Execute, ShortPolls, poll_in_short_steps
 
 

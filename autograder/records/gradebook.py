@@ -150,7 +150,7 @@ def fill_gradebook(url: str, step: "Step") -> None:
             "unique_key": name,
             "metadata": {"path": str(step.source)},
             "released_points": released[name],
-        }  # autograder/build/stamp.py: the release's points
+        }  # autograder/authoring/stamp.py: the release's points
         for preprocessor in recording_preprocessors(config):
             try:
                 nb, resources = preprocessor(config=config)(nb, resources)  # as nbconvert calls it: if enabled
