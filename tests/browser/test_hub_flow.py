@@ -117,11 +117,12 @@ def test_a_student_fetches_validates_and_submits_in_the_assignments_tab_is_grade
         submitted = page.locator("#submitted_assignments_list")
         submitted.get_by_role("button", name="Fetch Feedback").first.click()
         feedback = Path(f"/home/{student}") / STEP4.name / "feedback"
-        deadline = time.monotonic() + 120
-        while not list(feedback.glob("*/*.html")) and time.monotonic() < deadline:
+        expected = sorted(f"{n}.html" for n in STEP4.notebooks())
+        deadline = time.monotonic() + 120       # the fetch copies the pages one by one: wait for all of them
+        while sorted(p.name for p in feedback.glob("*/*.html")) != expected and time.monotonic() < deadline:
             time.sleep(0.5)
         pages = sorted(p.name for p in feedback.glob("*/*.html"))
-        assert pages == sorted(f"{n}.html" for n in STEP4.notebooks()), pages
+        assert pages == expected, pages
         shot(page, "06-feedback-fetched")
         first = next(feedback.glob(f"*/{STEP4.notebooks()[0]}.html"))
         page.goto(f"{hub['url']}/user/{student}/files/{first.relative_to(Path('/home') / student)}")
