@@ -5,7 +5,7 @@ from queue import Empty
 
 import nbformat
 
-from autograder.authoring.build import run_notebook
+from autograder.authoring.build import notebook_kernel, run_notebook
 from autograder.kernel.execute import Execute, ShortPolls, poll_in_short_steps
 
 
@@ -53,6 +53,20 @@ def test_every_notebook_runner_uses_short_polls():
     for runners in (config.Autograde.autograde_preprocessors, config.Validator.preprocessors,
                     config.GenerateSolution.preprocessors):
         assert Execute in runners
+
+
+def test_a_kernel_kept_open_cell_by_cell_polls_in_short_steps_too(tmp_path):
+    """notebook_kernel (a kernel kept open, cells run one at a time: tests/test_rerun_safe.py) goes through
+    nbclient's synchronous `setup_kernel`, which starts the client its own way: without the mixin's
+    `start_new_kernel_client`, its channels waited in one long wait, and under load a slider cell took
+    the whole cell timeout (measured: 04's seed slider, 300 s in place of 1)."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('up')")])
+    nb.metadata.kernelspec = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    with notebook_kernel(nb, tmp_path, timeout=120) as client:
+        for channel in (client.kc.shell_channel, client.kc.iopub_channel):
+            assert getattr(channel.get_msg, "polls_in_short_steps", False), channel
+        client.execute_cell(nb.cells[0], 0)
+    assert nb.cells[0].outputs[0]["text"] == "up\n"
 
 
 def test_slider_cells_run(tmp_path):

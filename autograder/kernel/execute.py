@@ -50,6 +50,7 @@ from queue import Empty
 
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionComplete, DeadKernelError
+from nbclient.util import run_sync
 from nbgrader.preprocessors import Execute as NbgraderExecute
 
 from . import provisioner
@@ -104,6 +105,7 @@ def poll_in_short_steps(channel) -> None:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise
 
+    get_msg.polls_in_short_steps = True  # type: ignore[attr-defined]
     channel.get_msg = get_msg
 
 
@@ -115,6 +117,11 @@ class ShortPolls:
         poll_in_short_steps(kc.shell_channel)
         poll_in_short_steps(kc.iopub_channel)
         return kc
+
+    # nbclient's synchronous path (`setup_kernel`, then `execute_cell` one cell at a time) calls its own
+    # `run_sync` of the base class's coroutine, which would skip the one above: its channels waited in
+    # one long wait, and a slider cell on a busy machine took the whole cell timeout.
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
 
 class CourseNotebookClient(ShortPolls, NotebookClient):
