@@ -66,7 +66,8 @@ class Profiler:
         wall, cpu = time.monotonic(), _cpu()
         yield
         self._write({"kind": "test", "module": Path(str(item.fspath)).stem, "test": item.nodeid,
-                     "wall": time.monotonic() - wall, "cpu": _cpu() - cpu, "worker": self.worker})
+                     "wall": time.monotonic() - wall, "cpu": _cpu() - cpu, "worker": self.worker,
+                     "ended": time.time()})
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_fixture_setup(self, fixturedef, request):
