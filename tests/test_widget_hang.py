@@ -47,6 +47,10 @@ def test_short_polls_still_time_out():
 def test_every_notebook_runner_uses_short_polls():
     from autograder.kernel.execute import CourseNotebookClient
     assert issubclass(CourseNotebookClient, ShortPolls) and issubclass(Execute, ShortPolls)
+    # nbconvert's ExecutePreprocessor (nbgrader's Execute: autograde, validate) runs the synchronous
+    # `setup_kernel`, which starts its client through `start_new_kernel_client`: the mixin's, not nbclient's
+    for runner in (CourseNotebookClient, Execute):
+        assert runner.start_new_kernel_client is ShortPolls.start_new_kernel_client, runner
     from traitlets.config.loader import PyFileConfigLoader
     from conftest import ROOT
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
