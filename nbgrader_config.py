@@ -95,6 +95,10 @@ c.Autograde.autograde_preprocessors = [Execute if p.__name__ == "Execute" else p
                                        for p in Autograde.class_traits()["autograde_preprocessors"].default()]
 c.Validator.preprocessors = [Execute if p.__name__ == "Execute" else p
                              for p in Validator.class_traits()["preprocessors"].default()]
+# nbgrader's Validator does not tag its `preprocessors` as configurable, so the line above alone is
+# ignored and `nbgrader validate` (the Assignments tab's Validate) ran the plain Execute: a slider cell
+# on a busy machine waited out the whole cell timeout. Its default list is set to the same list.
+Validator.class_traits()["preprocessors"].default_value = list(c.Validator.preprocessors)
 
 # Feedback shows each grade cell's verdict, never the hidden test code behind it.
 c.GenerateFeedback.preprocessors = [

@@ -59,6 +59,17 @@ def test_every_notebook_runner_uses_short_polls():
         assert Execute in runners
 
 
+def test_nbgrader_validate_runs_the_short_polling_execute():
+    """What the app uses, not what the configuration says: nbgrader's Validator ignores configuration of
+    its preprocessors (the trait is not configurable), so the course's configuration sets its default."""
+    from nbgrader.validator import Validator
+    from traitlets.config.loader import PyFileConfigLoader
+    from conftest import ROOT
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()   # as `nbgrader validate` loads it
+    used = Validator(config=config).preprocessors
+    assert Execute in used and not [p for p in used if p.__name__ == "Execute" and p is not Execute], used
+
+
 def test_a_kernel_kept_open_cell_by_cell_polls_in_short_steps_too(tmp_path):
     """notebook_kernel (a kernel kept open, cells run one at a time: tests/test_rerun_safe.py) goes through
     nbclient's synchronous `setup_kernel`, which starts the client its own way: without the mixin's
