@@ -2,18 +2,21 @@
 test-profile` then puts the table into tests/README.md.
 
 Each test worker appends one line per test (its module, wall time of setup + call + teardown, and the CPU
-time of the worker and of the processes it waited for: the commands it ran, such as plain nbgrader or a
-scoring script; not the grader's workers and their kernels, which live under a fork server) and one
-line per fixture set up (wall and CPU, including the fixtures it asked for) to
+time of the worker's whole process tree: the worker, the processes it waited for, and every descendant
+still running or reaped by a descendant, such as the grader's fork server, its workers and their
+kernels, a JupyterLab server, Chromium) and one line per fixture set up (wall and CPU, including the
+fixtures it asked for; the tree is read for fixtures wider than a function's) to
 `$TEST_PROFILE/<worker>.jsonl`; at the end of the run the controller sums them into a table sorted by
 wall time, per module and per fixture, printed and written to `$TEST_PROFILE/profile.md`.
 `python tests/profiling.py FOLDER --readme` puts that table into tests/README.md.
 
 Under `--dist loadscope` a module runs on one worker, so a module's wall time is the time it held that
-worker. CPU time of processes the worker did not wait for (the grader's fork server, a JupyterLab server
-still running) is not counted: where CPU is far below wall, the tests were grading or waiting (on a
-kernel, a time limit, another worker's shared batch, a loaded machine).
+worker. The tree's CPU time is read from /proc (each descendant's own and its reaped children's time);
+what a daemon that left the tree used (PostgreSQL's server, Slurm's daemons) is not counted, nor a batch
+another worker graded for this one (`run_once`): where CPU is far below wall, the tests were waiting
+(on such a batch, a time limit, a loaded machine).
 """
+
 from __future__ import annotations
 
 import datetime
@@ -31,14 +34,47 @@ README = Path(__file__).resolve().parent / "README.md"
 BEGIN, END = "<!-- profile: begin -->", "<!-- profile: end -->"
 
 
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
 def _cpu() -> float:
+    """CPU seconds of this process and of the children it reaped."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def _tree_cpu() -> float:
+    """CPU seconds of this process's whole tree: its own and its reaped children's (_cpu), and for every
+    descendant still running, its own and the children it reaped (/proc/<pid>/stat: utime, stime,
+    cutime, cstime). A process that ends between two readings moves from the second term into its
+    parent's, so the difference of two readings is what the tree used between them."""
+    parents: dict[int, int] = {}
+    times: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:  # ended while read
+            continue
+        pid = int(entry.name)
+        parents[pid] = int(fields[1])
+        times[pid] = sum(int(x) for x in fields[11:15])
+    children: dict[int, list[int]] = defaultdict(list)
+    for pid, parent in parents.items():
+        children[parent].append(pid)
+    ticks, todo = 0, list(children[os.getpid()])
+    while todo:
+        pid = todo.pop()
+        ticks += times[pid]
+        todo += children[pid]
+    return _cpu() + ticks / TICKS
+
+
 class Profiler:
-    OWNER = "TEST_PROFILE_OWNER"      # the pid of the run that records; its xdist workers are its children
+    OWNER = "TEST_PROFILE_OWNER"  # the pid of the run that records; its xdist workers are its children
 
     @classmethod
     def records_here(cls) -> bool:
@@ -63,25 +99,47 @@ class Profiler:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        wall, cpu = time.monotonic(), _cpu()
+        wall, cpu = time.monotonic(), _tree_cpu()
         yield
-        self._write({"kind": "test", "module": Path(str(item.fspath)).stem, "test": item.nodeid,
-                     "wall": time.monotonic() - wall, "cpu": _cpu() - cpu, "worker": self.worker,
-                     "ended": time.time()})
+        self._write(
+            {
+                "kind": "test",
+                "module": Path(str(item.fspath)).stem,
+                "test": item.nodeid,
+                "wall": time.monotonic() - wall,
+                "cpu": _tree_cpu() - cpu,
+                "worker": self.worker,
+                "ended": time.time(),
+            }
+        )
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_fixture_setup(self, fixturedef, request):
-        wall, cpu = time.monotonic(), _cpu()
+        reading = _cpu if fixturedef.scope == "function" else _tree_cpu
+        wall, cpu = time.monotonic(), reading()
         yield
-        self._write({"kind": "fixture", "fixture": fixturedef.argname, "scope": fixturedef.scope,
-                     "module": Path(str(request.node.fspath)).stem if hasattr(request.node, "fspath") else "",
-                     "wall": time.monotonic() - wall, "cpu": _cpu() - cpu, "worker": self.worker})
+        self._write(
+            {
+                "kind": "fixture",
+                "fixture": fixturedef.argname,
+                "scope": fixturedef.scope,
+                "module": Path(str(request.node.fspath)).stem if hasattr(request.node, "fspath") else "",
+                "wall": time.monotonic() - wall,
+                "cpu": reading() - cpu,
+                "worker": self.worker,
+            }
+        )
 
     def pytest_sessionfinish(self, session):
         if self.worker != "main":
             return
-        self._write({"kind": "session", "wall": time.monotonic() - self.started,
-                     "workers": getattr(session.config.option, "numprocesses", None) or 1})
+        self._write(
+            {
+                "kind": "session",
+                "wall": time.monotonic() - self.started,
+                "workers": getattr(session.config.option, "numprocesses", None) or 1,
+            }
+        )
         table = summarise(self.folder)
         (self.folder / "profile.md").write_text(table)
 
@@ -119,17 +177,28 @@ def summarise(folder: Path, top_fixtures: int = 25) -> str:
             f["cpu"] += r["cpu"]
             f["modules"].add(r["module"])
     busy = sum(m["wall"] for m in modules.values())
-    lines = [f"Measured {datetime.date.today().isoformat()} on {os.cpu_count()} cores"
-             + (f", {session['workers']} test workers: the run took {session['wall'] / 60:.1f} min of wall time"
-                f", the workers were busy {busy / 60:.1f} min in all." if session else "."),
-             "",
-             "| module | tests | wall s | CPU s | share of the workers' time |",
-             "|---|---:|---:|---:|---:|"]
+    lines = [
+        f"Measured {datetime.date.today().isoformat()} on {os.cpu_count()} cores"
+        + (
+            f", {session['workers']} test workers: the run took {session['wall'] / 60:.1f} min of wall time"
+            f", the workers were busy {busy / 60:.1f} min in all."
+            if session
+            else "."
+        ),
+        "",
+        "| module | tests | wall s | CPU s | share of the workers' time |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for name, m in sorted(modules.items(), key=lambda kv: -kv[1]["wall"]):
         lines.append(f"| {name} | {m['tests']} | {m['wall']:.0f} | {m['cpu']:.0f} | {100 * m['wall'] / busy:.1f} % |")
-    lines += ["", "Fixtures (set-up time, including the fixtures each one asks for; the slowest "
-              f"{top_fixtures}, set-ups under 0.05 s left out):", "",
-              "| fixture | scope | set-ups | wall s | CPU s | modules |", "|---|---|---:|---:|---:|---|"]
+    lines += [
+        "",
+        "Fixtures (set-up time, including the fixtures each one asks for; the slowest "
+        f"{top_fixtures}, set-ups under 0.05 s left out):",
+        "",
+        "| fixture | scope | set-ups | wall s | CPU s | modules |",
+        "|---|---|---:|---:|---:|---|",
+    ]
     ranked = sorted(fixtures.items(), key=lambda kv: -kv[1]["wall"])[:top_fixtures]
     for (name, scope), f in ranked:
         mods = sorted(f["modules"])
