@@ -97,6 +97,16 @@ def _hog(seconds: float) -> None:
         pass
 
 
+def test_the_outcome_names_the_cell_that_used_most_cpu(tmp_path):
+    """The heaviest cell of a notebook and its CPU time are in the outcome (a result's `heaviest_cell`):
+    what a cell limit must stay above, which a notebook's total overstates."""
+    nb, outcome = run([BUSY.format(s=0.3), BUSY.format(s=1.2), BUSY.format(s=0.3)], tmp_path, cell_timeout=10)
+    assert outcome.stopped == [] and [printed(c) for c in nb.cells] == ["done\n"] * 3
+    heaviest = outcome.heaviest_cell
+    assert heaviest["cell"] == str(nb.cells[1].get("id") or 1) and 1.2 <= heaviest["cpu_seconds"] < 2.0, heaviest
+    assert heaviest["cpu_seconds"] < outcome.cpu_seconds - 0.5, (heaviest, outcome.cpu_seconds)
+
+
 def test_a_busy_machine_does_not_stop_an_honest_cell(tmp_path):
     """An honest cell of 1.5 s of CPU time under a 3 s limit, while four processes keep every core
     busy (bounded: they end by themselves, and are ended here): the cell takes longer on the clock

@@ -161,13 +161,15 @@ def run_job(job: Job) -> NotebookResult:
         kernel_peaks=outcome.peaks,
         worker_peak_bytes=_peak_memory(),
         # the student's time budget: what this notebook was left of it, what it counted, whether it ran
-        # out here (autograder/kernel/budget.py); and the cell that waited longest (Limits.cell_wait_timeout)
+        # out here (autograder/kernel/budget.py); the cell that waited longest (Limits.cell_wait_timeout) and
+        # the one that used most CPU (Limits.cell_timeout)
         budget=Budget(
             allowance=None if job.allowance is None else round(job.allowance, 2),
             used=outcome.counted_seconds,
             ran_out=outcome.budget_ran_out,
         ),
         longest_wait=outcome.longest_wait,
+        heaviest_cell=outcome.heaviest_cell,
         largest_message_bytes=outcome.largest_message,
     )
 

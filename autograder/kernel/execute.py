@@ -149,6 +149,7 @@ class Outcome:
     counted_seconds: float = 0.0
     budget_ran_out: bool = False
     longest_wait: dict = field(default_factory=dict)  # the cell that waited longest: {"cell", "seconds"}
+    heaviest_cell: dict = field(default_factory=dict)  # the cell that used most CPU: {"cell", "cpu_seconds"}
     largest_message: int = 0  # bytes of the largest message a kernel of the notebook sent (relay.py)
 
 
@@ -847,6 +848,8 @@ class _Run:
         watched = await self._watch(task)
         if watched.waited > self.outcome.longest_wait.get("seconds", 0.0):
             self.outcome.longest_wait = {"cell": _label(cell, i).strip("'"), "seconds": round(watched.waited, 2)}
+        if watched.cpu > self.outcome.heaviest_cell.get("cpu_seconds", 0.0):
+            self.outcome.heaviest_cell = {"cell": _label(cell, i).strip("'"), "cpu_seconds": round(watched.cpu, 2)}
         if watched.cut:
             _error(
                 cell,

@@ -94,6 +94,7 @@ class NotebookResult:
     worker_peak_bytes: int | None = None
     budget: Budget | None = None
     longest_wait: dict[str, Any] | None = None  # the cell that waited longest: {"cell", "seconds"}
+    heaviest_cell: dict[str, Any] | None = None  # the cell that used most CPU: {"cell", "cpu_seconds"}
     largest_message_bytes: int | None = None
     notebook_json: str | None = None  # the graded notebook (from a worker, until it is recorded)
 
@@ -147,6 +148,7 @@ OPTIONAL = (
     "worker_peak_bytes",
     "budget",
     "longest_wait",
+    "heaviest_cell",
     "largest_message_bytes",
 )
 
