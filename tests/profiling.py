@@ -13,8 +13,10 @@ wall time, per module and per fixture, printed and written to `$TEST_PROFILE/pro
 Under `--dist loadscope` a module runs on one worker, so a module's wall time is the time it held that
 worker. The tree's CPU time is read from /proc (each descendant's own and its reaped children's time);
 what a daemon that left the tree used (PostgreSQL's server, Slurm's daemons) is not counted, nor a batch
-another worker graded for this one (`run_once`): where CPU is far below wall, the tests were waiting
-(on such a batch, a time limit, a loaded machine).
+another worker graded for this one (`run_once`), nor a warm kernel once it has ended (its template lets
+the system reap it: its time is in its result's `cpu_seconds`, read from its control group): where CPU
+is far below wall, the tests were waiting (on such a batch, a time limit, a loaded machine) or their
+kernels were warm.
 """
 
 from __future__ import annotations
