@@ -35,7 +35,13 @@ from ..errors import GraderError
 
 HUB_DIR = Path(os.environ.get("COURSE_HUB_DIR") or ROOT / ".hub")  # the tests: a folder of their own
 PROXY = ENGINE_ROOT / ".hub" / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
-DEFAULTS = {"ip": "127.0.0.1", "port": 8000, "instructors": ["instructor"], "exchange": "/srv/nbgrader/exchange"}
+DEFAULTS = {
+    "ip": "127.0.0.1",
+    "port": 8000,
+    "instructors": ["instructor"],
+    "exchange": "/srv/nbgrader/exchange",
+    "image": "registry.example.org/dl-course:latest",  # on Kubernetes only (hub_values.py)
+}
 ACCOUNT = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")  # what useradd takes on Debian without --badname
 
 
