@@ -34,7 +34,7 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS)) \
               $(if $(PLAIN_MAX),--plain-max $(PLAIN_MAX)) $(if $(SERIAL_MAX),--serial-max $(SERIAL_MAX))
 
-.PHONY: hub hub-deps lint steps mutants rewrites new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster written-scores export pdfs handout similarity insights lab test test-profile test-browser test-quick clean-grades
+.PHONY: hub hub-deps hub-values lint steps mutants rewrites new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster written-scores export pdfs handout similarity insights lab test test-profile test-browser test-quick clean-grades
 
 setup: install data release solutions example
 	@echo "setup: done. Student notebooks in release/<step>/, solutions in solutions/; the example class is graded apart, in autograder/example/ (its grades: autograder/example/grades/<step>.csv); the course's own gradebook holds no student yet"
@@ -84,6 +84,12 @@ hub-deps:
 hub:
 	@test -x $(HUB_PY) || { echo "hub: no $(HUB_VENV)/: make hub-deps first"; exit 1; }
 	$(HUB_PY) -m autograder hub $(STEP_FLAG) $(if $(NO_START),--no-start) $(if $(NO_PASSWORDS),--no-passwords)
+
+# The course on Kubernetes (README: "On Kubernetes"): Helm values for Zero to JupyterHub from the same
+# course.toml [hub] and roster.csv, validated against the chart's schema, and the exchange's volume,
+# into $(HUB_DIR)/k8s/. Needs neither root nor a cluster. autograder/classroom/hub_values.py.
+hub-values: $(PY)
+	$(PY) -m autograder hub --k8s-values $(HUB_DIR)/k8s
 
 # A one-node Slurm cluster for trying the cluster recipe by hand (the tests start their own): munge
 # with a fresh key, slurmctld and slurmd, all in CLUSTER_DIR; no system service is touched. Needs

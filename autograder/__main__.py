@@ -27,6 +27,7 @@ only step in source/, or the newest).
   python -m autograder lab [--formgrader]      the course's JupyterLab (students: notebooks/; instructors: formgrader)
   python -m autograder hub [--no-start]        root: the course on a JupyterHub (autograder/classroom/hub.py): configuration
       [--no-passwords]                         from course.toml [hub] and roster.csv, local accounts, the exchange
+      [--k8s-values DIR]                       instead: Helm values for Zero to JupyterHub, validated (hub_values.py)
   python -m autograder steps                   the steps in source/
   python -m autograder new-check NOTEBOOK ID   a new hidden test: its check (probe, judge) and its cell, stubbed
       [--points P] [--answer NAME] [--module M]
@@ -260,6 +261,13 @@ def cmd_hub(step, args, extra) -> int:
     import os
     from .classroom.hub import setup
 
+    if args.k8s_values:
+        from .classroom.hub_values import CHART_VERSION, write
+
+        for path in write(args.k8s_values):
+            print(f"hub: {_shown(path)}")
+        print(f"hub: values valid for Zero to JupyterHub {CHART_VERSION} (README: On Kubernetes)")
+        return 0
     cmd = setup(step.name, passwords=not args.no_passwords)
     if args.no_start:
         print("hub: start it with  " + " ".join(cmd))
@@ -373,6 +381,14 @@ def parser() -> argparse.ArgumentParser:
         "--no-passwords",
         action="store_true",
         help="leave the local accounts' passwords alone (no development passwords)",
+    )
+    made["hub"].add_argument(
+        "--k8s-values",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write Helm values for Zero to JupyterHub and the exchange's volume into DIR, validated "
+        "against the chart's schema; starts nothing, needs no root",
     )
     made["handout"].add_argument("--to", type=Path, default=None, help="where to build it (default: handout/)")
     made["handout"].add_argument("--hub", default=None, help="a JupyterHub's address: print the nbgitpuller link")

@@ -35,7 +35,13 @@ from ..errors import GraderError
 
 HUB_DIR = Path(os.environ.get("COURSE_HUB_DIR") or ROOT / ".hub")  # the tests: a folder of their own
 PROXY = ENGINE_ROOT / ".hub" / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
-DEFAULTS = {"ip": "127.0.0.1", "port": 8000, "instructors": ["instructor"], "exchange": "/srv/nbgrader/exchange"}
+DEFAULTS = {
+    "ip": "127.0.0.1",
+    "port": 8000,
+    "instructors": ["instructor"],
+    "exchange": "/srv/nbgrader/exchange",
+    "image": "registry.example.org/dl-course:latest",  # on Kubernetes only (hub_values.py)
+}
 ACCOUNT = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")  # what useradd takes on Debian without --badname
 
 
@@ -115,28 +121,32 @@ def prepare_exchange(root: Path) -> Path:
     return root
 
 
-def user_config(folder: Path, conf: dict, students: bool) -> Path:
-    """The Jupyter configuration a user's server reads (through JUPYTER_CONFIG_PATH): nbgrader's
-    exchange and the JupyterHub auth plugin; for students the instructors' extensions are off."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "nbgrader_config.py").write_text(
-        "# Written by `make hub` from course.toml [hub] (autograder/classroom/hub.py): do not edit, edit course.toml.\n"
+def user_config_files(conf: dict, students: bool) -> dict[str, str]:
+    """The Jupyter configuration a user's server reads (through JUPYTER_CONFIG_PATH), file name -> text:
+    nbgrader's exchange and the JupyterHub auth plugin; for students the instructors' extensions are
+    off. The same on one machine (written into .hub/) and on Kubernetes (mounted from the chart's
+    values, autograder/classroom/hub_values.py)."""
+    nbgrader_config = (
+        "# Written from course.toml [hub] (autograder/classroom/hub.py): do not edit, edit course.toml.\n"
         "c = get_config()  # noqa: F821\n"
         f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
         f"c.Exchange.root = {str(Path(conf['exchange']))!r}\n"
-        "c.Authenticator.plugin_class = 'nbgrader.auth.JupyterHubAuthPlugin'\n",
-        encoding="utf-8",
+        "c.Authenticator.plugin_class = 'nbgrader.auth.JupyterHubAuthPlugin'\n"
     )
     off = {"nbgrader.server_extensions.formgrader": False} if students else {}
-    (folder / "jupyter_server_config.json").write_text(
-        json.dumps({"ServerApp": {"jpserver_extensions": off}}, indent=1), encoding="utf-8"
-    )
-    labconfig = folder / "labconfig"
-    labconfig.mkdir(exist_ok=True)
     disabled = {"@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True} if students else {}
-    (labconfig / "page_config.json").write_text(
-        json.dumps({"disabledExtensions": disabled}, indent=1), encoding="utf-8"
-    )
+    return {
+        "nbgrader_config.py": nbgrader_config,
+        "jupyter_server_config.json": json.dumps({"ServerApp": {"jpserver_extensions": off}}, indent=1),
+        "labconfig/page_config.json": json.dumps({"disabledExtensions": disabled}, indent=1),
+    }
+
+
+def user_config(folder: Path, conf: dict, students: bool) -> Path:
+    """user_config_files written into a folder."""
+    for name, text in user_config_files(conf, students).items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
     return folder
 
 

@@ -1,0 +1,192 @@
+"""The course on Kubernetes (`make hub-values`, autograder/classroom/hub_values.py) gets Helm values for Zero
+to JupyterHub made from course.toml's [hub] and the roster as `make hub`'s configuration is, valid against
+the chart's own schema (vendored, its sha256 checked) merged over the chart's defaults as Helm merges
+them, strictly; a misspelt key is rejected with where it is. No cluster runs here; the exchange's volume
+is checked against the Kubernetes API's schemas, strictly."""
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import tomllib
+
+import pytest
+import yaml
+
+from autograder.classroom import hub, hub_values
+from autograder.classroom.hub_values import CHART_VERSION, VENDORED
+from autograder.course import COURSE_ID
+from autograder.errors import GraderError
+
+from conftest import ROOT
+from test_cluster_recipe import kubernetes_versions
+
+STUDENTS = ["alice", "bob", "carol"]
+
+
+@pytest.fixture
+def course(tmp_path, monkeypatch):
+    """The course's own course.toml [hub] and a roster of three students."""
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student,name\n" + "".join(f"{s},Student {s}\n" for s in STUDENTS), encoding="utf-8")
+    monkeypatch.setenv("COURSE_ROSTER", str(roster))
+    return hub.settings()
+
+
+def test_the_vendored_chart_files_are_the_recorded_release():
+    record = tomllib.loads((VENDORED / "SOURCE.toml").read_text(encoding="utf-8"))
+    assert record["chart"] == "jupyterhub" and record["version"] == CHART_VERSION
+    assert set(record["files"]) == {"values.schema.yaml", "values.yaml", "LICENSE"}
+    for name, entry in record["files"].items():
+        assert hashlib.sha256((VENDORED / name).read_bytes()).hexdigest() == entry["sha256"], name
+        assert f"/zero-to-jupyterhub-k8s/{CHART_VERSION}/" in entry["url"], entry["url"]
+    schema = hub_values.vendored("values.schema.yaml")
+    assert schema["$schema"] == "http://json-schema.org/draft-07/schema#" and schema["additionalProperties"] is False
+
+
+def test_a_changed_vendored_file_is_refused(tmp_path, monkeypatch):
+    for name in ("values.schema.yaml", "values.yaml", "SOURCE.toml"):
+        (tmp_path / name).write_bytes((VENDORED / name).read_bytes())
+    (tmp_path / "values.yaml").write_text((VENDORED / "values.yaml").read_text() + "\n# edited\n")
+    monkeypatch.setattr(hub_values, "VENDORED", tmp_path)
+    monkeypatch.setattr(hub_values, "SOURCE", tmp_path / "SOURCE.toml")
+    hub_values.vendored("values.schema.yaml")
+    with pytest.raises(GraderError, match="values.yaml: not the file SOURCE.toml records"):
+        hub_values.vendored("values.yaml")
+
+
+def test_the_chart_defaults_are_valid_and_the_course_values_are_valid(course):
+    hub_values.validate({})             # the chart's own defaults, as a check that the check reads them
+    hub_values.validate(hub_values.values(course))
+
+
+def test_the_values_serve_the_course_as_make_hub_does(course):
+    vals = hub_values.values(course)
+    config = vals["hub"]["config"]
+    instructors = course["instructors"]
+    assert config["Authenticator"]["allowed_users"] == sorted(STUDENTS + instructors)
+    assert config["Authenticator"]["admin_users"] == instructors
+    local = hub.hub_config(ROOT / ".hub", course, STUDENTS, instructors)
+    assert f"'nbgrader-{COURSE_ID}': {{'users': {STUDENTS!r}}}" in local        # the same groups as `make hub`
+    assert config["JupyterHub"]["load_groups"] == {f"nbgrader-{COURSE_ID}": {"users": STUDENTS},
+                                                   f"formgrade-{COURSE_ID}": {"users": instructors}}
+    assert vals["hub"]["loadRoles"] == {"server": {"scopes": ["inherit"]}}
+    assert "'name': 'server', 'scopes': ['inherit']" in local
+    single = vals["singleuser"]
+    assert single["defaultUrl"] == "/lab" and single["cmd"][0].endswith("/jupyterhub-singleuser")
+    name, tag = course["image"].rsplit(":", 1)
+    assert single["image"] == {"name": name, "tag": tag}
+    # the exchange: course.toml's folder, on the ReadWriteMany claim, in every user's server
+    (mount,) = single["storage"]["extraVolumeMounts"]
+    (volume,) = single["storage"]["extraVolumes"]
+    assert mount == {"name": volume["name"], "mountPath": course["exchange"]}
+    assert volume["persistentVolumeClaim"]["claimName"] == hub_values.exchange_claim()["metadata"]["name"]
+    assert single["extraEnv"]["COURSE_EXCHANGE"] == course["exchange"]
+    # each role's Jupyter configuration is the one `make hub` writes, file for file
+    mounted = {f["mountPath"]: f["stringData"] for f in single["extraFiles"].values()}
+    for role in ("students", "instructors"):
+        for name, text in hub.user_config_files(course, students=role == "students").items():
+            assert mounted.pop(f"{hub_values.CONFIG_MOUNT}/{role}/{name}") == text
+    assert mounted == {}
+    assert all(re.fullmatch(r"[-._a-zA-Z0-9]+", key) for key in single["extraFiles"]), "keys of a Secret"
+
+
+def test_each_users_server_reads_its_roles_configuration(course):
+    """hub.extraConfig, run as the chart's hub runs it (after singleuser.extraEnv is set)."""
+    from traitlets.config import Config
+
+    vals = hub_values.values(course)
+    c = Config()
+    c.KubeSpawner.environment = dict(vals["singleuser"]["extraEnv"])
+    exec(compile(vals["hub"]["extraConfig"]["course-roles"], "course-roles", "exec"), {"c": c})
+    pick = c.KubeSpawner.environment["JUPYTER_CONFIG_PATH"]
+    user = lambda name: type("Spawner", (), {"user": type("User", (), {"name": name})})()  # noqa: E731
+    assert pick(user(course["instructors"][0])) == f"{hub_values.CONFIG_MOUNT}/instructors"
+    assert pick(user("alice")) == f"{hub_values.CONFIG_MOUNT}/students"
+    assert c.KubeSpawner.environment["COURSE_EXCHANGE"] == course["exchange"]
+
+
+def test_the_written_file_is_the_values_and_its_commented_authenticators_are_valid(course, tmp_path):
+    values_file, claim_file = hub_values.write(tmp_path)
+    text = values_file.read_text(encoding="utf-8")
+    vals = yaml.safe_load(text)
+    assert vals == hub_values.values(course)
+    assert f"--version {CHART_VERSION}" in text and "ngshare" in text
+    assert "&" not in re.sub(r"#.*", "", text), "no YAML anchors: a person edits this file"
+    assert "password" not in json.dumps(vals).lower(), "no secret in the file"
+    # uncommenting OAuth's or LTI 1.3's lines (and naming it in authenticator_class) gives valid values
+    for label, (cls, block) in zip(("OAuth", "LTI 1.3"), hub_values.AUTHENTICATORS.items()):
+        section = text.split(f"    # {label}:\n", 1)[1]
+        lines = []
+        for line in section.splitlines():
+            if not line.startswith("    # ") or line.startswith("    # LTI 1.3:"):
+                break
+            lines.append("    " + line[len("    # "):])
+        switched = yaml.safe_load(text.replace("authenticator_class: dummy", f"authenticator_class: {cls}")
+                                  + "\n".join(lines) + "\n")
+        assert {k: v for k, v in switched["hub"]["config"].items() if k in block} == block, label
+        assert switched["hub"]["config"]["JupyterHub"]["authenticator_class"] == cls
+        hub_values.validate(switched)
+    claim = yaml.safe_load(claim_file.read_text(encoding="utf-8"))
+    assert claim == hub_values.exchange_claim()
+
+
+def test_a_misspelt_or_mistyped_value_is_rejected_with_where_it_is(course):
+    vals = hub_values.values(course)
+    misspelt = json.loads(json.dumps(vals))
+    misspelt["singleuser"]["defaultURL"] = misspelt["singleuser"].pop("defaultUrl")
+    with pytest.raises(GraderError) as err:
+        hub_values.validate(misspelt)
+    message = str(err.value)
+    assert f"not valid values for Zero to JupyterHub {CHART_VERSION}" in message
+    assert "at singleuser:" in message and "'defaultURL' was unexpected" in message, message
+    nested = json.loads(json.dumps(vals))
+    nested["singleuser"]["storage"]["extraVolumeMount"] = nested["singleuser"]["storage"].pop("extraVolumeMounts")
+    with pytest.raises(GraderError, match=r"at singleuser\.storage: .*'extraVolumeMount' was unexpected"):
+        hub_values.validate(nested)
+    mistyped = json.loads(json.dumps(vals))
+    mistyped["singleuser"]["uid"] = "1000"
+    with pytest.raises(GraderError, match=r"at singleuser\.uid: '1000' is not of type"):
+        hub_values.validate(mistyped)
+    lowercase = json.loads(json.dumps(vals))
+    lowercase["hub"]["config"]["authenticator"] = {"admin_users": ["x"]}   # a section must be a class name
+    with pytest.raises(GraderError, match=r"at hub\.config: .*'authenticator'"):
+        hub_values.validate(lowercase)
+
+
+def test_the_exchange_volume_is_valid_against_the_kubernetes_api_schema():
+    import kubernetes_validate
+    claim = hub_values.exchange_claim()
+    misspelt = json.loads(json.dumps(claim))
+    misspelt["spec"]["accessMode"] = misspelt["spec"].pop("accessModes")
+    for version in kubernetes_versions():
+        kubernetes_validate.validate(claim, version, strict=True)
+        with pytest.raises(kubernetes_validate.ValidationError):
+            kubernetes_validate.validate(misspelt, version, strict=True)
+
+
+def test_what_the_values_cannot_be_made_from_is_said(course, monkeypatch, tmp_path):
+    with pytest.raises(GraderError, match="an image with its tag"):
+        hub_values.values({**course, "image": "registry.example.org/dl-course"})
+    monkeypatch.setenv("COURSE_ROSTER", str(tmp_path / "none.csv"))
+    with pytest.raises(GraderError, match="no students"):
+        hub_values.values(course)
+
+
+def test_the_command_writes_them_without_root_or_a_hub(course, tmp_path):
+    import os
+    done = subprocess.run([sys.executable, "-m", "autograder", "hub", "--k8s-values", str(tmp_path / "k8s")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, env=os.environ.copy())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"values valid for Zero to JupyterHub {CHART_VERSION}" in done.stdout
+    assert sorted(p.name for p in (tmp_path / "k8s").iterdir()) == ["exchange-pvc.yaml", "values.yaml"]
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "-m autograder hub --k8s-values $(HUB_DIR)/k8s" in makefile
+
+
+def test_the_readme_says_how_to_install_it_and_what_is_not_tested():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### On Kubernetes", 1)[1].split("\n## ", 1)[0]
+    for needed in ("make hub-values", f"--version {CHART_VERSION}", "ReadWriteMany", "ngshare",
+                   "autograder/classroom/z2jh/", "tests/test_hub_values.py", "Not exercised"):
+        assert needed in section, needed
