@@ -240,7 +240,7 @@ def test_a_review_cell_keeps_the_decoded_source_and_the_values_for_the_ta_and_no
     results = judging.judge_notebook(nb, server)
     view = nb.cells[2].metadata[GRADER_VIEW]
     assert view["decoded"] == [{"where": "In [4], line 2: exec(...)", "text": ANSWER, "why": "", "level": 0}]
-    assert [v["case"] for v in view["values"]] == ["one token", "a longer sequence", "twins 1"]
+    assert [v["case"] for v in view["values"]] == ["one token", "a longer sequence", "twins 1"]      # one twin, two cases: not labelled
     assert view["values"][0]["value"].startswith("shape (1, 2, 2), float64: [[[0. 1.]")
     assert view["values"][1]["value"] == "no value: raised ValueError: a wrong shape"
     assert all(GRADER_VIEW not in c.metadata for n, c in enumerate(nb.cells) if n != 2)   # the forged one is gone

@@ -151,7 +151,10 @@ def case_values(check, data) -> list[dict]:
         if not entries or not all(isinstance(e, dict) and ("value" in e or "error" in e) for e in entries):
             continue
         for n, entry in enumerate(entries):
-            name = labels[n] if key == "cases" and len(labels) == len(entries) else f"{key} {n + 1}"
+            if key in ("cases", "twins") and len(labels) == len(entries):  # a twin: the case's sizes, new inputs
+                name = labels[n] + (", this submission's own inputs" if key == "twins" else "")
+            else:
+                name = f"{key} {n + 1}"
             value, why = unpack(entry)
             shown.append({"case": name, "value": f"no value: {why}" if why else _shown_value(value)})
             if len(shown) >= VALUES_SHOWN:
