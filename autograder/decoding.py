@@ -47,6 +47,7 @@ MAX_DEPTH = 60  # nested expressions in one fold
 MAX_LEVELS = 4  # an exec whose text execs an encoded string: decoded this deep
 MAX_SITES = 8  # calls shown for one cell (nested ones included)
 MAX_SECONDS = 2.0  # for one cell's decoding, all levels
+MAX_SHOWN = 20_000  # characters of one decoded text kept to show (the rest is counted, not kept)
 MAX_INT = 1 << 32  # integers folded stay below this in size
 
 # The key of a cell's metadata that holds, for the TA alone, what the grader read of a cell sent to review
@@ -78,10 +79,17 @@ def _text_of(data: Any) -> bytes:
     raise Refused("a decoder given something other than text")
 
 
+def _bytes_only(data: Any) -> bytes:
+    """A decoder that Python gives bytes only (a decompression, decodebytes, the base64 codec)."""
+    if not isinstance(data, (bytes, bytearray)):
+        raise Refused("a decoder that takes bytes given something else (Python raises there)")
+    return bytes(data)
+
+
 def _bounded(make: Callable[[], Any], data: Any) -> bytes:
     """Decompress `data` with a decompressor from `make`, never past MAX_VALUE bytes."""
     d = make()
-    out = d.decompress(_text_of(data), MAX_VALUE + 1)
+    out = d.decompress(_bytes_only(data), MAX_VALUE + 1)
     if len(out) > MAX_VALUE:
         raise Refused(f"a decompression that expands past {MAX_VALUE:,} bytes (the grader's limit): not expanded")
     return bytes(out)
@@ -116,8 +124,8 @@ CODECS: dict[str, Callable[[Any], Any]] = {
     "rot_13": _rot13,
     "hex": lambda d: binascii.unhexlify(_text_of(d)),
     "hex_codec": lambda d: binascii.unhexlify(_text_of(d)),
-    "base64": lambda d: base64.b64decode(_text_of(d)),
-    "base64_codec": lambda d: base64.b64decode(_text_of(d)),
+    "base64": lambda d: base64.decodebytes(_bytes_only(d)),
+    "base64_codec": lambda d: base64.decodebytes(_bytes_only(d)),
     "zlib": _zlib,
     "zlib_codec": _zlib,
     "bz2": _bz2,
@@ -125,17 +133,24 @@ CODECS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def _codec(data: Any, encoding: Any = "utf-8", errors: Any = "strict") -> Any:
+def _codec(data: Any, encoding: Any = "utf-8", errors: Any = "strict", *, encode: bool = False) -> Any:
+    """codecs.decode (or, with `encode`, codecs.encode) as Python runs it, for the codecs the grader reads:
+    rot13 either way, the text encodings (text to bytes to encode, bytes to text to decode), and hex,
+    base64, zlib and bz2 to decode only."""
     if not isinstance(encoding, str) or errors != "strict":
         raise Refused("codecs with a computed encoding or an error handler")
     name = encoding.lower().replace(" ", "")
-    if name in CODECS:
-        return CODECS[name](data)
+    if name in ("rot13", "rot_13"):
+        return _rot13(data)
     if name in TEXT_ENCODINGS:
-        if isinstance(data, str):
+        if encode and isinstance(data, str):
             return data.encode(name)
-        return bytes(data).decode(name)
-    raise Refused(f"codec {encoding[:30]!r}, which is not one the grader reads")
+        if not encode and isinstance(data, (bytes, bytearray)):
+            return bytes(data).decode(name)
+        raise Refused(f"codecs.{'encode' if encode else 'decode'} of the wrong kind of value for {encoding[:30]!r}")
+    if name in CODECS and not encode:
+        return CODECS[name](data)
+    raise Refused(f"codecs.{'encode' if encode else 'decode'} with {encoding[:30]!r}, which the grader does not fold")
 
 
 def _b64(fn: Callable[..., bytes]) -> Callable[..., bytes]:
@@ -157,12 +172,12 @@ DECODERS: dict[str, Callable[..., Any]] = {
     "base64.b16decode": _b64(base64.b16decode),
     "base64.a85decode": _b64(base64.a85decode),
     "base64.b85decode": _b64(base64.b85decode),
-    "base64.decodebytes": _b64(base64.decodebytes),
+    "base64.decodebytes": lambda d: base64.decodebytes(_bytes_only(d)),
     "binascii.unhexlify": _b64(binascii.unhexlify),
     "binascii.a2b_hex": _b64(binascii.a2b_hex),
     "binascii.a2b_base64": _b64(binascii.a2b_base64),
     "codecs.decode": _codec,
-    "codecs.encode": _codec,
+    "codecs.encode": lambda *args: _codec(*args, encode=True),
     "zlib.decompress": _zlib,
     "gzip.decompress": _gzip,
     "bz2.decompress": _bz2,
@@ -191,7 +206,9 @@ def _ord(c: Any) -> int:
 
 def _bytes(items: Any, encoding: Any = None) -> bytes:
     if isinstance(items, str):
-        return _codec(items, encoding if encoding is not None else "?")  # type: ignore[no-any-return]
+        if encoding is None:
+            raise Refused("bytes(...) of text without an encoding")
+        return _codec(items, encoding, encode=True)  # type: ignore[no-any-return]
     if isinstance(items, bytes):
         return items
     return bytes(_ints(items))
@@ -235,7 +252,10 @@ class Site:
     level: int = 0  # 0: in the student's cells; 1: in a text decoded from them; ...
 
     def as_dict(self) -> dict[str, Any]:
-        return {"where": self.where, "text": self.text, "why": self.why, "level": self.level}
+        """What is kept to show: the text's first MAX_SHOWN characters, and how many more there were."""
+        text = self.text if self.text is None else self.text[:MAX_SHOWN]
+        cut = len(self.text) - MAX_SHOWN if self.text is not None and len(self.text) > MAX_SHOWN else 0
+        return {"where": self.where, "text": text, "why": self.why, "level": self.level, "cut": cut}
 
 
 @dataclass
@@ -658,12 +678,16 @@ def decode_runs(sources: list[str], labels: list[str] | None = None) -> list[Sit
     grader can decode it statically, nested decodings after the call that holds them (level + 1)."""
     deadline = time.monotonic() + MAX_SECONDS
     trees: list[tuple[str, ast.Module]] = []
+    unread: list[Site] = []
     for n, text in enumerate(sources):
+        label = labels[n] if labels and n < len(labels) else f"cell {n + 1}"
         tree = _parse(text)
         if tree is not None:
-            trees.append((labels[n] if labels and n < len(labels) else f"cell {n + 1}", tree))
+            trees.append((label, tree))
+        elif len(text) > MAX_SOURCE and any(r in text for r in RUNNERS):
+            unread.append(Site(label, why=f"the cell is longer than {MAX_SOURCE:,} characters (the grader's limit)"))
     names = _Names.of([t for _, t in trees])
-    out: list[Site] = []
+    out: list[Site] = unread[:MAX_SITES]
 
     def visit(where: str, tree: ast.Module, names: _Names, level: int) -> None:
         for line, runner, call in _sites(tree, names):

@@ -154,7 +154,7 @@ def test_folding_is_bounded_in_steps():
     ("import base64\nbase64 = fake\nexec(base64.b64decode('eA=='))", "not one of the decoders"),
     ("s = 'eA=='\ns = 'eQ=='\nimport base64\nexec(base64.b64decode(s))", "`s`, which is not bound once"),
     ("def f(s):\n    import base64\n    exec(base64.b64decode(s))", "`s`, which is not bound once"),
-    ("import codecs\nexec(codecs.decode(b'x', 'uu'))", "codec 'uu'"),
+    ("import codecs\nexec(codecs.decode(b'x', 'uu'))", "codecs.decode with 'uu'"),
     ("exec(code_made_elsewhere)", "`code_made_elsewhere`"),
     ("exec(b'\\xff\\xfe')", "not UTF-8"),
     ("exec(chr(-1))", "failed on its argument"),
@@ -179,6 +179,24 @@ def test_calls_shown_per_cell_are_capped_and_unparsable_cells_skipped():
     many = "\n".join(f"exec('x = {n}')" for n in range(3 * MAX_SITES))
     assert len(decode_runs([many, "def broken(:"])) == MAX_SITES
     assert decode_runs(["x = 1", "def f(q, k):\n    return q @ k"]) == []
+    (site,) = decode_runs(["# " + "x" * decoding.MAX_SOURCE + "\nexec('1')"])
+    assert site.text is None and "longer than" in site.why and site.where == "cell 1"
+    long = "x = 1  # " + "y" * (2 * decoding.MAX_SHOWN)
+    (site,) = decode_runs([f"exec({long!r})"])
+    kept = site.as_dict()
+    assert site.text == long and len(kept["text"]) == decoding.MAX_SHOWN and kept["cut"] == len(long) - decoding.MAX_SHOWN
+
+
+@pytest.mark.parametrize("code, why", [
+    ("import codecs\nexec(codecs.encode(b'eA==', 'base64'))", "codecs.encode with 'base64'"),     # encodes: not shown decoded
+    ("import codecs\nexec(codecs.decode('eA==', 'base64'))", "takes bytes"),                       # Python raises
+    ("import zlib\nexec(zlib.decompress('x'))", "takes bytes"),
+    ("import base64\nexec(base64.decodebytes('eA=='))", "takes bytes"),
+    ("import codecs\nexec(codecs.decode('x', 'utf-8'))", "wrong kind of value"),
+])
+def test_a_call_python_would_refuse_or_that_encodes_is_not_shown_as_decoded(code, why):
+    (site,) = decode_runs([code])
+    assert site.text is None and why in site.why, site
 
 
 HOSTILE = ("# </pre><script>window.__pwned = 1</script><img src=x onerror=alert(1)>\n"
@@ -239,7 +257,7 @@ def test_a_review_cell_keeps_the_decoded_source_and_the_values_for_the_ta_and_no
     nb, server = _notebook(ENCODED["b64 of zlib"], planted=True)
     results = judging.judge_notebook(nb, server)
     view = nb.cells[2].metadata[GRADER_VIEW]
-    assert view["decoded"] == [{"where": "In [4], line 2: exec(...)", "text": ANSWER, "why": "", "level": 0}]
+    assert view["decoded"] == [{"where": "In [4], line 2: exec(...)", "text": ANSWER, "why": "", "level": 0, "cut": 0}]
     assert [v["case"] for v in view["values"]] == ["one token", "a longer sequence", "twins 1"]      # one twin, two cases: not labelled
     assert view["values"][0]["value"].startswith("shape (1, 2, 2), float64: [[[0. 1.]")
     assert view["values"][1]["value"] == "no value: raised ValueError: a wrong shape"
