@@ -320,6 +320,12 @@ class _Names:
             return None
         return self.parent.module_path(name) if self.parent else None
 
+    def builtin(self, name: str) -> bool:
+        """True if the student's code binds `name` nowhere: it is Python's builtin of that name."""
+        if name in self.imports or name in self.values or name in self.unknown:
+            return False
+        return self.parent.builtin(name) if self.parent else True
+
     def value(self, name: str) -> ast.expr | None:
         if name in self.values:
             return self.values[name]
@@ -488,8 +494,8 @@ class _Folder:
         """The dotted name a call reaches through the student's imports (`b64.b64decode` -> base64.b64decode)."""
         if isinstance(func, ast.Name):
             path = self.names.module_path(func.id)
-            if path is None and func.id in BUILTIN_NAMES and self.names.value(func.id) is None:
-                return func.id if func.id not in self.names.unknown else None
+            if path is None and func.id in BUILTIN_NAMES and self.names.builtin(func.id):
+                return func.id
             return path
         if isinstance(func, ast.Attribute):
             if isinstance(func.value, ast.Call) and isinstance(func.value.func, ast.Name):
@@ -513,6 +519,7 @@ class _Folder:
                     func.attr == "fromhex"
                     and isinstance(func.value, ast.Name)
                     and func.value.id in ("bytes", "bytearray")
+                    and self.names.builtin(func.value.id)
                 ):
                     return _fromhex(*self._args(node, env))
                 target = self.fold(func.value, env)
@@ -528,7 +535,7 @@ class _Folder:
         if path in BUILTINS:
             return BUILTINS[path](*self._args(node, env))
         if path == "map" and len(node.args) == 2 and isinstance(node.args[0], ast.Name):
-            if node.args[0].id in MAPPED and self.names.value(node.args[0].id) is None:
+            if node.args[0].id in MAPPED and self.names.builtin(node.args[0].id):
                 return [MAPPED[node.args[0].id](i) for i in _seq(self.fold(node.args[1], env))]
         shown = path or (
             ast.unparse(func)[:60] if isinstance(func, (ast.Name, ast.Attribute)) else "a computed function"
@@ -624,7 +631,7 @@ def _runner(node: ast.AST, names: _Names) -> str | None:
     if not isinstance(node, ast.Call):
         return None
     func = node.func
-    if isinstance(func, ast.Name) and func.id in RUNNERS and names.module_path(func.id) is None:
+    if isinstance(func, ast.Name) and func.id in RUNNERS and names.builtin(func.id):
         return func.id
     if isinstance(func, ast.Attribute) and func.attr in RUNNERS and isinstance(func.value, ast.Name):
         if func.value.id in ("builtins", "__builtins__"):

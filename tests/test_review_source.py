@@ -156,12 +156,19 @@ def test_folding_is_bounded_in_steps():
     ("def f(s):\n    import base64\n    exec(base64.b64decode(s))", "`s`, which is not bound once"),
     ("import codecs\nexec(codecs.decode(b'x', 'uu'))", "codecs.decode with 'uu'"),
     ("exec(code_made_elsewhere)", "`code_made_elsewhere`"),
+    ("def chr(c):\n    return 'x'\nexec(''.join(map(chr, [49])))", "not one of the decoders"),
+    ("chr = str\nexec(''.join(chr(c) for c in [49]))", "not one of the decoders"),
+    ("bytes = str\nexec(bytes.fromhex('31'))", "`str`, which"),
     ("exec(b'\\xff\\xfe')", "not UTF-8"),
     ("exec(chr(-1))", "failed on its argument"),
 ])
 def test_anything_else_is_refused_and_says_why(code, why):
     (site,) = decode_runs([code])
     assert site.text is None and why in site.why, site
+
+
+def test_an_exec_the_student_defined_is_no_exec():
+    assert decode_runs(["def exec(text):\n    return None\nexec('import os')"]) == []
 
 
 def test_nothing_of_the_student_s_runs(tmp_path, monkeypatch):
