@@ -282,6 +282,17 @@ def test_a_review_cell_keeps_the_decoded_source_and_the_values_for_the_ta_and_no
     assert "def scores_entrywise" not in results[0].error
 
 
+def test_a_fault_in_the_view_costs_no_grading(monkeypatch):
+    from autograder.grading import judging
+    nb, server = _notebook(ENCODED["b64decode"])
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+    monkeypatch.setattr(judging, "decode_runs", broken)
+    (result, _) = judging.judge_notebook(nb, server)
+    assert (result.kind, result.score) == ("review", None) and GRADER_VIEW not in nb.cells[2].metadata
+
+
 def test_a_cell_not_in_review_gets_no_view():
     from autograder.checks.framework import Verdict
     from autograder.grading import judging
