@@ -14,8 +14,9 @@ the reason:
 * `chr`, `ord`, `bytes(ints)`, `bytearray(ints)`, `str(bytes, encoding)`, `list`, `tuple`, `reversed`,
   `map(chr | ord, items)`, and a comprehension `f(x) for x in items` (one loop, conditions allowed) of these;
 * the decoders in DECODERS (base64's, binascii's hex and base64, codecs.decode with rot13, hex,
-  base64, zlib, bz2 and the text encodings, codecs.encode with rot13 and the text encodings; zlib, gzip, bz2 and lzma decompression), each reached through
-  the student's own `import` (`import base64 as b`, `from zlib import decompress`) or `__import__('name')`;
+  base64, zlib, bz2 and the text encodings, codecs.encode with rot13 and the text encodings; zlib,
+  gzip, bz2 and lzma decompression), each reached through the student's own `import` (`import base64
+  as b`, `from zlib import decompress`) or `__import__('name')`;
 * a name bound exactly once in the student's code, by a plain `name = value`, is its value.
 
 Student content is hostile, so every step is bounded: no value longer than MAX_VALUE characters or bytes
