@@ -114,7 +114,8 @@ c.GenerateFeedback.preprocessors = [
 c.HTMLExporter.preprocessors = ["autograder.publish.pages.SanitizeSubmission"]
 c.HTMLExporter.sanitize_html = True
 c.HTMLExporter.filters = {"markdown2html": "autograder.publish.pages.markdown2html",
-                          "clean_html": "autograder.publish.pages.clean_html"}
+                          "clean_html": "autograder.publish.pages.clean_html",
+                          "inert_text": "autograder.publish.pages.inert_text"}
 # The formgrader's submission page loads MathJax from the Jupyter server (jupyter-server-mathjax),
 # not from a CDN: it grades offline (autograder/templates/base/mathjax.html.j2 stands in for
 # nbconvert's macro; nbgrader's formgrade template is found, as nbgrader configures it, beside).

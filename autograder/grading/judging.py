@@ -16,6 +16,14 @@ tells the TA (the formgrader shows the autograded notebook) and the student (the
 person gives its score. The store then leaves the cell's auto_score empty and flags it
 `needs_manual_grade` in nbgrader's gradebook, as a written answer is: the formgrader lists it among
 the cells to grade by hand, and the score a TA gives there is the cell's score everywhere.
+
+Such a cell also gets, for the TA alone, what the code computes as far as the grader can tell without
+running it (`for_the_grader`, in the cell's metadata under GRADER_VIEW): every exec/eval/compile call in
+the cells above it with the text it runs, decoded statically (autograder/decoding.py), and the values the
+answer returned on the check's cases, when its probe kept them. The formgrader's page shows them
+(autograder/templates/course_formgrade); the feedback never does (publish/feedback.py drops the key), and
+neither the score nor the cell's `error` changes. Only the grader writes that key: a submission's own is
+removed from every cell first.
 """
 
 from __future__ import annotations
@@ -25,9 +33,11 @@ import textwrap
 import nbformat
 from nbgrader import utils as nbutils
 
-from ..checks.framework import judge_data, shown_cell_error
+from ..checks.framework import judge_data, shown_cell_error, unpack
+from ..decoding import GRADER_VIEW, decode_runs
 from ..nbgrader_cmd import HARMLESS_STDERR  # also nbgrader's IgnorePattern (nbgrader_config.py)
 from ..records.model import CellResult
+from ..runtime.plain import from_plain
 
 
 def _error_text(cell) -> str:
@@ -98,10 +108,82 @@ def hide_machine_paths(nb) -> None:
                 out["data"]["text/plain"] = clean(out["data"]["text/plain"])
 
 
+VALUES_SHOWN = 12  # the answer's values on the check's cases, at most this many ...
+VALUE_CHARS = 600  # ... each in at most this many characters
+
+
+def _cell_label(cell, n: int) -> str:
+    count = cell.get("execution_count")
+    return f"In [{count}]" if isinstance(count, int) and not isinstance(count, bool) else f"cell {n + 1}"
+
+
+def _shown_value(value) -> str:
+    import numpy as np
+
+    try:
+        array = np.asarray(value)
+        if array.dtype.kind in "biufc":
+            text = f"shape {tuple(array.shape)}, {array.dtype}: " + np.array2string(
+                array, threshold=24, edgeitems=3, precision=5, max_line_width=96
+            )
+        else:
+            text = repr(value)
+    except Exception:  # a value numpy cannot take as an array: its text
+        text = repr(value)
+    return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"
+
+
+def case_values(check, data) -> list[dict]:
+    """What the answer returned on the check's cases, as its probe kept them: every list of the probe's
+    results ({'value': ...} or {'error': ...}) in its data, each case named by the check's own label where
+    it has one (CASES). Nothing when the probe kept no such list: nothing is made up."""
+    try:
+        data = from_plain(data)
+    except Exception:  # data the judge could not read either: nothing to show
+        return []
+    if not isinstance(data, dict):
+        return []
+    labels = [c[0] for c in getattr(check, "CASES", []) if isinstance(c, (tuple, list)) and c and isinstance(c[0], str)]
+    shown = []
+    for key, entries in data.items():
+        if key == "source" or not isinstance(entries, list):
+            continue
+        if not entries or not all(isinstance(e, dict) and ("value" in e or "error" in e) for e in entries):
+            continue
+        for n, entry in enumerate(entries):
+            if key in ("cases", "twins") and len(labels) == len(entries):  # a twin: the case's sizes, new inputs
+                name = labels[n] + (", this submission's own inputs" if key == "twins" else "")
+            else:
+                name = f"{key} {n + 1}"
+            value, why = unpack(entry)
+            shown.append({"case": name, "value": f"no value: {why}" if why else _shown_value(value)})
+            if len(shown) >= VALUES_SHOWN:
+                return shown
+    return shown
+
+
+def for_the_grader(above: list, check, data) -> dict:
+    """A review cell's view for the TA: the exec'd texts decoded from the code cells `above` it, and the
+    answer's values on the check's cases; {} when there is neither."""
+    code = [
+        (n, c) for n, c in enumerate(above) if c.get("cell_type") == "code" and "hidden(" not in c.get("source", "")
+    ]
+    sites = decode_runs([c.source for _, c in code], [_cell_label(c, n) for n, c in code])
+    view = {}
+    if sites:
+        view["decoded"] = [s.as_dict() for s in sites]
+    values = case_values(check, data)
+    if values:
+        view["values"] = values
+    return view
+
+
 def judge_notebook(nb, server) -> list[CellResult]:
     hide_machine_paths(nb)
-    results = []
     for cell in nb.cells:
+        cell.get("metadata", {}).pop(GRADER_VIEW, None)  # only the grader writes it
+    results = []
+    for index, cell in enumerate(nb.cells):
         nbg = cell.get("metadata", {}).get("nbgrader", {})
         if not nbg.get("grade"):
             continue
@@ -118,7 +200,7 @@ def judge_notebook(nb, server) -> list[CellResult]:
             continue
         _strip_harmless_stderr(cell)
         if grade_id in server.checks and "hidden(" in cell.source:
-            results.append(_judge_hidden(cell, grade_id, points, server))
+            results.append(_judge_hidden(cell, grade_id, points, server, above=nb.cells[:index]))
         else:
             score, _ = nbutils.determine_grade(cell)
             # a check-your-work cell (0 points) that fails still says why: students read it in feedback
@@ -127,8 +209,9 @@ def judge_notebook(nb, server) -> list[CellResult]:
     return results
 
 
-def _judge_hidden(cell, grade_id, points, server) -> CellResult:
-    """The probe ran in the grader while this cell ran (autograder/checks/probeserver.py): its data is there."""
+def _judge_hidden(cell, grade_id, points, server, above=()) -> CellResult:
+    """The probe ran in the grader while this cell ran (autograder/checks/probeserver.py): its data is there.
+    above: the notebook's cells before this one (a cell sent to review: what the TA is shown of them)."""
     if grade_id in server.results:
         verdict = judge_data(server.checks[grade_id], server.results[grade_id], server)
         score = round(points * verdict.fraction, 2)
@@ -151,6 +234,12 @@ def _judge_hidden(cell, grade_id, points, server) -> CellResult:
                     "execute_result", data={"text/plain": f"{decided:g}"}, execution_count=cell.get("execution_count")
                 ),
             ]
+            try:
+                view = for_the_grader(list(above), server.checks[grade_id], server.results[grade_id])
+            except Exception:  # the TA's view is a help: a fault in it never costs a grading
+                view = {}
+            if view:
+                cell.metadata[GRADER_VIEW] = view
             return CellResult(grade_id, None, points, verdict.review_text(), "review")
     else:
         score = 0.0

@@ -17,7 +17,9 @@ that command), marks a hidden test waiting for review as such in its heading, sh
 in the graders' comments) as MathML (no
 MathJax from a network, autograder/publish/mathml.py) and drops the value a test cell returns (its score is in
 the cell's heading); the page's template (autograder/templates/course_feedback) puts the summary
-first and indexes only the cells worth points.
+first and indexes only the cells worth points. What the grader keeps for the TA alone on a cell sent to
+review (grading/judging.py GRADER_VIEW: the decoded source, the values on the hidden cases) is dropped
+from every cell before anything else reads the notebook: a student's page never holds it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from ..decoding import GRADER_VIEW  # for the formgrader's page alone
 from ..intake.assemble import ATTACHMENT_REF, _placeholder
 
 BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
@@ -61,6 +64,7 @@ def missing_pictures(cell) -> None:
 
 class StripHiddenTests(NbGraderPreprocessor):
     def preprocess_cell(self, cell, resources, index):
+        cell.get("metadata", {}).pop(GRADER_VIEW, None)
         if cell.cell_type == "code" and BEGIN in cell.source:
             cell.source = strip_hidden(cell.source)
         elif cell.cell_type == "markdown" and "attachment:" in cell.source:

@@ -256,6 +256,17 @@ def markdown2html(context, source: str) -> str:
     return clean(MarkdownWithMath(renderer=renderer).render(source))
 
 
+def inert_text(text) -> str:
+    """Plain text a student controls, for a page (the formgrader's view of a decoded source, of an
+    answer's values): every character not printable shown as its escape (autograder/safetext.py: no
+    bidi override turns a line round, no control character hides), then HTML-escaped. A template filter."""
+    import html
+
+    from ..safetext import printable
+
+    return html.escape(printable(str(text) if text is not None else "", "\n\t"), quote=True)
+
+
 def _base64(data) -> bool:
     if not isinstance(data, str):
         return False
