@@ -114,3 +114,21 @@ def test_a_message_shared_by_several_failures_is_shown_once():
     assert "✗ a narrow head; a medium head; a wide head: raises NotImplementedError" in text
     assert "✓ the same seed" in text and "✗ from samples; spread: checked once" in text
     assert text.index("a narrow head") < text.index("the same seed") < text.index("from samples")
+
+
+def test_a_checks_seed_in_the_kernel_draws_what_torch_manual_seed_draws():
+    """The kernel's hook seeds the CPU generator alone: every draw after it is the draw after
+    torch.manual_seed with the same seed, and it queues nothing for devices not started."""
+    import torch.cuda
+    hooks = dlcourse.grading.TorchHooks()
+    for seed in (0, 1, 4300, 2**40 + 7):
+        torch.manual_seed(seed)
+        expected = (torch.randn(5), torch.rand(3), torch.randint(0, 100, (4,)), torch.randperm(7))
+        torch.manual_seed(123)
+        hooks.seed(seed)
+        got = (torch.randn(5), torch.rand(3), torch.randint(0, 100, (4,)), torch.randperm(7))
+        assert all(torch.equal(a, b) for a, b in zip(expected, got)), seed
+    queued = len(torch.cuda._queued_calls)
+    for _ in range(20):
+        hooks.seed(3)
+    assert len(torch.cuda._queued_calls) == queued
