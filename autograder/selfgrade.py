@@ -21,7 +21,7 @@ from pathlib import Path
 from .checks.framework import Verdict, judge_data
 from .checks.probeserver import ProbeServer
 from .runtime import serve
-from .authoring.stamp import HiddenTestError, hidden_call
+from .authoring.hidden import HiddenTestError, hidden_call
 from .steps import all_steps, find_step, step_of_notebook
 
 

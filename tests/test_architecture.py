@@ -212,3 +212,21 @@ def test_the_limit_check_finds_a_stray_cap(tmp_path):
     module = tmp_path / "stray.py"
     module.write_text("import os\nLIMIT = 4 * 2**20\nNAME = 'x'\nTWICE = 2 * LIMIT\nflag = True\n")
     assert _top_level_numbers(module) == ["LIMIT", "TWICE"]
+
+
+def test_a_hidden_test_run_without_a_grader_imports_no_nbgrader():
+    """A hidden test cell run in a kernel with no grader (the instructor's, `make solutions`, plain
+    `nbgrader autograde`) reaches autograder/selfgrade.py, which reads the cell's call through
+    authoring/hidden.py: a kernel judging a hidden test loads neither nbgrader nor nbformat (about 1.8 s
+    of CPU in every such kernel)."""
+    code = ("import sys\nimport torch\n"
+            "from autograder.runtime import hidden\n"
+            "def scores_entrywise(q, k):\n"
+            "    return q @ k.transpose(-2, -1)\n"
+            "In = ['', 'def scores_entrywise(q, k):\\n    return q @ k.transpose(-2, -1)\\n']\n"
+            "hidden('scores_entrywise_hidden', globals())\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'nbgrader', 'nbformat', 'nbconvert'}))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Hidden tests" in done.stdout, done.stdout[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout[-2000:]

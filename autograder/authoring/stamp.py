@@ -14,26 +14,9 @@ import re
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from ..errors import GraderError
+from .hidden import HiddenTestError, hidden_call
 
-HIDDEN_CALL = re.compile(r"""^hidden\(\s*["'](?P<grade_id>[\w-]+)["']\s*,\s*globals\(\)\s*\)\s*$""", re.M)
 POINTS_LABEL = re.compile(r"\s*\((?P<points>[\d.]+) points?\)\s*$")
-
-
-class HiddenTestError(GraderError, ValueError):
-    """A hidden test cell that does not name its check as the engine expects."""
-
-
-def hidden_call(source: str) -> str | None:
-    """The grade_id a hidden test cell names, or None for any other cell."""
-    if "BEGIN HIDDEN TESTS" not in source:
-        return None
-    calls = HIDDEN_CALL.findall(source)
-    if len(calls) != 1:
-        raise HiddenTestError(
-            f'a hidden test cell must call hidden("<grade_id>", globals()) once, not {len(calls)} times:\n{source}'
-        )
-    return calls[0]
 
 
 def points_label(points: float) -> str:
