@@ -56,7 +56,7 @@ CONTRACTS: dict[str, Contract] = {
         Contract(
             "shapes",
             "01-on-paper",
-            "shapes_hidden",
+            "bonus_shapes",
             takes={"T, d, d_k, d_v": "positive ints"},
             returns="a dict: each of X, W_Q, W_K, W_V, Q, K, V, scores, A, out -> its shape (a tuple of ints; "
             "a list or torch.Size reads the same)",

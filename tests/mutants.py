@@ -77,7 +77,7 @@ def _visible(answer: str) -> dict:
 # Every graded code answer: its hidden test, the sizes and arguments of its visible check (from its
 # contract), and how its inputs can be changed in place.
 ANSWERS = {
-    "shapes": Answer("01-on-paper", "shapes_hidden", _visible("shapes")),
+    "shapes": Answer("01-on-paper", "bonus_shapes", _visible("shapes")),
     "dot_variance": Answer("01-on-paper", "bonus_dot_variance", _visible("dot_variance")),
     "scores_entrywise": Answer("02-the-head", "scores_entrywise_hidden", _visible("scores_entrywise"),
                                ("q.mul_(2)", "k.add_(1)")),

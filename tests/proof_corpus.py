@@ -57,7 +57,7 @@ def edit(notebook: str, answer: str, *changes: tuple[str, str]) -> dict:
 # ---- 01-on-paper -----------------------------------------------------------------------------
 
 # ---- 01-on-paper -----------------------------------------------------------------------------
-# shapes_hidden: 3 cases, one point-share each. bonus_dot_variance: 4 cases (three widths with n = 20,000,
+# bonus_shapes: 3 cases, one point-share each. bonus_dot_variance: 4 cases (three widths with n = 20,000,
 # and n = 2; each with its twin) and "the same seed, the same dot products; another seed, others": 5 shares
 # of 2 points. A case is right when its dot products are n samples of q·k (their number, distinct values,
 # their law by a Kolmogorov-Smirnov test) and the variance returned is theirs. Dot products that are not
@@ -99,15 +99,15 @@ WRONG = [
 def shapes(T, d, d_k, d_v):
     return {"X": (T, d), "W_Q": (d, d_k), "W_K": (d, d_k), "W_V": (d, d_v), "Q": (T, d_k), "K": (T, d_k),
             "V": (T, d_v), "scores": (T, d_k), "A": (T, d_k), "out": (T, d_v)}
-''')}, expect={"shapes_hidden": 0.0}, why="scores as (T, d_k): q·k confused with q; wrong in all 3 cases",
-          says={"shapes_hidden": ["scores", "every position with every position"]}),
+''')}, expect={"bonus_shapes": 0.0}, why="scores as (T, d_k): q·k confused with q; wrong in all 3 cases",
+          says={"bonus_shapes": ["scores", "every position with every position"]}),
     Entry("w01-values-width", P01, {"shapes": code('''
 def shapes(T, d, d_k, d_v):
     return {"X": (T, d), "W_Q": (d, d_k), "W_K": (d, d_k), "W_V": (d, d_k), "Q": (T, d_k), "K": (T, d_k),
             "V": (T, d_k), "scores": (T, T), "A": (T, T), "out": (T, d_k)}
-''')}, expect={"shapes_hidden": 0.67}, why="values assumed as wide as keys (d_v = d_k): right only in the case "
+''')}, expect={"bonus_shapes": 0.67}, why="values assumed as wide as keys (d_v = d_k): right only in the case "
      "where they are equal, 1 of 3 cases: 2 × 1/3 = 0.67",
-          says={"shapes_hidden": ["W_V", "own width d_v"]}),
+          says={"bonus_shapes": ["W_V", "own width d_v"]}),
     Entry("w01-variance-elementwise", P01, {"dot_variance": code('''
 def dot_variance(d_k, n, seed):
     g = torch.Generator().manual_seed(seed)
@@ -1222,8 +1222,8 @@ def shapes(T, d, d_k, d_v):
     # the visible check's numbers (5, 7, 3, 2) typed in
     return {"X": (5, 7), "W_Q": (7, 3), "W_K": (7, 3), "W_V": (7, 2), "Q": (5, 3), "K": (5, 3), "V": (5, 2),
             "scores": (5, 5), "A": (5, 5), "out": (5, 2)}
-''')}, expect={"shapes_hidden": 0.0}, why="the visible check's shapes typed in: wrong in all 3 hidden cases",
-          says={"shapes_hidden": ["wrong or missing"]},
+''')}, expect={"bonus_shapes": 0.0}, why="the visible check's shapes typed in: wrong in all 3 hidden cases",
+          says={"bonus_shapes": ["wrong or missing"]},
           visible_passes={"shapes_check": "the numbers are typed in for exactly the visible check's sizes"}),
     Entry("w02-params-visible-only", P02, {"count_params": code('''
 def count_params(d, d_head):

@@ -58,7 +58,7 @@ HALF_FILLS = {
                          "bonus_flash_answer"],
 }
 HALF_EXPECT = {
-    "01-on-paper": {"shapes_hidden": 2.0,            # shapes is filled: full marks
+    "01-on-paper": {"bonus_shapes": 2.0,            # shapes is filled: full marks
                     "bonus_dot_variance": 0.0},     # dot_variance is not: NotImplementedError
     "02-the-head": {"scores_entrywise_hidden": 3.0,  # both answers filled
                     "bonus_count_params": 2.0},
