@@ -76,7 +76,7 @@ CONTRACTS: dict[str, Contract] = {
         Contract(
             "scores_entrywise",
             "02-the-head",
-            "scores_entrywise_hidden",
+            "bonus_scores_entrywise",
             takes={"q": "a (B, T, d_head) tensor, float32 or float64", "k": "a tensor of q's shape and dtype"},
             returns="the raw scores, a (B, T, T) tensor of q's dtype: scores[b, i, j] = q[b, i] · k[b, j]",
             form="tensor",

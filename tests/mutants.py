@@ -79,7 +79,7 @@ def _visible(answer: str) -> dict:
 ANSWERS = {
     "shapes": Answer("01-on-paper", "bonus_shapes", _visible("shapes")),
     "dot_variance": Answer("01-on-paper", "bonus_dot_variance", _visible("dot_variance")),
-    "scores_entrywise": Answer("02-the-head", "scores_entrywise_hidden", _visible("scores_entrywise"),
+    "scores_entrywise": Answer("02-the-head", "bonus_scores_entrywise", _visible("scores_entrywise"),
                                ("q.mul_(2)", "k.add_(1)")),
     "count_params": Answer("02-the-head", "bonus_count_params", _visible("count_params")),
     "check_simplex": Answer("03-the-tests", "check_simplex_hidden", _visible("check_simplex"), ("A.mul_(0.5)",)),

@@ -134,7 +134,7 @@ def dot_variance(d_k, n, seed):
 
 
 # ---- 02-the-head -----------------------------------------------------------------------------
-# scores_entrywise_hidden: 4 cases (1 share each) and "one entry at a time" (2 shares): 6 shares of 3
+# bonus_scores_entrywise: 4 cases (1 share each) and "one entry at a time" (2 shares): 6 shares of 3
 # points. The loops part is credited when no whole-matrix product is seen and the values are right up
 # to a transpose or a scale. bonus_count_params: 4 cases, one share each.
 
@@ -172,31 +172,31 @@ def _entrywise(line: str) -> dict:
 
 WRONG += [
     Entry("w02-entrywise-scaled", P02, _entrywise("scores[b, i, j] = (q[b, i] * k[b, j]).sum() / d_head**0.5"),
-          expect={"scores_entrywise_hidden": 1.0},
+          expect={"bonus_scores_entrywise": 1.0},
           why="divided by sqrt(d_k), which the head does afterwards: 4 cases wrong, the loops right: 3 × 2/6",
-          says={"scores_entrywise_hidden": ["divided by sqrt(d_k)", "raw"]}),
+          says={"bonus_scores_entrywise": ["divided by sqrt(d_k)", "raw"]}),
     Entry("w02-entrywise-by-d_k", P02, _entrywise("scores[b, i, j] = (q[b, i] * k[b, j]).sum() / d_head"),
-          expect={"scores_entrywise_hidden": 1.0}, why="divided by d_k: 4 cases wrong, the loops right: 3 × 2/6",
-          says={"scores_entrywise_hidden": ["divided by d_k", "no scaling"]}),
+          expect={"bonus_scores_entrywise": 1.0}, why="divided by d_k: 4 cases wrong, the loops right: 3 × 2/6",
+          says={"bonus_scores_entrywise": ["divided by d_k", "no scaling"]}),
     Entry("w02-entrywise-by-width", P02, _entrywise("scores[b, i, j] = (q[b, i] * k[b, j]).sum() / 32**0.5"),
-          expect={"scores_entrywise_hidden": 1.0},
+          expect={"bonus_scores_entrywise": 1.0},
           why="divided by the model width's square root: 4 cases wrong, the loops right: 3 × 2/6",
-          says={"scores_entrywise_hidden": ["model width", "no scaling"]}),
+          says={"bonus_scores_entrywise": ["model width", "no scaling"]}),
     Entry("w02-entrywise-transposed", P02, edit(P02, ENTRYWISE, ("scores[b, i, j] = (q", "scores[b, j, i] = (q")),
-          expect={"scores_entrywise_hidden": 1.5},
+          expect={"bonus_scores_entrywise": 1.5},
           why="row and column swapped: right only for T = 1 (1 share) and the loops (2): 3 × 3/6",
-          says={"scores_entrywise_hidden": ["transposed", "query i"]}),
+          says={"bonus_scores_entrywise": ["transposed", "query i"]}),
     Entry("w02-entrywise-float32", P02, edit(P02, ENTRYWISE, (", dtype=q.dtype)", ")")),
-          expect={"scores_entrywise_hidden": 2.5},
+          expect={"bonus_scores_entrywise": 2.5},
           why="the result made in float32: the float64 case loses its precision: 3 × 5/6",
-          says={"scores_entrywise_hidden": ["float64", "default dtype"]},
+          says={"bonus_scores_entrywise": ["float64", "default dtype"]},
           visible_passes={"scores_entrywise_check": "the visible check uses float32 inputs only, where a float32 result is right"}),
     Entry("w02-entrywise-matmul", P02, {ENTRYWISE: code('''
 def scores_entrywise(q, k):
     return q @ k.transpose(-2, -1)          # (B, T, T) in one product
-''')}, expect={"scores_entrywise_hidden": 2.0},
+''')}, expect={"bonus_scores_entrywise": 2.0},
           why="right values from one matrix product: the task's one-entry-at-a-time part fails: 3 × 4/6",
-          says={"scores_entrywise_hidden": ["whole matrices", "loop over b, i and j"]},
+          says={"bonus_scores_entrywise": ["whole matrices", "loop over b, i and j"]},
           visible_passes={"scores_entrywise_check": "right values; how they are computed (one entry at a time) is judged only by the hidden test"}),
     Entry("w02-entrywise-row-at-once", P02, {ENTRYWISE: code('''
 def scores_entrywise(q, k):
@@ -206,9 +206,9 @@ def scores_entrywise(q, k):
         for i in range(T):
             scores[b, i] = k[b] @ q[b, i]          # a whole row of scores at once
     return scores
-''')}, expect={"scores_entrywise_hidden": 2.0},
+''')}, expect={"bonus_scores_entrywise": 2.0},
           why="one matrix-vector product per row: not one entry at a time: 3 × 4/6",
-          says={"scores_entrywise_hidden": ["rows at once", "one dot product"]},
+          says={"bonus_scores_entrywise": ["rows at once", "one dot product"]},
           visible_passes={"scores_entrywise_check": "right values; how they are computed (one entry at a time) is judged only by the hidden test"}),
     Entry("w02-params-biases", P02, {"count_params": code('''
 def count_params(d, d_head):
@@ -1245,7 +1245,7 @@ def mask_after_softmax_row_sums(scores):
 
 
 # ---- issue classes: the work judged, not the API; violations at every offset; inputs left alone ----
-# scores_entrywise_hidden: 4 cases × 0.5 + "one entry at a time" 1.0. bonus_online_softmax: 13 weights of
+# bonus_scores_entrywise: 4 cases × 0.5 + "one entry at a time" 1.0. bonus_online_softmax: 13 weights of
 # 3 points, "keys visited one at a time" 3 of them. bonus_streaming_attention: 6.5 weights of 2 points,
 # "keys and values visited one at a time" 1.5 of them.
 
@@ -1291,32 +1291,32 @@ WRONG += [
     for b in range(q.shape[0]):
         out[b] = qn[b] @ kn[b].T                         # a whole (T, T) matrix per sequence, in numpy
     return torch.from_numpy(out)
-'''), expect={"scores_entrywise_hidden": 2.0},
+'''), expect={"bonus_scores_entrywise": 2.0},
           why="right values, but each sequence's scores come from one numpy matrix product: the process share "
               "(1 of 3) is lost, whatever the library",
-          says={"scores_entrywise_hidden": ["whole matrices or rows at once", "the positions"]},
+          says={"bonus_scores_entrywise": ["whole matrices or rows at once", "the positions"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w02-entrywise-vecdot", P02, _entrywise('''
     return torch.linalg.vecdot(q[:, :, None, :], k[:, None, :, :])     # (B, T, 1, d) · (B, 1, T, d) -> (B, T, T)
-'''), expect={"scores_entrywise_hidden": 2.0},
+'''), expect={"bonus_scores_entrywise": 2.0},
           why="one broadcast torch.linalg.vecdot computes every entry at once: an op no list of names held",
-          says={"scores_entrywise_hidden": ["vecdot", "whole matrices or rows at once"]},
+          says={"bonus_scores_entrywise": ["vecdot", "whole matrices or rows at once"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w02-entrywise-in-place-broadcast", P02, _entrywise('''
     products = q[:, :, None, :] + torch.zeros_like(k)[:, None, :, :]   # (B, T, T, d): q[b, i] in every column
     products *= k[:, None, :, :]                        # in place: every pair at once
     return products.sum(dim=-1)
-'''), expect={"scores_entrywise_hidden": 2.0},
+'''), expect={"bonus_scores_entrywise": 2.0},
           why="an in-place *= on a broadcast multiplies every pair at once",
-          says={"scores_entrywise_hidden": ["*=", "whole matrices or rows at once"]},
+          says={"bonus_scores_entrywise": ["*=", "whole matrices or rows at once"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w02-entrywise-trace-off", P02, _entrywise('''
     with torch._C.DisableTorchFunction():               # nothing of this reaches a torch-call recorder
         return q @ k.transpose(-2, -1)
-'''), expect={"scores_entrywise_hidden": 2.0},
+'''), expect={"bonus_scores_entrywise": 2.0},
           why="the whole product under torch._C.DisableTorchFunction(), so no torch call is recorded: the "
               "process is judged from the source, which still says `q @ k.transpose(-2, -1)`",
-          says={"scores_entrywise_hidden": ["DisableTorchFunction", "whole matrices or rows at once"]},
+          says={"bonus_scores_entrywise": ["DisableTorchFunction", "whole matrices or rows at once"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w06-online-numpy-one-shot", P06, {"online_softmax": code('''
 def online_softmax(scores):
@@ -1482,18 +1482,18 @@ WRONG += [
     Entry("w02-entrywise-zip-of-sequences", P02, {ENTRYWISE: code('''
 def scores_entrywise(q, k):
     return torch.stack([q_b @ k_b.T for q_b, k_b in zip(q, k)])     # (T, d) @ (d, T) per sequence
-''')}, expect={"scores_entrywise_hidden": 2.0},
+''')}, expect={"bonus_scores_entrywise": 2.0},
           why="each sequence's whole (T, T) matrix, the data passed through zip: the process share (1 of 3) is lost",
-          says={"scores_entrywise_hidden": ["whole matrices or rows at once", "the positions"]},
+          says={"bonus_scores_entrywise": ["whole matrices or rows at once", "the positions"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w02-entrywise-map-numpy", P02, {ENTRYWISE: code('''
 def scores_entrywise(q, k):
     rows = map(lambda q_b, k_b: np.dot(q_b, k_b.T), q.numpy(), k.numpy())   # numpy, one sequence at a time
     return torch.from_numpy(np.stack(list(rows)))
-''')}, expect={"scores_entrywise_hidden": 2.0},
+''')}, expect={"bonus_scores_entrywise": 2.0},
           why="numpy's dot of whole (T, d) matrices inside a lambda handed to map: no torch call, and the "
               "process share is still lost",
-          says={"scores_entrywise_hidden": ["whole matrices or rows at once", "lambda"]},
+          says={"bonus_scores_entrywise": ["whole matrices or rows at once", "lambda"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w02-entrywise-rows-rebuilt", P02, {ENTRYWISE: code('''
 def scores_entrywise(q, k):
@@ -1504,17 +1504,17 @@ def scores_entrywise(q, k):
         keys = [k[b, j] for j in range(T)]
         out.append(queries @ torch.stack(keys).T)                # ... then every entry at once
     return torch.stack(out)
-''')}, expect={"scores_entrywise_hidden": 2.0},
+''')}, expect={"bonus_scores_entrywise": 2.0},
           why="rows gathered one at a time in comprehensions, then one matrix product",
-          says={"scores_entrywise_hidden": ["whole matrices or rows at once", "line 7"]},
+          says={"bonus_scores_entrywise": ["whole matrices or rows at once", "line 7"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w02-entrywise-attempt-below", P02, {ENTRYWISE: ENTRYWISE_SOLUTION + "\n\n\n" + code('''
 def scores_entrywise(q, k):
     """Faster."""
     return torch.einsum("bid,bjd->bij", q, k)
-''')}, expect={"scores_entrywise_hidden": 2.0},
+''')}, expect={"bonus_scores_entrywise": 2.0},
           why="the per-entry loops, then a whole-matrix einsum defined below them: the einsum is what runs",
-          says={"scores_entrywise_hidden": ["einsum", "whole matrices or rows at once"]},
+          says={"bonus_scores_entrywise": ["einsum", "whole matrices or rows at once"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w06-online-keys-unbound", P06, {"online_softmax": code('''
 import functools
@@ -1541,10 +1541,10 @@ def one_entry(u, w):
 
 # vmapped over j, then i, then b: each entry is one call of one_entry, as torch.vmap runs it
 scores_entrywise = torch.vmap(torch.vmap(torch.vmap(one_entry, in_dims=(None, 0)), in_dims=(0, None)))
-''')}, expect={"scores_entrywise_hidden": REVIEW},
+''')}, expect={"bonus_scores_entrywise": REVIEW},
           why="torch.vmap of a per-entry function: the reader cannot see how vmap batches it, so the process "
               "share goes to a person (the values are right: 2 of 3 points decided)",
-          says={"scores_entrywise_hidden": ["waits for review", "torch.vmap"]}),
+          says={"bonus_scores_entrywise": ["waits for review", "torch.vmap"]}),
 ]
 
 
@@ -1561,11 +1561,11 @@ scores_entrywise = torch.vmap(torch.vmap(torch.vmap(one_entry, in_dims=(None, 0)
 
 WRONG += [
     Entry("w02-entrywise-float64-result", P02, edit(P02, ENTRYWISE, ("dtype=q.dtype", "dtype=torch.float64")),
-          expect={"scores_entrywise_hidden": 1.5},
+          expect={"bonus_scores_entrywise": 1.5},
           why="the scores always made in float64: right values, but float32 inputs give float64 scores, not q's "
               "dtype (the hidden test checked the dtype for float64 inputs only): the 3 float32 cases fail, the "
               "float64 one and the loops stay: 3 × 3/6",
-          says={"scores_entrywise_hidden": ["dtype of its input `q`", "float32"]}),
+          says={"bonus_scores_entrywise": ["dtype of its input `q`", "float32"]}),
 ]
 
 

@@ -40,7 +40,7 @@ CALLED = {
     "bonus_shapes": ("01-on-paper", "shapes"),
     "bonus_dot_variance": ("01-on-paper", "dot_variance"),
     "bonus_count_params": ("02-the-head", "count_params"),
-    "scores_entrywise_hidden": ("02-the-head", "scores_entrywise"),
+    "bonus_scores_entrywise": ("02-the-head", "scores_entrywise"),
     "mask_after_softmax_hidden": ("03-the-tests", "mask_after_softmax_row_sums"),
     "scale_table_hidden": ("03-the-tests", "scale_table"),
     "smoothing_attention_hidden": ("05-attention-as-smoothing", "smoothing_attention"),

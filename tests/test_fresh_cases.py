@@ -34,7 +34,7 @@ REGISTRY = STEP4.checks
 # grade id -> its notebook: the checks that draw cases of each submission's own
 FRESH = {
     "bonus_shapes": "01-on-paper", "bonus_dot_variance": "01-on-paper",
-    "scores_entrywise_hidden": "02-the-head", "bonus_count_params": "02-the-head",
+    "bonus_scores_entrywise": "02-the-head", "bonus_count_params": "02-the-head",
     "mask_after_softmax_hidden": "03-the-tests", "scale_table_hidden": "03-the-tests",
     "check_simplex_hidden": "03-the-tests", "check_perturbation_hidden": "03-the-tests",
     "check_gradient_hidden": "03-the-tests",
@@ -345,7 +345,7 @@ def test_every_byte_a_student_controls_moves_the_cases(tmp_path, monkeypatch):
     (tmp_path / "home" / KEY_FILE).write_bytes(KEYS[0])
     (tmp_path / "home" / KEY_FILE).chmod(0o600)
     monkeypatch.setenv("GRADER_HOME", str(tmp_path / "home"))
-    check = REGISTRY["scores_entrywise_hidden"]
+    check = REGISTRY["bonus_scores_entrywise"]
     released = json.loads((STEP4.release / "02-the-head.ipynb").read_text(encoding="utf-8"))
 
     def seed(nb: dict, name: str) -> int:

@@ -60,7 +60,7 @@ HALF_FILLS = {
 HALF_EXPECT = {
     "01-on-paper": {"bonus_shapes": 2.0,            # shapes is filled: full marks
                     "bonus_dot_variance": 0.0},     # dot_variance is not: NotImplementedError
-    "02-the-head": {"scores_entrywise_hidden": 3.0,  # both answers filled
+    "02-the-head": {"bonus_scores_entrywise": 3.0,  # both answers filled
                     "bonus_count_params": 2.0},
     "03-the-tests": {"check_simplex_hidden": 3.0, "check_perturbation_hidden": 3.0,   # the first four answers
                      "check_gradient_hidden": 3.0, "scale_table_hidden": 4.0,
