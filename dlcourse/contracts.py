@@ -169,7 +169,7 @@ CONTRACTS: dict[str, Contract] = {
         Contract(
             "attention_on_text",
             "04-attention-on-text",
-            "attention_on_text_hidden",
+            "bonus_attention_on_text",
             takes={"seed": "an int"},
             returns="head.A[0] of the handout's construction under torch.manual_seed(seed): a (64, 64) tensor "
             "(a numpy array is fine too)",

@@ -90,7 +90,7 @@ ANSWERS = {
     "mask_after_softmax_row_sums": Answer("03-the-tests", "mask_after_softmax_hidden", _visible("mask_after_softmax_row_sums"),
                                           ("scores.mul_(2)",)),
     "fails_on_mask_after_softmax": Answer("03-the-tests", "fails_on_mask_after_softmax_hidden", _visible("fails_on_mask_after_softmax")),
-    "attention_on_text": Answer("04-attention-on-text", "attention_on_text_hidden", _visible("attention_on_text")),
+    "attention_on_text": Answer("04-attention-on-text", "bonus_attention_on_text", _visible("attention_on_text")),
     "top_key_shares": Answer("04-attention-on-text", "bonus_top_key_shares", _visible("top_key_shares"), ("A.mul_(0.5)",)),
     "smoothing_attention": Answer("05-attention-as-smoothing", "smoothing_attention_hidden", _visible("smoothing_attention")),
     "permutation_gaps": Answer("06-going-further", "bonus_permutation_gaps", _visible("permutation_gaps"),

@@ -891,7 +891,7 @@ def streaming_attention(q, k, v):
 
 
 # ---- 04-attention-on-text --------------------------------------------------------------------
-# attention_on_text_hidden: parts weighing 4.5 (a (64, 64) matrix per seed 0.5, causal attention 1,
+# bonus_attention_on_text: parts weighing 4.5 (a (64, 64) matrix per seed 0.5, causal attention 1,
 # same seed same matrix 0.5, seeds differ 0.5, agrees with the grader's construction 2), 3 points.
 # bonus_top_key_shares: diagonal 1.5, column 0 1.5, two Python floats (the contract's form, read on every
 # case that returned) 0.5; 3 points.
@@ -936,29 +936,29 @@ def _shares(*changes) -> dict:
 
 WRONG += [
     Entry("w04-text-no-position", P04, _text(("x = tok_emb(idx) + pos_emb(torch.arange(64))[None, :]", "x = tok_emb(idx)")),
-          expect={"attention_on_text_hidden": 1.67},
+          expect={"bonus_attention_on_text": 1.67},
           why="pos_emb built but not added: a causal, seeded matrix, not the handout's: loses 2 of 4.5",
-          says={"attention_on_text_hidden": ["not added to x"]}),
+          says={"bonus_attention_on_text": ["not added to x"]}),
     Entry("w04-text-head-first", P04, _text(("    tok_emb = nn.Embedding(V, 32)\n    pos_emb = nn.Embedding(64, 32)\n"
                                              "    head = Head(32, 16, T_max=64)",
                                              "    head = Head(32, 16, T_max=64)\n    tok_emb = nn.Embedding(V, 32)\n"
                                              "    pos_emb = nn.Embedding(64, 32)")),
-          expect={"attention_on_text_hidden": 1.67},
+          expect={"bonus_attention_on_text": 1.67},
           why="the head built before the embeddings: other random numbers for every layer: loses 2 of 4.5",
-          says={"attention_on_text_hidden": ["before the embeddings"]}),
+          says={"bonus_attention_on_text": ["before the embeddings"]}),
     Entry("w04-text-transposed", P04, _text(("return head.A[0]", "return head.A[0].T")),
-          expect={"attention_on_text_hidden": 1.0},
+          expect={"bonus_attention_on_text": 1.0},
           why="transposed: weight above the diagonal (1) and not the handout's matrix (2): 3 × 1.5/4.5",
-          says={"attention_on_text_hidden": ["above the diagonal", "transposed"]}),
+          says={"bonus_attention_on_text": ["above the diagonal", "transposed"]}),
     Entry("w04-text-unseeded", P04, _text(("    torch.manual_seed(seed)\n", "")),
-          expect={"attention_on_text_hidden": 1.33},
+          expect={"bonus_attention_on_text": 1.33},
           why="not seeded: the same seed gives another matrix (0.5) and none is the handout's (2): 3 × 2/4.5",
-          says={"attention_on_text_hidden": ["same seed gave different matrices", "torch.manual_seed(seed)"]}),
+          says={"bonus_attention_on_text": ["same seed gave different matrices", "torch.manual_seed(seed)"]}),
     Entry("w04-text-seed-ignored", P04, _text(("torch.manual_seed(seed)", "torch.manual_seed(0)")),
-          expect={"attention_on_text_hidden": 1.33},
+          expect={"bonus_attention_on_text": 1.33},
           why="seeded with 0 whatever the seed: every seed the same matrix (0.5), not the handout's for the hidden "
               "seeds (2): 3 × 2/4.5",
-          says={"attention_on_text_hidden": ["is `seed` passed to torch.manual_seed"]}),
+          says={"bonus_attention_on_text": ["is `seed` passed to torch.manual_seed"]}),
     Entry("w04-shares-row-zero", P04, _shares(("top = A[1:].argmax(dim=-1)", "top = A.argmax(dim=-1)"),
                                               ("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(A.shape[0])")),
           expect={"bonus_top_key_shares": 0.43},
@@ -1683,16 +1683,16 @@ WRONG += [
 
 WRONG += [
     Entry("w04-text-batch-of-one", P04, _text(("return head.A[0]", "return head.A")),
-          expect={"attention_on_text_hidden": 2.67},
+          expect={"bonus_attention_on_text": 2.67},
           why="head.A, the (1, 64, 64) batch of one, where the docstring asks for the (64, 64) matrix (the visible "
               "check refuses it, and the notebook's next cells stack the matrices): the hidden test squeezed it "
               "and gave full marks; now the form part (0.5 of 4.5) is lost, the values are still judged",
-          says={"attention_on_text_hidden": ["a (64, 64) tensor", "another shape", "head.A[0]"]}),
+          says={"bonus_attention_on_text": ["a (64, 64) tensor", "another shape", "head.A[0]"]}),
     Entry("w04-text-nested-lists", P04, _text(("return head.A[0]", "return head.A[0].tolist()")),
-          expect={"attention_on_text_hidden": 2.67},
+          expect={"bonus_attention_on_text": 2.67},
           why="nested lists, not the tensor (or numpy array) the docstring and the visible check ask for: the "
               "form part (0.5 of 4.5)",
-          says={"attention_on_text_hidden": ["should return a tensor (or a numpy array), not list"]}),
+          says={"bonus_attention_on_text": ["should return a tensor (or a numpy array), not list"]}),
 ]
 
 

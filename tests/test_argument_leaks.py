@@ -50,7 +50,7 @@ CALLED = {
 # ... and those whose answers' errors the in-process run reaches only with the notebook's data (04) or
 # whose results are read as plain numbers (06): every hidden test that calls a student's function
 RETURNING = {**CALLED,
-             "attention_on_text_hidden": ("04-attention-on-text", "attention_on_text"),
+             "bonus_attention_on_text": ("04-attention-on-text", "attention_on_text"),
              "bonus_top_key_shares": ("04-attention-on-text", "top_key_shares"),
              "bonus_permutation_gaps": ("06-going-further", "permutation_gaps"),
              "bonus_fit_exponent": ("06-going-further", "fit_exponent")}

@@ -38,7 +38,7 @@ FRESH = {
     "mask_after_softmax_hidden": "03-the-tests", "scale_table_hidden": "03-the-tests",
     "check_simplex_hidden": "03-the-tests", "check_perturbation_hidden": "03-the-tests",
     "check_gradient_hidden": "03-the-tests",
-    "attention_on_text_hidden": "04-attention-on-text", "bonus_top_key_shares": "04-attention-on-text",
+    "bonus_attention_on_text": "04-attention-on-text", "bonus_top_key_shares": "04-attention-on-text",
     "smoothing_attention_hidden": "05-attention-as-smoothing",
     "bonus_permutation_gaps": "06-going-further", "bonus_online_softmax": "06-going-further",
     "bonus_streaming_attention": "06-going-further", "bonus_fit_exponent": "06-going-further",
@@ -189,7 +189,7 @@ LOOKUP = {
     "smoothing_attention_hidden": ("05-attention-as-smoothing", "smoothing_attention", "smoothing_attention",
                                    "def smoothing_attention(T, s):\n"
                                    "    return torch.tensor(TABLE.get((T, s), [[0.0]]))\n"),
-    "attention_on_text_hidden": ("04-attention-on-text", "attention_on_text", "attention_on_text",
+    "bonus_attention_on_text": ("04-attention-on-text", "attention_on_text", "attention_on_text",
                                  "def attention_on_text(seed):\n    return torch.tensor(TABLE[seed])\n"),
 }
 

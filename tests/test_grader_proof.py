@@ -66,7 +66,7 @@ HALF_EXPECT = {
                      "check_gradient_hidden": 3.0, "scale_table_hidden": 4.0,
                      "mask_after_softmax_hidden": 0.0,                                # not filled
                      "fails_on_mask_after_softmax_hidden": 0.0},                      # not filled
-    "04-attention-on-text": {"attention_on_text_hidden": 3.0,    # filled, with the family description
+    "04-attention-on-text": {"bonus_attention_on_text": 3.0,    # filled, with the family description
                              "bonus_top_key_shares": 0.0},      # not filled (nor the first-column answer)
     "05-attention-as-smoothing": {"smoothing_attention_hidden": 4.0},   # the one code answer is filled
     "06-going-further": {"bonus_permutation_gaps": 2.0, "bonus_online_softmax": 3.0,
