@@ -42,13 +42,14 @@ MAX_EDITS_PER_NOTEBOOK = 6
 # each notebook filled with the solutions, the rest as released) fills in, and what it must score.
 # Written answers (markdown) count among the answer cells but are graded by hand.
 HALF_FILLS = {
-    # 7 answers: map_written, shapes, coupling_expectation, simplex_proof | causality_proof, variance_proof, dot_variance
-    "01-on-paper": ["map_written", "shapes", "coupling_expectation", "simplex_proof"],
-    # 3 answers: scores_entrywise, count_params | bonus_scale_width
+    # 7 answers: map_written, coupling_expectation, shapes (bonus), simplex_proof | causality_proof, variance_proof,
+    # dot_variance (bonus)
+    "01-on-paper": ["map_written", "coupling_expectation", "shapes", "simplex_proof"],
+    # 3 answers: scores_entrywise (bonus), count_params (bonus) | bonus_scale_width
     "02-the-head": ["scores_entrywise", "count_params"],
     # 8 answers: the three checks, scale_table | mask_after_softmax_row_sums, fails_on_mask_after_softmax, two written
     "03-the-tests": ["check_simplex", "check_causality_perturbation", "check_causality_gradient", "scale_table"],
-    # 4 answers: attention_on_text, family_patterns | top_key_shares (bonus), first_column_heavy
+    # 4 answers: attention_on_text (bonus), family_patterns | top_key_shares (bonus), first_column_heavy
     "04-attention-on-text": ["attention_on_text", "family_patterns"],
     # 2 answers: smoothing_attention | bonus_smoothing_as_s_grows
     "05-attention-as-smoothing": ["smoothing_attention"],
