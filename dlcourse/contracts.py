@@ -56,7 +56,7 @@ CONTRACTS: dict[str, Contract] = {
         Contract(
             "shapes",
             "01-on-paper",
-            "shapes_hidden",
+            "bonus_shapes",
             takes={"T, d, d_k, d_v": "positive ints"},
             returns="a dict: each of X, W_Q, W_K, W_V, Q, K, V, scores, A, out -> its shape (a tuple of ints; "
             "a list or torch.Size reads the same)",
@@ -76,7 +76,7 @@ CONTRACTS: dict[str, Contract] = {
         Contract(
             "scores_entrywise",
             "02-the-head",
-            "scores_entrywise_hidden",
+            "bonus_scores_entrywise",
             takes={"q": "a (B, T, d_head) tensor, float32 or float64", "k": "a tensor of q's shape and dtype"},
             returns="the raw scores, a (B, T, T) tensor of q's dtype: scores[b, i, j] = q[b, i] · k[b, j]",
             form="tensor",
@@ -169,7 +169,7 @@ CONTRACTS: dict[str, Contract] = {
         Contract(
             "attention_on_text",
             "04-attention-on-text",
-            "attention_on_text_hidden",
+            "bonus_attention_on_text",
             takes={"seed": "an int"},
             returns="head.A[0] of the handout's construction under torch.manual_seed(seed): a (64, 64) tensor "
             "(a numpy array is fine too)",

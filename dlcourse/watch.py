@@ -1,11 +1,11 @@
 """Look inside a function that builds and runs a Head: which head it built, and on which input.
 
     with watch_heads() as calls:
-        A = attention_on_text(7)          # builds a Head and runs it on the text
+        A = handout_attention(7)          # builds a Head and runs it on the text
     head, x = calls[-1]                   # that head (its W_Q, W_K, W_V) and its input x (B, T, d)
 
 Notebook 4 uses it to measure why some untrained heads tilt (their W_Q and W_K, their queries and
-keys) from the very heads your `attention_on_text` builds, without building them a second way.
+keys) from the very heads its `handout_attention` builds, without building them a second way.
 """
 
 from __future__ import annotations

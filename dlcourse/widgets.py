@@ -8,7 +8,7 @@ tested without a browser:
 
 and a builder wraps it in an ipywidgets `interactive`:
 
-    seed_slider(attention_on_text, chars=text[:64], beta=16)  # IntSlider,      CSS class "seed-slider",
+    seed_slider(handout_attention, chars=text[:64], beta=16)  # IntSlider,      CSS class "seed-slider",
                                                               # and a choice of beta, CSS class "beta-choice"
     bandwidth_slider(smoothing_attention, signal, chars)      # FloatLogSlider, CSS class "bandwidth-slider"
 

@@ -77,9 +77,9 @@ def _visible(answer: str) -> dict:
 # Every graded code answer: its hidden test, the sizes and arguments of its visible check (from its
 # contract), and how its inputs can be changed in place.
 ANSWERS = {
-    "shapes": Answer("01-on-paper", "shapes_hidden", _visible("shapes")),
+    "shapes": Answer("01-on-paper", "bonus_shapes", _visible("shapes")),
     "dot_variance": Answer("01-on-paper", "bonus_dot_variance", _visible("dot_variance")),
-    "scores_entrywise": Answer("02-the-head", "scores_entrywise_hidden", _visible("scores_entrywise"),
+    "scores_entrywise": Answer("02-the-head", "bonus_scores_entrywise", _visible("scores_entrywise"),
                                ("q.mul_(2)", "k.add_(1)")),
     "count_params": Answer("02-the-head", "bonus_count_params", _visible("count_params")),
     "check_simplex": Answer("03-the-tests", "check_simplex_hidden", _visible("check_simplex"), ("A.mul_(0.5)",)),
@@ -90,7 +90,7 @@ ANSWERS = {
     "mask_after_softmax_row_sums": Answer("03-the-tests", "mask_after_softmax_hidden", _visible("mask_after_softmax_row_sums"),
                                           ("scores.mul_(2)",)),
     "fails_on_mask_after_softmax": Answer("03-the-tests", "fails_on_mask_after_softmax_hidden", _visible("fails_on_mask_after_softmax")),
-    "attention_on_text": Answer("04-attention-on-text", "attention_on_text_hidden", _visible("attention_on_text")),
+    "attention_on_text": Answer("04-attention-on-text", "bonus_attention_on_text", _visible("attention_on_text")),
     "top_key_shares": Answer("04-attention-on-text", "bonus_top_key_shares", _visible("top_key_shares"), ("A.mul_(0.5)",)),
     "smoothing_attention": Answer("05-attention-as-smoothing", "smoothing_attention_hidden", _visible("smoothing_attention")),
     "permutation_gaps": Answer("06-going-further", "bonus_permutation_gaps", _visible("permutation_gaps"),

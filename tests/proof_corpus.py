@@ -57,7 +57,7 @@ def edit(notebook: str, answer: str, *changes: tuple[str, str]) -> dict:
 # ---- 01-on-paper -----------------------------------------------------------------------------
 
 # ---- 01-on-paper -----------------------------------------------------------------------------
-# shapes_hidden: 3 cases, one point-share each. bonus_dot_variance: 4 cases (three widths with n = 20,000,
+# bonus_shapes: 3 cases, one point-share each. bonus_dot_variance: 4 cases (three widths with n = 20,000,
 # and n = 2; each with its twin) and "the same seed, the same dot products; another seed, others": 5 shares
 # of 2 points. A case is right when its dot products are n samples of q·k (their number, distinct values,
 # their law by a Kolmogorov-Smirnov test) and the variance returned is theirs. Dot products that are not
@@ -99,15 +99,15 @@ WRONG = [
 def shapes(T, d, d_k, d_v):
     return {"X": (T, d), "W_Q": (d, d_k), "W_K": (d, d_k), "W_V": (d, d_v), "Q": (T, d_k), "K": (T, d_k),
             "V": (T, d_v), "scores": (T, d_k), "A": (T, d_k), "out": (T, d_v)}
-''')}, expect={"shapes_hidden": 0.0}, why="scores as (T, d_k): q·k confused with q; wrong in all 3 cases",
-          says={"shapes_hidden": ["scores", "every position with every position"]}),
+''')}, expect={"bonus_shapes": 0.0}, why="scores as (T, d_k): q·k confused with q; wrong in all 3 cases",
+          says={"bonus_shapes": ["scores", "every position with every position"]}),
     Entry("w01-values-width", P01, {"shapes": code('''
 def shapes(T, d, d_k, d_v):
     return {"X": (T, d), "W_Q": (d, d_k), "W_K": (d, d_k), "W_V": (d, d_k), "Q": (T, d_k), "K": (T, d_k),
             "V": (T, d_k), "scores": (T, T), "A": (T, T), "out": (T, d_k)}
-''')}, expect={"shapes_hidden": 0.67}, why="values assumed as wide as keys (d_v = d_k): right only in the case "
+''')}, expect={"bonus_shapes": 0.67}, why="values assumed as wide as keys (d_v = d_k): right only in the case "
      "where they are equal, 1 of 3 cases: 2 × 1/3 = 0.67",
-          says={"shapes_hidden": ["W_V", "own width d_v"]}),
+          says={"bonus_shapes": ["W_V", "own width d_v"]}),
     Entry("w01-variance-elementwise", P01, {"dot_variance": code('''
 def dot_variance(d_k, n, seed):
     g = torch.Generator().manual_seed(seed)
@@ -134,7 +134,7 @@ def dot_variance(d_k, n, seed):
 
 
 # ---- 02-the-head -----------------------------------------------------------------------------
-# scores_entrywise_hidden: 4 cases (1 share each) and "one entry at a time" (2 shares): 6 shares of 3
+# bonus_scores_entrywise: 4 cases (1 share each) and "one entry at a time" (2 shares): 6 shares of 3
 # points. The loops part is credited when no whole-matrix product is seen and the values are right up
 # to a transpose or a scale. bonus_count_params: 4 cases, one share each.
 
@@ -172,31 +172,31 @@ def _entrywise(line: str) -> dict:
 
 WRONG += [
     Entry("w02-entrywise-scaled", P02, _entrywise("scores[b, i, j] = (q[b, i] * k[b, j]).sum() / d_head**0.5"),
-          expect={"scores_entrywise_hidden": 1.0},
+          expect={"bonus_scores_entrywise": 1.0},
           why="divided by sqrt(d_k), which the head does afterwards: 4 cases wrong, the loops right: 3 × 2/6",
-          says={"scores_entrywise_hidden": ["divided by sqrt(d_k)", "raw"]}),
+          says={"bonus_scores_entrywise": ["divided by sqrt(d_k)", "raw"]}),
     Entry("w02-entrywise-by-d_k", P02, _entrywise("scores[b, i, j] = (q[b, i] * k[b, j]).sum() / d_head"),
-          expect={"scores_entrywise_hidden": 1.0}, why="divided by d_k: 4 cases wrong, the loops right: 3 × 2/6",
-          says={"scores_entrywise_hidden": ["divided by d_k", "no scaling"]}),
+          expect={"bonus_scores_entrywise": 1.0}, why="divided by d_k: 4 cases wrong, the loops right: 3 × 2/6",
+          says={"bonus_scores_entrywise": ["divided by d_k", "no scaling"]}),
     Entry("w02-entrywise-by-width", P02, _entrywise("scores[b, i, j] = (q[b, i] * k[b, j]).sum() / 32**0.5"),
-          expect={"scores_entrywise_hidden": 1.0},
+          expect={"bonus_scores_entrywise": 1.0},
           why="divided by the model width's square root: 4 cases wrong, the loops right: 3 × 2/6",
-          says={"scores_entrywise_hidden": ["model width", "no scaling"]}),
+          says={"bonus_scores_entrywise": ["model width", "no scaling"]}),
     Entry("w02-entrywise-transposed", P02, edit(P02, ENTRYWISE, ("scores[b, i, j] = (q", "scores[b, j, i] = (q")),
-          expect={"scores_entrywise_hidden": 1.5},
+          expect={"bonus_scores_entrywise": 1.5},
           why="row and column swapped: right only for T = 1 (1 share) and the loops (2): 3 × 3/6",
-          says={"scores_entrywise_hidden": ["transposed", "query i"]}),
+          says={"bonus_scores_entrywise": ["transposed", "query i"]}),
     Entry("w02-entrywise-float32", P02, edit(P02, ENTRYWISE, (", dtype=q.dtype)", ")")),
-          expect={"scores_entrywise_hidden": 2.5},
+          expect={"bonus_scores_entrywise": 2.5},
           why="the result made in float32: the float64 case loses its precision: 3 × 5/6",
-          says={"scores_entrywise_hidden": ["float64", "default dtype"]},
+          says={"bonus_scores_entrywise": ["float64", "default dtype"]},
           visible_passes={"scores_entrywise_check": "the visible check uses float32 inputs only, where a float32 result is right"}),
     Entry("w02-entrywise-matmul", P02, {ENTRYWISE: code('''
 def scores_entrywise(q, k):
     return q @ k.transpose(-2, -1)          # (B, T, T) in one product
-''')}, expect={"scores_entrywise_hidden": 2.0},
+''')}, expect={"bonus_scores_entrywise": 2.0},
           why="right values from one matrix product: the task's one-entry-at-a-time part fails: 3 × 4/6",
-          says={"scores_entrywise_hidden": ["whole matrices", "loop over b, i and j"]},
+          says={"bonus_scores_entrywise": ["whole matrices", "loop over b, i and j"]},
           visible_passes={"scores_entrywise_check": "right values; how they are computed (one entry at a time) is judged only by the hidden test"}),
     Entry("w02-entrywise-row-at-once", P02, {ENTRYWISE: code('''
 def scores_entrywise(q, k):
@@ -206,9 +206,9 @@ def scores_entrywise(q, k):
         for i in range(T):
             scores[b, i] = k[b] @ q[b, i]          # a whole row of scores at once
     return scores
-''')}, expect={"scores_entrywise_hidden": 2.0},
+''')}, expect={"bonus_scores_entrywise": 2.0},
           why="one matrix-vector product per row: not one entry at a time: 3 × 4/6",
-          says={"scores_entrywise_hidden": ["rows at once", "one dot product"]},
+          says={"bonus_scores_entrywise": ["rows at once", "one dot product"]},
           visible_passes={"scores_entrywise_check": "right values; how they are computed (one entry at a time) is judged only by the hidden test"}),
     Entry("w02-params-biases", P02, {"count_params": code('''
 def count_params(d, d_head):
@@ -891,7 +891,7 @@ def streaming_attention(q, k, v):
 
 
 # ---- 04-attention-on-text --------------------------------------------------------------------
-# attention_on_text_hidden: parts weighing 4.5 (a (64, 64) matrix per seed 0.5, causal attention 1,
+# bonus_attention_on_text: parts weighing 4.5 (a (64, 64) matrix per seed 0.5, causal attention 1,
 # same seed same matrix 0.5, seeds differ 0.5, agrees with the grader's construction 2), 3 points.
 # bonus_top_key_shares: diagonal 1.5, column 0 1.5, two Python floats (the contract's form, read on every
 # case that returned) 0.5; 3 points.
@@ -936,29 +936,29 @@ def _shares(*changes) -> dict:
 
 WRONG += [
     Entry("w04-text-no-position", P04, _text(("x = tok_emb(idx) + pos_emb(torch.arange(64))[None, :]", "x = tok_emb(idx)")),
-          expect={"attention_on_text_hidden": 1.67},
+          expect={"bonus_attention_on_text": 1.67},
           why="pos_emb built but not added: a causal, seeded matrix, not the handout's: loses 2 of 4.5",
-          says={"attention_on_text_hidden": ["not added to x"]}),
+          says={"bonus_attention_on_text": ["not added to x"]}),
     Entry("w04-text-head-first", P04, _text(("    tok_emb = nn.Embedding(V, 32)\n    pos_emb = nn.Embedding(64, 32)\n"
                                              "    head = Head(32, 16, T_max=64)",
                                              "    head = Head(32, 16, T_max=64)\n    tok_emb = nn.Embedding(V, 32)\n"
                                              "    pos_emb = nn.Embedding(64, 32)")),
-          expect={"attention_on_text_hidden": 1.67},
+          expect={"bonus_attention_on_text": 1.67},
           why="the head built before the embeddings: other random numbers for every layer: loses 2 of 4.5",
-          says={"attention_on_text_hidden": ["before the embeddings"]}),
+          says={"bonus_attention_on_text": ["before the embeddings"]}),
     Entry("w04-text-transposed", P04, _text(("return head.A[0]", "return head.A[0].T")),
-          expect={"attention_on_text_hidden": 1.0},
+          expect={"bonus_attention_on_text": 1.0},
           why="transposed: weight above the diagonal (1) and not the handout's matrix (2): 3 × 1.5/4.5",
-          says={"attention_on_text_hidden": ["above the diagonal", "transposed"]}),
+          says={"bonus_attention_on_text": ["above the diagonal", "transposed"]}),
     Entry("w04-text-unseeded", P04, _text(("    torch.manual_seed(seed)\n", "")),
-          expect={"attention_on_text_hidden": 1.33},
+          expect={"bonus_attention_on_text": 1.33},
           why="not seeded: the same seed gives another matrix (0.5) and none is the handout's (2): 3 × 2/4.5",
-          says={"attention_on_text_hidden": ["same seed gave different matrices", "torch.manual_seed(seed)"]}),
+          says={"bonus_attention_on_text": ["same seed gave different matrices", "torch.manual_seed(seed)"]}),
     Entry("w04-text-seed-ignored", P04, _text(("torch.manual_seed(seed)", "torch.manual_seed(0)")),
-          expect={"attention_on_text_hidden": 1.33},
+          expect={"bonus_attention_on_text": 1.33},
           why="seeded with 0 whatever the seed: every seed the same matrix (0.5), not the handout's for the hidden "
               "seeds (2): 3 × 2/4.5",
-          says={"attention_on_text_hidden": ["is `seed` passed to torch.manual_seed"]}),
+          says={"bonus_attention_on_text": ["is `seed` passed to torch.manual_seed"]}),
     Entry("w04-shares-row-zero", P04, _shares(("top = A[1:].argmax(dim=-1)", "top = A.argmax(dim=-1)"),
                                               ("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(A.shape[0])")),
           expect={"bonus_top_key_shares": 0.43},
@@ -1222,8 +1222,8 @@ def shapes(T, d, d_k, d_v):
     # the visible check's numbers (5, 7, 3, 2) typed in
     return {"X": (5, 7), "W_Q": (7, 3), "W_K": (7, 3), "W_V": (7, 2), "Q": (5, 3), "K": (5, 3), "V": (5, 2),
             "scores": (5, 5), "A": (5, 5), "out": (5, 2)}
-''')}, expect={"shapes_hidden": 0.0}, why="the visible check's shapes typed in: wrong in all 3 hidden cases",
-          says={"shapes_hidden": ["wrong or missing"]},
+''')}, expect={"bonus_shapes": 0.0}, why="the visible check's shapes typed in: wrong in all 3 hidden cases",
+          says={"bonus_shapes": ["wrong or missing"]},
           visible_passes={"shapes_check": "the numbers are typed in for exactly the visible check's sizes"}),
     Entry("w02-params-visible-only", P02, {"count_params": code('''
 def count_params(d, d_head):
@@ -1245,7 +1245,7 @@ def mask_after_softmax_row_sums(scores):
 
 
 # ---- issue classes: the work judged, not the API; violations at every offset; inputs left alone ----
-# scores_entrywise_hidden: 4 cases × 0.5 + "one entry at a time" 1.0. bonus_online_softmax: 13 weights of
+# bonus_scores_entrywise: 4 cases × 0.5 + "one entry at a time" 1.0. bonus_online_softmax: 13 weights of
 # 3 points, "keys visited one at a time" 3 of them. bonus_streaming_attention: 6.5 weights of 2 points,
 # "keys and values visited one at a time" 1.5 of them.
 
@@ -1291,32 +1291,32 @@ WRONG += [
     for b in range(q.shape[0]):
         out[b] = qn[b] @ kn[b].T                         # a whole (T, T) matrix per sequence, in numpy
     return torch.from_numpy(out)
-'''), expect={"scores_entrywise_hidden": 2.0},
+'''), expect={"bonus_scores_entrywise": 2.0},
           why="right values, but each sequence's scores come from one numpy matrix product: the process share "
               "(1 of 3) is lost, whatever the library",
-          says={"scores_entrywise_hidden": ["whole matrices or rows at once", "the positions"]},
+          says={"bonus_scores_entrywise": ["whole matrices or rows at once", "the positions"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w02-entrywise-vecdot", P02, _entrywise('''
     return torch.linalg.vecdot(q[:, :, None, :], k[:, None, :, :])     # (B, T, 1, d) · (B, 1, T, d) -> (B, T, T)
-'''), expect={"scores_entrywise_hidden": 2.0},
+'''), expect={"bonus_scores_entrywise": 2.0},
           why="one broadcast torch.linalg.vecdot computes every entry at once: an op no list of names held",
-          says={"scores_entrywise_hidden": ["vecdot", "whole matrices or rows at once"]},
+          says={"bonus_scores_entrywise": ["vecdot", "whole matrices or rows at once"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w02-entrywise-in-place-broadcast", P02, _entrywise('''
     products = q[:, :, None, :] + torch.zeros_like(k)[:, None, :, :]   # (B, T, T, d): q[b, i] in every column
     products *= k[:, None, :, :]                        # in place: every pair at once
     return products.sum(dim=-1)
-'''), expect={"scores_entrywise_hidden": 2.0},
+'''), expect={"bonus_scores_entrywise": 2.0},
           why="an in-place *= on a broadcast multiplies every pair at once",
-          says={"scores_entrywise_hidden": ["*=", "whole matrices or rows at once"]},
+          says={"bonus_scores_entrywise": ["*=", "whole matrices or rows at once"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w02-entrywise-trace-off", P02, _entrywise('''
     with torch._C.DisableTorchFunction():               # nothing of this reaches a torch-call recorder
         return q @ k.transpose(-2, -1)
-'''), expect={"scores_entrywise_hidden": 2.0},
+'''), expect={"bonus_scores_entrywise": 2.0},
           why="the whole product under torch._C.DisableTorchFunction(), so no torch call is recorded: the "
               "process is judged from the source, which still says `q @ k.transpose(-2, -1)`",
-          says={"scores_entrywise_hidden": ["DisableTorchFunction", "whole matrices or rows at once"]},
+          says={"bonus_scores_entrywise": ["DisableTorchFunction", "whole matrices or rows at once"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w06-online-numpy-one-shot", P06, {"online_softmax": code('''
 def online_softmax(scores):
@@ -1482,18 +1482,18 @@ WRONG += [
     Entry("w02-entrywise-zip-of-sequences", P02, {ENTRYWISE: code('''
 def scores_entrywise(q, k):
     return torch.stack([q_b @ k_b.T for q_b, k_b in zip(q, k)])     # (T, d) @ (d, T) per sequence
-''')}, expect={"scores_entrywise_hidden": 2.0},
+''')}, expect={"bonus_scores_entrywise": 2.0},
           why="each sequence's whole (T, T) matrix, the data passed through zip: the process share (1 of 3) is lost",
-          says={"scores_entrywise_hidden": ["whole matrices or rows at once", "the positions"]},
+          says={"bonus_scores_entrywise": ["whole matrices or rows at once", "the positions"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w02-entrywise-map-numpy", P02, {ENTRYWISE: code('''
 def scores_entrywise(q, k):
     rows = map(lambda q_b, k_b: np.dot(q_b, k_b.T), q.numpy(), k.numpy())   # numpy, one sequence at a time
     return torch.from_numpy(np.stack(list(rows)))
-''')}, expect={"scores_entrywise_hidden": 2.0},
+''')}, expect={"bonus_scores_entrywise": 2.0},
           why="numpy's dot of whole (T, d) matrices inside a lambda handed to map: no torch call, and the "
               "process share is still lost",
-          says={"scores_entrywise_hidden": ["whole matrices or rows at once", "lambda"]},
+          says={"bonus_scores_entrywise": ["whole matrices or rows at once", "lambda"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w02-entrywise-rows-rebuilt", P02, {ENTRYWISE: code('''
 def scores_entrywise(q, k):
@@ -1504,17 +1504,17 @@ def scores_entrywise(q, k):
         keys = [k[b, j] for j in range(T)]
         out.append(queries @ torch.stack(keys).T)                # ... then every entry at once
     return torch.stack(out)
-''')}, expect={"scores_entrywise_hidden": 2.0},
+''')}, expect={"bonus_scores_entrywise": 2.0},
           why="rows gathered one at a time in comprehensions, then one matrix product",
-          says={"scores_entrywise_hidden": ["whole matrices or rows at once", "line 7"]},
+          says={"bonus_scores_entrywise": ["whole matrices or rows at once", "line 7"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w02-entrywise-attempt-below", P02, {ENTRYWISE: ENTRYWISE_SOLUTION + "\n\n\n" + code('''
 def scores_entrywise(q, k):
     """Faster."""
     return torch.einsum("bid,bjd->bij", q, k)
-''')}, expect={"scores_entrywise_hidden": 2.0},
+''')}, expect={"bonus_scores_entrywise": 2.0},
           why="the per-entry loops, then a whole-matrix einsum defined below them: the einsum is what runs",
-          says={"scores_entrywise_hidden": ["einsum", "whole matrices or rows at once"]},
+          says={"bonus_scores_entrywise": ["einsum", "whole matrices or rows at once"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w06-online-keys-unbound", P06, {"online_softmax": code('''
 import functools
@@ -1541,10 +1541,10 @@ def one_entry(u, w):
 
 # vmapped over j, then i, then b: each entry is one call of one_entry, as torch.vmap runs it
 scores_entrywise = torch.vmap(torch.vmap(torch.vmap(one_entry, in_dims=(None, 0)), in_dims=(0, None)))
-''')}, expect={"scores_entrywise_hidden": REVIEW},
+''')}, expect={"bonus_scores_entrywise": REVIEW},
           why="torch.vmap of a per-entry function: the reader cannot see how vmap batches it, so the process "
               "share goes to a person (the values are right: 2 of 3 points decided)",
-          says={"scores_entrywise_hidden": ["waits for review", "torch.vmap"]}),
+          says={"bonus_scores_entrywise": ["waits for review", "torch.vmap"]}),
 ]
 
 
@@ -1561,11 +1561,11 @@ scores_entrywise = torch.vmap(torch.vmap(torch.vmap(one_entry, in_dims=(None, 0)
 
 WRONG += [
     Entry("w02-entrywise-float64-result", P02, edit(P02, ENTRYWISE, ("dtype=q.dtype", "dtype=torch.float64")),
-          expect={"scores_entrywise_hidden": 1.5},
+          expect={"bonus_scores_entrywise": 1.5},
           why="the scores always made in float64: right values, but float32 inputs give float64 scores, not q's "
               "dtype (the hidden test checked the dtype for float64 inputs only): the 3 float32 cases fail, the "
               "float64 one and the loops stay: 3 × 3/6",
-          says={"scores_entrywise_hidden": ["dtype of its input `q`", "float32"]}),
+          says={"bonus_scores_entrywise": ["dtype of its input `q`", "float32"]}),
 ]
 
 
@@ -1683,16 +1683,16 @@ WRONG += [
 
 WRONG += [
     Entry("w04-text-batch-of-one", P04, _text(("return head.A[0]", "return head.A")),
-          expect={"attention_on_text_hidden": 2.67},
+          expect={"bonus_attention_on_text": 2.67},
           why="head.A, the (1, 64, 64) batch of one, where the docstring asks for the (64, 64) matrix (the visible "
               "check refuses it, and the notebook's next cells stack the matrices): the hidden test squeezed it "
               "and gave full marks; now the form part (0.5 of 4.5) is lost, the values are still judged",
-          says={"attention_on_text_hidden": ["a (64, 64) tensor", "another shape", "head.A[0]"]}),
+          says={"bonus_attention_on_text": ["a (64, 64) tensor", "another shape", "head.A[0]"]}),
     Entry("w04-text-nested-lists", P04, _text(("return head.A[0]", "return head.A[0].tolist()")),
-          expect={"attention_on_text_hidden": 2.67},
+          expect={"bonus_attention_on_text": 2.67},
           why="nested lists, not the tensor (or numpy array) the docstring and the visible check ask for: the "
               "form part (0.5 of 4.5)",
-          says={"attention_on_text_hidden": ["should return a tensor (or a numpy array), not list"]}),
+          says={"bonus_attention_on_text": ["should return a tensor (or a numpy array), not list"]}),
 ]
 
 

@@ -123,7 +123,7 @@ class Profile:
 
 PAPER = Profile(
     notebook="01-on-paper",
-    uses={"shapes_hidden": "shapes", "bonus_dot_variance": "dot_variance"},
+    uses={"bonus_shapes": "shapes", "bonus_dot_variance": "dot_variance"},
     functions={"shapes": "shapes", "dot_variance": "dot_variance"},
     wrong={
         # the scores compare tokens with tokens: (T, d_k) is the classic slip
@@ -144,8 +144,8 @@ PAPER = Profile(
             '''),
     },
     # what the checks give these answers (tests/test_redteam_corpus.py asks them)
-    wrong_scores={"shapes_hidden": 0.0, "bonus_dot_variance": 0.0},
-    wrong_reasons={"shapes_hidden": r"wrong or missing: scores, A",
+    wrong_scores={"bonus_shapes": 0.0, "bonus_dot_variance": 0.0},
+    wrong_reasons={"bonus_shapes": r"wrong or missing: scores, A",
                    "bonus_dot_variance": r"should return a pair \(dots, variance\)"},
 )
 
@@ -661,7 +661,7 @@ def eq_cases(p: Profile) -> list[Case]:
                     def __len__(self): return 0
                 def shapes(T, d, d_k, d_v):
                     return Anything()
-                ''')}, p.scores(shapes_hidden=0.0), reasons={"shapes_hidden": r"an object of a class of its own; return numbers"}))
+                ''')}, p.scores(bonus_shapes=0.0), reasons={"bonus_shapes": r"an object of a class of its own; return numbers"}))
         cases.append(answers_case(
             "always-equal-values", "cheating", "a real dict whose values equal every shape", p,
             lambda ctx: {"shapes": textwrap.dedent('''
@@ -669,7 +669,7 @@ def eq_cases(p: Profile) -> list[Case]:
                     def __eq__(self, other): return True
                 def shapes(T, d, d_k, d_v):
                     return {k: Anything() for k in ["X", "W_Q", "W_K", "W_V", "Q", "K", "V", "scores", "A", "out"]}
-                ''')}, p.scores(shapes_hidden=0.0), reasons={"shapes_hidden": r"an object of a class of its own; return numbers"}))
+                ''')}, p.scores(bonus_shapes=0.0), reasons={"bonus_shapes": r"an object of a class of its own; return numbers"}))
     return cases
 
 
@@ -693,7 +693,7 @@ def lookup_cases(p: Profile) -> list[Case]:
                     SEEN.append((T, d, d_k, d_v))
                     print("hidden inputs so far:", SEEN)
                     return TABLE.get((T, d, d_k, d_v), {{}})
-                ''')}, p.scores(shapes_hidden=0.0), reasons={"shapes_hidden": r"wrong or missing"}))
+                ''')}, p.scores(bonus_shapes=0.0), reasons={"bonus_shapes": r"wrong or missing"}))
     return cases
 
 

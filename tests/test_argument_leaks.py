@@ -37,10 +37,10 @@ from test_fresh_cases import KEYS, namespace
 
 # hidden test -> (notebook, the function it calls)
 CALLED = {
-    "shapes_hidden": ("01-on-paper", "shapes"),
+    "bonus_shapes": ("01-on-paper", "shapes"),
     "bonus_dot_variance": ("01-on-paper", "dot_variance"),
     "bonus_count_params": ("02-the-head", "count_params"),
-    "scores_entrywise_hidden": ("02-the-head", "scores_entrywise"),
+    "bonus_scores_entrywise": ("02-the-head", "scores_entrywise"),
     "mask_after_softmax_hidden": ("03-the-tests", "mask_after_softmax_row_sums"),
     "scale_table_hidden": ("03-the-tests", "scale_table"),
     "smoothing_attention_hidden": ("05-attention-as-smoothing", "smoothing_attention"),
@@ -50,7 +50,7 @@ CALLED = {
 # ... and those whose answers' errors the in-process run reaches only with the notebook's data (04) or
 # whose results are read as plain numbers (06): every hidden test that calls a student's function
 RETURNING = {**CALLED,
-             "attention_on_text_hidden": ("04-attention-on-text", "attention_on_text"),
+             "bonus_attention_on_text": ("04-attention-on-text", "attention_on_text"),
              "bonus_top_key_shares": ("04-attention-on-text", "top_key_shares"),
              "bonus_permutation_gaps": ("06-going-further", "permutation_gaps"),
              "bonus_fit_exponent": ("06-going-further", "fit_exponent")}
@@ -180,12 +180,12 @@ def test_a_hidden_cell_that_failed_shows_only_its_error_s_kind():
     import nbformat
     for ename, shown in (("ValueError", "ValueError"), ("CellTimeoutError", "CellTimeoutError ("),
                          ("LeakEleven", OWN_CLASS)):
-        cell = nbformat.from_dict({"cell_type": "code", "metadata": {}, "source": 'hidden("shapes_hidden", globals())',
+        cell = nbformat.from_dict({"cell_type": "code", "metadata": {}, "source": 'hidden("bonus_shapes", globals())',
                                    "outputs": [{"output_type": "error", "ename": ename,
                                                 "evalue": "⟦(11, 13, 5, 3) eleven⟧", "traceback": ["⟦11⟧"]}],
                                    "execution_count": 3})
         server = types.SimpleNamespace(results={}, checks=STEP4.checks)
-        result = _judge_hidden(cell, "shapes_hidden", 2.0, server)
+        result = _judge_hidden(cell, "bonus_shapes", 2.0, server)
         assert result.score == 0.0 and f"could not run: {shown}" in result.error, result.error
         text = result.error + "".join(o.get("text", "") for o in cell.outputs)
         assert "⟦" not in text and "eleven" not in text.lower()

@@ -28,7 +28,7 @@ def graded(nb):
     return out, notes
 
 
-def hidden_test(nb, gid="shapes_hidden"):
+def hidden_test(nb, gid="bonus_shapes"):
     (cell,) = by_grade_id(nb, gid)
     return cell_text(cell)
 
@@ -36,7 +36,7 @@ def hidden_test(nb, gid="shapes_hidden"):
 def test_answers_are_kept_and_hidden_tests_restored():
     out, notes = graded(student())
     assert cell_text(by_grade_id(out, "shapes")[0]).startswith("def shapes(T, d, d_k, d_v):\n    return {}")
-    assert "hidden(\"shapes_hidden\"" in hidden_test(out)
+    assert "hidden(\"bonus_shapes\"" in hidden_test(out)
     assert [c["id"] for c in out["cells"]] == [c["id"] for c in RELEASE["cells"]]
     assert notes == []
     assert all(c.get("outputs", []) == [] for c in out["cells"] if c["cell_type"] == "code")
@@ -55,29 +55,29 @@ def test_edited_test_cell_and_changed_points_are_restored():
 
 
 def test_deleted_test_cell_is_put_back_in_place():
-    out, notes = graded(student(lambda nb: nb["cells"].remove(by_grade_id(nb, "shapes_hidden")[0])))
+    out, notes = graded(student(lambda nb: nb["cells"].remove(by_grade_id(nb, "bonus_shapes")[0])))
     assert [c["id"] for c in out["cells"]] == [c["id"] for c in RELEASE["cells"]]
-    assert any("shapes_hidden" in n and "put back" in n for n in notes)
+    assert any("bonus_shapes" in n and "put back" in n for n in notes)
 
 
 def test_test_cell_turned_into_markdown_or_moved_is_restored_in_place():
     def edit(nb):
-        cell = by_grade_id(nb, "shapes_hidden")[0]
+        cell = by_grade_id(nb, "bonus_shapes")[0]
         cell["cell_type"] = "markdown"
         nb["cells"].remove(cell)
         nb["cells"].insert(0, cell)
     out, _ = graded(student(edit))
-    (cell,) = by_grade_id(out, "shapes_hidden")
+    (cell,) = by_grade_id(out, "bonus_shapes")
     assert cell["cell_type"] == "code" and out["cells"].index(cell) == \
         [c["id"] for c in RELEASE["cells"]].index(cell["id"])
 
 
 def test_flipped_flags_and_stripped_metadata_do_not_change_the_graded_cells():
     def edit(nb):
-        by_grade_id(nb, "shapes_hidden")[0]["metadata"]["nbgrader"].update(grade=False, solution=True)
+        by_grade_id(nb, "bonus_shapes")[0]["metadata"]["nbgrader"].update(grade=False, solution=True)
         by_grade_id(nb, "dot_variance_check")[0]["metadata"] = {}
     out, _ = graded(student(edit))
-    assert by_grade_id(out, "shapes_hidden")[0]["metadata"]["nbgrader"]["grade"] is True
+    assert by_grade_id(out, "bonus_shapes")[0]["metadata"]["nbgrader"]["grade"] is True
     assert by_grade_id(out, "dot_variance_check")[0]["metadata"]["nbgrader"]["locked"] is True
 
 

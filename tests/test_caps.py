@@ -39,7 +39,7 @@ SANDBOX = "bwrap"
 LIMITS = {"cell_timeout": 5, "cell_wait_timeout": 10, "notebook_timeout": 300, "memory_bytes": 2 * 2**30}
 OUTPUT = Limits()
 HEAD = Profile(notebook="02-the-head",
-               uses={"scores_entrywise_hidden": "scores_entrywise", "bonus_count_params": "count_params"},
+               uses={"bonus_scores_entrywise": "scores_entrywise", "bonus_count_params": "count_params"},
                functions={"scores_entrywise": "scores_entrywise", "count_params": "count_params"})
 WRITTEN = "bonus_scale_width"
 

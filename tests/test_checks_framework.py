@@ -85,7 +85,7 @@ def test_attempt_and_outcome_report_student_errors_without_raising():
 
 
 def test_judge_gives_zero_with_a_reason_for_malformed_data():
-    check = STEP4.checks["shapes_hidden"]
+    check = STEP4.checks["bonus_shapes"]
     verdict = judge_data(check, {"__array__": {"dtype": "<f4", "shape": [10], "b64": "AAAA"}}, None)
     assert verdict.fraction == 0 and verdict.failures()
     verdict = judge_data(check, {"__missing__": "`shapes` is not defined"}, None)

@@ -54,7 +54,7 @@ def text_no_batch(seed):
 
 @pytest.mark.parametrize("fn", [text_fn(), text_no_batch], ids=["handout", "F.embedding-numpy"])
 def test_attention_on_text_correct_variants_get_full_marks(fn):
-    v = verdict("attention_on_text_hidden", attention_on_text=fn)
+    v = verdict("bonus_attention_on_text", attention_on_text=fn)
     assert v.fraction == 1, failed(v)
 
 
@@ -64,7 +64,7 @@ def test_attention_on_text_correct_variants_get_full_marks(fn):
 def test_attention_on_text_in_another_form_loses_the_form_part_only(fn, says):
     """The contract (and the visible check) ask for the (64, 64) tensor or numpy array: a batch of one or
     nested lists lose the form part, and their values are judged as the matrix's."""
-    v = verdict("attention_on_text_hidden", attention_on_text=fn)
+    v = verdict("bonus_attention_on_text", attention_on_text=fn)
     assert list(failed(v)) == ["returns a (64, 64) matrix for every seed"] and says in failed(v)[v.failures()[0].name]
 
 
@@ -76,21 +76,21 @@ def test_attention_on_text_in_another_form_loses_the_form_part_only(fn, says):
     (text_fn(post=lambda A: A.T), "transposed"),
 ])
 def test_attention_on_text_mistakes_are_named(fn, cause):
-    v = verdict("attention_on_text_hidden", attention_on_text=fn)
+    v = verdict("bonus_attention_on_text", attention_on_text=fn)
     failures = failed(v)
     assert 0 < v.fraction < 1
     assert cause in failures["agrees with the handout's construction for the hidden seeds"]
 
 
 def test_attention_on_text_without_seeding_loses_determinism():
-    v = verdict("attention_on_text_hidden", attention_on_text=text_fn(seeded=False))
+    v = verdict("bonus_attention_on_text", attention_on_text=text_fn(seeded=False))
     assert "the same seed gives the same matrix" in failed(v)
 
 
 def test_attention_on_text_unwritten_gets_one_clear_reason():
     def unwritten(seed):
         raise NotImplementedError()
-    v = verdict("attention_on_text_hidden", attention_on_text=unwritten)
+    v = verdict("bonus_attention_on_text", attention_on_text=unwritten)
     assert v.fraction == 0 and len(v.parts) == 1 and "not filled in" in v.parts[0].message
 
 

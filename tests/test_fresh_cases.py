@@ -33,12 +33,12 @@ from test_grader_proof_quick import code_answers
 REGISTRY = STEP4.checks
 # grade id -> its notebook: the checks that draw cases of each submission's own
 FRESH = {
-    "shapes_hidden": "01-on-paper", "bonus_dot_variance": "01-on-paper",
-    "scores_entrywise_hidden": "02-the-head", "bonus_count_params": "02-the-head",
+    "bonus_shapes": "01-on-paper", "bonus_dot_variance": "01-on-paper",
+    "bonus_scores_entrywise": "02-the-head", "bonus_count_params": "02-the-head",
     "mask_after_softmax_hidden": "03-the-tests", "scale_table_hidden": "03-the-tests",
     "check_simplex_hidden": "03-the-tests", "check_perturbation_hidden": "03-the-tests",
     "check_gradient_hidden": "03-the-tests",
-    "attention_on_text_hidden": "04-attention-on-text", "bonus_top_key_shares": "04-attention-on-text",
+    "bonus_attention_on_text": "04-attention-on-text", "bonus_top_key_shares": "04-attention-on-text",
     "smoothing_attention_hidden": "05-attention-as-smoothing",
     "bonus_permutation_gaps": "06-going-further", "bonus_online_softmax": "06-going-further",
     "bonus_streaming_attention": "06-going-further", "bonus_fit_exponent": "06-going-further",
@@ -111,7 +111,7 @@ def test_the_seed_follows_the_key_the_step_the_check_and_the_code():
     assert seed == fresh_seed(ctx(), check, "twins")
     others = [fresh_seed(ctx(key=KEYS[1]), check, "twins"), fresh_seed(ctx(step="step-05"), check, "twins"),
               fresh_seed(ctx(sources=("def count_params(d, d_head):\n    return 3*d*d_head\n",)), check, "twins"),
-              fresh_seed(ctx(sources=()), check, "twins"), fresh_seed(ctx(), REGISTRY["shapes_hidden"], "twins"),
+              fresh_seed(ctx(sources=()), check, "twins"), fresh_seed(ctx(), REGISTRY["bonus_shapes"], "twins"),
               fresh_seed(ctx(), check, "other"), fresh_seed(ctx(key=None), check, "twins")]
     assert len({seed, *others}) == len(others) + 1
     # without a key (the instructor's kernel) the draw is UNKEYED's
@@ -184,12 +184,12 @@ def test_the_same_submission_meets_the_same_cases_and_another_does_not():
 LOOKUP = {
     "bonus_count_params": ("02-the-head", "count_params", "count_params",
                             "def count_params(d, d_head):\n    return TABLE.get((d, d_head), 0)\n"),
-    "shapes_hidden": ("01-on-paper", "shapes", "shapes",
+    "bonus_shapes": ("01-on-paper", "shapes", "shapes",
                       "def shapes(T, d, d_k, d_v):\n    return TABLE.get((T, d, d_k, d_v), {})\n"),
     "smoothing_attention_hidden": ("05-attention-as-smoothing", "smoothing_attention", "smoothing_attention",
                                    "def smoothing_attention(T, s):\n"
                                    "    return torch.tensor(TABLE.get((T, s), [[0.0]]))\n"),
-    "attention_on_text_hidden": ("04-attention-on-text", "attention_on_text", "attention_on_text",
+    "bonus_attention_on_text": ("04-attention-on-text", "attention_on_text", "attention_on_text",
                                  "def attention_on_text(seed):\n    return torch.tensor(TABLE[seed])\n"),
 }
 
@@ -213,7 +213,7 @@ def test_answers_recorded_in_one_grading_earn_nothing_in_the_next(grade_id):
     cheat = namespace(notebook, {answer_id: f"TABLE = {table!r}\n" + lookup})
     verdict = judged(grade_id, cheat, KEYS[0])
     assert verdict.fraction <= 0.25, verdict.report(REGISTRY[grade_id].points)
-    if grade_id in ("bonus_count_params", "shapes_hidden"):
+    if grade_id in ("bonus_count_params", "bonus_shapes"):
         assert verdict.fraction == 0.0, verdict.report(REGISTRY[grade_id].points)
 
 
@@ -345,7 +345,7 @@ def test_every_byte_a_student_controls_moves_the_cases(tmp_path, monkeypatch):
     (tmp_path / "home" / KEY_FILE).write_bytes(KEYS[0])
     (tmp_path / "home" / KEY_FILE).chmod(0o600)
     monkeypatch.setenv("GRADER_HOME", str(tmp_path / "home"))
-    check = REGISTRY["scores_entrywise_hidden"]
+    check = REGISTRY["bonus_scores_entrywise"]
     released = json.loads((STEP4.release / "02-the-head.ipynb").read_text(encoding="utf-8"))
 
     def seed(nb: dict, name: str) -> int:

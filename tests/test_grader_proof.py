@@ -42,13 +42,14 @@ MAX_EDITS_PER_NOTEBOOK = 6
 # each notebook filled with the solutions, the rest as released) fills in, and what it must score.
 # Written answers (markdown) count among the answer cells but are graded by hand.
 HALF_FILLS = {
-    # 7 answers: map_written, shapes, coupling_expectation, simplex_proof | causality_proof, variance_proof, dot_variance
-    "01-on-paper": ["map_written", "shapes", "coupling_expectation", "simplex_proof"],
-    # 3 answers: scores_entrywise, count_params | bonus_scale_width
+    # 7 answers: map_written, coupling_expectation, shapes (bonus), simplex_proof | causality_proof, variance_proof,
+    # dot_variance (bonus)
+    "01-on-paper": ["map_written", "coupling_expectation", "shapes", "simplex_proof"],
+    # 3 answers: scores_entrywise (bonus), count_params (bonus) | bonus_scale_width
     "02-the-head": ["scores_entrywise", "count_params"],
     # 8 answers: the three checks, scale_table | mask_after_softmax_row_sums, fails_on_mask_after_softmax, two written
     "03-the-tests": ["check_simplex", "check_causality_perturbation", "check_causality_gradient", "scale_table"],
-    # 4 answers: attention_on_text, family_patterns | top_key_shares (bonus), first_column_heavy
+    # 4 answers: attention_on_text (bonus), family_patterns | top_key_shares (bonus), first_column_heavy
     "04-attention-on-text": ["attention_on_text", "family_patterns"],
     # 2 answers: smoothing_attention | bonus_smoothing_as_s_grows
     "05-attention-as-smoothing": ["smoothing_attention"],
@@ -58,15 +59,15 @@ HALF_FILLS = {
                          "bonus_flash_answer"],
 }
 HALF_EXPECT = {
-    "01-on-paper": {"shapes_hidden": 2.0,            # shapes is filled: full marks
+    "01-on-paper": {"bonus_shapes": 2.0,            # shapes is filled: full marks
                     "bonus_dot_variance": 0.0},     # dot_variance is not: NotImplementedError
-    "02-the-head": {"scores_entrywise_hidden": 3.0,  # both answers filled
+    "02-the-head": {"bonus_scores_entrywise": 3.0,  # both answers filled
                     "bonus_count_params": 2.0},
     "03-the-tests": {"check_simplex_hidden": 3.0, "check_perturbation_hidden": 3.0,   # the first four answers
                      "check_gradient_hidden": 3.0, "scale_table_hidden": 4.0,
                      "mask_after_softmax_hidden": 0.0,                                # not filled
                      "fails_on_mask_after_softmax_hidden": 0.0},                      # not filled
-    "04-attention-on-text": {"attention_on_text_hidden": 3.0,    # filled, with the family description
+    "04-attention-on-text": {"bonus_attention_on_text": 3.0,    # filled, with the family description
                              "bonus_top_key_shares": 0.0},      # not filled (nor the first-column answer)
     "05-attention-as-smoothing": {"smoothing_attention_hidden": 4.0},   # the one code answer is filled
     "06-going-further": {"bonus_permutation_gaps": 2.0, "bonus_online_softmax": 3.0,

@@ -43,8 +43,8 @@ CLASS = {
 EXPECTED = {
     "ada": P.scores(), "grace": P.scores(), "alan": P.scores(), "edsger": P.scores(), "blank": P.zero(),
     "mistaken": P.scores(bonus_dot_variance=P.wrong_scores["bonus_dot_variance"]),
-    "slipped": P.scores(shapes_hidden=P.wrong_scores["shapes_hidden"]),
-    "crasher": P.scores(shapes_hidden=0.0), "looper": P.scores(bonus_dot_variance=0.0),
+    "slipped": P.scores(bonus_shapes=P.wrong_scores["bonus_shapes"]),
+    "crasher": P.scores(bonus_shapes=0.0), "looper": P.scores(bonus_dot_variance=0.0),
 }
 
 

@@ -74,7 +74,7 @@ def frame(body):
 if attack == "answers":
     # a hidden test's session, each request answered by `size` bytes of nested empty lists
     s = socket.socket(socket.AF_UNIX); s.connect(path)
-    body = json.dumps({"op": "session", "grade_id": "shapes_hidden"}).encode()
+    body = json.dumps({"op": "session", "grade_id": "bonus_shapes"}).encode()
     s.sendall(frame(body))
     reply = b'{"value": ' + empty_lists(size - 12) + b'}'
     try:
@@ -139,7 +139,7 @@ kind, size, hostile = sys.argv[2], sys.argv[3], sys.argv[4]
 folder = tempfile.mkdtemp(prefix="pb-")
 with ProbeServer(os.path.join(folder, "s.sock"), find_step("step-04")) as server:
     if kind == "answers":
-        server.expect("shapes_hidden")
+        server.expect("bonus_shapes")
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
     before, started = hwm(), time.monotonic()
@@ -168,7 +168,7 @@ def test_answers_of_nested_empty_lists_end_the_test_with_a_reason(size, record_p
     the session ends at the first answer, the hidden test scores nothing and says why."""
     got = attack("answers", size)
     assert "ANSWERS DONE" in got["out"], got["out"]
-    why = got["results"]["shapes_hidden"]["__missing__"]
+    why = got["results"]["bonus_shapes"]["__missing__"]
     assert why.startswith("the grader refused the kernel's answer: "), why
     assert ("too large" if size > PROBE_MESSAGE_BYTES else "more than 1,000,000 values") in why, why
     record_property("measured", f"probe server, answers of nested empty lists of {size / 2**20:.1f} MB: "
@@ -211,7 +211,7 @@ def test_the_answers_to_one_hidden_test_are_bounded_in_all(server):
 
 def test_an_honest_session_is_still_answered(server):
     from autograder.runtime import serve
-    server.expect("shapes_hidden")
-    answer = serve(server.socket_path, "shapes_hidden", {"shapes": lambda T, d, d_k, d_v: {"X": (T, d)}})
+    server.expect("bonus_shapes")
+    answer = serve(server.socket_path, "bonus_shapes", {"shapes": lambda T, d, d_k, d_v: {"X": (T, d)}})
     server.expect(None)
-    assert answer.startswith("Recorded") and "__missing__" not in server.results["shapes_hidden"]
+    assert answer.startswith("Recorded") and "__missing__" not in server.results["bonus_shapes"]

@@ -203,28 +203,28 @@ def test_a_session_runs_only_for_the_cell_being_graded_and_only_once(server):
     def shapes(T, d, d_k, d_v):
         return {"X": (T, d)}
     ns = {"shapes": shapes}
-    assert session(server, "shapes_hidden", ns).startswith("Not recorded")     # nothing expected yet
-    assert "shapes_hidden" not in server.results
+    assert session(server, "bonus_shapes", ns).startswith("Not recorded")     # nothing expected yet
+    assert "bonus_shapes" not in server.results
     server.expect("bonus_dot_variance")
-    assert session(server, "shapes_hidden", ns).startswith("Not recorded")     # another test's turn
-    server.expect("shapes_hidden")
-    assert session(server, "shapes_hidden", ns).startswith("Recorded")
-    first = server.results["shapes_hidden"]
+    assert session(server, "bonus_shapes", ns).startswith("Not recorded")     # another test's turn
+    server.expect("bonus_shapes")
+    assert session(server, "bonus_shapes", ns).startswith("Recorded")
+    first = server.results["bonus_shapes"]
     ns["shapes"] = lambda *a: {}                                                # a second try changes nothing
-    assert session(server, "shapes_hidden", ns).startswith("Not recorded")
-    assert server.results["shapes_hidden"] == first
+    assert session(server, "bonus_shapes", ns).startswith("Not recorded")
+    assert server.results["bonus_shapes"] == first
     server.expect(None)
 
 
 def test_a_kernel_that_hangs_up_leaves_no_result(server):
-    server.expect("shapes_hidden")
+    server.expect("bonus_shapes")
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(server.socket_path)
-        send(sock, {"op": "session", "grade_id": "shapes_hidden"})
+        send(sock, {"op": "session", "grade_id": "bonus_shapes"})
         request = receive(sock)                      # the grader's first question ...
         assert request["op"] == "has" and request["name"] == "shapes"
     server.expect(None)                              # ... never answered
-    assert "shapes_hidden" not in server.results
+    assert "bonus_shapes" not in server.results
 
 
 def test_a_hidden_test_leaves_the_kernels_random_stream_as_it_was(server):

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import STEP4
 
-process = importlib.import_module(STEP4.checks["scores_entrywise_hidden"].__module__.rpartition(".")[0] + ".process")
+process = importlib.import_module(STEP4.checks["bonus_scores_entrywise"].__module__.rpartition(".")[0] + ".process")
 
 QK = {"q": ("B", "T", "D"), "k": ("B", "T", "D")}
 SCORES = {"scores": ("*", "K")}
@@ -685,14 +685,14 @@ def test_the_grader_reads_the_cells_that_run_before_the_test_boxes_and_added_cel
                and ids.index(c["id"]) > 2)                           # a live Python box above the answer
     box["source"] = "def pair(u, w):\n    return torch.stack([torch.stack([(x * y).sum() for y in w]) for x in u])\n"
     hidden_at = next(n for n, c in enumerate(student["cells"])
-                     if c["metadata"].get("nbgrader", {}).get("grade_id") == "scores_entrywise_hidden")
+                     if c["metadata"].get("nbgrader", {}).get("grade_id") == "bonus_scores_entrywise")
     later = nbformat.v4.new_code_cell("def scores_entrywise(q, k):\n    return q @ k.mT   # after the test")
     student["cells"].insert(hidden_at + 1, later)
     graded, _ = assemble(student, release, source)
     nb = nbformat.from_dict(graded)
     program = student_program(nb, {c.get("id") for c in release["cells"]})
     with ProbeServer(os.path.join(str(tmp_path), "s.sock"), STEP4, program=program) as server:
-        before = server.code_before("scores_entrywise_hidden")
+        before = server.code_before("bonus_scores_entrywise")
         everything = server.code_before("no such test")
     assert any("def pair" in cell for cell in before) and not any("after the test" in cell for cell in before)
     assert any("after the test" in cell for cell in everything)

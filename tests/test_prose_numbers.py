@@ -386,7 +386,7 @@ SEED_SENTENCE = re.compile(r"\b(?:most|every|all|practically every|\d+ of the \d
 
 def _text_heads(n: int = 200):
     """The handout's construction for seeds 0..n-1 (tok_emb, pos_emb, head, in that order): A, q, k, and
-    the traces of W_Q W_K^T, as the notebook's attention_on_text builds them."""
+    the traces of W_Q W_K^T, as the notebook's handout_attention builds them."""
     import torch
     import torch.nn as nn
 

@@ -216,18 +216,18 @@ def test_one_student_adds_one_review_item_per_reason():
 
     def cell(gid, why):
         return CellResult(gid, None, 3.0, why, "review")
-    results = [NotebookResult("mallory", "02-the-head", "k", [cell("scores_entrywise_hidden", shared)]),
+    results = [NotebookResult("mallory", "02-the-head", "k", [cell("bonus_scores_entrywise", shared)]),
                NotebookResult("mallory", "06-going-further", "k", [cell("bonus_online_softmax", shared),
                                                                    cell("bonus_streaming_attention", shared),
                                                                    cell("bonus_fit_exponent", other)]),
-               NotebookResult("ada", "02-the-head", "k", [cell("scores_entrywise_hidden", shared)])]
+               NotebookResult("ada", "02-the-head", "k", [cell("bonus_scores_entrywise", shared)])]
     lines = review_lines(results, STEP4_like())
     assert lines[0].startswith("review: 5 cells wait for a person's review"), lines
     items = lines[1:]
     assert len(items) == 3, items
-    assert items[0].startswith("  ada 02-the-head scores_entrywise_hidden: waits for review"), items
-    assert items[1].startswith("  mallory, 3 cells for one reason (02-the-head scores_entrywise_hidden, "
+    assert items[0].startswith("  ada 02-the-head bonus_scores_entrywise: waits for review"), items
+    assert items[1].startswith("  mallory, 3 cells for one reason (02-the-head bonus_scores_entrywise, "
                                "06-going-further bonus_online_softmax, 06-going-further bonus_streaming_attention)"), items
     assert items[1].endswith(shared) and items[2].startswith("  mallory 06-going-further bonus_fit_exponent"), items
-    many = [NotebookResult(f"s{i:02}", "02-the-head", "k", [cell("scores_entrywise_hidden", shared)]) for i in range(25)]
+    many = [NotebookResult(f"s{i:02}", "02-the-head", "k", [cell("bonus_scores_entrywise", shared)]) for i in range(25)]
     assert review_lines(many, STEP4_like())[-1] == f"  ... and 5 more (grades/{STEP}.csv: kind review)"

@@ -1,6 +1,6 @@
 """The sliders in the notebooks, without a browser (dlcourse/widgets.py itself: tests/test_widgets.py).
 
-For every solution notebook that builds a slider (`seed_slider(attention_on_text, ...)`,
+For every solution notebook that builds a slider (`seed_slider(handout_attention, ...)`,
 `bandwidth_slider(smoothing_attention, ...)`):
   * a static picture of a few settings sits right next to the slider, so a notebook read without a
     kernel (an exported notebook, the feedback HTML, GitHub's viewer) still shows what the slider

@@ -83,16 +83,16 @@ def test_every_hidden_test_cell_calls_its_own_registered_check_declared_once():
 @pytest.mark.parametrize("change, error", [
     (lambda c: c.metadata.nbgrader.update(points=5.0), "the check alone says"),
     (lambda c: setattr(c, "source", c.source.replace("\n", " (5 points)\n", 1)), "comment says 5"),
-    (lambda c: setattr(c, "source", c.source.replace('hidden("shapes_hidden"', 'hidden("no_such_check"')),
+    (lambda c: setattr(c, "source", c.source.replace('hidden("bonus_shapes"', 'hidden("no_such_check"')),
      "names no check"),
-    (lambda c: c.metadata.nbgrader.update(grade_id="other"), "is not the 'shapes_hidden' it calls"),
+    (lambda c: c.metadata.nbgrader.update(grade_id="other"), "is not the 'bonus_shapes' it calls"),
 ])
 def test_stamping_refuses_a_hidden_test_declared_twice_differently(change, error):
     import nbformat
 
     from autograder.authoring.stamp import HiddenTestError, stamp
     nb = nbformat.read(STEP4.source / "01-on-paper.ipynb", as_version=4)
-    cell = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "shapes_hidden")
+    cell = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "bonus_shapes")
     stamp(nbformat.from_dict(nb), STEP4)                 # as it is: fine
     change(cell)
     with pytest.raises(HiddenTestError, match=re.escape(error)):

@@ -31,7 +31,7 @@ from .lab import Lab, copy_course, screenshot
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser-instructor")]
 
 NOTEBOOK = "02-the-head"
-CELL = "scores_entrywise_hidden"            # 3 points: values (1 of 3 decided here) and "one entry at a time"
+CELL = "bonus_scores_entrywise"            # 3 points: values (1 of 3 decided here) and "one entry at a time"
 VMAPPED = next(e for e in UNDECIDED if e.name == "r02-entrywise-vmapped")
 GIVEN = 3.0                                 # the TA finds the vmapped per-entry function as asked
 

@@ -65,7 +65,7 @@ class ScoresEntrywise(Check):
     reader cannot decide on (exec, a library function replaced, a binding or call it cannot follow)
     takes nothing: the part goes to a person (review). The kernel's own trace of torch calls can only
     take points away."""
-    grade_id = "scores_entrywise_hidden"
+    grade_id = "bonus_scores_entrywise"
     points = 3
     # (label, B, T, d_head, seed, dtype); the visible test uses (2, 3, 5), the notebook's next cell the
     # head's (4, 8, 16): one case is longer than that

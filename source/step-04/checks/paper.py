@@ -16,7 +16,7 @@ def expected_shapes(T, d, d_k, d_v):
 
 @register
 class Shapes(TwinnedCheck):
-    grade_id = "shapes_hidden"
+    grade_id = "bonus_shapes"
     points = 2
     CASES = [(11, 13, 5, 3), (2, 64, 16, 16), (9, 4, 6, 10)]
     LABELS = ["shapes when T, d, d_k and d_v all differ", "shapes when d_k equals d_v",

@@ -114,7 +114,7 @@ def _is_causal_attention(a: np.ndarray, tol: float = 1e-5) -> str:
 
 @register
 class AttentionOnText(Check):
-    grade_id = "attention_on_text_hidden"
+    grade_id = "bonus_attention_on_text"
     points = 3
 
     def seeds(self, ctx) -> tuple:
