@@ -224,7 +224,7 @@ def test_a_hidden_test_run_without_a_grader_imports_no_nbgrader():
             "def scores_entrywise(q, k):\n"
             "    return q @ k.transpose(-2, -1)\n"
             "In = ['', 'def scores_entrywise(q, k):\\n    return q @ k.transpose(-2, -1)\\n']\n"
-            "hidden('scores_entrywise_hidden', globals())\n"
+            "hidden('bonus_scores_entrywise', globals())\n"
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'nbgrader', 'nbformat', 'nbconvert'}))\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

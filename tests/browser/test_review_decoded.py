@@ -27,7 +27,7 @@ from .lab import Lab, copy_course, screenshot
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser-instructor")]
 
 NOTEBOOK = "02-the-head"
-CELL = "scores_entrywise_hidden"
+CELL = "bonus_scores_entrywise"
 LOOPS = ("# <img src=x onerror=\"window.__pwned = 1\"><script>window.__pwned = 2</script>"
          " \u202eright-to-left\u202c \x1b]0;title\x07\n"
          "def scores_entrywise(q, k):\n"
