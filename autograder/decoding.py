@@ -41,6 +41,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .errors import GraderError
+
 MAX_VALUE = 200_000  # characters or bytes of any value folded (a decompression stops there)
 MAX_SOURCE = 200_000  # characters of a text parsed (the student's cells, a decoded text)
 MAX_STEPS = 50_000  # folding steps for one call's argument
@@ -58,7 +60,7 @@ RUNNERS = {"exec", "eval", "compile"}  # the calls whose first argument is code
 TEXT_ENCODINGS = {"utf-8", "utf8", "utf_8", "ascii", "us-ascii", "latin-1", "latin1", "latin_1", "iso-8859-1"}
 
 
-class Refused(Exception):
+class Refused(GraderError):
     """What could not be folded, and why (in the TA's terms)."""
 
 
