@@ -1,8 +1,10 @@
 """A grade does not depend on how busy the machine was: the red-team batch's honest cases and the runaways
 a time limit stops (TIMED), and the example class's ada (every answer of every notebook right: the most
-computing any student does), graded again while processes that only compute keep every core busy
-(started and stopped by this test, and ending by themselves in any case), get exactly the scores of the idle runs, which are the session's own (the red-team batch of tests/test_redteam.py
-and the example class of conftest.example_class: graded once per session, shared).
+computing any student does), graded again with the grading's processes (the grader, its workers, fork
+server, templates and kernels) held to 0.3 of a CPU together (tests/starve.py: a CPU quota on their control
+group, the share a busy machine leaves them; processes that only compute on every core where no quota can
+be set), get exactly the scores of the idle runs, which are the session's own (the red-team batch of
+tests/test_redteam.py and the example class of conftest.example_class: graded once per session, shared).
 
 Cell limits count the kernel's CPU time (autograder/kernel/execute.py): a runaway is stopped by the same
 limit, with about the same CPU time used, however long it took on the clock. The figures of both
@@ -11,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import json
-import multiprocessing
 import os
 import sys
 import time
@@ -20,13 +21,13 @@ from pathlib import Path
 import pytest
 
 from conftest import GRADES_CSV, STEP, STEP4, bwrap_or_skip, run_once
+from starve import busy as busy_machine
 from test_redteam import CASES, RUN, SANDBOX, grade_the_corpus
 
 pytestmark = pytest.mark.slow
 
-HOG_SECONDS = 3600          # each hog ends by itself after this, whatever happens to the test
 # The cases a clock decides, and the honest ones: every runaway that a time limit stops (CPU time, the
-# ceilings for waiting, a kernel's restarts and the replay of its cells), graded again with every core busy.
+# ceilings for waiting, a kernel's restarts and the replay of its cells), graded again on a busy machine.
 # Left to the idle batch: the runaways an exit, a signal, a memory, process or message bound decides
 # whatever the clock says (sys.exit, os._exit, segfault, killall, memory bombs, the fork bomb, prints,
 # descriptors, widgets, frames; input(), which fails at once), and the student who spends the whole time
@@ -36,36 +37,8 @@ TIMED = ("loop", "sleep", "stubborn", "loop-in-fn", "forks", "dies-early", "dies
          "wait-pipe", "wait-event", "wait-select", "wait-naps", "wait-child", "wait-join", "wait-stubborn",
          "wait-in-fn")
 EXAMPLE_STUDENT = "ada"
+BUSY_CPUS = 0.3             # the CPUs the grading's processes get together while the machine is busy
 BUSY = [c for c in RUN if c.kind == "honest" or (c.kind == "runaway" and c.name in TIMED)]
-
-
-def _hog(seconds: float) -> None:
-    end = time.monotonic() + seconds
-    x = 0
-    while time.monotonic() < end:
-        x += 1
-
-
-class Hogs:
-    """A process per core that only computes (at the grader's priority), for at most HOG_SECONDS: every core
-    is busy, and the grader gets half of each (with two per core it got a third and every other test
-    worker of the suite crawled for the whole run)."""
-
-    def __enter__(self):
-        cores = len(os.sched_getaffinity(0))
-        context = multiprocessing.get_context("fork")
-        self.procs = [context.Process(target=_hog, args=(HOG_SECONDS,), daemon=True) for _ in range(cores)]
-        for proc in self.procs:
-            proc.start()
-        self.started = time.monotonic()
-        return self
-
-    def __exit__(self, *exc):
-        for proc in self.procs:
-            proc.kill()
-        for proc in self.procs:
-            proc.join()
-        self.seconds = time.monotonic() - self.started
 
 
 def scores(home: Path) -> dict:
@@ -89,7 +62,7 @@ def only_ada(klass: Path) -> Path:
 
 
 def grade_busy(base: Path) -> dict:
-    """The runaway and honest cases, and the example class's ada, graded with every core kept busy. ada's
+    """The runaway and honest cases, and the example class's ada, graded on a busy machine. ada's
     correct answers run every hidden test to its end, the longest a limit could cut short; half's and
     blank's blank answers fail at once whatever the load (their scores idle are proven by test_grading)."""
     from autograder.example import build
@@ -98,8 +71,8 @@ def grade_busy(base: Path) -> dict:
     redteam.mkdir()
     example.mkdir()
     load = []
-    with Hogs() as hogs, pytest.MonkeyPatch.context() as mp:
-        started = time.monotonic()
+    with busy_machine(BUSY_CPUS) as load_, pytest.MonkeyPatch.context() as mp:
+        load_started = started = time.monotonic()
         grade_the_corpus(redteam, "warm", BUSY)
         redteam_seconds = time.monotonic() - started
         load.append(os.getloadavg()[0])
@@ -111,8 +84,9 @@ def grade_busy(base: Path) -> dict:
               feedback=False)
         example_seconds = time.monotonic() - started
         load.append(os.getloadavg()[0])
+        busy_seconds = time.monotonic() - load_started
     return {"redteam_seconds": redteam_seconds, "example_seconds": example_seconds, "load": load,
-            "hogs": len(hogs.procs), "hog_seconds": hogs.seconds}
+            "how": load_.how, "busy_seconds": busy_seconds, "throttled_seconds": load_.throttled_seconds}
 
 
 def test_every_timed_case_is_a_runaway_of_the_corpus():
@@ -145,7 +119,9 @@ def test_every_score_on_a_busy_machine_equals_the_idle_runs(busy, idle_redteam, 
     example_idle = {k: v for k, v in scores(example_class[0]).items() if k[0] == EXAMPLE_STUDENT}
     assert {k[0] for k in example_hogged} == {EXAMPLE_STUDENT} and example_hogged == example_idle, \
         {k: (v, example_idle.get(k)) for k, v in example_hogged.items() if v != example_idle.get(k)}
-    record_property("measured", f"busy machine: {data['hogs']} hogs for {data['hog_seconds']:.0f} s, load average "
+    how = (f"a quota of {BUSY_CPUS} CPU, held back {data['throttled_seconds']:.0f} s" if data["how"] == "quota"
+           else "a hog per core")
+    record_property("measured", f"busy machine ({how}) for {data['busy_seconds']:.0f} s, load average "
                                 f"{' / '.join(f'{x:.1f}' for x in data['load'])}; runaway and honest cases "
                                 f"{data['redteam_seconds']:.0f} s, the example class's {EXAMPLE_STUDENT} {data['example_seconds']:.0f} s")
 

@@ -15,6 +15,7 @@ from autograder.kernel import cgroups
 from autograder.course import kernel_env
 from autograder.kernel.execute import Limits, execute
 from autograder.kernel.sandbox import Sandbox
+from starve import Hogs, Starved, _hog, busy, cpu_folder
 
 pytestmark = pytest.mark.slow
 
@@ -91,12 +92,6 @@ def test_the_notebook_cpu_limit_counts_every_cell(tmp_path):
     assert [s["limit"] for s in outcome.stopped] == ["notebook CPU time"]
 
 
-def _hog(seconds: float) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        pass
-
-
 def test_the_outcome_names_the_cell_that_used_most_cpu(tmp_path):
     """The heaviest cell of a notebook and its CPU time are in the outcome (a result's `heaviest_cell`):
     what a cell limit must stay above, which a notebook's total overstates."""
@@ -108,30 +103,18 @@ def test_the_outcome_names_the_cell_that_used_most_cpu(tmp_path):
 
 
 def test_a_busy_machine_does_not_stop_an_honest_cell(tmp_path):
-    """An honest cell of 1.5 s of CPU time under a 3 s limit, while four processes keep every core
-    busy (bounded: they end by themselves, and are ended here): the cell takes longer on the clock
-    and is not stopped."""
-    hogs = [multiprocessing.get_context("fork").Process(target=_hog, args=(120,), daemon=True) for _ in range(4)]
-    for hog in hogs:
-        hog.start()
-    try:
+    """An honest cell of 1.5 s of CPU time under a 3 s limit, on a machine that leaves the run a third of a
+    CPU (tests/starve.py: a CPU quota; four hogs where none can be set): the cell takes longer on the
+    clock and is not stopped."""
+    with busy(0.33, Hogs(per_core=2)):
         nb, outcome = run([BUSY.format(s=1.5)], tmp_path, cell_timeout=3)
-    finally:
-        for hog in hogs:
-            hog.kill()
-            hog.join()
     assert printed(nb.cells[0]) == "done\n" and outcome.stopped == [], (outcome.stopped, nb.cells[0].outputs)
     assert 1.5 <= outcome.cpu_seconds < 3
-
-
-def _pinned_hog(cpu: int, seconds: float) -> None:
-    import os
-    os.sched_setaffinity(0, {cpu})
-    _hog(seconds)
+    assert outcome.seconds > 3, outcome.seconds         # the premise: the clock ran past the CPU limit
 
 
 def premise_broken(outcome, backstop: float = float("inf")) -> bool:
-    """Whether the machine was busier than the test's own hogs make it (the rest of the suite on the same
+    """Whether the machine was busier than the test's own load makes it (the rest of the suite on the same
     core): the kernel did not start, or the notebook ran past its real-time backstop (HARD_FACTOR times
     its ceiling, kernel start included), a rule other tests prove. Then the scenario is run again (at
     most three times); what the test asserts is unchanged."""
@@ -139,36 +122,20 @@ def premise_broken(outcome, backstop: float = float("inf")) -> bool:
             or outcome.seconds > backstop)
 
 
-class OneBusyCore:
-    """The kernel started inside shares one core with three hogs (bounded: they end by themselves)."""
-
-    def __enter__(self):
-        import os
-        self.mine = os.sched_getaffinity(0)
-        cpu = min(self.mine)
-        self.hogs = [multiprocessing.get_context("fork").Process(target=_pinned_hog, args=(cpu, 120), daemon=True)
-                     for _ in range(3)]
-        for hog in self.hogs:
-            hog.start()
-        os.sched_setaffinity(0, {cpu})        # a kernel started now inherits the one core
-        return self
-
-    def __exit__(self, *exc):
-        import os
-        os.sched_setaffinity(0, self.mine)
-        for hog in self.hogs:
-            hog.kill()
-            hog.join()
+def one_busy_core():
+    """The run inside gets a quarter of a CPU: a CPU quota on its processes' control group, or, where none
+    can be set, its kernel shares one core with three hogs (tests/starve.py)."""
+    return busy(0.25, Hogs(per_core=3, core=True))
 
 
 def test_a_notebook_slowed_by_the_machine_keeps_its_wall_clock_for_its_own_waiting(tmp_path):
-    """Three cells of 1 s of CPU time each, a 5 s wall-clock ceiling for the notebook, on a core shared
-    with three hogs: on the clock they take 6 s or more (and the kernel's start more again), but the
+    """Three cells of 1 s of CPU time each, a 5 s wall-clock ceiling for the notebook, with a quarter of a
+    CPU: on the clock they take 6 s or more (and the kernel's start more again), but the
     time spent waiting for the core is not the notebook's, so every cell runs."""
     from autograder.kernel.limits import HARD_FACTOR
     for attempt in range(3):
         (tmp_path / str(attempt)).mkdir()
-        with OneBusyCore():
+        with one_busy_core():
             nb, outcome = run([BUSY.format(s=1.0)] * 3, tmp_path / str(attempt), cell_timeout=10,
                               notebook_timeout=10, notebook_wall_timeout=5)
         if not premise_broken(outcome, backstop=HARD_FACTOR * 5):
@@ -178,14 +145,13 @@ def test_a_notebook_slowed_by_the_machine_keeps_its_wall_clock_for_its_own_waiti
 
 
 def test_a_computing_cell_slowed_by_the_machine_is_stopped_by_its_cpu_time_not_the_clock(tmp_path):
-    """The kernel shares one core with three hogs: how much of the core it gets depends on the
-    machine's scheduler (its own session, or its own control group, has half of it or more), so its
+    """The run gets a quarter of a CPU (less if the machine is busier still), so its
     2 s of CPU time take 3 s or more on the clock, about the 3 s ceiling for cells that wait. Whatever
     share it got, the CPU limit stops it, and the time it spent neither computing nor waiting for the
     core is small (the rule itself, for any share: the test below)."""
     for attempt in range(3):
         (tmp_path / str(attempt)).mkdir()
-        with OneBusyCore():
+        with one_busy_core():
             nb, outcome = run([BUSY.format(s=60), "print('next')"], tmp_path / str(attempt), cell_timeout=2,
                               cell_wall_timeout=3)
         if not premise_broken(outcome):
@@ -261,8 +227,7 @@ def test_run_delays_count_the_time_a_process_waits_for_a_cpu():
 
     from autograder.kernel.cgroups import run_delays
     cpu = min(os.sched_getaffinity(0))
-    procs = [multiprocessing.get_context("fork").Process(target=_pinned_hog, args=(cpu, 30), daemon=True)
-             for _ in range(2)]
+    procs = [multiprocessing.get_context("fork").Process(target=_hog, args=(30, cpu), daemon=True) for _ in range(2)]
     for proc in procs:
         proc.start()
     try:
@@ -278,3 +243,40 @@ def test_run_delays_count_the_time_a_process_waits_for_a_cpu():
             proc.join()
     waits = [after[p.pid] - before[p.pid] for p in procs]
     assert all(wait > 0.25 * elapsed for wait in waits), (waits, elapsed)
+
+
+def _starved_hog(seconds: float, ready, done) -> None:
+    """Compute for `seconds`, then report (this process's run delay, CPU time) over them."""
+    import os
+    ready.wait()
+    read = lambda: int(open(f"/proc/{os.getpid()}/schedstat").read().split()[1]) / 1e9   # noqa: E731
+    delay, cpu, end = read(), time.process_time(), time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+    done.put((read() - delay, time.process_time() - cpu))
+
+
+def test_a_cpu_quota_is_a_busy_machine_to_the_grader():
+    """What tests/starve.py's quota does (the busy machine of this module and of tests/test_busy_machine.py):
+    a process that computes for 3 s inside `Starved(0.25)` gets about a quarter of a CPU, and the time it is
+    held back shows as its run delay, as waiting behind hogs does (the test above), so the grader's meters
+    (execute.CpuMeter.waited_for_cpu, GraderMeter) see the two alike; on leaving, the processes go back to
+    their group and the quota's group is gone."""
+    import os
+    home = cpu_folder()
+    if home is None:
+        pytest.skip("no writable cgroup v1 cpu controller here: the busy machine is made of hogs (tests/starve.py)")
+    context = multiprocessing.get_context("fork")
+    ready, done = context.Event(), context.Queue()
+    with Starved(0.25) as starved:
+        proc = context.Process(target=_starved_hog, args=(3.0, ready, done), daemon=True)
+        proc.start()
+        starved.leave()
+        assert str(os.getpid()) not in (starved.group / "cgroup.procs").read_text().split()
+        ready.set()
+        waited, cpu = done.get(timeout=60)
+        proc.join()
+    assert cpu < 0.25 * 3.0 + 0.3, cpu
+    assert waited > 0.6 * 3.0, waited
+    assert starved.throttled_seconds > 0, starved.throttled_seconds
+    assert not starved.group.exists() and str(os.getpid()) in (home / "cgroup.procs").read_text().split()
