@@ -57,6 +57,7 @@ MAX_INT = 1 << 32  # integers folded stay below this in size
 # (grading/judging.py writes it, the formgrader's page shows it, publish/feedback.py drops it).
 GRADER_VIEW = "course_grader_view"
 RUNNERS = {"exec", "eval", "compile"}  # the calls whose first argument is code
+MAX_ALIASES = 8  # `a = exec; b = a; ...`: followed this far
 TEXT_ENCODINGS = {"utf-8", "utf8", "utf_8", "ascii", "us-ascii", "latin-1", "latin1", "latin_1", "iso-8859-1"}
 
 
@@ -630,14 +631,31 @@ def _parse(text: str) -> ast.Module | None:
 
 
 def _runner(node: ast.AST, names: _Names) -> str | None:
-    """'exec', 'eval' or 'compile' if `node` calls one of them (by its builtin name), else None."""
+    """'exec', 'eval' or 'compile' if `node` calls one of them, else None (`_runner_of`)."""
     if not isinstance(node, ast.Call):
         return None
-    func = node.func
-    if isinstance(func, ast.Name) and func.id in RUNNERS and names.builtin(func.id):
-        return func.id
+    return _runner_of(node.func, names)
+
+
+def _runner_of(func: ast.expr, names: _Names, depth: int = 0) -> str | None:
+    """'exec', 'eval' or 'compile' if the expression `func` is one of them, by a way the grader names:
+    the builtin's own name (the student binds it nowhere), an attribute of the module `builtins`
+    (imported under any name) or of `__builtins__`, a name imported from `builtins`, or a name bound
+    once to one of these (`run = exec`); anything else is not one of them."""
+    if depth > MAX_ALIASES:
+        return None
+    if isinstance(func, ast.Name):
+        if func.id in RUNNERS and names.builtin(func.id):
+            return func.id
+        path = names.module_path(func.id)
+        if path is not None:
+            module, _, attr = path.rpartition(".")
+            return attr if module == "builtins" and attr in RUNNERS else None
+        value = names.value(func.id)
+        return _runner_of(value, names, depth + 1) if value is not None else None
     if isinstance(func, ast.Attribute) and func.attr in RUNNERS and isinstance(func.value, ast.Name):
-        if func.value.id in ("builtins", "__builtins__"):
+        owner = func.value.id
+        if names.module_path(owner) == "builtins" or (owner in ("builtins", "__builtins__") and names.builtin(owner)):
             return func.attr
     return None
 

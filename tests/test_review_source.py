@@ -72,6 +72,11 @@ ENCODED = {
     "bytes of ints": f"exec(bytes({list(RAW)}).decode())",
     "reversed by a slice": f"exec({ANSWER[::-1]!r}[::-1])",
     "f-string and replace": f"x = 'zeros'\nexec(f{ANSWER.replace('zeros', '{x}').replace('@', '?')!r}.replace('?', '@'))",
+    "exec bound to a name": f"import base64\nrun = exec\nrun(base64.b64decode('{B64}'))",
+    "an alias of an alias": f"import base64\nrun = exec\ngo = run\ngo(base64.b64decode('{B64}'))",
+    "builtins imported aliased": f"import base64, builtins as b\nb.exec(base64.b64decode('{B64}'))",
+    "from builtins import exec as": f"import base64\nfrom builtins import exec as run\nrun(base64.b64decode('{B64}'))",
+    "__builtins__.exec": f"import base64\n__builtins__.exec(base64.b64decode('{B64}'))",
     "eval": f"import base64\nf = eval(base64.b64decode({base64.b64encode(b'lambda q, k: q @ k.mT')!r}))",
 }
 
@@ -169,6 +174,12 @@ def test_anything_else_is_refused_and_says_why(code, why):
 
 def test_an_exec_the_student_defined_is_no_exec():
     assert decode_runs(["def exec(text):\n    return None\nexec('import os')"]) == []
+    # a name bound to exec more than once, or to something else, or through a module not builtins
+    assert decode_runs(["run = exec\nrun = print\nrun('import os')"]) == []
+    assert decode_runs(["run = print\nrun('import os')"]) == []
+    assert decode_runs(["from os import exec as run\nrun('import os')"]) == []
+    assert decode_runs(["import os as builtins\nbuiltins.exec('import os')"]) == []
+    assert decode_runs(["a = b\nb = a\na('import os')"]) == []
 
 
 def test_nothing_of_the_student_s_runs(tmp_path, monkeypatch):
