@@ -37,6 +37,7 @@ TIMED = ("loop", "sleep", "stubborn", "loop-in-fn", "forks", "dies-early", "dies
          "wait-pipe", "wait-event", "wait-select", "wait-naps", "wait-child", "wait-join", "wait-stubborn",
          "wait-in-fn")
 EXAMPLE_STUDENT = "ada"
+BUDGET_TOLERANCE = 0.25      # of the budget a step uses idle: what it may use more or less on a busy machine
 BUSY_CPUS = 0.3             # the CPUs the grading's processes get together while the machine is busy
 BUSY = [c for c in RUN if c.kind == "honest" or (c.kind == "runaway" and c.name in TIMED)]
 
@@ -44,6 +45,15 @@ BUSY = [c for c in RUN if c.kind == "honest" or (c.kind == "runaway" and c.name 
 def scores(home: Path) -> dict:
     with open(home / GRADES_CSV, newline="", encoding="utf-8") as f:
         return {(r["student"], r["notebook"], r["grade_id"]): r["score"] for r in csv.DictReader(f) if r["kind"] == "auto"}
+
+
+def budgets(home: Path, student: str) -> dict:
+    """notebook -> (the student's budget it used, its kernels' CPU seconds), from the result files."""
+    out = {}
+    for path in (home / "work" / "results" / STEP / student).glob("*.json"):
+        result = json.loads(path.read_text())
+        out[path.stem] = (result["budget"]["used"], result["cpu_seconds"])
+    return out
 
 
 def stopped(home: Path) -> dict:
@@ -141,3 +151,22 @@ def test_runaways_are_stopped_by_the_same_limit_idle_and_busy(busy, idle_redteam
     assert figures
     for line in figures:
         record_property("measured", line)
+
+
+def test_the_student_budget_counts_the_same_on_a_busy_machine(busy, example_class, record_property):
+    """ada's notebooks, idle and busy, count about the same of her time budget (autograder/kernel/execute.py
+    leaves the machine's load out): every notebook counts at least the CPU time its kernels used (the
+    kernel's and the grader's waits for a CPU, measured apart, can overlap: leaving both out took a busy
+    notebook's count below its own computing, to 0 s for one), and the step's total busy is within
+    BUDGET_TOLERANCE of idle."""
+    base, _ = busy
+    idle, hogged = budgets(example_class[0], EXAMPLE_STUDENT), budgets(base / "example" / "home", EXAMPLE_STUDENT)
+    assert idle and set(hogged) == set(idle), (sorted(hogged), sorted(idle))
+    for name in sorted(idle):
+        for how, (used, cpu) in (("idle", idle[name]), ("busy", hogged[name])):
+            assert used >= cpu - 0.05, (name, how, used, cpu)
+    idle_total, busy_total = sum(u for u, _ in idle.values()), sum(u for u, _ in hogged.values())
+    assert abs(busy_total - idle_total) <= BUDGET_TOLERANCE * idle_total, (idle, hogged)
+    record_property("measured", "the student budget used, idle / busy: " + ", ".join(
+        f"{name[:2]} {idle[name][0]:.1f} / {hogged[name][0]:.1f} s" for name in sorted(idle))
+        + f"; the step {idle_total:.1f} / {busy_total:.1f} s")

@@ -174,9 +174,9 @@ def test_the_wall_clock_ceiling_counts_a_cells_own_waiting_not_the_machines():
     from autograder.kernel.limits import HARD_FACTOR
     limits = Limits(cell_timeout=5, cell_wall_timeout=3, notebook_timeout=100, notebook_wall_timeout=1000,
                     cell_wait_timeout=100)
-    run_ = SimpleNamespace(limits=limits, started=0.0, uncounted=0.0, deadline=1000.0, allowance=10_000.0)
+    run_ = SimpleNamespace(limits=limits, started=0.0, uncounted=0.0, spent=0.0, deadline=1000.0, allowance=10_000.0)
     run_._past_deadline = lambda now, queued=0.0: _Run._past_deadline(run_, now, queued)
-    run_.counted = lambda now, queued=0.0: _Run.counted(run_, now, queued)
+    run_.counted = lambda running=None: _Run.counted(run_, running)
 
     def reached(cpu, wall, queued):
         return _Run._reached(run_, Watched(cpu=cpu, wall=wall, queued=queued), 0.0, now=wall)
@@ -194,18 +194,20 @@ def test_the_wall_clock_ceiling_counts_a_cells_own_waiting_not_the_machines():
 
 def test_the_ceiling_for_waiting_and_the_budget_count_the_students_own_time():
     """A cell's waiting is its wall time less its CPU time, its waits for a CPU and for the grader (its
-    work and its own waits for a CPU); the student's budget counts as the notebook's ceiling does: the
-    waits for a CPU left out, the grader's work counted (the class spends it on the student)."""
+    work and its own waits for a CPU); the student's budget counts the kernel's CPU time, the grader's
+    work and that waiting (execute.Watched.spent): the waits for a CPU left out, the grader's work
+    counted (the class spends it on the student), and a busy machine stretches none of it."""
     from types import SimpleNamespace
 
     from autograder.kernel.execute import Watched, _Run
     limits = Limits(cell_timeout=50, notebook_timeout=500, cell_wait_timeout=3, student_budget=600)
-    run_ = SimpleNamespace(limits=limits, started=0.0, uncounted=0.0, deadline=10_000.0, allowance=20.0)
+    run_ = SimpleNamespace(limits=limits, started=0.0, uncounted=0.0, spent=0.0, deadline=10_000.0, allowance=20.0)
     run_._past_deadline = lambda now, queued=0.0: _Run._past_deadline(run_, now, queued)
-    run_.counted = lambda now, queued=0.0: _Run.counted(run_, now, queued)
+    run_.counted = lambda running=None: _Run.counted(run_, running)
 
-    def reached(cpu, wall, queued=0.0, grader=0.0, grader_queued=0.0):
-        watched = Watched(cpu=cpu, wall=wall, queued=queued, grader=grader, grader_queued=grader_queued)
+    def reached(cpu, wall, queued=0.0, grader=0.0, grader_queued=0.0, grader_cpu=0.0):
+        watched = Watched(cpu=cpu, wall=wall, queued=queued, grader=grader, grader_queued=grader_queued,
+                          grader_cpu=grader_cpu)
         return _Run._reached(run_, watched, 0.0, now=wall)
 
     assert reached(cpu=2, wall=4) is None                       # 2 s of waiting
@@ -218,6 +220,13 @@ def test_the_ceiling_for_waiting_and_the_budget_count_the_students_own_time():
     assert reached(cpu=9, wall=21, grader=12) == ("student budget", 600)   # the grader's work counts
     assert reached(cpu=19, wall=21, grader_queued=2) is None    # 19 s counted: its waits for a CPU do not
     assert Watched(cpu=8, wall=4).waited == 0.0                 # threads computing side by side wait for none
+    # the budget counts two CPU times and the kernel's own waiting: the kernel's and the grader's waits for
+    # a CPU, measured apart, can overlap, and the clock less both fell below what the kernel computed
+    overlapping = Watched(cpu=5, wall=10, queued=5, grader=1, grader_cpu=1, grader_queued=5)
+    assert overlapping.spent == 6 and overlapping.wall - overlapping.queued - overlapping.grader_queued == 0
+    # a busy machine stretches the grader's clock (20 s, of which 17 s waiting for a CPU: 3 s of CPU)
+    assert Watched(cpu=2, wall=30, queued=5, grader=20, grader_cpu=3, grader_queued=17).spent == 5
+    assert reached(cpu=21, wall=40, queued=20, grader_queued=20) == ("student budget", 600)   # 21 s counted, not 0
 
 
 def test_run_delays_count_the_time_a_process_waits_for_a_cpu():

@@ -16,7 +16,9 @@ process's own CPU time and waits for a CPU while it reads the kernel's output or
 are said in the cell's error, in the notes and in `Outcome.stopped`.
 
 The student's time budget (Limits.student_budget, shared by a student's notebooks: autograder/kernel/budget.py)
-gives the notebook an `allowance`: the seconds it may count, as its wall-clock ceiling counts them.
+gives the notebook an `allowance`: the seconds it may count, each cell's kernel CPU time, the grading
+process's CPU time meanwhile and the kernel's own waiting (`Watched.spent`), which a busy machine does
+not stretch.
 When they run out the running cell is stopped (its kernel killed at once: nothing runs after it), and
 every cell left gets a StudentTimeBudget error; a notebook whose allowance is spent before it starts
 runs no kernel at all.
@@ -572,6 +574,7 @@ class _Run:
         self.started = time.monotonic()
         self.deadline = self.started + limits.notebook_wall
         self.uncounted = 0.0  # seconds the notebook's wall clock does not count: kernels starting, waits for a CPU
+        self.spent = 0.0  # seconds the cells counted of the student's budget (Watched.spent)
         self.client = _Client(nb, limits, resources={"metadata": {"path": str(workdir)}})
         self.todo = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip()]
         self.done: list[int] = []
@@ -590,11 +593,10 @@ class _Run:
             clock = 0.0
         return (clock, *self.grader_meter.read())
 
-    def counted(self, now: float, queued: float = 0.0) -> float:
-        """The notebook's seconds as its wall-clock ceiling and the student's budget count them: its
-        kernels' start and the machine's load (the kernel's and the grader's waits for a CPU) left out;
-        the grader's own work for the kernel counts (`queued`: the running cell's uncounted seconds so far)."""
-        return now - self.started - self.uncounted - queued
+    def counted(self, running: "Watched | None" = None) -> float:
+        """The seconds the notebook has counted of the student's budget: what each cell run spent
+        (`Watched.spent`), the running cell's so far included."""
+        return self.spent + (running.spent if running is not None else 0.0)
 
     async def run(self) -> Outcome:
         try:
@@ -607,9 +609,7 @@ class _Run:
             self.sandbox.cleanup(self.workdir)
             self.outcome.seconds = time.monotonic() - self.started
             # what it counted of the student's budget: nothing if no kernel ran
-            self.outcome.counted_seconds = (
-                round(max(0.0, self.counted(time.monotonic())), 2) if self.outcome.kernel_starts else 0.0
-            )
+            self.outcome.counted_seconds = round(self.counted(), 2) if self.outcome.kernel_starts else 0.0
             self.outcome.peaks = list(getattr(self.sandbox, "peaks", []))
             self.outcome.cpu_seconds = round(self.outcome.cpu_seconds, 2)
         for i in sorted(self.client.truncated):
@@ -634,7 +634,7 @@ class _Run:
             return False
         if self.outcome.kernel_starts > 1 and self.done and not await self._replay():
             spent = self._out_of_time()
-            if self.outcome.budget_ran_out or self.counted(time.monotonic()) >= self.allowance:
+            if self.outcome.budget_ran_out or self.counted() >= self.allowance:
                 self._out_of_budget()
             elif spent:
                 self._give_up(
@@ -727,7 +727,7 @@ class _Run:
         """Run the cells to do in the current kernel; the index of the cell that failed, or None."""
         while self.todo:
             i = self.todo[0]
-            if self.counted(time.monotonic()) >= self.allowance:
+            if self.counted() >= self.allowance:
                 self._out_of_budget()
                 return None
             spent = self._out_of_time()
@@ -772,7 +772,7 @@ class _Run:
             now = time.monotonic()
             watched.cpu, watched.wall = meter.read() - cpu_before, now - started
             watched.queued = meter.waited_for_cpu() - waited_before
-            watched.grader, watched.grader_queued = _grown(self._grader_seconds(), grader_before)
+            watched.grader, watched.grader_queued, watched.grader_cpu = _grown(self._grader_seconds(), grader_before)
             relay = self.client.relay
             if relay is not None and relay.cut:
                 watched.cut = True  # its outputs can no longer be read: the kernel is replaced
@@ -806,9 +806,10 @@ class _Run:
             watched.error = err
         watched.cpu, watched.wall = meter.read() - cpu_before, time.monotonic() - started
         watched.queued = meter.waited_for_cpu() - waited_before
-        watched.grader, watched.grader_queued = _grown(self._grader_seconds(), grader_before)
+        watched.grader, watched.grader_queued, watched.grader_cpu = _grown(self._grader_seconds(), grader_before)
         self.outcome.cpu_seconds += watched.cpu
         self.uncounted += watched.queued + watched.grader_queued
+        self.spent += watched.spent
         if watched.limit is None:  # ended between two looks, having used more than it may
             watched.limit = self._reached(watched, used_before, time.monotonic(), ended=True)
         return watched
@@ -830,7 +831,7 @@ class _Run:
         if ended:  # a cell that ended is judged on its CPU time only: waiting costs nothing
             return None
         uncounted = watched.queued + watched.grader_queued
-        if self.counted(now, uncounted) > self.allowance:
+        if self.counted(watched) > self.allowance:
             return ("student budget", limits.student_budget)
         if watched.wall - uncounted > limits.cell_wall or watched.wall > HARD_FACTOR * limits.cell_wall:
             return ("cell wall clock", limits.cell_wall)
@@ -924,7 +925,7 @@ class _Run:
             for i in self.done:
                 ran = nb.cells[i]
                 scratch = nbformat.from_dict(json.loads(json.dumps(ran)))
-                if self._out_of_time() or self.counted(time.monotonic()) >= self.allowance:
+                if self._out_of_time() or self.counted() >= self.allowance:
                     return False
                 try:
                     watched = await self._watch(asyncio.ensure_future(client.async_execute_cell(scratch, i)))
@@ -961,8 +962,19 @@ class Watched:
     queued: float = 0.0  # of the wall seconds, those its kernel waited for a CPU the machine's load held
     grader: float = 0.0  # the grader's own work meanwhile (reading the kernel's output, probes)
     grader_queued: float = 0.0  # the grader's waits for a CPU meanwhile
+    grader_cpu: float = 0.0  # the grading process's CPU time meanwhile (part of `grader`)
     waited_at_limit: float = 0.0  # its waiting when the limit was reached (the interrupt's own CPU time,
     # counted after, can take a little off the waiting measured at the end)
+
+    @property
+    def spent(self) -> float:
+        """What the cell counts of the student's budget: its kernel's CPU time, the grader's work for it
+        (the class spends it on the student: the probe server's clock less the grader's waits for a CPU,
+        and at least the grading process's CPU time meanwhile) and the kernel's own waiting. CPU times,
+        which a busy machine does not stretch, and clocks with every wait for a CPU taken out once: the
+        kernel's and the grader's waits, each measured apart, can overlap, and the cell's clock less both
+        fell below what its kernel computed on a busy machine (to 0 s for a whole notebook)."""
+        return self.cpu + max(self.grader_cpu, self.grader - self.grader_queued) + self.waited
 
     @property
     def waited_seconds(self) -> float:
@@ -999,10 +1011,11 @@ class Watched:
         )
 
 
-def _grown(now: tuple[float, float, float], before: tuple[float, float, float]) -> tuple[float, float]:
-    """(the grader's work, its waits for a CPU) since `before`: the work is the larger of the probe
-    server's clock and this process's CPU time (they overlap)."""
-    return max(now[0] - before[0], now[1] - before[1], 0.0), max(now[2] - before[2], 0.0)
+def _grown(now: tuple[float, float, float], before: tuple[float, float, float]) -> tuple[float, float, float]:
+    """(the grader's work, its waits for a CPU, its CPU time) since `before`: the work is the larger of
+    the probe server's clock and this process's CPU time (they overlap)."""
+    cpu = max(now[1] - before[1], 0.0)
+    return max(now[0] - before[0], cpu), max(now[2] - before[2], 0.0), cpu
 
 
 class GraderMeter:

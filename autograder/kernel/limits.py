@@ -18,9 +18,10 @@ Two limits bound what waiting costs the class (a cell that waits uses no CPU tim
 stops it): a cell may wait at most `cell_wait_timeout` seconds (the time its kernel neither computed,
 nor waited for a CPU, nor waited for the grader's own work: reading its output, the hidden tests'
 probes, the heads the grader serves), and a student's whole submission, all its notebooks together, has
-`student_budget` seconds counted as a notebook's wall-clock ceiling counts them (its kernels' start
-and the machine's load, the kernel's and the grader's waits for a CPU, left out; the grader's own work
-for the kernel counts: the class spends it on the student). How the budget is shared between a
+`student_budget` seconds: each cell counts its kernel's CPU time, the grading process's CPU time
+meanwhile (the grader's own work for the kernel: the class spends it on the student) and the kernel's
+own waiting (its kernels' start and the machine's load, the kernel's and the grader's waits for a CPU,
+left out), so a busy machine stretches none of it. How the budget is shared between a
 student's notebooks, graded by parallel workers: autograder/kernel/budget.py.
 """
 
@@ -155,8 +156,8 @@ class Limits:
     # Seconds one cell may wait: the wall seconds in which its kernel neither computed, nor waited for a
     # CPU, nor waited for the grader's own work. WAIT_MEASURED says what the honest notebooks wait.
     cell_wait_timeout: float = 30.0
-    # Seconds for one student's whole submission, every notebook together, counted as a notebook's
-    # wall-clock ceiling counts them (Gradescope's default for a whole submission: 10 minutes). When
+    # Seconds for one student's whole submission, every notebook together: CPU times and the kernels'
+    # own waiting (execute.Watched.spent; Gradescope's default for a whole submission: 10 minutes). When
     # it runs out the cells and notebooks left score 0, saying so (autograder/kernel/budget.py).
     student_budget: float = 600.0
 
