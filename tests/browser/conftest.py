@@ -67,6 +67,14 @@ def pytest_runtest_makereport(item, call):
         item.browser_failed = report.failed
 
 
+def _screenshot_if_failed(tab, request) -> None:
+    if getattr(request.node, "browser_failed", False):
+        try:
+            screenshot(tab, f"FAILED-{request.node.name}")
+        except Exception:
+            pass
+
+
 @pytest.fixture
 def page(browser_context, request):
     """A fresh tab; when the test fails, a screenshot of it is kept as FAILED-<test>.png."""
@@ -74,9 +82,25 @@ def page(browser_context, request):
     try:
         yield tab
     finally:
-        if getattr(request.node, "browser_failed", False):
-            try:
-                screenshot(tab, f"FAILED-{request.node.name}")
-            except Exception:
-                pass
+        _screenshot_if_failed(tab, request)
         tab.close()
+
+
+@pytest.fixture(scope="module")
+def module_tab(browser_context):
+    """One tab for a module's notebooks: JupyterLab is loaded in it once, and lab.open_notebook opens
+    each notebook in that JupyterLab, as a student goes from one notebook to the next."""
+    tab = browser_context.new_page()
+    try:
+        yield tab
+    finally:
+        tab.close()
+
+
+@pytest.fixture
+def lab_tab(module_tab, request):
+    """The module's tab (module_tab) for one test; when the test fails, a screenshot as FAILED-<test>.png."""
+    try:
+        yield module_tab
+    finally:
+        _screenshot_if_failed(module_tab, request)

@@ -162,24 +162,31 @@ class Watch:
         return [line for line in self.console if MARK in line]
 
 
+CLICKED = ("a", "button", "summary", "input", "details", "x-custom", "p", "div", "img")
+
+
 def _poke(page) -> int:
     """Hover over, focus and click what the student's content shows (links, buttons, summaries,
     anything with a handler it might have kept). Navigation is refused: a click that leaves the page
-    comes back. Returns the number of elements touched."""
+    comes back. Returns the number of elements touched. An element that is clicked is hovered over by
+    the click itself (Playwright moves the mouse onto it, then presses), so it is not hovered over
+    first a second time; the elements' tags are read in one call (a tag never changes)."""
     touched = 0
     handles = page.query_selector_all(f":is({CONTENT}) *")
-    for handle in handles:
+    tags = page.evaluate("els => els.map(e => e.tagName.toLowerCase())", handles)
+    for handle, tag in zip(handles, tags):
         try:
             if not handle.is_visible():
                 continue
-            handle.hover(timeout=500, force=True)
+            if tag not in CLICKED:
+                handle.hover(timeout=500, force=True)
+                touched += 1
+                continue
+            url = page.url
+            handle.click(timeout=500, force=True, no_wait_after=True)
             touched += 1
-            tag = handle.evaluate("e => e.tagName.toLowerCase()")
-            if tag in ("a", "button", "summary", "input", "details", "x-custom", "p", "div", "img"):
-                url = page.url
-                handle.click(timeout=500, force=True, no_wait_after=True)
-                if page.url.split("#")[0] != url.split("#")[0]:
-                    page.go_back()
+            if page.url.split("#")[0] != url.split("#")[0]:
+                page.go_back()
         except Exception:
             continue
     return touched

@@ -65,14 +65,16 @@ def lab(chromium_path, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def ran(lab, browser_context):
-    """Open and Run All a notebook once; the pages of notebooks with sliders stay open for the slider tests."""
+def ran(lab, browser_context, module_tab):
+    """Open and Run All a notebook once; the pages of notebooks with sliders stay open for the slider
+    tests, each in a tab of its own; the others are opened one after another in the module's one tab
+    (conftest.module_tab), in the JupyterLab it loaded once."""
     kept = {}
 
     def run(path):
         if path in kept:
             return kept[path]
-        page = browser_context.new_page()
+        page = browser_context.new_page() if path in WITH_SLIDERS else module_tab
         open_notebook(page, lab, relpath(path))
         shown = run_all(page)
         if path in WITH_SLIDERS:
@@ -87,28 +89,24 @@ def ran(lab, browser_context):
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
 def test_run_all_on_a_solution_shows_no_error(ran, path):
     page, shown = ran(path)
-    try:
-        problems = []
-        for cell in shown:
-            if cell.kind != "code" or not cell.source.strip():
-                continue
-            if not cell.ran:
-                problems.append(f"cell {cell.index} never ran")
-            for name, text in cell.errors():
-                problems.append(f"cell {cell.index} shows {name}: {text.strip().splitlines()[-1][:200]}")
-            for text in cell.stderr():
-                if "Warning" not in text:
-                    problems.append(f"cell {cell.index} writes to stderr: {text.strip()[:200]}")
-        pictures = [c.index for c in shown if any(o["images"] for o in c.outputs)]
-        with_output = [c.index for c in shown if c.outputs]
-        scroll_to(page, pictures[0] if pictures else with_output[-1] if with_output else 0)
-        screenshot(page, f"solution-{path.stem}")
-        assert not problems, f"{relpath(path)}:\n  " + "\n  ".join(problems)
-        assert "Error displaying widget" not in page.content(), f"{relpath(path)}: a widget cannot be displayed"
-        assert not any("Select Kernel" in d for d in dialogs(page))
-    finally:
-        if path not in WITH_SLIDERS:
-            page.close()
+    problems = []
+    for cell in shown:
+        if cell.kind != "code" or not cell.source.strip():
+            continue
+        if not cell.ran:
+            problems.append(f"cell {cell.index} never ran")
+        for name, text in cell.errors():
+            problems.append(f"cell {cell.index} shows {name}: {text.strip().splitlines()[-1][:200]}")
+        for text in cell.stderr():
+            if "Warning" not in text:
+                problems.append(f"cell {cell.index} writes to stderr: {text.strip()[:200]}")
+    pictures = [c.index for c in shown if any(o["images"] for o in c.outputs)]
+    with_output = [c.index for c in shown if c.outputs]
+    scroll_to(page, pictures[0] if pictures else with_output[-1] if with_output else 0)
+    screenshot(page, f"solution-{path.stem}")
+    assert not problems, f"{relpath(path)}:\n  " + "\n  ".join(problems)
+    assert "Error displaying widget" not in page.content(), f"{relpath(path)}: a widget cannot be displayed"
+    assert not any("Select Kernel" in d for d in dialogs(page))
 
 
 # ---- sliders -----------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """A student in JupyterLab: Run All on each released notebook.
 
 What is checked is what the page shows: prompts, error outputs, dialogs (read from the DOM).
-One JupyterLab server serves the whole module, over a temporary copy of the course.
+One JupyterLab server serves the whole module, over a temporary copy of the course, and one tab
+opens its notebooks one after another.
 """
 from __future__ import annotations
 
@@ -28,6 +29,12 @@ def lab(chromium_path, tmp_path_factory):
         (mine / f"{name}.ipynb").write_bytes((ROOT / "release" / STEP / f"{name}.ipynb").read_bytes())
     with Lab(course, tmp_path_factory.mktemp("jupyter")) as server:
         yield server
+
+
+@pytest.fixture
+def page(lab_tab):
+    """The module's one tab (conftest.lab_tab): JupyterLab is loaded once, each notebook opened in it."""
+    return lab_tab
 
 
 def released(name: str) -> list[dict]:

@@ -1,6 +1,7 @@
 """nbgrader's Validate button, pressed by a student: its dialog's verdict on a solved notebook
 (success) and on an untouched one (the failing cells listed, each for the right reason).
-One JupyterLab server serves the whole module, over a temporary copy of the course.
+One JupyterLab server serves the whole module, over a temporary copy of the course, and one tab
+opens its notebooks one after another.
 """
 from __future__ import annotations
 
@@ -29,6 +30,12 @@ def lab(chromium_path, tmp_path_factory):
         (mine / f"{name}-solved.ipynb").write_text(json.dumps(filled(STEP4, name, lambda cid, i: True), indent=1))
     with Lab(course, tmp_path_factory.mktemp("jupyter")) as server:
         yield server
+
+
+@pytest.fixture
+def page(lab_tab):
+    """The module's one tab (conftest.lab_tab): JupyterLab is loaded once, each notebook opened in it."""
+    return lab_tab
 
 
 def released(name: str) -> list[dict]:
