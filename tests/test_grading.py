@@ -136,6 +136,7 @@ def test_plain_nbgrader_autograde_agrees_with_the_grader_on_honest_submissions(g
     import os
     import shutil
     from nbgrader.api import Gradebook
+    from autograder.nbgrader_cmd import NBGRADER_MAIN      # `python -m nbgrader`, without rfc3987_syntax
     home, _, _ = graded
     students = sorted({r["student"] for r in rows(home)} - {"half"})
     assert students == ["ada", "blank"], students
@@ -147,7 +148,7 @@ def test_plain_nbgrader_autograde_agrees_with_the_grader_on_honest_submissions(g
         shutil.copy(home / "gradebook.db", plain / "gradebook.db")
         env = {**os.environ, "GRADER_HOME": str(plain), "NBGRADER_DB_URL": f"sqlite:///{plain / 'gradebook.db'}"}
         runs[student] = (env["NBGRADER_DB_URL"], subprocess.Popen(
-            [sys.executable, "-m", "nbgrader", "autograde", STEP, "--student", student, "--force"], cwd=ROOT,
+            [sys.executable, "-c", NBGRADER_MAIN, "autograde", STEP, "--student", student, "--force"], cwd=ROOT,
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
     for student, (_, proc) in runs.items():
         _, err = proc.communicate(timeout=1200)

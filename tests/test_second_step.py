@@ -104,7 +104,7 @@ def test_a_second_step_is_graded_beside_step_4_and_changes_nothing_of_it(tmp_pat
         (demo_class / sid).mkdir(parents=True)
         content = released.read_text(encoding="utf-8") if replace is None else answered(released, source, replace)
         (demo_class / sid / "01-word-counts.ipynb").write_text(content, encoding="utf-8")
-    autograder(course, home, "grade", str(demo_class), "--step", DEMO)
+    autograder(course, home, "grade", str(demo_class), "--step", DEMO, "--workers", "1")    # 3 notebooks: 1 template
 
     scores = {(r["student"], r["grade_id"]): float(r["score"]) for r in rows(home / "grades" / f"{DEMO}.csv")}
     assert scores[("ada", "word_count_hidden")] == 2.0 and scores[("ada", "longest_word_hidden")] == 1.0
