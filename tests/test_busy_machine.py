@@ -37,7 +37,7 @@ TIMED = ("loop", "sleep", "stubborn", "loop-in-fn", "forks", "dies-early", "dies
          "wait-pipe", "wait-event", "wait-select", "wait-naps", "wait-child", "wait-join", "wait-stubborn",
          "wait-in-fn")
 EXAMPLE_STUDENT = "ada"
-BUDGET_TOLERANCE = 0.25      # of the budget a step uses idle: what it may use more or less on a busy machine
+BUDGET_TOLERANCE = 0.35      # of the budget a step uses idle: measured 17-22 % more busy (0.3 CPU), the suite running
 BUSY_CPUS = 0.3             # the CPUs the grading's processes get together while the machine is busy
 BUSY = [c for c in RUN if c.kind == "honest" or (c.kind == "runaway" and c.name in TIMED)]
 
