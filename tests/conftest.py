@@ -124,7 +124,7 @@ LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_busy_machine", "test_grad
                  "test_hostile_pages", "test_intake_attacks", "test_example_apart", "test_collect", "test_second_step",
                  "test_gradebook_fill"]
 
-# Modules that measure a kernel's time under load they make themselves (hogs pinned to one core, waits
+# Modules that measure a kernel's time under load they make themselves (a quarter of a CPU, tests/starve.py; waits
 # of a few seconds against ceilings of a few seconds) run last, when the long modules above have ended:
 # next to them a kernel's start alone could take longer than their ceilings.
 QUIET_LAST = ["test_cpu_limits", "test_student_budget"]
