@@ -3,7 +3,7 @@
 The grader runs a student's notebooks in parallel workers, one job per (student, notebook). The budget
 is kept here, in the grading process (autograder/grading/grade.py `run_jobs`), by a `Ledger` that hands each
 job the seconds it may count (its `allowance`, which autograder/kernel/execute.py enforces, counting each
-cell's kernel CPU time, the grader's CPU time for it and the kernel's own waiting: kernels' start and
+cell's kernel CPU time, the grader's work for it and the kernel's own waiting: kernels' start and
 waits for a CPU left out) and settles what each job used.
 
 The rule, a function of the submission alone: a student's notebooks are taken in notebook order, and

@@ -16,9 +16,9 @@ process's own CPU time and waits for a CPU while it reads the kernel's output or
 are said in the cell's error, in the notes and in `Outcome.stopped`.
 
 The student's time budget (Limits.student_budget, shared by a student's notebooks: autograder/kernel/budget.py)
-gives the notebook an `allowance`: the seconds it may count, each cell's kernel CPU time, the grading
-process's CPU time meanwhile and the kernel's own waiting (`Watched.spent`), which a busy machine does
-not stretch.
+gives the notebook an `allowance`: the seconds it may count, each cell's kernel CPU time, the grader's
+work for it less the grader's waits for a CPU, and the kernel's own waiting (`Watched.spent`), which a
+busy machine does not stretch.
 When they run out the running cell is stopped (its kernel killed at once: nothing runs after it), and
 every cell left gets a StudentTimeBudget error; a notebook whose allowance is spent before it starts
 runs no kernel at all.

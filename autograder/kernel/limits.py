@@ -18,8 +18,8 @@ Two limits bound what waiting costs the class (a cell that waits uses no CPU tim
 stops it): a cell may wait at most `cell_wait_timeout` seconds (the time its kernel neither computed,
 nor waited for a CPU, nor waited for the grader's own work: reading its output, the hidden tests'
 probes, the heads the grader serves), and a student's whole submission, all its notebooks together, has
-`student_budget` seconds: each cell counts its kernel's CPU time, the grading process's CPU time
-meanwhile (the grader's own work for the kernel: the class spends it on the student) and the kernel's
+`student_budget` seconds: each cell counts its kernel's CPU time, the grader's own work for the
+kernel less its waits for a CPU (the class spends it on the student) and the kernel's
 own waiting (its kernels' start and the machine's load, the kernel's and the grader's waits for a CPU,
 left out), so a busy machine stretches none of it. How the budget is shared between a
 student's notebooks, graded by parallel workers: autograder/kernel/budget.py.
