@@ -121,7 +121,7 @@ LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_busy_machine", "test_grad
                  "test_grading_postgres", "test_grading_guarantees", "test_lab_student", "test_redteam",
                  "test_exchange_flow", "test_hub_flow", "test_lab_solutions", "test_visible_checks_proof", "test_notebooks_run",
                  "test_answer_variants_run", "test_caps", "test_release", "test_term_flow", "test_grading_by_hand", "test_review_by_hand",
-                 "test_hostile_pages", "test_intake_attacks", "test_example_apart", "test_collect", "test_second_step",
+                 "test_hostile_pages", "test_intake_attacks", "test_collect", "test_second_step",
                  "test_gradebook_fill"]
 
 # Modules that measure a kernel's time under load they make themselves (a quarter of a CPU, tests/starve.py; waits
@@ -136,7 +136,7 @@ QUIET_LAST = ["test_cpu_limits", "test_student_budget"]
 # `make hub-deps` (tests/hub.py). tests/test_markers.py
 # checks that every module needing one of them is listed here.
 MODULE_MARKS = {
-    "sandbox": ("test_busy_machine", "test_caps", "test_grader_proof", "test_grading", "test_grading_guarantees",
+    "sandbox": ("test_busy_machine", "test_caps", "test_example_apart", "test_grader_proof", "test_grading", "test_grading_guarantees",
                 "test_kernel_cgroups", "test_redteam", "test_redteam_cold", "test_sandbox", "test_second_step",
                 "test_warm_kernels", "test_hostile_pages", "test_lab_formgrader", "test_student_budget"),
     "services": ("test_grading_postgres", "test_cluster_slurm"),
@@ -289,20 +289,33 @@ def run_once(tmp_path_factory, name: str, build) -> tuple[Path, dict]:
         return folder, json.loads(done.read_text())
 
 
-def grade_example_class(home: Path, sandbox: str) -> dict:
+def grade_example_class(base: Path, sandbox: str) -> dict:
     """The example class (ada: the solutions, blank: the release, half: half the answers) graded as
-    `make setup` grades it, with its feedback, then graded again (nothing to regrade)."""
-    from autograder.example import build
-    from autograder.grading.grade import grade
+    `make setup` grades it: `python -m autograder example`, run in this process with GRADER_HOME=base,
+    so in its own grader home base/example/, with its feedback; then graded again (nothing to
+    regrade). What the command printed is kept (test_example_apart reads it)."""
+    import contextlib
+    import io
+
+    from autograder import __main__ as cli
+    from autograder.grading import grade as grading
     mp = pytest.MonkeyPatch()
-    mp.setenv("GRADER_HOME", str(home))
-    mp.setenv("NBGRADER_DB_URL", f"sqlite:///{home / 'gradebook.db'}")
+    mp.setenv("GRADER_HOME", str(base))
+    mp.delenv("NBGRADER_DB_URL", raising=False)       # the command gives the example its own gradebook
+    real_grade, runs = grading.grade, []
+    mp.setattr(grading, "grade", lambda *args, **options: runs.append(real_grade(*args, **options)) or runs[-1])
+    printed = io.StringIO()
     try:
-        run = grade(STEP4, build(STEP4, home / "class"), workers=2, sandbox=sandbox, quiet=True)
+        with contextlib.redirect_stdout(printed):
+            code = cli.main(["example", "--workers", "2", "--sandbox", sandbox])
+        assert code == 0 and len(runs) == 1, printed.getvalue()[-3000:]
+        home = base / "example"
         results = sorted((home / "work" / "results").rglob("*.json"))
         stamps = {str(p): p.stat().st_mtime_ns for p in results}
-        rerun = grade(STEP4, home / "class", workers=2, sandbox=sandbox, quiet=True, feedback=False)
-        return {"run": run, "rerun": rerun, "stamps": stamps,
+        mp.setenv("GRADER_HOME", str(home))
+        mp.setenv("NBGRADER_DB_URL", f"sqlite:///{home / 'gradebook.db'}")
+        rerun = real_grade(STEP4, home / "class" / STEP4.name, workers=2, sandbox=sandbox, quiet=True, feedback=False)
+        return {"run": runs[0], "rerun": rerun, "stamps": stamps, "printed": printed.getvalue(),
                 "stamps_after_rerun": {str(p): p.stat().st_mtime_ns for p in results}}
     finally:
         mp.undo()
@@ -310,13 +323,15 @@ def grade_example_class(home: Path, sandbox: str) -> dict:
 
 @pytest.fixture(scope="module")
 def example_class(tmp_path_factory) -> tuple[Path, dict]:
-    """(grading home, what grade_example_class returned): graded once per test session, shared by
-    the modules that read it (test_grading, test_grader_proof, the formgrader's browser test).
-    Read it, never write into it."""
+    """(the example's grading home, what grade_example_class returned): graded once per test session,
+    shared by the modules that read it (test_grading, test_grader_proof, test_example_apart, the
+    formgrader's browser test). The home is <the run's course grading home>/example, as `make setup`
+    leaves it. Read it, never write into it."""
     box = bwrap_or_skip()
     from autograder.kernel.warm import why_cold
     uses("cold" if why_cold(box) else "warm")           # the grader's default: warm where it can
-    return run_once(tmp_path_factory, "example-class", lambda home: grade_example_class(home, box))
+    base, data = run_once(tmp_path_factory, "example-class", lambda base: grade_example_class(base, box))
+    return base / "example", data
 
 
 def kernels_under(folder: Path) -> list[str]:
