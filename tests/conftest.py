@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -46,6 +47,21 @@ COURSE_PARTS = ("autograder", "dlcourse", "source", "release", "solutions", "dat
 GRADING_OUTPUTS = ("submitted", "autograded", "feedback", "work", "example-class", "example", "collected",
                    "gradebook.db", "case-key", "grades", "export", "pdfs", "written", "insights", "similarity.csv",
                    "similarity.html")
+
+
+def make(course: Path, *args: str, ok: bool = True) -> str:
+    """`make -s <args>` in a copy of the course (copy_course), as a newcomer's shell runs it: this
+    environment's Python first on PATH, no grading home, gradebook or exchange of the test run's own;
+    its output (stdout and stderr). With ok, a failure is an assertion error showing the output."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GRADER_HOME", "NBGRADER_DB_URL", "NBGRADER_EXCHANGE", "PYTHONPATH", "MAKEFLAGS")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    proc = subprocess.run(["make", "-s", *args, f"VENV={Path(sys.executable).parent.parent}"], cwd=course, env=env,
+                          capture_output=True, text=True, timeout=900)
+    out = proc.stdout + proc.stderr
+    if ok:
+        assert proc.returncode == 0, f"make {' '.join(args)} failed:\n{out[-4000:]}"
+    return out
 
 
 def copy_course(dest: Path) -> Path:
@@ -119,7 +135,7 @@ def read_nb(path: Path):
 LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_busy_machine", "test_grading", "test_redteam_cold",
                  "test_cluster_slurm", "test_grader_proof", "test_bench", "test_lab_validate",
                  "test_grading_postgres", "test_grading_guarantees", "test_lab_student", "test_redteam",
-                 "test_exchange_flow", "test_hub_flow", "test_lab_solutions", "test_visible_checks_proof", "test_notebooks_run",
+                 "test_hub_flow", "test_lab_solutions", "test_visible_checks_proof", "test_notebooks_run",
                  "test_answer_variants_run", "test_caps", "test_release", "test_term_flow", "test_grading_by_hand", "test_review_by_hand",
                  "test_hostile_pages", "test_intake_attacks", "test_collect", "test_second_step",
                  "test_gradebook_fill"]

@@ -162,7 +162,7 @@ def test_a_late_mark_from_the_lms_keeps_one_time_for_all(tmp_path, course_toml):
 def test_make_submit_after_the_due_date_says_how_late_and_what_it_costs(tmp_path_factory):
     """As a student meets it: `make fetch`, then `make submit` once the step is due."""
     from conftest import copy_course
-    from test_exchange_flow import make
+    from conftest import make
     course = copy_course(tmp_path_factory.mktemp("late"))
     (course / "course.toml").write_text(f'[due]\n{STEP} = 2026-01-10T12:00:00Z\n[late]\npolicy = "per_day"\n'
                                         'percent = 10\ngrace = "5m"\n')

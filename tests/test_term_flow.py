@@ -1,8 +1,10 @@
 """A whole term on the example students, through the Makefile, in a copy of the course: the step is
-released with a due date; ada, half and blank fetch and submit through the exchange; ada is on time,
-blank is late but on time through her extension, half is late; the instructor collects, grades,
-scores a written answer, exports to the LMS, prints the written answers, returns the feedback, and
-each page and `make my-feedback` show the totals with the late penalty."""
+released with a due date, one notebook of it later than the others; ada, half and blank fetch (ada
+twice, without losing her work), validate and submit through the exchange; ada is on time, blank is
+late but on time through her extension, half is late; the instructor collects, grades with the
+project's grader, scores a written answer, exports to the LMS, prints the written answers, returns
+the feedback, and each page and `make my-feedback` show the totals with the late penalty; a newer
+submission nobody graded gets none of the old one's feedback."""
 from __future__ import annotations
 
 import csv
@@ -15,8 +17,7 @@ import pytest
 
 from autograder.example import filled
 
-from conftest import GRADES_JSON, NOTEBOOK_NAMES, ROOT, STEP, STEP4, copy_course, uses
-from test_exchange_flow import make
+from conftest import GRADES_CSV, GRADES_JSON, NOTEBOOK_NAMES, ROOT, STEP, STEP4, copy_course, make, uses
 
 pytestmark = pytest.mark.slow
 FIRST = NOTEBOOK_NAMES[0]
@@ -38,12 +39,42 @@ def test_a_whole_term(tmp_path_factory):
     out = make(course, "extensions")
     assert re.search(r"blank\s+\+1h\s+due Thu 01 Jan 2099 01:00 UTC\s+\(illness\)", out), out
 
-    # release and fetch: the due date is in the notebooks' header and in what `make fetch` says
+    # release and fetch: the due date is in the notebooks' header and in what `make fetch` says; the
+    # step's last notebook is released later (the step's notebooks arrive over the week)
+    release = course / "release" / STEP
+    later = NOTEBOOK_NAMES[-1]
+    held_back = (release / f"{later}.ipynb").read_bytes()
+    (release / f"{later}.ipynb").unlink()
     out = make(course, "fetch")
     assert f"fetch: {STEP} is due Thu 01 Jan 2099 00:00 UTC" in out and "10 % of a notebook's score off per hour" in out
+    assert "copied" in out
+    assert sorted(p.name for p in mine.glob("*.ipynb")) == sorted(p.name for p in release.glob("*.ipynb"))
+    for path in release.glob("*.ipynb"):
+        assert (mine / path.name).read_bytes() == path.read_bytes()
     header = json.loads((mine / f"{FIRST}.ipynb").read_text())["cells"][2]
     assert header["id"] == "due-date" and "**Due:" in "".join(header["source"])
-    for name in NOTEBOOK_NAMES[1:]:          # the students hand in the first notebook only (the rest: not submitted)
+
+    # ada answers the first notebook; the last one is released; a second fetch brings it and keeps her work
+    answered = json.dumps(filled(STEP4, FIRST, lambda cid, i: True), indent=1).encode()
+    (mine / f"{FIRST}.ipynb").write_bytes(answered)
+    (release / f"{later}.ipynb").write_bytes(held_back)
+    out = make(course, "fetch")
+    assert (mine / f"{FIRST}.ipynb").read_bytes() == answered, "a second fetch overwrote the student's work"
+    assert "never overwritten" in out
+    assert (mine / f"{later}.ipynb").read_bytes() == held_back, "the notebook released later was not fetched"
+
+    out = make(course, "validate", ok=False)
+    assert f"validate: {FIRST}.ipynb: passes every test" in out
+    assert f"validate: {STEP} is due " in out, "validate does not show the due date (course.toml)"
+    for name in NOTEBOOK_NAMES[1:]:
+        assert f"validate: {name}.ipynb:" in out and f"validate: {name}.ipynb: passes" not in out
+
+    # ada hands in the whole step (the first notebook answered, the rest as released), on time
+    out = make(course, "submit", "STUDENT=ada")
+    assert "handed in as ada" in out
+    inbound = list((course / "exchange" / "dl-course" / "inbound").glob(f"ada+{STEP}+*"))
+    assert len(inbound) == 1 and (inbound[0] / f"{FIRST}.ipynb").read_bytes() == answered
+    for name in NOTEBOOK_NAMES[1:]:          # half and blank hand in the first notebook only (the rest: not submitted)
         (mine / f"{name}.ipynb").unlink()
 
     def hand_in(student: str, keep) -> float:
@@ -52,7 +83,6 @@ def test_a_whole_term(tmp_path_factory):
         assert f"handed in as {student}" in out
         return time.time()
 
-    hand_in("ada", lambda cid, i: True)
     time.sleep(1.5)
     due = datetime.now(timezone.utc)             # the deadline passes: the next two are late
     set_due(course, due)
@@ -63,10 +93,21 @@ def test_a_whole_term(tmp_path_factory):
     out = make(course, "collect")
     for sid in ("ada", "half", "blank"):
         assert (course / "autograder" / "collected" / sid / STEP / "timestamp.txt").is_file()
+    assert (course / "autograder" / "collected" / "ada" / STEP / f"{FIRST}.ipynb").read_bytes() == answered
+    assert "make grade SUBMISSIONS=autograder/collected" in out
 
     out = make(course, "grade", "SUBMISSIONS=autograder/collected", "WORKERS=2")
+    assert "could not be graded" not in out, out[-3000:]
     table = {line.split()[0]: line for line in out.splitlines() if line.split()[:1] in (["ada"], ["half"], ["blank"])}
     assert set(table) == {"ada", "half", "blank"}, out[-3000:]
+    with open(course / "autograder" / GRADES_CSV, newline="") as f:
+        ada_rows = [r for r in csv.DictReader(f) if r["student"] == "ada" and r["kind"] == "auto"]
+    assert {r["notebook"] for r in ada_rows} == set(NOTEBOOK_NAMES)
+    for r in ada_rows:                           # her first notebook at full marks, the rest as released: nothing
+        if r["notebook"] == FIRST:
+            assert float(r["score"]) == float(r["max_score"]), r
+        elif float(r["max_score"]) > 0:
+            assert float(r["score"]) == 0, r
     home = course / "autograder"
     data = json.loads((home / GRADES_JSON).read_text())
     assert data["schema_version"] == 2 and data["term"]["late_policy"] == "per_hour"
@@ -124,10 +165,21 @@ def test_a_whole_term(tmp_path_factory):
     # feedback back to the students, with their totals
     out = make(course, "return-feedback")
     assert "feedback for 3 students" in out
+    returned = list((course / "exchange" / "dl-course" / "feedback").glob("*.html"))
+    assert len(returned) == len(NOTEBOOK_NAMES) + 2, returned        # ada's whole step, half's and blank's first
     out = make(course, "my-feedback")
     assert re.search(r"my-feedback: scores of (ada|half|blank) for " + STEP, out), out
     assert "step total" in out
     (ARTIFACTS / "term-my-feedback.txt").write_text(out)
+    fetched = {}
+    for page in (mine / "feedback").glob("*/*.html"):
+        fetched.setdefault(page.parent, []).append(page.stem)
+    ada_pages = [folder for folder, stems in fetched.items() if sorted(stems) == sorted(NOTEBOOK_NAMES)]
+    assert len(ada_pages) == 1, f"ada's feedback on her whole step was not fetched: {fetched}"
+    ada_first = (ada_pages[0] / f"{FIRST}.html").read_text()
+    assert "Hidden tests:" in ada_first
+    for secret in ("BEGIN HIDDEN TESTS", "hidden(", "autograder.checks"):
+        assert secret not in ada_first
     for sid in ("ada", "half", "blank"):
         page = (home / "feedback" / sid / STEP / f"{FIRST}.html").read_text()
         assert page.index('class="course-summary"') < page.index('id="toc"')
@@ -139,6 +191,13 @@ def test_a_whole_term(tmp_path_factory):
         assert "Out[" not in page
     half_page = (home / "feedback" / "half" / STEP / f"{FIRST}.html").read_text()
     assert "Late submission penalty" in half_page and "late" in half_page
+
+    # a new submission that nobody graded yet gets no feedback that belongs to the old one
+    (mine / f"{FIRST}.ipynb").write_bytes(answered + b"\n")
+    make(course, "submit", "STUDENT=ada")
+    make(course, "collect")
+    out = make(course, "return-feedback")
+    assert "ada: the newest submission is not graded yet" in out
     assert_renders_offline(home / "feedback" / "half" / STEP / f"{FIRST}.html")
 
 

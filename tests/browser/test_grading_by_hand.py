@@ -24,7 +24,7 @@ import pytest
 
 from autograder.example import filled
 from conftest import STEP, STEP4, NOTEBOOK_NAMES
-from test_exchange_flow import make
+from conftest import make
 from .lab import Lab, copy_course, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser-instructor")]

@@ -21,7 +21,7 @@ import pytest
 
 from autograder.example import with_answers
 from conftest import STEP, STEP4
-from test_exchange_flow import make
+from conftest import make
 from .lab import Lab, copy_course, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser-instructor")]
