@@ -609,6 +609,40 @@ WRONG += [
               "the entries are distinct, so q and k are not samples (1) and no statistic (4.5) or seed (1) is "
               "credited; form and sqrt remain: 4 × 1.5/8",
           says={"scale_table_hidden": ["distinct", "not credited"]}),
+    # q and k with the right law and all-distinct values, but not independent draws: magnitudes reused
+    Entry("w03-scale-q-reflected-anywhere", P03, edit(P03, SCALE, (
+              "q = torch.randn(4, 8, d_k, generator=g)",
+              "h = torch.randn(16 * d_k, generator=g)                           # half the numbers, then their\n"
+              "        q = torch.cat([h, -h])[torch.randperm(32 * d_k, generator=g)].reshape(4, 8, d_k)   # negatives")),
+          expect={"scale_table_hidden": 0.75},
+          why="half of q's entries drawn, the other half their negatives, in a random order: q's law is N(0, 1) and "
+              "every entry is distinct, but half the magnitudes repeat: not independent draws (1), so nothing "
+              "measured is credited (4.5 and the seed 1): 4 × 1.5/8. It had full marks before the magnitudes were "
+              "tested",
+          says={"scale_table_hidden": ["negatives of others", "not credited"]}),
+    Entry("w03-scale-q-reflected-batch", P03, edit(P03, SCALE, (
+              "q = torch.randn(4, 8, d_k, generator=g)",
+              "h = torch.randn(2, 8, d_k, generator=g)\n"
+              "        q = torch.cat([h, -h])                                           # sequences 2, 3 = -(0, 1)")),
+          expect={"scale_table_hidden": 0.75},
+          why="two sequences of q drawn, the other two their negatives: not independent draws (1), nothing measured "
+              "credited: 4 × 1.5/8 (full marks before the magnitudes were tested)",
+          says={"scale_table_hidden": ["negatives of others", "not credited"]}),
+    Entry("w03-scale-k-minus-permuted-q", P03, edit(P03, SCALE, (
+              "k = torch.randn(4, 8, d_k, generator=g)",
+              "k = -q.flatten()[torch.randperm(q.numel(), generator=g)].reshape(q.shape)   # q's numbers, shuffled")),
+          expect={"scale_table_hidden": 0.75},
+          why="k made of q's entries, shuffled and negated: k's law is N(0, 1), q + k and q - k pass the law test and "
+              "no entry of k equals one of q, but every magnitude of k is one of q's: not independent draws (1), "
+              "nothing measured credited: 4 × 1.5/8 (full marks before the magnitudes were tested)",
+          says={"scale_table_hidden": ["negatives of others", "not credited"]}),
+    Entry("w03-scale-k-minus-rolled-q", P03, edit(P03, SCALE, (
+              "k = torch.randn(4, 8, d_k, generator=g)",
+              "k = -q.roll(1, dims=-1)                                          # q's coordinates shifted, negated")),
+          expect={"scale_table_hidden": 0.75},
+          why="k = -q with its coordinates shifted by one: the same as the last entry with a fixed permutation: "
+              "4 × 1.5/8 (full marks before the magnitudes were tested)",
+          says={"scale_table_hidden": ["negatives of others", "not credited"]}),
     Entry("w03-scale-k-is-q", P03, edit(P03, SCALE, (
               "k = torch.randn(4, 8, d_k, generator=g)",
               "k = torch.randn(4, 8, d_k, generator=torch.Generator().manual_seed(seed))")),
@@ -1196,6 +1230,16 @@ def dot_variance(d_k, n, seed):
               "neighbours share a vector: uncorrelated, yet their sizes are (the squares' lag-1 correlation is "
               "1 / (d_k + 3), 0.2 at the narrow width against a threshold of 0.04); nothing is credited",
           says={"bonus_dot_variance": ["not independent draws", "the one before it"]}),
+    Entry("w01-variance-q-reflected", P01, edit(P01, "dot_variance", (
+              "dots = (q * k).sum(dim=-1)",
+              "q = torch.cat([q[: n // 2], -q[: n - n // 2]])      # half the vectors q, the rest their negatives\n"
+              "    dots = (q * k).sum(dim=-1)")),
+          expect={"bonus_dot_variance": 0.0},
+          why="half the vectors q drawn, the other half their negatives, each with a fresh k: every dot product "
+              "is distinct and has the law of q·k, but dot products m and m + n/2 share a vector, so their squares "
+              "correlate (1 / (d_k + 3) at the narrow width against a threshold of 0.04); nothing is credited. It "
+              "had full marks before the shift by n/2 was tested",
+          says={"bonus_dot_variance": ["not independent draws", "n/2 before"]}),
     Entry("w01-variance-repeated", P01, edit(P01, "dot_variance",
                                              ("q = torch.randn(n, d_k, generator=g)", "q = torch.randn(n // 10 + 1, d_k, generator=g)"),
                                              ("k = torch.randn(n, d_k, generator=g)", "k = torch.randn(n // 10 + 1, d_k, generator=g)"),

@@ -50,7 +50,8 @@ def test_masking_after_softmax_fails_all_three_checks():
 # the last position): each must miss a broken head of its suite, so it loses points. `only`: the one broken
 # head that catches the mistake, where no other does (before that head the check had full marks).
 BOUNDARY = [
-    ("check_causality_perturbation", "past-skips-last", "out[:, :t], out2[:, :t]", "out[:, :t - 1], out2[:, :t - 1]", None),
+    ("check_causality_perturbation", "past-skips-last", "out[:, :t], out2[:, :t]", "out[:, :t - 1], out2[:, :t - 1]",
+     None),
     ("check_causality_perturbation", "past-skips-first", "out[:, :t], out2[:, :t]", "out[:, 1:t], out2[:, 1:t]", None),
     ("check_causality_perturbation", "present-skips-t", "range(t, x.shape[1])", "range(t + 1, x.shape[1])", None),
     ("check_causality_perturbation", "present-skips-last", "range(t, x.shape[1])", "range(t, x.shape[1] - 1)",
