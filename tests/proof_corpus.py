@@ -612,8 +612,8 @@ WRONG += [
     # q and k with the right law and all-distinct values, but not independent draws: magnitudes reused
     Entry("w03-scale-q-reflected-anywhere", P03, edit(P03, SCALE, (
               "q = torch.randn(4, 8, d_k, generator=g)",
-              "h = torch.randn(16 * d_k, generator=g)                           # half the numbers, then their\n"
-              "        q = torch.cat([h, -h])[torch.randperm(32 * d_k, generator=g)].reshape(4, 8, d_k)   # negatives")),
+              "h = torch.randn(16 * d_k, generator=g)      # half the numbers, then their negatives, shuffled\n"
+              "        q = torch.cat([h, -h])[torch.randperm(32 * d_k, generator=g)].reshape(4, 8, d_k)")),
           expect={"scale_table_hidden": 0.75},
           why="half of q's entries drawn, the other half their negatives, in a random order: q's law is N(0, 1) and "
               "every entry is distinct, but half the magnitudes repeat: not independent draws (1), so nothing "
