@@ -8,6 +8,12 @@ inequality bounds P(D > eps) <= 2 exp(-2 n eps^2) for every n (not only asymptot
 eps = sqrt(ln(2 / ALPHA) / (2 n)) a correct sampler fails one test with probability at most ALPHA.
 Rounding to float32 only ties equal draws, which makes D smaller, never larger.
 
+A law test does not see whether the draws are independent: draws paired with their reflections, reused
+with a sign pattern, or k made from q have the right law. `reflected` (magnitudes |x| repeated more than
+float32 rounding allows, false-fail probability at most ALPHA) and `serially_correlated` (values or
+squares correlated with those 1 or n // 2 positions away) refuse them; what they allow is said below
+("independence").
+
 The laws:
   * N(0, 1), the entries of q and k (`normal_cdf`);
   * q·k for q, k in R^{d_k} with iid N(0, 1) entries (`dot_cdf`, d_k even): q·k = (|q+k|² - |q-k|²)/4,
