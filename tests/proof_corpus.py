@@ -619,7 +619,9 @@ WRONG += [
               "every entry is distinct, but half the magnitudes repeat: not independent draws (1), so nothing "
               "measured is credited (4.5 and the seed 1): 4 × 1.5/8. It had full marks before the magnitudes were "
               "tested",
-          says={"scale_table_hidden": ["negatives of others", "not credited"]}),
+          says={"scale_table_hidden": ["negatives of others", "not credited"]},
+          visible_passes={"scale_table_check": "the visible check counts repeated numbers, not repeated "
+                                               "magnitudes: every entry here is a distinct number"}),
     Entry("w03-scale-q-reflected-batch", P03, edit(P03, SCALE, (
               "q = torch.randn(4, 8, d_k, generator=g)",
               "h = torch.randn(2, 8, d_k, generator=g)\n"
@@ -627,7 +629,9 @@ WRONG += [
           expect={"scale_table_hidden": 0.75},
           why="two sequences of q drawn, the other two their negatives: not independent draws (1), nothing measured "
               "credited: 4 × 1.5/8 (full marks before the magnitudes were tested)",
-          says={"scale_table_hidden": ["negatives of others", "not credited"]}),
+          says={"scale_table_hidden": ["negatives of others", "not credited"]},
+          visible_passes={"scale_table_check": "the visible check counts repeated numbers, not repeated "
+                                               "magnitudes: every entry here is a distinct number"}),
     Entry("w03-scale-k-minus-permuted-q", P03, edit(P03, SCALE, (
               "k = torch.randn(4, 8, d_k, generator=g)",
               "k = -q.flatten()[torch.randperm(q.numel(), generator=g)].reshape(q.shape)   # q's numbers, shuffled")),
@@ -635,14 +639,18 @@ WRONG += [
           why="k made of q's entries, shuffled and negated: k's law is N(0, 1), q + k and q - k pass the law test and "
               "no entry of k equals one of q, but every magnitude of k is one of q's: not independent draws (1), "
               "nothing measured credited: 4 × 1.5/8 (full marks before the magnitudes were tested)",
-          says={"scale_table_hidden": ["negatives of others", "not credited"]}),
+          says={"scale_table_hidden": ["negatives of others", "not credited"]},
+          visible_passes={"scale_table_check": "the visible check counts repeated numbers, not repeated "
+                                               "magnitudes: every entry here is a distinct number"}),
     Entry("w03-scale-k-minus-rolled-q", P03, edit(P03, SCALE, (
               "k = torch.randn(4, 8, d_k, generator=g)",
               "k = -q.roll(1, dims=-1)                                          # q's coordinates shifted, negated")),
           expect={"scale_table_hidden": 0.75},
           why="k = -q with its coordinates shifted by one: the same as the last entry with a fixed permutation: "
               "4 × 1.5/8 (full marks before the magnitudes were tested)",
-          says={"scale_table_hidden": ["negatives of others", "not credited"]}),
+          says={"scale_table_hidden": ["negatives of others", "not credited"]},
+          visible_passes={"scale_table_check": "the visible check counts repeated numbers, not repeated "
+                                               "magnitudes: every entry here is a distinct number"}),
     Entry("w03-scale-k-is-q", P03, edit(P03, SCALE, (
               "k = torch.randn(4, 8, d_k, generator=g)",
               "k = torch.randn(4, 8, d_k, generator=torch.Generator().manual_seed(seed))")),
@@ -1239,7 +1247,10 @@ def dot_variance(d_k, n, seed):
               "is distinct and has the law of q·k, but dot products m and m + n/2 share a vector, so their squares "
               "correlate (1 / (d_k + 3) at the narrow width against a threshold of 0.04); nothing is credited. It "
               "had full marks before the shift by n/2 was tested",
-          says={"bonus_dot_variance": ["not independent draws", "n/2 before"]}),
+          says={"bonus_dot_variance": ["not independent draws", "n/2 before"]},
+          visible_passes={"dot_variance_check": "the visible check looks for negatives and for neighbours that "
+                                                "correlate; these dot products are distinct, no two opposite, and "
+                                                "their neighbours independent"}),
     Entry("w01-variance-repeated", P01, edit(P01, "dot_variance",
                                              ("q = torch.randn(n, d_k, generator=g)", "q = torch.randn(n // 10 + 1, d_k, generator=g)"),
                                              ("k = torch.randn(n, d_k, generator=g)", "k = torch.randn(n // 10 + 1, d_k, generator=g)"),
