@@ -248,7 +248,7 @@ def count_params(d, d_head):
 # ---- 03-the-tests ----------------------------------------------------------------------------
 # A student's check is run on its suite (source/step-04/checks/suites.py): rejecting a correct case
 # scores 0; otherwise each broken case caught earns an equal share. simplex: 12 broken matrices
-# (0.25 points each); perturbation: 23 broken heads (3/23 each); gradient: 20 (0.15 each).
+# (0.25 points each); perturbation: 24 broken heads (3/24 each); gradient: 21 (3/21 each).
 # scale_table_hidden: 8 parts weighing 8, half a point per unit (form 1, sqrt column 0.5, q and k are N(0, 1)
 # samples 1, raw_std is the std of q kᵀ 1, scaled_std 0.5, max weights 1.5, one-hot shares 1.5, seeded 1),
 # judged on 2 fixed tables and 2 twins: every statistic recomputed from the q and k the row returns. Samples
@@ -439,7 +439,7 @@ WRONG += [
           why="the diagonal counted as future: rejects every correct matrix",
           says={"check_simplex_hidden": ["every correct matrix", "the diagonal itself holds weight"]}),
 
-    # -- check_causality_perturbation: 18 broken heads, 3/18 points each
+    # -- check_causality_perturbation: 24 broken heads, 3/24 points each
     Entry("w03-perturbation-asserts-nothing", P03, _perturbation('''
     out = head(x)
     x2 = x.clone()
@@ -455,9 +455,9 @@ WRONG += [
     assert torch.allclose(out[:, :t], out2[:, :t]), "the past moved"
     for s in range(t, x.shape[1]):
         assert not torch.allclose(out[:, s], out2[:, s]), "the present did not move"
-'''), expect={"check_perturbation_hidden": 2.74},
+'''), expect={"check_perturbation_hidden": 2.75},
           why="allclose where bitwise equality is asked: the leak of 3e-7 of each output and the float64 head that "
-              "renormalises after masking (a rounding leak of ~1e-16, 1e8 times below atol) pass; 21 of 23. (The "
+              "renormalises after masking (a rounding leak of ~1e-16, 1e8 times below atol) pass; 22 of 24. (The "
               "1e-7 leak shows in outputs near 0, where allclose's atol of 1e-8 is all it allows: 2 to 7 times "
               "above it. That head was float32 before: its leak of ~1e-8 sat at atol, and this entry scored "
               "2.79 on one CPU and 2.57 on another, of 14 heads then)",
@@ -471,9 +471,9 @@ WRONG += [
     assert torch.allclose(out[:, :t], out2[:, :t], atol=1e-6), "the past moved"
     for s in range(t, x.shape[1]):
         assert not torch.allclose(out[:, s], out2[:, s], atol=1e-6), "the present did not move"
-'''), expect={"check_perturbation_hidden": 2.61},
+'''), expect={"check_perturbation_hidden": 2.62},
           why="a tolerance where bitwise equality is asked: the heads that mask after the softmax and "
-              "renormalise (a float64 head: a leak of ~1e-16), leak 1e-7 or 3e-7 of each output pass; 20 of 23",
+              "renormalise (a float64 head: a leak of ~1e-16), leak 1e-7 or 3e-7 of each output pass; 21 of 24",
           says={"check_perturbation_hidden": ["masks after the softmax and renormalises", "bitwise"]},
           visible_passes={"check_causality_perturbation_check": "the broken heads of the visible check leak far more than the tolerance"}),
     Entry("w03-perturbation-only-before", P03, _perturbation('''
@@ -484,20 +484,21 @@ WRONG += [
     assert torch.equal(out[:, t - 1], out2[:, t - 1]), "the position right before t moved"
     for s in range(t, x.shape[1]):
         assert not torch.equal(out[:, s], out2[:, s]), "the present did not move"
-'''), expect={"check_perturbation_hidden": 2.61},
+'''), expect={"check_perturbation_hidden": 2.62},
           why="only the position right before the perturbation: a head whose first row is unmasked leaks into "
               "position 0 only, one whose middle row 3 is unmasked into position 3 only, and one whose leaks into "
-              "positions 0 and 1 cancel: 20 of 23",
+              "positions 0 and 1 cancel: 21 of 24",
           says={"check_perturbation_hidden": ["first row open", "out[:, :t]"]}),
     Entry("w03-perturbation-past-only", P03, _perturbation('''
     out = head(x)
     x2 = x.clone()
     x2[:, t] = torch.randn_like(x2[:, t])
     assert torch.equal(out[:, :t], head(x2)[:, :t]), "the past moved"
-'''), expect={"check_perturbation_hidden": 2.09},
+'''), expect={"check_perturbation_hidden": 2.0},
           why="only half the property (the past does not move): a head that ignores its input, one that ignores "
               "the past, one that sees only the token before, one that skips it, one shifted by a position, one "
-              "whose middle position ignores the past and one whose positions past 8 are never seen pass; 16 of 23",
+              "whose middle position ignores the past, one whose last position does, and one whose positions past 8 "
+              "are never seen pass; 16 of 24",
           says={"check_perturbation_hidden": ["ignores its input", "two halves"]}),
     Entry("w03-perturbation-diagonal", P03, _perturbation('''
     out = head(x)
@@ -508,7 +509,7 @@ WRONG += [
           why="the diagonal treated as masked: position t 'must not' see token t, so every correct head fails",
           says={"check_perturbation_hidden": ["every correct head", "a token sees itself"]}),
 
-    # -- check_causality_gradient: 17 broken heads, 3/17 points each
+    # -- check_causality_gradient: 21 broken heads, 3/21 points each
     Entry("w03-gradient-asserts-nothing", P03, _gradient('''
     x = x.clone().requires_grad_(True)
     head(x)[0, i].sum().backward()
@@ -519,10 +520,11 @@ WRONG += [
     x = x.clone().requires_grad_(True)
     head(x)[0, i].sum().backward()
     assert (x.grad[0, i + 1:] == 0).all(), "a gradient from the future"
-'''), expect={"check_gradient_hidden": 2.1},
+'''), expect={"check_gradient_hidden": 2.0},
           why="only that future gradients are zero, never that past ones are not: the input-ignoring, self-only, "
-              "window, skipped-previous and shifted heads, and the one whose positions past 8 are never seen, "
-              "pass; 14 of 20",
+              "window, skipped-previous, shifted and first-key-hidden heads, and the one whose positions past 8 are "
+              "never seen, pass; "
+              "14 of 21",
           says={"check_gradient_hidden": ["ignores its input", "two halves"]}),
     Entry("w03-gradient-only-next", P03, _gradient('''
     x = x.clone().requires_grad_(True)
@@ -532,9 +534,9 @@ WRONG += [
         assert (g[i + 1] == 0).all(), "a gradient from the next position"
     for j in range(i + 1):
         assert (g[j] != 0).any(), f"no gradient from position {j}"
-'''), expect={"check_gradient_hidden": 2.7},
+'''), expect={"check_gradient_hidden": 2.71},
           why="only the position right after i: the head whose last position leaks into all others and the one "
-              "that sees two tokens ahead pass (both are two or more steps after every i tried); 18 of 20",
+              "that sees two tokens ahead pass (both are two or more steps after every i tried); 19 of 21",
           says={"check_gradient_hidden": ["only the last position leaks", "not only the next one"]},
           visible_passes={"check_causality_gradient_check": "every broken head of the visible check leaks into the position right after i"}),
     Entry("w03-gradient-allclose", P03, _gradient('''
@@ -544,8 +546,8 @@ WRONG += [
     assert torch.allclose(g[i + 1:], torch.zeros_like(g[i + 1:])), "a gradient from the future"
     for j in range(i + 1):
         assert not torch.allclose(g[j], torch.zeros_like(g[j])), f"no gradient from {j}"
-'''), expect={"check_gradient_hidden": 2.85},
-          why="allclose where exact zeros are asked: a future gradient of 1e-10 passes; 19 of 20",
+'''), expect={"check_gradient_hidden": 2.86},
+          why="allclose where exact zeros are asked: a future gradient of 1e-10 passes; 20 of 21",
           says={"check_gradient_hidden": ["1e-10", "== 0, not allclose"]},
           visible_passes={"check_causality_gradient_check": "the broken heads of the visible check leak far more than allclose forgives"}),
     Entry("w03-gradient-diagonal", P03, _gradient('''
@@ -607,6 +609,48 @@ WRONG += [
               "the entries are distinct, so q and k are not samples (1) and no statistic (4.5) or seed (1) is "
               "credited; form and sqrt remain: 4 × 1.5/8",
           says={"scale_table_hidden": ["distinct", "not credited"]}),
+    # q and k with the right law and all-distinct values, but not independent draws: magnitudes reused
+    Entry("w03-scale-q-reflected-anywhere", P03, edit(P03, SCALE, (
+              "q = torch.randn(4, 8, d_k, generator=g)",
+              "h = torch.randn(16 * d_k, generator=g)      # half the numbers, then their negatives, shuffled\n"
+              "        q = torch.cat([h, -h])[torch.randperm(32 * d_k, generator=g)].reshape(4, 8, d_k)")),
+          expect={"scale_table_hidden": 0.75},
+          why="half of q's entries drawn, the other half their negatives, in a random order: q's law is N(0, 1) and "
+              "every entry is distinct, but half the magnitudes repeat: not independent draws (1), so nothing "
+              "measured is credited (4.5 and the seed 1): 4 × 1.5/8. It had full marks before the magnitudes were "
+              "tested",
+          says={"scale_table_hidden": ["negatives of others", "not credited"]},
+          visible_passes={"scale_table_check": "the visible check counts repeated numbers, not repeated "
+                                               "magnitudes: every entry here is a distinct number"}),
+    Entry("w03-scale-q-reflected-batch", P03, edit(P03, SCALE, (
+              "q = torch.randn(4, 8, d_k, generator=g)",
+              "h = torch.randn(2, 8, d_k, generator=g)\n"
+              "        q = torch.cat([h, -h])                                           # sequences 2, 3 = -(0, 1)")),
+          expect={"scale_table_hidden": 0.75},
+          why="two sequences of q drawn, the other two their negatives: not independent draws (1), nothing measured "
+              "credited: 4 × 1.5/8 (full marks before the magnitudes were tested)",
+          says={"scale_table_hidden": ["negatives of others", "not credited"]},
+          visible_passes={"scale_table_check": "the visible check counts repeated numbers, not repeated "
+                                               "magnitudes: every entry here is a distinct number"}),
+    Entry("w03-scale-k-minus-permuted-q", P03, edit(P03, SCALE, (
+              "k = torch.randn(4, 8, d_k, generator=g)",
+              "k = -q.flatten()[torch.randperm(q.numel(), generator=g)].reshape(q.shape)   # q's numbers, shuffled")),
+          expect={"scale_table_hidden": 0.75},
+          why="k made of q's entries, shuffled and negated: k's law is N(0, 1), q + k and q - k pass the law test and "
+              "no entry of k equals one of q, but every magnitude of k is one of q's: not independent draws (1), "
+              "nothing measured credited: 4 × 1.5/8 (full marks before the magnitudes were tested)",
+          says={"scale_table_hidden": ["negatives of others", "not credited"]},
+          visible_passes={"scale_table_check": "the visible check counts repeated numbers, not repeated "
+                                               "magnitudes: every entry here is a distinct number"}),
+    Entry("w03-scale-k-minus-rolled-q", P03, edit(P03, SCALE, (
+              "k = torch.randn(4, 8, d_k, generator=g)",
+              "k = -q.roll(1, dims=-1)                                          # q's coordinates shifted, negated")),
+          expect={"scale_table_hidden": 0.75},
+          why="k = -q with its coordinates shifted by one: the same as the last entry with a fixed permutation: "
+              "4 × 1.5/8 (full marks before the magnitudes were tested)",
+          says={"scale_table_hidden": ["negatives of others", "not credited"]},
+          visible_passes={"scale_table_check": "the visible check counts repeated numbers, not repeated "
+                                               "magnitudes: every entry here is a distinct number"}),
     Entry("w03-scale-k-is-q", P03, edit(P03, SCALE, (
               "k = torch.randn(4, 8, d_k, generator=g)",
               "k = torch.randn(4, 8, d_k, generator=torch.Generator().manual_seed(seed))")),
@@ -1194,6 +1238,19 @@ def dot_variance(d_k, n, seed):
               "neighbours share a vector: uncorrelated, yet their sizes are (the squares' lag-1 correlation is "
               "1 / (d_k + 3), 0.2 at the narrow width against a threshold of 0.04); nothing is credited",
           says={"bonus_dot_variance": ["not independent draws", "the one before it"]}),
+    Entry("w01-variance-q-reflected", P01, edit(P01, "dot_variance", (
+              "dots = (q * k).sum(dim=-1)",
+              "q = torch.cat([q[: n // 2], -q[: n - n // 2]])      # half the vectors q, the rest their negatives\n"
+              "    dots = (q * k).sum(dim=-1)")),
+          expect={"bonus_dot_variance": 0.0},
+          why="half the vectors q drawn, the other half their negatives, each with a fresh k: every dot product "
+              "is distinct and has the law of q·k, but dot products m and m + n/2 share a vector, so their squares "
+              "correlate (1 / (d_k + 3) at the narrow width against a threshold of 0.04); nothing is credited. It "
+              "had full marks before the shift by n/2 was tested",
+          says={"bonus_dot_variance": ["not independent draws", "n/2 before"]},
+          visible_passes={"dot_variance_check": "the visible check looks for negatives and for neighbours that "
+                                                "correlate; these dot products are distinct, no two opposite, and "
+                                                "their neighbours independent"}),
     Entry("w01-variance-repeated", P01, edit(P01, "dot_variance",
                                              ("q = torch.randn(n, d_k, generator=g)", "q = torch.randn(n // 10 + 1, d_k, generator=g)"),
                                              ("k = torch.randn(n, d_k, generator=g)", "k = torch.randn(n // 10 + 1, d_k, generator=g)"),
@@ -1363,9 +1420,9 @@ def streaming_attention(q, k, v):
     g = x.grad[0]
     assert (g[i + 1:] == 0).all(), "a gradient from the future"
     assert (g[: i + 1] != 0).any(dim=-1).all(), "no gradient from the past"
-'''), expect={"check_gradient_hidden": 2.55},
+'''), expect={"check_gradient_hidden": 2.57},
           why="always looks at position 3: misses the head whose first row is open (only i = 0 shows it) and the "
-              "two that differ only past position 8 (i = 9 of 12 tokens shows them); 17 of 20",
+              "two that differ only past position 8 (i = 9 of 12 tokens shows them); 18 of 21",
           says={"check_gradient_hidden": ["first row open", "the position i you are given"]},
           visible_passes={"check_causality_gradient_check": "the visible check tries i = 3 mostly, and its broken "
                           "heads leak into every position"}),
@@ -1375,9 +1432,9 @@ def streaming_attention(q, k, v):
     g = x.grad[0]
     assert g[i + 1:].sum() == 0, "a gradient from the future"
     assert (g[: i + 1] != 0).any(dim=-1).all(), "no gradient from the past"
-'''), expect={"check_gradient_hidden": 2.85},
+'''), expect={"check_gradient_hidden": 2.86},
           why="sums the future gradient instead of looking at each entry: the two leaks of opposite signs cancel "
-              "exactly; 19 of 20",
+              "exactly; 20 of 21",
           says={"check_gradient_hidden": ["cancel in a sum"]},
           visible_passes={"check_causality_gradient_check": "the visible check's broken heads leak with one sign"}),
 
@@ -1625,42 +1682,42 @@ WRONG += [
     Entry("w03-perturbation-first-and-last-before", P03, _perturbation_with(
               '''    for s in ({0, t - 1} if t > 0 else ()):             # the first and the last position before t
         assert torch.equal(out[:, s], out_new[:, s]), f"the output at {s} changed"''', EVERY_LATER),
-          expect={"check_perturbation_hidden": 2.87},
+          expect={"check_perturbation_hidden": 2.88},
           why="compares the first and the last output before t only: a head whose middle position 3 sees the "
-              "whole sequence passes (every broken head before leaked into position 0 or t - 1); 22 of 23",
+              "whole sequence passes (every broken head before leaked into position 0 or t - 1); 23 of 24",
           says={"check_perturbation_hidden": ["middle position 3", "the middle ones too"]},
           visible_passes={"check_causality_perturbation_check": "the visible check's broken heads leak into every "
                                                                 "position"}),
     Entry("w03-perturbation-first-and-last-after", P03, _perturbation_with(PAST_EQUAL,
               '''    for s in {t, x.shape[1] - 1}:                       # the first and the last output from t on
         assert not torch.equal(out[:, s], out_new[:, s]), f"the output at {s} did not change"'''),
-          expect={"check_perturbation_hidden": 2.74},
+          expect={"check_perturbation_hidden": 2.75},
           why="checks that the first and the last output from t on change, not the middle ones: a head whose "
               "middle position 4 ignores the past and one that also hides the previous token (out_{t+1} does not "
-              "move) pass; 21 of 23 (before: 17 of 18, the second only)",
+              "move) pass; 22 of 24 (before: 17 of 18, the second only)",
           says={"check_perturbation_hidden": ["middle position 4", "the middle ones too"]},
           visible_passes={"check_causality_perturbation_check": "the visible check's broken heads move every "
                                                                 "output or none"}),
     Entry("w03-perturbation-signed-sum", P03, _perturbation_with(
               '''    assert (out[:, :t] - out_new[:, :t]).sum() == 0, "an output before t changed"''', EVERY_LATER),
-          expect={"check_perturbation_hidden": 2.87},
+          expect={"check_perturbation_hidden": 2.88},
           why="sums the differences before t instead of comparing them entry by entry: leaks into positions 0 "
-              "and 1 of opposite signs cancel exactly; 22 of 23",
+              "and 1 of opposite signs cancel exactly; 23 of 24",
           says={"check_perturbation_hidden": ["cancel in a sum", "entry by entry"]},
           visible_passes={"check_causality_perturbation_check": "the visible check's broken heads leak with one sign"}),
     Entry("w03-perturbation-eight-tokens", P03, _perturbation_with(PAST_EQUAL,
               '''    for s in range(t, 8):                               # the notebook's 8 tokens
         assert not torch.equal(out[:, s], out_new[:, s]), f"the output at {s} did not change"'''),
-          expect={"check_perturbation_hidden": 2.87},
+          expect={"check_perturbation_hidden": 2.88},
           why="the sequence length typed in as the notebook's 8: on 12 tokens the outputs past 8 are never "
-              "looked at, and a head whose positions past 8 are never seen passes; 22 of 23",
+              "looked at, and a head whose positions past 8 are never seen passes; 23 of 24",
           says={"check_perturbation_hidden": ["past the first 8", "x.shape[1]"]},
           visible_passes={"check_causality_perturbation_check": "the visible check's sequences have 8 tokens"}),
     Entry("w03-gradient-eight-tokens", P03, edit(P03, "check_causality_gradient", (
               "(grad[i + 1:] == 0)", "(grad[i + 1:8] == 0)")),
-          expect={"check_gradient_hidden": 2.85},
+          expect={"check_gradient_hidden": 2.86},
           why="the future typed in as positions up to the notebook's 8: on 12 tokens the gradients past 8 are never "
-              "looked at, and a head whose mask covers only the first 8 positions passes; 19 of 20",
+              "looked at, and a head whose mask covers only the first 8 positions passes; 20 of 21",
           says={"check_gradient_hidden": ["first 8 positions", "x.shape[1]"]},
           visible_passes={"check_causality_gradient_check": "the visible check's sequences have 8 tokens"}),
     Entry("w03-gradient-next-and-last", P03, _gradient('''
@@ -1672,12 +1729,54 @@ WRONG += [
             assert (g[j] == 0).all(), f"a gradient from position {j}"
     assert (g[: i + 1] != 0).any(dim=-1).all(), "a zero gradient from the past"
 '''),
-          expect={"check_gradient_hidden": 2.85},
+          expect={"check_gradient_hidden": 2.86},
           why="looks at the next and the last future position only: a head that sees two tokens ahead (never the "
-              "last) passes; 19 of 20",
+              "last) passes; 20 of 21",
           says={"check_gradient_hidden": ["two ahead", "the middle ones too"]},
           visible_passes={"check_causality_gradient_check": "the visible check's broken heads leak from every "
                                                             "future position"}),
+    # off by one at a boundary of the range a check should compare: each gave full marks until a broken head put
+    # its fault at that boundary only (suites.py: last_row_self_only, first_key_hidden)
+    Entry("w03-perturbation-stops-before-last", P03, edit(P03, "check_causality_perturbation", (
+              "for s in range(t, x.shape[1]):", "for s in range(t, x.shape[1] - 1):")),
+          expect={"check_perturbation_hidden": 2.88},
+          why="the loop over the outputs from t on stops one short, before the last position: a head whose last "
+              "position attends only to itself passes (every other broken head moves an earlier output too, or "
+              "leaks into the past); 23 of 24. It had full marks before that head",
+          says={"check_perturbation_hidden": ["last position attends only to itself", "the last one included"]},
+          visible_passes={"check_causality_perturbation_check": "the visible check's broken heads move every "
+                                                                "output or none"}),
+    Entry("w03-perturbation-loop-stops-before-last", P03, _perturbation_with(PAST_EQUAL,
+              '''    T = x.shape[1]
+    for s in range(t, T - 1):                           # every later output but the last
+        assert not torch.equal(out[:, s], out_new[:, s]), f"the output at {s} did not change"'''),
+          expect={"check_perturbation_hidden": 2.88},
+          why="as w03-perturbation-stops-before-last, with T named first: the last output is never compared; "
+              "23 of 24 (full marks before)",
+          says={"check_perturbation_hidden": ["last position attends only to itself", "range(t, x.shape[1])"]},
+          visible_passes={"check_causality_perturbation_check": "the visible check's broken heads move every "
+                                                                "output or none"}),
+    Entry("w03-gradient-past-from-one", P03, edit(P03, "check_causality_gradient", (
+              "for j in range(i + 1)", "for j in range(1, i + 1)")),
+          expect={"check_gradient_hidden": 2.86},
+          why="the past is searched from position 1: a head in which no later position sees the first token "
+              "passes (its only fault is a zero gradient from x_0); 20 of 21. It had full marks before that head",
+          says={"check_gradient_hidden": ["no later position sees the first token", "j = 0 included"]},
+          visible_passes={"check_causality_gradient_check": "the visible check's broken heads leak from the "
+                                                            "future; none hides a past position"}),
+    Entry("w03-gradient-past-slice-from-one", P03, _gradient('''
+    x = x.clone().requires_grad_(True)
+    head(x)[0, i].sum().backward()
+    g = x.grad[0]
+    assert (g[i + 1:] == 0).all(), "a gradient from the future"
+    assert (g[1: i + 1] != 0).any(dim=-1).all(), "a zero gradient from the past"
+'''),
+          expect={"check_gradient_hidden": 2.86},
+          why="the past sliced from position 1, g[1:i + 1]: the head that hides key 0 from every later position "
+              "passes; 20 of 21 (full marks before)",
+          says={"check_gradient_hidden": ["no later position sees the first token", "range(i + 1)"]},
+          visible_passes={"check_causality_gradient_check": "the visible check's broken heads leak from the "
+                                                            "future; none hides a past position"}),
 ]
 
 

@@ -93,3 +93,126 @@ def test_normal_entries_and_their_imitations():
     assert S.ks_distance((q - q) / math.sqrt(2), S.normal_cdf) > threshold           # k drawn as q
     uniform = (np.random.default_rng(1).random(q.size) * 2 - 1) * math.sqrt(3)
     assert S.ks_distance(uniform, S.normal_cdf) > threshold
+
+
+# ---- independence: magnitudes and serial correlation, on many honest samplers and many dependent ones ----
+
+from course_checks.step_04.tests import _samples_problem  # noqa: E402
+
+WIDTHS = (8, 32, 128, 512)          # a fixed table's widths
+
+
+def _table(seed, widths=WIDTHS, how="torch"):
+    """[{q, k}] as scale_table draws them: (4, 8, d_k) each, from one generator."""
+    if how == "torch":
+        g = torch.Generator().manual_seed(seed)
+        draw = lambda d_k: torch.randn(4, 8, d_k, generator=g).numpy()                  # noqa: E731
+    elif how == "torch64":
+        g = torch.Generator().manual_seed(seed)
+        draw = lambda d_k: torch.randn(4, 8, d_k, generator=g, dtype=torch.float64).numpy()   # noqa: E731
+    else:
+        rng = np.random.default_rng(seed)
+        draw = lambda d_k: rng.standard_normal((4, 8, d_k)).astype(np.float32)            # noqa: E731
+    rows = []
+    for d_k in widths:
+        q = draw(d_k)
+        rows.append({"q": q, "k": draw(d_k)})
+    return rows
+
+
+def test_magnitudes_of_honest_float32_draws_repeat_below_the_assumed_rate():
+    """The limit assumes two honest draws share a magnitude with probability at most 2^-22; measured: about
+    3e-8 on average (normal entries, dot products), at most 7e-8 in one sample, near the bound 2^-23/π of a
+    law rounded to float32."""
+    rates = []
+    for seed in range(20):
+        table = _table(seed)
+        x = np.concatenate([r[key].ravel() for r in table for key in ("q", "k")])
+        rates.append(S.magnitude_repeats(x) / math.comb(x.size, 2))
+        for d_k in (2, 16, 128):
+            d = dots(d_k, seed=seed)
+            rates.append(S.magnitude_repeats(d) / math.comb(d.size, 2))
+    print(f"honest float32 draws: pair rate of equal magnitudes {np.mean(rates):.2e} on average, at most "
+          f"{max(rates):.2e} (the limit assumes {S.MAGNITUDE_PAIR_RATE:.2e})")
+    assert max(rates) < S.MAGNITUDE_PAIR_RATE / 2
+    assert round(S.magnitude_repeats_limit(N)) == 477 and round(S.magnitude_repeats_limit(43_520)) == 859
+
+
+def test_honest_samplers_are_independent_at_every_seed():
+    """200 seeds of each: the tables' q and k (fixed widths, and a twin's from other widths; torch float32,
+    float64 and numpy), and dot products at four widths: none is refused."""
+    rng = np.random.default_rng(0)
+    refused = []
+    for seed in range(200):
+        twin = tuple(int(rng.integers(low, high + 1)) for low, high in ((4, 12), (20, 48), (80, 160), (300, 480)))
+        for widths, how in ((WIDTHS, "torch"), (twin, "torch"), (WIDTHS, ["torch64", "numpy"][seed % 2])):
+            problem = _samples_problem([_table(seed, widths, how)])
+            if problem:
+                refused.append((seed, widths, how, problem))
+        for d_k in (2, 4, 16, 64):
+            d = dots(d_k, seed=seed)
+            if S.distinct_share(d) < S.DISTINCT or S.dependent(d):
+                refused.append((seed, d_k))
+    assert not refused, refused[:3]
+
+
+def _reflect_anywhere(x, rng):
+    flat = x.ravel()
+    half = flat[: flat.size // 2]
+    return np.concatenate([half, -half, flat[2 * half.size:]])[rng.permutation(flat.size)].reshape(x.shape)
+
+
+DEPENDENT_TABLES = {
+    "q reflected anywhere": lambda q, k, rng: (_reflect_anywhere(q, rng), k),
+    "k reflected anywhere": lambda q, k, rng: (q, _reflect_anywhere(k, rng)),
+    "q's sequences 2, 3 = -(0, 1)": lambda q, k, rng: (np.concatenate([q[:2], -q[:2]]), k),
+    "q's tokens beside their negatives": lambda q, k, rng: (np.stack([q[:, :4], -q[:, :4]], 2).reshape(q.shape), k),
+    "q repeated with a sign pattern": lambda q, k, rng: (q[:1] * np.array([1, -1, -1, 1])[:, None, None], k),
+    "k = -q permuted": lambda q, k, rng: (q, -q.ravel()[rng.permutation(q.size)].reshape(q.shape)),
+    "k = q permuted, random signs": lambda q, k, rng: (q, (q.ravel()[rng.permutation(q.size)]
+                                                           * rng.choice([-1, 1], q.size)).reshape(q.shape)),
+    "k = -q flipped": lambda q, k, rng: (q, -q[::-1].copy()),
+    "k = -q rolled": lambda q, k, rng: (q, -np.roll(q, 1, axis=-1)),
+    "q a chain": lambda q, k, rng: (np.cumsum(q.ravel()).reshape(q.shape) / np.sqrt(q.size), k),
+}
+
+
+@pytest.mark.parametrize("kind", list(DEPENDENT_TABLES))
+def test_dependent_q_and_k_are_refused(kind):
+    """Each kind of dependent q and k, from ten seeds and the fixed and twin widths: refused every time."""
+    make = DEPENDENT_TABLES[kind]
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        for widths in (WIDTHS, (5, 21, 99, 301)):
+            table = [dict(zip(("q", "k"), make(r["q"], r["k"], rng))) for r in _table(seed, widths)]
+            assert _samples_problem([table]), (kind, seed, widths)
+
+
+DEPENDENT_DOTS = {
+    "reflected after": lambda d, rng: np.concatenate([d[: N // 2], -d[: N // 2]]),
+    "each beside its reflection": lambda d, rng: np.ravel(np.column_stack([d[: N // 2], -d[: N // 2]])),
+    "reflected anywhere": lambda d, rng: np.concatenate([d[: N // 2], -d[: N // 2]])[rng.permutation(N)],
+    "3 % reflected": lambda d, rng: np.concatenate([d[: N - 600], -d[:600]]),
+    "repeated with a sign pattern": lambda d, rng: np.concatenate([d[: N // 2],
+                                                                   d[: N // 2] * rng.choice([-1, 1], N // 2)]),
+}
+
+
+@pytest.mark.parametrize("kind", list(DEPENDENT_DOTS))
+def test_dependent_dot_products_are_refused(kind):
+    make = DEPENDENT_DOTS[kind]
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        for d_k in (2, 16, 64):
+            d = make(dots(d_k, seed=seed), rng)
+            assert S.distinct_share(d) < S.DISTINCT or S.dependent(d), (kind, seed, d_k)
+
+
+def test_vectors_reused_half_the_sample_apart_are_refused_at_the_narrow_widths():
+    """q's second half the negatives of its first, each with a fresh k: the dot products are all distinct,
+    but m and m + n/2 share a vector (their squares correlate by 1 / (d_k + 3))."""
+    for seed in range(10):
+        for d_k in (2, 4):
+            g = torch.Generator().manual_seed(seed)
+            q, k = torch.randn(N // 2, d_k, generator=g), torch.randn(N, d_k, generator=g)
+            assert S.dependent((torch.cat([q, -q]) * k).sum(-1).numpy()), (seed, d_k)

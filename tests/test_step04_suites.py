@@ -44,3 +44,49 @@ def test_every_suite_has_wheats_and_chaffs():
 
 def test_masking_after_softmax_fails_all_three_checks():
     assert fails_on_mask_after_softmax() == set(REFERENCE_CHECKS)
+
+
+# The reference checks made wrong at a boundary of the range they compare (off by one at the first or
+# the last position): each must miss a broken head of its suite, so it loses points. `only`: the one broken
+# head that catches the mistake, where no other does (before that head the check had full marks).
+BOUNDARY = [
+    ("check_causality_perturbation", "past-skips-last", "out[:, :t], out2[:, :t]", "out[:, :t - 1], out2[:, :t - 1]",
+     None),
+    ("check_causality_perturbation", "past-skips-first", "out[:, :t], out2[:, :t]", "out[:, 1:t], out2[:, 1:t]", None),
+    ("check_causality_perturbation", "present-skips-t", "range(t, x.shape[1])", "range(t + 1, x.shape[1])", None),
+    ("check_causality_perturbation", "present-skips-last", "range(t, x.shape[1])", "range(t, x.shape[1] - 1)",
+     "last_row_self_only"),
+    ("check_causality_gradient", "future-skips-next", "g[i + 1:] == 0", "g[i + 2:] == 0", None),
+    ("check_causality_gradient", "future-skips-last", "g[i + 1:] == 0", "g[i + 1:-1] == 0", None),
+    ("check_causality_gradient", "past-skips-i", "g[: i + 1]", "g[:i]", None),
+    ("check_causality_gradient", "past-skips-first", "g[: i + 1]", "g[1: i + 1]", "first_key_hidden"),
+]
+
+
+def _boundary_check(function, old, new):
+    import inspect
+    source = inspect.getsource(REFERENCE_CHECKS[function]).replace("reference_", "")
+    assert source.count(old) == 1, (function, old)
+    ns = {"torch": torch}
+    exec(source.replace(old, new), ns)
+    return ns[function]
+
+
+@pytest.mark.parametrize("function,name,old,new,only", BOUNDARY, ids=[f"{b[0][6:]}-{b[1]}" for b in BOUNDARY])
+def test_a_check_off_by_one_at_a_boundary_misses_a_broken_head(function, name, old, new, only):
+    check = _boundary_check(function, old, new)
+    grader = next(g for g in GRADERS if g.function == function)
+    missed = []
+    for case in SUITES[grader.suite]:
+        obj = case.build()
+        outcomes = []
+        for p in grader.params:
+            torch.manual_seed(CALL_SEED + (p or 0))
+            outcomes.append(outcome(check, *grader.arguments(obj, p)))
+        if case.kind == "wheat":
+            assert all(o == "returned" for o in outcomes), f"{name} rejects {case.description}: {outcomes}"
+        elif not any(o.startswith("assertion") for o in outcomes):
+            missed.append(case.name)
+    assert missed, f"{name}: every broken head is caught, so the mistake keeps full marks"
+    if only:
+        assert missed == [only], f"{name}: missed {missed}"

@@ -74,6 +74,10 @@ def _as_tuples(result):
 #     most 6e-8. Dot products drawn from a normal law of variance d_k (the lemma typed in, with noise) are
 #     caught at the narrow widths: at d_k = 2 (Laplace) their distance is about 0.069, at d_k = 4 about
 #     0.040, against a threshold of 0.022 at n = 20,000;
+#   * their independence (sampling.dependent): their magnitudes |x| repeat no more than float32 rounding
+#     allows (at most sampling.ALPHA for a correct sampler: values beside their negatives, or reused with a
+#     sign pattern, are refused), and neither they nor their squares correlate with the dot product before
+#     them or n/2 before them (a vector reused: q and -q), about 2e-9 a bound;
 #   * the estimate: the sample variance of exactly those dot products (unbiased, biased, or the second
 #     moment about the known mean 0), to float rounding: a number typed in, or the formula plus noise,
 #     is not;
@@ -143,8 +147,9 @@ def _judge_sample(case, entry):
                                "independent pairs give n different ones. Were fewer pairs drawn and repeated?")
         if dependent(dots):
             return "samples", ("the dot products are not independent draws: some are the negatives of others, or "
-                               "each one follows from the one before it. Draw n fresh pairs q, k (one generator, no "
-                               "reflections or reuse) and take one dot product from each")
+                               "each one follows from the one before it (or from the one n/2 before: a vector "
+                               "reused). Draw n fresh pairs q, k (one generator, no reflections or reuse) and take "
+                               "one dot product from each")
         distance = ks_distance(dots, dot_cdf(d_k))
         if distance > ks_threshold(n):
             ratio = float(dots.var()) / d_k

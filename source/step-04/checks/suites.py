@@ -75,6 +75,12 @@ class MutantHead(nn.Module):
             keep = keep & torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=-1)
         elif variant == "skips_previous":                        # the mask also hides key j = i - 1
             keep = keep & ~torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1).triu(diagonal=-1)
+        elif variant == "last_row_self_only":                    # a mask loop that stops before the last row
+            keep = keep.clone()                                  # and leaves it the diagonal only
+            keep[-1, :-1] = False
+        elif variant == "first_key_hidden":                      # key 0 is seen by position 0 only
+            keep = keep.clone()
+            keep[1:, 0] = False
         if variant == "no_mask":
             A = F.softmax(scores, dim=-1)
         elif variant == "mask_zero":
@@ -206,6 +212,13 @@ SUITES: dict[str, list[Case]] = {
              _head("first_row_unmasked", 16),
              hint="only position 0 sees the future here: compare every output before t, out[:, :t], "
                   "not only the one right before t"),
+        # a token t < T - 1 changes every output from t on but the last one: only a check that reaches the
+        # last position (range(t, T), not range(t, T - 1)) sees it
+        Case("last_row_self_only", "chaff",
+             "a head whose last position attends only to itself (it ignores every earlier token)",
+             _head("last_row_self_only", 21),
+             hint="only the last output fails to change here: every output from t to the end must change, "
+                  "the last one included (range(t, x.shape[1]), not x.shape[1] - 1)"),
     ],
     # masking after the softmax and renormalising leaks only through rounding in the backward pass too,
     # but whether that rounding error is exactly zero depends on the inputs: it is not a fair chaff here.
@@ -220,6 +233,13 @@ SUITES: dict[str, list[Case]] = {
         Case("tiny_grad_leak", "chaff", "a head whose future gradient is about 1e-10, below allclose's tolerance",
              _head("tiny_grad_leak", 15),
              hint="'zero' means exactly zero: == 0, not allclose"),
+        # out_i has a zero gradient from x_0 for every i > 0, and only from x_0: only a check that reaches
+        # position 0 (every j in range(i + 1), not range(1, i + 1)) sees it
+        Case("first_key_hidden", "chaff",
+             "a head in which no later position sees the first token (key 0 is masked for every query i > 0)",
+             _head("first_key_hidden", 22),
+             hint="only position 0 is missing here: every j <= i must have a nonzero gradient, the first "
+                  "position j = 0 included (range(i + 1), not range(1, i + 1))"),
     ],
 }
 

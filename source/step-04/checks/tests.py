@@ -21,7 +21,7 @@ from dlcourse.contracts import contract
 
 from .forms import attempt_form, form_of
 from . import leaks  # noqa: F401  the suites' heads at every class of positions, and longer sequences
-from .sampling import DISTINCT, distinct_share, ks_distance, ks_threshold, normal_cdf
+from .sampling import DISTINCT, distinct_share, ks_distance, ks_threshold, normal_cdf, reflected, serially_correlated
 from .suites import SUITES, MutantHead
 
 
@@ -262,6 +262,11 @@ class CheckGradient(Examplar):
 #     most sampling.ALPHA = 1e-8; 4 series × 4 tables: at most 1.6e-7 per grading; the last two series fail
 #     when k is q, or -q), and at least 99% of the entries are distinct numbers (one sequence drawn and
 #     repeated is not four);
+#   * the draws are independent (sampling.reflected, sampling.serially_correlated): the magnitudes |x| of q
+#     and k together repeat no more than float32 rounding allows (at most sampling.ALPHA a table for a
+#     correct sampler: entries paired with their reflections, reused with a sign pattern, k = -q permuted
+#     are refused), and the entries of q, and of k, in their order, do not correlate with their neighbours
+#     or with the entries half the tensor away (about 2e-9 a bound). In all at most about 2e-7 per grading;
 #   * every statistic is the one of the returned q and k, to float32 rounding: the stds to 1e-4 relative
 #     (unbiased or biased), the max weights to 1e-4, each one-hot share exactly, up to rows whose largest
 #     weight lies within 5e-5 of 0.9995 (float32 rounding moves a weight by about 1e-5 at most here: such a
@@ -364,6 +369,13 @@ def _samples_problem(tables) -> str | None:
         if share < DISTINCT:
             return ("too few of the entries of q and k are distinct numbers: draw every sequence, "
                     "B·T·d_k fresh numbers for q and as many for k, none repeated")
+        if reflected(np.concatenate([q, k])):
+            return ("q and k are not independent draws: too many of their entries are the negatives of others "
+                    "(a draw paired with its reflection, reused with a sign pattern, or k made from -q): draw "
+                    "q, then k, from one generator, every number fresh")
+        if serially_correlated(q) or serially_correlated(k):
+            return ("the entries of q or k are not independent draws: each follows from the one before it (or "
+                    "from one half the tensor away): draw them with torch.randn, every number fresh")
         for series, what in ((q, "q"), (k, "k"), ((q + k) / math.sqrt(2), "q + k"),
                              ((q - k) / math.sqrt(2), "q - k")):
             if ks_distance(series, normal_cdf) > ks_threshold(series.size):
