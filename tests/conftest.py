@@ -116,6 +116,38 @@ def execute(nb, cwd: Path, timeout: int = 300):
     return nb
 
 
+def execute_warm(nb, timeout: int = 300):
+    """Run a notebook as `execute` does (Run All; errors recorded, not raised), in a kernel forked from
+    a warm template: the grader's own (autograder/kernel/warm.py, without the sandbox), whose children
+    are the kernels notebooks are graded in, with the course's kernel environment. The template
+    imports torch and the course's modules once per test process; each run still gets a process and
+    a namespace of its own (the same outputs as a fresh kernel: tests/test_warm_kernels.py). In a
+    scratch folder, as a graded notebook runs."""
+    import asyncio
+    import tempfile
+
+    from autograder.course import kernel_env
+    from autograder.kernel.execute import Limits
+    from autograder.kernel.execute import execute as run_cells
+    from autograder.kernel.sandbox import make_sandbox
+    from autograder.kernel.warm import worker_template
+    from autograder.plugin import load_plugin
+
+    plugin = load_plugin(STEP4.root)
+    course_env = plugin.kernel_env(STEP4)
+    with tempfile.TemporaryDirectory(prefix="warm-") as scratch:
+        workdir = Path(scratch) / "work"
+        workdir.mkdir()
+        env = kernel_env({**course_env, "OPENBLAS_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "HOME": str(workdir),
+                          "MPLBACKEND": "module://matplotlib_inline.backend_inline"})
+        template = worker_template("none", plugin.preimport(STEP4), env, passed_env=tuple(course_env))
+        assert template is not None, "no warm template here"
+        sandbox = make_sandbox("none", Path(scratch), passed_env=tuple(course_env))
+        outcome = asyncio.run(run_cells(nb, workdir, env, sandbox, Limits(cell_timeout=timeout), template=template))
+    assert outcome.kernels == "warm", f"the notebook ran in a {outcome.kernels} kernel: {outcome.events}"
+    return nb
+
+
 def errors(cell) -> list[dict]:
     return [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
 

@@ -4,7 +4,10 @@ A correct answer that passes its check must not break a provided cell further do
 where the spec allows one, a float64 matrix where the spec gives no dtype, a list of lists. For every
 notebook, each correct variant of the proof corpus (tests/proof_corpus.py) and each further form the
 spec allows (FORMS below: numpy, float64, float32, a list) is put into the released notebook, which
-runs top to bottom in a fresh kernel as "Restart and run all" runs it. Then:
+runs top to bottom in a kernel of its own, as "Restart and run all" runs it. The kernel is forked from
+a warm template (conftest.execute_warm: the grader's kernels, which import torch once per test process
+instead of once per run, 3 s of CPU each; the same outputs as a fresh kernel, tests/test_warm_kernels.py;
+the release and the solutions themselves run in fresh kernels in tests/test_notebooks_run.py). Then:
 
 * no cell raises (provided cells, the student's answers, the "check your work" cells);
 * no provided cell falls back to `needs()`'s notes ("fill in the answer above", "run the cells above
@@ -27,7 +30,7 @@ import pytest
 
 from autograder.example import with_answers
 
-from conftest import NOTEBOOK_NAMES, STEP4, errors, execute
+from conftest import NOTEBOOK_NAMES, STEP4, errors, execute_warm
 from proof_corpus import CORRECT, P04, P05, P06, Entry, edit
 
 # Forms the spec of an answer allows beyond the corpus's variants, as edits of the solution.
@@ -83,7 +86,7 @@ def test_every_notebook_has_variants_and_each_run_keeps_answers_apart():
 
 def problems_of_run(name: str, run: dict[str, tuple[str, str]]) -> list[str]:
     nb = nbformat.reads(json.dumps(with_answers(STEP4, name, {a: source for a, (_, source) in run.items()})), as_version=4)
-    execute(nb, STEP4.release)
+    execute_warm(nb)
     found = []
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
