@@ -178,8 +178,12 @@ class ScoresEntrywise(Check):
             # the entries are right up to one factor: the loops work, the scaling is the mistake
             if d_head > 1 and abs(scale * d_head - 1) < 1e-4:
                 what = "divided by d_k"
+            elif any(abs(scale * width - 1) < 1e-4 for width in (MODEL_WIDTH, math.sqrt(MODEL_WIDTH))):
+                # measured: the factor is the notebook's model width, or its root (not a guess at any constant)
+                what = ("divided by the model width d = 32" if abs(scale * MODEL_WIDTH - 1) < 1e-4 else
+                        "divided by sqrt(32), the model width's square root")
             elif abs(scale) < 1:
-                what = "divided by a constant (the model width d, or its square root?)"
+                what = f"divided by a constant ({1 / scale:.4g})"
             else:
                 what = "multiplied by a constant"
             return False, (f"your scores are {what}: this function computes the raw q kᵀ with no scaling; "
@@ -192,6 +196,9 @@ class ScoresEntrywise(Check):
         every = bool((np.abs(got - ref) > tol).all())
         return False, (("every entry is wrong" if every else "some entries are wrong") + ": entry [b, i, j] should be the dot product "
                        "of q[b, i] and k[b, j], a sum over the d_head axis"), False
+
+
+MODEL_WIDTH = 32          # the notebooks' model width d (notebooks 02 and 03: d = 32)
 
 
 def _constant_factor(got, ref):
