@@ -169,9 +169,11 @@ LAW_HINTS = {
                             "lemma is about q·k itself, unscaled"),
     "scaled_law": ("their law has the shape of q·k's but another scale (scaled to variance d_k they pass the "
                    "test): the variance is not d_k"),
-    "normal_law": ("they pass the test of a normal law, which q·k does not follow (at small d_k it has heavier "
-                   "tails): compute each dot product from a sampled pair q, k with standard normal entries "
-                   "(torch.randn), not from a normal law"),
+    # measured: their law passes the test of a normal law (with their own mean and variance), which q·k's does
+    # not; that is all it says (a law near a normal one, such as sums of products of uniform entries, passes too)
+    "normal_law": ("their law passes the test of a normal law, which q·k's does not (at small d_k its tails are "
+                   "heavier than a normal law's): each dot product is the sum of q_m·k_m for a pair q, k with "
+                   "standard normal entries (torch.randn)"),
 }
 
 
