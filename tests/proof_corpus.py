@@ -1905,7 +1905,9 @@ WRONG += [
           expect={"bonus_online_softmax": 2.54},
           why="the running max started at -1e4: the rows near -3e4 underflow (NaN), those near -1e4 do not, so "
               "the answer is not what a start at 0 gives and no cause is named; very negative scores (2 of 13)",
-          says={"bonus_online_softmax": ["very negative", "Some weights are NaN"]}),
+          says={"bonus_online_softmax": ["very negative", "Some weights are NaN"]},
+          visible_passes={"online_softmax_check": "the visible check's very negative row is near -3000, above a "
+                                                  "start at -1e4: nothing underflows"}),
     Entry("w06-hint-online-final-unshifted", P06, _online((
               "return torch.exp(scores - shift[..., None]) / running_sum[..., None]",
               "return torch.exp(scores) / (running_sum * torch.exp(shift))[..., None]")),
@@ -1976,7 +1978,9 @@ WRONG += [
           expect={"bonus_streaming_attention": 1.38},
           why="keys past the notebook's 64 dropped: only the 70-long sequence is wrong, from query 64 on (the "
               "ordinary part, 2 of 6.5); it used to be asked whether the running output is rescaled",
-          says={"bonus_streaming_attention": ["the first rows are right and later ones differ"]}),
+          says={"bonus_streaming_attention": ["the first rows are right and later ones differ"]},
+          visible_passes={"streaming_attention_check": "the visible check's sequence has exactly 64 tokens: no key "
+                                                       "is dropped"}),
     Entry("w06-hint-streaming-not-shifted", P06, _streaming(("scale = torch.exp(running_max - new_max)",
                                                              "scale = torch.ones_like(new_max)"),
                                                             ("weight = torch.exp(s_j - new_max)", "weight = torch.exp(s_j)")),
@@ -2059,7 +2063,10 @@ WRONG += [
           expect={"scale_table_hidden": 0.75},
           why="q's entries uniform of mean 0 and variance 1: the law is not normal (and that is what is said): "
               "4 × 1.5/8",
-          says={"scale_table_hidden": ["do not follow a normal law"]}),
+          says={"scale_table_hidden": ["do not follow a normal law"]},
+          visible_passes={"scale_table_check": "the visible check tests the table's form and consistency and that "
+                                               "the raw std is about sqrt(d_k), which entries of variance 1 of any "
+                                               "law give; the law is tested hidden"}),
     Entry("w03-hint-scale-k-correlated", P03, edit(P03, SCALE, (
               "k = torch.randn(4, 8, d_k, generator=g)",
               "k = 0.6 * q + 0.8 * torch.randn(4, 8, d_k, generator=g)            # N(0, 1), correlated with q")),
