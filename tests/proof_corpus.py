@@ -35,6 +35,9 @@ class Entry:
     says: dict = field(default_factory=dict)    # grade cell -> words its feedback must contain
     visible_passes: dict = field(default_factory=dict)  # visible check cell -> why that "check your work"
                                                 # cell cannot see this mistake (otherwise it must fail)
+    hints: dict = field(default_factory=dict)   # grade cell -> the hints (names in its check's HINTS) its
+                                                # feedback shows: causes this answer has. No other may show
+                                                # (tests/test_hints.py)
 
     @property
     def correct(self) -> bool:
@@ -174,18 +177,22 @@ WRONG += [
     Entry("w02-entrywise-scaled", P02, _entrywise("scores[b, i, j] = (q[b, i] * k[b, j]).sum() / d_head**0.5"),
           expect={"bonus_scores_entrywise": 1.0},
           why="divided by sqrt(d_k), which the head does afterwards: 4 cases wrong, the loops right: 3 × 2/6",
-          says={"bonus_scores_entrywise": ["divided by sqrt(d_k)", "raw"]}),
+          says={"bonus_scores_entrywise": ["divided by sqrt(d_k)", "raw"]},
+          hints={"bonus_scores_entrywise": ["divided_by_sqrt_d_k"]}),
     Entry("w02-entrywise-by-d_k", P02, _entrywise("scores[b, i, j] = (q[b, i] * k[b, j]).sum() / d_head"),
           expect={"bonus_scores_entrywise": 1.0}, why="divided by d_k: 4 cases wrong, the loops right: 3 × 2/6",
-          says={"bonus_scores_entrywise": ["divided by d_k", "no scaling"]}),
+          says={"bonus_scores_entrywise": ["divided by d_k", "no scaling"]},
+          hints={"bonus_scores_entrywise": ["divided_by_d_k"]}),
     Entry("w02-entrywise-by-width", P02, _entrywise("scores[b, i, j] = (q[b, i] * k[b, j]).sum() / 32**0.5"),
           expect={"bonus_scores_entrywise": 1.0},
           why="divided by the model width's square root: 4 cases wrong, the loops right: 3 × 2/6",
-          says={"bonus_scores_entrywise": ["model width", "no scaling"]}),
+          says={"bonus_scores_entrywise": ["model width", "no scaling"]},
+          hints={"bonus_scores_entrywise": ["divided_by_model_width_root"]}),
     Entry("w02-entrywise-transposed", P02, edit(P02, ENTRYWISE, ("scores[b, i, j] = (q", "scores[b, j, i] = (q")),
           expect={"bonus_scores_entrywise": 1.5},
           why="row and column swapped: right only for T = 1 (1 share) and the loops (2): 3 × 3/6",
-          says={"bonus_scores_entrywise": ["transposed", "query i"]}),
+          says={"bonus_scores_entrywise": ["transposed", "query i"]},
+          hints={"bonus_scores_entrywise": ["transposed"]}),
     Entry("w02-entrywise-float32", P02, edit(P02, ENTRYWISE, (", dtype=q.dtype)", ")")),
           expect={"bonus_scores_entrywise": 2.5},
           why="the result made in float32: the float64 case loses its precision: 3 × 5/6",
@@ -564,24 +571,28 @@ WRONG += [
           why="scaled by d_k: loses scaled_std (0.5) and the max weights (1.5: the scaled ones are those of q kᵀ / d_k); "
               "the one-hot shares stay right (no scaled row is one-hot under either scale: a gap of 7.6 between "
               "the two largest of 8 scores of std 1, about 1e-7 a row): 4 × 6/8",
-          says={"scale_table_hidden": ["divided by d_k", "max_weight_scaled", "too low"]}),
+          says={"scale_table_hidden": ["divided by d_k", "max_weight_scaled", "too low"]},
+          hints={"scale_table_hidden": ["scores_by_d_k"]}),
     Entry("w03-scale-by-width", P03, edit(P03, SCALE, ("scaled = raw / math.sqrt(d_k)", "scaled = raw / math.sqrt(32)")),
           expect={"scale_table_hidden": 2.25},
           why="scaled by the model width's square root: loses scaled_std (0.5), the max weights (1.5) and the "
               "one-hot shares (1.5: at d_k = 512 scores of std 4 leave a scaled row one-hot in each fixed table, "
               "whose seeds were chosen so): 4 × 4.5/8",
-          says={"scale_table_hidden": ["model width", "max_weight_scaled"]}),
+          says={"scale_table_hidden": ["model width", "max_weight_scaled"]},
+          hints={"scale_table_hidden": ["scores_by_model_width"]}),
     Entry("w03-scale-none", P03, edit(P03, SCALE, ("scaled = raw / math.sqrt(d_k)", "scaled = raw")),
           expect={"scale_table_hidden": 2.25},
           why="not scaled at all: loses scaled_std (0.5), the max weights (1.5) and the one-hot shares (1.5: the "
               "scaled share is the raw one, most rows at d_k = 512): 4 × 4.5/8",
-          says={"scale_table_hidden": ["not divided by sqrt(d_k) at all", "too peaked"]}),
+          says={"scale_table_hidden": ["not divided by sqrt(d_k) at all", "too peaked"]},
+          hints={"scale_table_hidden": ["scores_unscaled"]}),
     Entry("w03-scale-softmax-axis", P03, edit(P03, SCALE, ("F.softmax(raw, dim=-1)", "F.softmax(raw, dim=-2)"),
                                              ("F.softmax(scaled, dim=-1)", "F.softmax(scaled, dim=-2)")),
           expect={"scale_table_hidden": 2.5},
           why="softmax over the queries: recomputed from the table's own q and k, the max weights (1.5) and the "
               "one-hot shares (1.5) are those of columns, not rows: 4 × 5/8",
           says={"scale_table_hidden": ["max_weight_raw", "dim=-1"]},
+          hints={"scale_table_hidden": ["softmax_over_queries"]},
           visible_passes={"scale_table_check": "the visible check tests the table's form, its raw std and its "
                           "consistency; the weights are recomputed from q and k hidden"}),
     Entry("w03-scale-unseeded", P03, edit(P03, SCALE, ("q = torch.randn(4, 8, d_k, generator=g)", "q = torch.randn(4, 8, d_k)"),
@@ -851,7 +862,8 @@ def online_softmax(scores):
     return torch.exp(scores - running_max[..., None]) / running_sum[..., None]
 ''')}, expect={"bonus_online_softmax": 2.54},
           why="running max started at 0, not -inf: rows near -1e4 underflow (2 of 13): 3 × 11/13",
-          says={"bonus_online_softmax": ["very negative", "start at 0 instead of -inf"]}),
+          says={"bonus_online_softmax": ["very negative", "start at 0 instead of -inf"]},
+          hints={"bonus_online_softmax": ["max_starts_at_zero"]}),
     Entry("w06-online-calls-softmax", P06, {"online_softmax": code('''
 def online_softmax(scores):
     return torch.softmax(scores, dim=-1)
@@ -878,13 +890,15 @@ def online_softmax(scores):
 def fit_exponent(Ts, times):
     return 2.0
 ''')}, expect={"bonus_fit_exponent": 0.0}, why="the lecture's exponent typed in: wrong on every data set",
-          says={"bonus_fit_exponent": ["typed in"]}),
+          says={"bonus_fit_exponent": ["typed in"]},
+          hints={"bonus_fit_exponent": ["typed_in"]}),
     Entry("w06-fit-two-points", P06, {"fit_exponent": code('''
 def fit_exponent(Ts, times):
     return math.log(times[-1] / times[0]) / math.log(Ts[-1] / Ts[0])
 ''')}, expect={"bonus_fit_exponent": 0.5},
           why="slope through the end points, not least squares: right on exact power laws only, 1 of 4",
-          says={"bonus_fit_exponent": ["two points", "least-squares"]}),
+          says={"bonus_fit_exponent": ["two points", "least-squares"]},
+          hints={"bonus_fit_exponent": ["two_points"]}),
     Entry("w06-gaps-typed-in", P06, {"permutation_gaps": code('''
 def permutation_gaps(head, tok_emb, pos_emb, idx, perm):
     return 1e-7, 1e-7, 1e-7, 0.5
@@ -899,28 +913,33 @@ def permutation_gaps(head, tok_emb, pos_emb, idx, perm):
           expect={"bonus_streaming_attention": 0.92},
           why="scores divided by d_k: large scores (one-hot either way), T = 1 and the streaming part stay right, "
               "3 of 6.5: 2 × 3/6.5",
-          says={"bonus_streaming_attention": ["divided by d_k", "q·k / sqrt(d_k)"]}),
+          says={"bonus_streaming_attention": ["divided by d_k", "q·k / sqrt(d_k)"]},
+          hints={"bonus_streaming_attention": ["scores_by_d_k"]}),
     Entry("w06-streaming-triu", P06, _streaming(("query_pos < j", "query_pos > j")),
           expect={"bonus_streaming_attention": 0.15},
           why="triu for tril (queries after key j are masked): NaN from the masked prefixes; only T = 1 right, "
               "0.5 of 6.5",
-          says={"bonus_streaming_attention": ["mask reversed", "keys 0, 1, ..., i"]}),
+          says={"bonus_streaming_attention": ["mask reversed", "keys 0, 1, ..., i"]},
+          hints={"bonus_streaming_attention": ["mask_reversed"]}),
     Entry("w06-streaming-diagonal", P06, _streaming(("query_pos < j", "query_pos <= j")),
           expect={"bonus_streaming_attention": 0.0},
           why="the diagonal masked out: query 0 sees no key (NaN), wrong everywhere, T = 1 included",
-          says={"bonus_streaming_attention": ["query 0 is NaN", "diagonal masked"]}),
+          says={"bonus_streaming_attention": ["query 0 is NaN", "diagonal masked"]},
+          hints={"bonus_streaming_attention": ["diagonal_masked"]}),
     Entry("w06-streaming-max-zero", P06, _streaming((
               "running_max = torch.full(q.shape[:-1], float('-inf'), dtype=q.dtype)",
               "running_max = torch.zeros(q.shape[:-1], dtype=q.dtype)")),
           expect={"bonus_streaming_attention": 1.69},
           why="running max started at 0: only scores in the hundreds underflow; 5.5 of 6.5",
           says={"bonus_streaming_attention": ["large scores", "started at -inf (not 0)"]},
+          hints={"bonus_streaming_attention": ["max_starts_at_zero"]},
           visible_passes={"streaming_attention_check": "the visible check's scores are small: nothing underflows when the running max starts at 0"}),
     Entry("w06-streaming-no-rescale", P06, _streaming(("running_out = running_out * scale[..., None] +",
                                                        "running_out = running_out +")),
           expect={"bonus_streaming_attention": 0.15},
           why="the running output is not rescaled when the max grows: only T = 1 right",
-          says={"bonus_streaming_attention": ["running output rescaled"]}),
+          says={"bonus_streaming_attention": ["running output rescaled"]},
+          hints={"bonus_streaming_attention": ["output_not_rescaled"]}),
     Entry("w06-streaming-calls-softmax", P06, {"streaming_attention": code('''
 def streaming_attention(q, k, v):
     T = q.shape[-2]
@@ -1214,7 +1233,8 @@ def dot_variance(d_k, n, seed):
               "n of them, the variance theirs. At the narrow widths (d_k = 2, Laplace; the twin's d_k <= 4) their "
               "Kolmogorov-Smirnov distance to q·k's law (about 0.07 at d_k = 2) is three times the threshold: they "
               "are not samples of q·k, so nothing is credited",
-          says={"bonus_dot_variance": ["do not follow the law of q·k", "not from a normal law"]}),
+          says={"bonus_dot_variance": ["do not follow the law of q·k", "passes the test of a normal law"]},
+          hints={"bonus_dot_variance": ["normal_law"]}),
     Entry("w01-variance-reflected", P01, {"dot_variance": code('''
 def dot_variance(d_k, n, seed):
     g = torch.Generator().manual_seed(seed)
@@ -1272,8 +1292,10 @@ def dot_variance(d_k, n, seed):
           expect={"bonus_dot_variance": 0.0},
           why="q and k with uniform entries of mean 0 and variance 1: Var(q·k) = d_k holds, but q·k does not have "
               "the law of the spec's standard normal pairs: at d_k = 2 the distance is far beyond the threshold, so "
-              "nothing is credited",
-          says={"bonus_dot_variance": ["do not follow the law of q·k", "standard normal entries"]}),
+              "nothing is credited. Their law is near a normal one and passes its test (that is what is said; it "
+              "used to be said they come from a normal law)",
+          says={"bonus_dot_variance": ["do not follow the law of q·k", "standard normal entries"]},
+          hints={"bonus_dot_variance": ["normal_law"]}),
     Entry("w01-shapes-visible-only", P01, {"shapes": code('''
 def shapes(T, d, d_k, d_v):
     # the visible check's numbers (5, 7, 3, 2) typed in
@@ -1815,7 +1837,8 @@ WRONG += [
           why="the slope rounded to 4 decimals (off by up to 5e-5, within the hidden test's old 1e-4 but not the "
               "spec's tolerance): the exact laws and the unsorted points stay right (their slopes round to "
               "themselves or within 1e-5), the noisy laws and the numpy arrays do not: 2 of 4",
-          says={"bonus_fit_exponent": ["rounded"]}),
+          says={"bonus_fit_exponent": ["rounded"]},
+          hints={"bonus_fit_exponent": ["rounded"]}),
     Entry("w06-fit-tensor", P06, edit(P06, "fit_exponent", ("return float(slope)", "return torch.tensor(slope)")),
           expect={"bonus_fit_exponent": 0.0},
           why="a 0-dimensional tensor, not the Python float the docstring says (the hidden test read it with "
@@ -1850,4 +1873,250 @@ WRONG += [
           says={"bonus_streaming_attention": ["longer than the notebook's"]},
           visible_passes={"streaming_attention_check": "the visible check's sequence has exactly the 64 tokens "
                                                        "the mask was made for"}),
+]
+
+
+# ---- hints name only causes the answer has (tests/test_hints.py) --------------------------------
+# A check names a likely mistake only when it has measured it: the mistake's output, computed by the judge, is
+# the answer's on every case, or the samples pass the law test of the law that mistake gives. These answers
+# have a symptom some hint used to be given for, with another cause (no hint now: the property that failed),
+# or the cause itself (the hint, declared in `hints`). Points follow the parts' weights as above.
+
+_ONLINE_START = "float('-inf'), dtype=scores.dtype)"
+_STREAM_START = "running_max = torch.full(q.shape[:-1], float('-inf'), dtype=q.dtype)"
+_STREAM_KEYS = "for j in range(T):"
+
+
+def _online(*changes) -> dict:
+    return edit(P06, "online_softmax", *changes)
+
+
+CORRECT += [
+    Entry("c06-online-max-minus-1e9", P06, _online((_ONLINE_START, "-1e9, dtype=scores.dtype)")),
+          why="the running max started at -1e9, below every score the cases have: the same weights as from -inf"),
+    Entry("c06-streaming-max-minus-1e9", P06, _streaming((_STREAM_START,
+                                                          "running_max = torch.full(q.shape[:-1], -1e9, dtype=q.dtype)")),
+          why="the running max started at -1e9, below every score: every query's first key replaces it"),
+]
+
+WRONG += [
+    # online_softmax: NaN on the very negative rows, the running max started elsewhere than 0
+    Entry("w06-hint-online-max-minus-1e4", P06, _online((_ONLINE_START, "-1e4, dtype=scores.dtype)")),
+          expect={"bonus_online_softmax": 2.54},
+          why="the running max started at -1e4: the rows near -3e4 underflow (NaN), those near -1e4 do not, so "
+              "the answer is not what a start at 0 gives and no cause is named; very negative scores (2 of 13)",
+          says={"bonus_online_softmax": ["very negative", "Some weights are NaN"]},
+          visible_passes={"online_softmax_check": "the visible check's very negative row is near -3000, above a "
+                                                  "start at -1e4: nothing underflows"}),
+    Entry("w06-hint-online-final-unshifted", P06, _online((
+              "return torch.exp(scores - shift[..., None]) / running_sum[..., None]",
+              "return torch.exp(scores) / (running_sum * torch.exp(shift))[..., None]")),
+          expect={"bonus_online_softmax": 1.73},
+          why="the running max starts at -inf, but the weights are exp(score) divided by exp(max) afterwards: "
+              "exp of an unshifted score underflows near -1e4 (NaN) and overflows near +1e4 and in the thousands "
+              "(NaN): very negative 2, very large 1, wide range 0.5, masked prefix 2 (its 7e3 row): 3 × 7.5/13. "
+              "It used to be asked whether the max started at 0",
+          says={"bonus_online_softmax": ["very negative", "no running max subtracted"]},
+          hints={"bonus_online_softmax": ["max_not_subtracted"]}),
+    Entry("w06-hint-online-max-zero", P06, _online((_ONLINE_START, "0.0, dtype=scores.dtype)")),
+          expect={"bonus_online_softmax": 2.54},
+          why="the running max started at 0: the very negative rows underflow, exactly as the judge's own start at "
+              "0 does (2 of 13)",
+          says={"bonus_online_softmax": ["start at 0 instead of -inf"]},
+          hints={"bonus_online_softmax": ["max_starts_at_zero"]}),
+    Entry("w06-hint-online-max-minus-1e3", P06, _online((_ONLINE_START, "-1e3, dtype=scores.dtype)")),
+          expect={"bonus_online_softmax": 2.54},
+          why="the running max started at -1e3: on these cases its weights are a start at 0's (every row near "
+              "-1e4 underflows, no other row does), so the hint is given; it names a start at 0 or at another "
+              "number far above the scores of a row, which this is (2 of 13)",
+          says={"bonus_online_softmax": ["another number far above"]},
+          hints={"bonus_online_softmax": ["max_starts_at_zero"]}),
+    Entry("w06-hint-online-sum-not-rescaled", P06, _online((
+              "running_sum = running_sum * torch.exp(running_max - shift) + torch.exp(s_j - shift)",
+              "running_sum = running_sum + torch.exp(s_j - shift)")),
+          expect={"bonus_online_softmax": 0.12},
+          why="the running sum not rescaled when the max grows: rows do not sum to 1 wherever the max moves; only "
+              "the single key is right (0.5 of 13)",
+          says={"bonus_online_softmax": ["do not sum to 1", "multiplied by exp(m - m')"]},
+          hints={"bonus_online_softmax": ["sum_not_rescaled"]}),
+    Entry("w06-hint-online-key-0-missing", P06, _online((
+              "running_max = torch.full(scores.shape[:-1], float('-inf'), dtype=scores.dtype)",
+              "running_max = scores[..., 0].clone()"), ("for j in range(T):", "for j in range(1, T):")),
+          expect={"bonus_online_softmax": 0.0},
+          why="the running max starts at the first score, and the loop starts at key 1, so key 0's term never "
+              "enters the sum: rows do not sum to 1, though the sum is rescaled (it used to be said it is not)",
+          says={"bonus_online_softmax": ["do not sum to 1"]}),
+    Entry("w06-hint-online-no-guard", P06, _online(("torch.where(new_max == float('-inf'), 0.0, new_max)", "new_max")),
+          expect={"bonus_online_softmax": 2.54},
+          why="shifted by the running max even while it is -inf: rows that start with -inf keys are NaN, exactly "
+              "as the judge's own loop without the guard gives (masked prefix, 2 of 13)",
+          says={"bonus_online_softmax": ["fully masked prefix", "exp(-inf - (-inf))"]},
+          hints={"bonus_online_softmax": ["nan_while_only_neg_inf"]}),
+
+    # streaming_attention: NaN, or later rows wrong, with a cause other than the one a hint used to name
+    Entry("w06-hint-streaming-drops-key-0", P06, _streaming((_STREAM_KEYS, "for j in range(1, T):")),
+          expect={"bonus_streaming_attention": 0.0},
+          why="key 0 never visited: query 0 sees no key (NaN), wrong everywhere; it used to be asked whether the "
+              "diagonal is masked, or the running max started at 0",
+          says={"bonus_streaming_attention": ["query 0 is NaN"]}),
+    Entry("w06-hint-streaming-drops-last-key", P06, _streaming((_STREAM_KEYS, "for j in range(T - 1):")),
+          expect={"bonus_streaming_attention": 0.0},
+          why="the last key never visited: the last query is wrong, and with T = 1 no key is (NaN); it used to be "
+              "asked whether the running output is rescaled, or the running max started at 0",
+          says={"bonus_streaming_attention": ["the first rows are right and later ones differ", "NaN"]}),
+    Entry("w06-hint-streaming-every-other-key", P06, _streaming((_STREAM_KEYS, "for j in range(0, T, 2):")),
+          expect={"bonus_streaming_attention": 0.15},
+          why="every other key dropped: query 0 is right, later ones are not (T = 1 right: 0.5 of 6.5); it used "
+              "to be asked whether the running output is rescaled",
+          says={"bonus_streaming_attention": ["the first rows are right and later ones differ"]}),
+    Entry("w06-hint-streaming-last-block-dropped", P06, _streaming((_STREAM_KEYS, "for j in range(T - T % 4):")),
+          expect={"bonus_streaming_attention": 0.0},
+          why="keys in blocks of 4, the last partial block dropped: later queries wrong, T = 1 NaN; it used to be "
+              "asked whether the running output is rescaled",
+          says={"bonus_streaming_attention": ["the first rows are right and later ones differ"]}),
+    Entry("w06-hint-streaming-keys-past-64-dropped", P06, _streaming((_STREAM_KEYS, "for j in range(min(T, 64)):")),
+          expect={"bonus_streaming_attention": 1.38},
+          why="keys past the notebook's 64 dropped: only the 70-long sequence is wrong, from query 64 on (the "
+              "ordinary part, 2 of 6.5); it used to be asked whether the running output is rescaled",
+          says={"bonus_streaming_attention": ["the first rows are right and later ones differ"]},
+          visible_passes={"streaming_attention_check": "the visible check's sequence has exactly 64 tokens: no key "
+                                                       "is dropped"}),
+    Entry("w06-hint-streaming-not-shifted", P06, _streaming(("scale = torch.exp(running_max - new_max)",
+                                                             "scale = torch.ones_like(new_max)"),
+                                                            ("weight = torch.exp(s_j - new_max)", "weight = torch.exp(s_j)")),
+          expect={"bonus_streaming_attention": 1.69},
+          why="exp(s) with no running max subtracted: scores in the hundreds overflow (large scores, 1 of 6.5); "
+              "it used to be asked whether the max started at 0 too",
+          says={"bonus_streaming_attention": ["large scores", "no running max subtracted"]},
+          hints={"bonus_streaming_attention": ["max_not_subtracted"]},
+          visible_passes={"streaming_attention_check": "the visible check's scores are small: nothing overflows"}),
+    Entry("w06-hint-streaming-nothing-rescaled", P06, _streaming(("running_out = running_out * scale[..., None] +",
+                                                                  "running_out = running_out +"),
+                                                                 ("running_sum = running_sum * scale + weight",
+                                                                  "running_sum = running_sum + weight")),
+          expect={"bonus_streaming_attention": 0.15},
+          why="neither the running sum nor the running output rescaled when the max grows: only T = 1 right",
+          says={"bonus_streaming_attention": ["running sum and the running output rescaled"]},
+          hints={"bonus_streaming_attention": ["output_and_sum_not_rescaled"]}),
+
+    # scores_entrywise: the causes measured on a case (the answer's scores are that computation's)
+    Entry("w02-hint-entrywise-by-width", P02, edit(P02, ENTRYWISE, ("(q[b, i] * k[b, j]).sum()", "(q[b, i] * k[b, j]).sum() / 32")),
+          expect={"bonus_scores_entrywise": 1.0},
+          why="divided by the model width d = 32: 4 cases wrong, the loops right: 3 × 2/6",
+          says={"bonus_scores_entrywise": ["model width d = 32"]},
+          hints={"bonus_scores_entrywise": ["divided_by_model_width"]}),
+    Entry("w02-hint-entrywise-first-sequence", P02, edit(P02, ENTRYWISE, ("(q[b, i] * k[b, j]).sum()", "(q[0, i] * k[0, j]).sum()")),
+          expect={"bonus_scores_entrywise": 2.0},
+          why="every sequence given the first one's scores: the two cases with one sequence stay right, and the "
+              "loops: 3 × 4/6",
+          says={"bonus_scores_entrywise": ["scores of the first one"]},
+          hints={"bonus_scores_entrywise": ["first_sequence"]}),
+
+    # streaming_attention: the causes measured on a case (its output is that computation's)
+    Entry("w06-hint-streaming-no-mask", P06, _streaming(("s_j = s_j.masked_fill(query_pos < j, float('-inf'))",
+                                                         "s_j = s_j")),
+          expect={"bonus_streaming_attention": 0.15},
+          why="no causal mask: every query sees every key; only T = 1 is right (0.5 of 6.5)",
+          says={"bonus_streaming_attention": ["without the causal mask"]},
+          hints={"bonus_streaming_attention": ["no_mask"]}),
+    Entry("w06-hint-streaming-future-zero", P06, _streaming(("masked_fill(query_pos < j, float('-inf'))",
+                                                             "masked_fill(query_pos < j, 0.0)")),
+          expect={"bonus_streaming_attention": 0.15},
+          why="the future keys' scores set to 0, not -inf: they keep weight; only T = 1 is right (0.5 of 6.5)",
+          says={"bonus_streaming_attention": ["score 0 instead of -inf"]},
+          hints={"bonus_streaming_attention": ["future_score_zero"]}),
+    Entry("w06-hint-streaming-unscaled", P06, _streaming(("/ d_k**0.5", "")),
+          expect={"bonus_streaming_attention": 0.92},
+          why="the scores not divided by sqrt(d_k): large scores (one-hot either way), T = 1 and the streaming part "
+              "stay right, 3 of 6.5",
+          says={"bonus_streaming_attention": ["not divided by sqrt(d_k) at all"]},
+          hints={"bonus_streaming_attention": ["scores_unscaled"]}),
+    Entry("w06-hint-streaming-by-width", P06, _streaming(("/ d_k**0.5", "/ 32**0.5")),
+          expect={"bonus_streaming_attention": 0.92},
+          why="the scores divided by sqrt(32), a constant, not by sqrt(d_k): large scores (one-hot either way), "
+              "T = 1 and the streaming part stay right, 3 of 6.5",
+          says={"bonus_streaming_attention": ["scaled by a constant that is not 1/sqrt(d_k)"]},
+          hints={"bonus_streaming_attention": ["scores_other_scale"]}),
+
+    # samples of the right shape and another scale: normal, the wrong variance (not "not normal")
+    Entry("w03-hint-scale-q-doubled", P03, edit(P03, SCALE, ("q = torch.randn(4, 8, d_k, generator=g)",
+                                                             "q = 2 * torch.randn(4, 8, d_k, generator=g)")),
+          expect={"scale_table_hidden": 0.75},
+          why="q's entries drawn with variance 4: a normal law, the wrong variance; not samples of N(0, 1), so "
+              "nothing measured is credited: 4 × 1.5/8. It used to be said they are not standard normal draws",
+          says={"scale_table_hidden": ["entries of q follow a normal law, but not N(0, 1)", "their variance"]},
+          hints={"scale_table_hidden": ["normal_other_scale"]}),
+    Entry("w03-hint-scale-k-halved", P03, edit(P03, SCALE, ("k = torch.randn(4, 8, d_k, generator=g)",
+                                                            "k = 0.5 * torch.randn(4, 8, d_k, generator=g)")),
+          expect={"scale_table_hidden": 0.75},
+          why="k's entries drawn with variance 1/4: normal, the wrong variance: 4 × 1.5/8",
+          says={"scale_table_hidden": ["entries of k follow a normal law, but not N(0, 1)", "their variance"]},
+          hints={"scale_table_hidden": ["normal_other_scale"]}),
+    Entry("w03-hint-scale-q-shifted", P03, edit(P03, SCALE, ("q = torch.randn(4, 8, d_k, generator=g)",
+                                                             "q = torch.randn(4, 8, d_k, generator=g) + 1")),
+          expect={"scale_table_hidden": 0.75},
+          why="q's entries of mean 1: normal, the wrong mean: 4 × 1.5/8",
+          says={"scale_table_hidden": ["entries of q follow a normal law, but not N(0, 1)", "their mean is"]},
+          hints={"scale_table_hidden": ["normal_other_scale"]}),
+    Entry("w03-hint-scale-q-uniform", P03, edit(P03, SCALE, ("q = torch.randn(4, 8, d_k, generator=g)",
+                                                             "q = (torch.rand(4, 8, d_k, generator=g) * 2 - 1) * 3 ** 0.5")),
+          expect={"scale_table_hidden": 0.75},
+          why="q's entries uniform of mean 0 and variance 1: the law is not normal (and that is what is said): "
+              "4 × 1.5/8",
+          says={"scale_table_hidden": ["do not follow a normal law"]},
+          visible_passes={"scale_table_check": "the visible check tests the table's form and consistency and that "
+                                               "the raw std is about sqrt(d_k), which entries of variance 1 of any "
+                                               "law give; the law is tested hidden"}),
+    Entry("w03-hint-scale-k-correlated", P03, edit(P03, SCALE, (
+              "k = torch.randn(4, 8, d_k, generator=g)",
+              "k = 0.6 * q + 0.8 * torch.randn(4, 8, d_k, generator=g)            # N(0, 1), correlated with q")),
+          expect={"scale_table_hidden": 0.75},
+          why="k's entries N(0, 1) but correlated with q's (0.6): (q + k)/√2 is not N(0, 1); k is not q, nor drawn "
+              "from a generator seeded anew (as it used to be asked): 4 × 1.5/8",
+          says={"scale_table_hidden": ["not independent draws", "correlated"]}),
+    Entry("w01-hint-variance-q-doubled", P01, edit(P01, "dot_variance", ("q = torch.randn(n, d_k, generator=g)",
+                                                                         "q = 2 * torch.randn(n, d_k, generator=g)")),
+          expect={"bonus_dot_variance": 0.0},
+          why="q's entries of variance 4: the dot products have q·k's law times 2, variance 4 d_k: not samples of "
+              "q·k, nothing credited",
+          says={"bonus_dot_variance": ["the shape of q·k's but another scale"]},
+          hints={"bonus_dot_variance": ["scaled_law"]}),
+    Entry("w01-hint-variance-divided", P01, edit(P01, "dot_variance", ("dots = (q * k).sum(dim=-1)",
+                                                                       "dots = (q * k).sum(dim=-1) / d_k ** 0.5")),
+          expect={"bonus_dot_variance": 0.0},
+          why="the dot products divided by sqrt(d_k): their law is q·k/√d_k's, variance 1; nothing credited. It "
+              "used to be asked whether they are one product q_m·k_m, too",
+          says={"bonus_dot_variance": ["q·k / sqrt(d_k)"]},
+          hints={"bonus_dot_variance": ["divided_by_sqrt_d_k"]}),
+    Entry("w01-hint-variance-one-product", P01, edit(P01, "dot_variance", ("dots = (q * k).sum(dim=-1)",
+                                                                           "dots = q[:, 0] * k[:, 0]")),
+          expect={"bonus_dot_variance": 0.0},
+          why="one product q_0·k_0 per pair: variance 1, the law of a product of two normals; nothing credited. It "
+              "used to be asked whether the scores were divided by sqrt(d_k), too; now the variance is said",
+          says={"bonus_dot_variance": ["not d_k"]}),
+    Entry("w01-hint-variance-normal-wide", P01, {"dot_variance": code('''
+def dot_variance(d_k, n, seed):
+    g = torch.Generator().manual_seed(seed)
+    dots = torch.randn(n, generator=g) * (2 * d_k) ** 0.5   # (n,): a normal law of variance 2 d_k
+    return dots, dots.var().item()
+''')}, expect={"bonus_dot_variance": 0.0},
+          why="dot products drawn from a normal law of variance 2 d_k, no q or k at all: at d_k = 2 they pass the "
+              "test of a normal law (q·k's is Laplace there), at the wider widths, where q·k's law is nearly normal, "
+              "that of q·k's law scaled: both are said, as measured. It used to be asked whether q and k have "
+              "standard normal entries",
+          says={"bonus_dot_variance": ["normal law"]},
+          hints={"bonus_dot_variance": ["normal_law", "scaled_law"]}),
+
+    # fit_exponent: the hints it gives are measured on the case (the slope the mistake gives is the answer's)
+    Entry("w06-hint-fit-axes-swapped", P06, edit(P06, "fit_exponent", ("np.polyfit(log_T, log_time, 1)",
+                                                                      "np.polyfit(log_time, log_T, 1)")),
+          expect={"bonus_fit_exponent": 0.0},
+          why="log T fitted against log time: the slope of the other regression, wrong on every data set",
+          says={"bonus_fit_exponent": ["slope of log T against log time"]},
+          hints={"bonus_fit_exponent": ["axes_swapped"]}),
+    Entry("w06-hint-fit-mixed-bases", P06, edit(P06, "fit_exponent", ("log_T = np.log(", "log_T = np.log10(")),
+          expect={"bonus_fit_exponent": 0.0},
+          why="log10 of T, natural log of time: the slope times ln 10, wrong on every data set",
+          says={"bonus_fit_exponent": ["mixed bases"]},
+          hints={"bonus_fit_exponent": ["mixed_bases"]}),
 ]

@@ -372,24 +372,14 @@ def streaming_probe_scores():
     return torch.randn(2, 3, 13, generator=g)           # the key axis (13) differs from every other axis
 
 
-SOFTMAX_PARTS = {   # name -> (what it tests, weight, {symptom: hint})
+SOFTMAX_PARTS = {   # name -> (what it tests, weight, {symptom: what the spec says there})
     "ordinary": ("ordinary scores, 1-D to 4-D", 2.0, {}),
-    "very_negative": ("very negative scores (around -1e4)", 2.0, {
-        "nan": "On rows whose scores are all near -1e4, exp(score - running max) underflowed to 0 for every key, "
-               "so the sum was 0: does the running max start at 0 instead of -inf?",
-        "zero": "On rows whose scores are all near -1e4, exp(score - running max) underflowed to 0 for every key: "
-                "does the running max start at 0 instead of -inf?"}),
-    "very_large": ("very large scores (around +1e4)", 1.0, {
-        "nan": "exp of a score near 1e4 overflows to inf: subtract the running max before exponentiating.",
-        "inf": "exp of a score near 1e4 overflows to inf: subtract the running max before exponentiating."}),
-    "wide_range": ("scores spread over ±3000 (near one-hot rows)", 0.5, {
-        "nan": "exp of a score in the thousands overflows: subtract the running max before exponentiating."}),
+    "very_negative": ("very negative scores (around -1e4)", 2.0, {}),
+    "very_large": ("very large scores (around +1e4)", 1.0, {}),
+    "wide_range": ("scores spread over ±3000 (near one-hot rows)", 0.5, {}),
     "neg_inf": ("-inf entries among finite scores", 1.0, {
         "nan": "keys at -inf must get weight exactly 0 without producing NaN."}),
-    "masked_prefix": ("rows that start with -inf keys (fully masked prefix)", 2.0, {
-        "nan": "While only -inf keys have been seen, the running max is -inf and exp(-inf - (-inf)) is NaN. "
-               "The running sum is still 0 then, so nothing needs rescaling: use a rescale factor of 0 (for "
-               "example, shift by 0 instead of by the max while the max is -inf)."}),
+    "masked_prefix": ("rows that start with -inf keys (fully masked prefix)", 2.0, {}),
     "length_1": ("a single key (T = 1)", 0.5, {
         "any": "With one key, its weight is 1."}),
     "float64": ("the scores' dtype kept: a float32 tensor for float32 scores, float64 (at float64 precision) "
@@ -397,6 +387,85 @@ SOFTMAX_PARTS = {   # name -> (what it tests, weight, {symptom: hint})
         "dtype": "Create the running max and sum with dtype=scores.dtype, so float64 scores stay float64.",
         "precision": "Keep every running quantity in scores.dtype (a float32 tensor somewhere costs the precision)."}),
 }
+
+# The mistakes a hint of online_softmax names, each computed by the judge itself (`_online_mistake`, the
+# solution's loop with that one mistake, in the scores' dtype). A hint is shown only when the answer's weights
+# are that mistake's weights on every case: then the judge has seen the cause. Otherwise the feedback says
+# which property failed and names no cause.
+ONLINE_MISTAKES = {
+    "max_starts_at_zero": {"start": 0.0},
+    "max_not_subtracted": {"shift": False},
+    "nan_while_only_neg_inf": {"guard": False},
+    "sum_not_rescaled": {"rescale": False},
+}
+ONLINE_HINTS = {
+    "max_starts_at_zero": (
+        "These are the weights of a running max started at 0 (or at another number far above every score of a "
+        "row): on rows whose scores are all near -1e4, exp(score - 0) underflows to 0 for every key, so the sum "
+        "is 0. Does the running max start at 0 instead of -inf?"),
+    "max_not_subtracted": (
+        "These are the weights of exp(score) with no running max subtracted: exp of a score in the thousands "
+        "overflows to inf. Subtract the running max before exponentiating."),
+    "nan_while_only_neg_inf": (
+        "These are the weights of a loop that shifts by the running max while it is still -inf: "
+        "exp(-inf - (-inf)) is NaN. The running sum is still 0 then, so nothing needs rescaling: use a rescale "
+        "factor of 0 (for example, shift by 0 instead of by the max while the max is -inf)."),
+    "sum_not_rescaled": (
+        "These are the weights of a running sum that is not rescaled: when the running max grows from m to m', "
+        "the running sum must be multiplied by exp(m - m') before the new term is added."),
+}
+
+
+def _online_mistake(x: torch.Tensor, start=NEG_INF, shift=True, guard=True, rescale=True) -> np.ndarray:
+    """What the solution's loop gives on scores x (in x's dtype) with one mistake: the running max started at
+    `start`; no running max subtracted (`shift`); shifted by the max even while it is -inf (`guard`); the
+    running sum not rescaled when the max grows (`rescale`)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = torch.full(x.shape[:-1], start, dtype=x.dtype)
+        z = torch.zeros(x.shape[:-1], dtype=x.dtype)
+        safe = lambda t: torch.where(t == NEG_INF, torch.zeros_like(t), t) if guard else t
+        for j in range(x.shape[-1]):
+            s = x[..., j]
+            new = torch.maximum(m, s)
+            if shift:
+                c = safe(new)
+                z = z * (torch.exp(m - c) if rescale else 1.0) + torch.exp(s - c)
+            else:
+                z = z + torch.exp(s)
+            m = new
+        top = safe(m) if shift else torch.zeros_like(m)
+        return (torch.exp(x - top[..., None]) / z[..., None]).numpy().astype(np.float64)
+
+
+def same_numbers(value, expected, atol=1e-5, rtol=1e-4) -> bool:
+    """Whether an answer's array is `expected`: the same shape, NaN and inf in the same places, the finite
+    numbers equal to float32 rounding."""
+    if not isinstance(value, np.ndarray) or value.shape != expected.shape:
+        return False
+    got = value.astype(np.float64)
+    if not all(np.array_equal(where(got), where(expected)) for where in (np.isnan, np.isposinf, np.isneginf)):
+        return False
+    finite = np.isfinite(expected)
+    return bool(np.all(np.abs(got[finite] - expected[finite]) <= atol + rtol * np.abs(expected[finite])))
+
+
+def case_values(cases: dict, data: dict) -> list:
+    """The answer's value on every case, in the order of `cases` (name -> list), None where none came back."""
+    values = []
+    for name, items in cases.items():
+        entries = data.get(name, [])
+        values += [unpack(entries[i])[0] if i < len(entries) else None for i in range(len(items))]
+    return values
+
+
+def shown_mistakes(cases, values, mistakes, compute) -> list[str]:
+    """The names of `mistakes` whose output, computed by the judge (`compute(case, **kwargs)`), is the answer's
+    on every case: the causes the judge has evidence of. None when a case returned no value."""
+    if len(values) != len(cases) or any(v is None for v in values):
+        return []
+    return [name for name, kwargs in mistakes.items()
+            if all(same_numbers(v, compute(c, **kwargs)) for c, v in zip(cases, values))]
 
 
 SOFTMAX = contract("online_softmax")
@@ -411,6 +480,7 @@ def _softmax_reference(x: np.ndarray) -> np.ndarray:
 class OnlineSoftmax(Check):
     grade_id = "bonus_online_softmax"
     points = 3
+    HINTS = ONLINE_HINTS
 
     @quiet
     def probe(self, ns, ctx):
@@ -433,6 +503,9 @@ class OnlineSoftmax(Check):
         cases = self.cases(ctx)
         # the contract's form (a tensor of the scores' shape and dtype) is one property: the dtype part's
         forms = [f for name in cases for e in data.get(name, []) if (f := form_of(e))]
+        # the mistakes whose weights are the answer's on every case (the only causes a hint may name)
+        shown = shown_mistakes([x for xs in cases.values() for x in xs], case_values(cases, data),
+                               ONLINE_MISTAKES, _online_mistake)
         for name, xs in cases.items():
             label, weight, hint = SOFTMAX_PARTS[name]
             problems = []
@@ -444,8 +517,8 @@ class OnlineSoftmax(Check):
                 found = _compare_softmax(x, value, name)
                 if found:
                     symptom, problem = found
-                    extra = hint.get(symptom) or hint.get("any")
-                    problems.append(problem + (" " + extra if extra else ""))
+                    extra = [hint.get(symptom) or hint.get("any")] + [ONLINE_HINTS[m] for m in shown]
+                    problems.append(" ".join([problem] + [e for e in extra if e]))
                     break
             if len(data.get(name, [])) != len(xs) and not problems:
                 problems.append("no result reached the grader")
@@ -512,14 +585,11 @@ def _compare_softmax(x: torch.Tensor, value, name):
     if np.all(got == 0, axis=-1).any():
         return "zero", "Some rows are all zeros."
     if np.abs(sums - 1).max() > 1e-4:
-        return "sums", ("Rows do not sum to 1. When the running max "
-                        "grows from m to m', the running sum must be multiplied by exp(m - m') before the new "
-                        "term is added (rescaling).")
+        return "sums", "Rows do not sum to 1."
     err = np.abs(got - ref).max()
     if float64 and err < 1e-5:
         return "precision", "The weights are right only to float32 precision: float64 scores need float64 work."
-    return "values", ("The rows sum to 1 but the weights differ from softmax. Is every weight "
-                      "exp(s_j - m) / sum with the FINAL running max m and sum?")
+    return "values", "The rows sum to 1 but the weights differ from softmax(scores)."
 
 
 # ---------------------------------------------------------------------------------------------
@@ -601,7 +671,72 @@ def _score_scale(q, k, v, value, atol):
     return c if err(c) <= atol else None
 
 
-def _compare_attention(q, k, v, value, name) -> str | None:
+# The mistakes a hint of streaming_attention names that no single case shows by itself, each computed by the
+# judge (`_streaming_mistake`: the solution's loop with that one mistake, in q's dtype). A hint is shown only
+# when the answer's output is that mistake's on every case; otherwise the feedback says which property failed.
+STREAMING_MISTAKES = {
+    "mask_reversed": {"mask": "reversed"},
+    "diagonal_masked": {"mask": "diagonal"},
+    "max_starts_at_zero": {"start": 0.0},
+    "max_not_subtracted": {"shift": False},
+    "output_not_rescaled": {"rescale_out": False},
+    "output_and_sum_not_rescaled": {"rescale_out": False, "rescale_sum": False},
+}
+STREAMING_HINTS = {
+    # measured on the failing case itself (`_compare_attention`): the answer is that computation's output
+    "no_mask": "this is attention without the causal mask: query i may only see keys j ≤ i",
+    "future_score_zero": ("the future keys get score 0 instead of -inf: exp(0) = 1 gives them weight. Mask the "
+                          "scores of keys j > i with -inf (or skip those keys)"),
+    "scores_unscaled": "right causal attention, but your scores are not divided by sqrt(d_k) at all",
+    "scores_by_d_k": "right causal attention, but your scores are divided by d_k",
+    "scores_other_scale": "right causal attention, but your scores are scaled by a constant that is not 1/sqrt(d_k)",
+    # the output is the mistake's on every case (STREAMING_MISTAKES)
+    "mask_reversed": ("this is the output of a reversed mask: a query whose first keys are masked gets "
+                      "exp(-inf - (-inf)) = NaN. Is the mask reversed? Query i sees keys 0, 1, ..., i and not the "
+                      "keys after it"),
+    "diagonal_masked": ("this is the output of a mask that hides the diagonal too: query 0 sees no key at all. Is "
+                        "the diagonal masked too? Query i sees keys j <= i, j = i included"),
+    "max_starts_at_zero": ("this is the output of a running max started at 0 (or at another number far above "
+                           "every score of a query): where every score of a query is far below 0, exp(s - 0) "
+                           "underflows to 0 for every key and 0/0 is NaN. Is the running max started at -inf "
+                           "(not 0)?"),
+    "max_not_subtracted": ("this is the output of exp(s) with no running max subtracted: scores in the hundreds "
+                           "make exp overflow. Subtract the running max before exponentiating"),
+    "output_not_rescaled": ("this is the output of a running output that is not rescaled: when the max grows from "
+                            "m to m', is the running output rescaled by exp(m - m'), like the running sum?"),
+    "output_and_sum_not_rescaled": ("this is the output of a running sum and output that are not rescaled: when "
+                                    "the max grows from m to m', are the running sum and the running output "
+                                    "rescaled by exp(m - m')?"),
+}
+
+
+def _streaming_mistake(triple, start=NEG_INF, shift=True, rescale_out=True, rescale_sum=True, mask="causal"):
+    """What the solution's loop gives on (q, k, v) (in q's dtype) with one mistake: the running max started at
+    `start`; no running max subtracted (`shift`); the running output or sum not rescaled when the max grows;
+    the mask `reversed` (query i sees keys j >= i) or hiding the `diagonal` too."""
+    q, k, v = (torch.as_tensor(t) for t in triple)
+    T, d_k = q.shape[-2], q.shape[-1]
+    pos = torch.arange(T)
+    hidden = {"causal": lambda j: pos < j, "reversed": lambda j: pos > j, "diagonal": lambda j: pos <= j}[mask]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = torch.full(q.shape[:-1], start, dtype=q.dtype)
+        z = torch.zeros(q.shape[:-1], dtype=q.dtype)
+        out = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
+        for j in range(T):
+            s = ((q @ k[..., j, :, None]).squeeze(-1) / d_k ** 0.5).masked_fill(hidden(j), NEG_INF)
+            new = torch.maximum(m, s)
+            scale, w = (torch.exp(m - new), torch.exp(s - new)) if shift else (torch.ones_like(new), torch.exp(s))
+            z = z * (scale if rescale_sum else 1.0) + w
+            out = out * (scale[..., None] if rescale_out else 1.0) + w[..., None] * v[..., j, None, :]
+            m = new
+        return (out / z[..., None]).numpy().astype(np.float64)
+
+
+def _compare_attention(q, k, v, value, name, shown=()) -> str | None:
+    """None if `value` is causal attention of (q, k, v); else what is wrong. `shown`: the mistakes of
+    STREAMING_MISTAKES the answer's output is on every case (the causes a hint may name)."""
+    hints = [STREAMING_HINTS[m] for m in shown]
     if not isinstance(value, np.ndarray):
         return f"expected a tensor, got {type(value).__name__}"
     expected_shape = tuple(v.shape[:-2]) + (q.shape[-2], v.shape[-1])
@@ -611,20 +746,15 @@ def _compare_attention(q, k, v, value, name) -> str | None:
     if q.dtype == torch.float64 and value.dtype != np.float64:
         return "float64 inputs gave a result of another dtype: keep the running quantities in q.dtype"
     if np.isnan(value).any() or np.isinf(value).any():
-        # a mistake in the mask gives NaN in the same queries of every sequence; overflow or underflow
-        # gives NaN where the scores happen to be extreme
         bad = np.isnan(value).any(axis=-1) | np.isinf(value).any(axis=-1)             # (..., T)
         always = bad.reshape(-1, value.shape[-2]).all(axis=0)                         # (T,) NaN in every sequence
         if not always[0] and always[1:].size and always[1:].all():
-            return ("the output is NaN for every query but the first: a query whose first keys are masked "
-                    "gets exp(-inf - (-inf)) = NaN. Is the mask reversed? Query i sees keys 0, 1, ..., i and not "
-                    "the keys after it")
-        # with scores in the hundreds, query 0's single score may underflow by itself: not evidence of a mask
-        if always[0] and not always[1:].any() and name != "large_scores":
-            return ("the output of query 0 is NaN: it sees only key 0, its own. Is the diagonal masked too? "
-                    "Query i sees keys j <= i, j = i included")
-        return ("the output has NaN or inf: is the running max subtracted before exponentiating, and is the "
-                "running max started at -inf (not 0)? Scores in the hundreds make exp overflow or underflow")
+            where = "the output is NaN for every query but the first"
+        elif always[0] and not always[1:].any():
+            where = "the output of query 0 is NaN (it sees only key 0, its own)"
+        else:
+            where = "the output has NaN or inf"
+        return "; ".join([where] + hints)
     ref = _attention_reference(q, k, v)
     # the contract's: float32 scores of size ~400 carry rounding ~4e-5, which the weights inherit; ordinary
     # ones ~1e-7
@@ -636,25 +766,20 @@ def _compare_attention(q, k, v, value, name) -> str | None:
     noncausal = torch.softmax(torch.as_tensor(np.asarray(q, np.float64) @ np.swapaxes(np.asarray(k, np.float64), -1, -2)
                                               / q.shape[-1] ** 0.5), dim=-1).numpy() @ np.asarray(v, np.float64)
     if np.abs(value - noncausal).max() <= 1e-4:
-        return "this is attention without the causal mask: query i may only see keys j ≤ i"
+        return STREAMING_HINTS["no_mask"]
     if np.abs(value - _attention_reference(q, k, v, masked_score=0.0)).max() <= 1e-4:
-        return ("the future keys get score 0 instead of -inf: exp(0) = 1 gives them weight. Mask the scores of "
-                "keys j > i with -inf (or skip those keys)")
+        return STREAMING_HINTS["future_score_zero"]
     d_k = q.shape[-1]
     c = _score_scale(q, k, v, value, max(atol, 1e-5))
     if c is not None:
-        if abs(c - 1) < 1e-3:
-            what = "are not divided by sqrt(d_k) at all"
-        elif abs(c * d_k - 1) < 1e-3:
-            what = "are divided by d_k"
-        else:
-            what = "are scaled by a constant that is not 1/sqrt(d_k) (the model width?)"
-        return f"right causal attention, but your scores {what}: the scores are q·k / sqrt(d_k), d_k = q.shape[-1]"
+        hint = ("scores_unscaled" if abs(c - 1) < 1e-3 else "scores_by_d_k" if abs(c * d_k - 1) < 1e-3
+                else "scores_other_scale")
+        return f"{STREAMING_HINTS[hint]}: the scores are q·k / sqrt(d_k), d_k = q.shape[-1]"
     if q.shape[-2] > 1 and np.abs(value[..., 0, :] - ref[..., 0, :]).max() > 1e-4:
-        hint = "already the first query (which sees only key 0, so its output is v_0) is wrong. Scores are q·k/√d_k."
+        what = "already the first query (which sees only key 0, so its output is v_0) is wrong"
     else:
-        hint = "the first rows are right and later ones drift: is the running output rescaled by exp(m - m') too?"
-    return f"differs from causal softmax attention; {hint}"
+        what = "the first rows are right and later ones differ"
+    return "; ".join([f"differs from causal softmax attention: {what}"] + hints)
 
 
 def _attention_like(q, k, v, value) -> bool:
@@ -667,6 +792,7 @@ def _attention_like(q, k, v, value) -> bool:
 class StreamingAttention(Check):
     grade_id = "bonus_streaming_attention"
     points = 2
+    HINTS = STREAMING_HINTS
 
     @quiet
     def probe(self, ns, ctx):
@@ -693,6 +819,9 @@ class StreamingAttention(Check):
         cases = self.cases(ctx)
         # the contract's form (a tensor of q's dtype) is one property: the dtype part's
         forms = [f for name in cases for e in data.get(name, []) if (f := form_of(e))]
+        # the mistakes whose output is the answer's on every case (the only causes a hint may name)
+        shown = shown_mistakes([t for triples in cases.values() for t in triples], case_values(cases, data),
+                               STREAMING_MISTAKES, _streaming_mistake)
         for name, triples in cases.items():
             label, weight = ATTENTION_PARTS[name]
             problem = None
@@ -701,7 +830,7 @@ class StreamingAttention(Check):
                 problem = "no result reached the grader"
             for (q, k, v), entry in zip(triples, entries):
                 value, why = unpack(entry)
-                problem = why or _compare_attention(q, k, v, value, name)
+                problem = why or _compare_attention(q, k, v, value, name, shown)
                 if problem:
                     break
             if name == "float64" and problem is None and forms:
@@ -791,23 +920,35 @@ def _least_squares_slope(Ts, times):
     return float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
 
 
-def _fit_hint(Ts, times, got) -> str:
+# The causes fit_exponent's feedback can name, each measured: the slope that mistake gives on the case is the
+# answer's (`typed_in`: the answer is 2 on every case, whatever the data)
+FIT_HINTS = {
+    "typed_in": "got 2 on every data set: is the exponent typed in rather than fitted?",
+    "axes_swapped": ("this is the slope of log T against log time: the exponent is the slope of log(time) against "
+                     "log(T)."),
+    "rounded": "the slope is rounded: return it as computed (round only where you print it).",
+    "two_points": ("this is the slope through two points only; with noisy timings use the least-squares slope "
+                   "through all of them (np.polyfit(log T, log time, 1)[0], say)."),
+    "mixed_bases": "mixed bases: take the same logarithm (natural or base 10) of both T and time.",
+}
+
+
+def _fit_hint(Ts, times, got, always_two=False) -> str:
     x = np.log(np.asarray(Ts, dtype=np.float64))
     y = np.log(np.asarray(times, dtype=np.float64))
     ref = _least_squares_slope(Ts, times)
     close = lambda a: abs(got - a) <= 1e-3 * max(1.0, abs(a))
     swapped = float(((x - x.mean()) * (y - y.mean())).sum() / ((y - y.mean()) ** 2).sum())
-    if close(2.0) and not close(ref):
-        return "got 2: is the exponent typed in rather than fitted?"
+    if always_two and close(2.0) and not close(ref):
+        return FIT_HINTS["typed_in"]
     if close(swapped):
-        return "this is the slope of log T against log time: the exponent is the slope of log(time) against log(T)."
+        return FIT_HINTS["axes_swapped"]
     if got != ref and abs(got - round(ref, 4)) <= 1e-12 or abs(got - round(ref, 3)) <= 1e-12:
-        return "the slope is rounded: return it as computed (round only where you print it)."
+        return FIT_HINTS["rounded"]
     if close((y[-1] - y[0]) / (x[-1] - x[0])) or close((y[x.argmax()] - y[x.argmin()]) / (x.max() - x.min())):
-        return ("this is the slope through two points only; with noisy timings use the least-squares slope "
-                "through all of them (np.polyfit(log T, log time, 1)[0], say).")
+        return FIT_HINTS["two_points"]
     if close(ref / math.log(10)) or close(ref * math.log(10)):
-        return "mixed bases: take the same logarithm (natural or base 10) of both T and time."
+        return FIT_HINTS["mixed_bases"]
     return "expected the least-squares slope of log(time) against log(T); yours is another number."
 
 
@@ -815,6 +956,7 @@ def _fit_hint(Ts, times, got) -> str:
 class FitExponent(Check):
     grade_id = "bonus_fit_exponent"
     points = 2
+    HINTS = FIT_HINTS
 
     @quiet
     def probe(self, ns, ctx):
@@ -839,6 +981,8 @@ class FitExponent(Check):
 
     def judge(self, data, ctx):
         verdict = Verdict()
+        values = case_values(self.cases(ctx), data)
+        always_two = all(isinstance(v, float) and abs(v - 2.0) <= 1e-3 for v in values)
         for name, pairs in self.cases(ctx).items():
             problem = None
             entries = data.get(name, [])
@@ -855,7 +999,7 @@ class FitExponent(Check):
                 # laws: 9.3e-7), so a float32 fit passes with a margin of 10; a slope rounded to 4 decimals
                 # (off by up to 5e-5) or any real mistake (0.01 or more) does not
                 if not (isinstance(value, float) and abs(value - ref) <= FIT.tol("slope")):
-                    problem = _fit_hint(Ts, times, value)
+                    problem = _fit_hint(Ts, times, value, always_two)
                     break
             verdict.add(FIT_PARTS[name], problem is None, problem or "")
         return verdict

@@ -54,6 +54,18 @@ def products_of(trace, d: int) -> list[str]:
     return sorted(found)
 
 
+MODEL_WIDTH = 32          # the notebooks' model width d (notebooks 02 and 03: d = 32)
+# the causes scores_entrywise's feedback names, each measured: the answer's scores are that computation's
+ENTRYWISE_HINTS = {
+    "divided_by_sqrt_d_k": "your scores are divided by sqrt(d_k)",
+    "divided_by_d_k": "your scores are divided by d_k",
+    "divided_by_model_width": "your scores are divided by the model width d = 32",
+    "divided_by_model_width_root": "your scores are divided by sqrt(32), the model width's square root",
+    "transposed": "your scores are transposed",
+    "first_sequence": "every sequence got the scores of the first one",
+}
+
+
 @register
 class ScoresEntrywise(Check):
     """Values on edge cases (B = 1, T = 1, T > d_head, float64), and the process: one entry at a time.
@@ -67,6 +79,7 @@ class ScoresEntrywise(Check):
     take points away."""
     grade_id = "bonus_scores_entrywise"
     points = 3
+    HINTS = ENTRYWISE_HINTS
     # (label, B, T, d_head, seed, dtype); the visible test uses (2, 3, 5), the notebook's next cell the
     # head's (4, 8, 16): one case is longer than that
     CASES = [
@@ -171,24 +184,29 @@ class ScoresEntrywise(Check):
             return False, ("right to float32 precision only: float64 inputs lost precision somewhere (a tensor "
                            "created with the default dtype, or a conversion to float32)"), True
         if close(got, ref / math.sqrt(d_head), loose):
-            return False, ("your scores are divided by sqrt(d_k): this function computes the raw q kᵀ; "
+            return False, (f"{ENTRYWISE_HINTS['divided_by_sqrt_d_k']}: this function computes the raw q kᵀ; "
                            "the head divides by sqrt(d_k) afterwards"), True
         scale = _constant_factor(got, ref)
         if scale is not None:
             # the entries are right up to one factor: the loops work, the scaling is the mistake
+            # measured: the factor is d_k, the notebook's model width or its root (no guess at any other constant)
             if d_head > 1 and abs(scale * d_head - 1) < 1e-4:
-                what = "divided by d_k"
+                what = ENTRYWISE_HINTS["divided_by_d_k"]
+            elif abs(scale * MODEL_WIDTH - 1) < 1e-4:
+                what = ENTRYWISE_HINTS["divided_by_model_width"]
+            elif abs(scale * math.sqrt(MODEL_WIDTH) - 1) < 1e-4:
+                what = ENTRYWISE_HINTS["divided_by_model_width_root"]
             elif abs(scale) < 1:
-                what = "divided by a constant (the model width d, or its square root?)"
+                what = f"your scores are divided by a constant ({1 / scale:.4g})"
             else:
-                what = "multiplied by a constant"
-            return False, (f"your scores are {what}: this function computes the raw q kᵀ with no scaling; "
+                what = "your scores are multiplied by a constant"
+            return False, (f"{what}: this function computes the raw q kᵀ with no scaling; "
                            "the head divides by sqrt(d_k) afterwards"), True
         if T > 1 and close(got, np.swapaxes(ref, -2, -1), loose):
-            return False, ("your scores are transposed: entry [b, i, j] is query i (a row) against key j "
+            return False, (f"{ENTRYWISE_HINTS['transposed']}: entry [b, i, j] is query i (a row) against key j "
                            "(a column), q[b, i] · k[b, j]"), True
         if B > 1 and close(got, np.broadcast_to(ref[:1], ref.shape), loose):
-            return False, "every sequence got the scores of the first one: use q[b] and k[b] for sequence b", False
+            return False, f"{ENTRYWISE_HINTS['first_sequence']}: use q[b] and k[b] for sequence b", False
         every = bool((np.abs(got - ref) > tol).all())
         return False, (("every entry is wrong" if every else "some entries are wrong") + ": entry [b, i, j] should be the dot product "
                        "of q[b, i] and k[b, j], a sum over the d_head axis"), False

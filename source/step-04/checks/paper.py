@@ -1,10 +1,12 @@
 """Hidden checks of notebook 01-on-paper."""
 
+import math
+
 import numpy as np
 
 from autograder.checks import (Check, TwinnedCheck, Verdict, attempt, register, student, twin, unpack, unwritten,
                                unwritten_verdict)
-from .sampling import DISTINCT, dependent, distinct_share, dot_cdf, ks_distance, ks_threshold
+from .sampling import DISTINCT, dependent, distinct_share, dot_cdf, ks_distance, ks_threshold, normal_cdf
 
 NAMES = ("X", "W_Q", "W_K", "W_V", "Q", "K", "V", "scores", "A", "out")
 
@@ -152,28 +154,54 @@ def _judge_sample(case, entry):
                                "one dot product from each")
         distance = ks_distance(dots, dot_cdf(d_k))
         if distance > ks_threshold(n):
-            ratio = float(dots.var()) / d_k
-            if abs(ratio - 1) < 0.1:
-                hint = ("their variance is about d_k, but their distribution is not that of q·k (at small d_k it "
-                        "has heavier tails than a normal law): compute each dot product from a sampled pair q, k "
-                        "with standard normal entries (torch.randn), not from a normal law of variance d_k")
-            elif abs(ratio * d_k - 1) < 0.1:
-                hint = ("their variance is about 1, not d_k: one product q_m·k_m, or scores divided by sqrt(d_k)? "
-                        "Sum q_m·k_m over all d_k coordinates, unscaled")
-            else:
-                hint = ("their variance is not d_k: are q and k drawn with independent standard normal "
-                        "entries (torch.randn), and is each dot product the sum of q_m·k_m over the d_k axis?")
-            return "samples", f"the dot products do not follow the law of q·k: {hint}"
+            return "samples", f"the dot products do not follow the law of q·k: {_law_hint(dots, d_k)}"
     if not any(abs(estimate - s) <= 1e-4 * abs(s) + 1e-12 for s in _statistics(dots)):
         return "estimate", ("the variance returned is not the sample variance of the dot products returned: compute "
                             "it from those n dot products (dots.var()), not from the formula")
     return None, None
 
 
+# What the feedback says when the dot products fail the law test. A cause is named only when the samples pass
+# the law test of that cause's own law (the same Kolmogorov-Smirnov test, the same threshold): then they are
+# samples of it. Otherwise the feedback says what was measured (their variance against d_k) and names none.
+LAW_HINTS = {
+    "divided_by_sqrt_d_k": ("their law is that of q·k / sqrt(d_k): the dot products are divided by sqrt(d_k). The "
+                            "lemma is about q·k itself, unscaled"),
+    "scaled_law": ("their law has the shape of q·k's but another scale (scaled to variance d_k they pass the "
+                   "test): the variance is not d_k"),
+    # measured: their law passes the test of a normal law (with their own mean and variance), which q·k's does
+    # not; that is all it says (a law near a normal one, such as sums of products of uniform entries, passes too)
+    "normal_law": ("their law passes the test of a normal law, which q·k's does not (at small d_k its tails are "
+                   "heavier than a normal law's): each dot product is the sum of q_m·k_m for a pair q, k with "
+                   "standard normal entries (torch.randn)"),
+}
+
+
+def _law_hint(dots: np.ndarray, d_k: int) -> str:
+    """What is wrong with dots that fail the law test of q·k: a cause, when they pass the law test of that
+    cause's law (the tests with an estimated scale are no stricter than with a known one), else what was
+    measured. The exact law of q·k comes first: a scaled q·k at a wide d_k is nearly normal too."""
+    n, var = dots.size, float(dots.var())
+    passes = lambda samples, cdf: ks_distance(samples, cdf) <= ks_threshold(n)
+    measured = f" (their variance is {var:.3g}, d_k = {d_k})"
+    if passes(dots * math.sqrt(d_k), dot_cdf(d_k)):
+        return LAW_HINTS["divided_by_sqrt_d_k"]
+    if var > 0 and passes(dots * math.sqrt(d_k / var), dot_cdf(d_k)):
+        return LAW_HINTS["scaled_law"] + measured
+    if var > 0 and passes((dots - dots.mean()) / math.sqrt(var), normal_cdf):
+        return LAW_HINTS["normal_law"] + measured
+    if abs(var / d_k - 1) < 0.1:
+        return ("their variance is about d_k, but their distribution is not that of q·k, the sum of d_k products "
+                "of independent standard normal entries")
+    return (f"their variance is {var:.3g}, not d_k = {d_k}, and their distribution is not that of q·k, the sum of "
+            "d_k products of independent standard normal entries")
+
+
 @register
 class DotVariance(Check):
     grade_id = "bonus_dot_variance"
     points = 2
+    HINTS = LAW_HINTS
     N = 20_000
     # (d_k, n, seed); a twin of each (below) has a fresh even d_k of the same kind and a fresh seed
     CASES = [(2, N, 11), (16, N, 12), (64, N, 13), (16, 2, 14)]

@@ -129,7 +129,7 @@ class SmoothingAttention(Check):
                     why = ("gives a matrix whose row 0 is NaN: its only key is j = 0, itself, and it was masked too. "
                            "The mask hides j > i (triu with diagonal=1): the diagonal stays")
                 else:
-                    why = "the matrix holds NaN or inf (is s = 0 divided by, or a row fully masked?)"
+                    why = "the matrix holds NaN or inf: every weight is a finite number in [0, 1]"
                 a = None
             if why:
                 problems[(T, s)] = f"smoothing_attention(T, s) {_label((T, s))} {why}"
@@ -202,7 +202,7 @@ class SmoothingAttention(Check):
             return True
         bad = failed(MODERATE, decays)
         verdict.add("the weight decays away from the diagonal", bad is None,
-                    why(bad, "along a row, keys further from i must weigh less: is the score's sign negative?"),
+                    why(bad, "along a row, keys further from i must weigh less"),
                     weight=0.5)
 
         # 7. the values of the Gaussian kernel for moderate bandwidths

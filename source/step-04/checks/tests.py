@@ -361,8 +361,8 @@ def _samples_problem(tables) -> str | None:
     """Why the q and k of the tables are not independent N(0, 1) draws (None if they are)."""
     for table in tables:
         if any(np.array_equal(row["q"], row["k"]) or np.array_equal(row["q"], -row["k"]) for row in table):
-            return ("q and k are not independent draws: k is the same tensor as q (drawn again from a generator "
-                    "seeded anew with `seed`?). Draw q, then k, from one generator")
+            return ("q and k are not independent draws: k is the same tensor as q (or -q). Draw q, then k, from "
+                    "one generator")
         q = np.concatenate([row["q"].ravel() for row in table])
         k = np.concatenate([row["k"].ravel() for row in table])
         share = distinct_share(np.concatenate([q, k]))
@@ -380,11 +380,34 @@ def _samples_problem(tables) -> str | None:
                              ((q - k) / math.sqrt(2), "q - k")):
             if ks_distance(series, normal_cdf) > ks_threshold(series.size):
                 if what in ("q + k", "q - k"):
-                    return ("q and k are not independent draws (is k the same tensor as q, or drawn again from "
-                            "a generator seeded anew?): draw q, then k, from one generator")
-                return (f"the entries of {what} are not standard normal draws: draw "
-                        "them with torch.randn from a generator seeded with `seed`")
+                    return _dependence_problem(what)
+                return _law_problem(series, what)
     return None
+
+
+# What the feedback says when samples fail a law test: a cause only where it was measured (the samples pass
+# the test of the law that cause gives), else the property that failed.
+SAMPLE_HINTS = {"normal_other_scale": "follow a normal law, but not N(0, 1)"}
+
+
+def _law_problem(series: np.ndarray, what: str) -> str:
+    """Why entries that fail the test of N(0, 1) are not standard normal draws: when they pass the test of a
+    normal law with their own mean and variance (no stricter than with known ones), the law is normal and its
+    mean or variance is what is wrong; otherwise the law is not normal."""
+    mean, std = float(series.mean()), float(series.std())
+    if std > 0 and ks_distance((series - mean) / std, normal_cdf) <= ks_threshold(series.size):
+        return (f"the entries of {what} {SAMPLE_HINTS['normal_other_scale']}: their mean is {mean:.3g} and their "
+                f"variance {std * std:.3g}, where standard normal draws (torch.randn, as drawn) have mean 0 and "
+                "variance 1")
+    return (f"the entries of {what} do not follow a normal law (a Kolmogorov-Smirnov test of their standardised "
+            "values): draw them with torch.randn from a generator seeded with `seed`")
+
+
+def _dependence_problem(what: str) -> str:
+    """Why q and k, each N(0, 1), are not independent: (q ± k)/√2 is not N(0, 1). (k equal to q is found before:
+    the whole tensor by `_samples_problem`, a part of it as repeated numbers.)"""
+    return (f"q and k are not independent draws: (q {what[2]} k)/√2 is not N(0, 1), so they are correlated. Draw "
+            "q, then k, from one generator, every number fresh")
 
 
 def _row(value: dict) -> dict:
@@ -399,6 +422,10 @@ def _row(value: dict) -> dict:
 class ScaleTable(Check):
     grade_id = "scale_table_hidden"
     points = 4
+    # the causes its feedback can name: each shown only where measured (`_explained`: the variant's statistic
+    # on every row; `_law_problem`, `_dependence_problem`)
+    HINTS = {**SAMPLE_HINTS, "softmax_over_queries": RAW_VARIANTS[0][0], "scores_by_d_k": SCALED_VARIANTS[0][0],
+             "scores_unscaled": SCALED_VARIANTS[1][0], "scores_by_model_width": SCALED_VARIANTS[2][0]}
     # the notebook prints 16, 64, 256; the fixed cases go below and beyond (at 512 most raw rows are one-hot).
     # Every table sends its q and k to the grader: 4 tables of these widths are about 180,000 numbers, within
     # the 200,000 one probe may gather (autograder/runtime/plain.py MAX_ITEMS)
@@ -511,9 +538,12 @@ def _scaled_std_hint(rows) -> str:
         return "scaled_std / raw_std is 1/d_k: the scores are divided by d_k; the lemma's scale is sqrt(d_k)"
     if ratios and all(abs(q - 1) <= 1e-4 for _, q in ratios):
         return "scaled_std equals raw_std: the scaled scores are not divided by sqrt(d_k) at all"
+    if ratios and all(abs(q * math.sqrt(32) - 1) <= 1e-4 for _, q in ratios):
+        return ("scaled_std / raw_std is 1/sqrt(32) at every width: the scores are divided by the model width's "
+                "root, but the scale must follow the head: sqrt(d_k)")
     if ratios and max(q for _, q in ratios) - min(q for _, q in ratios) <= 1e-4 * max(q for _, q in ratios):
-        return ("scaled_std / raw_std is the same at every width: the scores are divided by a constant (the model "
-                "width?), but the scale must follow the head: sqrt(d_k)")
+        return ("scaled_std / raw_std is the same at every width: the scores are divided by a constant, but the "
+                "scale must follow the head: sqrt(d_k)")
     return ("scaled_std should be the std of the same scores divided by sqrt(d_k), which is raw_std / sqrt(d_k): "
             "divide the raw scores you already have, do not draw new q and k")
 
