@@ -197,7 +197,7 @@ class ScoresEntrywise(Check):
             elif abs(scale * math.sqrt(MODEL_WIDTH) - 1) < 1e-4:
                 what = ENTRYWISE_HINTS["divided_by_model_width_root"]
             elif abs(scale) < 1:
-                what = f"your scores are divided by a constant ({1 / scale:.4g})"
+                what = "your scores are divided by a constant"
             else:
                 what = "your scores are multiplied by a constant"
             return False, (f"{what}: this function computes the raw q kᵀ with no scaling; "

@@ -183,7 +183,8 @@ def _law_hint(dots: np.ndarray, d_k: int) -> str:
     measured. The exact law of q·k comes first: a scaled q·k at a wide d_k is nearly normal too."""
     n, var = dots.size, float(dots.var())
     passes = lambda samples, cdf: ks_distance(samples, cdf) <= ks_threshold(n)
-    measured = f" (their variance is {var:.3g}, d_k = {d_k})"
+    # no number measured on the answer's samples is shown: an answer's values may carry what it was given
+    measured = " (the variance of the dot products is not d_k)" if abs(var / d_k - 1) >= 0.1 else ""
     if passes(dots * math.sqrt(d_k), dot_cdf(d_k)):
         return LAW_HINTS["divided_by_sqrt_d_k"]
     if var > 0 and passes(dots * math.sqrt(d_k / var), dot_cdf(d_k)):
@@ -193,7 +194,7 @@ def _law_hint(dots: np.ndarray, d_k: int) -> str:
     if abs(var / d_k - 1) < 0.1:
         return ("their variance is about d_k, but their distribution is not that of q·k, the sum of d_k products "
                 "of independent standard normal entries")
-    return (f"their variance is {var:.3g}, not d_k = {d_k}, and their distribution is not that of q·k, the sum of "
+    return ("their variance is not d_k, and their distribution is not that of q·k, the sum of "
             "d_k products of independent standard normal entries")
 
 

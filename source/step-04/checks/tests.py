@@ -396,9 +396,12 @@ def _law_problem(series: np.ndarray, what: str) -> str:
     mean or variance is what is wrong; otherwise the law is not normal."""
     mean, std = float(series.mean()), float(series.std())
     if std > 0 and ks_distance((series - mean) / std, normal_cdf) <= ks_threshold(series.size):
-        return (f"the entries of {what} {SAMPLE_HINTS['normal_other_scale']}: their mean is {mean:.3g} and their "
-                f"variance {std * std:.3g}, where standard normal draws (torch.randn, as drawn) have mean 0 and "
-                "variance 1")
+        # what is off, in words: no number measured on the answer's samples is shown (its values may carry
+        # what it was given)
+        off = [part for part, wrong in (("mean is not 0", abs(mean) > 0.05), ("variance is not 1", abs(std * std - 1) > 0.05))
+               if wrong] or ["mean or variance is not that of N(0, 1)"]
+        return (f"the entries of {what} {SAMPLE_HINTS['normal_other_scale']}: their {' and their '.join(off)}, "
+                "where standard normal draws (torch.randn, as drawn) have mean 0 and variance 1")
     return (f"the entries of {what} do not follow a normal law (a Kolmogorov-Smirnov test of their standardised "
             "values): draw them with torch.randn from a generator seeded with `seed`")
 
