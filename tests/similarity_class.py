@@ -80,13 +80,24 @@ def _unused_helper(values, scale=1.0):
 '''
 
 
+MODEL_EDIT = 0.95      # a variant this close to the model answer (difflib's ratio, normalised code) is the model's
+
+
 def honest_answers() -> dict[str, dict[str, dict[str, str]]]:
     """student -> notebook -> {grade id: answer} (only the cells where it differs from the model)."""
     import proof_corpus
+    from autograder.publish.similarity import normalise_code
+    # a variant that is the model answer with a token or two changed (normalised as the report normalises
+    # code: the corpus's "-1e9 instead of -inf" variants, say) is the model's, not an answer written apart:
+    # two such edits of two models share their few changed k-grams, as two honest students need not
+    from difflib import SequenceMatcher
     variants: dict[tuple[str, str], list[str]] = {}
+    models = {name: answers_of(STEP4, name) for name in {entry.notebook for entry in proof_corpus.CORRECT}}
     for entry in proof_corpus.CORRECT:
         for gid, text in entry.answers.items():
-            variants.setdefault((entry.notebook, gid), []).append(text)
+            model = normalise_code(models[entry.notebook].get(gid, ""))[0]
+            if SequenceMatcher(None, normalise_code(text)[0], model).ratio() < MODEL_EDIT:
+                variants.setdefault((entry.notebook, gid), []).append(text)
     out: dict[str, dict[str, dict[str, str]]] = {sid: {} for sid in HONEST}
     for i, sid in enumerate(HONEST):
         for (notebook, gid), texts in sorted(variants.items()):
