@@ -267,6 +267,16 @@ P03 = "03-the-tests"
 SIMPLEX, PERTURB, GRADIENT = "check_simplex", "check_causality_perturbation", "check_causality_gradient"
 SCALE, ROW_SUMS, FAILS = "scale_table", "mask_after_softmax_row_sums", "fails_on_mask_after_softmax"
 
+
+def magnitudes_reused(name: str, change: tuple[str, str], why: str) -> Entry:
+    """A wrong scale_table whose q or k has the right law and all-distinct numbers, but reuses magnitudes
+    (numbers and their negatives): not independent draws, nothing measured credited (4 x 1.5/8 of the
+    points); the visible check, which counts repeated numbers, cannot see it."""
+    return Entry(name, P03, edit(P03, SCALE, change), expect={"scale_table_hidden": 0.75}, why=why,
+                 says={"scale_table_hidden": ["negatives of others", "not credited"]},
+                 visible_passes={"scale_table_check": "the visible check counts repeated numbers, not repeated "
+                                                      "magnitudes: every entry here is a distinct number"})
+
 CORRECT += [
     Entry("c03-simplex-assert-close", P03, {SIMPLEX: code('''
 def check_simplex(A):
@@ -621,47 +631,31 @@ WRONG += [
               "credited; form and sqrt remain: 4 × 1.5/8",
           says={"scale_table_hidden": ["distinct", "not credited"]}),
     # q and k with the right law and all-distinct values, but not independent draws: magnitudes reused
-    Entry("w03-scale-q-reflected-anywhere", P03, edit(P03, SCALE, (
+    magnitudes_reused("w03-scale-q-reflected-anywhere", (
               "q = torch.randn(4, 8, d_k, generator=g)",
               "h = torch.randn(16 * d_k, generator=g)      # half the numbers, then their negatives, shuffled\n"
-              "        q = torch.cat([h, -h])[torch.randperm(32 * d_k, generator=g)].reshape(4, 8, d_k)")),
-          expect={"scale_table_hidden": 0.75},
-          why="half of q's entries drawn, the other half their negatives, in a random order: q's law is N(0, 1) and "
-              "every entry is distinct, but half the magnitudes repeat: not independent draws (1), so nothing "
-              "measured is credited (4.5 and the seed 1): 4 × 1.5/8. It had full marks before the magnitudes were "
-              "tested",
-          says={"scale_table_hidden": ["negatives of others", "not credited"]},
-          visible_passes={"scale_table_check": "the visible check counts repeated numbers, not repeated "
-                                               "magnitudes: every entry here is a distinct number"}),
-    Entry("w03-scale-q-reflected-batch", P03, edit(P03, SCALE, (
+              "        q = torch.cat([h, -h])[torch.randperm(32 * d_k, generator=g)].reshape(4, 8, d_k)"),
+                      "half of q's entries drawn, the other half their negatives, in a random order: q's law is N(0, 1) and "
+                      "every entry is distinct, but half the magnitudes repeat: not independent draws (1), so nothing "
+                      "measured is credited (4.5 and the seed 1): 4 × 1.5/8. It had full marks before the magnitudes were "
+                      "tested"),
+    magnitudes_reused("w03-scale-q-reflected-batch", (
               "q = torch.randn(4, 8, d_k, generator=g)",
               "h = torch.randn(2, 8, d_k, generator=g)\n"
-              "        q = torch.cat([h, -h])                                           # sequences 2, 3 = -(0, 1)")),
-          expect={"scale_table_hidden": 0.75},
-          why="two sequences of q drawn, the other two their negatives: not independent draws (1), nothing measured "
-              "credited: 4 × 1.5/8 (full marks before the magnitudes were tested)",
-          says={"scale_table_hidden": ["negatives of others", "not credited"]},
-          visible_passes={"scale_table_check": "the visible check counts repeated numbers, not repeated "
-                                               "magnitudes: every entry here is a distinct number"}),
-    Entry("w03-scale-k-minus-permuted-q", P03, edit(P03, SCALE, (
+              "        q = torch.cat([h, -h])                                           # sequences 2, 3 = -(0, 1)"),
+                      "two sequences of q drawn, the other two their negatives: not independent draws (1), nothing measured "
+                      "credited: 4 × 1.5/8 (full marks before the magnitudes were tested)"),
+    magnitudes_reused("w03-scale-k-minus-permuted-q", (
               "k = torch.randn(4, 8, d_k, generator=g)",
-              "k = -q.flatten()[torch.randperm(q.numel(), generator=g)].reshape(q.shape)   # q's numbers, shuffled")),
-          expect={"scale_table_hidden": 0.75},
-          why="k made of q's entries, shuffled and negated: k's law is N(0, 1), q + k and q - k pass the law test and "
-              "no entry of k equals one of q, but every magnitude of k is one of q's: not independent draws (1), "
-              "nothing measured credited: 4 × 1.5/8 (full marks before the magnitudes were tested)",
-          says={"scale_table_hidden": ["negatives of others", "not credited"]},
-          visible_passes={"scale_table_check": "the visible check counts repeated numbers, not repeated "
-                                               "magnitudes: every entry here is a distinct number"}),
-    Entry("w03-scale-k-minus-rolled-q", P03, edit(P03, SCALE, (
+              "k = -q.flatten()[torch.randperm(q.numel(), generator=g)].reshape(q.shape)   # q's numbers, shuffled"),
+                      "k made of q's entries, shuffled and negated: k's law is N(0, 1), q + k and q - k pass the law test and "
+                      "no entry of k equals one of q, but every magnitude of k is one of q's: not independent draws (1), "
+                      "nothing measured credited: 4 × 1.5/8 (full marks before the magnitudes were tested)"),
+    magnitudes_reused("w03-scale-k-minus-rolled-q", (
               "k = torch.randn(4, 8, d_k, generator=g)",
-              "k = -q.roll(1, dims=-1)                                          # q's coordinates shifted, negated")),
-          expect={"scale_table_hidden": 0.75},
-          why="k = -q with its coordinates shifted by one: the same as the last entry with a fixed permutation: "
-              "4 × 1.5/8 (full marks before the magnitudes were tested)",
-          says={"scale_table_hidden": ["negatives of others", "not credited"]},
-          visible_passes={"scale_table_check": "the visible check counts repeated numbers, not repeated "
-                                               "magnitudes: every entry here is a distinct number"}),
+              "k = -q.roll(1, dims=-1)                                          # q's coordinates shifted, negated"),
+                      "k = -q with its coordinates shifted by one: the same as the last entry with a fixed permutation: "
+                      "4 × 1.5/8 (full marks before the magnitudes were tested)"),
     Entry("w03-scale-k-is-q", P03, edit(P03, SCALE, (
               "k = torch.randn(4, 8, d_k, generator=g)",
               "k = torch.randn(4, 8, d_k, generator=torch.Generator().manual_seed(seed))")),
