@@ -126,7 +126,7 @@ def execute_warm(nb, timeout: int = 300):
     import asyncio
     import tempfile
 
-    from autograder.course import kernel_env
+    from autograder.grading.grade import kernel_environment
     from autograder.kernel.execute import Limits
     from autograder.kernel.execute import execute as run_cells
     from autograder.kernel.sandbox import make_sandbox
@@ -138,8 +138,7 @@ def execute_warm(nb, timeout: int = 300):
     with tempfile.TemporaryDirectory(prefix="warm-") as scratch:
         workdir = Path(scratch) / "work"
         workdir.mkdir()
-        env = kernel_env({**course_env, "OPENBLAS_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "HOME": str(workdir),
-                          "MPLBACKEND": "module://matplotlib_inline.backend_inline"})
+        env = kernel_environment(1, workdir, "", course_env)      # a graded kernel's, on one thread
         template = worker_template("none", plugin.preimport(STEP4), env, passed_env=tuple(course_env))
         assert template is not None, "no warm template here"
         sandbox = make_sandbox("none", Path(scratch), passed_env=tuple(course_env))

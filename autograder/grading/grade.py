@@ -107,7 +107,7 @@ def run_job(job: Job) -> NotebookResult:
         template = worker_template(
             job.sandbox,
             plugin.preimport(step),
-            _kernel_env(job, Path("/nonexistent"), "", course_env),
+            kernel_environment(job.threads, Path("/nonexistent"), "", course_env),
             readable=readable,
             passed_env=tuple(course_env),
         )
@@ -134,7 +134,7 @@ def run_job(job: Job) -> NotebookResult:
             program=student_program(nb, released),
             submission=submitted,
         ) as server:
-            env = _kernel_env(job, workdir, socket_path, course_env)
+            env = kernel_environment(job.threads, workdir, socket_path, course_env)
             outcome = asyncio.run(
                 execute(nb, workdir, env, sandbox, limits, hooks=server, template=template, allowance=job.allowance)
             )
@@ -208,8 +208,9 @@ def _peak_memory() -> int | None:
         return None
 
 
-def _kernel_env(job: Job, workdir: Path, socket_path: str, course_env: dict) -> dict:
-    """The environment of a job's kernel (before the sandbox keeps only what it passes on)."""
+def kernel_environment(threads: int, workdir: Path, socket_path: str, course_env: dict) -> dict:
+    """The environment of a graded kernel on `threads` threads (before the sandbox keeps only what it passes
+    on); also the warm template's, with the per-job parts (autograder/kernel/warm.py PER_JOB_ENV) left aside."""
     from ..course import kernel_env
     from ..runtime import GRADER_SOCKET
 
@@ -217,8 +218,8 @@ def _kernel_env(job: Job, workdir: Path, socket_path: str, course_env: dict) -> 
         {
             **course_env,
             GRADER_SOCKET: socket_path,
-            "OMP_NUM_THREADS": str(job.threads),
-            "MKL_NUM_THREADS": str(job.threads),
+            "OMP_NUM_THREADS": str(threads),
+            "MKL_NUM_THREADS": str(threads),
             # numpy's OpenBLAS starts its threads when it is imported: one, so that a warm template (which
             # imports numpy and forks only while single-threaded) can fork whatever the job's thread count
             "OPENBLAS_NUM_THREADS": "1",
