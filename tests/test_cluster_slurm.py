@@ -2,7 +2,8 @@
 gradebook: `SHARDS=4 autograder/cluster/slurm-submit.sh` grades the example class (plus two students
 handing in one notebook each, so every shard has students) as an array job throttled to 2 tasks at
 once; one task is cancelled mid-run and rerun alone; the merge waits on `afterok`; grades.csv and grades.json equal a
-one-machine `make grade` of the same class. A shard whose grader fails keeps the merge from running
+one-machine `make grade` of the same class (in a copy of the session's graded example class, conftest.example_class:
+it grades ada2's and half4's notebooks and reuses the rest). A shard whose grader fails keeps the merge from running
 and its log names the command that reruns it.
 
 Both clusters (tests/slurmcluster.py, tests/pgserver.py) live in temporary folders. Without Slurm and
@@ -143,7 +144,7 @@ def log_of(course: Path, pattern: str) -> str:
     return path.read_text(errors="replace")
 
 
-def example_class(dest: Path, shards: int) -> tuple[Path, set[str]]:
+def slurm_class(dest: Path, shards: int) -> tuple[Path, set[str]]:
     """The example students `make setup` grades (ada, blank.zip, half_*), and ada2 and half4 so that
     each of `shards` shards has a student: each hands in one notebook of ada's and of half's, the
     quickest to grade (a shard needs a student, not six more notebooks that `make grade` grades too)."""
@@ -188,22 +189,24 @@ def seconds(fields: dict, start: str = "StartTime", end: str = "EndTime") -> flo
 # ---- the tests -----------------------------------------------------------------------------------
 
 def test_array_job_grades_the_class_like_make_grade_with_a_task_cancelled_and_rerun(slurm, pg, course, tmp_path,
-                                                                                     request):
+                                                                                     request, example_class):
     # the task cancelled is ada's (shard 2): six notebooks, so it is cancelled with some graded and
     # some not; its rerun grades the rest, after the array, so the fewer the sooner the merge
     shards, cancelled = 4, "2"
-    submissions, students = example_class(tmp_path / "class", shards)
+    submissions, students = slurm_class(tmp_path / "class", shards)
     victims = {s for s in students if shard_of(s, shards) == int(cancelled)}
     assert victims == {"ada"}, victims
     home, url = tmp_path / "home", pg.create_database("slurm_class")
     env = recipe_env(slurm, SUBMISSIONS=submissions, GRADER_HOME=home, NBGRADER_DB_URL=url,
                      SHARDS=shards, THROTTLE=2)
     # the same class on one machine (`make grade`, SQLite), compared at the end: graded meanwhile
-    # (the array spends most of its time in Slurm's scheduling and waits)
+    # (the array spends most of its time in Slurm's scheduling and waits). Its grading home starts as
+    # the session's example class (conftest.example_class, what `make setup` grades): `make grade`
+    # reuses the results it holds for ada, blank and half and grades ada2's and half4's notebooks.
     one = tmp_path / "one-machine"
+    shutil.copytree(example_class[0], one, ignore=shutil.ignore_patterns("*.lock"))
     one_env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SHARD_", "JOB_COMPLETION"))}
     one_env.update(GRADER_HOME=str(one), NBGRADER_DB_URL=f"sqlite:///{one / 'gradebook.db'}")
-    one.mkdir()
     began = time.monotonic()
     make = subprocess.Popen(["make", "-s", "grade", f"SUBMISSIONS={submissions}",
                              f"VENV={Path(sys.executable).parent.parent}"],
@@ -265,6 +268,7 @@ def test_array_job_grades_the_class_like_make_grade_with_a_task_cancelled_and_re
     make_out, make_err = make.communicate(timeout=2400)
     make_seconds = time.monotonic() - began
     assert make.returncode == 0, make_out[-3000:] + make_err[-3000:]
+    assert "grade: 2 notebooks to grade" in make_out and "(18 already recorded)" in make_out, make_out[-3000:]
     assert report_rows(home) == report_rows(one), "the cluster's grades.csv differs from make grade's"
     assert grades_json(home) == grades_json(one), "the cluster's grades.json differs from make grade's"
     assert {r[0] for r in report_rows(home)} == students
@@ -282,7 +286,8 @@ def test_array_job_grades_the_class_like_make_grade_with_a_task_cancelled_and_re
     note(f"wall time: array {array} first start {first}, last end {last}; submit -> rerun -> merge done "
          f"{slurm_seconds:.0f} s (array with the cancelled task: {array_seconds:.0f} s); rerun task "
          f"{seconds(known[f'{rerun}_{cancelled}']):.0f} s; merge {seconds(known[report2]):.0f} s\n"
-         f"make grade, same class, one machine (2 workers, at the same time as the array): {make_seconds:.0f} s\n"
+         f"make grade, same class, one machine (2 workers, at the same time as the array; ada2's and half4's "
+         f"notebooks graded, the example class's results reused): {make_seconds:.0f} s\n"
          f"{make_out[-600:]}")
 
 
