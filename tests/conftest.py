@@ -185,7 +185,7 @@ QUIET_LAST = ["test_cpu_limits", "test_student_budget"]
 MODULE_MARKS = {
     "sandbox": ("test_busy_machine", "test_caps", "test_example_apart", "test_grader_proof", "test_grading", "test_grading_guarantees",
                 "test_kernel_cgroups", "test_redteam", "test_redteam_cold", "test_sandbox", "test_second_step",
-                "test_warm_kernels", "test_hostile_pages", "test_lab_formgrader", "test_student_budget"),
+                "test_warm_kernels", "test_hostile_pages", "test_lab_formgrader", "test_student_budget", "test_cluster_slurm"),
     "services": ("test_grading_postgres", "test_cluster_slurm"),
     "browser": ("test_term_flow",),
     "hub": ("test_hub_deps",),
