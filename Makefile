@@ -34,7 +34,7 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 BENCH_FLAGS = $(if $(SIZES),--sizes $(SIZES)) $(if $(REPEATS),--repeats $(REPEATS)) \
               $(if $(PLAIN_MAX),--plain-max $(PLAIN_MAX)) $(if $(SERIAL_MAX),--serial-max $(SERIAL_MAX))
 
-.PHONY: hub hub-deps hub-values lint steps mutants rewrites new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster written-scores export pdfs handout similarity insights lab test test-profile test-browser test-quick clean-grades
+.PHONY: hub hub-deps hub-values lint steps mutants proof rewrites new-check bench setup install system-deps cluster-up cluster-down data release solutions example grade feedback formgrader fetch validate submit my-feedback collect return-feedback extensions roster written-scores export pdfs handout similarity insights lab test test-profile test-browser test-quick clean-grades
 
 setup: install data release solutions example
 	@echo "setup: done. Student notebooks in release/<step>/, solutions in solutions/; the example class is graded apart, in autograder/example/ (its grades: autograder/example/grades/<step>.csv); the course's own gradebook holds no student yet"
@@ -229,6 +229,11 @@ bench: $(PY)
 # points on its hidden test (tests/mutants.py); writes tests/mutation_table.md. About 1 min on one core.
 mutants: $(PY)
 	OMP_NUM_THREADS=1 $(PY) tests/mutants.py
+
+# The grader proof over the whole proof corpus (tests/proof_corpus.py) through `make grade`'s code path:
+# a test run grades a sample of it (PROOF_SEED=<seed> grades a run's sample again).
+proof: $(PY)
+	PROOF_FULL=1 $(PY) -m pytest -rs -q -p no:xdist tests/test_grader_proof.py
 
 # Equivalence testing of the hidden checks: every graded answer's solution, rewritten into the other shapes a
 # correct answer takes, must keep full marks, and the mutants of those rewrites must lose points

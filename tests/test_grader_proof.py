@@ -12,11 +12,21 @@ reason must be the same, and its feedback HTML must hold no hidden test source o
 Speed: a notebook of the corpus is one kernel run. Entries of the same notebook that edit
 different answer cells share one graded notebook (`pack`): a grade cell judges only the answer it
 follows, so each entry's expectations stay exact and are reported under the entry's own name.
+
+A run of the suite grades a sample of the corpus through the grader (`sample`): for each answer cell
+the first entry of each family (correct, wrong, waiting for review), for each grade cell with points
+the first wrong entry it catches and the first it gives partial credit to, then entries drawn at
+random up to PER_ANSWER an answer cell, from a seed the run reports (PROOF_SEED=<seed> draws the
+same). Every entry is judged in-process on every run (tests/test_grader_proof_quick.py: the same
+checks, without the kernel between them); `make proof` (PROOF_FULL=1) grades the whole corpus through
+the grader, as the release check does.
 """
 from __future__ import annotations
 
 import json
 import os
+import random
+import secrets
 import shutil
 import sys
 import tempfile
@@ -37,6 +47,10 @@ CORPUS = CORRECT + WRONG + UNDECIDED
 # the kernels the corpus is graded in: warm, the grader's default (GRADER_KERNELS=cold: cold ones)
 KERNELS = os.environ.get("GRADER_KERNELS", "warm")
 MAX_EDITS_PER_NOTEBOOK = 6
+# entries a run grades through the grader per answer cell (the fixed ones first, then a random draw);
+# PROOF_FULL=1 (`make proof`) grades every entry
+PER_ANSWER = 8
+FULL = os.environ.get("PROOF_FULL") == "1"
 
 # What the half-done example student (autograder.example.build: the first ceil(n/2) answer cells of
 # each notebook filled with the solutions, the rest as released) fills in, and what it must score.
@@ -128,13 +142,52 @@ def pack(entries: list[Entry]) -> list[tuple[str, list[Entry]]]:
     return bins
 
 
-PACKED = pack(CORPUS)
+def sample(entries: list[Entry], seed: int, per_answer: int = PER_ANSWER) -> list[Entry]:
+    """The entries a run grades, in corpus order. Fixed: for each answer cell the first entry of each
+    family (correct, wrong, waiting for review); for each grade cell with points the first wrong entry
+    that loses points there and the first that keeps part of them. Then, for each answer cell, entries
+    drawn with `seed` until it has `per_answer` (an entry editing two answers counts for both)."""
+    groups: dict[tuple[str, str], list[Entry]] = {}
+    for entry in entries:
+        for answer in entry.answers:
+            groups.setdefault((entry.notebook, answer), []).append(entry)
+    chosen: set[str] = set()
+    for members in groups.values():
+        for family in (CORRECT, WRONG, UNDECIDED):
+            first = next((m for m in members if m in family), None)
+            if first is not None:
+                chosen.add(first.name)
+    for name in {e.notebook for e in entries}:
+        for gid, points in autograded_cells(name).items():
+            if points > 0:
+                caught = [e for e in WRONG if e in entries and e.notebook == name and gid in e.expect]
+                partial = [e for e in caught if 0 < e.expect[gid]]
+                chosen.update(e.name for e in (caught[:1] + partial[:1]))
+    rng = random.Random(seed)
+    for key in sorted(groups):
+        members = groups[key]
+        rest = [m for m in members if m.name not in chosen]
+        room = per_answer - (len(members) - len(rest))
+        if room > 0 and rest:
+            chosen.update(m.name for m in rng.sample(rest, min(room, len(rest))))
+    return [e for e in entries if e.name in chosen]
 
 
-def expected_scores() -> dict[tuple[str, str, str], tuple[float, str]]:
+def proof_seed() -> int:
+    """PROOF_SEED, or a fresh one: the run reports it."""
+    return int(os.environ["PROOF_SEED"]) if os.environ.get("PROOF_SEED") else secrets.randbelow(2**31)
+
+
+def packed_from(data: dict) -> list[tuple[str, list[Entry]]]:
+    """The graded notebooks of a run (grade_the_corpus's data): (student id, entries)."""
+    by_name = {e.name: e for e in CORPUS}
+    return [(sid, [by_name[n] for n in names]) for sid, names in data["packed"]]
+
+
+def expected_scores(packed: list[tuple[str, list[Entry]]]) -> dict[tuple[str, str, str], tuple[float, str]]:
     """(student, notebook, grade cell) -> (the exact score it deserves, who says so)."""
     out = {}
-    for sid, members in PACKED:
+    for sid, members in packed:
         name = members[0].notebook
         owner = {gid: m for m in members for gid in judged_by(m)}
         for gid, full in autograded_cells(name).items():
@@ -150,8 +203,8 @@ def expected_scores() -> dict[tuple[str, str, str], tuple[float, str]]:
     return out
 
 
-def write_class(folder, home):
-    for sid, members in PACKED:
+def write_class(folder, packed):
+    for sid, members in packed:
         answers = {k: v for m in members for k, v in m.answers.items()}
         (folder / sid).mkdir(parents=True)
         (folder / sid / f"{members[0].notebook}.ipynb").write_text(json.dumps(with_answers(STEP4, members[0].notebook, answers)))
@@ -160,8 +213,11 @@ def write_class(folder, home):
 def grade_the_corpus(home):
     """Grade the corpus class (2 workers), then regrade one notebook of each kind from scratch (1 worker)
     with its feedback: JSON-able results for run_once."""
+    seed = proof_seed()
+    graded = CORPUS if FULL else sample(CORPUS, seed)
+    packed = pack(graded)
     submissions = home / "class"
-    write_class(submissions, home)
+    write_class(submissions, packed)
     mp = pytest.MonkeyPatch()
     mp.setenv("GRADER_HOME", str(home))
     mp.setenv("NBGRADER_DB_URL", f"sqlite:///{home / 'gradebook.db'}")
@@ -175,7 +231,7 @@ def grade_the_corpus(home):
         again = home / "again"
         again.mkdir()
         firsts = {}
-        for sid, members in PACKED:
+        for sid, members in packed:
             firsts.setdefault(members[0].notebook, sid)
         for sid in firsts.values():
             shutil.copytree(submissions / sid, again / sid)
@@ -184,17 +240,19 @@ def grade_the_corpus(home):
         rerun = grade(STEP4, again, workers=1, force=True, quiet=True, feedback=False, kernels=KERNELS)
         # feedback HTML for the regraded students (every notebook of the step is among them); the
         # rest of the class is left out only to save time (grade() writes feedback for everyone)
-        others = sorted({sid for sid, _ in PACKED} - set(firsts.values()))
+        others = sorted({sid for sid, _ in packed} - set(firsts.values()))
         run_nbgrader("generate_feedback", STEP, "--force",
                      f"--CourseDirectory.autograded_directory={home / 'autograded'}",
                      f"--CourseDirectory.feedback_directory={home / 'feedback'}",
                      f"--CourseDirectory.student_id_exclude={','.join(others)}", db_url=db_url())
     finally:
         mp.undo()
-    print(f"\nproof: {len(PACKED)} corpus notebooks graded in {seconds:.0f} s (2 workers); "
+    print(f"\nproof: {len(packed)} corpus notebooks graded in {seconds:.0f} s (2 workers); "
           f"{len(firsts)} graded again in {time.monotonic() - started - seconds:.0f} s (1 worker) with their feedback")
     cells = lambda results: [[r["student"], r["notebook"], c["grade_id"], c] for r in results for c in r["cells"]]  # noqa: E731
-    return {"scores": cells(run["results"]), "rescores": cells(rerun["results"]), "problems": run["problems"]}
+    return {"scores": cells(run["results"]), "rescores": cells(rerun["results"]), "problems": run["problems"],
+            "packed": [[sid, [m.name for m in members]] for sid, members in packed],
+            "seed": None if FULL else seed, "seconds": seconds}
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +267,8 @@ def graded(tmp_path_factory, example_class):
     example = {(r["student"], r["notebook"], c["grade_id"]): c for r in example_class[1]["run"]["results"]
                if r["student"] in ("blank", "half") for c in r["cells"]}
     return {"home": home, "scores": keyed(data["scores"]) | example, "rescores": keyed(data["rescores"]),
-            "problems": data["problems"]}
+            "problems": data["problems"], "packed": packed_from(data), "seed": data["seed"],
+            "seconds": data["seconds"]}
 
 
 def test_corpus_is_large_enough_and_well_formed():
@@ -257,10 +316,44 @@ def test_half_fills_what_the_comments_say():
             assert points == (autograded_cells(name)[gid] if gid in filled_cells else 0.0), (name, gid)
 
 
-def test_no_false_pass_and_no_false_fail(graded):
+def test_the_sample_has_every_family_of_every_answer_and_its_seed_draws_it_again():
+    """The fixed part of the sample, whatever the seed; the same seed, the same sample; each answer cell
+    has PER_ANSWER entries graded, or all it has; the sample leaves entries out (it is a sample)."""
+    seeds = (0, 1, 2**31 - 1)
+    samples = [sample(CORPUS, seed) for seed in seeds]
+    assert [e.name for e in sample(CORPUS, seeds[0])] == [e.name for e in samples[0]]
+    assert len({tuple(e.name for e in s) for s in samples}) == len(seeds), "the seed draws nothing"
+    for chosen in samples:
+        assert len(chosen) < len(CORPUS)
+        for entry in CORPUS:
+            for answer in entry.answers:
+                mates = [e for e in CORPUS if e.notebook == entry.notebook and answer in e.answers]
+                in_sample = [e for e in chosen if e in mates]
+                for family in (CORRECT, WRONG, UNDECIDED):
+                    if any(e in family for e in mates):
+                        assert any(e in family for e in in_sample), (entry.notebook, answer, family is CORRECT)
+                assert len(in_sample) >= min(PER_ANSWER, len(mates)), (entry.notebook, answer, len(in_sample))
+        for name in NOTEBOOK_NAMES:
+            for gid, points in autograded_cells(name).items():
+                if points > 0:
+                    assert any(gid in e.expect and e in WRONG for e in chosen if e.notebook == name), (name, gid)
+                    assert any(0 < e.expect.get(gid, 0) for e in chosen if e in WRONG and e.notebook == name), \
+                        (name, gid)
+
+
+def test_no_false_pass_and_no_false_fail(graded, record_property):
     scores = graded["scores"]
+    packed = graded["packed"]
+    entries = [m for _, members in packed for m in members]
+    if graded["seed"] is None:
+        record_property("measured", f"grader proof: the whole corpus ({len(entries)} entries in {len(packed)} "
+                                    f"notebooks) graded in {graded['seconds']:.0f} s")
+    else:
+        record_property("measured", f"grader proof: {len(entries)} of {len(CORPUS)} corpus entries in {len(packed)} "
+                                    f"notebooks graded in {graded['seconds']:.0f} s, sample seed {graded['seed']} "
+                                    f"(PROOF_SEED={graded['seed']} draws it again; `make proof` grades them all)")
     false_pass, false_fail, missing, review = [], [], [], []
-    for key, (expected, who) in expected_scores().items():
+    for key, (expected, who) in expected_scores(packed).items():
         cell = scores.get(key)
         if cell is None:
             missing.append(f"{key}: not graded")
@@ -275,9 +368,10 @@ def test_no_false_pass_and_no_false_fail(graded):
             false_pass.append(f"{key[0]} / {key[2]}: got {got}, deserves {expected}: {who}")
         elif got < expected - 1e-9:
             false_fail.append(f"{key[0]} / {key[2]}: got {got}, deserves {expected}: {who}: {cell['error']}")
-    print(f"\ncorpus: {len(CORRECT)} correct variants, {len(WRONG)} wrong submissions, in {len(PACKED)} "
+    print(f"\ncorpus: {len(CORRECT)} correct variants, {len(WRONG)} wrong submissions; graded: {len(entries)}, in "
+          f"{len(packed)} "
           f"graded notebooks; cells with points covered: "
-          f"{len({(e.notebook, g) for e in CORPUS for g in judged_by(e) if autograded_cells(e.notebook)[g] > 0})}")
+          f"{len({(e.notebook, g) for e in entries for g in judged_by(e) if autograded_cells(e.notebook)[g] > 0})}")
     print(f"false passes: {len(false_pass)}" + "".join(f"\n  {x}" for x in false_pass))
     print(f"false fails: {len(false_fail)}" + "".join(f"\n  {x}" for x in false_fail))
     waiting = sorted(k for k, c in scores.items() if c.get("kind") == "review" and c["score"] is None)
@@ -302,9 +396,11 @@ def test_blank_and_half_written_answers(graded):
 
 def test_every_lost_point_comes_with_a_reason_that_teaches_and_hides_the_tests(graded):
     scores = graded["scores"]
-    sid_of = {m.name: sid for sid, members in PACKED for m in members}
+    sid_of = {m.name: sid for sid, members in graded["packed"] for m in members}
     problems = []
-    for entry in WRONG + UNDECIDED:
+    losing = [e for e in WRONG + UNDECIDED if e.name in sid_of]       # those this run graded
+    assert losing
+    for entry in losing:
         for gid in entry.expect:
             error = scores[(sid_of[entry.name], entry.notebook, gid)]["error"]
             if not error:
@@ -322,14 +418,16 @@ def test_a_cell_the_reader_cannot_decide_waits_for_a_manual_grade_in_the_gradebo
     """The REVIEW entries' cells: no auto_score and `needs_manual_grade`, as nbgrader keeps a written answer
     nobody has graded (the formgrader lists them so); every other autograded cell has its score."""
     from nbgrader.api import Gradebook
-    sid_of = {m.name: sid for sid, members in PACKED for m in members}
+    sid_of = {m.name: sid for sid, members in graded["packed"] for m in members}
     with Gradebook(f"sqlite:///{graded['home'] / 'gradebook.db'}", "dl-course") as gb:
-        for entry in UNDECIDED:
+        undecided = [e for e in UNDECIDED if e.name in sid_of]          # those this run graded
+        assert undecided
+        for entry in undecided:
             for gid in entry.expect:
                 grade = gb.find_grade(gid, entry.notebook, STEP, sid_of[entry.name])
                 assert (grade.auto_score, grade.manual_score, grade.needs_manual_grade) == (None, None, True), \
                     (entry.name, gid)
-        for entry in CORRECT[:3]:
+        for entry in [e for e in CORRECT if e.name in sid_of][:3]:
             for gid in judged_by(entry):
                 grade = gb.find_grade(gid, entry.notebook, STEP, sid_of[entry.name])
                 assert grade.auto_score is not None and not grade.needs_manual_grade, (entry.name, gid)
