@@ -82,23 +82,28 @@ def judge_entry(entry: Entry) -> dict[str, tuple[float, str]]:
     return judged
 
 
-def corpus_scores() -> dict[str, dict[str, float]]:
-    """{entry: {grade cell: points}} for the whole corpus, judged in this process."""
-    return {entry.name: {gid: got for gid, (got, _) in judge_entry(entry).items()} for entry in CORRECT + WRONG}
+def corpus_scores(only: set[str] | None = None) -> dict[str, dict[str, float]]:
+    """{entry: {grade cell: points}} for the whole corpus (or the entries named in `only`), judged in
+    this process."""
+    return {entry.name: {gid: got for gid, (got, _) in judge_entry(entry).items()} for entry in CORRECT + WRONG
+            if only is None or entry.name in only}
 
 
-def score_in_subprocess(cap: str | None, mkl: bool, threads: tuple[int, ...], reports: bool = False) -> list[dict]:
+def score_in_subprocess(cap: str | None, mkl: bool, threads: tuple[int, ...], reports: bool = False,
+                        only: list[str] | None = None) -> list[dict]:
     """The corpus scored by this file run as a script, in a process of its own: CPU kernel set `cap`
     (None: torch's own choice), MKL's vendor-independent path or not (both chosen when torch is
     imported), each thread count of `threads` one after the other. With `reports`, each run also has
-    every entry's judgement with its text (`judged`), UNDECIDED entries included."""
+    every entry's judgement with its text (`judged`), UNDECIDED entries included. With `only`, the
+    scores of those entries alone."""
     env = {k: v for k, v in os.environ.items() if k not in NUMERIC_ENV}
     env.update(OMP_NUM_THREADS=str(threads[0]), MKL_NUM_THREADS=str(threads[0]),
                PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]), **(MKL if mkl else {}))
     if cap is not None:
         env["ATEN_CPU_CAPABILITY"] = cap
     done = subprocess.run([sys.executable, str(ROOT / "tests" / "test_grader_proof_quick.py"),
-                           *(["--reports"] if reports else []), *map(str, threads)],
+                           *(["--reports"] if reports else []), *([f"--only={','.join(only)}"] if only else []),
+                           *map(str, threads)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, f"{cap}{' mkl' if mkl else ''}: the scoring failed\n{done.stderr[-3000:]}"
     return json.loads(done.stdout)
@@ -134,7 +139,7 @@ def test_in_process_points_match_the_corpus(entry, judged):
 
 
 if __name__ == "__main__":
-    # `python tests/test_grader_proof_quick.py [--reports] THREADS...`: for each thread count, every entry's
+    # `python tests/test_grader_proof_quick.py [--reports] [--only=NAME,...] THREADS...`: for each thread count, every entry's
     # points per grade cell, as JSON (score_in_subprocess runs this under chosen CPU kernels; they are
     # chosen when torch is imported, the thread count can change between runs); with --reports, also
     # every entry's judgement with the feedback's text, UNDECIDED entries included
@@ -149,8 +154,9 @@ if __name__ == "__main__":
                         value.cache_clear()
 
     with_reports = "--reports" in sys.argv
+    only = next((set(a.split("=", 1)[1].split(",")) for a in sys.argv[1:] if a.startswith("--only=")), None)
     runs = []
-    for threads in [int(n) for n in sys.argv[1:] if n != "--reports"] or [torch.get_num_threads()]:
+    for threads in [int(n) for n in sys.argv[1:] if not n.startswith("--")] or [torch.get_num_threads()]:
         clear_caches()
         torch.set_num_threads(threads)
         run = {"capability": torch.backends.cpu.get_cpu_capability(), "threads": torch.get_num_threads()}
@@ -159,6 +165,6 @@ if __name__ == "__main__":
             run["scores"] = {name: {gid: got for gid, (got, _) in cells.items()} for name, cells in run["judged"].items()
                              if name in {e.name for e in CORRECT + WRONG}}
         else:
-            run["scores"] = corpus_scores()
+            run["scores"] = corpus_scores(only)
         runs.append(run)
     print(json.dumps(runs, sort_keys=True))

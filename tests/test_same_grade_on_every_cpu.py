@@ -22,6 +22,12 @@ Together they change every rounding named below (the kernel set, the thread coun
 one another. FULL_MATRIX=1 runs every kernel set x thread count x MKL path this CPU has (12 settings
 on an AVX-512 CPU, in 6 processes).
 
+A run judges a sample of the corpus under each setting it scores (tests/test_grader_proof.py `sample`:
+every family of every answer cell, the wrong answers each grade cell catches, the rest drawn from a seed
+the run reports, PROOF_SEED=<seed> draws it again); FULL_MATRIX=1 judges the whole corpus, and
+`make proof` grades the whole corpus through the grader (graded kernels get one CPU kernel set and MKL's
+vendor-independent path whatever the CPU: test_graded_kernels_run_with_pinned_numerics below).
+
 The settings change rounding here (measured with torch 2.13's CPU wheel, MKL 2024.2):
 ATEN_CPU_CAPABILITY=default changes matmuls, softmax, sums and randn; =avx2 changes softmax, sums and
 scaled_dot_product_attention; MKL_CBWR=COMPATIBLE changes every MKL matmul. (MKL_ENABLE_INSTRUCTIONS=AVX2
@@ -40,6 +46,7 @@ import pytest
 
 from conftest import STEP
 from proof_corpus import CORRECT, WRONG
+from test_grader_proof import proof_seed, sample
 from test_grader_proof_quick import MKL, NATIVE_THREADS, NUMERIC_ENV, native_run, score_in_subprocess
 
 CAPABILITIES = {"default": "DEFAULT", "avx2": "AVX2", "avx512": "AVX512"}     # the variable's value: what torch reports
@@ -71,6 +78,9 @@ REPRESENTATIVE = [("default", 1, False), ("default", 2, True), (STRONGEST, 2, Fa
                   ("avx2", 2 if STRONGEST == "avx2" else 1, True)]
 FULL_MATRIX = os.environ.get("FULL_MATRIX") == "1"
 SETTINGS = ALL_SETTINGS if FULL_MATRIX else {setting_name(*s): s for s in REPRESENTATIVE if setting_name(*s) in ALL_SETTINGS}
+# the corpus entries judged under each setting: all of them with FULL_MATRIX=1, else a sample drawn from SEED
+SEED = proof_seed()
+JUDGED = sorted(e.name for e in (CORRECT + WRONG if FULL_MATRIX else sample(CORRECT + WRONG, SEED)))
 
 
 NATIVE = (STRONGEST, NATIVE_THREADS, False)       # the session's own judgement of the corpus (native_run)
@@ -90,9 +100,12 @@ def runs(tmp_path_factory) -> dict:
             processes.setdefault((cap, mkl), set()).add(threads)
     processes = {p: tuple(sorted(t)) for p, t in sorted(processes.items())}
     with ThreadPoolExecutor(max_workers=2) as pool:           # two cores: two processes at a time
-        scoring = pool.map(lambda p: score_in_subprocess(*p, processes[p]), processes)
+        scoring = pool.map(lambda p: score_in_subprocess(*p, processes[p], only=None if FULL_MATRIX else JUDGED),
+                           processes)
         own = native_run(tmp_path_factory) if native else None
         done = dict(zip(processes, scoring))
+    if own is not None:                                        # the session's judgement, of the same entries
+        own = {**own, "scores": {e: cells for e, cells in own["scores"].items() if e in JUDGED}}
     return {name: own if native and setting == NATIVE else done[setting[0], setting[2]][
                 processes[setting[0], setting[2]].index(setting[1])]
             for name, setting in SETTINGS.items()}
@@ -107,16 +120,19 @@ def test_the_settings_run_are_representative(record_property):
     assert {mkl for _, _, mkl in chosen} == {False, True}, chosen
     assert len(chosen) == (len(ALL_SETTINGS) if FULL_MATRIX else 4), chosen
     record_property("measured", f"same grade on every CPU: {len(SETTINGS)} of {len(ALL_SETTINGS)} settings run on "
-                    f"this CPU ({', '.join(SETTINGS)})" + ("" if FULL_MATRIX else "; FULL_MATRIX=1 runs them all"))
+                    f"this CPU ({', '.join(SETTINGS)})" + ("" if FULL_MATRIX else
+                    f"; {len(JUDGED)} of {len(CORRECT + WRONG)} corpus entries, sample seed {SEED} (PROOF_SEED={SEED} "
+                    "draws it again); FULL_MATRIX=1 runs every setting on every entry"))
 
 
 def expected() -> dict:
-    """{entry: {grade cell: points}}: every hidden check that judges the entry's answers, as the corpus says."""
+    """{entry: {grade cell: points}}: every hidden check that judges the entry's answers, as the corpus says
+    (the entries a run judges, JUDGED)."""
     from autograder.steps import find_step
     from test_grader_proof import judged_by
     REGISTRY = find_step(STEP).checks
     return {e.name: {gid: e.expect.get(gid, REGISTRY[gid].points) for gid in judged_by(e) if gid in REGISTRY}
-            for e in CORRECT + WRONG}
+            for e in CORRECT + WRONG if e.name in JUDGED}
 
 
 def test_the_kernel_sets_run_are_those_this_cpu_has(tmp_path_factory, record_property):
