@@ -166,7 +166,7 @@ def read_nb(path: Path):
 LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_busy_machine", "test_grading", "test_redteam_cold",
                  "test_cluster_slurm", "test_grader_proof", "test_bench", "test_lab_validate",
                  "test_grading_postgres", "test_grading_guarantees", "test_lab_student", "test_redteam",
-                 "test_hub_flow", "test_lab_solutions", "test_visible_checks_proof", "test_notebooks_run",
+                 "test_hub_flow", "test_lab_solutions", "test_visible_checks_proof",
                  "test_answer_variants_run", "test_caps", "test_release", "test_term_flow", "test_grading_by_hand", "test_review_by_hand",
                  "test_hostile_pages", "test_intake_attacks", "test_collect", "test_second_step",
                  "test_gradebook_fill"]

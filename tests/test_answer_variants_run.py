@@ -7,7 +7,8 @@ spec allows (FORMS below: numpy, float64, float32, a list) is put into the relea
 runs top to bottom in a kernel of its own, as "Restart and run all" runs it. The kernel is forked from
 a warm template (conftest.execute_warm: the grader's kernels, which import torch once per test process
 instead of once per run, 3 s of CPU each; the same outputs as a fresh kernel, tests/test_warm_kernels.py;
-the release and the solutions themselves run in fresh kernels in tests/test_notebooks_run.py). Then:
+the release and the solutions themselves run in fresh kernels in JupyterLab, tests/browser/test_lab_student.py
+and tests/browser/test_lab_solutions.py). Then:
 
 * no cell raises (provided cells, the student's answers, the "check your work" cells);
 * no provided cell falls back to `needs()`'s notes ("fill in the answer above", "run the cells above

@@ -1,4 +1,7 @@
-"""A student in JupyterLab: Run All on each released notebook.
+"""A student's Run All in JupyterLab on each released notebook, before answering, runs top to bottom and
+only the unanswered cells complain (an answer cell with NotImplementedError, a "check your work" cell with
+NotImplementedError, AssertionError or NameError; provided code never shows an error; every notebook tells
+the student an answer is missing); the student has Validate and no instructor tools.
 
 What is checked is what the page shows: prompts, error outputs, dialogs (read from the DOM).
 One JupyterLab server serves the whole module, over a temporary copy of the course, and one tab
