@@ -145,9 +145,10 @@ def once_per_process(repeats: int) -> dict:
             "import nbformat": with_iri, "import nbformat without rfc3987_syntax": without_iri}
 
 
-def measure(notebook: str, repeats: int, say=print) -> dict:
+def measure(notebook: str, repeats: int, say=print, notebooks: list[str] | None = None) -> dict:
     """The phases of one notebook graded in cold kernels and in warm ones, in the sandbox `make grade`
-    picks, alternating; the warm template's own start (once per worker) timed apart, first."""
+    picks, alternating; the warm template's own start (once per worker) timed apart, first; then every
+    notebook of the step (or those of `notebooks`) once in warm kernels."""
     from autograder.kernel import warm
     from autograder.example import filled
     from autograder.kernel.sandbox import resolve_sandbox
@@ -164,8 +165,8 @@ def measure(notebook: str, repeats: int, say=print) -> dict:
                 say(f"  breakdown: {notebook}, sandbox {sandbox}, {way} kernels, run {r + 1} of {repeats}")
                 out["phases"][way].append(time_notebook(path, notebook, sandbox, way))
         # every notebook of the step, answered, once in warm kernels: where a whole student's time goes
-        out["notebooks"] = {}
-        for name in bench_step().notebooks():
+        out["notebooks"], out["every notebook"] = {}, notebooks is None
+        for name in notebooks or bench_step().notebooks():
             one = Path(tmp) / f"{name}.ipynb"
             one.write_text(json.dumps(filled(bench_step(), name, lambda cid, i: True)), encoding="utf-8")
             say(f"  breakdown: {name}, sandbox {sandbox}, warm kernels")

@@ -213,15 +213,19 @@ def breakdown_section(b: dict) -> list[str]:
                   f"included): {b['template start']['total']:.2f} s."]
     if b.get("notebooks"):
         shown = [p for p in PHASES if p != "sandbox setup"]
-        lines += ["", "Every notebook of the step, answered, graded once each in warm kernels (the same timers): "
+        every = b.get("every notebook", True)
+        lines += ["", ("Every notebook of the step" if every else f"{len(b['notebooks'])} notebooks of the step (--quick)")
+                  + ", answered, graded once each in warm kernels (the same timers): "
                       "what the notebook's own cells cost against the grader's overhead.", "",
                   "| notebook | " + " | ".join(shown) + " |", "|---|" + "---|" * len(shown)]
         for name, phases in b["notebooks"].items():
             lines.append(f"| {name} | " + " | ".join(f"{phases[p]:.2f}" for p in shown) + " |")
         totals = {p: sum(n[p] for n in b["notebooks"].values()) for p in shown}
-        lines.append("| all six | " + " | ".join(f"{totals[p]:.2f}" for p in shown) + " |")
+        lines.append(f"| {'all six' if every else 'these ' + str(len(b['notebooks']))} | "
+                     + " | ".join(f"{totals[p]:.2f}" for p in shown) + " |")
         own = totals["provided cells"] + totals["student code"] + totals["hidden probes"] + totals["judging"]
-        lines += ["", f"Of a fully answered student's {totals['total']:.1f} s, the notebooks' own cells, the answers, "
+        lines += ["", f"Of {'a fully answered student' if every else 'these notebooks'}'s {totals['total']:.1f} s, "
+                      "the notebooks' own cells, the answers, "
                       f"the probes and judging take {own:.1f} s ({own / totals['total']:.0%}); the rest, "
                       f"{totals['total'] - own:.1f} s, is the grader's overhead (kernel start, assembling, the result). "
                       "Notebooks 04 and 05 spend most of theirs in their own cells (the corpus, the pictures, the "
@@ -480,7 +484,7 @@ def main(argv=None) -> int:
     import throughput
     part("head", lambda: head.measure_in_subprocess(max(3, repeats * 3), head_ts or head.TS, say=say))
     part("student", student_part)
-    part("breakdown", lambda: breakdown.measure(throughput.NOTEBOOK, repeats, say=say))
+    part("breakdown", lambda: breakdown.measure(throughput.NOTEBOOK, repeats, say=say, notebooks=whole_step_names))
     part("throughput", lambda: throughput.measure(sizes, repeats, args.plain_max, args.serial_max, say=say))
     part("whole_step", lambda: throughput.measure_whole_step(args.whole_step, args.plain_timeout, say=say,
                                                                   notebooks=whole_step_names))
