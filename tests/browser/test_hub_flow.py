@@ -275,8 +275,11 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
                 assert f"{len(step['to_grade'])} written answers still to be graded" in written, written
                 assert WRITTEN not in summary["notebooks"][FIRST]["to_grade"], summary["notebooks"][FIRST]
     except Exception:
-        for account, page in pages.items():         # what each person saw when it failed
-            shot(page, f"FAILED-{short(account)}")
+        for who, page in pages.items():             # what each person saw when it failed
+            try:
+                shot(page, f"FAILED-{short(who)}")
+            except Exception:                       # a page already gone: the failure itself matters
+                pass
         raise
     finally:
         for context in contexts:
