@@ -65,6 +65,12 @@ def python() -> str:
 PREFIX = "hubt-"                          # every local account the tests create starts with this
 STUDENTS = [f"{PREFIX}s1", f"{PREFIX}s2", f"{PREFIX}s3"]
 INSTRUCTORS = [f"{PREFIX}teacher"]
+# The step was due three hours before the hub started; every student but the last has an extension
+# of a day (extensions.csv), so the last one's submission is late (by three hours and more: a day begun
+# past the due date, course.toml's per_day policy) and the others' are on time.
+DUE_HOURS_AGO = 3
+EXTENSION = "1d"
+LATE = STUDENTS[-1]
 
 
 def free_port_block() -> int:
@@ -92,16 +98,30 @@ def hub_env(folder: Path) -> dict:
     env = dict(os.environ)
     env.update(COURSE_TERM=str(folder / "course.toml"), COURSE_ROSTER=str(folder / "roster.csv"),
                COURSE_HUB_DIR=str(folder / "hub"), NBGRADER_EXCHANGE=str(folder / "exchange"),
+               COURSE_EXTENSIONS=str(folder / "extensions.csv"),
                GRADER_HOME=str(folder / "grader"), NBGRADER_DB_URL=f"sqlite:///{folder / 'grader' / 'gradebook.db'}",
                PATH=str(HUB_PYTHON.parent) + os.pathsep + env.get("PATH", ""))
     return env
 
 
-def write_course(folder: Path, port: int) -> None:
-    """course.toml (the course's own, with a [hub] of the test's) and a roster of the test students."""
+def write_course(folder: Path, port: int) -> str:
+    """course.toml (the course's own, with the step due DUE_HOURS_AGO and a [hub] of the test's), a
+    roster of the test students and extensions.csv (EXTENSION for every student but LATE). Returns
+    the due date."""
     import tomllib
+    from datetime import datetime, timedelta, timezone
+
+    from conftest import STEP4
     text = (ROOT / "course.toml").read_text(encoding="utf-8")
     assert "[hub]" in text and tomllib.loads(text)["hub"]
+    due = (datetime.now(timezone.utc) - timedelta(hours=DUE_HOURS_AGO)).replace(microsecond=0)
+    due_text = due.isoformat().replace("+00:00", "Z")
+    text, found = re.subn(rf"(?m)^{re.escape(STEP4.name)} = .*$", f"{STEP4.name} = {due_text}", text)
+    assert found == 1 and tomllib.loads(text)["due"][STEP4.name] == due, text[:600]
+    (folder / "extensions.csv").write_text(
+        "student,step,extension,reason\n"
+        + "".join(f"{s},{STEP4.name},{EXTENSION},on time in the hub test\n" for s in STUDENTS if s != LATE),
+        encoding="utf-8")
     text = text[:text.index("[hub]")] + (
         f'[hub]\nip = "127.0.0.1"\nport = {port}\ninstructors = {INSTRUCTORS!r}\n'
         f'exchange = "{folder / "exchange"}"\n').replace("'", '"')
@@ -109,6 +129,7 @@ def write_course(folder: Path, port: int) -> None:
     (folder / "grader").mkdir()
     (folder / "roster.csv").write_text("student,name\n" + "".join(f"{s},Test {s}\n" for s in STUDENTS),
                                        encoding="utf-8")
+    return due_text
 
 
 def remove_accounts(names: list[str]) -> None:
@@ -150,11 +171,12 @@ def start_hub() -> dict:
     folder = Path(tempfile.mkdtemp(prefix="course-hub-"))
     folder.chmod(0o755)
     port = free_port_block()
-    write_course(folder, port)
+    due = write_course(folder, port)
     env = hub_env(folder)
     started = time.monotonic()
     hub = {"folder": str(folder), "port": port, "url": f"http://127.0.0.1:{port}", "students": STUDENTS,
-           "instructors": INSTRUCTORS, "env": {k: env[k] for k in env if k.startswith(("COURSE_", "NBGRADER_", "GRADER_"))}}
+           "instructors": INSTRUCTORS, "due": due, "late": LATE, "extension": EXTENSION,
+           "env": {k: env[k] for k in env if k.startswith(("COURSE_", "NBGRADER_", "GRADER_"))}}
     setup = subprocess.run([str(HUB_PYTHON), "-m", "autograder", "hub", "--no-start"], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=600)
     if setup.returncode != 0:

@@ -6,10 +6,12 @@ the exchange's folder, the address) and roster.csv (the students: each roster id
 
   1. writes the hub's configuration into .hub/ (git-ignored): jupyterhub_config.py, and the Jupyter
      configuration every user's server reads (jupyter/: nbgrader's exchange and its JupyterHub auth
-     plugin; for students, the Formgrader and Create Assignment extensions switched off);
+     plugin; for students, the Formgrader and Create Assignment extensions switched off; for
+     instructors, the formgrader pointed at the course, its grading home and gradebook);
   2. creates a local (PAM) account for every student and instructor that does not have one yet, with
      the development password `dev-<account>` (FOR LOCAL TESTING ONLY: say `--no-passwords` and set
-     real ones, or use OAuth or LTI 1.3, README "On JupyterHub");
+     real ones, or use OAuth or LTI 1.3, README "On JupyterHub"), and links the course folder into
+     every instructor's home as ~/<course id>, where their formgrader finds it;
   3. makes the exchange's folder, writable by all as nbgrader's folder exchange needs, and releases
      the step into it (nbgrader release_assignment) unless it holds it already;
   4. starts JupyterHub (PAMAuthenticator, LocalProcessSpawner, JupyterLab as the default UI).
@@ -142,12 +144,52 @@ def user_config_files(conf: dict, students: bool) -> dict[str, str]:
     }
 
 
+def formgrader_config() -> str:
+    """What the instructors' nbgrader configuration adds on one machine: their formgrader grades the
+    course's own submissions, as `make formgrader` does. It reads the course's nbgrader_config.py (the
+    sanitised submission pages, MathJax from the server) with the grading home and gradebook this
+    `make hub` runs with, and reaches the course folder through ~/<course id> (link_course): nbgrader
+    wants the course inside the server's root, the instructor's home. Then the lines every user reads
+    (the hub's exchange) follow."""
+    from ..course import db_url, grader_home
+
+    return (
+        "# The formgrader grades the course's submissions as `make formgrader` does (autograder/classroom/hub.py).\n"
+        "import os\n"
+        "from jupyter_core.paths import jupyter_data_dir\n"
+        f"os.environ.setdefault('COURSE_ROOT', {str(ROOT)!r})\n"
+        f"os.environ.setdefault('GRADER_HOME', {str(grader_home())!r})\n"
+        f"os.environ.setdefault('NBGRADER_DB_URL', {db_url()!r})\n"
+        f"load_subconfig({str(ENGINE_ROOT / 'nbgrader_config.py')!r})  # noqa: F821\n"
+        f"c.CourseDirectory.root = os.path.expanduser({'~/' + COURSE_ID!r})\n"
+        "c.Exchange.assignment_dir = '.'\n"
+        "c.Exchange.cache = os.path.join(jupyter_data_dir(), 'nbgrader_cache')\n"
+    )
+
+
 def user_config(folder: Path, conf: dict, students: bool) -> Path:
-    """user_config_files written into a folder."""
+    """user_config_files written into a folder; the instructors' with formgrader_config too."""
     for name, text in user_config_files(conf, students).items():
+        if name == "nbgrader_config.py" and not students:
+            head = "c = get_config()  # noqa: F821\n"
+            text = text.replace(head, head + formgrader_config(), 1)
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text, encoding="utf-8")
     return folder
+
+
+def link_course(instructors: list[str]) -> None:
+    """~/<course id> in every instructor's home: a link to the course folder, which their formgrader
+    grades (formgrader_config). A folder of that name that is not a link is left as it is."""
+    for name in instructors:
+        account = pwd.getpwnam(name)
+        link = Path(account.pw_dir) / COURSE_ID
+        if link.is_symlink():
+            link.unlink()
+        elif link.exists():
+            continue
+        link.symlink_to(ROOT)
+        os.lchown(link, account.pw_uid, account.pw_gid)
 
 
 def hub_config(folder: Path, conf: dict, students: list[str], instructors: list[str]) -> str:
@@ -227,6 +269,7 @@ def setup(step: str, folder: Path | None = None, passwords: bool = True, say=pri
     conf = settings()
     config, students, instructors = configure(folder, conf)
     created = create_accounts(students + instructors, passwords=passwords)
+    link_course(instructors)
     root = prepare_exchange(Path(conf["exchange"]))
     os.environ["NBGRADER_EXCHANGE"] = str(root)
     publish(step)

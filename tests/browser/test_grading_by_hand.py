@@ -25,6 +25,7 @@ import pytest
 from autograder.example import filled
 from conftest import STEP, STEP4, NOTEBOOK_NAMES
 from conftest import make
+from .formgrader import give_score, student_of, submission_ready
 from .lab import Lab, copy_course, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser-instructor")]
@@ -71,17 +72,6 @@ def _offline(context, lab) -> None:
                   if route.request.url.startswith((lab.url, "data:", "blob:", "file:")) else route.abort())
 
 
-def _ready(page) -> None:
-    page.wait_for_selector("input.score")
-    page.wait_for_function("window.MathJax && MathJax.loaded === true", timeout=60_000)
-
-
-def _student_of(page, ids: dict[str, str]) -> str:
-    match = re.search(r"/submissions/([0-9a-f]+)/", page.url)
-    assert match, page.url
-    return ids[match[1]]
-
-
 def test_a_ta_grades_one_written_answer_of_every_student_with_the_keyboard(formgrader, browser_context, page):
     started = time.monotonic()
     _offline(browser_context, formgrader)
@@ -91,20 +81,17 @@ def test_a_ta_grades_one_written_answer_of_every_student_with_the_keyboard(formg
     assert sorted(ids.values()) == sorted(SCORES)
     first = sorted(ids)[0]
     page.goto(f"{formgrader.url}/formgrader/submissions/{first}/")
-    _ready(page)
+    submission_ready(page)
     assert page.locator(".rendered_html .MathJax, .rendered_html .MathJax_Display").count() > 0
     screenshot(page, "formgrader-submission")
     page.locator(f"#{ANSWER}").click()
     seen = []
     for step in range(len(SCORES)):
-        student = _student_of(page, ids)
+        student = student_of(page, ids)
         seen.append(student)
-        score = page.locator(f"#{ANSWER}")
         assert page.evaluate("document.activeElement.id") == ANSWER, \
             f"{student}: the shortcut did not bring the same score box back to focus"
-        with page.expect_response(lambda r: "/formgrader/api/grade/" in r.url and r.request.method == "PUT"):
-            score.fill(f"{SCORES[student]:g}")
-            page.keyboard.press("Tab")                              # the formgrader's next input: extra credit
+        give_score(page, ANSWER, SCORES[student])
         page.keyboard.press("Tab")                                  # ... then the comment
         assert page.evaluate("document.activeElement.id") == f"{ANSWER}-comment", \
             page.evaluate("document.activeElement.id")
@@ -117,21 +104,21 @@ def test_a_ta_grades_one_written_answer_of_every_student_with_the_keyboard(formg
         if step < len(SCORES) - 1:
             with page.expect_navigation():
                 page.keyboard.press("Control+.")                    # the same box, next submission
-            _ready(page)
+            submission_ready(page)
     assert sorted(seen) == sorted(SCORES)
     # back through them with Ctrl+, and each kept its score and comment
     for _ in range(len(SCORES) - 1):
         with page.expect_navigation():
             page.keyboard.press("Control+,")
-        _ready(page)
-    assert _student_of(page, ids) == seen[0]
+        submission_ready(page)
+    assert student_of(page, ids) == seen[0]
     for sid in seen:
-        if _student_of(page, ids) != sid:
+        if student_of(page, ids) != sid:
             with page.expect_navigation():
                 page.keyboard.press("Control+.")
-            _ready(page)
+            submission_ready(page)
         page.reload()
-        _ready(page)
+        submission_ready(page)
         page.wait_for_function(f"document.getElementById('{ANSWER}').value !== ''")
         assert float(page.locator(f"#{ANSWER}").input_value()) == SCORES[sid], sid
         kept = page.locator(f"#{ANSWER}-comment").input_value()
