@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -71,6 +70,8 @@ INSTRUCTORS = [f"{PREFIX}teacher"]
 DUE_HOURS_AGO = 3
 EXTENSION = "1d"
 LATE = STUDENTS[-1]
+# The burst (tests/browser/test_hub_flow.py): as many more students, each handing in at the same moment
+BURST = [f"{PREFIX}b{i:02d}" for i in range(1, 21)]
 
 
 def free_port_block() -> int:
@@ -127,7 +128,7 @@ def write_course(folder: Path, port: int) -> str:
         f'exchange = "{folder / "exchange"}"\n').replace("'", '"')
     (folder / "course.toml").write_text(text, encoding="utf-8")
     (folder / "grader").mkdir()
-    (folder / "roster.csv").write_text("student,name\n" + "".join(f"{s},Test {s}\n" for s in STUDENTS),
+    (folder / "roster.csv").write_text("student,name\n" + "".join(f"{s},Test {s}\n" for s in STUDENTS + BURST),
                                        encoding="utf-8")
     return due_text
 
@@ -174,13 +175,13 @@ def start_hub() -> dict:
     due = write_course(folder, port)
     env = hub_env(folder)
     started = time.monotonic()
-    hub = {"folder": str(folder), "port": port, "url": f"http://127.0.0.1:{port}", "students": STUDENTS,
+    hub = {"folder": str(folder), "port": port, "url": f"http://127.0.0.1:{port}", "students": STUDENTS, "burst": BURST,
            "instructors": INSTRUCTORS, "due": due, "late": LATE, "extension": EXTENSION,
            "env": {k: env[k] for k in env if k.startswith(("COURSE_", "NBGRADER_", "GRADER_"))}}
     setup = subprocess.run([str(HUB_PYTHON), "-m", "autograder", "hub", "--no-start"], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=600)
     if setup.returncode != 0:
-        remove_accounts(STUDENTS + INSTRUCTORS)
+        remove_accounts(STUDENTS + BURST + INSTRUCTORS)
         raise RuntimeError(f"make hub failed:\n{setup.stdout[-3000:]}\n{setup.stderr[-3000:]}")
     hub["setup_output"] = setup.stdout
     log = open(folder / "hub.log", "wb")
@@ -239,7 +240,7 @@ def stop_hub(hub: dict) -> None:
                     os.kill(int(pidfile.read_text().strip()), signal.SIGKILL)
                 except (ValueError, OSError):
                     pass
-    remove_accounts(hub["students"] + hub["instructors"])
+    remove_accounts(hub["students"] + hub.get("burst", []) + hub["instructors"])
     deadline = time.monotonic() + 30                    # sockets closed by the processes' ends
     while any(listening(p) for p in (hub["port"], hub["port"] + 1, hub["port"] + 2)) and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -12,7 +12,13 @@ quickest. The third submits after the step's due date, the others have an extens
 of the second student on its formgrader page; the store's total rises by those points. Each student's
 feedback page shows the store's total, the second's without that answer among those still to grade,
 the third's lateness and penalty, the others' on time with their extension. Screenshots in
-artifacts/screenshots/hub-*.png. The hub is the run's one hub (conftest.hub_session)."""
+artifacts/screenshots/hub-*.png. The hub is the run's one hub (conftest.hub_session).
+
+Then a burst: twenty more students of the roster log in at once, without a browser (the login form,
+their servers spawned side by side, the requests the Assignments tab and JupyterLab's save make, with
+the pages' XSRF tokens), fetch, sign their first notebook and press Submit at the same moment; the
+exchange holds one submission each and collect finds every notebook of every one, each signed by its
+own student."""
 import json
 import os
 import pwd
@@ -24,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.course import COURSE_ID
 from autograder.example import filled
 from conftest import ROOT, STEP4, uses
 from hub import listening
@@ -288,3 +295,128 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
                                 f"a written answer by hand, return, fetch): {time.monotonic() - submitted_at:.1f} s")
     record_property("measured", f"hub: three students and an instructor from the first login to the last "
                                 f"feedback: {time.monotonic() - started:.1f} s")
+
+
+# ---- a burst: every student of a class hands in at the same moment ------------------------------
+
+class Student:
+    """A student's browser session on the hub without a browser: the login form, the server the hub
+    spawns, then the calls the Assignments tab makes to nbgrader's server extension and those JupyterLab
+    makes to save a notebook (the same requests, each with the page's XSRF token)."""
+
+    def __init__(self, hub: dict, account: str):
+        import requests
+        self.hub, self.account, self.http = hub, account, requests.Session()
+        self.base = f"{hub['url']}/user/{account}"
+
+    def _xsrf(self, url: str) -> str:
+        """The XSRF token the page at `url` was given (the cookie with the longest path over it)."""
+        found = [c for c in self.http.cookies if c.name == "_xsrf"
+                 and url.startswith(f"{self.hub['url']}{c.path.rstrip('/')}")]
+        assert found, f"{self.account}: no XSRF cookie for {url}"
+        return max(found, key=lambda c: len(c.path)).value
+
+    def log_in(self, timeout: float = 300) -> float:
+        """The hub's login form; then its server, spawned by the hub, answering. Returns the seconds."""
+        started = time.monotonic()
+        self.http.get(f"{self.hub['url']}/hub/login", timeout=60).raise_for_status()
+        self.http.post(f"{self.hub['url']}/hub/login", timeout=120, data={
+            "username": self.account, "password": f"dev-{self.account}",
+            "_xsrf": self._xsrf(f"{self.hub['url']}/hub/login")}).raise_for_status()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:          # the lab page: through the hub's OAuth, once spawned
+            page = self.http.get(f"{self.base}/lab", timeout=120)
+            if page.status_code == 200 and page.url.startswith(f"{self.base}/lab") and "jupyter-config-data" in page.text:
+                return time.monotonic() - started
+            time.sleep(0.5)
+        raise AssertionError(f"{self.account}: no JupyterLab after {timeout:.0f} s ({page.status_code} {page.url})")
+
+    def post(self, path: str, **data) -> dict:
+        answer = self.http.post(f"{self.base}/{path}", data=data, timeout=300,
+                                headers={"X-XSRFToken": self._xsrf(f"{self.base}/lab")})
+        answer.raise_for_status()
+        return answer.json()
+
+    def fetch(self) -> None:
+        listed = self.post("assignments/fetch", course_id=COURSE_ID, assignment_id=STEP4.name)
+        assert listed["success"] and any(a["assignment_id"] == STEP4.name and a["status"] == "fetched"
+                                         for a in listed["value"]), listed
+
+    def sign(self) -> str:
+        """The student's own line in the first notebook, saved through the contents API as JupyterLab
+        saves it: each submission can be told apart from every other."""
+        path = f"api/contents/{STEP4.name}/{FIRST}.ipynb"
+        nb = self.http.get(f"{self.base}/{path}", timeout=60).json()["content"]
+        mark = f"handed in by {self.account}"
+        nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": mark, "id": "burst-mark"})
+        self.http.put(f"{self.base}/{path}", json={"type": "notebook", "format": "json", "content": nb}, timeout=60,
+                      headers={"X-XSRFToken": self._xsrf(f"{self.base}/lab")}).raise_for_status()
+        return mark
+
+    def submit(self) -> dict:
+        return self.post("assignments/submit", course_id=COURSE_ID, assignment_id=STEP4.name)
+
+    def stop(self) -> None:
+        """The student's server stopped through the hub's API, as the hub's control panel does."""
+        self.http.delete(f"{self.hub['url']}/hub/api/users/{self.account}/server", timeout=120,
+                         headers={"X-XSRFToken": self._xsrf(f"{self.hub['url']}/hub/api")})
+
+
+
+def test_a_class_of_twenty_hands_in_at_the_same_moment_and_nothing_is_lost(hub_session, record_property):
+    """Twenty more students log in at once (their servers spawned side by side), fetch the step and sign
+    its first notebook; then all twenty press Submit at the same moment. The instructor's collect finds
+    every one of them with every notebook of the step, each first notebook with its own student's line,
+    and the exchange holds exactly one submission each."""
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    hub = hub_session
+    burst = hub["burst"]
+    assert len(burst) == 20 and not set(burst) & set(hub["students"])
+    students = [Student(hub, account) for account in burst]
+    gate = Barrier(len(students))
+
+    def one(student: Student) -> dict:
+        try:
+            to_lab = student.log_in()
+            student.fetch()
+            mark = student.sign()
+        except BaseException:
+            gate.abort()                            # the others stop waiting: this failure is reported
+            raise
+        gate.wait(timeout=600)                      # every one of them ready: Submit at the same moment
+        pressed = time.monotonic()
+        answer = student.submit()
+        return {"to_lab": to_lab, "mark": mark, "pressed": pressed, "done": time.monotonic(), "answer": answer}
+
+    started = time.monotonic()
+    try:
+        with ThreadPoolExecutor(max_workers=len(students)) as pool:
+            runs = dict(zip(burst, pool.map(one, students)))
+    finally:
+        with ThreadPoolExecutor(max_workers=len(students)) as pool:
+            list(pool.map(lambda s: s.stop(), students))
+    for account, run in runs.items():
+        listed = run["answer"]                      # the assignment list after the submit, or why it failed
+        assert listed["success"] and any(a["assignment_id"] == STEP4.name and a["status"] == "submitted"
+                                         for a in listed["value"]), (account, listed)
+    inbound = Path(hub["env"]["NBGRADER_EXCHANGE"]) / COURSE_ID / "inbound"
+    for account in burst:
+        mine = [p for p in inbound.iterdir() if p.name.startswith(f"{account}+{STEP4.name}+")]
+        assert len(mine) == 1, (account, [p.name for p in mine])
+    out = course(hub, "collect")
+    for account, run in runs.items():
+        assert account in out, out[-3000:]
+        collected = Path(hub["env"]["GRADER_HOME"]) / "collected" / account / STEP4.name
+        assert sorted(p.stem for p in collected.glob("*.ipynb")) == sorted(STEP4.notebooks()), account
+        first = json.loads((collected / f"{FIRST}.ipynb").read_text(encoding="utf-8"))
+        marks = ["".join(c["source"]) for c in first["cells"] if c.get("id") == "burst-mark"]
+        assert marks == [run["mark"]], (account, marks)
+    logins = sorted(r["to_lab"] for r in runs.values())
+    submits = max(r["done"] for r in runs.values()) - min(r["pressed"] for r in runs.values())
+    record_property("measured", f"hub: a burst of {len(burst)} students logging in at once: their servers usable "
+                                f"in {logins[len(logins) // 2]:.1f} s (median), {logins[-1]:.1f} s (slowest); all "
+                                f"{len(burst)} submissions done {submits:.1f} s after Submit was pressed; "
+                                f"collected: {len(burst)} of {len(burst)}, nothing lost; "
+                                f"the whole burst {time.monotonic() - started:.1f} s")
