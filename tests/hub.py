@@ -154,6 +154,20 @@ def remove_accounts(names: list[str]) -> None:
         subprocess.run(["userdel", "--remove", name], capture_output=True)
 
 
+def remove_empty_group() -> None:
+    """`make hub`'s group of the instructors, once the test accounts are gone and it holds nobody."""
+    import grp
+    import subprocess
+
+    from autograder.classroom.hub import GRADERS_GROUP
+    try:
+        members = grp.getgrnam(GRADERS_GROUP).gr_mem
+    except KeyError:
+        return
+    if not members:
+        subprocess.run(["groupdel", GRADERS_GROUP], capture_output=True)
+
+
 def listening(port: int) -> bool:
     import socket
     with socket.socket() as s:
@@ -241,6 +255,7 @@ def stop_hub(hub: dict) -> None:
                 except (ValueError, OSError):
                     pass
     remove_accounts(hub["students"] + hub.get("burst", []) + hub["instructors"])
+    remove_empty_group()
     deadline = time.monotonic() + 30                    # sockets closed by the processes' ends
     while any(listening(p) for p in (hub["port"], hub["port"] + 1, hub["port"] + 2)) and time.monotonic() < deadline:
         time.sleep(0.2)

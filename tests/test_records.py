@@ -198,3 +198,20 @@ def test_a_result_file_keeps_its_shape_and_reads_back_whole(course):
     store.result_file(STEP, "dee", NOTEBOOK).write_text("{ not json")        # a broken file: not a result
     assert store.result(STEP, "dee", NOTEBOOK) is None
     assert [r.student for r in store.results(STEP)] == ["ada", "cy"]
+
+
+def test_a_gradebook_in_a_folder_shared_with_a_group_is_writable_by_the_group(tmp_path):
+    """`make hub` shares the grading home with the instructors' group (setgid): a gradebook `make grade`
+    makes there is group-writable, so an instructor's formgrader can save scores; elsewhere nothing changes."""
+    import stat
+    shared, plain = tmp_path / "shared", tmp_path / "plain"
+    for folder in (shared, plain):
+        folder.mkdir()
+        (folder / "gradebook.db").write_bytes(b"")
+        (folder / "gradebook.db").chmod(0o644)
+    shared.chmod(0o2775)
+    gradebook.share_with_folder_group(shared / "gradebook.db")
+    gradebook.share_with_folder_group(plain / "gradebook.db")
+    gradebook.share_with_folder_group(shared / "missing.db")          # nothing there yet: nothing to do
+    assert stat.S_IMODE((shared / "gradebook.db").stat().st_mode) == 0o664
+    assert stat.S_IMODE((plain / "gradebook.db").stat().st_mode) == 0o644

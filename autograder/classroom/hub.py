@@ -167,6 +167,31 @@ def formgrader_config() -> str:
     )
 
 
+GRADERS_GROUP = f"{COURSE_ID}-graders"  # the local group of the instructors: the grading home is shared with it
+
+
+def share_grading_home(instructors: list[str]) -> Path:
+    """The grading home (the gradebook's folder) shared with the instructors, whose formgraders run as
+    their own accounts and write the gradebook (scores given by hand) while `make grade` runs as root:
+    a local group GRADERS_GROUP holding the instructors, the folder in that group, writable by it and
+    setgid (files made in it, SQLite's journal too, are in the group); a gradebook made in such a folder
+    is writable by the group (records/gradebook.py `share_with_folder_group`)."""
+    import grp
+
+    from ..course import grader_home
+    from ..records.gradebook import share_with_folder_group
+
+    subprocess.run(["groupadd", "--force", GRADERS_GROUP], check=True)
+    for name in instructors:
+        subprocess.run(["usermod", "--append", "--groups", GRADERS_GROUP, name], check=True)
+    home = grader_home()
+    home.mkdir(parents=True, exist_ok=True)
+    os.chown(home, -1, grp.getgrnam(GRADERS_GROUP).gr_gid)
+    home.chmod(0o2775)
+    share_with_folder_group(home / "gradebook.db")
+    return home
+
+
 def user_config(folder: Path, conf: dict, students: bool) -> Path:
     """user_config_files written into a folder; the instructors' with formgrader_config too."""
     for name, text in user_config_files(conf, students).items():
@@ -270,6 +295,7 @@ def setup(step: str, folder: Path | None = None, passwords: bool = True, say=pri
     config, students, instructors = configure(folder, conf)
     created = create_accounts(students + instructors, passwords=passwords)
     link_course(instructors)
+    shared = share_grading_home(instructors)
     root = prepare_exchange(Path(conf["exchange"]))
     os.environ["NBGRADER_EXCHANGE"] = str(root)
     publish(step)
@@ -278,6 +304,6 @@ def setup(step: str, folder: Path | None = None, passwords: bool = True, say=pri
         + ("; development passwords dev-<account>, for local testing only" if passwords else "")
         + ")"
     )
-    say(f"hub: exchange {root}; configuration {config}")
+    say(f"hub: exchange {root}; configuration {config}; grading home {shared}, shared with group {GRADERS_GROUP}")
     say(f"hub: http://{conf['ip']}:{conf['port']}/ (JupyterLab with nbgrader's Assignments; instructors: Formgrader)")
     return command(config)

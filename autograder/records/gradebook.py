@@ -28,6 +28,8 @@ nbgrader's migration scripts in process.
 from __future__ import annotations
 
 import functools
+import os
+import stat
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -178,6 +180,21 @@ def ensure_gradebook(url: str, step: "Step") -> None:
 
     with gradebook_lock(url):  # shards that start together: one sets the gradebook up, the others wait
         _ensure_gradebook(url, step)
+    if url.startswith("sqlite:///"):
+        share_with_folder_group(Path(url.removeprefix("sqlite:///")))
+
+
+def share_with_folder_group(path: Path) -> None:
+    """A SQLite gradebook in a folder shared with a group (setgid, as `make hub` leaves the grading home
+    for the instructors, classroom/hub.py share_grading_home) is made writable by that group, so that an
+    instructor's formgrader can save scores in a gradebook `make grade` made as root. Elsewhere, and for
+    a file this account does not own, nothing changes."""
+    try:
+        folder, info = path.parent.stat(), path.stat()
+    except FileNotFoundError:
+        return
+    if folder.st_mode & stat.S_ISGID and info.st_gid == folder.st_gid and info.st_uid == os.geteuid():
+        path.chmod(stat.S_IMODE(info.st_mode) | stat.S_IRGRP | stat.S_IWGRP)
 
 
 def _ensure_gradebook(url: str, step: "Step") -> None:

@@ -19,10 +19,12 @@ their servers spawned side by side, the requests the Assignments tab and Jupyter
 the pages' XSRF tokens), fetch, sign their first notebook and press Submit at the same moment; the
 exchange holds one submission each and collect finds every notebook of every one, each signed by its
 own student."""
+import grp
 import json
 import os
 import pwd
 import re
+import stat
 import subprocess
 import sys
 import time
@@ -30,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.classroom.hub import GRADERS_GROUP
 from autograder.course import COURSE_ID
 from autograder.example import filled
 from conftest import ROOT, STEP4, uses
@@ -182,6 +185,10 @@ def test_make_hub_serves_a_login_and_knows_the_course(hub_session, record_proper
     assert repr(hub["env"]["GRADER_HOME"]) in instructors and repr(hub["env"]["NBGRADER_DB_URL"]) in instructors
     for teacher in hub["instructors"]:                  # where the formgrader finds the course
         assert (Path(f"/home/{teacher}") / "dl-course").resolve() == ROOT
+    grading = Path(hub["env"]["GRADER_HOME"]).stat()    # shared with the instructors' group, setgid
+    assert grading.st_gid == grp.getgrnam(GRADERS_GROUP).gr_gid and stat.S_IMODE(grading.st_mode) == 0o2775, \
+        (grading, oct(grading.st_mode))
+    assert set(grp.getgrnam(GRADERS_GROUP).gr_mem) == set(hub["instructors"])
     released = Path(hub["env"]["NBGRADER_EXCHANGE"]) / "dl-course" / "outbound" / STEP4.name
     assert sorted(p.name for p in released.glob("*.ipynb")) == sorted(f"{n}.ipynb" for n in STEP4.notebooks())
 
@@ -235,11 +242,13 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
         assert not re.search(r"(^|\s)-\d", rows[answered]), rows[answered]        # no penalty in its row
 
         # the instructor grades a written answer of the second student in the hub's formgrader, which
-        # runs as the instructor's account: the gradebook and its folder are handed to it (README)
-        account = pwd.getpwnam(teacher)
-        grader = Path(hub["env"]["GRADER_HOME"])
-        for path in (grader, grader / "gradebook.db"):
-            os.chown(path, account.pw_uid, account.pw_gid)
+        # runs as the instructor's account: `make hub` shared the grading home with the instructors'
+        # group, and the gradebook `grade` made in it as root is writable by that group
+        graders = grp.getgrnam(GRADERS_GROUP)
+        gradebook = Path(hub["env"]["GRADER_HOME"]) / "gradebook.db"
+        assert gradebook.stat().st_uid == 0 and gradebook.stat().st_gid == graders.gr_gid, gradebook.stat()
+        assert gradebook.stat().st_mode & stat.S_IWGRP and teacher in graders.gr_mem, (oct(gradebook.stat().st_mode),
+                                                                                      graders)
         by_hand = time.monotonic()
         context, page = new_page(chromium)
         contexts.append(context)
