@@ -897,12 +897,29 @@ def fit_exponent(Ts, times):
 def permutation_gaps(head, tok_emb, pos_emb, idx, perm):
     return 1e-7, 1e-7, 1e-7, 0.5
 ''')}, expect={"bonus_permutation_gaps": 0.0}, why="the handout's numbers typed in: no part credited",
-          says={"bonus_permutation_gaps": ["identity permutation", "typed-in"]}),
+          says={"bonus_permutation_gaps": ["identity permutation", "do not follow the arguments"]},
+          hints={"bonus_permutation_gaps": ["same_for_every_case"]}),
     Entry("w06-gaps-positions-permuted", P06, edit(P06, "permutation_gaps", (
               "tokens_pos = gap(head(tok_emb(idx[:, perm]) + P),", "tokens_pos = gap(head(tok_emb(idx[:, perm]) + P[perm]),")),
           expect={"bonus_permutation_gaps": 1.33},
           why="P permuted along with the tokens in gap 4: the symmetry is never broken; 2 of 3 parts",
-          says={"bonus_permutation_gaps": ["gap 4", "P stays in place"]}),
+          says={"bonus_permutation_gaps": ["gap 4", "(nearly) zero", "unpermuted on both sides"]}),
+    Entry("w06-gaps-no-positions", P06, edit(P06, "permutation_gaps", (
+              "tokens_pos = gap(head(tok_emb(idx[:, perm]) + P), head(tok_emb(idx) + P)[:, perm])",
+              "tokens_pos = gap(head(tok_emb(idx[:, perm])), head(tok_emb(idx))[:, perm])")),
+          expect={"bonus_permutation_gaps": 1.33},
+          why="P not added in gap 4 (gap 4 is gap 3): its feedback is the permuted-P entry's, which it cannot tell "
+              "apart from the numbers; 2 of 3 parts",
+          says={"bonus_permutation_gaps": ["gap 4", "(nearly) zero", "unpermuted on both sides"]}),
+    Entry("w06-gaps-three-typed-in", P06, edit(P06, "permutation_gaps", ("return rows, rows_pos, tokens, tokens_pos",
+                                                                         "return 1e-7, 1e-7, 1e-7, tokens_pos")),
+          expect={"bonus_permutation_gaps": 0.67},
+          why="gaps 1-3 typed in as 'about 1e-7', gap 4 measured: gap 4 right everywhere; the float64 case shows "
+              "gaps above float64 rounding, so gaps 1-3 are not credited either; the answer differs from case to "
+              "case (gap 4), so no constant answer is named; 1 of 3 parts",
+          says={"bonus_permutation_gaps": ["above float64 rounding", "float64 arguments give float64 gaps"]},
+          visible_passes={"permutation_gaps_check": "the notebook's inputs are float32, where 1e-7 is rounding level, "
+                                                    "identity permutation included"}),
     Entry("w06-streaming-by-d_k", P06, _streaming(("/ d_k**0.5", "/ d_k")),
           expect={"bonus_streaming_attention": 0.92},
           why="scores divided by d_k: large scores (one-hot either way), T = 1 and the streaming part stay right, "

@@ -104,10 +104,17 @@ LABELS = ("rows, no positions", "rows, positions added to x", "tokens, no positi
           "tokens, positions added after embedding")
 
 
+# the cause its feedback can name, each only where measured: the answer gave the same four numbers for every
+# case, which differ (the reference's gaps differ from case to case)
+GAPS_HINTS = {"same_for_every_case": "the same four numbers came back for every case: the gaps do not follow "
+                                     "the arguments"}
+
+
 @register
 class PermutationGaps(Check):
     grade_id = "bonus_permutation_gaps"
     points = 2
+    HINTS = GAPS_HINTS
 
     @quiet
     def probe(self, ns, ctx):
@@ -128,6 +135,11 @@ class PermutationGaps(Check):
         tiny_ok, tiny_msgs = True, []
         big_ok, big_msgs = True, []
         measured_ok, measured_msgs = True, []
+        # the answer's gaps where every case returned them in the contract's form, else None
+        values = [value if why is None and not form_of(entry) else None
+                  for entry in data for value, why in [unpack(entry)]]
+        constant = (len(values) == len(self.cases(ctx)) and isinstance(values[0], list)
+                    and all(v == values[0] for v in values))
         for n, (case, entry) in enumerate(zip(self.cases(ctx), data)):
             seed, B, T, dtype, identity, extra_rows = case
             # the cases after PERM_CASES are this submission's own: their sizes are not shown
@@ -159,7 +171,7 @@ class PermutationGaps(Check):
                     measured_ok = False
                     measured_msgs.append(
                         f"{label}: with perm = arange(T) nothing moves, so every gap must be 0 up to rounding, "
-                        "and yours are not. Are the gaps computed from the arguments, or typed in?")
+                        "and yours are not")
                 continue
             for k in range(3):
                 if not (0 <= value[k] <= tiny):
@@ -168,8 +180,7 @@ class PermutationGaps(Check):
                         measured_ok = False
                         measured_msgs.append(
                             f"{label}: gap {k + 1} ({LABELS[k]}) is above float64 rounding, which is "
-                            "about 1e-16. Is the gap measured on the arguments (no float32 copies, no typed-in "
-                            "numbers)?")
+                            "about 1e-16: float64 arguments give float64 gaps")
                     else:
                         tiny_ok = False
                         tiny_msgs.append(
@@ -180,15 +191,16 @@ class PermutationGaps(Check):
             # the trap's gap: the same inputs give the same number up to float rounding
             if not abs(value[3] - ref[3]) <= 1e-5 + 1e-4 * ref[3]:
                 big_ok = False
+                formula = ("gap 4 compares head(tok_emb(idx[:, perm]) + P) with head(tok_emb(idx) + P)[:, perm], "
+                           "P = pos_emb(torch.arange(T)), unpermuted on both sides")
                 if value[3] <= 1e-3:
-                    hint = ("it is (nearly) zero: is P added after permuting on BOTH sides, or permuted with "
-                            "the tokens? P stays in place: head(tok(idx[:, perm]) + P) against "
-                            "head(tok(idx) + P)[:, perm].")
+                    hint = f"yours is (nearly) zero, where these inputs give a gap of order 1: {formula}"
                 else:
-                    hint = ("it is not the largest absolute difference of head(tok(idx[:, perm]) + P) and "
-                            "head(tok(idx) + P)[:, perm] for these inputs, with P = pos_emb(arange(T)). "
-                            "Does the function use its arguments (not the notebook's head and embeddings)?")
+                    hint = f"it is not the largest absolute difference of the two outputs for these inputs: {formula}"
                 big_msgs.append(f"{label}: gap 4 is not the gap of these inputs; {hint}")
+        if constant:                        # measured: one answer for every case
+            measured_ok = False
+            measured_msgs.insert(0, GAPS_HINTS["same_for_every_case"])
         if tiny_ok and not measured_ok:     # small numbers typed in earn nothing
             tiny_ok = False
             tiny_msgs.append("not credited while the gaps do not follow the inputs (see 'the gaps are measured')")
