@@ -20,7 +20,8 @@ from test_grader_proof_quick import REGISTRY, native_run
 CATALOGUE = {gid: dict(check.HINTS) for gid, check in REGISTRY.items() if getattr(check, "HINTS", None)}
 # the checks whose hints are catalogued (a check that names causes belongs here once its hints are measured)
 HINTED = {"bonus_online_softmax", "bonus_streaming_attention", "bonus_fit_exponent", "bonus_dot_variance",
-          "scale_table_hidden", "bonus_permutation_gaps"}
+          "scale_table_hidden", "bonus_permutation_gaps",
+          "bonus_attention_on_text", "bonus_top_key_shares"}
 ENTRIES = CORRECT + WRONG + UNDECIDED
 
 
