@@ -693,35 +693,48 @@ def scale_table(d_heads, seed):
     return F.softmax(scores.masked_fill(future, float("-inf")), dim=-1).sum(dim=-1)
 '''), expect={"mask_after_softmax_hidden": 0.5},
           why="masked before the softmax (the head's order): rows sum to 1; right only for T = 1 (1 of 4 cases)",
-          says={"mask_after_softmax_hidden": ["every row sums to 1", "masking before the softmax"]}),
+          says={"mask_after_softmax_hidden": ["every row sums to 1", "sum to less than 1"]}),
     Entry("w03-row-sums-zero-fill", P03, _row_sums('''
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     return F.softmax(scores.masked_fill(future, 0.0), dim=-1).sum(dim=-1)
 '''), expect={"mask_after_softmax_hidden": 0.5},
           why="the mask filled with 0 (before the softmax): rows sum to 1; right only for T = 1 (1 of 4 cases)",
-          says={"mask_after_softmax_hidden": ["every row sums to 1", "future weights are zeroed"]}),
+          says={"mask_after_softmax_hidden": ["every row sums to 1", "a softmax over all T keys"]}),
     Entry("w03-row-sums-renormalised", P03, _row_sums('''
     A = F.softmax(scores, dim=-1) * torch.tril(torch.ones(T, T))
     A = A / A.sum(dim=-1, keepdim=True)                   # renormalised: rows sum to 1 again
     return A.sum(dim=-1)
 '''), expect={"mask_after_softmax_hidden": 0.5},
-          why="masked after the softmax, then renormalised: rows sum to 1; right only for T = 1 (1 of 4 cases)",
-          says={"mask_after_softmax_hidden": ["every row sums to 1", "renormalising"]}),
+          why="masked after the softmax, then renormalised: rows sum to 1 (NaN where the kept weights underflow); "
+              "right only for T = 1 (1 of 4 cases)",
+          says={"mask_after_softmax_hidden": ["every row sums to 1", "sum to less than 1"]},
+          hints={"mask_after_softmax_hidden": ["renormalised"]}),
     Entry("w03-row-sums-triu", P03, _row_sums('''
     return (F.softmax(scores, dim=-1) * torch.triu(torch.ones(T, T))).sum(dim=-1)
 '''), expect={"mask_after_softmax_hidden": 0.5},
           why="triu for tril: keeps the future; right only for T = 1 (1 of 4 cases)",
-          says={"mask_after_softmax_hidden": ["kept the future", "tril"]}),
+          says={"mask_after_softmax_hidden": ["future kept", "tril"]},
+          hints={"mask_after_softmax_hidden": ["future_kept"]}),
     Entry("w03-row-sums-diagonal", P03, _row_sums('''
     return (F.softmax(scores, dim=-1) * torch.tril(torch.ones(T, T), diagonal=-1)).sum(dim=-1)
 '''), expect={"mask_after_softmax_hidden": 0.0},
           why="the diagonal masked out too: wrong in every case, T = 1 included (a row keeps nothing)",
-          says={"mask_after_softmax_hidden": ["diagonal was zeroed", "j = i included"]}),
+          says={"mask_after_softmax_hidden": ["diagonal zeroed too", "j = i included"]},
+          hints={"mask_after_softmax_hidden": ["diagonal_zeroed"]}),
+    Entry("w03-row-sums-minus-inf", P03, _row_sums('''
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    return F.softmax(scores, dim=-1).masked_fill(future, float("-inf")).sum(dim=-1)
+'''), expect={"mask_after_softmax_hidden": 0.5},
+          why="the future weights set to -inf after the softmax (a head's fill, used after it): every row but the "
+              "last sums to -inf; right only for T = 1 (1 of 4 cases)",
+          says={"mask_after_softmax_hidden": ["NaN or inf", "set to -inf after the softmax"]},
+          hints={"mask_after_softmax_hidden": ["future_minus_inf"]}),
     Entry("w03-row-sums-axis", P03, _row_sums('''
     return (F.softmax(scores, dim=1) * torch.tril(torch.ones(T, T))).sum(dim=-1)
 '''), expect={"mask_after_softmax_hidden": 0.5},
           why="softmax over the wrong axis (the queries); right only for T = 1 (1 of 4 cases)",
           says={"mask_after_softmax_hidden": ["over the queries", "dim=-1"]},
+          hints={"mask_after_softmax_hidden": ["softmax_over_queries"]},
           visible_passes={"mask_after_softmax_check": "with all scores equal, a softmax over the queries gives the "
                           "same uniform weights as one over the keys"}),
     Entry("w03-row-sums-squeezed", P03, _row_sums('''
@@ -1704,6 +1717,7 @@ WRONG += [
           why="softmax written as exp(s) / sum exp(s) without subtracting the max: right for the notebook's small "
               "scores (and every case the hidden test had), NaN once scores reach the hundreds: 3 of 4 cases",
           says={"mask_after_softmax_hidden": ["scores in the hundreds", "overflows"]},
+          hints={"mask_after_softmax_hidden": ["max_not_subtracted"]},
           visible_passes={"mask_after_softmax_check": "the visible check's scores are all 0"}),
     Entry("w03-row-sums-float32-inside", P03, edit(P03, "mask_after_softmax_row_sums", (
               "A = F.softmax(scores, dim=-1) * keep", "A = F.softmax(scores.float(), dim=-1) * keep.float()")),
@@ -1741,12 +1755,12 @@ WRONG += [
           why="turns x to float64 and calls the float32 head: the notebook's own head raises (nn.Linear refuses "
               "the dtype), the grader's served heads computed in float64 instead and gave full marks; now they "
               "refuse it as the notebook's head does: it crashes on every correct head, which scores 0",
-          says={"check_perturbation_hidden": ["crashed with RuntimeError", "head.double()"]}),
+          says={"check_perturbation_hidden": ["crashed with RuntimeError", "which refuse x of another dtype"]}),
     Entry("w03-gradient-double", P03, edit(P03, "check_causality_gradient", (
               "x = x.clone().requires_grad_(True)", "x = x.double().requires_grad_(True)")),
           expect={"check_gradient_hidden": 0.0},
           why="a float64 leaf for a float32 head: crashes on the notebook's own head, so on every correct one: 0",
-          says={"check_gradient_hidden": ["crashed with RuntimeError", "x as it comes"]}),
+          says={"check_gradient_hidden": ["crashed with RuntimeError", "which refuse x of another dtype"]}),
     # positions of every class: first, middle and last of the past and of the future, and past the notebook's 8
     Entry("w03-perturbation-first-and-last-before", P03, _perturbation_with(
               '''    for s in ({0, t - 1} if t > 0 else ()):             # the first and the last position before t
