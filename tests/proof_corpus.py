@@ -1160,11 +1160,13 @@ WRONG += [
           expect={"smoothing_attention_hidden": 3.0},
           why="s squared twice: still causal, on the simplex, decaying, with both limits (s^4 is tiny or huge when s "
               "is); only the kernel's values (1.5 of 6) are wrong: 4 × 4.5/6",
-          says={"smoothing_attention_hidden": ["squared twice", "too high a power"]}),
+          says={"smoothing_attention_hidden": ["squared twice", "too high a power"]},
+          hints={"smoothing_attention_hidden": ["squared_twice"]}),
     Entry("w05-no-factor-2", P05, _smoothing((SCORES, "scores = -(i[:, None] - i[None, :]) ** 2 / s ** 2")),
           expect={"smoothing_attention_hidden": 3.0},
           why="the factor 2 missing: only the kernel's values (1.5 of 6) are wrong: 4 × 4.5/6",
-          says={"smoothing_attention_hidden": ["factor 2 is missing"]}),
+          says={"smoothing_attention_hidden": ["factor 2 is missing"]},
+          hints={"smoothing_attention_hidden": ["no_factor_2"]}),
     Entry("w05-hard-coded-bandwidth", P05, _smoothing((SCORES, "scores = -(i[:, None] - i[None, :]) ** 2 / (2 * 2.0 ** 2)")),
           expect={"smoothing_attention_hidden": 2.0},
           why="s = 2 typed in (the visible test's value): both limits (1.5) and the values (1.5) fail: 4 × 3/6",
@@ -1174,7 +1176,8 @@ WRONG += [
           expect={"smoothing_attention_hidden": 1.83},
           why="the past masked instead of the future: not causal (1), no running mean at huge s (0.75), wrong values "
               "(1.5): 4 × 2.75/6",
-          says={"smoothing_attention_hidden": ["above the diagonal", "mask is reversed"]}),
+          says={"smoothing_attention_hidden": ["above the diagonal", "mask is reversed"]},
+          hints={"smoothing_attention_hidden": ["reversed_mask"]}),
     Entry("w05-diagonal-masked", P05, _smoothing(("diagonal=1)", "diagonal=0)")),
           expect={"smoothing_attention_hidden": 0.0},
           why="the diagonal masked out: row 0 has no key and is NaN in every case, so no part can be judged",
@@ -1183,22 +1186,52 @@ WRONG += [
           expect={"smoothing_attention_hidden": 1.33},
           why="the mask filled with 0: future weight (1), no identity (0.75) nor running mean (0.75), wrong values "
               "(1.5): 4 × 2/6",
-          says={"smoothing_attention_hidden": ["set to 0 instead of -inf", "exp(0) = 1"]}),
+          says={"smoothing_attention_hidden": ["set to 0 instead of -inf", "exp(0) = 1"]},
+          hints={"smoothing_attention_hidden": ["mask_zero"]}),
     Entry("w05-mask-after-softmax", P05, _smoothing((MASK_LINE, ""), (
               "return torch.softmax(scores, dim=-1)", "return torch.softmax(scores, dim=-1).masked_fill(future, 0.0)")),
           expect={"smoothing_attention_hidden": 1.83},
           why="masked after the softmax (not renormalised): rows sum to less than 1 (1), no running mean (0.75), "
               "wrong values (1.5): 4 × 2.75/6",
-          says={"smoothing_attention_hidden": ["does not sum to 1", "after the softmax"]}),
+          says={"smoothing_attention_hidden": ["does not sum to 1", "after the softmax"]},
+          hints={"smoothing_attention_hidden": ["mask_after_softmax"]}),
     Entry("w05-no-mask", P05, _smoothing((MASK_LINE, "")),
           expect={"smoothing_attention_hidden": 1.83},
           why="no mask: future weight (1), no causal running mean (0.75), wrong values (1.5): 4 × 2.75/6",
-          says={"smoothing_attention_hidden": ["above the diagonal", "no causal mask"]}),
+          says={"smoothing_attention_hidden": ["above the diagonal", "no causal mask"]},
+          hints={"smoothing_attention_hidden": ["no_mask"]}),
     Entry("w05-softmax-axis", P05, _smoothing(("return torch.softmax(scores, dim=-1)", "return torch.softmax(scores, dim=0)")),
           expect={"smoothing_attention_hidden": 1.5},
           why="softmax over the queries: rows off the simplex (1), no running mean (0.75), the ratio changes from row "
               "to row (0.5), wrong values (1.5): 4 × 2.25/6",
-          says={"smoothing_attention_hidden": ["over the queries (dim=0)", "dim=-1"]}),
+          says={"smoothing_attention_hidden": ["over the queries (dim=0)", "dim=-1"]},
+          hints={"smoothing_attention_hidden": ["wrong_axis"]}),
+    Entry("w05-s-not-squared", P05, _smoothing((SCORES, "scores = -(i[:, None] - i[None, :]) ** 2 / (2 * s)")),
+          expect={"smoothing_attention_hidden": 2.5},
+          why="the bandwidth not squared: at a huge s the scores of far keys are not near 0 (no running mean, "
+              "0.75), wrong values (1.5): 4 × 3.75/6",
+          says={"smoothing_attention_hidden": ["not squared: s enters the score with too low a power"]},
+          hints={"smoothing_attention_hidden": ["s_not_squared"]}),
+    Entry("w05-distance-not-squared", P05, _smoothing((SCORES, "scores = -(i[:, None] - i[None, :]).abs() / (2 * s ** 2)")),
+          expect={"smoothing_attention_hidden": 3.0},
+          why="|i - j| for (i - j)^2: causal, decaying, distance-only, with both limits; only the values (1.5) are "
+              "wrong: 4 × 4.5/6",
+          says={"smoothing_attention_hidden": ["the distance is not squared"]},
+          hints={"smoothing_attention_hidden": ["distance_not_squared"]},
+          visible_passes={"smoothing_attention_check": "it measures the kernel at distance 1, where |i - j| and "
+                                                       "(i - j)^2 are equal"}),
+    Entry("w05-sign", P05, _smoothing((SCORES, "scores = (i[:, None] - i[None, :]) ** 2 / (2 * s ** 2)")),
+          expect={"smoothing_attention_hidden": 1.83},
+          why="the sign flipped: far keys score high: no identity at a tiny s (0.75), the ratios change from row to"
+              " row (0.5), no decay (0.5), wrong values (1.5): 4 × 2.75/6",
+          says={"smoothing_attention_hidden": ["the sign is flipped"]},
+          hints={"smoothing_attention_hidden": ["sign"]}),
+    Entry("w05-transposed", P05, _smoothing(("return torch.softmax(scores, dim=-1)", "return torch.softmax(scores, dim=-1).T")),
+          expect={"smoothing_attention_hidden": 1.17},
+          why="the matrix transposed: rows off the simplex (1), weight above the diagonal (1), no running mean "
+              "(0.75), wrong values (1.5): 4 × 1.75/6",
+          says={"smoothing_attention_hidden": ["the matrix is transposed"]},
+          hints={"smoothing_attention_hidden": ["transposed"]}),
 ]
 
 

@@ -22,7 +22,8 @@ CATALOGUE = {gid: dict(check.HINTS) for gid, check in REGISTRY.items() if getatt
 HINTED = {"bonus_online_softmax", "bonus_streaming_attention", "bonus_fit_exponent", "bonus_dot_variance",
           "scale_table_hidden", "bonus_permutation_gaps",
           "bonus_attention_on_text", "bonus_top_key_shares",
-          "mask_after_softmax_hidden"}
+          "mask_after_softmax_hidden",
+          "smoothing_attention_hidden"}
 ENTRIES = CORRECT + WRONG + UNDECIDED
 
 
