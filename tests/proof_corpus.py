@@ -132,7 +132,7 @@ def dot_variance(d_k, n, seed):
           expect={"bonus_dot_variance": 0.0}, why="honest dot products, but the lemma's answer typed in as their "
           "variance: not their sample variance in any case (it differs by the sampling error, about 1%, far beyond "
           "float rounding), so no case is right and the seed is not judged",
-          says={"bonus_dot_variance": ["not the sample variance of the dot products", "not from the formula"]}),
+          says={"bonus_dot_variance": ["not the sample variance of the dot products", "from those n dot products"]}),
 ]
 
 
@@ -1372,7 +1372,7 @@ def dot_variance(d_k, n, seed):
           why="fewer samples than asked: a tenth of the pairs drawn and repeated ten times to make n; about 10% of "
               "the values are distinct where n independent pairs give n distinct ones: not n samples, nothing "
               "credited",
-          says={"bonus_dot_variance": ["distinct", "fewer pairs drawn and repeated"]}),
+          says={"bonus_dot_variance": ["too few of the dot products are distinct", "n different ones"]}),
     Entry("w01-variance-fewer", P01, edit(P01, "dot_variance", ("dots = (q * k).sum(dim=-1)",
                                                                 "dots = (q * k).sum(dim=-1)[:1000]")),
           expect={"bonus_dot_variance": 0.0},

@@ -47,7 +47,7 @@ class Shapes(TwinnedCheck):
             if isinstance(value, dict) else list(NAMES)
         hint = ""
         if any(n in wrong for n in ("scores", "A")):
-            hint = " The scores compare every position with every position: which two sizes is that?"
+            hint = " The scores compare every position with every position: one score per (query, key) pair."
         elif any(n in wrong for n in ("V", "out", "W_V")):
             hint = " The values have their own width d_v, which need not equal d_k."
         return not wrong, f"wrong or missing: {', '.join(wrong)}.{hint}"
@@ -146,7 +146,7 @@ def _judge_sample(case, entry):
     if n >= GOF_MIN:
         if distinct_share(dots) < DISTINCT:
             return "samples", ("too few of the dot products are distinct numbers: n "
-                               "independent pairs give n different ones. Were fewer pairs drawn and repeated?")
+                               "independent pairs give n different ones")
         if dependent(dots):
             return "samples", ("the dot products are not independent draws: some are the negatives of others, or "
                                "each one follows from the one before it (or from the one n/2 before: a vector "
@@ -157,7 +157,7 @@ def _judge_sample(case, entry):
             return "samples", f"the dot products do not follow the law of q·k: {_law_hint(dots, d_k)}"
     if not any(abs(estimate - s) <= 1e-4 * abs(s) + 1e-12 for s in _statistics(dots)):
         return "estimate", ("the variance returned is not the sample variance of the dot products returned: compute "
-                            "it from those n dot products (dots.var()), not from the formula")
+                            "it from those n dot products (dots.var())")
     return None, None
 
 
