@@ -683,10 +683,15 @@ def _score_scale(q, k, v, value, atol):
     return c if err(c) <= atol else None
 
 
-# The mistakes a hint of streaming_attention names that no single case shows by itself, each computed by the
-# judge (`_streaming_mistake`: the solution's loop with that one mistake, in q's dtype). A hint is shown only
-# when the answer's output is that mistake's on every case; otherwise the feedback says which property failed.
+# The mistakes a hint of streaming_attention names, each computed by the judge (`_streaming_mistake`: the
+# solution's loop with that one mistake, in q's dtype). A hint is shown only when the answer's output is that
+# mistake's on every case; otherwise the feedback says which property failed. (A scale of the scores other
+# than these is measured on the failing case: `_score_scale` fits it.)
 STREAMING_MISTAKES = {
+    "no_mask": {"mask": "none"},
+    "future_score_zero": {"mask": "zero"},
+    "scores_unscaled": {"scale": "one"},
+    "scores_by_d_k": {"scale": "d_k"},
     "mask_reversed": {"mask": "reversed"},
     "diagonal_masked": {"mask": "diagonal"},
     "max_starts_at_zero": {"start": 0.0},
@@ -695,14 +700,13 @@ STREAMING_MISTAKES = {
     "output_and_sum_not_rescaled": {"rescale_out": False, "rescale_sum": False},
 }
 STREAMING_HINTS = {
-    # measured on the failing case itself (`_compare_attention`): the answer is that computation's output
     "no_mask": "this is attention without the causal mask: query i may only see keys j ≤ i",
     "future_score_zero": ("the future keys get score 0 instead of -inf: exp(0) = 1 gives them weight. Mask the "
                           "scores of keys j > i with -inf (or skip those keys)"),
     "scores_unscaled": "right causal attention, but your scores are not divided by sqrt(d_k) at all",
     "scores_by_d_k": "right causal attention, but your scores are divided by d_k",
+    # measured on the failing case itself (`_score_scale`): the answer is attention with scores × that constant
     "scores_other_scale": "right causal attention, but your scores are scaled by a constant that is not 1/sqrt(d_k)",
-    # the output is the mistake's on every case (STREAMING_MISTAKES)
     "mask_reversed": ("this is the output of a reversed mask: a query whose first keys are masked gets "
                       "exp(-inf - (-inf)) = NaN. Is the mask reversed? Query i sees keys 0, 1, ..., i and not the "
                       "keys after it"),
@@ -722,21 +726,26 @@ STREAMING_HINTS = {
 }
 
 
-def _streaming_mistake(triple, start=NEG_INF, shift=True, rescale_out=True, rescale_sum=True, mask="causal"):
+def _streaming_mistake(triple, start=NEG_INF, shift=True, rescale_out=True, rescale_sum=True, mask="causal",
+                       scale="root"):
     """What the solution's loop gives on (q, k, v) (in q's dtype) with one mistake: the running max started at
     `start`; no running max subtracted (`shift`); the running output or sum not rescaled when the max grows;
-    the mask `reversed` (query i sees keys j >= i) or hiding the `diagonal` too."""
+    the mask `reversed` (query i sees keys j >= i), hiding the `diagonal` too, `none` at all, or giving the
+    future score `zero`; the scores divided by 1 (`one`) or by `d_k` instead of sqrt(d_k)."""
     q, k, v = (torch.as_tensor(t) for t in triple)
     T, d_k = q.shape[-2], q.shape[-1]
     pos = torch.arange(T)
-    hidden = {"causal": lambda j: pos < j, "reversed": lambda j: pos > j, "diagonal": lambda j: pos <= j}[mask]
+    hidden = {"causal": lambda j: pos < j, "reversed": lambda j: pos > j, "diagonal": lambda j: pos <= j,
+              "none": lambda j: torch.zeros_like(pos, dtype=torch.bool), "zero": lambda j: pos < j}[mask]
+    fill = 0.0 if mask == "zero" else NEG_INF
+    divisor = {"root": d_k ** 0.5, "one": 1, "d_k": d_k}[scale]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         m = torch.full(q.shape[:-1], start, dtype=q.dtype)
         z = torch.zeros(q.shape[:-1], dtype=q.dtype)
         out = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
         for j in range(T):
-            s = ((q @ k[..., j, :, None]).squeeze(-1) / d_k ** 0.5).masked_fill(hidden(j), NEG_INF)
+            s = ((q @ k[..., j, :, None]).squeeze(-1) / divisor).masked_fill(hidden(j), fill)
             new = torch.maximum(m, s)
             scale, w = (torch.exp(m - new), torch.exp(s - new)) if shift else (torch.ones_like(new), torch.exp(s))
             z = z * (scale if rescale_sum else 1.0) + w
@@ -775,18 +784,15 @@ def _compare_attention(q, k, v, value, name, shown=()) -> str | None:
     err = np.abs(value.astype(np.float64) - ref).max()
     if err <= atol:
         return None
-    noncausal = torch.softmax(torch.as_tensor(np.asarray(q, np.float64) @ np.swapaxes(np.asarray(k, np.float64), -1, -2)
-                                              / q.shape[-1] ** 0.5), dim=-1).numpy() @ np.asarray(v, np.float64)
-    if np.abs(value - noncausal).max() <= 1e-4:
-        return STREAMING_HINTS["no_mask"]
-    if np.abs(value - _attention_reference(q, k, v, masked_score=0.0)).max() <= 1e-4:
-        return STREAMING_HINTS["future_score_zero"]
     d_k = q.shape[-1]
     c = _score_scale(q, k, v, value, max(atol, 1e-5))
     if c is not None:
-        hint = ("scores_unscaled" if abs(c - 1) < 1e-3 else "scores_by_d_k" if abs(c * d_k - 1) < 1e-3
-                else "scores_other_scale")
-        return f"{STREAMING_HINTS[hint]}: the scores are q·k / sqrt(d_k), d_k = q.shape[-1]"
+        # a scale of 1 or 1/d_k is named only where it is the answer's on every case (`shown`)
+        named = [STREAMING_HINTS[m] for m in ("scores_unscaled", "scores_by_d_k") if m in shown]
+        if not named and abs(c - 1) >= 1e-3 and abs(c * d_k - 1) >= 1e-3:
+            named = [STREAMING_HINTS["scores_other_scale"]]
+        what = "; ".join(named) or "right causal attention but for the scale of the scores"
+        return f"{what}: the scores are q·k / sqrt(d_k), d_k = q.shape[-1]"
     if q.shape[-2] > 1 and np.abs(value[..., 0, :] - ref[..., 0, :]).max() > 1e-4:
         what = "already the first query (which sees only key 0, so its output is v_0) is wrong"
     else:
