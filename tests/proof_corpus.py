@@ -869,7 +869,7 @@ def online_softmax(scores):
     return torch.exp(scores - running_max[..., None]) / running_sum[..., None]
 ''')}, expect={"bonus_online_softmax": 2.54},
           why="running max started at 0, not -inf: rows near -1e4 underflow (2 of 13): 3 × 11/13",
-          says={"bonus_online_softmax": ["very negative", "start at 0 instead of -inf"]},
+          says={"bonus_online_softmax": ["very negative", "running max started at 0", "starts at -inf"]},
           hints={"bonus_online_softmax": ["max_starts_at_zero"]}),
     Entry("w06-online-calls-softmax", P06, {"online_softmax": code('''
 def online_softmax(scores):
@@ -943,12 +943,12 @@ def permutation_gaps(head, tok_emb, pos_emb, idx, perm):
           expect={"bonus_streaming_attention": 0.15},
           why="triu for tril (queries after key j are masked): NaN from the masked prefixes; only T = 1 right, "
               "0.5 of 6.5",
-          says={"bonus_streaming_attention": ["mask reversed", "keys 0, 1, ..., i"]},
+          says={"bonus_streaming_attention": ["reversed mask", "keys 0, 1, ..., i"]},
           hints={"bonus_streaming_attention": ["mask_reversed"]}),
     Entry("w06-streaming-diagonal", P06, _streaming(("query_pos < j", "query_pos <= j")),
           expect={"bonus_streaming_attention": 0.0},
           why="the diagonal masked out: query 0 sees no key (NaN), wrong everywhere, T = 1 included",
-          says={"bonus_streaming_attention": ["query 0 is NaN", "diagonal masked"]},
+          says={"bonus_streaming_attention": ["query 0 is NaN", "hides the diagonal too"]},
           hints={"bonus_streaming_attention": ["diagonal_masked"]}),
     Entry("w06-streaming-max-zero", P06, _streaming((
               "running_max = torch.full(q.shape[:-1], float('-inf'), dtype=q.dtype)",
@@ -962,7 +962,7 @@ def permutation_gaps(head, tok_emb, pos_emb, idx, perm):
                                                        "running_out = running_out +")),
           expect={"bonus_streaming_attention": 0.15},
           why="the running output is not rescaled when the max grows: only T = 1 right",
-          says={"bonus_streaming_attention": ["running output rescaled"]},
+          says={"bonus_streaming_attention": ["running output is rescaled"]},
           hints={"bonus_streaming_attention": ["output_not_rescaled"]}),
     Entry("w06-streaming-calls-softmax", P06, {"streaming_attention": code('''
 def streaming_attention(q, k, v):
@@ -2016,7 +2016,7 @@ WRONG += [
           expect={"bonus_online_softmax": 2.54},
           why="the running max started at 0: the very negative rows underflow, exactly as the judge's own start at "
               "0 does (2 of 13)",
-          says={"bonus_online_softmax": ["start at 0 instead of -inf"]},
+          says={"bonus_online_softmax": ["running max started at 0", "starts at -inf"]},
           hints={"bonus_online_softmax": ["max_starts_at_zero"]}),
     Entry("w06-hint-online-max-minus-1e3", P06, _online((_ONLINE_START, "-1e3, dtype=scores.dtype)")),
           expect={"bonus_online_softmax": 2.54},
@@ -2090,7 +2090,7 @@ WRONG += [
                                                                   "running_sum = running_sum + weight")),
           expect={"bonus_streaming_attention": 0.15},
           why="neither the running sum nor the running output rescaled when the max grows: only T = 1 right",
-          says={"bonus_streaming_attention": ["running sum and the running output rescaled"]},
+          says={"bonus_streaming_attention": ["running sum and the running output are both rescaled"]},
           hints={"bonus_streaming_attention": ["output_and_sum_not_rescaled"]}),
 
     # scores_entrywise: the causes measured on a case (the answer's scores are that computation's)

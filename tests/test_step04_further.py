@@ -191,7 +191,7 @@ def test_online_softmax_chaffs(fn, part):
 def test_zero_start_is_named():
     v = verdict("bonus_online_softmax", online_softmax=softmax_zero_start)
     message = next(p.message for p in v.failures() if p.name.startswith("very negative"))
-    assert "start at 0 instead of -inf" in message
+    assert "running max started at 0" in message and "starts at -inf" in message
 
 
 # ---- streaming_attention -------------------------------------------------------------------

@@ -414,7 +414,7 @@ ONLINE_HINTS = {
     "max_starts_at_zero": (
         "These are the weights of a running max started at 0 (or at another number far above every score of a "
         "row): on rows whose scores are all near -1e4, exp(score - 0) underflows to 0 for every key, so the sum "
-        "is 0. Does the running max start at 0 instead of -inf?"),
+        "is 0. The running max starts at -inf."),
     "max_not_subtracted": (
         "These are the weights of exp(score) with no running max subtracted: exp of a score in the thousands "
         "overflows to inf. Subtract the running max before exponentiating."),
@@ -708,21 +708,21 @@ STREAMING_HINTS = {
     # measured on the failing case itself (`_score_scale`): the answer is attention with scores × that constant
     "scores_other_scale": "right causal attention, but your scores are scaled by a constant that is not 1/sqrt(d_k)",
     "mask_reversed": ("this is the output of a reversed mask: a query whose first keys are masked gets "
-                      "exp(-inf - (-inf)) = NaN. Is the mask reversed? Query i sees keys 0, 1, ..., i and not the "
+                      "exp(-inf - (-inf)) = NaN. Query i sees keys 0, 1, ..., i and not the "
                       "keys after it"),
-    "diagonal_masked": ("this is the output of a mask that hides the diagonal too: query 0 sees no key at all. Is "
-                        "the diagonal masked too? Query i sees keys j <= i, j = i included"),
+    "diagonal_masked": ("this is the output of a mask that hides the diagonal too: query 0 sees no key at all. "
+                        "Query i sees keys j <= i, j = i included"),
     "max_starts_at_zero": ("this is the output of a running max started at 0 (or at another number far above "
                            "every score of a query): where every score of a query is far below 0, exp(s - 0) "
-                           "underflows to 0 for every key and 0/0 is NaN. Is the running max started at -inf "
-                           "(not 0)?"),
+                           "underflows to 0 for every key and 0/0 is NaN. The running max is started at -inf "
+                           "(not 0)"),
     "max_not_subtracted": ("this is the output of exp(s) with no running max subtracted: scores in the hundreds "
                            "make exp overflow. Subtract the running max before exponentiating"),
     "output_not_rescaled": ("this is the output of a running output that is not rescaled: when the max grows from "
-                            "m to m', is the running output rescaled by exp(m - m'), like the running sum?"),
+                            "m to m', the running output is rescaled by exp(m - m'), like the running sum"),
     "output_and_sum_not_rescaled": ("this is the output of a running sum and output that are not rescaled: when "
-                                    "the max grows from m to m', are the running sum and the running output "
-                                    "rescaled by exp(m - m')?"),
+                                    "the max grows from m to m', the running sum and the running output are "
+                                    "both rescaled by exp(m - m')"),
 }
 
 
@@ -941,7 +941,7 @@ def _least_squares_slope(Ts, times):
 # The causes fit_exponent's feedback can name, each measured: the slope that mistake gives on the case is the
 # answer's (`typed_in`: the answer is 2 on every case, whatever the data)
 FIT_HINTS = {
-    "typed_in": "got 2 on every data set: is the exponent typed in rather than fitted?",
+    "typed_in": "got 2 on every data set: the exponent is typed in, not fitted",
     "axes_swapped": ("this is the slope of log T against log time: the exponent is the slope of log(time) against "
                      "log(T)."),
     "rounded": "the slope is rounded: return it as computed (round only where you print it).",
