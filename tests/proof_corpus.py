@@ -221,13 +221,27 @@ def scores_entrywise(q, k):
 def count_params(d, d_head):
     return 3 * (d * d_head + d_head)          # weights and biases
 ''')}, expect={"bonus_count_params": 0.0}, why="biases counted: wrong for every width",
-          says={"bonus_count_params": ["biases", "bias=False"]}),
+          says={"bonus_count_params": ["biases", "bias=False"]},
+          hints={"bonus_count_params": ["biases"]}),
+    Entry("w02-params-square", P02, {"count_params": code('''
+def count_params(d, d_head):
+    return 3 * d * d                          # three (d, d) matrices
+''')}, expect={"bonus_count_params": 0.0}, why="square projections, d by d: wrong for every width",
+          says={"bonus_count_params": ["not a square one"]},
+          hints={"bonus_count_params": ["square"]}),
+    Entry("w02-params-one-projection", P02, {"count_params": code('''
+def count_params(d, d_head):
+    return d * d_head                         # the query's weights only
+''')}, expect={"bonus_count_params": 0.0}, why="one projection counted: wrong for every width",
+          says={"bonus_count_params": ["one projection"]},
+          hints={"bonus_count_params": ["one_projection"]}),
     Entry("w02-params-tril", P02, {"count_params": code('''
 def count_params(d, d_head):
     head = Head(d, d_head, T_max=8)
     return sum(p.numel() for p in head.parameters()) + head.tril.numel()
 ''')}, expect={"bonus_count_params": 0.0}, why="the tril buffer counted as parameters: wrong for every width",
-          says={"bonus_count_params": ["tril buffer", "not a parameter"]}),
+          says={"bonus_count_params": ["tril buffer", "not a parameter"]},
+          hints={"bonus_count_params": ["buffer"]}),
     Entry("w02-params-always-equal", P02, {"count_params": code('''
 class Count(int):
     def __eq__(self, other):                 # equal to anything: passes `mine == actual`

@@ -21,7 +21,8 @@ CATALOGUE = {gid: dict(check.HINTS) for gid, check in REGISTRY.items() if getatt
 # the checks whose hints are catalogued (a check that names causes belongs here once its hints are measured)
 HINTED = {"bonus_online_softmax", "bonus_streaming_attention", "bonus_fit_exponent", "bonus_dot_variance",
           "scale_table_hidden", "bonus_scores_entrywise", "bonus_permutation_gaps", "bonus_attention_on_text",
-          "bonus_top_key_shares", "mask_after_softmax_hidden", "smoothing_attention_hidden"}
+          "bonus_top_key_shares", "mask_after_softmax_hidden", "smoothing_attention_hidden",
+          "bonus_count_params"}
 ENTRIES = CORRECT + WRONG + UNDECIDED
 
 
