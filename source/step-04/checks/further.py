@@ -154,8 +154,7 @@ class PermutationGaps(Check):
             if why:
                 tiny_ok = big_ok = measured_ok = False
                 if "IndexError" in why or "RuntimeError" in why:
-                    why += (" (these inputs have other lengths than the notebook's: take T from idx.shape[1] "
-                            "and use the arguments, not the notebook's globals"
+                    why += (" (these inputs have other sizes than the notebook's; T is idx.shape[1]"
                             + ("; pos_emb may have more than T rows: P = pos_emb(torch.arange(T))" if extra_rows else "")
                             + ")")
                 for msgs in (tiny_msgs, big_msgs, measured_msgs):
@@ -396,8 +395,8 @@ SOFTMAX_PARTS = {   # name -> (what it tests, weight, {symptom: what the spec sa
         "any": "With one key, its weight is 1."}),
     "float64": ("the scores' dtype kept: a float32 tensor for float32 scores, float64 (at float64 precision) "
                 "for float64", 1.0, {
-        "dtype": "Create the running max and sum with dtype=scores.dtype, so float64 scores stay float64.",
-        "precision": "Keep every running quantity in scores.dtype (a float32 tensor somewhere costs the precision)."}),
+        "dtype": "The weights have the scores' dtype: float64 scores give float64 weights.",
+        "precision": "Float64 scores give weights right to float64 rounding."}),
 }
 
 # The mistakes a hint of online_softmax names, each computed by the judge itself (`_online_mistake`, the
