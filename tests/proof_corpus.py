@@ -132,7 +132,7 @@ def dot_variance(d_k, n, seed):
           expect={"bonus_dot_variance": 0.0}, why="honest dot products, but the lemma's answer typed in as their "
           "variance: not their sample variance in any case (it differs by the sampling error, about 1%, far beyond "
           "float rounding), so no case is right and the seed is not judged",
-          says={"bonus_dot_variance": ["not the sample variance of the dot products", "not from the formula"]}),
+          says={"bonus_dot_variance": ["not the sample variance of the dot products", "from those n dot products"]}),
 ]
 
 
@@ -221,13 +221,27 @@ def scores_entrywise(q, k):
 def count_params(d, d_head):
     return 3 * (d * d_head + d_head)          # weights and biases
 ''')}, expect={"bonus_count_params": 0.0}, why="biases counted: wrong for every width",
-          says={"bonus_count_params": ["biases", "bias=False"]}),
+          says={"bonus_count_params": ["biases", "bias=False"]},
+          hints={"bonus_count_params": ["biases"]}),
+    Entry("w02-params-square", P02, {"count_params": code('''
+def count_params(d, d_head):
+    return 3 * d * d                          # three (d, d) matrices
+''')}, expect={"bonus_count_params": 0.0}, why="square projections, d by d: wrong for every width",
+          says={"bonus_count_params": ["not a square one"]},
+          hints={"bonus_count_params": ["square"]}),
+    Entry("w02-params-one-projection", P02, {"count_params": code('''
+def count_params(d, d_head):
+    return d * d_head                         # the query's weights only
+''')}, expect={"bonus_count_params": 0.0}, why="one projection counted: wrong for every width",
+          says={"bonus_count_params": ["one projection"]},
+          hints={"bonus_count_params": ["one_projection"]}),
     Entry("w02-params-tril", P02, {"count_params": code('''
 def count_params(d, d_head):
     head = Head(d, d_head, T_max=8)
     return sum(p.numel() for p in head.parameters()) + head.tril.numel()
 ''')}, expect={"bonus_count_params": 0.0}, why="the tril buffer counted as parameters: wrong for every width",
-          says={"bonus_count_params": ["tril buffer", "not a parameter"]}),
+          says={"bonus_count_params": ["tril buffer", "not a parameter"]},
+          hints={"bonus_count_params": ["buffer"]}),
     Entry("w02-params-always-equal", P02, {"count_params": code('''
 class Count(int):
     def __eq__(self, other):                 # equal to anything: passes `mine == actual`
@@ -693,35 +707,48 @@ def scale_table(d_heads, seed):
     return F.softmax(scores.masked_fill(future, float("-inf")), dim=-1).sum(dim=-1)
 '''), expect={"mask_after_softmax_hidden": 0.5},
           why="masked before the softmax (the head's order): rows sum to 1; right only for T = 1 (1 of 4 cases)",
-          says={"mask_after_softmax_hidden": ["every row sums to 1", "masking before the softmax"]}),
+          says={"mask_after_softmax_hidden": ["every row sums to 1", "sum to less than 1"]}),
     Entry("w03-row-sums-zero-fill", P03, _row_sums('''
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     return F.softmax(scores.masked_fill(future, 0.0), dim=-1).sum(dim=-1)
 '''), expect={"mask_after_softmax_hidden": 0.5},
           why="the mask filled with 0 (before the softmax): rows sum to 1; right only for T = 1 (1 of 4 cases)",
-          says={"mask_after_softmax_hidden": ["every row sums to 1", "future weights are zeroed"]}),
+          says={"mask_after_softmax_hidden": ["every row sums to 1", "a softmax over all T keys"]}),
     Entry("w03-row-sums-renormalised", P03, _row_sums('''
     A = F.softmax(scores, dim=-1) * torch.tril(torch.ones(T, T))
     A = A / A.sum(dim=-1, keepdim=True)                   # renormalised: rows sum to 1 again
     return A.sum(dim=-1)
 '''), expect={"mask_after_softmax_hidden": 0.5},
-          why="masked after the softmax, then renormalised: rows sum to 1; right only for T = 1 (1 of 4 cases)",
-          says={"mask_after_softmax_hidden": ["every row sums to 1", "renormalising"]}),
+          why="masked after the softmax, then renormalised: rows sum to 1 (NaN where the kept weights underflow); "
+              "right only for T = 1 (1 of 4 cases)",
+          says={"mask_after_softmax_hidden": ["every row sums to 1", "sum to less than 1"]},
+          hints={"mask_after_softmax_hidden": ["renormalised"]}),
     Entry("w03-row-sums-triu", P03, _row_sums('''
     return (F.softmax(scores, dim=-1) * torch.triu(torch.ones(T, T))).sum(dim=-1)
 '''), expect={"mask_after_softmax_hidden": 0.5},
           why="triu for tril: keeps the future; right only for T = 1 (1 of 4 cases)",
-          says={"mask_after_softmax_hidden": ["kept the future", "tril"]}),
+          says={"mask_after_softmax_hidden": ["future kept", "tril"]},
+          hints={"mask_after_softmax_hidden": ["future_kept"]}),
     Entry("w03-row-sums-diagonal", P03, _row_sums('''
     return (F.softmax(scores, dim=-1) * torch.tril(torch.ones(T, T), diagonal=-1)).sum(dim=-1)
 '''), expect={"mask_after_softmax_hidden": 0.0},
           why="the diagonal masked out too: wrong in every case, T = 1 included (a row keeps nothing)",
-          says={"mask_after_softmax_hidden": ["diagonal was zeroed", "j = i included"]}),
+          says={"mask_after_softmax_hidden": ["diagonal zeroed too", "j = i included"]},
+          hints={"mask_after_softmax_hidden": ["diagonal_zeroed"]}),
+    Entry("w03-row-sums-minus-inf", P03, _row_sums('''
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    return F.softmax(scores, dim=-1).masked_fill(future, float("-inf")).sum(dim=-1)
+'''), expect={"mask_after_softmax_hidden": 0.5},
+          why="the future weights set to -inf after the softmax (a head's fill, used after it): every row but the "
+              "last sums to -inf; right only for T = 1 (1 of 4 cases)",
+          says={"mask_after_softmax_hidden": ["NaN or inf", "set to -inf after the softmax"]},
+          hints={"mask_after_softmax_hidden": ["future_minus_inf"]}),
     Entry("w03-row-sums-axis", P03, _row_sums('''
     return (F.softmax(scores, dim=1) * torch.tril(torch.ones(T, T))).sum(dim=-1)
 '''), expect={"mask_after_softmax_hidden": 0.5},
           why="softmax over the wrong axis (the queries); right only for T = 1 (1 of 4 cases)",
           says={"mask_after_softmax_hidden": ["over the queries", "dim=-1"]},
+          hints={"mask_after_softmax_hidden": ["softmax_over_queries"]},
           visible_passes={"mask_after_softmax_check": "with all scores equal, a softmax over the queries gives the "
                           "same uniform weights as one over the keys"}),
     Entry("w03-row-sums-squeezed", P03, _row_sums('''
@@ -856,7 +883,7 @@ def online_softmax(scores):
     return torch.exp(scores - running_max[..., None]) / running_sum[..., None]
 ''')}, expect={"bonus_online_softmax": 2.54},
           why="running max started at 0, not -inf: rows near -1e4 underflow (2 of 13): 3 × 11/13",
-          says={"bonus_online_softmax": ["very negative", "start at 0 instead of -inf"]},
+          says={"bonus_online_softmax": ["very negative", "running max started at 0", "starts at -inf"]},
           hints={"bonus_online_softmax": ["max_starts_at_zero"]}),
     Entry("w06-online-calls-softmax", P06, {"online_softmax": code('''
 def online_softmax(scores):
@@ -897,12 +924,29 @@ def fit_exponent(Ts, times):
 def permutation_gaps(head, tok_emb, pos_emb, idx, perm):
     return 1e-7, 1e-7, 1e-7, 0.5
 ''')}, expect={"bonus_permutation_gaps": 0.0}, why="the handout's numbers typed in: no part credited",
-          says={"bonus_permutation_gaps": ["identity permutation", "typed-in"]}),
+          says={"bonus_permutation_gaps": ["identity permutation", "do not follow the arguments"]},
+          hints={"bonus_permutation_gaps": ["same_for_every_case"]}),
     Entry("w06-gaps-positions-permuted", P06, edit(P06, "permutation_gaps", (
               "tokens_pos = gap(head(tok_emb(idx[:, perm]) + P),", "tokens_pos = gap(head(tok_emb(idx[:, perm]) + P[perm]),")),
           expect={"bonus_permutation_gaps": 1.33},
           why="P permuted along with the tokens in gap 4: the symmetry is never broken; 2 of 3 parts",
-          says={"bonus_permutation_gaps": ["gap 4", "P stays in place"]}),
+          says={"bonus_permutation_gaps": ["gap 4", "(nearly) zero", "unpermuted on both sides"]}),
+    Entry("w06-gaps-no-positions", P06, edit(P06, "permutation_gaps", (
+              "tokens_pos = gap(head(tok_emb(idx[:, perm]) + P), head(tok_emb(idx) + P)[:, perm])",
+              "tokens_pos = gap(head(tok_emb(idx[:, perm])), head(tok_emb(idx))[:, perm])")),
+          expect={"bonus_permutation_gaps": 1.33},
+          why="P not added in gap 4 (gap 4 is gap 3): its feedback is the permuted-P entry's, which it cannot tell "
+              "apart from the numbers; 2 of 3 parts",
+          says={"bonus_permutation_gaps": ["gap 4", "(nearly) zero", "unpermuted on both sides"]}),
+    Entry("w06-gaps-three-typed-in", P06, edit(P06, "permutation_gaps", ("return rows, rows_pos, tokens, tokens_pos",
+                                                                         "return 1e-7, 1e-7, 1e-7, tokens_pos")),
+          expect={"bonus_permutation_gaps": 0.67},
+          why="gaps 1-3 typed in as 'about 1e-7', gap 4 measured: gap 4 right everywhere; the float64 case shows "
+              "gaps above float64 rounding, so gaps 1-3 are not credited either; the answer differs from case to "
+              "case (gap 4), so no constant answer is named; 1 of 3 parts",
+          says={"bonus_permutation_gaps": ["above float64 rounding", "float64 arguments give float64 gaps"]},
+          visible_passes={"permutation_gaps_check": "the notebook's inputs are float32, where 1e-7 is rounding level, "
+                                                    "identity permutation included"}),
     Entry("w06-streaming-by-d_k", P06, _streaming(("/ d_k**0.5", "/ d_k")),
           expect={"bonus_streaming_attention": 0.92},
           why="scores divided by d_k: large scores (one-hot either way), T = 1 and the streaming part stay right, "
@@ -913,12 +957,12 @@ def permutation_gaps(head, tok_emb, pos_emb, idx, perm):
           expect={"bonus_streaming_attention": 0.15},
           why="triu for tril (queries after key j are masked): NaN from the masked prefixes; only T = 1 right, "
               "0.5 of 6.5",
-          says={"bonus_streaming_attention": ["mask reversed", "keys 0, 1, ..., i"]},
+          says={"bonus_streaming_attention": ["reversed mask", "keys 0, 1, ..., i"]},
           hints={"bonus_streaming_attention": ["mask_reversed"]}),
     Entry("w06-streaming-diagonal", P06, _streaming(("query_pos < j", "query_pos <= j")),
           expect={"bonus_streaming_attention": 0.0},
           why="the diagonal masked out: query 0 sees no key (NaN), wrong everywhere, T = 1 included",
-          says={"bonus_streaming_attention": ["query 0 is NaN", "diagonal masked"]},
+          says={"bonus_streaming_attention": ["query 0 is NaN", "hides the diagonal too"]},
           hints={"bonus_streaming_attention": ["diagonal_masked"]}),
     Entry("w06-streaming-max-zero", P06, _streaming((
               "running_max = torch.full(q.shape[:-1], float('-inf'), dtype=q.dtype)",
@@ -932,7 +976,7 @@ def permutation_gaps(head, tok_emb, pos_emb, idx, perm):
                                                        "running_out = running_out +")),
           expect={"bonus_streaming_attention": 0.15},
           why="the running output is not rescaled when the max grows: only T = 1 right",
-          says={"bonus_streaming_attention": ["running output rescaled"]},
+          says={"bonus_streaming_attention": ["running output is rescaled"]},
           hints={"bonus_streaming_attention": ["output_not_rescaled"]}),
     Entry("w06-streaming-calls-softmax", P06, {"streaming_attention": code('''
 def streaming_attention(q, k, v):
@@ -995,18 +1039,34 @@ WRONG += [
     Entry("w04-text-no-position", P04, _text(("x = tok_emb(idx) + pos_emb(torch.arange(64))[None, :]", "x = tok_emb(idx)")),
           expect={"bonus_attention_on_text": 1.67},
           why="pos_emb built but not added: a causal, seeded matrix, not the handout's: loses 2 of 4.5",
-          says={"bonus_attention_on_text": ["not added to x"]}),
+          says={"bonus_attention_on_text": ["not added to x"]},
+          hints={"bonus_attention_on_text": ["no_pos_term"]}),
     Entry("w04-text-head-first", P04, _text(("    tok_emb = nn.Embedding(V, 32)\n    pos_emb = nn.Embedding(64, 32)\n"
                                              "    head = Head(32, 16, T_max=64)",
                                              "    head = Head(32, 16, T_max=64)\n    tok_emb = nn.Embedding(V, 32)\n"
                                              "    pos_emb = nn.Embedding(64, 32)")),
           expect={"bonus_attention_on_text": 1.67},
           why="the head built before the embeddings: other random numbers for every layer: loses 2 of 4.5",
-          says={"bonus_attention_on_text": ["before the embeddings"]}),
+          says={"bonus_attention_on_text": ["before the embeddings"]},
+          hints={"bonus_attention_on_text": ["head_first"]}),
+    Entry("w04-text-pos-first", P04, _text(("    tok_emb = nn.Embedding(V, 32)\n    pos_emb = nn.Embedding(64, 32)\n",
+                                            "    pos_emb = nn.Embedding(64, 32)\n    tok_emb = nn.Embedding(V, 32)\n")),
+          expect={"bonus_attention_on_text": 1.67},
+          why="pos_emb built before tok_emb: other random numbers for both tables: loses 2 of 4.5",
+          says={"bonus_attention_on_text": ["pos_emb is built before tok_emb"]},
+          hints={"bonus_attention_on_text": ["pos_first"]}),
+    Entry("w04-text-no-pos-embedding", P04, _text(("    pos_emb = nn.Embedding(64, 32)\n", ""),
+                                                  ("x = tok_emb(idx) + pos_emb(torch.arange(64))[None, :]", "x = tok_emb(idx)")),
+          expect={"bonus_attention_on_text": 1.67},
+          why="no position table at all: the head's weights come from the random numbers pos_emb would have taken, "
+              "and x has no positional term: loses 2 of 4.5",
+          says={"bonus_attention_on_text": ["pos_emb is never built"]},
+          hints={"bonus_attention_on_text": ["no_pos_embedding"]}),
     Entry("w04-text-transposed", P04, _text(("return head.A[0]", "return head.A[0].T")),
           expect={"bonus_attention_on_text": 1.0},
           why="transposed: weight above the diagonal (1) and not the handout's matrix (2): 3 × 1.5/4.5",
-          says={"bonus_attention_on_text": ["above the diagonal", "transposed"]}),
+          says={"bonus_attention_on_text": ["above the diagonal", "transposed"]},
+          hints={"bonus_attention_on_text": ["transposed"]}),
     Entry("w04-text-unseeded", P04, _text(("    torch.manual_seed(seed)\n", "")),
           expect={"bonus_attention_on_text": 1.33},
           why="not seeded: the same seed gives another matrix (0.5) and none is the handout's (2): 3 × 2/4.5",
@@ -1015,23 +1075,43 @@ WRONG += [
           expect={"bonus_attention_on_text": 1.33},
           why="seeded with 0 whatever the seed: every seed the same matrix (0.5), not the handout's for the hidden "
               "seeds (2): 3 × 2/4.5",
-          says={"bonus_attention_on_text": ["is `seed` passed to torch.manual_seed"]}),
+          says={"bonus_attention_on_text": ["two seeds gave (nearly) the same matrix",
+                                            "different seeds build different layers"]}),
     Entry("w04-shares-row-zero", P04, _shares(("top = A[1:].argmax(dim=-1)", "top = A.argmax(dim=-1)"),
                                               ("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(A.shape[0])")),
           expect={"bonus_top_key_shares": 0.43},
           why="row 0 counted (its one key is both the diagonal and column 0): both shares wrong (3 of 3.5), the form "
               "kept: 3 × 0.5/3.5",
-          says={"bonus_top_key_shares": ["row 0 is counted"]}),
+          says={"bonus_top_key_shares": ["row 0 is counted"]},
+          hints={"bonus_top_key_shares": ["row_zero_counted"]}),
     Entry("w04-shares-counts", P04, _shares(("return (top == rows).float().mean().item(), (top == 0).float().mean().item()",
                                              "return (top == rows).float().sum().item(), (top == 0).float().sum().item()")),
           expect={"bonus_top_key_shares": 0.43},
           why="counts instead of shares: both wrong (3 of 3.5), the form kept: 3 × 0.5/3.5",
-          says={"bonus_top_key_shares": ["counts, not shares"]}),
+          says={"bonus_top_key_shares": ["counts, not shares"]},
+          hints={"bonus_top_key_shares": ["counts"]}),
+    Entry("w04-shares-by-T", P04, _shares(("return (top == rows).float().mean().item(), (top == 0).float().mean().item()",
+                                           "return (top == rows).float().sum().item() / A.shape[0], "
+                                           "(top == 0).float().sum().item() / A.shape[0]")),
+          expect={"bonus_top_key_shares": 0.43},
+          why="the counts divided by T, where T - 1 rows are counted: both shares wrong (3 of 3.5), the form kept: "
+              "3 × 0.5/3.5",
+          says={"bonus_top_key_shares": ["divided by T"]},
+          hints={"bonus_top_key_shares": ["divided_by_T"]}),
+    Entry("w04-shares-by-column", P04, _shares(("top = A[1:].argmax(dim=-1)", "top = A[:, 1:].argmax(dim=0)")),
+          expect={"bonus_top_key_shares": 0.43},
+          why="the largest weight of each column 1..T-1 over the queries, not of each row over the keys: both "
+              "shares wrong (3 of 3.5), the form kept: 3 × 0.5/3.5",
+          says={"bonus_top_key_shares": ["down each column"]},
+          hints={"bonus_top_key_shares": ["by_column"]},
+          visible_passes={"top_key_shares_check": "on its three 0/1 patterns the columns' largest weights give the "
+                                                  "rows' shares"}),
     Entry("w04-shares-previous", P04, _shares(("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(0, A.shape[0] - 1)")),
           expect={"bonus_top_key_shares": 1.71},
           why="the diagonal compared with the row's index less one (the previous key): the diagonal part lost: "
               "3 × 2/3.5",
-          says={"bonus_top_key_shares": ["shifted by one"]}),
+          says={"bonus_top_key_shares": ["shifted by one"]},
+          hints={"bonus_top_key_shares": ["index_shifted"]}),
     Entry("w04-shares-first-64-rows", P04, _shares(("top = A[1:].argmax(dim=-1)", "top = A[1:64].argmax(dim=-1)"),
                                                    ("rows = torch.arange(1, A.shape[0])", "rows = torch.arange(1, 1 + len(top))")),
           expect={"bonus_top_key_shares": 0.43},
@@ -1094,11 +1174,13 @@ WRONG += [
           expect={"smoothing_attention_hidden": 3.0},
           why="s squared twice: still causal, on the simplex, decaying, with both limits (s^4 is tiny or huge when s "
               "is); only the kernel's values (1.5 of 6) are wrong: 4 × 4.5/6",
-          says={"smoothing_attention_hidden": ["squared twice", "too high a power"]}),
+          says={"smoothing_attention_hidden": ["squared twice", "too high a power"]},
+          hints={"smoothing_attention_hidden": ["squared_twice"]}),
     Entry("w05-no-factor-2", P05, _smoothing((SCORES, "scores = -(i[:, None] - i[None, :]) ** 2 / s ** 2")),
           expect={"smoothing_attention_hidden": 3.0},
           why="the factor 2 missing: only the kernel's values (1.5 of 6) are wrong: 4 × 4.5/6",
-          says={"smoothing_attention_hidden": ["factor 2 is missing"]}),
+          says={"smoothing_attention_hidden": ["factor 2 is missing"]},
+          hints={"smoothing_attention_hidden": ["no_factor_2"]}),
     Entry("w05-hard-coded-bandwidth", P05, _smoothing((SCORES, "scores = -(i[:, None] - i[None, :]) ** 2 / (2 * 2.0 ** 2)")),
           expect={"smoothing_attention_hidden": 2.0},
           why="s = 2 typed in (the visible test's value): both limits (1.5) and the values (1.5) fail: 4 × 3/6",
@@ -1108,7 +1190,8 @@ WRONG += [
           expect={"smoothing_attention_hidden": 1.83},
           why="the past masked instead of the future: not causal (1), no running mean at huge s (0.75), wrong values "
               "(1.5): 4 × 2.75/6",
-          says={"smoothing_attention_hidden": ["above the diagonal", "mask is reversed"]}),
+          says={"smoothing_attention_hidden": ["above the diagonal", "mask is reversed"]},
+          hints={"smoothing_attention_hidden": ["reversed_mask"]}),
     Entry("w05-diagonal-masked", P05, _smoothing(("diagonal=1)", "diagonal=0)")),
           expect={"smoothing_attention_hidden": 0.0},
           why="the diagonal masked out: row 0 has no key and is NaN in every case, so no part can be judged",
@@ -1117,22 +1200,52 @@ WRONG += [
           expect={"smoothing_attention_hidden": 1.33},
           why="the mask filled with 0: future weight (1), no identity (0.75) nor running mean (0.75), wrong values "
               "(1.5): 4 × 2/6",
-          says={"smoothing_attention_hidden": ["set to 0 instead of -inf", "exp(0) = 1"]}),
+          says={"smoothing_attention_hidden": ["set to 0 instead of -inf", "exp(0) = 1"]},
+          hints={"smoothing_attention_hidden": ["mask_zero"]}),
     Entry("w05-mask-after-softmax", P05, _smoothing((MASK_LINE, ""), (
               "return torch.softmax(scores, dim=-1)", "return torch.softmax(scores, dim=-1).masked_fill(future, 0.0)")),
           expect={"smoothing_attention_hidden": 1.83},
           why="masked after the softmax (not renormalised): rows sum to less than 1 (1), no running mean (0.75), "
               "wrong values (1.5): 4 × 2.75/6",
-          says={"smoothing_attention_hidden": ["does not sum to 1", "after the softmax"]}),
+          says={"smoothing_attention_hidden": ["does not sum to 1", "after the softmax"]},
+          hints={"smoothing_attention_hidden": ["mask_after_softmax"]}),
     Entry("w05-no-mask", P05, _smoothing((MASK_LINE, "")),
           expect={"smoothing_attention_hidden": 1.83},
           why="no mask: future weight (1), no causal running mean (0.75), wrong values (1.5): 4 × 2.75/6",
-          says={"smoothing_attention_hidden": ["above the diagonal", "no causal mask"]}),
+          says={"smoothing_attention_hidden": ["above the diagonal", "no causal mask"]},
+          hints={"smoothing_attention_hidden": ["no_mask"]}),
     Entry("w05-softmax-axis", P05, _smoothing(("return torch.softmax(scores, dim=-1)", "return torch.softmax(scores, dim=0)")),
           expect={"smoothing_attention_hidden": 1.5},
           why="softmax over the queries: rows off the simplex (1), no running mean (0.75), the ratio changes from row "
               "to row (0.5), wrong values (1.5): 4 × 2.25/6",
-          says={"smoothing_attention_hidden": ["over the queries (dim=0)", "dim=-1"]}),
+          says={"smoothing_attention_hidden": ["over the queries (dim=0)", "dim=-1"]},
+          hints={"smoothing_attention_hidden": ["wrong_axis"]}),
+    Entry("w05-s-not-squared", P05, _smoothing((SCORES, "scores = -(i[:, None] - i[None, :]) ** 2 / (2 * s)")),
+          expect={"smoothing_attention_hidden": 2.5},
+          why="the bandwidth not squared: at a huge s the scores of far keys are not near 0 (no running mean, "
+              "0.75), wrong values (1.5): 4 × 3.75/6",
+          says={"smoothing_attention_hidden": ["not squared: s enters the score with too low a power"]},
+          hints={"smoothing_attention_hidden": ["s_not_squared"]}),
+    Entry("w05-distance-not-squared", P05, _smoothing((SCORES, "scores = -(i[:, None] - i[None, :]).abs() / (2 * s ** 2)")),
+          expect={"smoothing_attention_hidden": 3.0},
+          why="|i - j| for (i - j)^2: causal, decaying, distance-only, with both limits; only the values (1.5) are "
+              "wrong: 4 × 4.5/6",
+          says={"smoothing_attention_hidden": ["the distance is not squared"]},
+          hints={"smoothing_attention_hidden": ["distance_not_squared"]},
+          visible_passes={"smoothing_attention_check": "it measures the kernel at distance 1, where |i - j| and "
+                                                       "(i - j)^2 are equal"}),
+    Entry("w05-sign", P05, _smoothing((SCORES, "scores = (i[:, None] - i[None, :]) ** 2 / (2 * s ** 2)")),
+          expect={"smoothing_attention_hidden": 1.83},
+          why="the sign flipped: far keys score high: no identity at a tiny s (0.75), the ratios change from row to"
+              " row (0.5), no decay (0.5), wrong values (1.5): 4 × 2.75/6",
+          says={"smoothing_attention_hidden": ["the sign is flipped"]},
+          hints={"smoothing_attention_hidden": ["sign"]}),
+    Entry("w05-transposed", P05, _smoothing(("return torch.softmax(scores, dim=-1)", "return torch.softmax(scores, dim=-1).T")),
+          expect={"smoothing_attention_hidden": 1.17},
+          why="the matrix transposed: rows off the simplex (1), weight above the diagonal (1), no running mean "
+              "(0.75), wrong values (1.5): 4 × 1.75/6",
+          says={"smoothing_attention_hidden": ["the matrix is transposed"]},
+          hints={"smoothing_attention_hidden": ["transposed"]}),
 ]
 
 
@@ -1273,7 +1386,7 @@ def dot_variance(d_k, n, seed):
           why="fewer samples than asked: a tenth of the pairs drawn and repeated ten times to make n; about 10% of "
               "the values are distinct where n independent pairs give n distinct ones: not n samples, nothing "
               "credited",
-          says={"bonus_dot_variance": ["distinct", "fewer pairs drawn and repeated"]}),
+          says={"bonus_dot_variance": ["too few of the dot products are distinct", "n different ones"]}),
     Entry("w01-variance-fewer", P01, edit(P01, "dot_variance", ("dots = (q * k).sum(dim=-1)",
                                                                 "dots = (q * k).sum(dim=-1)[:1000]")),
           expect={"bonus_dot_variance": 0.0},
@@ -1651,6 +1764,7 @@ WRONG += [
           why="softmax written as exp(s) / sum exp(s) without subtracting the max: right for the notebook's small "
               "scores (and every case the hidden test had), NaN once scores reach the hundreds: 3 of 4 cases",
           says={"mask_after_softmax_hidden": ["scores in the hundreds", "overflows"]},
+          hints={"mask_after_softmax_hidden": ["max_not_subtracted"]},
           visible_passes={"mask_after_softmax_check": "the visible check's scores are all 0"}),
     Entry("w03-row-sums-float32-inside", P03, edit(P03, "mask_after_softmax_row_sums", (
               "A = F.softmax(scores, dim=-1) * keep", "A = F.softmax(scores.float(), dim=-1) * keep.float()")),
@@ -1688,12 +1802,12 @@ WRONG += [
           why="turns x to float64 and calls the float32 head: the notebook's own head raises (nn.Linear refuses "
               "the dtype), the grader's served heads computed in float64 instead and gave full marks; now they "
               "refuse it as the notebook's head does: it crashes on every correct head, which scores 0",
-          says={"check_perturbation_hidden": ["crashed with RuntimeError", "head.double()"]}),
+          says={"check_perturbation_hidden": ["crashed with RuntimeError", "which refuse x of another dtype"]}),
     Entry("w03-gradient-double", P03, edit(P03, "check_causality_gradient", (
               "x = x.clone().requires_grad_(True)", "x = x.double().requires_grad_(True)")),
           expect={"check_gradient_hidden": 0.0},
           why="a float64 leaf for a float32 head: crashes on the notebook's own head, so on every correct one: 0",
-          says={"check_gradient_hidden": ["crashed with RuntimeError", "x as it comes"]}),
+          says={"check_gradient_hidden": ["crashed with RuntimeError", "which refuse x of another dtype"]}),
     # positions of every class: first, middle and last of the past and of the future, and past the notebook's 8
     Entry("w03-perturbation-first-and-last-before", P03, _perturbation_with(
               '''    for s in ({0, t - 1} if t > 0 else ()):             # the first and the last position before t
@@ -1916,7 +2030,7 @@ WRONG += [
           expect={"bonus_online_softmax": 2.54},
           why="the running max started at 0: the very negative rows underflow, exactly as the judge's own start at "
               "0 does (2 of 13)",
-          says={"bonus_online_softmax": ["start at 0 instead of -inf"]},
+          says={"bonus_online_softmax": ["running max started at 0", "starts at -inf"]},
           hints={"bonus_online_softmax": ["max_starts_at_zero"]}),
     Entry("w06-hint-online-max-minus-1e3", P06, _online((_ONLINE_START, "-1e3, dtype=scores.dtype)")),
           expect={"bonus_online_softmax": 2.54},
@@ -1990,7 +2104,7 @@ WRONG += [
                                                                   "running_sum = running_sum + weight")),
           expect={"bonus_streaming_attention": 0.15},
           why="neither the running sum nor the running output rescaled when the max grows: only T = 1 right",
-          says={"bonus_streaming_attention": ["running sum and the running output rescaled"]},
+          says={"bonus_streaming_attention": ["running sum and the running output are both rescaled"]},
           hints={"bonus_streaming_attention": ["output_and_sum_not_rescaled"]}),
 
     # scores_entrywise: the causes measured on a case (the answer's scores are that computation's)

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import pytest
 
-from proof_corpus import CORRECT, UNDECIDED, WRONG
+from proof_corpus import CORRECT, REVIEW, UNDECIDED, WRONG
 from test_grader_proof_quick import REGISTRY, native_run
 
 # grade cell -> {hint name: its words}: every hint the hidden checks can give
 CATALOGUE = {gid: dict(check.HINTS) for gid, check in REGISTRY.items() if getattr(check, "HINTS", None)}
 # the checks whose hints are catalogued (a check that names causes belongs here once its hints are measured)
 HINTED = {"bonus_online_softmax", "bonus_streaming_attention", "bonus_fit_exponent", "bonus_dot_variance",
-          "scale_table_hidden"}
+          "scale_table_hidden", "bonus_scores_entrywise", "bonus_permutation_gaps", "bonus_attention_on_text",
+          "bonus_top_key_shares", "mask_after_softmax_hidden", "smoothing_attention_hidden",
+          "bonus_count_params"}
 ENTRIES = CORRECT + WRONG + UNDECIDED
 
 
@@ -68,3 +70,14 @@ def test_every_hint_is_shown_by_some_entry():
     seen = {(gid, name) for entry in WRONG for gid, names in entry.hints.items() for name in names}
     missing = sorted(f"{gid} / {name}" for gid, hints in CATALOGUE.items() for name in hints if (gid, name) not in seen)
     assert not missing, f"hints no corpus entry shows: {missing}"
+
+
+def test_each_hinted_check_fails_some_entry_naming_no_cause(judged):
+    """A check that named a cause for every failure would pass the tests above if every wrong entry it judges had
+    a declared cause: each check with a catalogue also fails a wrong entry whose cause it does not measure (a
+    mistake near its hints), and that entry declares no hint there, so its feedback names none."""
+    bare = {gid: [e.name for e in WRONG if gid in judged[e.name] and not e.hints.get(gid)
+                  and judged[e.name][gid][0] != REVIEW and judged[e.name][gid][0] < REGISTRY[gid].points]
+            for gid in CATALOGUE}
+    missing = sorted(gid for gid, names in bare.items() if not names)
+    assert not missing, f"checks whose every failing corpus entry is named a cause: {missing}"

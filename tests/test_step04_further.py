@@ -10,6 +10,9 @@ import torch
 import torch.nn.functional as F
 
 from autograder.selfgrade import probe_and_judge
+from conftest import STEP4
+
+GAPS_HINTS = STEP4.checks["bonus_permutation_gaps"].HINTS
 
 NEG = float("-inf")
 
@@ -73,6 +76,15 @@ def test_permutation_chaffs(fn, part):
 
 def test_typed_in_gaps_earn_nothing():
     assert verdict("bonus_permutation_gaps", permutation_gaps=gaps_typed_in).fraction == 0
+
+
+def test_permutation_hint_only_for_an_answer_that_ignores_its_arguments():
+    """The same four numbers on every case is measured; P moved with the tokens is not (gap 4 at rounding level
+    is what leaving P out gives too): its feedback says what gap 4 compares, and names no cause."""
+    words = GAPS_HINTS["same_for_every_case"]
+    assert words in verdict("bonus_permutation_gaps", permutation_gaps=gaps_typed_in).report(2)
+    report = verdict("bonus_permutation_gaps", permutation_gaps=gaps_p_permuted).report(2)
+    assert words not in report and "unpermuted on both sides" in report, report
 
 
 # ---- online_softmax ------------------------------------------------------------------------
@@ -179,7 +191,7 @@ def test_online_softmax_chaffs(fn, part):
 def test_zero_start_is_named():
     v = verdict("bonus_online_softmax", online_softmax=softmax_zero_start)
     message = next(p.message for p in v.failures() if p.name.startswith("very negative"))
-    assert "start at 0 instead of -inf" in message
+    assert "running max started at 0" in message and "starts at -inf" in message
 
 
 # ---- streaming_attention -------------------------------------------------------------------

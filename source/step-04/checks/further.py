@@ -104,10 +104,17 @@ LABELS = ("rows, no positions", "rows, positions added to x", "tokens, no positi
           "tokens, positions added after embedding")
 
 
+# the cause its feedback can name, each only where measured: the answer gave the same four numbers for every
+# case, which differ (the reference's gaps differ from case to case)
+GAPS_HINTS = {"same_for_every_case": "the same four numbers came back for every case: the gaps do not follow "
+                                     "the arguments"}
+
+
 @register
 class PermutationGaps(Check):
     grade_id = "bonus_permutation_gaps"
     points = 2
+    HINTS = GAPS_HINTS
 
     @quiet
     def probe(self, ns, ctx):
@@ -128,6 +135,11 @@ class PermutationGaps(Check):
         tiny_ok, tiny_msgs = True, []
         big_ok, big_msgs = True, []
         measured_ok, measured_msgs = True, []
+        # the answer's gaps where every case returned them in the contract's form, else None
+        values = [value if why is None and not form_of(entry) else None
+                  for entry in data for value, why in [unpack(entry)]]
+        constant = (len(values) == len(self.cases(ctx)) and isinstance(values[0], list)
+                    and all(v == values[0] for v in values))
         for n, (case, entry) in enumerate(zip(self.cases(ctx), data)):
             seed, B, T, dtype, identity, extra_rows = case
             # the cases after PERM_CASES are this submission's own: their sizes are not shown
@@ -142,8 +154,7 @@ class PermutationGaps(Check):
             if why:
                 tiny_ok = big_ok = measured_ok = False
                 if "IndexError" in why or "RuntimeError" in why:
-                    why += (" (these inputs have other lengths than the notebook's: take T from idx.shape[1] "
-                            "and use the arguments, not the notebook's globals"
+                    why += (" (these inputs have other sizes than the notebook's; T is idx.shape[1]"
                             + ("; pos_emb may have more than T rows: P = pos_emb(torch.arange(T))" if extra_rows else "")
                             + ")")
                 for msgs in (tiny_msgs, big_msgs, measured_msgs):
@@ -159,7 +170,7 @@ class PermutationGaps(Check):
                     measured_ok = False
                     measured_msgs.append(
                         f"{label}: with perm = arange(T) nothing moves, so every gap must be 0 up to rounding, "
-                        "and yours are not. Are the gaps computed from the arguments, or typed in?")
+                        "and yours are not")
                 continue
             for k in range(3):
                 if not (0 <= value[k] <= tiny):
@@ -168,8 +179,7 @@ class PermutationGaps(Check):
                         measured_ok = False
                         measured_msgs.append(
                             f"{label}: gap {k + 1} ({LABELS[k]}) is above float64 rounding, which is "
-                            "about 1e-16. Is the gap measured on the arguments (no float32 copies, no typed-in "
-                            "numbers)?")
+                            "about 1e-16: float64 arguments give float64 gaps")
                     else:
                         tiny_ok = False
                         tiny_msgs.append(
@@ -180,15 +190,16 @@ class PermutationGaps(Check):
             # the trap's gap: the same inputs give the same number up to float rounding
             if not abs(value[3] - ref[3]) <= 1e-5 + 1e-4 * ref[3]:
                 big_ok = False
+                formula = ("gap 4 compares head(tok_emb(idx[:, perm]) + P) with head(tok_emb(idx) + P)[:, perm], "
+                           "P = pos_emb(torch.arange(T)), unpermuted on both sides")
                 if value[3] <= 1e-3:
-                    hint = ("it is (nearly) zero: is P added after permuting on BOTH sides, or permuted with "
-                            "the tokens? P stays in place: head(tok(idx[:, perm]) + P) against "
-                            "head(tok(idx) + P)[:, perm].")
+                    hint = f"yours is (nearly) zero, where these inputs give a gap of order 1: {formula}"
                 else:
-                    hint = ("it is not the largest absolute difference of head(tok(idx[:, perm]) + P) and "
-                            "head(tok(idx) + P)[:, perm] for these inputs, with P = pos_emb(arange(T)). "
-                            "Does the function use its arguments (not the notebook's head and embeddings)?")
+                    hint = f"it is not the largest absolute difference of the two outputs for these inputs: {formula}"
                 big_msgs.append(f"{label}: gap 4 is not the gap of these inputs; {hint}")
+        if constant:                        # measured: one answer for every case
+            measured_ok = False
+            measured_msgs.insert(0, GAPS_HINTS["same_for_every_case"])
         if tiny_ok and not measured_ok:     # small numbers typed in earn nothing
             tiny_ok = False
             tiny_msgs.append("not credited while the gaps do not follow the inputs (see 'the gaps are measured')")
@@ -384,8 +395,8 @@ SOFTMAX_PARTS = {   # name -> (what it tests, weight, {symptom: what the spec sa
         "any": "With one key, its weight is 1."}),
     "float64": ("the scores' dtype kept: a float32 tensor for float32 scores, float64 (at float64 precision) "
                 "for float64", 1.0, {
-        "dtype": "Create the running max and sum with dtype=scores.dtype, so float64 scores stay float64.",
-        "precision": "Keep every running quantity in scores.dtype (a float32 tensor somewhere costs the precision)."}),
+        "dtype": "The weights have the scores' dtype: float64 scores give float64 weights.",
+        "precision": "Float64 scores give weights right to float64 rounding."}),
 }
 
 # The mistakes a hint of online_softmax names, each computed by the judge itself (`_online_mistake`, the
@@ -402,7 +413,7 @@ ONLINE_HINTS = {
     "max_starts_at_zero": (
         "These are the weights of a running max started at 0 (or at another number far above every score of a "
         "row): on rows whose scores are all near -1e4, exp(score - 0) underflows to 0 for every key, so the sum "
-        "is 0. Does the running max start at 0 instead of -inf?"),
+        "is 0. The running max starts at -inf."),
     "max_not_subtracted": (
         "These are the weights of exp(score) with no running max subtracted: exp of a score in the thousands "
         "overflows to inf. Subtract the running max before exponentiating."),
@@ -671,10 +682,15 @@ def _score_scale(q, k, v, value, atol):
     return c if err(c) <= atol else None
 
 
-# The mistakes a hint of streaming_attention names that no single case shows by itself, each computed by the
-# judge (`_streaming_mistake`: the solution's loop with that one mistake, in q's dtype). A hint is shown only
-# when the answer's output is that mistake's on every case; otherwise the feedback says which property failed.
+# The mistakes a hint of streaming_attention names, each computed by the judge (`_streaming_mistake`: the
+# solution's loop with that one mistake, in q's dtype). A hint is shown only when the answer's output is that
+# mistake's on every case; otherwise the feedback says which property failed. (A scale of the scores other
+# than these is measured on the failing case: `_score_scale` fits it.)
 STREAMING_MISTAKES = {
+    "no_mask": {"mask": "none"},
+    "future_score_zero": {"mask": "zero"},
+    "scores_unscaled": {"scale": "one"},
+    "scores_by_d_k": {"scale": "d_k"},
     "mask_reversed": {"mask": "reversed"},
     "diagonal_masked": {"mask": "diagonal"},
     "max_starts_at_zero": {"start": 0.0},
@@ -683,48 +699,52 @@ STREAMING_MISTAKES = {
     "output_and_sum_not_rescaled": {"rescale_out": False, "rescale_sum": False},
 }
 STREAMING_HINTS = {
-    # measured on the failing case itself (`_compare_attention`): the answer is that computation's output
     "no_mask": "this is attention without the causal mask: query i may only see keys j ≤ i",
     "future_score_zero": ("the future keys get score 0 instead of -inf: exp(0) = 1 gives them weight. Mask the "
                           "scores of keys j > i with -inf (or skip those keys)"),
     "scores_unscaled": "right causal attention, but your scores are not divided by sqrt(d_k) at all",
     "scores_by_d_k": "right causal attention, but your scores are divided by d_k",
+    # measured on the failing case itself (`_score_scale`): the answer is attention with scores × that constant
     "scores_other_scale": "right causal attention, but your scores are scaled by a constant that is not 1/sqrt(d_k)",
-    # the output is the mistake's on every case (STREAMING_MISTAKES)
     "mask_reversed": ("this is the output of a reversed mask: a query whose first keys are masked gets "
-                      "exp(-inf - (-inf)) = NaN. Is the mask reversed? Query i sees keys 0, 1, ..., i and not the "
+                      "exp(-inf - (-inf)) = NaN. Query i sees keys 0, 1, ..., i and not the "
                       "keys after it"),
-    "diagonal_masked": ("this is the output of a mask that hides the diagonal too: query 0 sees no key at all. Is "
-                        "the diagonal masked too? Query i sees keys j <= i, j = i included"),
+    "diagonal_masked": ("this is the output of a mask that hides the diagonal too: query 0 sees no key at all. "
+                        "Query i sees keys j <= i, j = i included"),
     "max_starts_at_zero": ("this is the output of a running max started at 0 (or at another number far above "
                            "every score of a query): where every score of a query is far below 0, exp(s - 0) "
-                           "underflows to 0 for every key and 0/0 is NaN. Is the running max started at -inf "
-                           "(not 0)?"),
+                           "underflows to 0 for every key and 0/0 is NaN. The running max is started at -inf "
+                           "(not 0)"),
     "max_not_subtracted": ("this is the output of exp(s) with no running max subtracted: scores in the hundreds "
                            "make exp overflow. Subtract the running max before exponentiating"),
     "output_not_rescaled": ("this is the output of a running output that is not rescaled: when the max grows from "
-                            "m to m', is the running output rescaled by exp(m - m'), like the running sum?"),
+                            "m to m', the running output is rescaled by exp(m - m'), like the running sum"),
     "output_and_sum_not_rescaled": ("this is the output of a running sum and output that are not rescaled: when "
-                                    "the max grows from m to m', are the running sum and the running output "
-                                    "rescaled by exp(m - m')?"),
+                                    "the max grows from m to m', the running sum and the running output are "
+                                    "both rescaled by exp(m - m')"),
 }
 
 
-def _streaming_mistake(triple, start=NEG_INF, shift=True, rescale_out=True, rescale_sum=True, mask="causal"):
+def _streaming_mistake(triple, start=NEG_INF, shift=True, rescale_out=True, rescale_sum=True, mask="causal",
+                       scale="root"):
     """What the solution's loop gives on (q, k, v) (in q's dtype) with one mistake: the running max started at
     `start`; no running max subtracted (`shift`); the running output or sum not rescaled when the max grows;
-    the mask `reversed` (query i sees keys j >= i) or hiding the `diagonal` too."""
+    the mask `reversed` (query i sees keys j >= i), hiding the `diagonal` too, `none` at all, or giving the
+    future score `zero`; the scores divided by 1 (`one`) or by `d_k` instead of sqrt(d_k)."""
     q, k, v = (torch.as_tensor(t) for t in triple)
     T, d_k = q.shape[-2], q.shape[-1]
     pos = torch.arange(T)
-    hidden = {"causal": lambda j: pos < j, "reversed": lambda j: pos > j, "diagonal": lambda j: pos <= j}[mask]
+    hidden = {"causal": lambda j: pos < j, "reversed": lambda j: pos > j, "diagonal": lambda j: pos <= j,
+              "none": lambda j: torch.zeros_like(pos, dtype=torch.bool), "zero": lambda j: pos < j}[mask]
+    fill = 0.0 if mask == "zero" else NEG_INF
+    divisor = {"root": d_k ** 0.5, "one": 1, "d_k": d_k}[scale]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         m = torch.full(q.shape[:-1], start, dtype=q.dtype)
         z = torch.zeros(q.shape[:-1], dtype=q.dtype)
         out = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
         for j in range(T):
-            s = ((q @ k[..., j, :, None]).squeeze(-1) / d_k ** 0.5).masked_fill(hidden(j), NEG_INF)
+            s = ((q @ k[..., j, :, None]).squeeze(-1) / divisor).masked_fill(hidden(j), fill)
             new = torch.maximum(m, s)
             scale, w = (torch.exp(m - new), torch.exp(s - new)) if shift else (torch.ones_like(new), torch.exp(s))
             z = z * (scale if rescale_sum else 1.0) + w
@@ -763,18 +783,15 @@ def _compare_attention(q, k, v, value, name, shown=()) -> str | None:
     err = np.abs(value.astype(np.float64) - ref).max()
     if err <= atol:
         return None
-    noncausal = torch.softmax(torch.as_tensor(np.asarray(q, np.float64) @ np.swapaxes(np.asarray(k, np.float64), -1, -2)
-                                              / q.shape[-1] ** 0.5), dim=-1).numpy() @ np.asarray(v, np.float64)
-    if np.abs(value - noncausal).max() <= 1e-4:
-        return STREAMING_HINTS["no_mask"]
-    if np.abs(value - _attention_reference(q, k, v, masked_score=0.0)).max() <= 1e-4:
-        return STREAMING_HINTS["future_score_zero"]
     d_k = q.shape[-1]
     c = _score_scale(q, k, v, value, max(atol, 1e-5))
     if c is not None:
-        hint = ("scores_unscaled" if abs(c - 1) < 1e-3 else "scores_by_d_k" if abs(c * d_k - 1) < 1e-3
-                else "scores_other_scale")
-        return f"{STREAMING_HINTS[hint]}: the scores are q·k / sqrt(d_k), d_k = q.shape[-1]"
+        # a scale of 1 or 1/d_k is named only where it is the answer's on every case (`shown`)
+        named = [STREAMING_HINTS[m] for m in ("scores_unscaled", "scores_by_d_k") if m in shown]
+        if not named and abs(c - 1) >= 1e-3 and abs(c * d_k - 1) >= 1e-3:
+            named = [STREAMING_HINTS["scores_other_scale"]]
+        what = "; ".join(named) or "right causal attention but for the scale of the scores"
+        return f"{what}: the scores are q·k / sqrt(d_k), d_k = q.shape[-1]"
     if q.shape[-2] > 1 and np.abs(value[..., 0, :] - ref[..., 0, :]).max() > 1e-4:
         what = "already the first query (which sees only key 0, so its output is v_0) is wrong"
     else:
@@ -923,7 +940,7 @@ def _least_squares_slope(Ts, times):
 # The causes fit_exponent's feedback can name, each measured: the slope that mistake gives on the case is the
 # answer's (`typed_in`: the answer is 2 on every case, whatever the data)
 FIT_HINTS = {
-    "typed_in": "got 2 on every data set: is the exponent typed in rather than fitted?",
+    "typed_in": "got 2 on every data set: the exponent is typed in, not fitted",
     "axes_swapped": ("this is the slope of log T against log time: the exponent is the slope of log(time) against "
                      "log(T)."),
     "rounded": "the slope is rounded: return it as computed (round only where you print it).",

@@ -226,10 +226,38 @@ def _constant_factor(got, ref):
 
 # ---- count_params --------------------------------------------------------------------------
 
+# the causes the feedback can name (name -> its words), each only where measured: the answer is that count
+# (COUNT_MISTAKES) on every case and twin
+COUNT_HINTS = {
+    "biases": "this counts biases too: the handout's three nn.Linear layers have bias=False",
+    "square": "each projection maps width d to width d_head: a (d_head, d) matrix, not a square one",
+    "one_projection": "that is one projection: the head has three (query, key, value)",
+    "buffer": ("the same square number above 3·d·d_head for every width: the tril buffer (T_max × T_max numbers) "
+               "is state, not a parameter, and head.parameters() does not yield it"),
+}
+COUNT_MISTAKES = {
+    "biases": lambda n, d, d_head: n == 3 * d * d_head + 3 * d_head,
+    "square": lambda n, d, d_head: n in (3 * d * d, 3 * d_head * d_head),
+    "one_projection": lambda n, d, d_head: n == d * d_head,
+}
+
+
+def count_hints(numbers: list, cases: list) -> list[str]:
+    """The COUNT_HINTS whose count is the answer's on every case (`numbers`, None where none came back)."""
+    if any(n is None for n in numbers):
+        return []
+    shown = [name for name, made in COUNT_MISTAKES.items() if all(made(n, *c) for n, c in zip(numbers, cases))]
+    extras = {n - 3 * d * d_head for n, (d, d_head) in zip(numbers, cases)}
+    if len(extras) == 1 and (extra := extras.pop()) > 0 and float(extra) ** 0.5 == int(float(extra) ** 0.5):
+        shown.append("buffer")
+    return [COUNT_HINTS[name] for name in shown]
+
+
 @register
 class CountParams(TwinnedCheck):
     grade_id = "bonus_count_params"
     points = 2
+    HINTS = COUNT_HINTS
     CASES = [(12, 5), (5, 12), (100, 7), (3, 1)]        # the visible test uses (32, 16) and (40, 24)
     # the feedback names a case by its kind, never by its numbers: printed inputs and counts
     # would let an answer return the hidden counts without computing them
@@ -250,6 +278,17 @@ class CountParams(TwinnedCheck):
         return {"cases": [attempt(fn, d, d_head) for d, d_head in self.CASES],
                 "twins": [attempt(fn, d, d_head) for d, d_head in self.twins(ctx)]}
 
+    def judge(self, data, ctx):
+        verdict = super().judge(data, ctx)
+        entries = list(data["cases"]) + list(data["twins"])
+        numbers = [_as_number(value) if why is None else None for value, why in map(unpack, entries)]
+        hints = count_hints(numbers, self.CASES + self.twins(ctx))
+        if hints:
+            for part in verdict.parts:
+                if not part.ok and part.message == COUNT_PROPERTY:
+                    part.message = "; ".join(hints)
+        return verdict
+
     @staticmethod
     def _case(case, entry):
         d, d_head = case
@@ -257,7 +296,7 @@ class CountParams(TwinnedCheck):
         if why:
             return False, why
         number = _as_number(value)
-        return number == 3 * d * d_head, _diagnose_count(number, d, d_head)
+        return number == 3 * d * d_head, ("return one number (an int)" if number is None else COUNT_PROPERTY)
 
 
 def _as_number(value):
@@ -270,18 +309,5 @@ def _as_number(value):
     return None
 
 
-def _diagnose_count(n, d, d_head):
-    right = 3 * d * d_head
-    if n is None:
-        return "return one number (an int)"
-    if n == right + 3 * d_head:
-        return "this counts biases too: the handout's three nn.Linear layers have bias=False"
-    if n == 3 * d * d or n == 3 * d_head * d_head:
-        return "each projection maps width d to width d_head: a (d_head, d) matrix, not a square one"
-    if n == d * d_head:
-        return "that is one projection: the head has three (query, key, value)"
-    extra = n - right
-    if extra > 0 and float(extra) ** 0.5 == int(float(extra) ** 0.5):
-        return ("this seems to count the tril buffer (T_max × T_max numbers): a buffer is state, "
-                "not a parameter, and head.parameters() does not yield it")
-    return "count the numbers in the three weight matrices of query, key and value, as a formula in d and d_head"
+# what a wrong count's feedback says, unless a cause is measured on every case (`count_hints`)
+COUNT_PROPERTY = "count the numbers in the three weight matrices of query, key and value, as a formula in d and d_head"

@@ -6,7 +6,8 @@ import numpy as np
 
 from autograder.checks import (Check, TwinnedCheck, Verdict, attempt, register, student, twin, unpack, unwritten,
                                unwritten_verdict)
-from .sampling import DISTINCT, dependent, distinct_share, dot_cdf, ks_distance, ks_threshold, normal_cdf
+from .sampling import (DISTINCT, correlated_lags, dependent, distinct_share, dot_cdf, ks_distance, ks_threshold,
+                       normal_cdf, reflected)
 
 NAMES = ("X", "W_Q", "W_K", "W_V", "Q", "K", "V", "scores", "A", "out")
 
@@ -47,7 +48,7 @@ class Shapes(TwinnedCheck):
             if isinstance(value, dict) else list(NAMES)
         hint = ""
         if any(n in wrong for n in ("scores", "A")):
-            hint = " The scores compare every position with every position: which two sizes is that?"
+            hint = " The scores compare every position with every position: one score per (query, key) pair."
         elif any(n in wrong for n in ("V", "out", "W_V")):
             hint = " The values have their own width d_v, which need not equal d_k."
         return not wrong, f"wrong or missing: {', '.join(wrong)}.{hint}"
@@ -146,18 +147,23 @@ def _judge_sample(case, entry):
     if n >= GOF_MIN:
         if distinct_share(dots) < DISTINCT:
             return "samples", ("too few of the dot products are distinct numbers: n "
-                               "independent pairs give n different ones. Were fewer pairs drawn and repeated?")
+                               "independent pairs give n different ones")
         if dependent(dots):
-            return "samples", ("the dot products are not independent draws: some are the negatives of others, or "
-                               "each one follows from the one before it (or from the one n/2 before: a vector "
-                               "reused). Draw n fresh pairs q, k (one generator, no reflections or reuse) and take "
-                               "one dot product from each")
+            # which test failed, as measured: magnitudes shared (x beside -x), or a correlation at a shift
+            if reflected(dots):
+                what = ("more of them share their size with another than independent draws give (some are the "
+                        "negatives of others)")
+            else:
+                what = " and ".join("each correlates with the one before it" if lag == 1 else
+                                    "each correlates with the one n/2 before it" for lag in correlated_lags(dots))
+            return "samples", (f"the dot products are not independent draws: {what}. n fresh pairs q, k give n "
+                               "independent dot products")
         distance = ks_distance(dots, dot_cdf(d_k))
         if distance > ks_threshold(n):
             return "samples", f"the dot products do not follow the law of q·k: {_law_hint(dots, d_k)}"
     if not any(abs(estimate - s) <= 1e-4 * abs(s) + 1e-12 for s in _statistics(dots)):
         return "estimate", ("the variance returned is not the sample variance of the dot products returned: compute "
-                            "it from those n dot products (dots.var()), not from the formula")
+                            "it from those n dot products (dots.var())")
     return None, None
 
 

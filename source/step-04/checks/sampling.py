@@ -137,13 +137,14 @@ def reflected(samples) -> bool:
     return n > 1 and magnitude_repeats(samples) > magnitude_repeats_limit(n)
 
 
-def serially_correlated(samples) -> bool:
-    """Whether the sequence (or its squares) correlates with itself shifted by 1 or by n // 2 positions
+def correlated_lags(samples) -> list[int]:
+    """The shifts, of 1 and n // 2 positions, by which the sequence (or its squares) correlates with itself
     beyond what independent draws give (SERIAL_SIGMAS standard deviations)."""
     x = np.asarray(samples, dtype=np.float64).ravel()
     n = x.size
     if n < 3:
-        return False
+        return []
+    lags = []
     for series in (x, x * x):
         centred = series - series.mean()
         scale = float((centred * centred).sum())
@@ -151,8 +152,14 @@ def serially_correlated(samples) -> bool:
             continue
         for lag in sorted({1, n // 2}):
             if abs(float((centred[lag:] * centred[:-lag]).sum()) / scale) > SERIAL_SIGMAS / math.sqrt(n):
-                return True
-    return False
+                lags.append(lag)
+    return sorted(set(lags))
+
+
+def serially_correlated(samples) -> bool:
+    """Whether the sequence (or its squares) correlates with itself shifted by 1 or by n // 2 positions
+    beyond what independent draws give (SERIAL_SIGMAS standard deviations)."""
+    return bool(correlated_lags(samples))
 
 
 def dependent(dots: np.ndarray) -> bool:

@@ -53,6 +53,8 @@ def reference(T: int, s: float, variant: str = "correct") -> np.ndarray:
     return A.T.copy() if variant == "transposed" else A
 
 
+# the causes the feedback can name (name -> its words), each only where measured: the variant's matrix
+# (`reference(T, s, name)`) is the answer's on every case
 MISTAKES = {
     "squared_twice": "the bandwidth is squared twice: s enters the score with too high a power",
     "no_factor_2": "the factor 2 is missing: the score is -(i - j)^2 / (2 s^2)",
@@ -95,6 +97,7 @@ def _as_array(result):
 class SmoothingAttention(Check):
     grade_id = "smoothing_attention_hidden"
     points = 4
+    HINTS = MISTAKES
 
     def cases(self, ctx):
         """(moderate, tiny, huge): the fixed cases, each kind with cases of this submission's own
@@ -126,8 +129,8 @@ class SmoothingAttention(Check):
                 why = "returned something that is not a (T, T) matrix"
             if why is None and not np.isfinite(a).all():
                 if T > 1 and not np.isfinite(a[0]).any() and np.isfinite(a[1:]).all():
-                    why = ("gives a matrix whose row 0 is NaN: its only key is j = 0, itself, and it was masked too. "
-                           "The mask hides j > i (triu with diagonal=1): the diagonal stays")
+                    why = ("gives a matrix whose row 0 is NaN, where row 0 has one key, j = 0, itself, of weight 1: "
+                           "the mask hides j > i only, the diagonal stays")
                 else:
                     why = "the matrix holds NaN or inf: every weight is a finite number in [0, 1]"
                 a = None
@@ -154,14 +157,12 @@ class SmoothingAttention(Check):
         # 1. rows on the simplex
         bad = failed(ALL_CASES, lambda a, T, s: (a >= 0).all() and np.abs(a.sum(axis=1) - 1).max() <= ATOL)
         verdict.add("rows are on the simplex (nonnegative, summing to 1)", bad is None,
-                    why(bad, "a row has a negative weight or does not sum to 1 (rows summing to less than 1 "
-                             "usually mean the mask came after the softmax)"), weight=1)
+                    why(bad, "a row has a negative weight or does not sum to 1"), weight=1)
 
         # 2. causality: exactly zero above the diagonal
         bad = failed(ALL_CASES, lambda a, T, s: (np.triu(a, 1) == 0).all())
         verdict.add("causal: exactly zero above the diagonal", bad is None,
-                    why(bad, "weight above the diagonal: fill the scores with -inf where j > i before the softmax "
-                             "(or the matrix is transposed)"), weight=1)
+                    why(bad, "weight above the diagonal, where A[i, j] is exactly 0 for every key j > i"), weight=1)
 
         # 3. s -> 0: each position keeps only itself
         bad = failed(TINY, lambda a, T, s: np.abs(a - np.eye(T)).max() <= SMOOTHING.tol("identity"))
@@ -214,11 +215,10 @@ class SmoothingAttention(Check):
         elif mismatch:
             message = (f"{_label(mismatch[0])}: not the Gaussian kernel "
                        "scores[i, j] = -(i - j)^2 / (2 s^2), masked, softmax over j.")
-            T, s = mismatch[0]
-            if got.get((T, s)) is not None:
-                for variant, cause in MISTAKES.items():
-                    if np.abs(got[(T, s)] - reference(T, s, variant)).max() <= ATOL:
-                        message += f" It matches what you get when {cause}."
-                        break
+            # a cause only where measured: the variant's matrix for every case
+            for variant, cause in MISTAKES.items():
+                if all(case in got and np.abs(got[case] - reference(*case, variant)).max() <= ATOL
+                       for case in ALL_CASES):
+                    message += f" For every T and s it is the matrix you get when {cause}."
         verdict.add("the weights of the Gaussian kernel for several T and s", not mismatch, message, weight=1.5)
         return verdict

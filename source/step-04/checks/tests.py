@@ -83,8 +83,10 @@ def length_at(p) -> int:
 
 
 def _crash_hint(text: str) -> str:
-    """The hint for a crash, from its kind alone: a hidden test never reads the message (framework.shown_error),
-    so where a kind has several causes the hint names the usual ones as possibilities."""
+    """What to know about a crash, from its kind alone: a hidden test never reads the message
+    (framework.shown_error), so it names no cause it has not measured: only a kind that has one cause
+    (NotImplementedError from the stub, InputChanged measured by the grader) says it; others say what the
+    hidden test gives the check that the notebook does not."""
     kind = text[len("crashed: "):].split(":", 1)[0] if text.startswith("crashed: ") else text.split(":", 1)[0]
     if kind == "NotImplementedError":
         return "the answer cell is not filled in yet"
@@ -92,16 +94,14 @@ def _crash_hint(text: str) -> str:
         return ("your check changes its caller's tensor in place (the notebook's own x would change too): "
                 "perturb a copy, x.clone()")
     if kind == "AttributeError":
-        return "treat the head as a black box: call head(x) (and read head.A) only"
+        return "the hidden test's heads answer head(x) and head.A only"
     if kind == "IndexError":
-        return "take B, T and d from the tensors' shapes instead of fixing them"
+        return "the hidden test's tensors have other sizes than the notebook's (longer sequences among them)"
     if kind in ("RuntimeError", "TypeError"):
         return (f"a hidden test does not show the {kind}'s message: run your check on the notebook's own head "
-                "to read it. Usual causes: x without requires_grad (make a leaf copy, "
-                "x = x.clone().requires_grad_(True)); a float64 x for the float32 head (give it x as it comes, "
-                "or convert the head too, head.double()); something compared with a tensor of another dtype "
-                "(build it from A itself, torch.ones_like(...)); B, T or d fixed in the code (take them from "
-                "the shapes)")
+                "to read it. The hidden test gives your check float32 x without requires_grad, of other sizes "
+                "than the notebook's, and float32 heads among others, which refuse x of another dtype, as the "
+                "notebook's head does")
     return ""
 
 
@@ -547,8 +547,8 @@ def _scaled_std_hint(rows) -> str:
     if ratios and max(q for _, q in ratios) - min(q for _, q in ratios) <= 1e-4 * max(q for _, q in ratios):
         return ("scaled_std / raw_std is the same at every width: the scores are divided by a constant, but the "
                 "scale must follow the head: sqrt(d_k)")
-    return ("scaled_std should be the std of the same scores divided by sqrt(d_k), which is raw_std / sqrt(d_k): "
-            "divide the raw scores you already have, do not draw new q and k")
+    return ("scaled_std should be the std of the same scores divided by sqrt(d_k), which is raw_std / sqrt(d_k), "
+            "and yours is not")
 
 
 def _number(v):
@@ -571,8 +571,8 @@ def _table_problem(value, d_heads):
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 return f"row[{key!r}] should be a number (use .item() on a one-element tensor)"
             if not math.isfinite(v):
-                return (f"row[{key!r}] is {v}: every statistic of the table is finite. Are the scores masked "
-                        "(-inf above the diagonal)? The table is about the unmasked scores")
+                return (f"row[{key!r}] is {v}, where every statistic of the table is finite: the table is about "
+                        "the unmasked scores q kᵀ")
         if _number(row["d_k"]) != d_k:
             return "the rows should come in the order of d_heads, each with its own d_k"
         for key in SAMPLE_KEYS:
@@ -605,11 +605,64 @@ def mask_after_reference(scores):
 
 ROW_SUMS = contract("mask_after_softmax_row_sums")
 
+# the causes the feedback can name (name -> its words), each only where measured: the mistake's row sums,
+# computed by the judge in the scores' dtype (`row_sums_mistake`), are the answer's on every case and twin
+ROW_SUM_HINTS = {
+    "future_kept": "these are the row sums with the past zeroed and the future kept: tril keeps j <= i",
+    "diagonal_zeroed": ("these are the row sums with the diagonal zeroed too: row i keeps keys j <= i, its own key "
+                        "j = i included (tril, not tril(-1))"),
+    "softmax_over_queries": ("these are the row sums of a softmax over the queries (dim=-2): each row is normalised "
+                             "over its keys, F.softmax(scores, dim=-1)"),
+    "future_minus_inf": ("these are the row sums with the future weights set to -inf after the softmax: set them "
+                         "to 0 (multiply by the mask, or masked_fill with 0.0)"),
+    "renormalised": ("these are the row sums of the kept weights divided by their sum (renormalised): 1, or NaN "
+                     "where every kept weight underflows to 0. The kept weights are summed as they are"),
+    "max_not_subtracted": ("these are the row sums of a softmax written as exp(s) / sum exp(s): exp(s) overflows "
+                           "in float32 for scores in the hundreds (exp(89) is inf). F.softmax subtracts each row's "
+                           "max first"),
+}
+
+
+def row_sums_mistake(scores: torch.Tensor, mistake: str) -> np.ndarray:
+    """The solution's row sums on `scores` (in their dtype) with one mistake of ROW_SUM_HINTS."""
+    T = scores.shape[-1]
+    ones = torch.ones(T, T, dtype=scores.dtype)
+    keep = {"future_kept": torch.triu(ones), "diagonal_zeroed": torch.tril(ones, diagonal=-1)}.get(mistake, torch.tril(ones))
+    if mistake == "softmax_over_queries":
+        A = F.softmax(scores, dim=-2)
+    elif mistake == "max_not_subtracted":
+        e = scores.exp()
+        A = e / e.sum(dim=-1, keepdim=True)
+    else:
+        A = F.softmax(scores, dim=-1)
+    A = A.masked_fill(keep == 0, float("-inf")) if mistake == "future_minus_inf" else A * keep
+    if mistake == "renormalised":
+        A = A / A.sum(dim=-1, keepdim=True)
+    return A.sum(dim=-1).numpy().astype(np.float64)
+
+
+def _same_row_sums(got, expected: np.ndarray) -> bool:
+    """The same shape, NaN and inf in the same places, the finite sums equal to float32 rounding."""
+    if got is None or got.shape != expected.shape:
+        return False
+    if not all(np.array_equal(where(got), where(expected)) for where in (np.isnan, np.isposinf, np.isneginf)):
+        return False
+    finite = np.isfinite(expected)
+    return bool(np.all(np.abs(got[finite] - expected[finite]) <= 1e-5 + 1e-4 * np.abs(expected[finite])))
+
+
+def _row_sums_of(entry):
+    value, why = unpack(entry)
+    if why or not isinstance(value, (np.ndarray, list, float, int)):
+        return None
+    return np.asarray(value, dtype=np.float64)
+
 
 @register
 class MaskAfterSoftmax(Check):
     grade_id = "mask_after_softmax_hidden"
     points = 2
+    HINTS = ROW_SUM_HINTS
     # the notebook's own scores are (4, 8, 8) and small; the contract allows any scores, large ones too,
     # where a softmax written as exp(s) / sum exp(s) overflows in float32 (exp(89) is inf)
     CASES = [("a batch of 3 sequences of 6 tokens", 3, 6, 51, 1.5, "float32"),
@@ -634,10 +687,18 @@ class MaskAfterSoftmax(Check):
 
     def judge(self, data, ctx):
         verdict = Verdict()
+        cases = self.CASES + self.twins(ctx)
+        values = [_row_sums_of(entry) for entry in list(data["cases"]) + list(data["twins"])]
+        # the mistakes whose row sums are the answer's on every case and twin: the only causes a hint may name
+        shown = [name for name in ROW_SUM_HINTS if len(values) == len(cases) and all(
+            _same_row_sums(got, row_sums_mistake(mask_after_inputs(B, T, seed, scale, getattr(torch, dtype)), name))
+            for (_, B, T, seed, scale, dtype), got in zip(cases, values))]
         for case, other, entry, fresh in zip(self.CASES, self.twins(ctx), data["cases"], data["twins"]):
             ok, message = self._case(case, entry)
             if ok:
                 ok, message = self._case(other, fresh)
+            if not ok and shown and not message.startswith(("raised", "scores of shape")):
+                message = "; ".join([message] + [ROW_SUM_HINTS[name] for name in shown])
             verdict.add(case[0], ok, message)
         return verdict
 
@@ -662,31 +723,16 @@ class MaskAfterSoftmax(Check):
             if form_of(entry):
                 return False, form_of(entry)
             return True, ""
-        upper = torch.triu(torch.ones(T, T, dtype=torch.float64))
-        flipped = (F.softmax(scores, dim=-1) * upper).sum(dim=-1).numpy()
-        lower = torch.tril(torch.ones(T, T, dtype=torch.float64))
-        by_column = (F.softmax(scores, dim=-2) * lower).sum(dim=-1).numpy()
-        no_diagonal = (F.softmax(scores, dim=-1) * torch.tril(lower, diagonal=-1)).sum(dim=-1).numpy()
-        if not np.isfinite(got).all() and scale >= 100:
-            hint = ("NaN or inf for scores in the hundreds: exp(s) overflows in float32 (exp(89) is inf), and a "
-                    "row whose kept weights all underflow to 0 gives 0/0 when divided by their sum. F.softmax "
-                    "subtracts each row's max first; zero the future after it, and do not renormalise")
-        elif not np.isfinite(got).all():
-            hint = ("NaN or inf: after the softmax, set the future weights to 0 (multiply by the mask, or "
-                    "masked_fill with 0.0), not to -inf")
+        # which property failed; a cause is named by `judge`, only where measured on every case
+        if not np.isfinite(got).all():
+            hint = ("NaN or inf" + (" for scores in the hundreds" if scale >= 100 else "") + ", where every row "
+                    "sum is finite (the kept weights of a softmax, between 0 and 1)")
         elif dtype == "float64" and np.all(np.abs(got - ref) <= 1e-5):
-            hint = ("right to float32 precision only: float64 scores lost precision somewhere (a tensor created "
-                    "with the default dtype, or a conversion to float32)")
+            hint = ("right to float32 precision only: on float64 scores the row sums are right to float64 "
+                    "rounding (1e-12)")
         elif T > 1 and np.allclose(got, 1, atol=1e-5):
-            hint = ("every row sums to 1: that is masking before the softmax (or renormalising). Here the "
-                    "softmax runs over all keys first, then the future weights are zeroed")
-        elif T > 1 and np.allclose(got, flipped, atol=1e-5):
-            hint = "you kept the future and zeroed the past: tril keeps j <= i"
-        elif np.allclose(got, no_diagonal, atol=1e-5):
-            hint = "the diagonal was zeroed too: row i keeps keys j <= i, its own key j = i included (tril, not tril(-1))"
-        elif T > 1 and np.allclose(got, by_column, atol=1e-5):
-            hint = ("the softmax ran over the queries (dim=-2 or dim=1): each row is normalised over its keys, "
-                    "F.softmax(scores, dim=-1)")
+            hint = ("every row sums to 1, where the weights row i keeps (keys j <= i of a softmax over all T keys) "
+                    "sum to less than 1 before the last row")
         else:
             hint = "row i keeps the softmax weights of keys j <= i (computed over all T keys) and sums them"
         return False, hint

@@ -74,6 +74,8 @@ def text_attention(seed: int, variant: str = "handout") -> np.ndarray:
     return A.T.copy() if variant == "transposed" else A
 
 
+# the causes the feedback can name (name -> its words), each only where measured: the answer's matrix is the
+# variant's (text_attention(seed, name)) for every seed
 TEXT_MISTAKES = {
     "no_pos_term": "the positional embedding is built but not added to x: x = tok_emb(idx) + pos_emb(torch.arange(64))[None, :]",
     "no_pos_embedding": "pos_emb is never built, so the head's weights come from other random numbers "
@@ -116,6 +118,7 @@ def _is_causal_attention(a: np.ndarray, tol: float = 1e-5) -> str:
 class AttentionOnText(Check):
     grade_id = "bonus_attention_on_text"
     points = 3
+    HINTS = TEXT_MISTAKES
 
     def seeds(self, ctx) -> tuple:
         """TEXT_SEEDS and a seed of this submission's own (framework.fresh_rng): every part checks it
@@ -169,15 +172,16 @@ class AttentionOnText(Check):
         verdict.add("the same seed gives the same matrix",
                     again is not None and middle is not None and np.array_equal(again, middle),
                     no_matrix if again is None or middle is None else
-                    "two calls with the same seed gave different matrices: call torch.manual_seed(seed) "
-                    "first thing in the function, before any layer is built", weight=0.5)
+                    "two calls with the same seed gave different matrices: every random number of the "
+                    "construction is drawn after torch.manual_seed(seed)", weight=0.5)
 
         distinct = got_all and all(
             np.abs(matrices[a] - matrices[b]).max() > 1e-3
             for i, a in enumerate(TEXT_SEEDS) for b in TEXT_SEEDS[i + 1:])
         verdict.add("different seeds give different matrices", distinct,
                     no_matrix if not got_all else
-                    "two seeds gave (nearly) the same matrix: is `seed` passed to torch.manual_seed?", weight=0.5)
+                    "two seeds gave (nearly) the same matrix, where different seeds build different layers",
+                    weight=0.5)
 
         mismatched = []
         for seed, a in matrices.items():
@@ -191,11 +195,12 @@ class AttentionOnText(Check):
             message = ("not the matrix of the handout's construction under torch.manual_seed(seed) "
                        f"(for {len(mismatched)} of the {len(TEXT_SEEDS)} seeds checked).")
             if mismatched:
-                seed = mismatched[0]
-                for variant, cause in TEXT_MISTAKES.items():
-                    if np.abs(matrices[seed] - text_attention(seed, variant)).max() <= TEXT_ATOL:
-                        message += f" It matches what you get when {cause}."
-                        break
+                # a cause only where measured: the variant's matrix for every seed
+                shown = [cause for variant, cause in TEXT_MISTAKES.items()
+                         if got_all and all(np.abs(a - text_attention(seed, variant)).max() <= TEXT_ATOL
+                                            for seed, a in matrices.items())]
+                if shown:
+                    message += "".join(f" For every seed it is the matrix you get when {cause}." for cause in shown)
                 else:
                     message += (" Check: torch.manual_seed(seed) first; then tok_emb = nn.Embedding(V, 32), "
                                 "pos_emb = nn.Embedding(64, 32), head = Head(32, 16, T_max=64) in that order; "
@@ -255,8 +260,21 @@ def reference_shares(A: np.ndarray) -> tuple[float, float]:
     return float(np.mean(top == rows)), float(np.mean(top == 0))
 
 
+# the causes the feedback can name (name -> its words), each only where measured: the answer's share is the
+# slip's (`_share_mistakes`) on every matrix
+SHARE_HINTS = {
+    "row_zero_counted": "row 0 is counted (its only key is 0, both the diagonal and column 0: leave it out)",
+    "counts": "these are counts, not shares: divide by the number of rows, T - 1",
+    "divided_by_T": "the shares are divided by T, where T - 1 rows are counted",
+    "index_shifted": ("the top key is compared with the row's index shifted by one (row i's diagonal key is i, "
+                      "not i - 1: the rows counted start at 1)"),
+    "by_column": ("the largest weight is taken down each column (over the queries), where the top key of a row is "
+                  "taken along the row (over the keys, the last axis)"),
+}
+
+
 def _share_mistakes(A: np.ndarray) -> dict:
-    """What the two shares become under common slips (for the messages)."""
+    """What the two shares become under each slip of SHARE_HINTS (name -> (diagonal, column 0))."""
     A = np.asarray(A, dtype=np.float64)
     T = A.shape[0]
     top_all = A.argmax(axis=1)                                       # (T,) row 0 included
@@ -264,18 +282,11 @@ def _share_mistakes(A: np.ndarray) -> dict:
     rows = np.arange(1, T)
     by_query = A[:, 1:].argmax(axis=0) if T > 1 else top             # (T-1,) the largest weight of each column
     return {
-        "row 0 is counted (its only key is 0, both the diagonal and column 0: leave it out)":
-            (float(np.mean(top_all == np.arange(T))), float(np.mean(top_all == 0))),
-        "these are counts, not shares: divide by the number of rows, T - 1":
-            (float(np.sum(top == rows)), float(np.sum(top == 0))),
-        "the shares are divided by T instead of the T - 1 rows counted":
-            (float(np.sum(top == rows) / T), float(np.sum(top == 0) / T)),
-        "the top key is compared with the row's index shifted by one (row i's diagonal key is i, "
-        "not i - 1: the rows counted start at 1)":
-            (float(np.mean(top == rows - 1)), float(np.mean(top == 0))),
-        "the largest weight is taken down each column (over the queries) instead of along each row "
-        "(over the keys, the last axis)":
-            (float(np.mean(by_query == rows)), float(np.mean(by_query == 0))),
+        "row_zero_counted": (float(np.mean(top_all == np.arange(T))), float(np.mean(top_all == 0))),
+        "counts": (float(np.sum(top == rows)), float(np.sum(top == 0))),
+        "divided_by_T": (float(np.sum(top == rows) / T), float(np.sum(top == 0) / T)),
+        "index_shifted": (float(np.mean(top == rows - 1)), float(np.mean(top == 0))),
+        "by_column": (float(np.mean(by_query == rows)), float(np.mean(by_query == 0))),
     }
 
 
@@ -294,6 +305,7 @@ def _as_shares(result) -> tuple[float, float]:
 class TopKeyShares(Check):
     grade_id = "bonus_top_key_shares"
     points = 3
+    HINTS = SHARE_HINTS
 
     def cases(self, ctx) -> list[tuple[str, torch.Tensor]]:
         """share_cases() and a random causal matrix of this submission's own (framework.fresh_rng), so
@@ -340,14 +352,12 @@ class TopKeyShares(Check):
                 else:
                     hint = ("the top key of row i is A[i].argmax() over the keys j, counted over the rows 1..T-1, "
                             "as a share of those T - 1 rows")
-                    for (name, A), v in zip(cases, values):
-                        if name not in wrong or v is None:
-                            continue
-                        slips = [why for why, slip in _share_mistakes(A.numpy()).items()
-                                 if abs(v[k] - slip[k]) <= SHARE_ATOL and abs(slip[k] - reference_shares(A.numpy())[k]) > SHARE_ATOL]
-                        if slips:
-                            hint = f"it looks as if {slips[0]}"
-                            break
+                    # a slip only where measured: its share is the answer's on every matrix
+                    slips = [SHARE_HINTS[slip] for slip in SHARE_HINTS
+                             if all(v is not None and abs(v[k] - _share_mistakes(A.numpy())[slip][k]) <= SHARE_ATOL
+                                    for (_, A), v in zip(cases, values))]
+                    if slips:
+                        hint = "on every matrix, " + "; ".join(slips)
                     message = f"{part} wrong for {len(wrong)} of {len(cases)} matrices (first: {first}): {hint}"
             verdict.add(f"{part}: {label}", not wrong, message, weight=1.5)
         # the contract's form, as the visible check's expect_form reads it: two Python floats (0-dim tensors or
