@@ -104,3 +104,30 @@ def lab_tab(module_tab, request):
         yield module_tab
     finally:
         _screenshot_if_failed(module_tab, request)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """A module's RIGHT_AFTER = {test: earlier test}: each of `test`'s cases runs right after the case
+    of `earlier test` with the same parameters (test_lab_solutions: a notebook's slider test while the
+    page its Run All left is still open). After tests/conftest.py's ordering of the modules; a whole
+    module stays in one place, so --dist loadscope still hands it to one worker in this order."""
+    def key(item, name):
+        return (item.module.__name__, name, getattr(getattr(item, "callspec", None), "id", None))
+
+    moving = {}
+    for item in items:
+        after = getattr(getattr(item, "module", None), "RIGHT_AFTER", {}).get(getattr(item, "originalname", None))
+        if after:
+            moving[key(item, after)] = moving.get(key(item, after), []) + [item]
+    if not moving:
+        return
+    moved = {id(i) for group in moving.values() for i in group}
+    ordered = []
+    for item in items:
+        if id(item) in moved:
+            continue
+        ordered.append(item)
+        ordered.extend(moving.pop(key(item, getattr(item, "originalname", None)), []))
+    for group in moving.values():          # their earlier test was deselected or not collected
+        ordered.extend(group)
+    items[:] = ordered

@@ -64,26 +64,28 @@ def lab(chromium_path, tmp_path_factory):
         yield server
 
 
+# Each slider test runs right after the Run All of its notebook (tests/browser/conftest.py reorders them),
+# in the module's one tab, while that notebook is still the one open.
+RIGHT_AFTER = {"test_sliders_redraw_the_picture": "test_run_all_on_a_solution_shows_no_error"}
+
+
 @pytest.fixture(scope="module")
-def ran(lab, browser_context, module_tab):
-    """Open and Run All a notebook once; the pages of notebooks with sliders stay open for the slider
-    tests, each in a tab of its own; the others are opened one after another in the module's one tab
-    (conftest.module_tab), in the JupyterLab it loaded once."""
-    kept = {}
+def ran(lab, module_tab):
+    """Open and Run All a notebook in the module's one tab (conftest.module_tab), in the JupyterLab it
+    loaded once, as a student goes from one notebook to the next; the notebook last run stays open, so
+    its slider test (run right after it) reads the page the Run All left. A slider test run alone opens
+    and runs its notebook itself. (A tab of its own for each notebook with sliders loaded JupyterLab
+    again, about 4.6 s of Chromium's CPU each.)"""
+    last = {}
 
     def run(path):
-        if path in kept:
-            return kept[path]
-        page = browser_context.new_page() if path in WITH_SLIDERS else module_tab
-        open_notebook(page, lab, relpath(path))
-        shown = run_all(page)
-        if path in WITH_SLIDERS:
-            kept[path] = (page, shown)
-        return page, shown
+        if path not in last:
+            last.clear()
+            open_notebook(module_tab, lab, relpath(path))
+            last[path] = (module_tab, run_all(module_tab))
+        return last[path]
 
-    yield run
-    for page, _ in kept.values():
-        page.close()
+    return run
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
