@@ -302,7 +302,7 @@ def run_all(page, timeout_ms: int = 240_000) -> list[Cell]:
     comes from this run."""
     if execution_state(page)["max"] > 0:
         menu(page, "Edit", "Clear Outputs of All Cells")
-        page.wait_for_function(f"() => ({_STATE_JS})().max === 0", timeout=timeout_ms)
+        page.wait_for_function(f"() => ({_STATE_JS})().max === 0", timeout=timeout_ms, polling=200)
     before = execution_state(page)["max"]
     menu(page, "Run", "Run All Cells")
     wait_until_done(page, before, timeout_ms)

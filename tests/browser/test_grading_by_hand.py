@@ -119,7 +119,7 @@ def test_a_ta_grades_one_written_answer_of_every_student_with_the_keyboard(formg
             submission_ready(page)
         page.reload()
         submission_ready(page)
-        page.wait_for_function(f"document.getElementById('{ANSWER}').value !== ''")
+        page.wait_for_function(f"document.getElementById('{ANSWER}').value !== ''", polling=100)
         assert float(page.locator(f"#{ANSWER}").input_value()) == SCORES[sid], sid
         kept = page.locator(f"#{ANSWER}-comment").input_value()
         assert kept == (COMMENT if sid == "half" else f"Scored {SCORES[sid]:g} for {sid}."), (sid, kept)

@@ -129,7 +129,7 @@ def test_a_ta_sees_the_cell_needs_a_manual_grade_reads_why_and_gives_the_points(
     page.goto(f"{formgrader.url}/formgrader/submissions/{rows['vic']['id']}/")
     page.wait_for_selector("input.score")
     box = page.locator(f"#{CELL}")
-    page.wait_for_function(f"document.getElementById('{CELL}').classList.contains('needs_manual_grade')")
+    page.wait_for_function(f"document.getElementById('{CELL}').classList.contains('needs_manual_grade')", polling=100)
     assert box.input_value() == ""
     cell = page.locator("div.code_cell", has=page.locator(f"#{CELL}"))      # its input and its output
     text = " ".join(cell.inner_text().split())
@@ -145,7 +145,7 @@ def test_a_ta_sees_the_cell_needs_a_manual_grade_reads_why_and_gives_the_points(
         page.keyboard.press("Tab")
     page.reload()
     page.wait_for_selector("input.score")
-    page.wait_for_function(f"document.getElementById('{CELL}').value !== ''")
+    page.wait_for_function(f"document.getElementById('{CELL}').value !== ''", polling=100)
     assert float(page.locator(f"#{CELL}").input_value()) == GIVEN
     assert not page.evaluate(f"document.getElementById('{CELL}').classList.contains('needs_manual_grade')")
     page.locator(f"#{CELL}").scroll_into_view_if_needed()
