@@ -176,6 +176,13 @@ LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_busy_machine", "test_grad
 # next to them a kernel's start alone could take longer than their ceilings.
 QUIET_LAST = ["test_cpu_limits", "test_student_budget"]
 
+# Beside them the other workers would idle (the quiet modules mostly wait): these modules, which compute
+# in their own process with nothing timed (judges called in-process on every entry of a corpus), come
+# after them and run at the lowest priority (`os.nice(19)`, the worker's whole process from then on), so
+# the quiet modules' kernels get a CPU whenever they ask for one and the idle CPUs do the judging.
+NICE_TAIL = ["test_grader_proof_quick", "test_visible_checks_proof", "test_fresh_cases", "test_rewrites",
+             "test_argument_leaks", "test_mutants"]
+
 
 # ---- markers by what a module needs (pyproject.toml; the README's test section) ---------------
 # sandbox: grades or runs code in the bwrap sandbox; services: starts PostgreSQL or Slurm;
@@ -207,8 +214,16 @@ def pytest_collection_modifyitems(session, config, items):
             if module in modules:
                 item.add_marker(marker)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    rank.update({name: len(LONGEST_FIRST) + 1 + i for i, name in enumerate(QUIET_LAST)})
+    rank.update({name: len(LONGEST_FIRST) + 1 + i for i, name in enumerate(QUIET_LAST + NICE_TAIL)})
     items.sort(key=lambda item: rank.get(Path(str(item.fspath)).stem, len(LONGEST_FIRST)))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _nice_tail(request):
+    """A NICE_TAIL module's worker yields the CPU to every other process (see NICE_TAIL)."""
+    if Path(str(request.node.fspath)).stem in NICE_TAIL and os.environ.get("PYTEST_XDIST_WORKER"):
+        os.nice(19 - os.nice(0))
+    yield
 
 
 # ---- measurements a test reports (record_property("measured", "...")): printed after the run ----
