@@ -304,11 +304,11 @@ def test_formgrader_submission_page_runs_no_script_and_shows_the_answer(formgrad
 
 def test_written_answer_pdfs_are_clean_and_anonymous_on_request(home, tmp_path):
     """`make pdfs ANON=1` on the class with mallory: each PDF is named by its code, the key beside
-    the folder maps codes to students, the same codes come back on a second run, no page names the
-    student, and the HTML each PDF is printed from holds nothing that runs."""
+    the folder maps codes to students, the secret it keeps (its owner's alone) gives a later run the same
+    codes, no page names the student, and the HTML each PDF is printed from holds nothing that runs."""
     from pypdf import PdfReader
 
-    from autograder.publish.pdfs import student_html, written_answers
+    from autograder.publish.pdfs import anonymous_codes, student_html, written_answers
     from hostile import dangers
     from .lab import ROOT
     grader = tmp_path / "home"
@@ -329,11 +329,13 @@ def test_written_answer_pdfs_are_clean_and_anonymous_on_request(home, tmp_path):
     assert sorted(key.values()) == ["ada", "blank", "half", HOSTILE]
     assert sorted(p.stem for p in written) == sorted(key) and all(p.parent.name == STEP for p in written)
     assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+    assert oct((grader / "pdfs" / ".anonymous-secret").stat().st_mode & 0o777) == "0o600"
     code = next(c for c, sid in key.items() if sid == HOSTILE)
     text = "\n".join(page.extract_text() for page in PdfReader(grader / "pdfs" / "anonymous" / STEP / f"{code}.pdf").pages)
     assert code in text and HOSTILE not in text and "Legit bold" in text and "/ 2" in text
-    again = make_pdfs()
-    assert sorted(p.stem for p in again) == sorted(key)
+    # a second run draws its codes from the secret the first one kept (what `make pdfs` calls, without
+    # printing the PDFs again)
+    assert anonymous_codes(grader / "pdfs", STEP, sorted(key.values())) == {sid: c for c, sid in key.items()}
     notebook = json.loads((grader / "autograded" / HOSTILE / STEP / "01-on-paper.ipynb").read_text())
     answers = written_answers(notebook)
     assert len(answers) == 5 and not [dangers(a["question"] + a["answer"]) for a in answers if
