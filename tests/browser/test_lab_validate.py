@@ -6,6 +6,7 @@ opens its notebooks one after another.
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -17,6 +18,8 @@ from .lab import Lab, copy_course, open_notebook, screenshot
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser-validate")]
 
 RELEASED = sorted(p.stem for p in (ROOT / "release" / STEP).glob("*.ipynb"))
+# the notebooks whose provided code draws sliders (ipywidgets): Validate runs them as it runs the others
+SLIDERS = {name for name in RELEASED if "ipywidgets" in (ROOT / "release" / STEP / f"{name}.ipynb").read_text()}
 CHECK_CELL_ERRORS = {"NotImplementedError", "AssertionError", "NameError"}
 
 
@@ -43,22 +46,28 @@ def released(name: str) -> list[dict]:
 
 
 def validate(page, lab, path: str) -> dict:
-    """Press nbgrader's Validate button; return the dialog's verdict and the failing cells it lists."""
+    """Press nbgrader's Validate button; return the dialog's verdict, the failing cells it lists and the
+    seconds from the press to the verdict."""
     open_notebook(page, lab, path)
     page.locator(".jp-NotebookPanel-toolbar .validate-button").click()
+    started = time.monotonic()
     message = page.locator(".jp-Dialog #validation-message")
     message.wait_for(timeout=240_000)
+    seconds = time.monotonic() - started
     verdict = message.evaluate(
         """m => ({classes: [...m.classList], text: m.textContent,
                  failed: [...m.querySelectorAll(':scope > div.jp-RenderedText')].map(d => d.innerText)})""")
-    return verdict
+    return {**verdict, "seconds": seconds}
 
 
 @pytest.mark.parametrize("name", RELEASED)
-def test_validate_says_success_on_a_solved_notebook(lab, page, name):
+def test_validate_says_success_on_a_solved_notebook(lab, page, name, record_property):
     """A student who answered everything correctly sees success (a warning printed on stderr in a
-    test cell would make nbgrader's Validate report the cell as failed)."""
+    test cell would make nbgrader's Validate report the cell as failed). The time to the verdict is
+    reported, the slider notebooks' beside the others'."""
     verdict = validate(page, lab, f"notebooks/{STEP}/{name}-solved.ipynb")
+    record_property("measured", f"Validate on a solved {name}{' (sliders)' if name in SLIDERS else ''}: "
+                                f"{verdict['seconds']:.1f} s from the press to the verdict")
     screenshot(page, f"validate-solved-{name}")
     assert "validation-success" in verdict["classes"], f"Validate on a solved {name}: {verdict['text'][:2000]}"
     assert "Success! Your notebook passes all the tests." in verdict["text"]
