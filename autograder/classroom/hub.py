@@ -317,10 +317,10 @@ def setup(
         raise HubError("JupyterHub or its proxy is not installed: make hub-deps")
     conf = settings(exchange=exchange)
     if ngshare.chosen(conf):
-        try:
-            import ngshare_exchange  # noqa: F401
-        except ImportError:
-            raise HubError("ngshare-exchange is not in the hub's environment: make hub-deps") from None
+        import importlib.util
+
+        if importlib.util.find_spec("ngshare_exchange") is None:
+            raise HubError("ngshare-exchange is not in the hub's environment: make hub-deps")
         if not ngshare.NGSHARE_PYTHON.exists():
             raise HubError(f"ngshare's environment is not there ({ngshare.NGSHARE_PYTHON}): make hub-deps")
     config, students, instructors = configure(folder, conf)
