@@ -14,6 +14,12 @@ feedback page shows the store's total, the second's without that answer among th
 the third's lateness and penalty, the others' on time with their extension. Screenshots in
 artifacts/screenshots/hub-*.png. The hub is the run's one hub (conftest.hub_session).
 
+The same hub also runs ngshare as its service (tests/hub.py add_ngshare: the lines `make hub` writes
+with `[hub] exchange = "ngshare"`), and one more student's server has ngshare-exchange as its nbgrader
+exchange: the course goes into ngshare, the student fetches, validates and submits in the Assignments
+tab, the instructor's collect, grade and return-feedback go through ngshare (a grading home of their
+own), the grades land in the store, and the student fetches the feedback and reads the store's total.
+
 Then a burst: twenty more students of the roster log in at once, without a browser (the login form,
 their servers spawned side by side, the requests the Assignments tab and JupyterLab's save make, with
 the pages' XSRF tokens), fetch, sign their first notebook and press Submit at the same moment; the
