@@ -193,7 +193,8 @@ def test_the_readme_says_how_to_install_it_and_what_is_not_tested():
         assert needed in section, needed
 
 
-def test_with_ngshare_the_hub_runs_it_as_a_service_and_every_server_uses_ngshare_exchange(course, tmp_path):
+def test_with_ngshare_the_hub_runs_it_as_a_service_and_every_server_uses_ngshare_exchange(course, tmp_path,
+                                                                                           monkeypatch):
     """`[hub] exchange = "ngshare"` (make hub EXCHANGE=ngshare): the configuration `make hub` writes runs
     ngshare from its own environment as a hub service on loopback, with the course's grader service and
     its token (root's alone) beside it; every user's nbgrader exchange is ngshare-exchange's, pointed at
@@ -218,3 +219,8 @@ def test_with_ngshare_the_hub_runs_it_as_a_service_and_every_server_uses_ngshare
     compile(ngshare.LAUNCHER, "launcher", "exec")                              # the service's command parses
     with pytest.raises(GraderError, match="its own Helm chart"):
         hub_values.values(conf)
+    roster = tmp_path / "with-grader.csv"                   # no account may take the grader service's name
+    roster.write_text(f"student,name\nalice,A\n{ngshare.GRADER},G\n", encoding="utf-8")
+    monkeypatch.setenv("COURSE_ROSTER", str(roster))
+    with pytest.raises(GraderError, match="grader service"):
+        hub.accounts(conf)

@@ -100,6 +100,8 @@ def accounts(conf: dict) -> tuple[list[str], list[str]]:
     both = set(students) & set(instructors)
     if both:
         raise HubError(f"both a student and an instructor: {', '.join(sorted(both))}")
+    if ngshare.GRADER in students + instructors:  # ngshare would take that account for its admin, the grader
+        raise HubError(f"{ngshare.GRADER}: the name of the course's grader service on the hub, not an account's")
     return students, instructors
 
 
