@@ -60,10 +60,14 @@ system-deps:
 # the course's packages (requirements.txt) and JupyterHub's pins (requirements-hub.txt), `pip check`
 # clean; the hub and every user's server run from it. configurable-http-proxy from npm into
 # $(HUB_DIR)/proxy (Node.js 20+). As root, Debian's nodejs, npm and python3-venv are installed when missing.
+# ngshare (the exchange as a hub service, `make hub EXCHANGE=ngshare`) in an environment of its own,
+# $(NGSHARE_VENV), from requirements-ngshare.txt (it needs SQLAlchemy 1.x; the hub's has 2), `pip check` clean.
 HUB_DIR ?= .hub
 HUB_VENV ?= .hub-venv
 HUB_PYTHON ?= /usr/bin/python3
 HUB_PY := $(HUB_VENV)/bin/python
+NGSHARE_VENV ?= .ngshare-venv
+NGSHARE_PY := $(NGSHARE_VENV)/bin/python
 CHP_VERSION ?= 5.3.0
 hub-deps:
 	@if ! command -v npm >/dev/null || ! $(HUB_PYTHON) -c 'import ensurepip' 2>/dev/null; then \
@@ -74,16 +78,20 @@ hub-deps:
 	$(HUB_PY) -m pip install --quiet -r requirements.txt -r requirements-hub.txt
 	$(HUB_PY) -m pip install --quiet --no-deps -e .
 	$(HUB_PY) -m pip check
+	test -x $(NGSHARE_PY) || $(HUB_PYTHON) -m venv $(NGSHARE_VENV)
+	$(NGSHARE_PY) -m pip install --quiet -r requirements-ngshare.txt
+	$(NGSHARE_PY) -m pip check
 	npm install --silent --no-audit --no-fund --prefix $(HUB_DIR)/proxy configurable-http-proxy@$(CHP_VERSION)
-	@echo "hub-deps: jupyterhub $$($(HUB_PY) -c 'import jupyterhub; print(jupyterhub.__version__)') in $(HUB_VENV)/, configurable-http-proxy $$($(HUB_DIR)/proxy/node_modules/.bin/configurable-http-proxy --version) in $(HUB_DIR)/proxy/"
+	@echo "hub-deps: jupyterhub $$($(HUB_PY) -c 'import jupyterhub; print(jupyterhub.__version__)') in $(HUB_VENV)/, ngshare $$($(NGSHARE_PY) -c 'import ngshare; print(ngshare.__version__)') in $(NGSHARE_VENV)/, configurable-http-proxy $$($(HUB_DIR)/proxy/node_modules/.bin/configurable-http-proxy --version) in $(HUB_DIR)/proxy/"
 
 # The course on JupyterHub (root): configuration from course.toml [hub] and roster.csv into $(HUB_DIR)/,
 # local accounts for the roster and the instructors (development passwords dev-<account>, for local
 # testing only; NO_PASSWORDS=1 leaves passwords alone), the exchange, then the hub in the foreground.
-# NO_START=1: everything but the start. autograder/classroom/hub.py.
+# NO_START=1: everything but the start. EXCHANGE=ngshare (or course.toml [hub] exchange = "ngshare"):
+# ngshare as a service of the hub instead of the folder exchange. autograder/classroom/hub.py.
 hub:
 	@test -x $(HUB_PY) || { echo "hub: no $(HUB_VENV)/: make hub-deps first"; exit 1; }
-	$(HUB_PY) -m autograder hub $(STEP_FLAG) $(if $(NO_START),--no-start) $(if $(NO_PASSWORDS),--no-passwords)
+	$(HUB_PY) -m autograder hub $(STEP_FLAG) $(if $(NO_START),--no-start) $(if $(NO_PASSWORDS),--no-passwords) $(if $(EXCHANGE),--exchange $(EXCHANGE))
 
 # The course on Kubernetes (README: "On Kubernetes"): Helm values for Zero to JupyterHub from the same
 # course.toml [hub] and roster.csv, validated against the chart's schema, and the exchange's volume,

@@ -53,8 +53,17 @@ c.CourseDirectory.db_url = db_url()
 
 # The exchange through which notebooks go out, submissions come in and feedback goes back
 # (autograder/classroom/exchange.py; make fetch, submit, collect, return-feedback, my-feedback).
-from autograder.classroom.exchange import exchange_root  # noqa: E402
-c.Exchange.root = str(exchange_root())
+from autograder.classroom.exchange import exchange_root, uses_ngshare  # noqa: E402
+if uses_ngshare():      # NBGRADER_EXCHANGE=ngshare: the course's JupyterHub's ngshare (classroom/ngshare.py)
+    import importlib.util  # noqa: E402
+    # its client is in the hub's environment, from which the course's exchange commands run it; the
+    # other nbgrader commands (grading's feedback) run without it and need no exchange
+    if importlib.util.find_spec("ngshare_exchange"):
+        from autograder.classroom.exchange import ngshare_setup  # noqa: E402
+        from autograder.classroom.ngshare import configure_client  # noqa: E402
+        configure_client(c, ngshare_setup()[0])
+else:
+    c.Exchange.root = str(exchange_root())
 c.Exchange.assignment_dir = str(ROOT / "notebooks")              # where a student's fetched copies live
 c.Exchange.cache = str(ROOT / "notebooks" / ".nbgrader-cache")   # a student's record of their submissions
 c.CollectApp.check_owner = False     # on one machine every submission belongs to the same account

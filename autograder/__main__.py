@@ -26,7 +26,8 @@ only step in source/, or the newest).
   python -m autograder written-scores [--from F]   the written answers to grade offline, as a CSV; --from: import it
   python -m autograder lab [--formgrader]      the course's JupyterLab (students: notebooks/; instructors: formgrader)
   python -m autograder hub [--no-start]        root: the course on a JupyterHub (autograder/classroom/hub.py): configuration
-      [--no-passwords]                         from course.toml [hub] and roster.csv, local accounts, the exchange
+      [--no-passwords] [--exchange ngshare]    from course.toml [hub] and roster.csv, local accounts, the exchange
+      [--publish]                              (a folder, or ngshare as a hub service); --publish: into a running hub's
       [--k8s-values DIR]                       instead: Helm values for Zero to JupyterHub, validated (hub_values.py)
   python -m autograder steps                   the steps in source/
   python -m autograder new-check NOTEBOOK ID   a new hidden test: its check (probe, judge) and its cell, stubbed
@@ -259,6 +260,7 @@ def cmd_written_scores(step, args, extra) -> int:
 
 def cmd_hub(step, args, extra) -> int:
     import os
+    from .classroom import ngshare
     from .classroom.hub import setup
 
     if args.k8s_values:
@@ -268,11 +270,35 @@ def cmd_hub(step, args, extra) -> int:
             print(f"hub: {_shown(path)}")
         print(f"hub: values valid for Zero to JupyterHub {CHART_VERSION} (README: On Kubernetes)")
         return 0
-    cmd = setup(step.name, passwords=not args.no_passwords)
+    if args.publish:  # a running hub's exchange: the course (ngshare) and the step
+        from .classroom.exchange import publish
+        from .classroom.hub import publish_ngshare
+
+        if os.environ.get("NBGRADER_EXCHANGE", "").strip() == ngshare.NGSHARE:
+            publish_ngshare(step.name)
+        else:
+            publish(step.name)
+        return 0
+    cmd = setup(step.name, passwords=not args.no_passwords, exchange=args.exchange)
     if args.no_start:
         print("hub: start it with  " + " ".join(cmd))
         return 0
     sys.stdout.flush()
+    if os.environ.get("NBGRADER_EXCHANGE") == ngshare.NGSHARE:  # the hub, then the course into its ngshare
+        import subprocess
+
+        from .classroom.hub import publish_when_up
+
+        hub = subprocess.Popen(cmd)
+        try:
+            publish_when_up(step.name, hub)
+            return hub.wait()
+        except KeyboardInterrupt:  # Ctrl-C reached the hub too: it stops its services and the servers
+            return hub.wait()
+        except BaseException:
+            hub.terminate()
+            hub.wait()
+            raise
     os.execv(cmd[0], cmd)  # the hub in this process's place: Ctrl-C stops it
     return 0
 
@@ -376,6 +402,17 @@ def parser() -> argparse.ArgumentParser:
     )
     made["hub"].add_argument(
         "--no-start", action="store_true", help="set everything up, print the command that starts it"
+    )
+    made["hub"].add_argument(
+        "--exchange",
+        default=None,
+        metavar="FOLDER|ngshare",
+        help="the exchange instead of course.toml's [hub] exchange: a folder, or ngshare (a service of the hub)",
+    )
+    made["hub"].add_argument(
+        "--publish",
+        action="store_true",
+        help="with the hub running: the course and the step into its exchange (NBGRADER_EXCHANGE=ngshare: its ngshare)",
     )
     made["hub"].add_argument(
         "--no-passwords",

@@ -40,15 +40,19 @@ class NbgraderError(GraderError, RuntimeError):
         super().__init__(f"`nbgrader {' '.join(args)}` failed:\n{log[-4000:]}")
 
 
-def run_nbgrader(*args: str, root: Path = ROOT, db_url: str | None = None) -> str:
+def run_nbgrader(
+    *args: str, root: Path = ROOT, db_url: str | None = None, python: str | None = None, env: dict | None = None
+) -> str:
     """Run an nbgrader command on the course at `root` with this repository's configuration (from
     the engine's folder, with this environment's tools on PATH: nbgrader runs `alembic` from there);
-    return its log. A non-zero exit or an error line in the log raises NbgraderError."""
-    cmd = [sys.executable, "-c", NBGRADER_MAIN, *args, f"--CourseDirectory.root={root}"]
+    return its log. A non-zero exit or an error line in the log raises NbgraderError. `python`: another
+    environment's interpreter (the hub's, for ngshare's exchange classes); `env`: variables added."""
+    python = python or sys.executable
+    cmd = [python, "-c", NBGRADER_MAIN, *args, f"--CourseDirectory.root={root}"]
     if db_url:
         cmd.append(f"--CourseDirectory.db_url={db_url}")
-    env = kernel_env({"COURSE_ROOT": str(root)})  # the course whose checks stamp its hidden tests
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env = kernel_env({"COURSE_ROOT": str(root), **(env or {})})  # the course whose checks stamp its hidden tests
+    env["PATH"] = str(Path(python).parent) + os.pathsep + env.get("PATH", "")
     # from the engine's folder: nbgrader reads nbgrader_config.py from where it runs
     proc = subprocess.run(cmd, cwd=ENGINE_ROOT, env=env, capture_output=True, text=True)
     log = proc.stdout + proc.stderr

@@ -14,6 +14,7 @@ from conftest import ROOT
 HUB_DIR = ROOT / ".hub"
 HUB_PYTHON = ROOT / ".hub-venv" / "bin" / "python"      # the hub's environment (make hub-deps)
 PROXY = HUB_DIR / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
+NGSHARE_PYTHON = ROOT / ".ngshare-venv" / "bin" / "python"   # ngshare's own environment (make hub-deps)
 REQUIRED = os.environ.get("REQUIRE_HUB") == "1"
 
 
@@ -27,6 +28,8 @@ def hub_problem() -> str | None:
     """Why a hub cannot be run here, or None."""
     if not (HUB_PYTHON.parent / "jupyterhub").exists():
         return "the hub's environment .hub-venv/ with JupyterHub is not there (`make hub-deps`)"
+    if not NGSHARE_PYTHON.exists():
+        return "ngshare's environment .ngshare-venv/ is not there (`make hub-deps`)"
     if not PROXY.exists():
         return f"configurable-http-proxy is not in {PROXY.relative_to(ROOT)} (`make hub-deps`)"
     if not shutil.which("node"):
@@ -72,10 +75,13 @@ EXTENSION = "1d"
 LATE = STUDENTS[-1]
 # The burst (tests/browser/test_hub_flow.py): as many more students, each handing in at the same moment
 BURST = [f"{PREFIX}b{i:02d}" for i in range(1, 21)]
+# Students whose servers use ngshare, which the same hub runs as its service, instead of the folder
+# exchange (add_ngshare): the lines `make hub` writes with `[hub] exchange = "ngshare"`, for them alone
+NGSHARE_STUDENTS = [f"{PREFIX}n1"]
 
 
 def free_port_block() -> int:
-    """A port p with p, p+1 and p+2 free (the proxy, the hub's API, the proxy's API)."""
+    """A port p with p to p+3 free (the proxy, the hub's API, the proxy's API, ngshare)."""
     import socket
     for _ in range(50):
         with socket.socket() as s:
@@ -84,13 +90,13 @@ def free_port_block() -> int:
         if port > 65000:
             continue
         try:
-            for p in (port + 1, port + 2):
+            for p in (port + 1, port + 2, port + 3):
                 with socket.socket() as s:
                     s.bind(("127.0.0.1", p))
             return port
         except OSError:
             continue
-    raise RuntimeError("no three free ports in a row")
+    raise RuntimeError("no four free ports in a row")
 
 
 def hub_env(folder: Path) -> dict:
@@ -121,16 +127,43 @@ def write_course(folder: Path, port: int) -> str:
     assert found == 1 and tomllib.loads(text)["due"][STEP4.name] == due, text[:600]
     (folder / "extensions.csv").write_text(
         "student,step,extension,reason\n"
-        + "".join(f"{s},{STEP4.name},{EXTENSION},on time in the hub test\n" for s in STUDENTS if s != LATE),
+        + "".join(f"{s},{STEP4.name},{EXTENSION},on time in the hub test\n" for s in STUDENTS + NGSHARE_STUDENTS
+                  if s != LATE),
         encoding="utf-8")
     text = text[:text.index("[hub]")] + (
         f'[hub]\nip = "127.0.0.1"\nport = {port}\ninstructors = {INSTRUCTORS!r}\n'
         f'exchange = "{folder / "exchange"}"\n').replace("'", '"')
     (folder / "course.toml").write_text(text, encoding="utf-8")
     (folder / "grader").mkdir()
-    (folder / "roster.csv").write_text("student,name\n" + "".join(f"{s},Test {s}\n" for s in STUDENTS + BURST),
+    (folder / "roster.csv").write_text("student,name\n" + "".join(f"{s},Test {s}\n"
+                                                                   for s in STUDENTS + BURST + NGSHARE_STUDENTS),
                                        encoding="utf-8")
     return due_text
+
+
+NGSHARE_SNIPPET = """
+import sys
+from pathlib import Path
+from autograder.classroom import hub, ngshare
+folder, students = Path(sys.argv[1]), sys.argv[2:]
+conf = {**hub.settings(), "exchange": ngshare.NGSHARE}
+ngshare.ensure_token(folder)
+own = hub.user_config(folder / "jupyter" / "ngshare-students", conf, students=True)
+lines = ["", "# The test hub: these students on ngshare (tests/hub.py add_ngshare)",
+         f"_CONFIG.update({ {s: str(own) for s in students}!r})", *ngshare.service_config(folder, conf)]
+with open(folder / "jupyterhub_config.py", "a") as f:
+    f.write("\\n".join(lines) + "\\n")
+"""
+
+
+def add_ngshare(env: dict, folder: Path, students: list[str]) -> None:
+    """The configuration `make hub` wrote (the folder exchange) with ngshare added as the hub's service
+    and `students` on it: their servers read the nbgrader configuration `make hub` writes with
+    `[hub] exchange = "ngshare"` (autograder/classroom/hub.py, ngshare.py)."""
+    import subprocess
+    done = subprocess.run([str(HUB_PYTHON), "-c", NGSHARE_SNIPPET, str(folder), *students], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def remove_accounts(names: list[str]) -> None:
@@ -190,14 +223,16 @@ def start_hub() -> dict:
     env = hub_env(folder)
     started = time.monotonic()
     hub = {"folder": str(folder), "port": port, "url": f"http://127.0.0.1:{port}", "students": STUDENTS, "burst": BURST,
+           "ngshare": NGSHARE_STUDENTS,
            "instructors": INSTRUCTORS, "due": due, "late": LATE, "extension": EXTENSION,
            "env": {k: env[k] for k in env if k.startswith(("COURSE_", "NBGRADER_", "GRADER_"))}}
     setup = subprocess.run([str(HUB_PYTHON), "-m", "autograder", "hub", "--no-start"], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=600)
     if setup.returncode != 0:
-        remove_accounts(STUDENTS + BURST + INSTRUCTORS)
+        remove_accounts(STUDENTS + BURST + NGSHARE_STUDENTS + INSTRUCTORS)
         raise RuntimeError(f"make hub failed:\n{setup.stdout[-3000:]}\n{setup.stderr[-3000:]}")
     hub["setup_output"] = setup.stdout
+    add_ngshare(env, folder / "hub", NGSHARE_STUDENTS)
     log = open(folder / "hub.log", "wb")
     proc = subprocess.Popen([str(HUB_PYTHON.parent / "jupyterhub"), "-f",
                              str(folder / "hub" / "jupyterhub_config.py")],
@@ -254,9 +289,9 @@ def stop_hub(hub: dict) -> None:
                     os.kill(int(pidfile.read_text().strip()), signal.SIGKILL)
                 except (ValueError, OSError):
                     pass
-    remove_accounts(hub["students"] + hub.get("burst", []) + hub["instructors"])
+    remove_accounts(hub["students"] + hub.get("burst", []) + hub.get("ngshare", []) + hub["instructors"])
     remove_empty_group()
     deadline = time.monotonic() + 30                    # sockets closed by the processes' ends
-    while any(listening(p) for p in (hub["port"], hub["port"] + 1, hub["port"] + 2)) and time.monotonic() < deadline:
+    while any(listening(p) for p in range(hub["port"], hub["port"] + 4)) and time.monotonic() < deadline:
         time.sleep(0.2)
     shutil.rmtree(hub["folder"], ignore_errors=True)

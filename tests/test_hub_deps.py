@@ -1,12 +1,12 @@
 """`make hub-deps`: the hub's environment .hub-venv with the pins of requirements.txt and
-requirements-hub.txt, `pip check` clean, and configurable-http-proxy at the Makefile's version
-(REQUIRE_HUB=1 in CI)."""
+requirements-hub.txt, ngshare's own environment .ngshare-venv with the pins of requirements-ngshare.txt,
+`pip check` clean in both, and configurable-http-proxy at the Makefile's version (REQUIRE_HUB=1 in CI)."""
 import json
 import re
 import subprocess
 
 from conftest import ROOT
-from hub import PROXY, hub_or_skip, pinned, python
+from hub import NGSHARE_PYTHON, PROXY, hub_or_skip, pinned, python
 
 
 def test_the_hub_environment_holds_the_course_pins_and_the_hub_pins_and_pip_check_is_clean():
@@ -19,6 +19,24 @@ def test_the_hub_environment_holds_the_course_pins_and_the_hub_pins_and_pip_chec
         assert installed.get(name, "").split("+")[0] == version, \
             f"{name}: installed {installed.get(name)}, pinned {version}"          # torch's CPU build: 2.13.0+cpu
     check = subprocess.run([python(), "-m", "pip", "check"], capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0 and "No broken requirements" in check.stdout, check.stdout + check.stderr
+
+
+def test_ngshares_environment_holds_its_pins_and_pip_check_is_clean():
+    """ngshare, the exchange as a hub service, in an environment of its own: it needs SQLAlchemy 1.x, the
+    hub's environment has 2 (requirements-ngshare.txt); ngshare-exchange, its client, is in the hub's."""
+    hub_or_skip()
+    own = pinned(ROOT / "requirements-ngshare.txt")
+    assert own["ngshare"] == "0.6.0" and own["sqlalchemy"].startswith("1.") and "ngshare" not in pinned(
+        ROOT / "requirements-hub.txt")
+    assert pinned(ROOT / "requirements-hub.txt")["ngshare-exchange"] == "0.5.2"
+    assert own["jupyterhub"] == pinned(ROOT / "requirements-hub.txt")["jupyterhub"]
+    listed = subprocess.run([str(NGSHARE_PYTHON), "-m", "pip", "list", "--format=json"], capture_output=True,
+                            text=True, timeout=120)
+    installed = {re.sub(r"[-_.]+", "-", p["name"]).lower(): p["version"] for p in json.loads(listed.stdout)}
+    for name, version in own.items():
+        assert installed.get(name) == version, f"{name}: installed {installed.get(name)}, pinned {version}"
+    check = subprocess.run([str(NGSHARE_PYTHON), "-m", "pip", "check"], capture_output=True, text=True, timeout=120)
     assert check.returncode == 0 and "No broken requirements" in check.stdout, check.stdout + check.stderr
 
 

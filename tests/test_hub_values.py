@@ -2,7 +2,8 @@
 to JupyterHub made from course.toml's [hub] and the roster as `make hub`'s configuration is, valid against
 the chart's own schema (vendored, its sha256 checked) merged over the chart's defaults as Helm merges
 them, strictly; a misspelt key is rejected with where it is. No cluster runs here; the exchange's volume
-is checked against the Kubernetes API's schemas, strictly."""
+is checked against the Kubernetes API's schemas, strictly. `make hub`'s configuration with ngshare as the
+exchange (a hub service, every server on ngshare-exchange) is checked here too; the values refuse it."""
 import hashlib
 import json
 import re
@@ -190,3 +191,36 @@ def test_the_readme_says_how_to_install_it_and_what_is_not_tested():
     for needed in ("make hub-values", f"--version {CHART_VERSION}", "ReadWriteMany", "ngshare",
                    "autograder/classroom/z2jh/", "tests/test_hub_values.py", "Not exercised"):
         assert needed in section, needed
+
+
+def test_with_ngshare_the_hub_runs_it_as_a_service_and_every_server_uses_ngshare_exchange(course, tmp_path,
+                                                                                           monkeypatch):
+    """`[hub] exchange = "ngshare"` (make hub EXCHANGE=ngshare): the configuration `make hub` writes runs
+    ngshare from its own environment as a hub service on loopback, with the course's grader service and
+    its token (root's alone) beside it; every user's nbgrader exchange is ngshare-exchange's, pointed at
+    it. On Kubernetes the values are refused with where ngshare comes from there."""
+    from autograder.classroom import ngshare
+    conf = hub.settings(exchange="ngshare")
+    assert ngshare.chosen(conf) and not ngshare.chosen(course)
+    for students in (True, False):
+        text = hub.user_config_files(conf, students=students)["nbgrader_config.py"]
+        assert "c.Exchange.root" not in text and "JupyterHubAuthPlugin" in text
+        assert f"c.Exchange._ngshare_url = 'http://127.0.0.1:{conf['port'] + 3}/services/ngshare'" in text
+        assert all(f"c.ExchangeFactory.{name} = {path!r}" in text for name, path in ngshare.CLASSES.items())
+    folder = tmp_path / "hub"
+    token = ngshare.ensure_token(folder)
+    assert len(token.read_text().strip()) == 64 and token.stat().st_mode & 0o777 == 0o600
+    assert ngshare.ensure_token(folder).read_text() == token.read_text()        # written once
+    config = hub.hub_config(folder, conf, STUDENTS, conf["instructors"])
+    assert f"'url': 'http://127.0.0.1:{conf['port'] + 3}'" in config and str(ngshare.NGSHARE_PYTHON) in config
+    assert f"'--admins', '{ngshare.GRADER}'" in config and f"'name': '{ngshare.GRADER}'" in config
+    assert "'COURSE_EXCHANGE': 'ngshare'" in config
+    assert "'name': 'ngshare'" not in hub.hub_config(folder, course, STUDENTS, course["instructors"])
+    compile(ngshare.LAUNCHER, "launcher", "exec")                              # the service's command parses
+    with pytest.raises(GraderError, match="its own Helm chart"):
+        hub_values.values(conf)
+    roster = tmp_path / "with-grader.csv"                   # no account may take the grader service's name
+    roster.write_text(f"student,name\nalice,A\n{ngshare.GRADER},G\n", encoding="utf-8")
+    monkeypatch.setenv("COURSE_ROSTER", str(roster))
+    with pytest.raises(GraderError, match="grader service"):
+        hub.accounts(conf)

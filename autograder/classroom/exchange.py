@@ -19,6 +19,13 @@ where it is. The commands:
 On one machine the course folder is also the instructor's: `make fetch` first puts the current
 release/<step> into the exchange (nbgrader release_assignment) when the exchange is the course's
 own folder and does not hold it yet.
+
+On the course's JupyterHub with ngshare as its exchange (course.toml `[hub] exchange = "ngshare"`),
+the instructor's commands are run with NBGRADER_EXCHANGE=ngshare: collect, return-feedback and the
+release then go through the hub's ngshare service (autograder/classroom/ngshare.py), nbgrader's
+exchange commands run from the hub's environment (where ngshare-exchange is) as the hub service
+ngshare.GRADER. Students hand in through the Assignments tab there; the student commands here work
+on a folder exchange only.
 """
 
 from __future__ import annotations
@@ -41,8 +48,35 @@ class ExchangeError(GraderError, RuntimeError):
     """An exchange command failed; the message says what to do."""
 
 
+def uses_ngshare() -> bool:
+    """Whether the course's commands go through the hub's ngshare (NBGRADER_EXCHANGE=ngshare)."""
+    from .ngshare import NGSHARE
+
+    return os.environ.get("NBGRADER_EXCHANGE", "").strip() == NGSHARE
+
+
 def exchange_root() -> Path:
     return Path(os.environ.get("NBGRADER_EXCHANGE") or ROOT / "exchange").resolve()
+
+
+def ngshare_setup() -> tuple[str, Path, Path]:
+    """(ngshare's URL, the hub's folder, the hub's Python) for the course's commands on ngshare."""
+    from .ngshare import NgshareError, course_commands
+
+    try:
+        return course_commands()
+    except NgshareError as err:
+        raise ExchangeError(str(err)) from None
+
+
+def ngshare_client():
+    from .ngshare import Client, NgshareError
+
+    address, hub_dir, _ = ngshare_setup()
+    try:
+        return Client(address, hub_dir)
+    except NgshareError as err:
+        raise ExchangeError(str(err)) from None
 
 
 def is_course_exchange() -> bool:
@@ -60,6 +94,11 @@ def nbgrader(*args: str) -> str:
     """run_nbgrader (autograder/nbgrader_cmd.py), failing with ExchangeError and nbgrader's own
     error lines: what a student or instructor is shown."""
     try:
+        if uses_ngshare():  # ngshare-exchange, from the hub's environment, as the grader's service
+            from .ngshare import client_env
+
+            address, hub_dir, python = ngshare_setup()
+            return run_nbgrader(*args, python=str(python), env=client_env(hub_dir))
         return run_nbgrader(*args)
     except NbgraderError as err:
         raise ExchangeError(
@@ -81,6 +120,8 @@ def outbound(step: str) -> Path:
 def publish(step: str) -> bool:
     """Put release/<step> into the exchange (nbgrader release_assignment) unless it holds it
     already; return whether it did."""
+    if uses_ngshare():
+        return _publish_ngshare(step)
     if outbound(step).is_dir() and _notebooks(outbound(step)) == _notebooks(RELEASE / step):
         return False
     if not _notebooks(RELEASE / step):
@@ -90,28 +131,64 @@ def publish(step: str) -> bool:
     return True
 
 
+def _publish_ngshare(step: str) -> bool:
+    """release/<step> into the hub's ngshare unless it holds it already (the course is made there
+    first: hub.publish_ngshare)."""
+    from .ngshare import md5
+
+    client = ngshare_client()
+    mine = {p.name: md5(p) for p in sorted((RELEASE / step).glob("*")) if p.is_file()}
+    if not any(name.endswith(".ipynb") for name in mine):
+        raise ExchangeError(f"release/{step} holds no notebooks: run `make release` first")
+    held = client.released(step)
+    if held is not None and all(held.get(name) == digest for name, digest in mine.items()):
+        return False
+    nbgrader("release_assignment", step, "--force", f"--course={COURSE_ID}")
+    print(f"exchange: released {len(_notebooks(RELEASE / step))} notebooks of {step} to ngshare ({client.url})")
+    return True
+
+
 def collect(step: str) -> list[str]:
     """Each student's newest submission -> <grading home>/collected/<student>/<step>/."""
     dest = grader_home() / COLLECTED
     inbound = exchange_root() / COURSE_ID / "inbound"
-    if not inbound.is_dir():
+    if not uses_ngshare() and not inbound.is_dir():
         raise ExchangeError(f"no exchange at {_show(exchange_root())}: nothing was released or submitted yet")
-    log = nbgrader("collect", step, "--update", f"--CourseDirectory.submitted_directory={dest}")
+    extra = [f"--course={COURSE_ID}"] if uses_ngshare() else []
+    log = nbgrader("collect", step, "--update", f"--CourseDirectory.submitted_directory={dest}", *extra)
     new = re.findall(r"(?:Collecting|Updating) submission: (\S+) " + re.escape(step), log)
     students = sorted(p.name for p in dest.glob("*") if (p / step).is_dir())
-    submitted: dict[str, list[Path]] = {}  # inbound listed once: student -> their submissions of the step
-    for folder in inbound.iterdir():
-        parts = folder.name.split("+")
-        if len(parts) >= 3 and parts[1] == step:
-            submitted.setdefault(parts[0], []).append(folder)
-    for sid in students:
-        write_notebook_times(submitted.get(sid, []), dest / sid / step, sid, step)
+    if uses_ngshare():
+        _ngshare_notebook_times(step, dest, students)
+    else:
+        submitted: dict[str, list[Path]] = {}  # inbound listed once: student -> their submissions of the step
+        for folder in inbound.iterdir():
+            parts = folder.name.split("+")
+            if len(parts) >= 3 and parts[1] == step:
+                submitted.setdefault(parts[0], []).append(folder)
+        for sid in students:
+            write_notebook_times(submitted.get(sid, []), dest / sid / step, sid, step)
     print(
         f"collect: {len(new)} new submissions ({', '.join(new) or 'none'}); {len(students)} students in {_show(dest)}/"
     )
     if students:
         print(f"collect: grade them with  make grade SUBMISSIONS={_show(dest)}")
     return new
+
+
+def _ngshare_notebook_times(step: str, dest: Path, students: list[str]) -> None:
+    """write_notebook_times for submissions in ngshare: each student with more than one submission has
+    their earlier ones downloaded (into a temporary folder) to find since when each notebook is unchanged."""
+    client = ngshare_client()
+    for sid in students:
+        stamps = client.submissions(step, sid)
+        if len(stamps) <= 1:
+            history = [dest / sid / step] if stamps else []
+            write_notebook_times(history, dest / sid / step, sid, step)
+            continue
+        with tempfile.TemporaryDirectory(prefix="ngshare-") as tmp:
+            folders = [client.download(step, sid, stamp, Path(tmp) / str(i)) for i, stamp in enumerate(stamps)]
+            write_notebook_times(folders, dest / sid / step, sid, step)
 
 
 NOTEBOOK_TIMES = "notebook_times.json"  # beside nbgrader's timestamp.txt in a collected submission
@@ -188,7 +265,10 @@ def return_feedback(step: str) -> list[str]:
             continue
         feedback = home / "feedback" / sid / step
         graded = home / "submitted" / sid / step
-        if not (collected / SECRET).is_file():
+        if uses_ngshare():  # ngshare finds the submission by its time stamp, which the feedback carries
+            if not (collected / "timestamp.txt").is_file():
+                continue
+        elif not (collected / SECRET).is_file():
             continue
         if not feedback.is_dir() or _notebooks(collected) != {
             name: data for name, data in _notebooks(graded).items() if name in _notebooks(collected)
@@ -197,6 +277,13 @@ def return_feedback(step: str) -> list[str]:
                 f"return-feedback: {sid}: the newest submission is not graded yet "
                 f"(make grade SUBMISSIONS={_show(home / COLLECTED)})"
             )
+            continue
+        if uses_ngshare():
+            if _stamp(feedback) is None or _stamp(feedback) != _stamp(collected):
+                print(f"return-feedback: {sid}: the feedback is not about the newest submission: make grade")
+                continue
+            nbgrader("release_feedback", step, f"--student={sid}", f"--course={COURSE_ID}")
+            returned.append(sid)
             continue
         shutil.copyfile(collected / SECRET, feedback / SECRET)
         nbgrader("release_feedback", step, f"--student={sid}")
@@ -224,11 +311,27 @@ def return_feedback(step: str) -> list[str]:
     return returned
 
 
+def _stamp(folder: Path) -> float | None:
+    """The time of a submission's timestamp.txt (ngshare's own or as the grader writes it), or None."""
+    from ..term import parse_timestamp
+
+    stamp = folder / "timestamp.txt"
+    return parse_timestamp(stamp.read_text(encoding="utf-8", errors="replace")) if stamp.is_file() else None
+
+
 # ---- student -------------------------------------------------------------------------------------
+
+
+def _folder_exchange_only(command: str) -> None:
+    if uses_ngshare():
+        raise ExchangeError(
+            f"`make {command}` works on a folder exchange; on the hub's ngshare, use the Assignments tab in JupyterLab"
+        )
 
 
 def fetch(step: str) -> list[str]:
     """The released notebooks -> notebooks/<step>/, copying only those not there yet."""
+    _folder_exchange_only("fetch")
     if is_course_exchange():
         publish(step)
     elif not outbound(step).is_dir():
@@ -323,6 +426,7 @@ def _validation_problems(result: dict, cells) -> list[str]:
 
 def submit(step: str, student: str | None = None) -> str:
     """Hand notebooks/<step>/ in to the grader's inbox; return the submission's time stamp."""
+    _folder_exchange_only("submit")
     mine = NOTEBOOKS / step
     if not _notebooks(mine):
         raise ExchangeError(f"nothing to submit in {_show(mine)}/: run `make fetch` and work there first")
@@ -408,6 +512,7 @@ def my_feedback(step: str) -> list[Path]:
     """Fetch the feedback on your submissions -> notebooks/<step>/feedback/<submission time>/."""
     from ..publish.feedback import feedback_summary
 
+    _folder_exchange_only("my-feedback")
     if not (exchange_root() / COURSE_ID / "feedback").is_dir():
         print("my-feedback: no feedback has been returned yet")
         return []

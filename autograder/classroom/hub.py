@@ -1,7 +1,10 @@
 """The course on a JupyterHub on one machine (`make hub`): local users, nbgrader's exchange, JupyterLab.
 
 Everything comes from two files of the course: course.toml's `[hub]` table (the port, the instructors,
-the exchange's folder, the address) and roster.csv (the students: each roster id is a local account).
+the exchange, the address) and roster.csv (the students: each roster id is a local account). The
+exchange is nbgrader's folder exchange in the folder `[hub] exchange` names, or, with
+`exchange = "ngshare"` (or `make hub EXCHANGE=ngshare`), ngshare run as a service of the hub
+(autograder/classroom/ngshare.py).
 `make hub` (run by root) does, in order:
 
   1. writes the hub's configuration into .hub/ (git-ignored): jupyterhub_config.py, and the Jupyter
@@ -13,8 +16,11 @@ the exchange's folder, the address) and roster.csv (the students: each roster id
      real ones, or use OAuth or LTI 1.3, README "On JupyterHub"), and links the course folder into
      every instructor's home as ~/<course id>, where their formgrader finds it;
   3. makes the exchange's folder, writable by all as nbgrader's folder exchange needs, and releases
-     the step into it (nbgrader release_assignment) unless it holds it already;
-  4. starts JupyterHub (PAMAuthenticator, LocalProcessSpawner, JupyterLab as the default UI).
+     the step into it (nbgrader release_assignment) unless it holds it already; with ngshare, writes
+     the token of the course's grader service instead;
+  4. starts JupyterHub (PAMAuthenticator, LocalProcessSpawner, JupyterLab as the default UI); with
+     ngshare, once its service answers, makes the course there (instructors, roster) and releases the
+     step into it.
 
 The hub knows the course's students through its groups: `nbgrader-<course>` (the roster) and
 `formgrade-<course>` (the instructors), which nbgrader.auth.JupyterHubAuthPlugin reads with each
@@ -34,12 +40,13 @@ from pathlib import Path
 
 from ..course import COURSE_ID, ENGINE_ROOT, ROOT
 from ..errors import GraderError
+from . import ngshare
 
-HUB_DIR = Path(os.environ.get("COURSE_HUB_DIR") or ROOT / ".hub")  # the tests: a folder of their own
+HUB_DIR = ngshare.HUB_DIR  # .hub/ ($COURSE_HUB_DIR: the tests' folder of their own)
 PROXY = ENGINE_ROOT / ".hub" / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
 DEFAULTS = {
     "ip": "127.0.0.1",
-    "port": 8000,
+    "port": ngshare.DEFAULT_PORT,
     "instructors": ["instructor"],
     "exchange": "/srv/nbgrader/exchange",
     "image": "registry.example.org/dl-course:latest",  # on Kubernetes only (hub_values.py)
@@ -51,8 +58,9 @@ class HubError(GraderError, RuntimeError):
     """The hub cannot be set up as asked; the message says what to fix."""
 
 
-def settings(term: dict | None = None) -> dict:
-    """course.toml's [hub], with the defaults filled in."""
+def settings(term: dict | None = None, exchange: str | None = None) -> dict:
+    """course.toml's [hub], with the defaults filled in; `exchange`: in place of course.toml's (a folder,
+    or "ngshare")."""
     from ..term import load_term
 
     given = (load_term() if term is None else term).get("hub", {})
@@ -60,6 +68,10 @@ def settings(term: dict | None = None) -> dict:
     if unknown:
         raise HubError(f"course.toml [hub]: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(DEFAULTS)})")
     out = {**DEFAULTS, **given}
+    if exchange:
+        out["exchange"] = exchange
+    if not isinstance(out["exchange"], str) or not out["exchange"].strip():
+        raise HubError(f'course.toml [hub] exchange = {out["exchange"]!r}: a folder, or "ngshare"')
     if not isinstance(out["port"], int) or not 1024 <= out["port"] <= 65000:
         raise HubError(f"course.toml [hub] port = {out['port']!r}: a port from 1024 to 65000")
     if isinstance(out["instructors"], str):
@@ -88,6 +100,8 @@ def accounts(conf: dict) -> tuple[list[str], list[str]]:
     both = set(students) & set(instructors)
     if both:
         raise HubError(f"both a student and an instructor: {', '.join(sorted(both))}")
+    if ngshare.GRADER in students + instructors:  # ngshare would take that account for its admin, the grader
+        raise HubError(f"{ngshare.GRADER}: the name of the course's grader service on the hub, not an account's")
     return students, instructors
 
 
@@ -128,12 +142,17 @@ def user_config_files(conf: dict, students: bool) -> dict[str, str]:
     nbgrader's exchange and the JupyterHub auth plugin; for students the instructors' extensions are
     off. The same on one machine (written into .hub/) and on Kubernetes (mounted from the chart's
     values, autograder/classroom/hub_values.py)."""
+    exchange = (
+        ngshare.client_config(ngshare.url(conf))
+        if ngshare.chosen(conf)
+        else f"c.Exchange.root = {str(Path(conf['exchange']))!r}\n"
+    )
     nbgrader_config = (
         "# Written from course.toml [hub] (autograder/classroom/hub.py): do not edit, edit course.toml.\n"
         "c = get_config()  # noqa: F821\n"
         f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
-        f"c.Exchange.root = {str(Path(conf['exchange']))!r}\n"
-        "c.Authenticator.plugin_class = 'nbgrader.auth.JupyterHubAuthPlugin'\n"
+        + exchange
+        + "c.Authenticator.plugin_class = 'nbgrader.auth.JupyterHubAuthPlugin'\n"
     )
     off = {"nbgrader.server_extensions.formgrader": False} if students else {}
     disabled = {"@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True} if students else {}
@@ -218,7 +237,7 @@ def link_course(instructors: list[str]) -> None:
 
 
 def hub_config(folder: Path, conf: dict, students: list[str], instructors: list[str]) -> str:
-    """jupyterhub_config.py's text."""
+    """jupyterhub_config.py's text; with ngshare, its service (ngshare.service_config) too."""
     port = conf["port"]
     venv_bin = Path(sys.executable).parent
     per_user = {name: str(folder / "jupyter" / "students") for name in students}
@@ -259,9 +278,11 @@ def hub_config(folder: Path, conf: dict, students: list[str], instructors: list[
         "c.Spawner.environment = {",
         f"    'PATH': {str(venv_bin) + ':/usr/local/bin:/usr/bin:/bin'!r},",
         "    'JUPYTER_CONFIG_PATH': _environment,",
-        f"    'COURSE_EXCHANGE': {str(Path(conf['exchange']))!r},",
+        f"    'COURSE_EXCHANGE': {(ngshare.NGSHARE if ngshare.chosen(conf) else str(Path(conf['exchange'])))!r},",
         "}",
     ]
+    if ngshare.chosen(conf):
+        lines += ["", *ngshare.service_config(folder, conf)]
     return "\n".join(lines) + "\n"
 
 
@@ -273,6 +294,8 @@ def configure(folder: Path | None = None, conf: dict | None = None) -> tuple[Pat
     students, instructors = accounts(conf)
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o755)
+    if ngshare.chosen(conf):
+        ngshare.ensure_token(folder)
     user_config(folder / "jupyter" / "students", conf, students=True)
     user_config(folder / "jupyter" / "instructors", conf, students=False)
     config = folder / "jupyterhub_config.py"
@@ -285,25 +308,77 @@ def command(config: Path) -> list[str]:
     return [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(config)]
 
 
-def setup(step: str, folder: Path | None = None, passwords: bool = True, say=print) -> list[str]:
-    """Steps 1-3 of `make hub`; returns the command that starts the hub."""
+def setup(
+    step: str, folder: Path | None = None, passwords: bool = True, say=print, exchange: str | None = None
+) -> list[str]:
+    """Steps 1-3 of `make hub`; returns the command that starts the hub. With ngshare the step is
+    released once the hub runs (publish)."""
     from .exchange import publish
 
     if not PROXY.exists() or shutil.which("jupyterhub", path=str(Path(sys.executable).parent)) is None:
         raise HubError("JupyterHub or its proxy is not installed: make hub-deps")
-    conf = settings()
+    conf = settings(exchange=exchange)
+    if ngshare.chosen(conf):
+        import importlib.util
+
+        if importlib.util.find_spec("ngshare_exchange") is None:
+            raise HubError("ngshare-exchange is not in the hub's environment: make hub-deps")
+        if not ngshare.NGSHARE_PYTHON.exists():
+            raise HubError(f"ngshare's environment is not there ({ngshare.NGSHARE_PYTHON}): make hub-deps")
     config, students, instructors = configure(folder, conf)
     created = create_accounts(students + instructors, passwords=passwords)
     link_course(instructors)
     shared = share_grading_home(instructors)
-    root = prepare_exchange(Path(conf["exchange"]))
-    os.environ["NBGRADER_EXCHANGE"] = str(root)
-    publish(step)
+    if ngshare.chosen(conf):
+        root = ngshare.url(conf)
+        os.environ["NBGRADER_EXCHANGE"] = ngshare.NGSHARE
+    else:
+        root = prepare_exchange(Path(conf["exchange"]))
+        os.environ["NBGRADER_EXCHANGE"] = str(root)
+        publish(step)
     say(
         f"hub: {len(students)} students and {len(instructors)} instructors ({len(created)} local accounts created"
         + ("; development passwords dev-<account>, for local testing only" if passwords else "")
         + ")"
     )
     say(f"hub: exchange {root}; configuration {config}; grading home {shared}, shared with group {GRADERS_GROUP}")
+    if ngshare.chosen(conf):
+        say(
+            f"hub: ngshare runs as the hub's service; the course and {step} go into it once the hub is up "
+            "(`make hub` does it; a hub started otherwise: NBGRADER_EXCHANGE=ngshare python -m autograder hub --publish)"
+        )
     say(f"hub: http://{conf['ip']}:{conf['port']}/ (JupyterLab with nbgrader's Assignments; instructors: Formgrader)")
     return command(config)
+
+
+def publish_when_up(step: str, hub, timeout: float = 180, say=print) -> None:
+    """With ngshare: once the started hub's ngshare answers, the course and the step into it (publish).
+    `hub`: the hub's process (a failure to start ends the wait)."""
+    import time
+
+    from .exchange import ExchangeError, ngshare_client
+
+    client = ngshare_client()
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client.call("GET", "/courses")
+            break
+        except ngshare.NgshareError:
+            if hub.poll() is not None or time.monotonic() > deadline:
+                raise ExchangeError(f"ngshare at {client.url} did not answer once the hub started") from None
+            time.sleep(0.5)
+    publish_ngshare(step)
+    say(f"hub: {COURSE_ID} and {step} in ngshare ({client.url})")
+
+
+def publish_ngshare(step: str) -> None:
+    """The course in the running hub's ngshare (the instructors and the roster, ngshare.Client.enrol),
+    then the step released into it (exchange.publish)."""
+    from ..lms.roster import roster
+    from .exchange import ngshare_client, publish
+
+    students, instructors = accounts(settings())
+    names = roster()
+    ngshare_client().enrol(instructors, {sid: (names.get(sid, {}).get("name") or "").strip() for sid in students})
+    publish(step)

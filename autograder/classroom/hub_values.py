@@ -33,6 +33,7 @@ from pathlib import Path
 import yaml
 
 from ..course import COURSE_ID
+from . import ngshare
 from .hub import HubError, accounts, settings, user_config_files
 
 VENDORED = Path(__file__).with_name("z2jh")
@@ -126,6 +127,11 @@ def _role_hook(instructors: list[str]) -> str:
 def values(conf: dict | None = None) -> dict:
     """The chart's values for the course (what values.yaml holds, without its comments)."""
     conf = conf or settings()
+    if ngshare.chosen(conf):
+        raise HubError(
+            'course.toml [hub] exchange = "ngshare": on Kubernetes, ngshare is installed with its own Helm chart '
+            "(values.yaml's comments); here the exchange is the folder on the shared volume"
+        )
     students, instructors = accounts(conf)
     image, _, tag = conf["image"].rpartition(":")
     if not image or "/" in tag:

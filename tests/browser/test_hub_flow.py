@@ -14,6 +14,12 @@ feedback page shows the store's total, the second's without that answer among th
 the third's lateness and penalty, the others' on time with their extension. Screenshots in
 artifacts/screenshots/hub-*.png. The hub is the run's one hub (conftest.hub_session).
 
+The same hub also runs ngshare as its service (tests/hub.py add_ngshare: the lines `make hub` writes
+with `[hub] exchange = "ngshare"`), and one more student's server has ngshare-exchange as its nbgrader
+exchange: the course goes into ngshare, the student fetches, validates and submits in the Assignments
+tab, the instructor's collect, grade and return-feedback go through ngshare (a grading home of their
+own), the grades land in the store, and the student fetches the feedback and reads the store's total.
+
 Then a burst: twenty more students of the roster log in at once, without a browser (the login form,
 their servers spawned side by side, the requests the Assignments tab and JupyterLab's save make, with
 the pages' XSRF tokens), fetch, sign their first notebook and press Submit at the same moment; the
@@ -304,6 +310,111 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
                                 f"a written answer by hand, return, fetch): {time.monotonic() - submitted_at:.1f} s")
     record_property("measured", f"hub: three students and an instructor from the first login to the last "
                                 f"feedback: {time.monotonic() - started:.1f} s")
+
+
+# ---- the same hub with ngshare as the exchange --------------------------------------------------
+
+def cpu_seconds(roots: list[int]) -> dict[int, float]:
+    """pid -> CPU seconds (its own and its reaped children's) of every process under `roots` (roots included)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parent, cpu = {}, {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parent[int(entry.name)] = int(fields[1])
+            cpu[int(entry.name)] = sum(int(x) for x in fields[11:15]) / ticks
+    def under(pid: int) -> bool:
+        while pid > 1:
+            if pid in roots:
+                return True
+            pid = parent.get(pid, 0)
+        return False
+    return {pid: seconds for pid, seconds in cpu.items() if under(pid)}
+
+
+def test_a_student_hands_in_through_ngshare_on_the_same_hub_the_instructor_grades_and_returns_feedback(
+        hub_session, chromium, record_property):
+    """The run's hub also runs ngshare as its service, and its student on it (tests/hub.py add_ngshare)
+    has a server whose nbgrader exchange is ngshare-exchange: the course goes into ngshare (`hub
+    --publish`, with NBGRADER_EXCHANGE=ngshare, as `make hub` does for a hub on ngshare), the student
+    fetches, validates and submits in the Assignments tab, the instructor's `collect`, `grade` and
+    `return-feedback` go through ngshare as the hub's grader service, the grades land in the store, and
+    the student fetches the feedback in the Assignments tab and reads the store's total on its page.
+    Handed in again unchanged, the newest is collected and each notebook keeps the first one's time.
+    Nothing of it goes through the folder exchange."""
+    hub = hub_session
+    student = hub["ngshare"][0]
+    home = Path(hub["folder"]) / "grader-ngshare"          # a grading home of its own
+    home.mkdir(exist_ok=True)
+    env = {**hub["env"], "NBGRADER_EXCHANGE": "ngshare", "GRADER_HOME": str(home),
+           "NBGRADER_DB_URL": f"sqlite:///{home / 'gradebook.db'}"}
+    ngshare = {**hub, "env": env}
+    mine = Path(hub["folder"]) / "hub" / "jupyter" / "ngshare-students" / "nbgrader_config.py"
+    assert "ngshare_exchange.ExchangeSubmit" in mine.read_text() and "Exchange.root" not in mine.read_text()
+    assert "'name': 'ngshare'" in (Path(hub["folder"]) / "hub" / "jupyterhub_config.py").read_text()
+    roots = [os.getpid(), hub["pid"]]
+    cpu_before = cpu_seconds(roots)
+    started = time.monotonic()
+    out = course(ngshare, "hub", "--publish")
+    assert "to ngshare" in out, out
+    record_property("measured", f"hub on ngshare: the course and the step into ngshare: {time.monotonic() - started:.1f} s")
+    uses("browser")
+    context, page = new_page(chromium)
+    try:
+        to_lab = log_in(page, hub, student)
+        record_property("measured", f"hub on ngshare: {short(student)}'s login to a usable JupyterLab: {to_lab:.1f} s")
+        handed_in = hand_in(page, hub, student, lambda cid, i: True, True)
+        submitted_at = time.monotonic()
+        out = course(ngshare, "collect")
+        assert student in out and "1 new submissions" in out, out
+        collected = home / "collected" / student / STEP4.name
+        assert sorted(p.stem for p in collected.glob("*.ipynb")) == handed_in
+        assert (collected / "timestamp.txt").is_file() and (collected / "notebook_times.json").is_file()
+        course(ngshare, "grade", str(home / "collected"), "--workers", "2")
+        graded = stored(ngshare)
+        assert list(graded) == [student] and graded[student]["notebooks"] == sorted(STEP4.notebooks()), graded
+        step = graded[student]["totals"]["step"]
+        assert step["total"] > 0 and step["late_penalty"] == 0, step
+        out = course(ngshare, "return-feedback")
+        assert "feedback for 1 students" in out and student in out, out
+        seen, summary = read_feedback(page, ngshare, student)
+        assert summary["student"] == student and summary["step_totals"]["total"] == pytest.approx(step["total"])
+        shown = re.search(r"step total\s+([\d.]+) /", seen)
+        assert shown and float(shown[1]) == round(step["total"], 1), seen
+        feedback_seen = time.monotonic()
+        # handed in again, nothing changed (the Assignments tab's request): the newest submission is
+        # collected, and each notebook keeps the time of the first, read from the student's submissions in ngshare
+        first = (collected / "timestamp.txt").read_text()
+        xsrf = max((c for c in page.context.cookies() if c["name"] == "_xsrf" and f"/user/{student}".startswith(
+            c["path"].rstrip("/"))), key=lambda c: len(c["path"]))["value"]
+        again = page.request.post(f"{hub['url']}/user/{student}/assignments/submit", headers={"X-XSRFToken": xsrf},
+                                  form={"course_id": COURSE_ID, "assignment_id": STEP4.name})
+        assert again.ok and again.json()["success"], again.text()[:2000]
+        out = course(ngshare, "collect")
+        assert "1 new submissions" in out, out
+        assert (collected / "timestamp.txt").read_text() != first
+        times = json.loads((collected / "notebook_times.json").read_text())
+        assert sorted(times) == [f"{n}.ipynb" for n in handed_in] and set(times.values()) == {f"{first} UTC"}, \
+            (times, first)
+    except Exception:
+        try:
+            shot(page, f"FAILED-{short(student)}")
+        except Exception:
+            pass
+        raise
+    finally:
+        context.close()
+    inbound = Path(hub["env"]["NBGRADER_EXCHANGE"]) / COURSE_ID / "inbound"      # the folder exchange: not used
+    assert not any(p.name.startswith(f"{student}+") for p in inbound.iterdir())
+    cpu_after = cpu_seconds(roots)
+    cpu = sum(seconds - cpu_before.get(pid, 0.0) for pid, seconds in cpu_after.items())
+    record_property("measured", f"hub on ngshare: the submission to the feedback seen (collect, grade, return, "
+                                f"fetch): {feedback_seen - submitted_at:.1f} s")
+    record_property("measured", f"hub on ngshare: the whole test {time.monotonic() - started:.1f} s, {cpu:.0f} s of "
+                                f"CPU (this test's processes, the hub's and the student's server)")
 
 
 # ---- a burst: every student of a class hands in at the same moment ------------------------------
