@@ -2,23 +2,29 @@
 requirements-hub.txt, ngshare's own environment .ngshare-venv with the pins of requirements-ngshare.txt,
 `pip check` clean in both, and configurable-http-proxy at the Makefile's version (REQUIRE_HUB=1 in CI)."""
 import json
+import os
 import re
 import subprocess
 
 from conftest import ROOT
 from hub import NGSHARE_PYTHON, PROXY, hub_or_skip, pinned, python
 
+# an environment judged by what is installed in it alone (a PYTHONPATH naming the checkout would show the
+# course's own package, whose requirements only the course's environment has)
+OWN_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
 
 def test_the_hub_environment_holds_the_course_pins_and_the_hub_pins_and_pip_check_is_clean():
     hub_or_skip()
     hub, course = pinned(ROOT / "requirements-hub.txt"), pinned(ROOT / "requirements.txt")
     assert "jupyterhub" in hub and not set(hub) & set(course), "the hub's pins repeat or change a course pin"
-    listed = subprocess.run([python(), "-m", "pip", "list", "--format=json"], capture_output=True, text=True, timeout=120)
+    listed = subprocess.run([python(), "-m", "pip", "list", "--format=json"], capture_output=True, text=True, timeout=120,
+                            env=OWN_ENV)
     installed = {re.sub(r"[-_.]+", "-", p["name"]).lower(): p["version"] for p in json.loads(listed.stdout)}
     for name, version in {**hub, **course}.items():
         assert installed.get(name, "").split("+")[0] == version, \
             f"{name}: installed {installed.get(name)}, pinned {version}"          # torch's CPU build: 2.13.0+cpu
-    check = subprocess.run([python(), "-m", "pip", "check"], capture_output=True, text=True, timeout=120)
+    check = subprocess.run([python(), "-m", "pip", "check"], capture_output=True, text=True, timeout=120, env=OWN_ENV)
     assert check.returncode == 0 and "No broken requirements" in check.stdout, check.stdout + check.stderr
 
 
@@ -32,11 +38,12 @@ def test_ngshares_environment_holds_its_pins_and_pip_check_is_clean():
     assert pinned(ROOT / "requirements-hub.txt")["ngshare-exchange"] == "0.5.2"
     assert own["jupyterhub"] == pinned(ROOT / "requirements-hub.txt")["jupyterhub"]
     listed = subprocess.run([str(NGSHARE_PYTHON), "-m", "pip", "list", "--format=json"], capture_output=True,
-                            text=True, timeout=120)
+                            text=True, timeout=120, env=OWN_ENV)
     installed = {re.sub(r"[-_.]+", "-", p["name"]).lower(): p["version"] for p in json.loads(listed.stdout)}
     for name, version in own.items():
         assert installed.get(name) == version, f"{name}: installed {installed.get(name)}, pinned {version}"
-    check = subprocess.run([str(NGSHARE_PYTHON), "-m", "pip", "check"], capture_output=True, text=True, timeout=120)
+    check = subprocess.run([str(NGSHARE_PYTHON), "-m", "pip", "check"], capture_output=True, text=True, timeout=120,
+                           env=OWN_ENV)
     assert check.returncode == 0 and "No broken requirements" in check.stdout, check.stdout + check.stderr
 
 
