@@ -1,4 +1,5 @@
-"""Checks for "check your work" cells: each failure says what is wrong and what most likely caused it."""
+"""Checks for "check your work" cells: each failure says which property failed and what was found; it names a
+cause only where it measured it."""
 
 from __future__ import annotations
 
@@ -64,45 +65,51 @@ def rel_error(x, y) -> float:
 
 def expect_attention_rows(A: torch.Tensor, tol: float = 1e-6) -> None:
     """A (…, T, T) must be causal attention: finite, nonnegative, zero above the diagonal,
-    rows summing to 1. Raises AssertionError naming the first violation and its likely cause."""
+    rows summing to 1. Raises AssertionError saying which of these fails first, and what A holds instead
+    (A alone does not say how it was computed: no cause is named)."""
     T = A.shape[-1]
     if torch.isnan(A).any():
         rows = torch.isnan(A).any(dim=-1).nonzero()[0].tolist()
+        every = ", every entry of A" if torch.isnan(A).all() else ""
         raise AssertionError(
-            f"A has NaN (first at index {rows}). Most often the mask was built by multiplying: "
-            "(1 - tril) * float('-inf') holds 0 * -inf = NaN on every kept entry; build it with "
-            "masked_fill(future, float('-inf')) instead. A whole row of NaN can also mean that the softmax saw only "
-            "-inf (was the diagonal masked too? tril must keep j == i), or that a row was divided by a sum of 0."
+            f"A has NaN (first at index {rows}{every}), where every attention weight is a number in [0, 1]"
         )
     if (A < 0).any():
         raise AssertionError(f"A has negative weights (min {A.min().item():.3g}): a softmax never does.")
     above = torch.triu(torch.ones(T, T, dtype=torch.bool, device=A.device), diagonal=1)
     if (A[..., above] != 0).any():
+        below_zero = T > 1 and bool((A[..., above.T] == 0).all())  # the weight sits on keys j >= i instead
         raise AssertionError(
-            f"A has weight above the diagonal (max {A[..., above].abs().max().item():.3g}): the future is visible. "
-            "Was the mask filled with 0 instead of -inf, or is it triu instead of tril?"
+            f"A has weight above the diagonal (max {A[..., above].abs().max().item():.3g}): the future is visible, "
+            "where every weight on a key j > i is exactly 0"
+            + (". Below the diagonal A is 0: its weight is on keys j >= i" if below_zero else "")
         )
     sums = A.sum(dim=-1)
     worst = (sums - 1).abs().max().item()
     if worst > tol:
         low = sums.min().item()
+        columns = (A.sum(dim=-2) - 1).abs().max().item() <= tol  # normalised down each column instead
         raise AssertionError(
-            f"rows of A sum to between {low:.4f} and {sums.max().item():.4f}, not 1 (worst error {worst:.2e}). "
-            "Rows that sum to less than 1 usually mean the mask was applied after the softmax."
+            f"rows of A sum to between {low:.4f} and {sums.max().item():.4f}, not 1 (worst error {worst:.2e})"
+            + (": its columns sum to 1 instead" if columns else "")
         )
 
 
 # ---- trying a check you wrote (notebook 3) ------------------------------------------------
 
 
+ACCEPT = "A check must return quietly whenever the property holds."
+
+
 def _name(check) -> str:
     return getattr(check, "__name__", "your check")
 
 
-def expect_accepts(check, what: str, *args, hint: str = "", crash_hint: str = "") -> None:
+def expect_accepts(check, what: str, *args, hint: str = "", crash_hint: str | dict[str, str] = "") -> None:
     """`check(*args)` must return quietly: `what` is correct. Prints ✓, or raises AssertionError
     saying that the check rejects something correct, with `hint` (or `crash_hint` if it crashed):
-    the most likely reason."""
+    what the cell knows about that case. A `crash_hint` {words: hint} gives a hint only when the
+    crash's message holds its words."""
     try:
         check(*args)
     except NotImplementedError:
@@ -110,12 +117,14 @@ def expect_accepts(check, what: str, *args, hint: str = "", crash_hint: str = ""
     except AssertionError as err:
         raise AssertionError(
             f"{_name(check)} rejects {what}, which is correct (it said: {str(err)[:200] or 'AssertionError'}). "
-            + (hint or "A check must return quietly whenever the property holds.")
+            + (hint or ACCEPT)
         ) from None
     except Exception as err:
+        if isinstance(crash_hint, dict):
+            crash_hint = next((h for words, h in crash_hint.items() if words in str(err)), "") or ACCEPT
         raise AssertionError(
             f"{_name(check)} crashed on {what}: {type(err).__name__}: {str(err)[:200]}. "
-            + (crash_hint or hint or "A check must return quietly whenever the property holds.")
+            + (crash_hint or hint or ACCEPT)
         ) from None
     print(f"  ✓ returns quietly on {what}")
 
@@ -137,7 +146,7 @@ def expect_rejects(check, what: str, *args, hint: str = "") -> None:
         ) from None
     raise AssertionError(
         f"{_name(check)} returns quietly on {what}, which breaks the property. "
-        + (hint or "Which part of the property does it break? Assert that part.")
+        + (hint or "A check raises AssertionError whenever a part of the property fails.")
     )
 
 

@@ -8,7 +8,13 @@ one fresh namespace, as "Restart and run all" would run them (hidden test cells 
 * a wrong entry makes the visible check of every answer it replaces fail (raise AssertionError: any
   other error is the answer's or the check's code breaking, not the check catching it), unless the entry
   says why that check cannot see its mistake (`visible_passes={"<grade_id>": "why"}`);
-* every visible check cell is made to fail by at least one wrong entry.
+* every visible check cell is made to fail by at least one wrong entry;
+* a message names a cause only where the answer has it: each cause a visible check's message can name is
+  listed below (CAUSES) with the words that name it, and those words appear only in the messages of entries
+  that declare that cause (the hidden check's hint, in `hints`, which tests/test_hints.py proves against the
+  judge; or words of the entry's `why` for a cause no hidden check names). Each listed cause is shown by some
+  entry, and no message of a visible check cell, nor of the helpers in dlcourse/checks.py, guesses in words
+  ("most likely", a question) where it could measure.
 
 The visible check cells are read from the released notebooks (code cells with `grade` and 0 points);
 the answer a check belongs to is the nearest answer cell above it. Provided cells that define nothing a
@@ -30,7 +36,7 @@ matplotlib.use("Agg")       # pictures drawn in this process, never shown (the k
 from autograder.course import RELEASE  # noqa: E402
 from autograder.example import answers_of  # noqa: E402
 
-from proof_corpus import CORRECT, WRONG, Entry  # noqa: E402
+from proof_corpus import CORRECT, WRONG, Entry, code  # noqa: E402
 from conftest import STEP, STEP4  # noqa: E402
 
 def release_cells(notebook: str) -> list[dict]:
@@ -104,7 +110,16 @@ def plan(notebook: str, answers: dict[str, str]) -> list[tuple[str, str, str]]:
 
 
 def run_visible_checks(entry: Entry) -> dict[str, str]:
-    """{visible check grade_id: "" if it passed, else what it raised}."""
+    """{visible check grade_id: "" if it passed, else what it raised}, once per entry and session."""
+    if entry.name not in _RUN:
+        _RUN[entry.name] = _run_visible_checks(entry)
+    return _RUN[entry.name]
+
+
+_RUN: dict[str, dict[str, str]] = {}
+
+
+def _run_visible_checks(entry: Entry) -> dict[str, str]:
     answers = {**answers_of(STEP4, entry.notebook), **entry.answers}
     ns: dict = {"__name__": "__main__", "__builtins__": builtins, "display": lambda *a, **k: None}
     results = {}
@@ -117,7 +132,7 @@ def run_visible_checks(entry: Entry) -> dict[str, str]:
                 exec(compile(source, f"<{gid or 'provided'}>", "exec"), ns)
             failure = ""
         except (Exception, SystemExit) as err:  # noqa: BLE001 - the student's code or the check raised
-            failure = f"{type(err).__name__}: {str(err)[:300]}"
+            failure = f"{type(err).__name__}: {err}"
         finally:
             plt.close("all")
         if kind == "visible":
@@ -163,3 +178,127 @@ def test_every_visible_check_is_failed_by_some_wrong_entry():
     assert len(all_checks) >= 17 and len(set(all_checks)) == len(all_checks)
     missing = [gid for nb, gid in all_checks if (nb, gid) not in failing]
     assert not missing, f"no wrong entry of the corpus is expected to fail these visible checks: {missing}"
+
+
+# ---- a cause named only where the answer has it ----------------------------------------------------------
+
+# visible check -> {the words its message names a cause with: that cause}. A cause is a set of alternatives,
+# any of which the entry must have: (hidden grade cell, hint name) for a hint the entry declares in `hints`, or
+# a string found in the entry's `why`. Each message names these only on a branch where the cell measured the
+# cause (the answer's value is the one that mistake gives, or the error raised says so); the test below holds
+# the corpus to it.
+CAUSES = {
+    "dot_variance_check": {"(n, d_k) is the shape of the products": {"(n, d_k)"},
+                           "that is a normal law's share": {("bonus_dot_variance", "normal_law")}},
+    "scores_entrywise_check": {"divided by sqrt(d_head)": {("bonus_scores_entrywise", "divided_by_sqrt_d_k")},
+                               "your scores are transposed": {("bonus_scores_entrywise", "transposed")}},
+    "count_params_check": {"with a bias in each of query, key and value": {("bonus_count_params", "biases")},
+                           "entries of the tril buffer": {("bonus_count_params", "buffer")},
+                           "the count of three square": {("bonus_count_params", "square")},
+                           "the count of one projection": {("bonus_count_params", "one_projection")}},
+    "check_simplex_check": {"only the dtype differs": {"dtype"}},
+    "check_causality_gradient_check": {"x arrives without requires_grad": {"requires_grad"}},
+    "scale_table_check": {"yours is raw_std itself": {("scale_table_hidden", "scores_unscaled")},
+                          "yours is raw_std / d_k": {("scale_table_hidden", "scores_by_d_k")},
+                          "yours is raw_std / sqrt(32)": {("scale_table_hidden", "scores_by_model_width")},
+                          "k equals q": {"k is q"}},
+    "attention_on_text_check": {"its weight is on keys j >= i": {("bonus_attention_on_text", "transposed")}},
+    "top_key_shares_check": {"Row 0 is counted": {("bonus_top_key_shares", "row_zero_counted")},
+                             "These are counts": {("bonus_top_key_shares", "counts")}},
+    "smoothing_attention_check": {"its weight is on keys j >= i": {("smoothing_attention_hidden", "reversed_mask"),
+                                                                   ("smoothing_attention_hidden", "transposed")},
+                                  "its columns sum to 1 instead": {("smoothing_attention_hidden", "wrong_axis")}},
+    "fit_exponent_check": {"the axes swapped": {("bonus_fit_exponent", "axes_swapped")},
+                           "the two end points only": {("bonus_fit_exponent", "two_points")}},
+}
+
+# Wrong answers no hidden expectation needs: their checks crash where the visible check reads the error for a
+# cause (these entries are judged by the visible checks only, here)
+CRASHES = [
+    Entry("v03-simplex-float32-ones", "03-the-tests", {"check_simplex": code('''
+def check_simplex(A):
+    B, T, _ = A.shape
+    assert (A >= 0).all(), "a negative weight"
+    assert torch.allclose(A.sum(dim=-1), torch.ones(B, T), atol=1e-5), "a row does not sum to 1"
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    assert (A[:, future] == 0).all(), "weight above the diagonal"
+''')}, why="the row sums compared with a float32 torch.ones whatever A's dtype: a float64 A raises (the dtypes "
+          "differ)"),
+    Entry("v03-gradient-x-as-given", "03-the-tests", {"check_causality_gradient": code('''
+def check_causality_gradient(head, x, i):
+    (grad,) = torch.autograd.grad(head(x)[0, i].sum(), x)
+    assert (grad[0, i + 1:] == 0).all(), "the future leaks"
+    assert all((grad[0, j] != 0).any() for j in range(i + 1)), "a zero gradient from the past"
+''')}, why="the gradient taken with respect to x as given, without requires_grad: autograd raises"),
+]
+
+
+def named_causes(gid: str, message: str) -> dict[str, set]:
+    return {words: cause for words, cause in CAUSES.get(gid, {}).items() if words in message}
+
+
+def has(entry: Entry, cause: set) -> bool:
+    return any(alt in entry.why if isinstance(alt, str) else alt[1] in entry.hints.get(alt[0], ())
+               for alt in cause)
+
+
+def test_the_causes_are_those_of_visible_checks():
+    visible = {gid for checks in CHECKS.values() for gid in checks}
+    assert set(CAUSES) <= visible, sorted(set(CAUSES) - visible)
+    hidden = {gid for e in CORRECT + WRONG for gid in e.expect}
+    for gid, causes in CAUSES.items():
+        for words, cause in causes.items():
+            assert cause and all(isinstance(a, str) or a[0] in hidden for a in cause), (gid, words)
+
+
+@pytest.mark.parametrize("entry", WRONG + CRASHES, ids=lambda e: e.name)
+def test_a_message_names_a_cause_only_where_the_answer_has_it(entry):
+    for gid, message in run_visible_checks(entry).items():
+        for words, cause in named_causes(gid, message).items():
+            assert has(entry, cause), (f"{entry.name}: the visible check {gid} names a cause ({words!r}) this answer "
+                                       f"does not have ({entry.why}):\n{message}")
+
+
+def test_every_cause_is_named_for_some_entry():
+    """A listed cause whose words no message holds is a wording the cells no longer use (or a branch never
+    reached): both are worth knowing."""
+    named = {(gid, words) for entry in WRONG + CRASHES for gid, message in run_visible_checks(entry).items()
+             for words in named_causes(gid, message)}
+    missing = [f"{gid}: {words!r}" for gid, causes in CAUSES.items() for words in causes if (gid, words) not in named]
+    assert not missing, f"causes no corpus entry's visible message names: {missing}"
+
+
+def test_crashes_fail_their_visible_check():
+    for entry in CRASHES:
+        results = run_visible_checks(entry)
+        failed = [gid for gid, answer in CHECKS[entry.notebook].items() if answer in entry.answers and results[gid]]
+        assert failed and all(results[gid].startswith("AssertionError:") for gid in failed), (entry.name, results)
+
+
+GUESSES = ("probably", "likely", "usually", "most often", "perhaps", "maybe", "might be", "?")
+
+
+def message_texts(source: str) -> list[str]:
+    """The string constants of a cell or module, f-strings' literal parts included (docstrings left out)."""
+    tree = ast.parse(source)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def test_no_message_guesses():
+    """Guessing words and questions ("is the mask applied?") in a visible check cell or a checks helper: a cause
+    is named as what was measured, or not at all."""
+    from pathlib import Path
+
+    import dlcourse.checks
+
+    sources = {f"{nb}/{c['grade_id']}": c["source"] for nb in NOTEBOOKS for c in release_cells(nb)
+               if c["kind"] == "visible"}
+    helpers = Path(dlcourse.checks.__file__).read_text(encoding="utf-8")
+    sources["dlcourse/checks.py"] = helpers[helpers.index("def expect_attention_rows"):]   # the messages' part
+    found = [f"{where}: {text!r}" for where, source in sources.items() for text in message_texts(source)
+             if any(word in text.lower() for word in GUESSES)]
+    assert not found, "messages that guess:\n" + "\n".join(found)
