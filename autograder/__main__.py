@@ -46,7 +46,7 @@ from pathlib import Path
 # (grading/grade.py and nbgrader_cmd.py say the same for the grading processes and nbgrader's).
 sys.modules.setdefault("rfc3987_syntax", None)
 
-from .course import ROOT, use_environment_tools  # noqa: E402 (imported after the line above)
+from .course import ROOT, share_with_home_group, use_environment_tools  # noqa: E402 (imported after the line above)
 from .errors import GraderError, UsageError  # noqa: E402
 from .safetext import TerminalText  # noqa: E402
 
@@ -469,6 +469,7 @@ def main(argv=None) -> int:
 
 def _run(args, extra, started: float) -> int:
     use_environment_tools()
+    share_with_home_group()
     from .steps import find_step
 
     try:  # the one place an error becomes an exit code: modules raise, never exit

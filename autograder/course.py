@@ -29,6 +29,19 @@ def db_url() -> str:
     return os.environ.get("NBGRADER_DB_URL") or f"sqlite:///{grader_home() / 'gradebook.db'}"
 
 
+def share_with_home_group() -> None:
+    """In a grading home shared with a group (setgid: `make hub` shares it with the instructors,
+    classroom/hub.py share_grading_home), what a command makes there is writable by that group too: the
+    folders `make grade` makes as root (submitted/, autograded/, feedback/, ...) are the ones an
+    instructor's formgrader collects and grades into. Elsewhere the umask is left as it is."""
+    try:
+        shared = grader_home().stat().st_mode & 0o2000
+    except OSError:
+        return
+    if shared:
+        os.umask(os.umask(0) & ~0o070)
+
+
 def use_environment_tools() -> None:
     """Put this Python environment's bin/ first on PATH: nbgrader runs `alembic` from there when it
     creates a gradebook, and a shell that never activated the environment would not find it."""

@@ -215,3 +215,26 @@ def test_a_gradebook_in_a_folder_shared_with_a_group_is_writable_by_the_group(tm
     gradebook.share_with_folder_group(shared / "missing.db")          # nothing there yet: nothing to do
     assert stat.S_IMODE((shared / "gradebook.db").stat().st_mode) == 0o664
     assert stat.S_IMODE((plain / "gradebook.db").stat().st_mode) == 0o644
+
+
+def test_what_a_command_makes_in_a_shared_grading_home_is_writable_by_the_group(tmp_path):
+    """The folders a command run as root makes in a grading home shared with the instructors' group
+    (submitted/, autograded/, feedback/, grades/, ...) are writable by that group: an instructor's formgrader
+    collects and grades into them (autograder/course.py `share_with_home_group`); elsewhere the umask holds."""
+    import stat
+    import subprocess
+    from conftest import ROOT
+    modes = {}
+    for name, mode in (("shared", 0o2775), ("plain", 0o755)):
+        home = tmp_path / name
+        home.mkdir()
+        home.chmod(mode)
+        env = {k: v for k, v in os.environ.items() if k not in ("NBGRADER_DB_URL",)}
+        env.update(GRADER_HOME=str(home), NBGRADER_DB_URL=f"sqlite:///{home / 'gradebook.db'}")
+        done = subprocess.run([sys.executable, "-c", "import os, sys; os.umask(0o022); from autograder.__main__ "
+                               "import main; sys.exit(main(['report']))"], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        modes[name] = stat.S_IMODE((home / "grades").stat().st_mode)
+    assert modes["shared"] & 0o020 and modes["shared"] & stat.S_ISGID, oct(modes["shared"])
+    assert not modes["plain"] & 0o020, oct(modes["plain"])
