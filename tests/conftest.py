@@ -180,8 +180,9 @@ QUIET_LAST = ["test_cpu_limits", "test_student_budget"]
 # in their own process with nothing timed (judges called in-process on every entry of a corpus), come
 # after them and run at the lowest priority (`os.nice(19)`, the worker's whole process from then on), so
 # the quiet modules' kernels get a CPU whenever they ask for one and the idle CPUs do the judging.
-NICE_TAIL = ["test_grader_proof_quick", "test_visible_checks_proof", "test_fresh_cases", "test_rewrites",
-             "test_argument_leaks", "test_mutants"]
+# The longest first: the last to end runs alone.
+NICE_TAIL = ["test_fresh_cases", "test_visible_checks_proof", "test_rewrites", "test_mutants", "test_argument_leaks",
+             "test_grader_proof_quick"]
 
 
 # ---- markers by what a module needs (pyproject.toml; the README's test section) ---------------
