@@ -151,6 +151,7 @@ RUN_SEED = int(os.environ.get("FRESH_KEY_SEED") or secrets.randbelow(2**31))
 RUN_KEY = random.Random(RUN_SEED).randbytes(32)
 
 
+@pytest.mark.slow                      # 183 wrong answers judged twice: about 50 s of CPU
 @pytest.mark.parametrize("index", range(len(WRONG_FRESH)), ids=[e.name for e in WRONG_FRESH])
 def test_wrong_answers_keep_their_partial_credit_under_any_key(index, record_property):
     """The proof corpus's exact partial scores were measured on the fixed cases; they hold for any draw:
@@ -317,11 +318,12 @@ SCALE_MISTAKES = ["w06-hint-streaming-unscaled", "w06-hint-streaming-by-width", 
 
 
 @pytest.mark.parametrize("name", SCALE_MISTAKES)
-def test_a_wrong_scale_of_the_scores_earns_the_same_under_twenty_keys(name):
+def test_a_wrong_scale_of_the_scores_earns_the_same_under_six_keys(name):
+    """That key and five others (the wrong answers' test draws a key of its own every run)."""
     entry = next(e for e in WRONG_FRESH if e.name == name)
     gid = "bonus_streaming_attention"
     ns = namespace(entry.notebook, entry.answers)
-    keys = [random.Random(seed).randbytes(32) for seed in [2097614058, *range(19)]]
+    keys = [random.Random(seed).randbytes(32) for seed in [2097614058, *range(5)]]
     got = {key.hex()[:8]: points(judged(gid, ns, key), gid) for key in keys}
     assert all(g == pytest.approx(entry.expect[gid], abs=1e-9) for g in got.values()), got
 
