@@ -118,8 +118,7 @@ def busy(tmp_path_factory):
     return base, data
 
 
-def test_every_score_on_a_busy_machine_equals_the_idle_runs(idle_redteam, busy, example_class, record_property):
-    # the idle batch first (test_redteam reads it too, later in the run: it finds it built), then the busy runs
+def test_every_score_on_a_busy_machine_equals_the_idle_runs(busy, idle_redteam, example_class, record_property):
     base, data = busy
     hogged, idle = scores(base / "redteam" / "home"), scores(idle_redteam)
     students = {c.student for c in BUSY}
@@ -137,7 +136,7 @@ def test_every_score_on_a_busy_machine_equals_the_idle_runs(idle_redteam, busy, 
                                 f"{data['redteam_seconds']:.0f} s, the example class's {EXAMPLE_STUDENT} {data['example_seconds']:.0f} s")
 
 
-def test_runaways_are_stopped_by_the_same_limit_idle_and_busy(idle_redteam, busy, record_property):
+def test_runaways_are_stopped_by_the_same_limit_idle_and_busy(busy, idle_redteam, record_property):
     base, _ = busy
     hogged, idle = stopped(base / "redteam" / "home"), stopped(idle_redteam)
     figures = []
