@@ -139,11 +139,16 @@ except OSError as err:
     print("FILES", soft, hard, len(os.listdir("/proc/self/fd")) >= soft - 1, type(err).__name__)
 for fd in held:
     os.close(fd)
+# the child's limit comes back through a pipe the parent prints from: a child's own write to fd 1 reaches
+# the cell's output through the kernel's capture thread, which may forward it after the cell has ended
+read_end, write_end = os.pipe()
 pid = os.fork()
 if pid == 0:
-    os.write(1, f"CHILD {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}\n".encode())   # one write: the line arrives whole
+    os.write(write_end, f"CHILD {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}\n".encode())
     os._exit(0)
+os.close(write_end)
 os.waitpid(pid, 0)
+print(os.read(read_end, 100).decode(), end="")
 """
 
 THREADS = r"""
