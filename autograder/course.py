@@ -30,6 +30,14 @@ def db_url() -> str:
     return os.environ.get("NBGRADER_DB_URL") or f"sqlite:///{grader_home() / 'gradebook.db'}"
 
 
+def sqlite_path(url: str) -> Path | None:
+    """The file a SQLite database URL (`sqlite:///<path>`) names; None for another database or for
+    SQLite in memory."""
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        return Path(url.removeprefix("sqlite:///"))
+    return None
+
+
 def shared_folder_group(folder: Path) -> int | None:
     """The group `folder` is shared with: its group if it is setgid (`make hub` leaves the grading home so
     for the instructors, classroom/hub.py share_grading_home), so that what is made in it is in that group;

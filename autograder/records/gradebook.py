@@ -37,7 +37,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from ..course import COURSE_ID, ENGINE_ROOT, db_url, shared_folder_group
+from ..course import COURSE_ID, ENGINE_ROOT, db_url, shared_folder_group, sqlite_path
 from ..errors import SetupError
 from .model import CellResult, NotebookResult, StepLike
 
@@ -180,8 +180,9 @@ def ensure_gradebook(url: str, step: "Step") -> None:
 
     with gradebook_lock(url):  # shards that start together: one sets the gradebook up, the others wait
         _ensure_gradebook(url, step)
-    if url.startswith("sqlite:///"):
-        share_with_folder_group(Path(url.removeprefix("sqlite:///")))
+    path = sqlite_path(url)
+    if path is not None:
+        share_with_folder_group(path)
 
 
 def share_with_folder_group(path: Path) -> None:
