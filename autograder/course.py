@@ -7,6 +7,7 @@ release/, solutions/, data/): the same folder unless $COURSE_ROOT names another.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 ENGINE_ROOT = Path(__file__).resolve().parent.parent
@@ -29,16 +30,31 @@ def db_url() -> str:
     return os.environ.get("NBGRADER_DB_URL") or f"sqlite:///{grader_home() / 'gradebook.db'}"
 
 
-def share_with_home_group() -> None:
-    """In a grading home shared with a group (setgid: `make hub` shares it with the instructors,
-    classroom/hub.py share_grading_home), what a command makes there is writable by that group too: the
-    folders `make grade` makes as root (submitted/, autograded/, feedback/, ...) are the ones an
-    instructor's formgrader collects and grades into. Elsewhere the umask is left as it is."""
+def sqlite_path(url: str) -> Path | None:
+    """The file a SQLite database URL (`sqlite:///<path>`) names; None for another database or for
+    SQLite in memory."""
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        return Path(url.removeprefix("sqlite:///"))
+    return None
+
+
+def shared_folder_group(folder: Path) -> int | None:
+    """The group `folder` is shared with: its group if it is setgid (`make hub` leaves the grading home so
+    for the instructors, classroom/hub.py share_grading_home), so that what is made in it is in that group;
+    None for a folder not shared, or not there."""
     try:
-        shared = grader_home().stat().st_mode & 0o2000
+        info = folder.stat()
     except OSError:
-        return
-    if shared:
+        return None
+    return info.st_gid if info.st_mode & stat.S_ISGID else None
+
+
+def share_with_home_group() -> None:
+    """In a grading home shared with a group (`shared_folder_group`), what a command makes there is
+    writable by that group too: the folders `make grade` makes as root (submitted/, autograded/,
+    feedback/, ...) are the ones an instructor's formgrader collects and grades into. Elsewhere the umask
+    is left as it is."""
+    if shared_folder_group(grader_home()) is not None:
         os.umask(os.umask(0) & ~0o070)
 
 

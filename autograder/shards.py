@@ -22,7 +22,7 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from .course import grader_home
+from .course import grader_home, sqlite_path
 
 LOCK_KEY = 0x5354455034  # any fixed 64-bit number: the advisory lock that guards the gradebook's setup
 
@@ -93,8 +93,7 @@ def gradebook_lock(url: str):
                     conn.commit()
         finally:
             engine.dispose()
-    elif url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-        path = Path(url[len("sqlite:///") :])
+    elif (path := sqlite_path(url)) is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path.with_name(path.name + ".lock"), "a") as f:
             fcntl.flock(f, fcntl.LOCK_EX)

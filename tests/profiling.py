@@ -5,7 +5,8 @@ Each test worker appends one line per test (its module, wall time of setup + cal
 time of the worker's whole process tree: the worker, the processes it waited for, and every descendant
 still running or reaped by a descendant, such as the grader's fork server, its workers and their
 kernels, a JupyterLab server, Chromium) and one line per fixture set up (wall and CPU, including the
-fixtures it asked for; the tree is read for fixtures wider than a function's) to
+fixtures it asked for; the tree is read for fixtures wider than a function's; its module, the module of
+the test it was set up for: for a session's fixture, the test that first asked for it on that worker) to
 `$TEST_PROFILE/<worker>.jsonl`; at the end of the run the controller sums them into a table sorted by
 wall time, per module and per fixture, printed and written to `$TEST_PROFILE/profile.md`.
 `python tests/profiling.py FOLDER --readme` puts that table into tests/README.md.
@@ -71,44 +72,31 @@ class Profiler:
         self.folder = folder
         self.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         self.started = time.monotonic()
+        self.module = ""  # the module of the test being run: the one its fixtures are set up for
         folder.mkdir(parents=True, exist_ok=True)
 
     def _write(self, row: dict) -> None:
         with open(self.folder / f"{self.worker}.jsonl", "a") as out:
             out.write(json.dumps(row) + "\n")
 
+    def _measured(self, reading, row: dict):
+        """A hook wrapper's body: `row` written once the hook has run, with the module of the test being
+        run, the wall time and the CPU time (`reading`) it took, the worker and when it ended."""
+        wall, cpu = time.monotonic(), reading()
+        yield
+        self._write({**row, "module": self.module, "wall": time.monotonic() - wall, "cpu": reading() - cpu,
+                     "worker": self.worker, "ended": time.time()})
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        wall, cpu = time.monotonic(), _tree_cpu()
-        yield
-        self._write(
-            {
-                "kind": "test",
-                "module": Path(str(item.fspath)).stem,
-                "test": item.nodeid,
-                "wall": time.monotonic() - wall,
-                "cpu": _tree_cpu() - cpu,
-                "worker": self.worker,
-                "ended": time.time(),
-            }
-        )
+        self.module = Path(str(item.fspath)).stem
+        yield from self._measured(_tree_cpu, {"kind": "test", "test": item.nodeid})
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_fixture_setup(self, fixturedef, request):
         reading = _cpu if fixturedef.scope == "function" else _tree_cpu
-        wall, cpu = time.monotonic(), reading()
-        yield
-        self._write(
-            {
-                "kind": "fixture",
-                "fixture": fixturedef.argname,
-                "scope": fixturedef.scope,
-                "module": Path(str(request.node.fspath)).stem if hasattr(request.node, "fspath") else "",
-                "wall": time.monotonic() - wall,
-                "cpu": reading() - cpu,
-                "worker": self.worker,
-            }
-        )
+        row = {"kind": "fixture", "fixture": fixturedef.argname, "scope": fixturedef.scope}
+        yield from self._measured(reading, row)
 
     def pytest_sessionfinish(self, session):
         if self.worker != "main":

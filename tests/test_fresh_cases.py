@@ -292,13 +292,14 @@ def test_the_large_scores_twin_is_new_and_one_hot_wherever_its_calibrated_case_i
     """The twin's attention is the same as at 1/sqrt(d_k) at every scale of the scores at which the calibrated
     case's is (from a little below that case's lowest): a constant scale of the scores that the calibrated
     case credits, the twin credits too, so the part's credit does not depend on the draw."""
-    from course_checks.step_04.further import _calibrated_one_hot_scale, _one_hot_error, attention_cases
+    from course_checks.step_04.further import _calibrated_one_hot_scale, _one_hot_errors, attention_cases
     check = REGISTRY["bonus_streaming_attention"]
     fixed = attention_cases()["large_scores"][0]
     lowest = _calibrated_one_hot_scale()
     # the calibrated case: right within the contract's tolerance from `lowest` on, wrong just below it
     tolerance = contract("streaming_attention").tol("large_scores")
-    assert _one_hot_error(fixed, lowest) <= tolerance < _one_hot_error(fixed, lowest / 1.03), lowest
+    at_lowest, just_below = _one_hot_errors(fixed, [lowest, lowest / 1.03])
+    assert at_lowest <= tolerance < just_below, lowest
     seen = []
     for key in KEYS + [random.Random(2097614058).randbytes(32)]:
         ctx = types.SimpleNamespace(case_key=key, step=types.SimpleNamespace(name="step-04"), sources=["pass"])
@@ -308,8 +309,9 @@ def test_the_large_scores_twin_is_new_and_one_hot_wherever_its_calibrated_case_i
         assert not torch.equal(q, fixed[0]) and not any(torch.equal(q, s) for s in seen)
         seen.append(q)
         d_k = q.shape[-1]
-        for scale in [*np.geomspace(0.9 * lowest, 10, 40), 1 / d_k, 32 ** -0.5, 1.0]:
-            assert _one_hot_error(twin, scale) <= tolerance / 5, (key.hex(), scale)
+        scales = [*np.geomspace(0.9 * lowest, 10, 40), 1 / d_k, 32 ** -0.5, 1.0]
+        for scale, error in zip(scales, _one_hot_errors(twin, scales)):
+            assert error <= tolerance / 5, (key.hex(), scale)
 
 
 # A key under which a twin one-hot only at 1/sqrt(d_k) and 1/d_k (the twin's old condition) took the

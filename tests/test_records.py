@@ -217,6 +217,18 @@ def test_a_gradebook_in_a_folder_shared_with_a_group_is_writable_by_the_group(tm
     assert stat.S_IMODE((plain / "gradebook.db").stat().st_mode) == 0o644
 
 
+def test_a_sqlite_url_names_its_file_and_another_database_none():
+    """The one reading of a gradebook's URL as a file (autograder/course.py `sqlite_path`): the gradebook's
+    group sharing and the shards' lock beside it use it."""
+    from pathlib import Path
+
+    from autograder.course import sqlite_path
+    assert sqlite_path("sqlite:////srv/grading/gradebook.db") == Path("/srv/grading/gradebook.db")
+    assert sqlite_path("sqlite:///gradebook.db") == Path("gradebook.db")
+    assert sqlite_path("sqlite:///:memory:") is None
+    assert sqlite_path("postgresql://grader@db/course") is None
+
+
 def test_what_a_command_makes_in_a_shared_grading_home_is_writable_by_the_group(tmp_path):
     """The folders a command run as root makes in a grading home shared with the instructors' group
     (submitted/, autograded/, feedback/, grades/, ...) are writable by that group: an instructor's formgrader

@@ -68,7 +68,16 @@ PASSED_ENV = (
     "TZ",
 )  # and what the course plugin's kernel_env names
 
+# Run by root, every namespace of --unshare-all but the user's (a user namespace maps root into it,
+# and RLIMIT_NPROC does not bind root there): for a kernel and for a warm-kernel template alike.
+ROOT_NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try")
+
 _warned = False
+
+
+def _cap_add(*capabilities: str) -> list[str]:
+    """bwrap's options that keep `capabilities` in the sandbox."""
+    return [a for cap in capabilities for a in ("--cap-add", cap)]
 
 
 def _is_root() -> bool:
@@ -297,33 +306,12 @@ class BwrapSandbox(Sandbox):
         it needs to give each kernel it forks namespaces, mounts and a uid of its own (every one is
         cleared when the kernel drops to its uid)."""
         if template:
-            namespaces = [
-                "--unshare-ipc",
-                "--unshare-pid",
-                "--unshare-net",
-                "--unshare-uts",
-                "--unshare-cgroup-try",
-                *[
-                    a
-                    for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SYS_ADMIN", "CAP_NET_ADMIN")
-                    for a in ("--cap-add", cap)
-                ],
-            ]
+            namespaces = [*ROOT_NAMESPACES, *_cap_add("CAP_SETUID", "CAP_SETGID", "CAP_SYS_ADMIN", "CAP_NET_ADMIN")]
             drop = []
         elif self.root:
             # no user namespace: the kernel becomes a real unprivileged uid (setpriv, util-linux),
             # which needs these two capabilities for that one step; setuid clears every capability
-            namespaces = [
-                "--unshare-ipc",
-                "--unshare-pid",
-                "--unshare-net",
-                "--unshare-uts",
-                "--unshare-cgroup-try",
-                "--cap-add",
-                "CAP_SETUID",
-                "--cap-add",
-                "CAP_SETGID",
-            ]
+            namespaces = [*ROOT_NAMESPACES, *_cap_add("CAP_SETUID", "CAP_SETGID")]
             drop = [
                 shutil.which("setpriv") or "/usr/bin/setpriv",
                 f"--reuid={self.uid}",

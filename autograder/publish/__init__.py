@@ -9,7 +9,8 @@ submission, and the written answers out for grading by hand.
   similarity.py       `make similarity`: answers alike across the class, for a person to look at
   pages.py            every page that shows a submission (feedback, the formgrader's view, the PDFs)
                       cleaned: nothing a student wrote can run there
-  mathml.py           formulas as MathML, so that feedback and PDFs need no network
+  mathml.py           formulas as MathML, so that feedback and PDFs need no network; the MathML
+                      tags and attributes pages.py lets through
 
 nbgrader_config.py names feedback.py's preprocessors and pages.py's exporter, preprocessor and filters.
 """

@@ -15,6 +15,8 @@ CODE = re.compile(r"(```.*?```|~~~.*?~~~|`[^`\n]*`)", re.S)
 DISPLAY = re.compile(r"\$\$(.+?)\$\$", re.S)
 INLINE = re.compile(r"(?<![\\$\w])\$(?=\S)([^$\n]+?)(?<=\S)\$(?![\w$])")
 TAG = re.compile(r"</?\s*([A-Za-z][\w:-]*)")
+# The MathML a formula may be and a page may show (pages.py's cleaning allows these tags with these
+# attributes): a conversion with any other tag is shown as its LaTeX.
 MATHML_TAGS = {
     "math",
     "mrow",
@@ -46,6 +48,45 @@ MATHML_TAGS = {
     "mmultiscripts",
     "mprescripts",
     "none",
+    "mlabeledtr",
+    "maligngroup",
+    "malignmark",
+}
+MATHML_ATTRIBUTES = {
+    "display",
+    "mathvariant",
+    "stretchy",
+    "fence",
+    "separator",
+    "accent",
+    "accentunder",
+    "lspace",
+    "rspace",
+    "width",
+    "height",
+    "depth",
+    "columnalign",
+    "rowalign",
+    "columnspacing",
+    "rowspacing",
+    "columnlines",
+    "rowlines",
+    "frame",
+    "notation",
+    "linethickness",
+    "displaystyle",
+    "scriptlevel",
+    "minsize",
+    "maxsize",
+    "movablelimits",
+    "symmetric",
+    "largeop",
+    "form",
+    "encoding",
+    "open",
+    "close",
+    "separators",
+    "xmlns",
 }
 ENVIRONMENT = re.compile(r"\\begin\{(equation\*?|align\*?|gather\*?)\}(.+?)\\end\{\1\}", re.S)
 

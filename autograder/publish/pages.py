@@ -35,79 +35,7 @@ import jinja2
 from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 
-# What a student's HTML may hold: ammonia's default tags (text, lists, tables, images, links...)
-# and MathML (the feedback's formulas), never script, style, iframe, object, form, meta, svg.
-MATHML_TAGS = {
-    "math",
-    "mrow",
-    "mi",
-    "mn",
-    "mo",
-    "ms",
-    "mtext",
-    "mspace",
-    "msub",
-    "msup",
-    "msubsup",
-    "mfrac",
-    "msqrt",
-    "mroot",
-    "mover",
-    "munder",
-    "munderover",
-    "mtable",
-    "mtr",
-    "mtd",
-    "mstyle",
-    "mpadded",
-    "mphantom",
-    "menclose",
-    "merror",
-    "semantics",
-    "annotation",
-    "mmultiscripts",
-    "mprescripts",
-    "none",
-    "mlabeledtr",
-    "maligngroup",
-    "malignmark",
-}
-MATHML_ATTRIBUTES = {
-    "display",
-    "mathvariant",
-    "stretchy",
-    "fence",
-    "separator",
-    "accent",
-    "accentunder",
-    "lspace",
-    "rspace",
-    "width",
-    "height",
-    "depth",
-    "columnalign",
-    "rowalign",
-    "columnspacing",
-    "rowspacing",
-    "columnlines",
-    "rowlines",
-    "frame",
-    "notation",
-    "linethickness",
-    "displaystyle",
-    "scriptlevel",
-    "minsize",
-    "maxsize",
-    "movablelimits",
-    "symmetric",
-    "largeop",
-    "form",
-    "encoding",
-    "open",
-    "close",
-    "separators",
-    "xmlns",
-}
+from .mathml import MATHML_ATTRIBUTES, MATHML_TAGS
 
 
 # No `style` and no class of the student's: the page's own classes (Bootstrap's navbar-fixed-top,
@@ -161,6 +89,9 @@ def browser_url(value: str) -> str:
     return value.replace("\\", "/")
 
 
+# What a student's HTML may hold: ammonia's default tags (text, lists, tables, images, links...)
+# and MathML (the feedback's formulas: mathml.py's MATHML_TAGS and MATHML_ATTRIBUTES), never script,
+# style, iframe, object, form, meta, svg.
 def _tags() -> set[str]:
     import nh3
 

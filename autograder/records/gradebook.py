@@ -37,7 +37,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from ..course import COURSE_ID, ENGINE_ROOT, db_url
+from ..course import COURSE_ID, ENGINE_ROOT, db_url, shared_folder_group, sqlite_path
 from ..errors import SetupError
 from .model import CellResult, NotebookResult, StepLike
 
@@ -180,20 +180,22 @@ def ensure_gradebook(url: str, step: "Step") -> None:
 
     with gradebook_lock(url):  # shards that start together: one sets the gradebook up, the others wait
         _ensure_gradebook(url, step)
-    if url.startswith("sqlite:///"):
-        share_with_folder_group(Path(url.removeprefix("sqlite:///")))
+    path = sqlite_path(url)
+    if path is not None:
+        share_with_folder_group(path)
 
 
 def share_with_folder_group(path: Path) -> None:
-    """A SQLite gradebook in a folder shared with a group (setgid, as `make hub` leaves the grading home
-    for the instructors, classroom/hub.py share_grading_home) is made writable by that group, so that an
-    instructor's formgrader can save scores in a gradebook `make grade` made as root. Elsewhere, and for
-    a file this account does not own, nothing changes."""
+    """A SQLite gradebook in a folder shared with a group (course.py `shared_folder_group`: as `make hub`
+    leaves the grading home for the instructors) is made writable by that group, so that an instructor's
+    formgrader can save scores in a gradebook `make grade` made as root. Elsewhere, and for a file this
+    account does not own or that is not in the folder's group, nothing changes."""
+    group = shared_folder_group(path.parent)
     try:
-        folder, info = path.parent.stat(), path.stat()
+        info = path.stat()
     except FileNotFoundError:
         return
-    if folder.st_mode & stat.S_ISGID and info.st_gid == folder.st_gid and info.st_uid == os.geteuid():
+    if group is not None and info.st_gid == group and info.st_uid == os.geteuid():
         path.chmod(stat.S_IMODE(info.st_mode) | stat.S_IRGRP | stat.S_IWGRP)
 
 
