@@ -619,6 +619,20 @@ WRONG += [
           hints={"scale_table_hidden": ["softmax_over_queries"]},
           visible_passes={"scale_table_check": "the visible check tests the table's form, its raw std and its "
                           "consistency; the weights are recomputed from q and k hidden"}),
+    Entry("w03-scale-exp-overflow", P03, edit(P03, SCALE,
+              ("F.softmax(raw, dim=-1)", "(raw.exp() / raw.exp().sum(dim=-1, keepdim=True))"),
+              ("F.softmax(scaled, dim=-1)", "(scaled.exp() / scaled.exp().sum(dim=-1, keepdim=True))")),
+          expect={"scale_table_hidden": 2.5},
+          why="the softmax written as exp(s) / sum exp(s), without each row's max subtracted: in float32 exp "
+              "overflows past 88.72, and the second fixed table's d_k = 512 row holds a raw score of 97.6 (its seed "
+              "was chosen so), in a one-hot row: that row's weights are NaN (inf / inf), so max_weight_raw is NaN "
+              "and one_hot_raw a row short: the max weights (1.5) and the one-hot shares (1.5) are lost; the scaled "
+              "scores (std 1) never overflow: 4 × 5/8",
+          says={"scale_table_hidden": ["max_weight_raw", "one_hot_raw", "exp(s) overflows", "subtract each row's max"]},
+          hints={"scale_table_hidden": ["max_not_subtracted"]},
+          visible_passes={"scale_table_check": "the visible check's tables (d_k = 16, 64, 256, seeds 0 and 1) have "
+                          "raw scores of at most 54.6, below float32 exp's overflow at 88.72: every weight is finite "
+                          "and right there"}),
     Entry("w03-scale-unseeded", P03, edit(P03, SCALE, ("q = torch.randn(4, 8, d_k, generator=g)", "q = torch.randn(4, 8, d_k)"),
                                           ("k = torch.randn(4, 8, d_k, generator=g)", "k = torch.randn(4, 8, d_k)")),
           expect={"scale_table_hidden": 3.5},
