@@ -596,20 +596,28 @@ WRONG += [
               "the one-hot shares stay right (no scaled row is one-hot under either scale: a gap of 7.6 between "
               "the two largest of 8 scores of std 1, about 1e-7 a row): 4 × 6/8",
           says={"scale_table_hidden": ["divided by d_k", "max_weight_scaled", "too low"]},
-          hints={"scale_table_hidden": ["scores_by_d_k"]}),
+          hints={"scale_table_hidden": ["scores_by_d_k", "std_by_d_k"]}),
     Entry("w03-scale-by-width", P03, edit(P03, SCALE, ("scaled = raw / math.sqrt(d_k)", "scaled = raw / math.sqrt(32)")),
           expect={"scale_table_hidden": 2.25},
           why="scaled by the model width's square root: loses scaled_std (0.5), the max weights (1.5) and the "
               "one-hot shares (1.5: at d_k = 512 scores of std 4 leave a scaled row one-hot in each fixed table, "
               "whose seeds were chosen so): 4 × 4.5/8",
           says={"scale_table_hidden": ["model width", "max_weight_scaled"]},
-          hints={"scale_table_hidden": ["scores_by_model_width"]}),
+          hints={"scale_table_hidden": ["scores_by_model_width", "std_by_model_width"]}),
     Entry("w03-scale-none", P03, edit(P03, SCALE, ("scaled = raw / math.sqrt(d_k)", "scaled = raw")),
           expect={"scale_table_hidden": 2.25},
           why="not scaled at all: loses scaled_std (0.5), the max weights (1.5) and the one-hot shares (1.5: the "
               "scaled share is the raw one, most rows at d_k = 512): 4 × 4.5/8",
           says={"scale_table_hidden": ["not divided by sqrt(d_k) at all", "too peaked"]},
-          hints={"scale_table_hidden": ["scores_unscaled"]}),
+          hints={"scale_table_hidden": ["scores_unscaled", "std_unscaled"]}),
+    Entry("w03-scale-by-head-width", P03, edit(P03, SCALE, ("scaled = raw / math.sqrt(d_k)", "scaled = raw / math.sqrt(16)")),
+          expect={"scale_table_hidden": 2.25},
+          why="scaled by the notebook's head width sqrt(16) = 4 at every d_k (no table has d_k = 16): loses "
+              "scaled_std (0.5), the max weights (1.5) and the one-hot shares (1.5: scores of std 5.7 at d_k = 512 "
+              "are more peaked than at sqrt(32), where each fixed table has a one-hot scaled row): 4 × 4.5/8. The "
+              "stds name a constant; the weights name no cause (4 is none of the variants the judge computes)",
+          says={"scale_table_hidden": ["divided by a constant", "max_weight_scaled", "q kᵀ / sqrt(d_k)"]},
+          hints={"scale_table_hidden": ["std_by_constant"]}),
     Entry("w03-scale-softmax-axis", P03, edit(P03, SCALE, ("F.softmax(raw, dim=-1)", "F.softmax(raw, dim=-2)"),
                                              ("F.softmax(scaled, dim=-1)", "F.softmax(scaled, dim=-2)")),
           expect={"scale_table_hidden": 2.5},

@@ -333,6 +333,18 @@ SCALED_VARIANTS = [
 ]
 
 
+# the causes scaled_std's feedback can name, each only where measured: scaled_std / raw_std is that cause's
+# ratio on every row of every table
+SCALED_STD_HINTS = {
+    "std_by_d_k": "scaled_std / raw_std is 1/d_k: the scores are divided by d_k; the lemma's scale is sqrt(d_k)",
+    "std_unscaled": "scaled_std equals raw_std: the scaled scores are not divided by sqrt(d_k) at all",
+    "std_by_model_width": ("scaled_std / raw_std is 1/sqrt(32) at every width: the scores are divided by the model "
+                           "width's root, but the scale must follow the head: sqrt(d_k)"),
+    "std_by_constant": ("scaled_std / raw_std is the same at every width: the scores are divided by a constant, but "
+                        "the scale must follow the head: sqrt(d_k)"),
+}
+
+
 def _variant_top(row, divide, dim, weights="softmax"):
     d_k = row["q"].shape[-1]
     scores, top = scale_scores(row["q"], row["k"], d_k if divide == "d_k" else divide, dim)
@@ -450,10 +462,10 @@ class ScaleTable(Check):
     grade_id = "scale_table_hidden"
     points = 4
     # the causes its feedback can name: each shown only where measured (`_explained`: the variant's statistic
-    # on every row; `_law_problem`, `_dependence_problem`)
+    # on every row; `_scaled_std_hint`: the ratio of the stds on every row; `_law_problem`, `_dependence_problem`)
     HINTS = {**SAMPLE_HINTS, "softmax_over_queries": RAW_VARIANTS[0][0], "max_not_subtracted": RAW_VARIANTS[1][0],
              "scores_by_d_k": SCALED_VARIANTS[0][0], "scores_unscaled": SCALED_VARIANTS[1][0],
-             "scores_by_model_width": SCALED_VARIANTS[2][0]}
+             "scores_by_model_width": SCALED_VARIANTS[2][0], **SCALED_STD_HINTS}
     # the notebook prints 16, 64, 256; the fixed cases go below and beyond (at 512 most raw rows are one-hot).
     # Every table sends its q and k to the grader: 4 tables of these widths are 181,995 values with the twins at
     # their widest, within the 200,000 one probe may gather (autograder/runtime/plain.py MAX_ITEMS; measured by
@@ -572,15 +584,13 @@ class ScaleTable(Check):
 def _scaled_std_hint(rows) -> str:
     ratios = [(r["d_k"], r["scaled_std"] / r["raw_std"]) for r in rows if r["raw_std"] > 0]
     if ratios and all(abs(q * d - 1) <= 1e-4 for d, q in ratios):
-        return "scaled_std / raw_std is 1/d_k: the scores are divided by d_k; the lemma's scale is sqrt(d_k)"
+        return SCALED_STD_HINTS["std_by_d_k"]
     if ratios and all(abs(q - 1) <= 1e-4 for _, q in ratios):
-        return "scaled_std equals raw_std: the scaled scores are not divided by sqrt(d_k) at all"
+        return SCALED_STD_HINTS["std_unscaled"]
     if ratios and all(abs(q * math.sqrt(32) - 1) <= 1e-4 for _, q in ratios):
-        return ("scaled_std / raw_std is 1/sqrt(32) at every width: the scores are divided by the model width's "
-                "root, but the scale must follow the head: sqrt(d_k)")
+        return SCALED_STD_HINTS["std_by_model_width"]
     if ratios and max(q for _, q in ratios) - min(q for _, q in ratios) <= 1e-4 * max(q for _, q in ratios):
-        return ("scaled_std / raw_std is the same at every width: the scores are divided by a constant, but the "
-                "scale must follow the head: sqrt(d_k)")
+        return SCALED_STD_HINTS["std_by_constant"]
     return ("scaled_std should be the std of the same scores divided by sqrt(d_k), which is raw_std / sqrt(d_k), "
             "and yours is not")
 
