@@ -658,6 +658,14 @@ WRONG += [
               "either; form (1), sqrt (0.5), the weights (1.5) and shares (1.5) remain: 4 × 4.5/8",
           says={"scale_table_hidden": ["raw_std should be the std of all B·T·T raw scores",
                                        "not measured from its q and k"]}),
+    Entry("w03-scale-raw-std-of-scaled", P03, edit(P03, SCALE, ('"raw_std": raw.std().item(),',
+                                                             '"raw_std": scaled.std().item(),')),
+          expect={"scale_table_hidden": 2.5},
+          why="raw_std taken from the scaled scores: raw_std (1) is not the std of q kᵀ, so the samples (1) and the "
+              "seed (1) are not credited; form (1), sqrt (0.5), scaled_std (0.5), the weights (1.5) and the shares "
+              "(1.5) remain: 4 × 5/8",
+          says={"scale_table_hidden": ["raw_std should be the std of all B·T·T raw scores", "not measured from its q and k"]},
+          hints={"scale_table_hidden": ["raw_std_of_scaled"]}),
     Entry("w03-scale-one-sequence", P03, edit(P03, SCALE, (
               "q = torch.randn(4, 8, d_k, generator=g)", "q = torch.randn(1, 8, d_k, generator=g).repeat(4, 1, 1)"), (
               "k = torch.randn(4, 8, d_k, generator=g)", "k = torch.randn(1, 8, d_k, generator=g).repeat(4, 1, 1)")),

@@ -333,6 +333,8 @@ SCALED_VARIANTS = [
 ]
 
 
+# the cause raw_std's feedback can name, only where measured: raw_std is the std of the scaled scores on every row
+RAW_STD_HINTS = {"raw_std_of_scaled": "yours is the std of the scaled scores"}
 # the causes scaled_std's feedback can name, each only where measured: scaled_std / raw_std is that cause's
 # ratio on every row of every table
 SCALED_STD_HINTS = {
@@ -462,10 +464,10 @@ class ScaleTable(Check):
     grade_id = "scale_table_hidden"
     points = 4
     # the causes its feedback can name: each shown only where measured (`_explained`: the variant's statistic
-    # on every row; `_scaled_std_hint`: the ratio of the stds on every row; `_law_problem`, `_dependence_problem`)
+    # on every row; raw_std and `_scaled_std_hint`: the stds on every row; `_law_problem`, `_dependence_problem`)
     HINTS = {**SAMPLE_HINTS, "softmax_over_queries": RAW_VARIANTS[0][0], "max_not_subtracted": RAW_VARIANTS[1][0],
              "scores_by_d_k": SCALED_VARIANTS[0][0], "scores_unscaled": SCALED_VARIANTS[1][0],
-             "scores_by_model_width": SCALED_VARIANTS[2][0], **SCALED_STD_HINTS}
+             "scores_by_model_width": SCALED_VARIANTS[2][0], **RAW_STD_HINTS, **SCALED_STD_HINTS}
     # the notebook prints 16, 64, 256; the fixed cases go below and beyond (at 512 most raw rows are one-hot).
     # Every table sends its q and k to the grader: 4 tables of these widths are 181,995 values with the twins at
     # their widest, within the 200,000 one probe may gather (autograder/runtime/plain.py MAX_ITEMS; measured by
@@ -542,7 +544,7 @@ class ScaleTable(Check):
         stats = {
             "raw_std": None if all(_close_std(r["raw_std"], r["_raw"]) for r in rows) else (
                 "raw_std should be the std of all B·T·T raw scores q kᵀ of the row's q and k, unmasked and "
-                "unscaled" + ("; yours is the std of the scaled scores" if all(
+                "unscaled" + (f"; {RAW_STD_HINTS['raw_std_of_scaled']}" if all(
                     _close_std(r["raw_std"], r["_scaled"]) for r in rows) else "")),
             "scaled": None if all(_close_std(r["scaled_std"], r["_scaled"]) for r in rows) else _scaled_std_hint(rows),
             "max": _max_problem(rows),
