@@ -3,6 +3,9 @@
 The reference checks in source/step-04/checks/tests.py are the notebook's specs, executed.
 They are run here exactly as the hidden tests run a student's check (same inputs, same seeds):
 a wheat must pass at every position probed, a chaff must fail at one of them at least.
+
+The scale check's fixed tables are tested here too: they hold the rows their seeds were chosen for (one-hot at
+sqrt(32), float32 exp's overflow), and the probe's data stays within what one probe may gather.
 """
 import math
 
