@@ -596,20 +596,28 @@ WRONG += [
               "the one-hot shares stay right (no scaled row is one-hot under either scale: a gap of 7.6 between "
               "the two largest of 8 scores of std 1, about 1e-7 a row): 4 × 6/8",
           says={"scale_table_hidden": ["divided by d_k", "max_weight_scaled", "too low"]},
-          hints={"scale_table_hidden": ["scores_by_d_k"]}),
+          hints={"scale_table_hidden": ["scores_by_d_k", "std_by_d_k"]}),
     Entry("w03-scale-by-width", P03, edit(P03, SCALE, ("scaled = raw / math.sqrt(d_k)", "scaled = raw / math.sqrt(32)")),
           expect={"scale_table_hidden": 2.25},
           why="scaled by the model width's square root: loses scaled_std (0.5), the max weights (1.5) and the "
               "one-hot shares (1.5: at d_k = 512 scores of std 4 leave a scaled row one-hot in each fixed table, "
               "whose seeds were chosen so): 4 × 4.5/8",
           says={"scale_table_hidden": ["model width", "max_weight_scaled"]},
-          hints={"scale_table_hidden": ["scores_by_model_width"]}),
+          hints={"scale_table_hidden": ["scores_by_model_width", "std_by_model_width"]}),
     Entry("w03-scale-none", P03, edit(P03, SCALE, ("scaled = raw / math.sqrt(d_k)", "scaled = raw")),
           expect={"scale_table_hidden": 2.25},
           why="not scaled at all: loses scaled_std (0.5), the max weights (1.5) and the one-hot shares (1.5: the "
               "scaled share is the raw one, most rows at d_k = 512): 4 × 4.5/8",
           says={"scale_table_hidden": ["not divided by sqrt(d_k) at all", "too peaked"]},
-          hints={"scale_table_hidden": ["scores_unscaled"]}),
+          hints={"scale_table_hidden": ["scores_unscaled", "std_unscaled"]}),
+    Entry("w03-scale-by-head-width", P03, edit(P03, SCALE, ("scaled = raw / math.sqrt(d_k)", "scaled = raw / math.sqrt(16)")),
+          expect={"scale_table_hidden": 2.25},
+          why="scaled by the notebook's head width sqrt(16) = 4 at every d_k (no table has d_k = 16): loses "
+              "scaled_std (0.5), the max weights (1.5) and the one-hot shares (1.5: scores of std 5.7 at d_k = 512 "
+              "are more peaked than at sqrt(32), where each fixed table has a one-hot scaled row): 4 × 4.5/8. The "
+              "stds name a constant; the weights name no cause (4 is none of the variants the judge computes)",
+          says={"scale_table_hidden": ["divided by a constant", "max_weight_scaled", "q kᵀ / sqrt(d_k)"]},
+          hints={"scale_table_hidden": ["std_by_constant"]}),
     Entry("w03-scale-softmax-axis", P03, edit(P03, SCALE, ("F.softmax(raw, dim=-1)", "F.softmax(raw, dim=-2)"),
                                              ("F.softmax(scaled, dim=-1)", "F.softmax(scaled, dim=-2)")),
           expect={"scale_table_hidden": 2.5},
@@ -619,6 +627,20 @@ WRONG += [
           hints={"scale_table_hidden": ["softmax_over_queries"]},
           visible_passes={"scale_table_check": "the visible check tests the table's form, its raw std and its "
                           "consistency; the weights are recomputed from q and k hidden"}),
+    Entry("w03-scale-exp-overflow", P03, edit(P03, SCALE,
+              ("F.softmax(raw, dim=-1)", "(raw.exp() / raw.exp().sum(dim=-1, keepdim=True))"),
+              ("F.softmax(scaled, dim=-1)", "(scaled.exp() / scaled.exp().sum(dim=-1, keepdim=True))")),
+          expect={"scale_table_hidden": 2.5},
+          why="the softmax written as exp(s) / sum exp(s), without each row's max subtracted: in float32 exp "
+              "overflows past 88.72, and the second fixed table's d_k = 512 row holds a raw score of 97.6 (its seed "
+              "was chosen so), in a one-hot row: that row's weights are NaN (inf / inf), so max_weight_raw is NaN "
+              "and one_hot_raw a row short: the max weights (1.5) and the one-hot shares (1.5) are lost; the scaled "
+              "scores (std 1) never overflow: 4 × 5/8",
+          says={"scale_table_hidden": ["max_weight_raw", "one_hot_raw", "exp(s) overflows", "subtract each row's max"]},
+          hints={"scale_table_hidden": ["max_not_subtracted"]},
+          visible_passes={"scale_table_check": "the visible check's tables (d_k = 16, 64, 256, seeds 0 and 1) have "
+                          "raw scores of at most 54.6, below float32 exp's overflow at 88.72: every weight is finite "
+                          "and right there"}),
     Entry("w03-scale-unseeded", P03, edit(P03, SCALE, ("q = torch.randn(4, 8, d_k, generator=g)", "q = torch.randn(4, 8, d_k)"),
                                           ("k = torch.randn(4, 8, d_k, generator=g)", "k = torch.randn(4, 8, d_k)")),
           expect={"scale_table_hidden": 3.5},
@@ -636,6 +658,14 @@ WRONG += [
               "either; form (1), sqrt (0.5), the weights (1.5) and shares (1.5) remain: 4 × 4.5/8",
           says={"scale_table_hidden": ["raw_std should be the std of all B·T·T raw scores",
                                        "not measured from its q and k"]}),
+    Entry("w03-scale-raw-std-of-scaled", P03, edit(P03, SCALE, ('"raw_std": raw.std().item(),',
+                                                             '"raw_std": scaled.std().item(),')),
+          expect={"scale_table_hidden": 2.5},
+          why="raw_std taken from the scaled scores: raw_std (1) is not the std of q kᵀ, so the samples (1) and the "
+              "seed (1) are not credited; form (1), sqrt (0.5), scaled_std (0.5), the weights (1.5) and the shares "
+              "(1.5) remain: 4 × 5/8",
+          says={"scale_table_hidden": ["raw_std should be the std of all B·T·T raw scores", "not measured from its q and k"]},
+          hints={"scale_table_hidden": ["raw_std_of_scaled"]}),
     Entry("w03-scale-one-sequence", P03, edit(P03, SCALE, (
               "q = torch.randn(4, 8, d_k, generator=g)", "q = torch.randn(1, 8, d_k, generator=g).repeat(4, 1, 1)"), (
               "k = torch.randn(4, 8, d_k, generator=g)", "k = torch.randn(1, 8, d_k, generator=g).repeat(4, 1, 1)")),

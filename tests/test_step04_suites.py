@@ -3,16 +3,25 @@
 The reference checks in source/step-04/checks/tests.py are the notebook's specs, executed.
 They are run here exactly as the hidden tests run a student's check (same inputs, same seeds):
 a wheat must pass at every position probed, a chaff must fail at one of them at least.
+
+The scale check's fixed tables are tested here too: they hold the rows their seeds were chosen for (one-hot at
+sqrt(32), float32 exp's overflow), and the probe's data stays within what one probe may gather.
 """
+import math
+
 import pytest
 import torch
+import torch.nn.functional as F
 
-from autograder.checks.framework import outcome
+from autograder.checks.framework import attempt, outcome
+from autograder.example import answers_of
+from autograder.runtime.plain import MAX_ITEMS, to_plain
 from conftest import STEP4
 
 STEP4.package   # imports the step's checks: course_checks.step_04
 from course_checks.step_04.tests import (  # noqa: E402
-    CALL_SEED, REFERENCE_CHECKS, CheckGradient, CheckPerturbation, CheckSimplex, fails_on_mask_after_softmax)
+    CALL_SEED, ONE_HOT, ONE_HOT_BAND, REFERENCE_CHECKS, CheckGradient, CheckPerturbation, CheckSimplex, ScaleTable,
+    exp_overflow_top, fails_on_mask_after_softmax)
 from course_checks.step_04.suites import SUITES  # noqa: E402
 
 GRADERS = [CheckSimplex(), CheckPerturbation(), CheckGradient()]
@@ -90,3 +99,46 @@ def test_a_check_off_by_one_at_a_boundary_misses_a_broken_head(function, name, o
     assert missed, f"{name}: every broken head is caught, so the mistake keeps full marks"
     if only:
         assert missed == [only], f"{name}: missed {missed}"
+
+
+# ---- the scale check's fixed tables -------------------------------------------------------------
+
+def _solution_scale_table():
+    ns = {"torch": torch, "F": F, "math": math}
+    exec(answers_of(STEP4, "03-the-tests")["scale_table"], ns)
+    return ns["scale_table"]
+
+
+def test_the_fixed_scale_tables_hold_the_rows_their_seeds_were_chosen_for():
+    """ScaleTable.SEEDS, drawn as the notebook's recipe draws: each d_k = 512 row has a row one-hot when the scores
+    are divided by sqrt(32), and one of them a raw score beyond float32 exp's range (log(float32 max) = 88.72) in
+    a row one-hot by more than the band, so a softmax written as exp(s) / sum exp(s) gives that row NaN: its
+    max_weight_raw is NaN and its one_hot_raw a row short, whatever the twins draw."""
+    scale_table = _solution_scale_table()
+    limit = math.log(torch.finfo(torch.float32).max)
+    overflowed = []
+    for seed in ScaleTable.SEEDS:
+        row = scale_table(list(ScaleTable.D_HEADS), seed)[-1]
+        assert row["d_k"] == 512
+        raw = row["q"] @ row["k"].transpose(-2, -1)                                  # (B, T, T), float32
+        assert (F.softmax(raw.double() / math.sqrt(32), dim=-1).amax(dim=-1) >= ONE_HOT + ONE_HOT_BAND).any(), seed
+        top, naive = F.softmax(raw.double(), dim=-1).amax(dim=-1), exp_overflow_top(raw)
+        over = raw.amax(dim=-1) > limit
+        assert torch.equal(naive.isnan(), over), seed                               # NaN exactly where exp overflows
+        assert torch.allclose(naive[~over], top[~over], rtol=0, atol=1e-6), seed
+        if over.any():
+            assert (top[over] >= ONE_HOT + ONE_HOT_BAND).all(), seed                  # one-hot rows, counted by the answer
+            overflowed.append(seed)
+    assert overflowed, "no fixed table reaches float32 exp's overflow"
+
+
+def test_the_scale_probe_gathers_at_most_what_one_probe_may():
+    """The probe's data with the twins at their widest (every table sends its q and k): within plain.MAX_ITEMS."""
+    scale_table = _solution_scale_table()
+    widest = [high for _, high in ScaleTable.TWIN_WIDTHS]
+    tables = [(list(ScaleTable.D_HEADS), seed) for seed in ScaleTable.SEEDS] + [(widest, seed) for seed in (1, 2)]
+    data = {"tables": [attempt(scale_table, d_heads, seed) for d_heads, seed in tables],
+            "again": [attempt(scale_table, list(ScaleTable.AGAIN[0]), ScaleTable.AGAIN[1]) for _ in range(2)]}
+    budget = [MAX_ITEMS]
+    to_plain(data, _budget=budget)
+    assert MAX_ITEMS - budget[0] < 190_000, MAX_ITEMS - budget[0]          # 181,995 (the widths' numbers: 181,760)
