@@ -151,7 +151,7 @@ RUN_SEED = int(os.environ.get("FRESH_KEY_SEED") or secrets.randbelow(2**31))
 RUN_KEY = random.Random(RUN_SEED).randbytes(32)
 
 
-@pytest.mark.slow                      # 183 wrong answers judged twice: about 50 s of CPU
+@pytest.mark.slow                      # 186 wrong answers judged twice: about 50 s of CPU
 @pytest.mark.parametrize("index", range(len(WRONG_FRESH)), ids=[e.name for e in WRONG_FRESH])
 def test_wrong_answers_keep_their_partial_credit_under_any_key(index, record_property):
     """The proof corpus's exact partial scores were measured on the fixed cases; they hold for any draw:
