@@ -21,11 +21,21 @@ from .errors import GraderError
 # the same pattern to nbgrader's IgnorePattern for the commands nbgrader runs itself.
 HARMLESS_STDERR = r"(?s)^(\S+:\d+: )?(\w+Warning|Matplotlib is building the font cache)"
 
-# `python -m nbgrader`, without the optional rfc3987_syntax that jsonschema would import (about 2 s
-# of CPU per command building grammars for IRI formats that no notebook schema uses; see grading/grade.py).
-NBGRADER_MAIN = (
-    "import sys; sys.modules.setdefault('rfc3987_syntax', None); from nbgrader.apps.nbgraderapp import main; main()"
-)
+
+def main_without_iri_grammars(module: str) -> str:
+    """A `python -c` program that runs `module`'s `main()` as its console script does, without the optional
+    rfc3987_syntax that jsonschema would import (about 1-2 s of CPU per process building grammars for the
+    "iri" string formats, which no notebook schema, nbgrader, Jupyter server or JupyterHub schema uses;
+    see grading/grade.py). For nbgrader's commands, each JupyterLab the course starts and each user's
+    server on the hub."""
+    return f"import sys; sys.modules.setdefault('rfc3987_syntax', None); from {module} import main; sys.exit(main())"
+
+
+# `python -m nbgrader`, without rfc3987_syntax
+NBGRADER_MAIN = main_without_iri_grammars("nbgrader.apps.nbgraderapp")
+# `python -m jupyterlab` and `jupyterhub-singleuser`, the same way
+JUPYTERLAB_MAIN = main_without_iri_grammars("jupyterlab.labapp")
+SINGLEUSER_MAIN = main_without_iri_grammars("jupyterhub.singleuser")
 
 ERROR_LINE = re.compile(r"\| (ERROR|CRITICAL|FATAL)\]")
 

@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 from ..course import ENGINE_ROOT, NOTEBOOKS, ROOT
+from ..nbgrader_cmd import JUPYTERLAB_MAIN
 
 SETTINGS = Path(__file__).resolve().parent / "lab_settings"
 ROLES = ("student", "instructor")
@@ -81,4 +82,4 @@ def run_lab(formgrader: bool = False, extra: list[str] | None = None) -> int:
     extra = server_flags(extra)
     env = kernel_env()
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    return subprocess.call([sys.executable, "-m", "jupyterlab", *args, *(extra or [])], cwd=ENGINE_ROOT, env=env)
+    return subprocess.call([sys.executable, "-c", JUPYTERLAB_MAIN, *args, *(extra or [])], cwd=ENGINE_ROOT, env=env)

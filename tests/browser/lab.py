@@ -20,6 +20,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.nbgrader_cmd import JUPYTERLAB_MAIN
 from conftest import copy_course  # noqa: F401  (the tests import it from here too)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,7 +106,7 @@ class Lab:
         self.stop()
 
     def _start(self) -> None:
-        args = [sys.executable, "-m", "jupyterlab", *self.lab_arguments(self.root_dir, self.role),
+        args = [sys.executable, "-c", JUPYTERLAB_MAIN, *self.lab_arguments(self.root_dir, self.role),
                 "--no-browser", f"--port={self.port}", "--port-retries=0", "--ServerApp.ip=127.0.0.1",
                 "--IdentityProvider.token=", "--ServerApp.password="]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
