@@ -40,6 +40,7 @@ from pathlib import Path
 
 from ..course import COURSE_ID, ENGINE_ROOT, ROOT
 from ..errors import GraderError
+from ..nbgrader_cmd import SINGLEUSER_MAIN
 from . import ngshare
 
 HUB_DIR = ngshare.HUB_DIR  # .hub/ ($COURSE_HUB_DIR: the tests' folder of their own)
@@ -268,7 +269,7 @@ def hub_config(folder: Path, conf: dict, students: list[str], instructors: list[
         "",
         "# Each user's server: JupyterLab 4 from the course environment, as that user, in their home.",
         "c.JupyterHub.spawner_class = 'localprocess'",
-        f"c.Spawner.cmd = [{str(venv_bin / 'jupyterhub-singleuser')!r}]",
+        f"c.Spawner.cmd = [{str(venv_bin / 'python')!r}, '-c', {SINGLEUSER_MAIN!r}]",
         "c.Spawner.default_url = '/lab'",
         "c.Spawner.start_timeout = 120",
         "c.Spawner.http_timeout = 120",
