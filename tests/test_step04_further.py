@@ -13,6 +13,7 @@ from autograder.selfgrade import probe_and_judge
 from conftest import STEP4
 
 GAPS_HINTS = STEP4.checks["bonus_permutation_gaps"].HINTS
+STREAMING_HINTS = STEP4.checks["bonus_streaming_attention"].HINTS
 
 NEG = float("-inf")
 
@@ -255,6 +256,23 @@ def test_streaming_attention_wheats(fn):
 def test_streaming_attention_chaffs(fn, part):
     v = verdict("bonus_streaming_attention", streaming_attention=fn)
     assert part in failed(v), v.report(2)
+
+
+def attention_scaled_by_length(q, k, v):
+    """Attention with its scores divided by sqrt(T), not sqrt(d_k): a scale on each case, not one constant."""
+    T = q.shape[-2]
+    S = (q @ k.transpose(-2, -1) / T ** 0.5).masked_fill(torch.tril(torch.ones(T, T)) == 0, NEG)
+    return F.softmax(S, dim=-1) @ v
+
+
+def test_streaming_attention_names_a_constant_scale_only_where_one_constant_fits_every_case():
+    """The hint "scaled by a constant" needs one constant on every case where the scale shows: a scale that
+    follows T gets what each case measured (right attention but for the scale), no cause."""
+    v = verdict("bonus_streaming_attention", streaming_attention=attention_scaled_by_length)
+    report = v.report(2)
+    assert any(name.startswith("causal attention, batch 2") for name in failed(v)), report
+    assert "right causal attention but for the scale of the scores" in report, report
+    assert STREAMING_HINTS["scores_other_scale"] not in report, report
 
 
 # ---- fit_exponent --------------------------------------------------------------------------

@@ -710,7 +710,7 @@ def _score_scale(q, k, v, value, atol):
 # The mistakes a hint of streaming_attention names, each computed by the judge (`_streaming_mistake`: the
 # solution's loop with that one mistake, in q's dtype). A hint is shown only when the answer's output is that
 # mistake's on every case; otherwise the feedback says which property failed. (A scale of the scores other
-# than these is measured on the failing case: `_score_scale` fits it.)
+# than these is fitted on every case where it shows: `_one_constant_scale`.)
 STREAMING_MISTAKES = {
     "no_mask": {"mask": "none"},
     "future_score_zero": {"mask": "zero"},
@@ -729,7 +729,8 @@ STREAMING_HINTS = {
                           "scores of keys j > i with -inf (or skip those keys)"),
     "scores_unscaled": "right causal attention, but your scores are not divided by sqrt(d_k) at all",
     "scores_by_d_k": "right causal attention, but your scores are divided by d_k",
-    # measured on the failing case itself (`_score_scale`): the answer is attention with scores × that constant
+    # measured on every case where a scale shows (`_one_constant_scale`): the answer is attention with its
+    # scores × one constant on each of them
     "scores_other_scale": "right causal attention, but your scores are scaled by a constant that is not 1/sqrt(d_k)",
     "mask_reversed": ("this is the output of a reversed mask: a query whose first keys are masked gets "
                       "exp(-inf - (-inf)) = NaN. Query i sees keys 0, 1, ..., i and not the "
@@ -778,9 +779,11 @@ def _streaming_mistake(triple, start=NEG_INF, shift=True, rescale_out=True, resc
         return (out / z[..., None]).numpy().astype(np.float64)
 
 
-def _compare_attention(q, k, v, value, name, shown=()) -> str | None:
+def _compare_attention(q, k, v, value, name, shown=(), one_scale=lambda: False) -> str | None:
     """None if `value` is causal attention of (q, k, v); else what is wrong. `shown`: the mistakes of
-    STREAMING_MISTAKES the answer's output is on every case (the causes a hint may name)."""
+    STREAMING_MISTAKES the answer's output is on every case (the causes a hint may name); `one_scale()`:
+    whether the answer is attention with its scores times one constant on every case where a scale shows
+    (`_one_constant_scale`), the evidence "scores_other_scale" needs."""
     hints = [STREAMING_HINTS[m] for m in shown]
     if not isinstance(value, np.ndarray):
         return f"expected a tensor, got {type(value).__name__}"
@@ -813,7 +816,7 @@ def _compare_attention(q, k, v, value, name, shown=()) -> str | None:
     if c is not None:
         # a scale of 1 or 1/d_k is named only where it is the answer's on every case (`shown`)
         named = [STREAMING_HINTS[m] for m in ("scores_unscaled", "scores_by_d_k") if m in shown]
-        if not named and abs(c - 1) >= 1e-3 and abs(c * d_k - 1) >= 1e-3:
+        if not named and abs(c - 1) >= 1e-3 and abs(c * d_k - 1) >= 1e-3 and one_scale():
             named = [STREAMING_HINTS["scores_other_scale"]]
         what = "; ".join(named) or "right causal attention but for the scale of the scores"
         return f"{what}: the scores are q·k / sqrt(d_k), d_k = q.shape[-1]"
@@ -822,6 +825,30 @@ def _compare_attention(q, k, v, value, name, shown=()) -> str | None:
     else:
         what = "the first rows are right and later ones differ"
     return "; ".join([f"differs from causal softmax attention: {what}"] + hints)
+
+
+# the cases whose output shows the scale of the scores: not T = 1 (the output is v at any scale), nor the
+# large scores (one-hot at every scale from 0.153 on: `_calibrated_one_hot_scale`)
+SCALE_SHOWS = ("ordinary", "float64", "other_ranks")
+
+
+def _one_constant_scale(cases, data) -> bool:
+    """Whether the answer is causal attention with its scores multiplied by one constant (the same within
+    1e-3) on every case of SCALE_SHOWS, the fixed ones and this submission's: then, and only then, a hint
+    may say that the scores are scaled by a constant (a scale that follows T, or the batch, is not one)."""
+    scales = []
+    for name in SCALE_SHOWS:
+        entries = data.get(name, [])
+        if len(entries) != len(cases[name]):
+            return False
+        for (q, k, v), entry in zip(cases[name], entries):
+            value, why = unpack(entry)
+            atol = STREAMING.tol("float64" if q.dtype == torch.float64 else "float32")
+            c = None if why else _score_scale(q, k, v, value, max(atol, 1e-5))
+            if c is None:
+                return False
+            scales.append(c)
+    return max(scales) - min(scales) <= 1e-3 * max(scales)
 
 
 def _attention_like(q, k, v, value) -> bool:
@@ -865,6 +892,7 @@ class StreamingAttention(Check):
         # the mistakes whose output is the answer's on every case (the only causes a hint may name)
         shown = shown_mistakes([t for triples in cases.values() for t in triples], case_values(cases, data),
                                STREAMING_MISTAKES, _streaming_mistake)
+        one_scale = functools.cache(lambda: _one_constant_scale(cases, data))    # measured once, if a hint needs it
         for name, triples in cases.items():
             label, weight = ATTENTION_PARTS[name]
             problem = None
@@ -873,7 +901,7 @@ class StreamingAttention(Check):
                 problem = "no result reached the grader"
             for (q, k, v), entry in zip(triples, entries):
                 value, why = unpack(entry)
-                problem = why or _compare_attention(q, k, v, value, name, shown)
+                problem = why or _compare_attention(q, k, v, value, name, shown, one_scale)
                 if problem:
                     break
             if name == "float64" and problem is None and forms:
