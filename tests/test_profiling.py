@@ -4,6 +4,7 @@ its parent. A fixture's row names the module of the test it was set up for."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -69,8 +70,10 @@ def test_a_fixture_is_listed_under_the_module_of_the_test_it_was_set_up_for(tmp_
     (run / "conftest.py").write_text(RUN_CONFTEST.format(tests=str(Path(__file__).parent), folder=str(profile)))
     for name in ("test_first", "test_second"):
         (run / f"{name}.py").write_text(RUN_TEST)
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}    # this run's options are not the inner run's
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
-                           "--rootdir", str(run), str(run)], cwd=run, capture_output=True, text=True, timeout=120)
+                           "--rootdir", str(run), str(run)], cwd=run, env=env, capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     fixtures = sorted((r["fixture"], r["module"]) for r in read(profile) if r["kind"] == "fixture")
     assert fixtures == [("per_module", "test_first"), ("per_module", "test_second"), ("shared", "test_first")]
