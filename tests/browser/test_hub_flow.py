@@ -9,7 +9,8 @@ points and the lateness where they apply.
 The first student hands the release in as fetched, the second and the third their own answers to its
 first notebook alone (the example class's answers, all of them and the first three; the notebooks not
 handed in are graded as missing, which keeps the grading short). Each validates that notebook, the
-quickest. The third submits after
+quickest; the second also answers and validates a notebook with a slider (SLIDER, not handed in), and
+each Validate's time from the press to the verdict is reported (not asserted). The third submits after
 the step's due date, the others have an extension (tests/hub.py). The instructor's Collect runs as the
 instructor's account: it reads the exchange's inbound folder, which `make hub` left readable by the
 instructors' group, and writes submitted/ in the grading home shared with that group, the folders it
@@ -55,6 +56,7 @@ from .hubpages import log_in, open_assignments, shot
 pytestmark = [pytest.mark.browser, pytest.mark.hub, pytest.mark.slow]
 
 FIRST = STEP4.notebooks()[0]              # 01-on-paper: the quickest to validate; five written answers
+SLIDER = "05-attention-as-smoothing"      # a notebook with a slider: its Validate timed beside FIRST's
 WRITTEN = "coupling_expectation"          # the written answer the instructor scores by hand
 HAND_SCORE = 1.5
 
@@ -90,11 +92,24 @@ def new_page(chromium):
     return context, context.new_page()
 
 
-def hand_in(page, hub: dict, student: str, answers, passes: bool) -> list[str]:
+def validate(page, fetched, notebook: str) -> tuple[str, float]:
+    """Validate pressed on a notebook of the fetched step in the Assignments tab: the dialog's text and the
+    seconds from the press to the verdict."""
+    row = fetched.locator(".nested_list_item").filter(has_text=notebook).first
+    started = time.monotonic()
+    row.get_by_role("button", name="Validate").click()
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for(timeout=300_000)
+    return dialog.inner_text(), time.monotonic() - started
+
+
+def hand_in(page, hub: dict, student: str, answers, passes: bool,
+            slider: bool = False) -> tuple[list[str], dict[str, float]]:
     """In the student's JupyterLab: the Assignments tab, Fetch; `answers` (None: the release as fetched)
     the answer cells of the first notebook the student filled in, as the example class fills them;
-    Validate on that notebook, which `passes` or not; Submit: the whole step as fetched, or the one
-    notebook the student answered (the five others deleted). Returns the notebooks handed in."""
+    Validate on that notebook, which `passes` or not; with `slider`, SLIDER answered too and validated
+    (it passes); Submit: the whole step as fetched, or the one notebook the student answered (the others
+    deleted). Returns the notebooks handed in and the seconds each Validate took, by notebook."""
     name = short(student)
     open_assignments(page)
     released = page.locator("#released_assignments_list")
@@ -105,25 +120,28 @@ def hand_in(page, hub: dict, student: str, answers, passes: bool) -> list[str]:
     home = Path(f"/home/{student}") / STEP4.name
     assert sorted(p.name for p in home.glob("*.ipynb")) == sorted(f"{n}.ipynb" for n in STEP4.notebooks())
     shot(page, f"{name}-01-fetched")
-    if answers is not None:                                     # the student's work in the notebook
-        mine = home / f"{FIRST}.ipynb"
-        mine.write_text(json.dumps(filled(STEP4, FIRST, answers), indent=1))
+    for notebook in ([FIRST] if answers is not None else []) + ([SLIDER] if slider else []):
+        mine = home / f"{notebook}.ipynb"                       # the student's work in the notebook
+        mine.write_text(json.dumps(filled(STEP4, notebook, answers), indent=1))
         account = pwd.getpwnam(student)
         os.chown(mine, account.pw_uid, account.pw_gid)
 
     fetched.get_by_text(STEP4.name).first.click()               # its notebooks, each with Validate
-    row = fetched.locator(".nested_list_item").filter(has_text=FIRST).first
-    row.get_by_role("button", name="Validate").click()
-    dialog = page.locator(".jp-Dialog")
-    dialog.wait_for(timeout=300_000)
-    text = dialog.inner_text()
+    text, seconds = validate(page, fetched, FIRST)
+    took = {FIRST: seconds}
     shot(page, f"{name}-02-validated")
     assert "Validation Results" in text, text[:2000]
     if passes:
         assert "Success! Your notebook passes all the tests." in text, text[:2000]
     else:                                                       # an answer left as released
         assert "The following cell failed" in text, text[:2000]
-    dialog.get_by_role("button", name="Ok").click()
+    page.locator(".jp-Dialog").get_by_role("button", name="Ok").click()
+    if slider:
+        page.locator(".jp-Dialog").wait_for(state="detached")
+        text, took[SLIDER] = validate(page, fetched, SLIDER)
+        shot(page, f"{name}-02-validated-slider")
+        assert "Success! Your notebook passes all the tests." in text, text[:2000]
+        page.locator(".jp-Dialog").get_by_role("button", name="Ok").click()
 
     if answers is not None:                                     # the answered notebook alone
         for other in STEP4.notebooks()[1:]:
@@ -131,7 +149,7 @@ def hand_in(page, hub: dict, student: str, answers, passes: bool) -> list[str]:
     fetched.get_by_role("button", name="Submit").first.click()
     page.locator("#submitted_assignments_list").get_by_text(STEP4.name).first.wait_for()
     shot(page, f"{name}-03-submitted")
-    return sorted(STEP4.notebooks()) if answers is None else [FIRST]
+    return (sorted(STEP4.notebooks()) if answers is None else [FIRST]), took
 
 
 def collect_in_formgrader(page, hub: dict, teacher: str) -> tuple[str, float]:
@@ -245,7 +263,7 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
     teacher = hub["instructors"][0]
     # student -> (the answers typed into the first notebook, whether its validation passes)
     work = {blank: (None, False),
-            answered: (lambda cid, i: True, True), late: (lambda cid, i: i < 3, False)}
+            answered: (lambda cid, i: True, True, True), late: (lambda cid, i: i < 3, False)}
     uses("browser")
     started = time.monotonic()
     contexts, pages, handed_in = [], {}, {}
@@ -257,7 +275,10 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
             to_lab = log_in(page, hub, student)
             record_property("measured", f"hub: {short(student)}'s login to a usable JupyterLab (server spawned): "
                                         f"{to_lab:.1f} s")
-            handed_in[student] = hand_in(page, hub, student, *work[student])
+            handed_in[student], took = hand_in(page, hub, student, *work[student])
+            for notebook, seconds in took.items():      # a figure, not asserted: the machine is shared
+                record_property("measured", f"hub: Validate in the Assignments tab, {short(student)}'s {notebook}: "
+                                            f"{seconds:.1f} s from the press to the verdict")
         submitted_at = time.monotonic()
 
         # the instructor collects in the hub's formgrader (Manage Assignments, Collect): it runs as the
@@ -414,7 +435,7 @@ def test_a_student_hands_in_through_ngshare_on_the_same_hub_the_instructor_grade
     try:
         to_lab = log_in(page, hub, student)
         record_property("measured", f"hub on ngshare: {short(student)}'s login to a usable JupyterLab: {to_lab:.1f} s")
-        handed_in = hand_in(page, hub, student, lambda cid, i: True, True)
+        handed_in, _ = hand_in(page, hub, student, lambda cid, i: True, True)
         submitted_at = time.monotonic()
         out = course(ngshare, "collect")
         assert student in out and "1 new submissions" in out, out
