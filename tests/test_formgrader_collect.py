@@ -1,7 +1,9 @@
 """The formgrader's Collect on the course's hub, without a hub: what `make hub` prepares for it (the
-exchange's inbound folder listed by the instructors' group) and what comes after it (`make
-return-feedback` returns the feedback of submissions the formgrader collected into the grading home's
-submitted/, where the grader grades them in place, and never feedback about an older submission).
+exchange's inbound folder listed by the instructors' group), how it copies (a collected submission not
+left writable by every account, as nbgrader's copy of the exchange's folder would be) and what comes
+after it (`make return-feedback` returns the feedback of submissions the formgrader collected into the
+grading home's submitted/, where the grader grades them in place, and never feedback about an older
+submission).
 The whole flow in Chromium on a real hub: tests/browser/test_hub_flow.py."""
 from __future__ import annotations
 
@@ -85,3 +87,23 @@ def test_the_exchange_inbound_is_listed_by_the_instructors_group_and_written_by_
     info = inbound.stat()
     assert info.st_gid == os.getegid() and stat.S_IMODE(info.st_mode) == 0o2773, oct(info.st_mode)
     assert not info.st_mode & stat.S_IROTH and info.st_mode & stat.S_IWOTH
+
+
+def test_a_collected_submission_is_not_left_writable_by_everyone(tmp_path, monkeypatch):
+    """nbgrader's submit leaves the submission's folder in the exchange 0777 and its collect copies that
+    mode: the course's collect (make collect, the formgrader's Collect) takes the write right from others."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from autograder.classroom.collecting import close_to_others
+    from conftest import ROOT
+    folder = tmp_path / "submitted" / "ann" / STEP
+    folder.mkdir(parents=True)
+    (folder / NOTEBOOK).write_text("{}")
+    folder.chmod(0o777)
+    (folder / NOTEBOOK).chmod(0o666)
+    close_to_others(str(folder))
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o775
+    assert stat.S_IMODE((folder / NOTEBOOK).stat().st_mode) == 0o664
+    monkeypatch.setenv("NBGRADER_EXCHANGE", str(tmp_path / "exchange"))
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+    assert config.ExchangeFactory.collect == "autograder.classroom.collecting.CourseCollect"

@@ -305,6 +305,9 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
                 info = folder.stat()                                 # the instructors' group's to write
                 assert (info.st_uid, info.st_gid) == (teacher_uid, graders.gr_gid), (folder, info)
                 assert info.st_mode & stat.S_IWGRP and info.st_mode & stat.S_ISGID, (folder, oct(info.st_mode))
+            # the submission's own folder: in the exchange writable by all (nbgrader's submit), here not
+            assert collected.stat().st_mode & stat.S_IWGRP and not collected.stat().st_mode & stat.S_IWOTH, \
+                oct(collected.stat().st_mode)
         grading = time.monotonic()
         table = course(hub, "grade", str(home / "submitted"), "--workers", "2")
         record_property("measured", f"hub: grading the three students: {time.monotonic() - grading:.1f} s")
