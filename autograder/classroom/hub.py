@@ -203,8 +203,8 @@ def share_grading_home(instructors: list[str]) -> Path:
     is writable by the group (records/gradebook.py `share_with_folder_group`)."""
     import grp
 
-    from ..course import grader_home
-    from ..records.gradebook import share_with_folder_group
+    from ..course import db_url, grader_home, sqlite_path
+    from ..records.gradebook import opened, share_with_folder_group
 
     subprocess.run(["groupadd", "--force", GRADERS_GROUP], check=True)
     for name in instructors:
@@ -213,6 +213,12 @@ def share_grading_home(instructors: list[str]) -> Path:
     home.mkdir(parents=True, exist_ok=True)
     os.chown(home, -1, grp.getgrnam(GRADERS_GROUP).gr_gid)
     home.chmod(0o2775)
+    gradebook = sqlite_path(db_url())
+    if gradebook is not None and gradebook.parent == home and not gradebook.exists():
+        # made here, as root, so that it is the group's to write: one an instructor's formgrader made
+        # first (its Collect opens it) would be theirs alone, SQLite making its files 0644 whatever the umask
+        with opened():
+            pass
     share_with_folder_group(home / "gradebook.db")
     return home
 

@@ -330,9 +330,9 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
 
         # the instructor grades a written answer of the second student in the hub's formgrader, which
         # runs as the instructor's account: `make hub` shared the grading home with the instructors'
-        # group, and the gradebook in it (the formgrader's, written by `grade` as root) is writable by that group
+        # group, and the gradebook `make hub` made in it as root is writable by that group
         gradebook = home / "gradebook.db"
-        assert gradebook.stat().st_gid == graders.gr_gid, gradebook.stat()
+        assert gradebook.stat().st_uid == 0 and gradebook.stat().st_gid == graders.gr_gid, gradebook.stat()
         assert gradebook.stat().st_mode & stat.S_IWGRP and teacher in graders.gr_mem, (oct(gradebook.stat().st_mode),
                                                                                       graders)
         by_hand = time.monotonic()
