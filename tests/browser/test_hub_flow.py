@@ -9,8 +9,7 @@ points and the lateness where they apply.
 The first student hands the release in as fetched, the second and the third their own answers to its
 first notebook alone (the example class's answers, all of them and the first three; the notebooks not
 handed in are graded as missing, which keeps the grading short). Each validates that notebook, the
-quickest; the second also answers and validates a notebook with a slider (SLIDER, not handed in), and
-each Validate's time from the press to the verdict is reported (not asserted). The third submits after
+quickest; each Validate's time from the press to the verdict is reported (not asserted). The third submits after
 the step's due date, the others have an extension (tests/hub.py). The instructor's Collect runs as the
 instructor's account: it reads the exchange's inbound folder, which `make hub` left readable by the
 instructors' group, and writes submitted/ in the grading home shared with that group, the folders it
@@ -56,7 +55,6 @@ from .hubpages import log_in, open_assignments, shot
 pytestmark = [pytest.mark.browser, pytest.mark.hub, pytest.mark.slow]
 
 FIRST = STEP4.notebooks()[0]              # 01-on-paper: the quickest to validate; five written answers
-SLIDER = "05-attention-as-smoothing"      # a notebook with a slider: its Validate timed beside FIRST's
 WRITTEN = "coupling_expectation"          # the written answer the instructor scores by hand
 HAND_SCORE = 1.5
 
@@ -103,13 +101,12 @@ def validate(page, fetched, notebook: str) -> tuple[str, float]:
     return dialog.inner_text(), time.monotonic() - started
 
 
-def hand_in(page, hub: dict, student: str, answers, passes: bool,
-            slider: bool = False) -> tuple[list[str], dict[str, float]]:
+def hand_in(page, hub: dict, student: str, answers, passes: bool) -> tuple[list[str], float]:
     """In the student's JupyterLab: the Assignments tab, Fetch; `answers` (None: the release as fetched)
     the answer cells of the first notebook the student filled in, as the example class fills them;
-    Validate on that notebook, which `passes` or not; with `slider`, SLIDER answered too and validated
-    (it passes); Submit: the whole step as fetched, or the one notebook the student answered (the others
-    deleted). Returns the notebooks handed in and the seconds each Validate took, by notebook."""
+    Validate on that notebook, which `passes` or not; Submit: the whole step as fetched, or the one
+    notebook the student answered (the five others deleted). Returns the notebooks handed in and the
+    seconds the Validate took."""
     name = short(student)
     open_assignments(page)
     released = page.locator("#released_assignments_list")
@@ -120,15 +117,14 @@ def hand_in(page, hub: dict, student: str, answers, passes: bool,
     home = Path(f"/home/{student}") / STEP4.name
     assert sorted(p.name for p in home.glob("*.ipynb")) == sorted(f"{n}.ipynb" for n in STEP4.notebooks())
     shot(page, f"{name}-01-fetched")
-    for notebook in ([FIRST] if answers is not None else []) + ([SLIDER] if slider else []):
-        mine = home / f"{notebook}.ipynb"                       # the student's work in the notebook
-        mine.write_text(json.dumps(filled(STEP4, notebook, answers), indent=1))
+    if answers is not None:                                     # the student's work in the notebook
+        mine = home / f"{FIRST}.ipynb"
+        mine.write_text(json.dumps(filled(STEP4, FIRST, answers), indent=1))
         account = pwd.getpwnam(student)
         os.chown(mine, account.pw_uid, account.pw_gid)
 
     fetched.get_by_text(STEP4.name).first.click()               # its notebooks, each with Validate
-    text, seconds = validate(page, fetched, FIRST)
-    took = {FIRST: seconds}
+    text, took = validate(page, fetched, FIRST)
     shot(page, f"{name}-02-validated")
     assert "Validation Results" in text, text[:2000]
     if passes:
@@ -136,12 +132,6 @@ def hand_in(page, hub: dict, student: str, answers, passes: bool,
     else:                                                       # an answer left as released
         assert "The following cell failed" in text, text[:2000]
     page.locator(".jp-Dialog").get_by_role("button", name="Ok").click()
-    if slider:
-        page.locator(".jp-Dialog").wait_for(state="detached")
-        text, took[SLIDER] = validate(page, fetched, SLIDER)
-        shot(page, f"{name}-02-validated-slider")
-        assert "Success! Your notebook passes all the tests." in text, text[:2000]
-        page.locator(".jp-Dialog").get_by_role("button", name="Ok").click()
 
     if answers is not None:                                     # the answered notebook alone
         for other in STEP4.notebooks()[1:]:
@@ -263,7 +253,7 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
     teacher = hub["instructors"][0]
     # student -> (the answers typed into the first notebook, whether its validation passes)
     work = {blank: (None, False),
-            answered: (lambda cid, i: True, True, True), late: (lambda cid, i: i < 3, False)}
+            answered: (lambda cid, i: True, True), late: (lambda cid, i: i < 3, False)}
     uses("browser")
     started = time.monotonic()
     contexts, pages, handed_in = [], {}, {}
@@ -276,9 +266,8 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
             record_property("measured", f"hub: {short(student)}'s login to a usable JupyterLab (server spawned): "
                                         f"{to_lab:.1f} s")
             handed_in[student], took = hand_in(page, hub, student, *work[student])
-            for notebook, seconds in took.items():      # a figure, not asserted: the machine is shared
-                record_property("measured", f"hub: Validate in the Assignments tab, {short(student)}'s {notebook}: "
-                                            f"{seconds:.1f} s from the press to the verdict")
+            record_property("measured", f"hub: Validate in the Assignments tab, {short(student)}'s {FIRST}: "
+                                        f"{took:.1f} s from the press to the verdict")     # a figure, not asserted
         submitted_at = time.monotonic()
 
         # the instructor collects in the hub's formgrader (Manage Assignments, Collect): it runs as the
