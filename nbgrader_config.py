@@ -64,6 +64,8 @@ if uses_ngshare():      # NBGRADER_EXCHANGE=ngshare: the course's JupyterHub's n
         configure_client(c, ngshare_setup()[0])
 else:
     c.Exchange.root = str(exchange_root())
+    # a collected submission is not left writable by every account (nbgrader copies the exchange's 0777)
+    c.ExchangeFactory.collect = "autograder.classroom.collecting.CourseCollect"
 c.Exchange.assignment_dir = str(ROOT / "notebooks")              # where a student's fetched copies live
 c.Exchange.cache = str(ROOT / "notebooks" / ".nbgrader-cache")   # a student's record of their submissions
 c.CollectApp.check_owner = False     # on one machine every submission belongs to the same account

@@ -98,6 +98,8 @@ def test_a_whole_term(tmp_path_factory):
     out = make(course, "collect")
     for sid in ("ada", "half", "blank"):
         assert (course / "autograder" / "collected" / sid / STEP / "timestamp.txt").is_file()
+        # the exchange keeps a submission's folder writable by all; its collected copy is not
+        assert not (course / "autograder" / "collected" / sid / STEP).stat().st_mode & 0o002
     assert (course / "autograder" / "collected" / "ada" / STEP / f"{FIRST}.ipynb").read_bytes() == answered
     assert "make grade SUBMISSIONS=autograder/collected" in out
 

@@ -242,19 +242,22 @@ def _digests(folder: Path) -> dict[str, str]:
 
 
 def return_feedback(step: str) -> list[str]:
-    """Release the feedback HTML of every graded submission that came through the exchange. Pages
-    older than a grader's latest scores are written again first (grade.refresh_stale_feedback).
+    """Release the feedback HTML of every graded submission that came through the exchange (`make
+    collect`'s or the formgrader's Collect's: handed_in). Pages older than a grader's latest scores are
+    written again first (grade.refresh_stale_feedback).
 
     nbgrader finds a student's feedback by the secret their submission carried; the secret is
     copied next to the feedback only when the graded notebooks are exactly the collected ones,
-    so feedback on an older submission is never handed out as if it were about a newer one."""
+    so feedback on an older submission is never handed out as if it were about a newer one; for a
+    submission the formgrader collected into submitted/, where the grader grades it in place, when the
+    feedback carries the submission's time."""
     from ..names import UnusableId, assign_ids
     from ..grading.grade import refresh_stale_feedback
     from ..steps import find_step
 
     home = grader_home()
     returned = []
-    folders = sorted((home / COLLECTED).glob(f"*/{step}"))
+    folders = handed_in(home, step)
     if folders and (home / "feedback").is_dir():
         refresh_stale_feedback(find_step(step))  # a score given in the formgrader since: in the pages
     ids = assign_ids(p.parent.name for p in folders)  # the ids grading gave these folders
@@ -270,9 +273,13 @@ def return_feedback(step: str) -> list[str]:
                 continue
         elif not (collected / SECRET).is_file():
             continue
-        if not feedback.is_dir() or _notebooks(collected) != {
-            name: data for name, data in _notebooks(graded).items() if name in _notebooks(collected)
-        }:
+        if collected.parent.parent != home / COLLECTED:  # the formgrader's Collect: graded where it was collected
+            fresh = feedback.is_dir() and _stamp(feedback) is not None and _stamp(feedback) == _stamp(collected)
+        else:
+            fresh = feedback.is_dir() and _notebooks(collected) == {
+                name: data for name, data in _notebooks(graded).items() if name in _notebooks(collected)
+            }
+        if not fresh:
             print(
                 f"return-feedback: {sid}: the newest submission is not graded yet "
                 f"(make grade SUBMISSIONS={_show(home / COLLECTED)})"
@@ -309,6 +316,22 @@ def return_feedback(step: str) -> list[str]:
             where = lms.get(sid)
             print(f"    {sid}" + (f" ({where['lms']} user {where['user_id']}, {where['name']!r})" if where else ""))
     return returned
+
+
+def handed_in(home: Path, step: str) -> list[Path]:
+    """Each student's newest submission of `step` that came through the exchange: the folder `make
+    collect` put it in (<home>/collected/<student>/<step>/) or, on the folder exchange, the one nbgrader's
+    formgrader put it in with its Collect button (<home>/submitted/<student>/<step>/, the folder the
+    grader keeps what it grades in; the formgrader's Collect copies nbgrader's submission secret along,
+    which the grader never writes). A student in both: the newer submission, `make collect`'s if they are
+    the same."""
+    folders = {p.parent.name: p for p in sorted((home / COLLECTED).glob(f"*/{step}"))}
+    if not uses_ngshare():
+        for folder in sorted((home / "submitted").glob(f"*/{step}")):
+            mine = folders.get(folder.parent.name)
+            if (folder / SECRET).is_file() and (mine is None or (_stamp(folder) or 0) > (_stamp(mine) or 0)):
+                folders[folder.parent.name] = folder
+    return [folders[name] for name in sorted(folders)]
 
 
 def _stamp(folder: Path) -> float | None:

@@ -16,7 +16,8 @@ exchange is nbgrader's folder exchange in the folder `[hub] exchange` names, or,
      real ones, or use OAuth or LTI 1.3, README "On JupyterHub"), and links the course folder into
      every instructor's home as ~/<course id>, where their formgrader finds it;
   3. makes the exchange's folder, writable by all as nbgrader's folder exchange needs, and releases
-     the step into it (nbgrader release_assignment) unless it holds it already; with ngshare, writes
+     the step into it (nbgrader release_assignment) unless it holds it already, its inbound folder
+     readable by the instructors' group (their formgrader's Collect lists it); with ngshare, writes
      the token of the course's grader service instead;
   4. starts JupyterHub (PAMAuthenticator, LocalProcessSpawner, JupyterLab as the default UI); with
      ngshare, once its service answers, makes the course there (instructors, roster) and releases the
@@ -170,7 +171,8 @@ def formgrader_config() -> str:
     sanitised submission pages, MathJax from the server) with the grading home and gradebook this
     `make hub` runs with, and reaches the course folder through ~/<course id> (link_course): nbgrader
     wants the course inside the server's root, the instructor's home. Then the lines every user reads
-    (the hub's exchange) follow."""
+    (the hub's exchange) follow. The formgrader's own files in the grading home are the instructors'
+    group's to write (course.py share_with_home_group): its Collect writes submitted/ there."""
     from ..course import db_url, grader_home
 
     return (
@@ -181,6 +183,10 @@ def formgrader_config() -> str:
         f"os.environ.setdefault('GRADER_HOME', {str(grader_home())!r})\n"
         f"os.environ.setdefault('NBGRADER_DB_URL', {db_url()!r})\n"
         f"load_subconfig({str(ENGINE_ROOT / 'nbgrader_config.py')!r})  # noqa: F821\n"
+        "# what the formgrader makes in the shared grading home (its Collect into submitted/, a gradebook\n"
+        "# it creates) is writable by the instructors' group, as what `make grade` makes there as root\n"
+        "from autograder.course import share_with_home_group\n"
+        "share_with_home_group()\n"
         f"c.CourseDirectory.root = os.path.expanduser({'~/' + COURSE_ID!r})\n"
         "c.Exchange.assignment_dir = '.'\n"
         "c.Exchange.cache = os.path.join(jupyter_data_dir(), 'nbgrader_cache')\n"
@@ -198,8 +204,8 @@ def share_grading_home(instructors: list[str]) -> Path:
     is writable by the group (records/gradebook.py `share_with_folder_group`)."""
     import grp
 
-    from ..course import grader_home
-    from ..records.gradebook import share_with_folder_group
+    from ..course import db_url, grader_home, sqlite_path
+    from ..records.gradebook import opened, share_with_folder_group
 
     subprocess.run(["groupadd", "--force", GRADERS_GROUP], check=True)
     for name in instructors:
@@ -208,8 +214,31 @@ def share_grading_home(instructors: list[str]) -> Path:
     home.mkdir(parents=True, exist_ok=True)
     os.chown(home, -1, grp.getgrnam(GRADERS_GROUP).gr_gid)
     home.chmod(0o2775)
+    gradebook = sqlite_path(db_url())
+    if gradebook is not None and gradebook.parent == home and not gradebook.exists():
+        # made here, as root, so that it is the group's to write: one an instructor's formgrader made
+        # first (its Collect opens it) would be theirs alone, SQLite making its files 0644 whatever the umask
+        with opened():
+            pass
     share_with_folder_group(home / "gradebook.db")
     return home
+
+
+def share_exchange_inbound(root: Path, group: str = GRADERS_GROUP) -> Path | None:
+    """The course's inbound folder in the folder exchange readable by the instructors' group: the
+    release `make hub` made as root left it root's alone to list (nbgrader's 2733: students may
+    write into it, only its owner may read it), and the formgrader's Collect, which runs as the
+    instructor's account, lists it. The folder goes into the group, setgid and group-readable, as
+    nbgrader makes it with CourseDirectory.groupshared (2773); students are not in that group, so
+    they still cannot list each other's submissions. Returns the folder, or None if there is none."""
+    import grp
+
+    inbound = Path(root) / COURSE_ID / "inbound"
+    if not inbound.is_dir():
+        return None
+    os.chown(inbound, -1, grp.getgrnam(group).gr_gid)
+    inbound.chmod(0o2773)
+    return inbound
 
 
 def user_config(folder: Path, conf: dict, students: bool) -> Path:
@@ -337,6 +366,7 @@ def setup(
         root = prepare_exchange(Path(conf["exchange"]))
         os.environ["NBGRADER_EXCHANGE"] = str(root)
         publish(step)
+        share_exchange_inbound(root)
     say(
         f"hub: {len(students)} students and {len(instructors)} instructors ({len(created)} local accounts created"
         + ("; development passwords dev-<account>, for local testing only" if passwords else "")

@@ -1,15 +1,20 @@
 """The course on a real JupyterHub (`make hub`), in Chromium, one browser with a profile per person:
 three students log in with local accounts, fetch the step, validate a notebook and submit in the
-Assignments tab, one of them after the due date; the instructor collects and grades with this
-project's grader (the grades read from the store), scores a written answer by hand in the hub's
-formgrader and returns the feedback; each student fetches it and sees the store's totals, with the
-hand-given points and the lateness where they apply.
+Assignments tab, one of them after the due date; the instructor collects the submissions with the Collect
+button of the hub's formgrader (into the grading home's submitted/), grades them there with this
+project's grader (the grades read from the store), scores a written answer by hand in the formgrader
+and returns the feedback; each student fetches it and sees the store's totals, with the hand-given
+points and the lateness where they apply.
 
 The first student hands the release in as fetched, the second and the third their own answers to its
 first notebook alone (the example class's answers, all of them and the first three; the notebooks not
 handed in are graded as missing, which keeps the grading short). Each validates that notebook, the
-quickest. The third submits after the step's due date, the others have an extension (tests/hub.py). The grade table shows the late one's penalty. The instructor scores a written answer
-of the second student on its formgrader page; the store's total rises by those points. Each student's
+quickest; each Validate's time from the press to the verdict is reported (not asserted). The third submits after
+the step's due date, the others have an extension (tests/hub.py). The instructor's Collect runs as the
+instructor's account: it reads the exchange's inbound folder, which `make hub` left readable by the
+instructors' group, and writes submitted/ in the grading home shared with that group, the folders it
+makes writable by the group. The grade table shows the late one's penalty. The instructor scores a
+written answer of the second student on its formgrader page; the store's total rises by those points. Each student's
 feedback page shows the store's total, the second's without that answer among those still to grade,
 the third's lateness and penalty, the others' on time with their extension. Screenshots in
 artifacts/screenshots/hub-*.png. The hub is the run's one hub (conftest.hub_session).
@@ -85,11 +90,23 @@ def new_page(chromium):
     return context, context.new_page()
 
 
-def hand_in(page, hub: dict, student: str, answers, passes: bool) -> list[str]:
+def validate(page, fetched, notebook: str) -> tuple[str, float]:
+    """Validate pressed on a notebook of the fetched step in the Assignments tab: the dialog's text and the
+    seconds from the press to the verdict."""
+    row = fetched.locator(".nested_list_item").filter(has_text=notebook).first
+    started = time.monotonic()
+    row.get_by_role("button", name="Validate").click()
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for(timeout=300_000)
+    return dialog.inner_text(), time.monotonic() - started
+
+
+def hand_in(page, hub: dict, student: str, answers, passes: bool) -> tuple[list[str], float]:
     """In the student's JupyterLab: the Assignments tab, Fetch; `answers` (None: the release as fetched)
     the answer cells of the first notebook the student filled in, as the example class fills them;
     Validate on that notebook, which `passes` or not; Submit: the whole step as fetched, or the one
-    notebook the student answered (the five others deleted). Returns the notebooks handed in."""
+    notebook the student answered (the five others deleted). Returns the notebooks handed in and the
+    seconds the Validate took."""
     name = short(student)
     open_assignments(page)
     released = page.locator("#released_assignments_list")
@@ -107,18 +124,14 @@ def hand_in(page, hub: dict, student: str, answers, passes: bool) -> list[str]:
         os.chown(mine, account.pw_uid, account.pw_gid)
 
     fetched.get_by_text(STEP4.name).first.click()               # its notebooks, each with Validate
-    row = fetched.locator(".nested_list_item").filter(has_text=FIRST).first
-    row.get_by_role("button", name="Validate").click()
-    dialog = page.locator(".jp-Dialog")
-    dialog.wait_for(timeout=300_000)
-    text = dialog.inner_text()
+    text, took = validate(page, fetched, FIRST)
     shot(page, f"{name}-02-validated")
     assert "Validation Results" in text, text[:2000]
     if passes:
         assert "Success! Your notebook passes all the tests." in text, text[:2000]
     else:                                                       # an answer left as released
         assert "The following cell failed" in text, text[:2000]
-    dialog.get_by_role("button", name="Ok").click()
+    page.locator(".jp-Dialog").get_by_role("button", name="Ok").click()
 
     if answers is not None:                                     # the answered notebook alone
         for other in STEP4.notebooks()[1:]:
@@ -126,7 +139,34 @@ def hand_in(page, hub: dict, student: str, answers, passes: bool) -> list[str]:
     fetched.get_by_role("button", name="Submit").first.click()
     page.locator("#submitted_assignments_list").get_by_text(STEP4.name).first.wait_for()
     shot(page, f"{name}-03-submitted")
-    return sorted(STEP4.notebooks()) if answers is None else [FIRST]
+    return (sorted(STEP4.notebooks()) if answers is None else [FIRST]), took
+
+
+def collect_in_formgrader(page, hub: dict, teacher: str) -> tuple[str, float]:
+    """The instructor's formgrader on the hub, Manage Assignments: the step's row, its Collect button (the
+    cloud icon) pressed, as an instructor collects; waits for nbgrader's dialog saying it succeeded and for
+    the row's count of submissions to show every student. Returns the dialog's text (the collect's log) and
+    the seconds from the press to the dialog."""
+    page.goto(f"{hub['url']}/user/{teacher}/formgrader/manage_assignments")
+    row = page.locator("#main-table tr").filter(has=page.locator("td.name", has_text=STEP4.name))
+    button = row.locator("td.collect a")
+    button.wait_for()
+    started = time.monotonic()
+    with page.expect_response(lambda r: r.url.endswith(f"/formgrader/api/assignment/{STEP4.name}/collect")) as sent:
+        button.click()
+    assert sent.value.ok, (sent.value.status, sent.value.text()[:3000])
+    done = page.locator("#success-modal, #error-modal")
+    done.wait_for()
+    seconds = time.monotonic() - started
+    text = done.inner_text()
+    assert done.get_attribute("id") == "success-modal", text[:3000]
+    page.wait_for_function(
+        "([step, n]) => [...document.querySelectorAll('#main-table tr')].some(r =>"
+        " r.querySelector('td.name')?.textContent.trim() === step"
+        " && r.querySelector('td.num-submissions')?.textContent.trim() === String(n))",
+        arg=[STEP4.name, len(hub["students"])], polling=200)
+    shot(page, f"{short(teacher)}-02-collected")
+    return text, seconds
 
 
 def grade_by_hand(page, hub: dict, teacher: str, student: str) -> None:
@@ -137,7 +177,7 @@ def grade_by_hand(page, hub: dict, teacher: str, student: str) -> None:
     page.wait_for_function("document.querySelectorAll('td a.name-shown').length >= 3")
     names = page.locator("td a.name-shown").all_text_contents()         # under "Submission #<n>"
     assert len(names) == 3 and all(any(sid in n for n in names) for sid in hub["students"]), names
-    shot(page, f"{short(teacher)}-02-formgrader-submissions")
+    shot(page, f"{short(teacher)}-03-formgrader-submissions")
     answer = page.request.get(f"{base}/api/submitted_notebooks/{STEP4.name}/{FIRST}")
     assert answer.ok, answer.status
     ids = {row["id"]: row["student"] for row in answer.json()}
@@ -147,7 +187,7 @@ def grade_by_hand(page, hub: dict, teacher: str, student: str) -> None:
     assert student_of(page, ids) == student
     give_score(page, WRITTEN, HAND_SCORE)
     page.locator(f"#{WRITTEN}").scroll_into_view_if_needed()
-    shot(page, f"{short(teacher)}-03-written-answer-scored")
+    shot(page, f"{short(teacher)}-04-written-answer-scored")
 
 
 def read_feedback(page, hub: dict, student: str) -> tuple[str, dict]:
@@ -197,6 +237,12 @@ def test_make_hub_serves_a_login_and_knows_the_course(hub_session, record_proper
     assert set(grp.getgrnam(GRADERS_GROUP).gr_mem) == set(hub["instructors"])
     released = Path(hub["env"]["NBGRADER_EXCHANGE"]) / "dl-course" / "outbound" / STEP4.name
     assert sorted(p.name for p in released.glob("*.ipynb")) == sorted(f"{n}.ipynb" for n in STEP4.notebooks())
+    # the submissions' folder: students write into it, the instructors' group lists it (their formgrader's
+    # Collect), nobody else does
+    inbound = (Path(hub["env"]["NBGRADER_EXCHANGE"]) / "dl-course" / "inbound").stat()
+    assert inbound.st_gid == grp.getgrnam(GRADERS_GROUP).gr_gid and stat.S_IMODE(inbound.st_mode) == 0o2773, \
+        (inbound, oct(inbound.st_mode))
+    assert "share_with_home_group()" in instructors
 
 
 def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_by_hand_each_sees_the_feedback(
@@ -219,16 +265,40 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
             to_lab = log_in(page, hub, student)
             record_property("measured", f"hub: {short(student)}'s login to a usable JupyterLab (server spawned): "
                                         f"{to_lab:.1f} s")
-            handed_in[student] = hand_in(page, hub, student, *work[student])
+            handed_in[student], took = hand_in(page, hub, student, *work[student])
+            record_property("measured", f"hub: Validate in the Assignments tab, {short(student)}'s {FIRST}: "
+                                        f"{took:.1f} s from the press to the verdict")     # a figure, not asserted
         submitted_at = time.monotonic()
 
-        out = course(hub, "collect")
-        assert all(s in out for s in hub["students"]), out
+        # the instructor collects in the hub's formgrader (Manage Assignments, Collect): it runs as the
+        # instructor's account, reads the exchange's inbound (`make hub` gave it to the instructors' group)
+        # and writes into the grading home's submitted/, where the grader grades them in place
+        context, page = new_page(chromium)
+        contexts.append(context)
+        pages[teacher] = page
+        to_lab = log_in(page, hub, teacher)
+        record_property("measured", f"hub: the instructor's login to a usable JupyterLab (server spawned): "
+                                    f"{to_lab:.1f} s")
+        shot(page, f"{short(teacher)}-01-lab")
+        log, seconds = collect_in_formgrader(page, hub, teacher)
+        record_property("measured", f"hub: the formgrader's Collect, pressed to its dialog: {seconds:.1f} s")
+        assert all(f"Collecting submission: {s} {STEP4.name}" in log for s in hub["students"]), log[-3000:]
+        graders = grp.getgrnam(GRADERS_GROUP)
+        home = Path(hub["env"]["GRADER_HOME"])
+        teacher_uid = pwd.getpwnam(teacher).pw_uid
         for student in hub["students"]:
-            collected = Path(hub["env"]["GRADER_HOME"]) / "collected" / student / STEP4.name
+            collected = home / "submitted" / student / STEP4.name
             assert sorted(p.stem for p in collected.glob("*.ipynb")) == handed_in[student]
+            assert (collected / "timestamp.txt").is_file() and (collected / "submission_secret.txt").is_file()
+            for folder in (home / "submitted", collected.parent):   # made by the instructor's formgrader:
+                info = folder.stat()                                 # the instructors' group's to write
+                assert (info.st_uid, info.st_gid) == (teacher_uid, graders.gr_gid), (folder, info)
+                assert info.st_mode & stat.S_IWGRP and info.st_mode & stat.S_ISGID, (folder, oct(info.st_mode))
+            # the submission's own folder: in the exchange writable by all (nbgrader's submit), here not
+            assert collected.stat().st_mode & stat.S_IWGRP and not collected.stat().st_mode & stat.S_IWOTH, \
+                oct(collected.stat().st_mode)
         grading = time.monotonic()
-        table = course(hub, "grade", str(Path(hub["env"]["GRADER_HOME"]) / "collected"), "--workers", "2")
+        table = course(hub, "grade", str(home / "submitted"), "--workers", "2")
         record_property("measured", f"hub: grading the three students: {time.monotonic() - grading:.1f} s")
         graded = stored(hub)
         assert sorted(graded) == sorted(hub["students"]), graded
@@ -249,23 +319,14 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
 
         # the instructor grades a written answer of the second student in the hub's formgrader, which
         # runs as the instructor's account: `make hub` shared the grading home with the instructors'
-        # group, and the gradebook `grade` made in it as root is writable by that group
-        graders = grp.getgrnam(GRADERS_GROUP)
-        gradebook = Path(hub["env"]["GRADER_HOME"]) / "gradebook.db"
+        # group, and the gradebook `make hub` made in it as root is writable by that group
+        gradebook = home / "gradebook.db"
         assert gradebook.stat().st_uid == 0 and gradebook.stat().st_gid == graders.gr_gid, gradebook.stat()
         assert gradebook.stat().st_mode & stat.S_IWGRP and teacher in graders.gr_mem, (oct(gradebook.stat().st_mode),
                                                                                       graders)
         by_hand = time.monotonic()
-        context, page = new_page(chromium)
-        contexts.append(context)
-        pages[teacher] = page
-        to_lab = log_in(page, hub, teacher)
-        record_property("measured", f"hub: the instructor's login to a usable JupyterLab (server spawned): "
-                                    f"{to_lab:.1f} s")
-        shot(page, f"{short(teacher)}-01-lab")
         grade_by_hand(page, hub, teacher, answered)
-        record_property("measured", f"hub: the instructor's login to a written answer scored in the formgrader: "
-                                    f"{time.monotonic() - by_hand:.1f} s")
+        record_property("measured", f"hub: a written answer scored in the formgrader: {time.monotonic() - by_hand:.1f} s")
         after = stored(hub)
         for student, got in after.items():
             step = got["totals"]["step"]
@@ -366,7 +427,7 @@ def test_a_student_hands_in_through_ngshare_on_the_same_hub_the_instructor_grade
     try:
         to_lab = log_in(page, hub, student)
         record_property("measured", f"hub on ngshare: {short(student)}'s login to a usable JupyterLab: {to_lab:.1f} s")
-        handed_in = hand_in(page, hub, student, lambda cid, i: True, True)
+        handed_in, _ = hand_in(page, hub, student, lambda cid, i: True, True)
         submitted_at = time.monotonic()
         out = course(ngshare, "collect")
         assert student in out and "1 new submissions" in out, out

@@ -1,0 +1,109 @@
+"""The formgrader's Collect on the course's hub, without a hub: what `make hub` prepares for it (the
+exchange's inbound folder listed by the instructors' group), how it copies (a collected submission not
+left writable by every account, as nbgrader's copy of the exchange's folder would be) and what comes
+after it (`make return-feedback` returns the feedback of submissions the formgrader collected into the
+grading home's submitted/, where the grader grades them in place, and never feedback about an older
+submission).
+The whole flow in Chromium on a real hub: tests/browser/test_hub_flow.py."""
+from __future__ import annotations
+
+import grp
+import os
+import stat
+
+from autograder.classroom import exchange
+from autograder.classroom.exchange import SECRET, handed_in, return_feedback
+from autograder.classroom.hub import share_exchange_inbound
+from autograder.course import COURSE_ID
+from conftest import STEP
+
+EARLY, LATER = "2026-12-05 10:00:00.000000 UTC", "2026-12-05 11:30:00.000000 UTC"
+NOTEBOOK = "01-on-paper.ipynb"
+
+
+def submission(folder, stamp: str, secret: str | None, notebook: bytes = b"{}") -> None:
+    folder.mkdir(parents=True)
+    (folder / NOTEBOOK).write_bytes(notebook)
+    (folder / "timestamp.txt").write_text(stamp)
+    if secret is not None:
+        (folder / SECRET).write_text(secret)
+
+
+def graded(home, student: str, stamp: str) -> None:
+    """The feedback the grader wrote for a submission with time `stamp`."""
+    folder = home / "feedback" / student / STEP
+    folder.mkdir(parents=True)
+    (folder / "01-on-paper.html").write_text("<html></html>")
+    (folder / "timestamp.txt").write_text(stamp)
+
+
+def test_return_feedback_returns_what_the_formgrader_collected_and_graded_in_place(tmp_path, monkeypatch, capsys):
+    home = tmp_path / "home"
+    monkeypatch.setenv("GRADER_HOME", str(home))
+    monkeypatch.setenv("NBGRADER_EXCHANGE", str(tmp_path / "exchange"))
+    released = []
+    monkeypatch.setattr(exchange, "nbgrader", lambda *args: released.append(args) or "")
+    monkeypatch.setattr("autograder.grading.grade.refresh_stale_feedback", lambda step: [])
+    # ann: collected by the formgrader into submitted/, graded there
+    submission(home / "submitted" / "ann" / STEP, EARLY, "ann-secret")
+    graded(home, "ann", EARLY)
+    # bob: the formgrader collected a newer submission since the grading: its feedback is about the old one
+    submission(home / "submitted" / "bob" / STEP, LATER, "bob-secret")
+    graded(home, "bob", EARLY)
+    # cat: `make collect`, then graded (submitted/ holds what the grader kept, no secret)
+    submission(home / "collected" / "cat" / STEP, EARLY, "cat-secret", b'{"cat": 1}')
+    submission(home / "submitted" / "cat" / STEP, EARLY, None, b'{"cat": 1}')
+    graded(home, "cat", EARLY)
+    # dan: `make collect` first, then the formgrader's Collect of a newer submission, graded
+    submission(home / "collected" / "dan" / STEP, EARLY, "dan-old-secret")
+    submission(home / "submitted" / "dan" / STEP, LATER, "dan-secret", b'{"dan": 2}')
+    graded(home, "dan", LATER)
+    # eve: graded from an LMS's download, never through the exchange
+    submission(home / "submitted" / "eve" / STEP, EARLY, None)
+    graded(home, "eve", EARLY)
+
+    assert [p.relative_to(home).parts[0] for p in handed_in(home, STEP)] == [
+        "submitted", "submitted", "collected", "submitted"]                # ann, bob, cat, dan
+    assert return_feedback(STEP) == ["ann", "cat", "dan"]
+    assert released == [("release_feedback", STEP, f"--student={sid}") for sid in ("ann", "cat", "dan")]
+    for sid, secret in (("ann", "ann-secret"), ("cat", "cat-secret"), ("dan", "dan-secret")):
+        assert (home / "feedback" / sid / STEP / SECRET).read_text() == secret
+    assert not (home / "feedback" / "bob" / STEP / SECRET).exists()
+    out = capsys.readouterr().out
+    assert "bob: the newest submission is not graded yet" in out
+    assert "1 graded students did not hand in through the exchange" in out and "\n    eve\n" in out
+
+
+def test_the_exchange_inbound_is_listed_by_the_instructors_group_and_written_by_everyone(tmp_path):
+    """nbgrader's release leaves inbound/ to its owner alone to list (2733): `make hub` releases as root,
+    and the instructor's formgrader, running as the instructor, could not collect. share_exchange_inbound
+    gives it to the instructors' group, as nbgrader's groupshared mode makes it."""
+    inbound = tmp_path / "exchange" / COURSE_ID / "inbound"
+    assert share_exchange_inbound(tmp_path / "exchange") is None           # nothing released yet
+    inbound.mkdir(parents=True)
+    inbound.chmod(0o2733)
+    group = grp.getgrgid(os.getegid()).gr_name
+    assert share_exchange_inbound(tmp_path / "exchange", group) == inbound
+    info = inbound.stat()
+    assert info.st_gid == os.getegid() and stat.S_IMODE(info.st_mode) == 0o2773, oct(info.st_mode)
+    assert not info.st_mode & stat.S_IROTH and info.st_mode & stat.S_IWOTH
+
+
+def test_a_collected_submission_is_not_left_writable_by_everyone(tmp_path, monkeypatch):
+    """nbgrader's submit leaves the submission's folder in the exchange 0777 and its collect copies that
+    mode: the course's collect (make collect, the formgrader's Collect) takes the write right from others."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from autograder.classroom.collecting import close_to_others
+    from conftest import ROOT
+    folder = tmp_path / "submitted" / "ann" / STEP
+    folder.mkdir(parents=True)
+    (folder / NOTEBOOK).write_text("{}")
+    folder.chmod(0o777)
+    (folder / NOTEBOOK).chmod(0o666)
+    close_to_others(str(folder))
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o775
+    assert stat.S_IMODE((folder / NOTEBOOK).stat().st_mode) == 0o664
+    monkeypatch.setenv("NBGRADER_EXCHANGE", str(tmp_path / "exchange"))
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+    assert config.ExchangeFactory.collect == "autograder.classroom.collecting.CourseCollect"
