@@ -101,9 +101,12 @@ def test_a_collected_submission_is_not_left_writable_by_everyone(tmp_path, monke
     (folder / NOTEBOOK).write_text("{}")
     folder.chmod(0o777)
     (folder / NOTEBOOK).chmod(0o666)
+    (folder / "timestamp.txt").write_text(EARLY)
+    (folder / "timestamp.txt").chmod(0o4757)                  # setuid and others' write: neither is kept
     close_to_others(str(folder))
     assert stat.S_IMODE(folder.stat().st_mode) == 0o775
     assert stat.S_IMODE((folder / NOTEBOOK).stat().st_mode) == 0o664
+    assert stat.S_IMODE((folder / "timestamp.txt").stat().st_mode) == 0o755
     monkeypatch.setenv("NBGRADER_EXCHANGE", str(tmp_path / "exchange"))
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
     assert config.ExchangeFactory.collect == "autograder.classroom.collecting.CourseCollect"

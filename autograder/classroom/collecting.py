@@ -16,13 +16,22 @@ import stat
 from nbgrader.exchange.default.collect import ExchangeCollect
 
 
+# The permission bits a collected file or folder may keep: everything for its owner and its group, the
+# group's setgid on a folder (a group-shared grading home), and reading (listing) for the others. Any other
+# bit (writing for others, setuid, sticky) is dropped.
+KEPT_MODE = stat.S_IRWXU | stat.S_IRWXG | stat.S_ISGID | stat.S_IROTH | stat.S_IXOTH
+
+
 def close_to_others(folder: str) -> None:
-    """Nothing in `folder` (itself included) writable by others than its owner and its group."""
+    """Nothing in `folder` (itself included) keeps a permission bit beyond KEPT_MODE: none writable by
+    others than its owner and its group."""
     for root, dirs, files in os.walk(folder):
         for path in [root, *(os.path.join(root, name) for name in files)]:
+            if os.path.islink(path):
+                continue
             mode = stat.S_IMODE(os.lstat(path).st_mode)
-            if mode & stat.S_IWOTH and not os.path.islink(path):
-                os.chmod(path, mode & ~stat.S_IWOTH)
+            if mode & ~KEPT_MODE:
+                os.chmod(path, mode & KEPT_MODE)
 
 
 class CourseCollect(ExchangeCollect):
