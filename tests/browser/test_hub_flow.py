@@ -90,6 +90,17 @@ def new_page(chromium):
     return context, context.new_page()
 
 
+def logged_in(chromium, hub: dict, account: str, who: str, record_property, contexts: list, pages: dict):
+    """A new page (its context kept in `contexts`, the page in `pages` under the account) logged in as
+    `account`; the seconds to a usable JupyterLab recorded as `who`'s login. Returns the page."""
+    context, page = new_page(chromium)
+    contexts.append(context)
+    pages[account] = page
+    to_lab = log_in(page, hub, account)
+    record_property("measured", f"hub: {who}'s login to a usable JupyterLab (server spawned): {to_lab:.1f} s")
+    return page
+
+
 def validate(page, fetched, notebook: str) -> tuple[str, float]:
     """Validate pressed on a notebook of the fetched step in the Assignments tab: the dialog's text and the
     seconds from the press to the verdict."""
@@ -259,12 +270,7 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
     contexts, pages, handed_in = [], {}, {}
     try:
         for student in hub["students"]:                 # one after the other: the late one submits last
-            context, page = new_page(chromium)
-            contexts.append(context)
-            pages[student] = page
-            to_lab = log_in(page, hub, student)
-            record_property("measured", f"hub: {short(student)}'s login to a usable JupyterLab (server spawned): "
-                                        f"{to_lab:.1f} s")
+            page = logged_in(chromium, hub, student, short(student), record_property, contexts, pages)
             handed_in[student], took = hand_in(page, hub, student, *work[student])
             record_property("measured", f"hub: Validate in the Assignments tab, {short(student)}'s {FIRST}: "
                                         f"{took:.1f} s from the press to the verdict")     # a figure, not asserted
@@ -273,12 +279,7 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
         # the instructor collects in the hub's formgrader (Manage Assignments, Collect): it runs as the
         # instructor's account, reads the exchange's inbound (`make hub` gave it to the instructors' group)
         # and writes into the grading home's submitted/, where the grader grades them in place
-        context, page = new_page(chromium)
-        contexts.append(context)
-        pages[teacher] = page
-        to_lab = log_in(page, hub, teacher)
-        record_property("measured", f"hub: the instructor's login to a usable JupyterLab (server spawned): "
-                                    f"{to_lab:.1f} s")
+        page = logged_in(chromium, hub, teacher, "the instructor", record_property, contexts, pages)
         shot(page, f"{short(teacher)}-01-lab")
         log, seconds = collect_in_formgrader(page, hub, teacher)
         record_property("measured", f"hub: the formgrader's Collect, pressed to its dialog: {seconds:.1f} s")
