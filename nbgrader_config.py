@@ -95,11 +95,11 @@ c.OverwriteCells.add_missing_cells = True
 # same list; this makes a plain `nbgrader generate_solution` agree with it).
 from autograder.authoring.build import solution_preprocessors  # noqa: E402
 from nbgrader.preprocessors import IncludeHeaderFooter  # noqa: E402
-from autograder.kernel.execute import Execute  # noqa: E402  (nbgrader's Execute, without the slider-cell hang)
+from autograder.kernel.shortpolls import Execute  # noqa: E402  (nbgrader's Execute, without the slider-cell hang)
 c.GenerateSolution.preprocessors = solution_preprocessors() + [Execute]
 
 # Every nbgrader command that runs notebooks uses that Execute: a cell that displays a slider
-# otherwise can wait out the whole cell timeout (see autograder/kernel/execute.py).
+# otherwise can wait out the whole cell timeout (see autograder/kernel/shortpolls.py).
 from nbgrader.converters import Autograde  # noqa: E402
 from nbgrader.validator import Validator  # noqa: E402
 c.Autograde.autograde_preprocessors = [Execute if p.__name__ == "Execute" else p

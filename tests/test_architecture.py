@@ -139,7 +139,8 @@ def test_the_class_report_reads_results_through_the_stores_load_only():
 # that are not limits, each with why. Every other number such a module declares at its top level is a
 # limit, and a limit is declared in autograder/kernel/limits.py, once, with its reason.
 NOT_LIMITS = {
-    ("kernel/execute.py", "POLL_STEP"): "a cadence: how often a running cell's clocks are read",
+    ("kernel/shortpolls.py", "POLL_STEP"): "a cadence: how often a kernel's channel is polled (and, in execute.py, "
+                                            "a running cell's clocks read)",
     ("kernel/execute.py", "RECONNECT_MS"): "a cadence: how soon a refused client socket tries again",
     ("kernel/relay.py", "CHUNK"): "a buffer size for each read, not a bound on what is read",
     ("kernel/relay.py", "GREETING"): "the ZMTP 3 protocol's greeting length",

@@ -1,6 +1,7 @@
 """A cell that displays a slider must not wait out the cell timeout (nbclient issue 312)."""
 import asyncio
 import time
+from pathlib import Path
 from queue import Empty
 
 import nbformat
@@ -93,3 +94,27 @@ def test_slider_cells_run(tmp_path):
     run_notebook(nb, tmp_path, timeout=600)
     assert nb.cells[-1].outputs[0]["text"] == "done\n"
     assert all(c.outputs for c in nb.cells[:-1])
+
+
+# ---- every user's server on the hub: Validate with the same short polls, and nothing of the grader -----
+
+def test_the_short_polling_module_stands_alone():
+    """autograder/kernel/shortpolls.py is copied as it is to every user's server on the hub: it imports only
+    the standard library, nbclient and nbgrader, and names nothing of the grader."""
+    import ast
+    from autograder.kernel import execute, shortpolls
+    source = Path(shortpolls.__file__).read_text(encoding="utf-8")
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, "a relative import: the copy stands alone"
+            imported.add(node.module)
+    assert imported == {"__future__", "time", "queue", "nbclient.util", "nbgrader.preprocessors"}, imported
+    for word in ("autograder", "checks", "hidden", "source/", "grader_home", "GRADER", "COURSE_"):
+        assert word not in source, word
+    # the code lives once: the grader's runs use these very objects
+    assert execute.Execute is shortpolls.Execute and execute.ShortPolls is shortpolls.ShortPolls
+    assert execute.poll_in_short_steps is shortpolls.poll_in_short_steps
+

@@ -1,6 +1,8 @@
 """Running a graded notebook's kernel: everything between the grader and the student's code.
 
   execute.py          runs one notebook: the time limits, the output caps, a dead kernel replaced
+  shortpolls.py       nbclient's waits on a kernel's channels in short polls (no slider-cell hang), nbgrader's
+                      Execute with them; stands alone: every user's server on the hub gets a copy
   provisioner.py      starts a grading kernel through jupyter_client's kernel provisioner
   warm.py             warm kernels, forked from a template process (kernel_template.py, run as text)
   sandbox.py          how a kernel is isolated: resource limits only, or bubblewrap

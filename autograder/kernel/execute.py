@@ -52,8 +52,6 @@ from queue import Empty
 
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionComplete, DeadKernelError
-from nbclient.util import run_sync
-from nbgrader.preprocessors import Execute as NbgraderExecute
 
 from . import provisioner
 from .cgroups import run_delays, tree_cpu_seconds, tree_pids
@@ -82,56 +80,16 @@ from .limits import (
 from ..runtime.wire import MessageRefused, check_json
 from .sandbox import Sandbox
 
-POLL_STEP = 0.25  # seconds between two looks at a running cell's clocks (a cadence, not a limit)
+# The short polls on a kernel's channels, in a module of their own that every user's server on the hub also
+# gets (autograder/classroom/hub.py); POLL_STEP is also how often a running cell's clocks are read here;
+# Execute, nbgrader's Execute with them, is the one nbgrader_config.py names
+from .shortpolls import POLL_STEP, Execute, ShortPolls, poll_in_short_steps  # noqa: F401
+
 RECONNECT_MS = 5  # how soon a client socket refused by a kernel still starting tries again
-
-
-def poll_in_short_steps(channel) -> None:
-    """Make `channel.get_msg(timeout)` poll the socket in short steps instead of one long wait.
-
-    nbclient waits for a cell's reply on the shell socket while, for an ipywidgets Output widget
-    (every `interactive` slider has one), it also sends on that socket from another task. With
-    pyzmq's asyncio sockets that wait can miss its wake-up and sleep until the whole cell timeout
-    runs out (nbclient issue 312): a slider cell then takes the full timeout, 10 minutes with
-    ours. Short polls notice the waiting message within POLL_STEP.
-    """
-    wait = channel.get_msg
-
-    async def get_msg(timeout=None):
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            step = POLL_STEP if deadline is None else max(0.0, min(POLL_STEP, deadline - time.monotonic()))
-            try:
-                return await wait(timeout=step)
-            except Empty:
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise
-
-    get_msg.polls_in_short_steps = True  # type: ignore[attr-defined]
-    channel.get_msg = get_msg
-
-
-class ShortPolls:
-    """Mixin for nbclient clients (nbgrader's Execute included): short polls on the shell and iopub channels."""
-
-    async def async_start_new_kernel_client(self):
-        kc = await super().async_start_new_kernel_client()
-        poll_in_short_steps(kc.shell_channel)
-        poll_in_short_steps(kc.iopub_channel)
-        return kc
-
-    # nbclient's synchronous path (`setup_kernel`, then `execute_cell` one cell at a time) calls its own
-    # `run_sync` of the base class's coroutine, which would skip the one above: its channels waited in
-    # one long wait, and a slider cell on a busy machine took the whole cell timeout.
-    start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
 
 class CourseNotebookClient(ShortPolls, NotebookClient):
     """nbclient's NotebookClient without the widget hang."""
-
-
-class Execute(ShortPolls, NbgraderExecute):
-    """nbgrader's Execute preprocessor without the widget hang (used in nbgrader_config.py)."""
 
 
 @dataclass
