@@ -156,6 +156,24 @@ with open(folder / "jupyterhub_config.py", "a") as f:
 """
 
 
+# What a user's server's Validate runs, read as it reads it: nbgrader's Validate handler's own
+# load_config (the folders of JUPYTER_CONFIG_PATH and the working folder), then the Validator it makes.
+# Prints, as JSON, each preprocessor's module and name, whether its Execute polls in short steps, and
+# whether the grader was imported or could be.
+VALIDATE_PROBE = """
+import importlib.util, json, sys
+from nbgrader.server_extensions.validate_assignment.handlers import ValidateAssignmentHandler
+from nbgrader.validator import Validator
+used = Validator(config=ValidateAssignmentHandler.load_config(None)).preprocessors
+mixin = {p: next((k for k in p.__mro__ if k.__name__ == "ShortPolls"), None) for p in used if p.__name__ == "Execute"}
+print(json.dumps({"preprocessors": [f"{p.__module__}.{p.__name__}" for p in used],
+                  "short_polls": [k is not None and p.start_new_kernel_client is k.start_new_kernel_client
+                                  for p, k in mixin.items()],
+                  "grader_imported": sorted(m for m in sys.modules if m.split(".")[0] == "autograder"),
+                  "grader_found": importlib.util.find_spec("autograder") is not None}))
+"""
+
+
 def add_ngshare(env: dict, folder: Path, students: list[str]) -> None:
     """The configuration `make hub` wrote (the folder exchange) with ngshare added as the hub's service
     and `students` on it: their servers read the nbgrader configuration `make hub` writes with

@@ -85,6 +85,11 @@ def test_the_values_serve_the_course_as_make_hub_does(course):
     assert single["extraEnv"]["COURSE_EXCHANGE"] == course["exchange"]
     # each role's Jupyter configuration is the one `make hub` writes, file for file
     mounted = {f["mountPath"]: f["stringData"] for f in single["extraFiles"].values()}
+    # Validate with the short-polling Execute, from its own module beside the configuration (hub.py)
+    for role in ("students", "instructors"):
+        assert "c.Validator.preprocessors" in mounted[f"{hub_values.CONFIG_MOUNT}/{role}/nbgrader_config.py"]
+        assert mounted[f"{hub_values.CONFIG_MOUNT}/{role}/{hub.SHORT_POLLS_MODULE}.py"] == hub.SHORT_POLLS.read_text(
+            encoding="utf-8")
     for role in ("students", "instructors"):
         for name, text in hub.user_config_files(course, students=role == "students").items():
             assert mounted.pop(f"{hub_values.CONFIG_MOUNT}/{role}/{name}") == text

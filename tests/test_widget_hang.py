@@ -102,8 +102,10 @@ def test_the_short_polling_module_stands_alone():
     """autograder/kernel/shortpolls.py is copied as it is to every user's server on the hub: it imports only
     the standard library, nbclient and nbgrader, and names nothing of the grader."""
     import ast
+    from autograder.classroom.hub import SHORT_POLLS
     from autograder.kernel import execute, shortpolls
-    source = Path(shortpolls.__file__).read_text(encoding="utf-8")
+    assert SHORT_POLLS == Path(shortpolls.__file__).resolve()
+    source = SHORT_POLLS.read_text(encoding="utf-8")
     imported = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -118,3 +120,34 @@ def test_the_short_polling_module_stands_alone():
     assert execute.Execute is shortpolls.Execute and execute.ShortPolls is shortpolls.ShortPolls
     assert execute.poll_in_short_steps is shortpolls.poll_in_short_steps
 
+
+def test_a_users_server_validates_with_the_short_polling_execute_without_the_grader(tmp_path):
+    """The Jupyter configuration every user's server on the hub reads (hub.user_config_files, students' and
+    instructors'), loaded as nbgrader's Validate handler loads it, in a fresh interpreter outside the
+    course's folder: Validate runs the short-polling Execute, from the copy beside the configuration, and
+    nothing of the grader is imported or importable."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from autograder.classroom.hub import SHORT_POLLS, settings, user_config_files
+    from hub import VALIDATE_PROBE
+    conf = settings()
+    for role, students in (("students", True), ("instructors", False)):
+        folder = tmp_path / role
+        for name, text in user_config_files(conf, students=students).items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text, encoding="utf-8")
+        assert (folder / "course_short_polls.py").read_text(encoding="utf-8") == SHORT_POLLS.read_text(
+            encoding="utf-8")
+        (tmp_path / "home").mkdir(exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "JUPYTER", "COURSE_", "GRADER"))}
+        env.update(JUPYTER_CONFIG_PATH=str(folder), JUPYTER_CONFIG_DIR=str(tmp_path / "home" / ".jupyter"),
+                   HOME=str(tmp_path / "home"))
+        done = subprocess.run([sys.executable, "-c", VALIDATE_PROBE], cwd=tmp_path / "home", env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+        seen = json.loads(done.stdout.strip().splitlines()[-1])
+        assert seen["preprocessors"][-1] == "course_short_polls.Execute", (role, seen)
+        assert seen["short_polls"] == [True], (role, seen)
+        assert seen["grader_imported"] == [] and seen["grader_found"] is False, (role, seen)

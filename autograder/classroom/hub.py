@@ -54,6 +54,11 @@ DEFAULTS = {
     "image": "registry.example.org/dl-course:latest",  # on Kubernetes only (hub_values.py)
 }
 ACCOUNT = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")  # what useradd takes on Debian without --badname
+# The short-polling Execute (nbgrader's, without the slider-cell hang) that every user's server runs for
+# Validate: the grader's own module, which stands alone (it imports only nbclient and nbgrader, and holds
+# nothing but the polling), copied as it is beside the user's nbgrader configuration under this name.
+SHORT_POLLS = Path(__file__).resolve().parent.parent / "kernel" / "shortpolls.py"
+SHORT_POLLS_MODULE = "course_short_polls"
 
 
 class HubError(GraderError, RuntimeError):
@@ -139,10 +144,38 @@ def prepare_exchange(root: Path) -> Path:
     return root
 
 
+def short_polls_config() -> str:
+    """The nbgrader configuration's lines that make Validate (the Assignments tab's) run a notebook with
+    the short-polling Execute of SHORT_POLLS_MODULE, the file beside it: nbgrader's own Execute can wait
+    out the whole cell timeout on a slider cell. The server reads no other file of the course: the
+    grader is not on its path. nbgrader's Validator does not take its `preprocessors` from the
+    configuration (the trait is not configurable), so its default list is set to the same list, as the
+    course's nbgrader_config.py does."""
+    name = SHORT_POLLS_MODULE
+    return (
+        "# Validate runs the notebook with nbgrader's Execute polling the kernel in short steps (no wait of the\n"
+        f"# whole cell timeout on a slider cell): {name}.py beside this file, nothing but that polling.\n"
+        "import sys as _sys\n"
+        f"if {name!r} not in _sys.modules:\n"
+        "    import importlib.util as _util\n"
+        "    import os as _os\n"
+        f"    _spec = _util.spec_from_file_location({name!r}, _os.path.join(_os.path.dirname(__file__), {name + '.py'!r}))\n"
+        "    _module = _util.module_from_spec(_spec)\n"
+        "    _spec.loader.exec_module(_module)\n"
+        "    _sys.modules[_spec.name] = _module\n"
+        f"from {name} import Execute as _Execute  # noqa: E402\n"
+        "from nbgrader.validator import Validator as _Validator  # noqa: E402\n"
+        "c.Validator.preprocessors = [_Execute if p.__name__ == 'Execute' else p\n"
+        "                             for p in _Validator.class_traits()['preprocessors'].default()]\n"
+        "_Validator.class_traits()['preprocessors'].default_value = list(c.Validator.preprocessors)\n"
+    )
+
+
 def user_config_files(conf: dict, students: bool) -> dict[str, str]:
     """The Jupyter configuration a user's server reads (through JUPYTER_CONFIG_PATH), file name -> text:
-    nbgrader's exchange and the JupyterHub auth plugin; for students the instructors' extensions are
-    off. The same on one machine (written into .hub/) and on Kubernetes (mounted from the chart's
+    nbgrader's exchange and the JupyterHub auth plugin, and Validate with the short-polling Execute
+    (short_polls_config; the module SHORT_POLLS beside it); for students the instructors' extensions
+    are off. The same on one machine (written into .hub/) and on Kubernetes (mounted from the chart's
     values, autograder/classroom/hub_values.py)."""
     exchange = (
         ngshare.client_config(ngshare.url(conf))
@@ -155,11 +188,13 @@ def user_config_files(conf: dict, students: bool) -> dict[str, str]:
         f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
         + exchange
         + "c.Authenticator.plugin_class = 'nbgrader.auth.JupyterHubAuthPlugin'\n"
+        + short_polls_config()
     )
     off = {"nbgrader.server_extensions.formgrader": False} if students else {}
     disabled = {"@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True} if students else {}
     return {
         "nbgrader_config.py": nbgrader_config,
+        f"{SHORT_POLLS_MODULE}.py": SHORT_POLLS.read_text(encoding="utf-8"),
         "jupyter_server_config.json": json.dumps({"ServerApp": {"jpserver_extensions": off}}, indent=1),
         "labconfig/page_config.json": json.dumps({"disabledExtensions": disabled}, indent=1),
     }
