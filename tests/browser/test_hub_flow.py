@@ -9,7 +9,10 @@ points and the lateness where they apply.
 The first student hands the release in as fetched, the second and the third their own answers to its
 first notebook alone (the example class's answers, all of them and the first three; the notebooks not
 handed in are graded as missing, which keeps the grading short). Each validates that notebook, the
-quickest; each Validate's time from the press to the verdict is reported (not asserted). The third submits after
+quickest; the second also answers and validates a notebook with sliders (SLIDER, not handed in): its
+Validate answers with its verdict, not after the 30 s cell timeout nbgrader's own Execute waits out on a
+slider cell (the students' servers run the short-polling Execute their nbgrader configuration names).
+Each Validate's time from the press to the verdict is reported (not asserted). The third submits after
 the step's due date, the others have an extension (tests/hub.py). The instructor's Collect runs as the
 instructor's account: it reads the exchange's inbound folder, which `make hub` left readable by the
 instructors' group, and writes submitted/ in the grading home shared with that group, the folders it
@@ -43,11 +46,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.classroom.hub import GRADERS_GROUP
+from autograder.classroom.hub import GRADERS_GROUP, SHORT_POLLS
 from autograder.course import COURSE_ID
 from autograder.example import filled
 from conftest import ROOT, STEP4, uses
-from hub import listening
+from hub import VALIDATE_PROBE, listening, python
 
 from .formgrader import give_score, student_of, submission_ready
 from .hubpages import log_in, open_assignments, shot
@@ -55,6 +58,7 @@ from .hubpages import log_in, open_assignments, shot
 pytestmark = [pytest.mark.browser, pytest.mark.hub, pytest.mark.slow]
 
 FIRST = STEP4.notebooks()[0]              # 01-on-paper: the quickest to validate; five written answers
+SLIDER = "05-attention-as-smoothing"      # a notebook with sliders: its Validate timed beside FIRST's
 WRITTEN = "coupling_expectation"          # the written answer the instructor scores by hand
 HAND_SCORE = 1.5
 
@@ -112,12 +116,13 @@ def validate(page, fetched, notebook: str) -> tuple[str, float]:
     return dialog.inner_text(), time.monotonic() - started
 
 
-def hand_in(page, hub: dict, student: str, answers, passes: bool) -> tuple[list[str], float]:
+def hand_in(page, hub: dict, student: str, answers, passes: bool,
+            slider: bool = False) -> tuple[list[str], dict[str, float]]:
     """In the student's JupyterLab: the Assignments tab, Fetch; `answers` (None: the release as fetched)
     the answer cells of the first notebook the student filled in, as the example class fills them;
-    Validate on that notebook, which `passes` or not; Submit: the whole step as fetched, or the one
-    notebook the student answered (the five others deleted). Returns the notebooks handed in and the
-    seconds the Validate took."""
+    Validate on that notebook, which `passes` or not; with `slider`, SLIDER answered too and validated
+    (it passes); Submit: the whole step as fetched, or the one notebook the student answered (the others
+    deleted). Returns the notebooks handed in and the seconds each Validate took, by notebook."""
     name = short(student)
     open_assignments(page)
     released = page.locator("#released_assignments_list")
@@ -128,14 +133,15 @@ def hand_in(page, hub: dict, student: str, answers, passes: bool) -> tuple[list[
     home = Path(f"/home/{student}") / STEP4.name
     assert sorted(p.name for p in home.glob("*.ipynb")) == sorted(f"{n}.ipynb" for n in STEP4.notebooks())
     shot(page, f"{name}-01-fetched")
-    if answers is not None:                                     # the student's work in the notebook
-        mine = home / f"{FIRST}.ipynb"
-        mine.write_text(json.dumps(filled(STEP4, FIRST, answers), indent=1))
+    for notebook in ([FIRST] if answers is not None else []) + ([SLIDER] if slider else []):
+        mine = home / f"{notebook}.ipynb"                       # the student's work in the notebook
+        mine.write_text(json.dumps(filled(STEP4, notebook, answers), indent=1))
         account = pwd.getpwnam(student)
         os.chown(mine, account.pw_uid, account.pw_gid)
 
     fetched.get_by_text(STEP4.name).first.click()               # its notebooks, each with Validate
-    text, took = validate(page, fetched, FIRST)
+    text, seconds = validate(page, fetched, FIRST)
+    took = {FIRST: seconds}
     shot(page, f"{name}-02-validated")
     assert "Validation Results" in text, text[:2000]
     if passes:
@@ -143,6 +149,12 @@ def hand_in(page, hub: dict, student: str, answers, passes: bool) -> tuple[list[
     else:                                                       # an answer left as released
         assert "The following cell failed" in text, text[:2000]
     page.locator(".jp-Dialog").get_by_role("button", name="Ok").click()
+    if slider:                                                  # its verdict, not a cell's timeout
+        page.locator(".jp-Dialog").wait_for(state="detached")
+        text, took[SLIDER] = validate(page, fetched, SLIDER)
+        shot(page, f"{name}-02-validated-slider")
+        assert "Success! Your notebook passes all the tests." in text, text[:2000]
+        page.locator(".jp-Dialog").get_by_role("button", name="Ok").click()
 
     if answers is not None:                                     # the answered notebook alone
         for other in STEP4.notebooks()[1:]:
@@ -237,6 +249,18 @@ def test_make_hub_serves_a_login_and_knows_the_course(hub_session, record_proper
     assert "load_subconfig" not in (students / "nbgrader_config.py").read_text()
     assert json.loads((students / "labconfig" / "page_config.json").read_text())["disabledExtensions"][
         "@jupyter/nbgrader:formgrader"] is True
+    # a student's Validate runs the short-polling Execute from the copy beside the configuration (nothing but
+    # the polling), read as the student's server reads it, as the student: nothing of the grader is
+    # imported, nor on the server's path
+    assert (students / "course_short_polls.py").read_text() == SHORT_POLLS.read_text()
+    student = hub["students"][0]
+    probe = subprocess.run(["runuser", "-u", student, "--", "env", "-i", f"HOME=/home/{student}",
+                            f"JUPYTER_CONFIG_PATH={students}", "PATH=/usr/bin:/bin", python(), "-c", VALIDATE_PROBE],
+                           cwd=f"/home/{student}", capture_output=True, text=True, timeout=120)
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    seen = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert seen["preprocessors"][-1] == "course_short_polls.Execute" and seen["short_polls"] == [True], seen
+    assert seen["grader_imported"] == [] and seen["grader_found"] is False, seen
     instructors = (Path(hub["folder"]) / "hub" / "jupyter" / "instructors" / "nbgrader_config.py").read_text()
     assert f"load_subconfig({str(ROOT / 'nbgrader_config.py')!r})" in instructors, instructors
     assert repr(hub["env"]["GRADER_HOME"]) in instructors and repr(hub["env"]["NBGRADER_DB_URL"]) in instructors
@@ -262,9 +286,9 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
     blank, answered, late = hub["students"]
     assert late == hub["late"]
     teacher = hub["instructors"][0]
-    # student -> (the answers typed into the first notebook, whether its validation passes)
+    # student -> (the answers typed into the first notebook, whether its validation passes[, SLIDER validated too])
     work = {blank: (None, False),
-            answered: (lambda cid, i: True, True), late: (lambda cid, i: i < 3, False)}
+            answered: (lambda cid, i: True, True, True), late: (lambda cid, i: i < 3, False)}
     uses("browser")
     started = time.monotonic()
     contexts, pages, handed_in = [], {}, {}
@@ -272,8 +296,9 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
         for student in hub["students"]:                 # one after the other: the late one submits last
             page = logged_in(chromium, hub, student, short(student), record_property, contexts, pages)
             handed_in[student], took = hand_in(page, hub, student, *work[student])
-            record_property("measured", f"hub: Validate in the Assignments tab, {short(student)}'s {FIRST}: "
-                                        f"{took:.1f} s from the press to the verdict")     # a figure, not asserted
+            for notebook, seconds in took.items():      # a figure, not asserted: the machine is shared
+                record_property("measured", f"hub: Validate in the Assignments tab, {short(student)}'s {notebook}: "
+                                            f"{seconds:.1f} s from the press to the verdict")
         submitted_at = time.monotonic()
 
         # the instructor collects in the hub's formgrader (Manage Assignments, Collect): it runs as the
