@@ -165,20 +165,36 @@ class Watch:
 CLICKED = ("a", "button", "summary", "input", "details", "x-custom", "p", "div", "img")
 
 
+# Per element of the student's content, read in one call: its tag, whether it shows (Playwright's
+# is_visible: a box that is not empty, and not visibility: hidden) and whether a child of it shows.
+SHOWN = """els => els.map(e => {
+  const shows = el => { const r = el.getBoundingClientRect();
+                        return r.width > 0 && r.height > 0 && getComputedStyle(el).visibility !== 'hidden'; };
+  return [e.tagName.toLowerCase(), shows(e), [...e.children].some(shows)];
+})"""
+
+
 def _poke(page) -> int:
     """Hover over, focus and click what the student's content shows (links, buttons, summaries,
     anything with a handler it might have kept). Navigation is refused: a click that leaves the page
     comes back. Returns the number of elements touched. An element that is clicked is hovered over by
     the click itself (Playwright moves the mouse onto it, then presses), so it is not hovered over
-    first a second time; the elements' tags are read in one call (a tag never changes)."""
+    first a second time. An element that is only hovered over is hovered over through its children
+    when one of them shows: the pointer on a child is on its parent too (mouseover bubbles up,
+    mouseenter and :hover reach every element the pointer is in), so only the innermost are hovered
+    over. Tags, what shows and which children show are read in one call; an element that did not
+    show then (inside a closed <details>, say) is asked again when its turn comes, after the clicks
+    before it."""
     touched = 0
     handles = page.query_selector_all(f":is({CONTENT}) *")
-    tags = page.evaluate("els => els.map(e => e.tagName.toLowerCase())", handles)
-    for handle, tag in zip(handles, tags):
+    shown = page.evaluate(SHOWN, handles)
+    for handle, (tag, visible, child_shows) in zip(handles, shown):
         try:
-            if not handle.is_visible():
+            if not visible and not handle.is_visible():
                 continue
             if tag not in CLICKED:
+                if visible and child_shows:
+                    continue
                 handle.hover(timeout=500, force=True)
                 touched += 1
                 continue
@@ -449,6 +465,27 @@ def test_the_listener_hears_the_vectors_where_nothing_stops_them(page, listener,
     assert set(on_file) == set(on_server) == ALL_REQUEST_VECTORS, sorted(on_file)
     assert HEARD_EVERYWHERE <= heard_file, sorted(HEARD_EVERYWHERE - heard_file)
     assert HEARD_OVER_HTTP <= heard_server, sorted(HEARD_OVER_HTTP - heard_server)
+
+
+def test_poking_reaches_every_handler_it_does_not_touch_directly(page, tmp_path):
+    """The control for _poke: in a raw page, handlers on elements it only hovers over through their
+    children (mouseover, mouseenter, mouseleave), on what it clicks, and inside a <details> its click
+    opened all run."""
+    page_html = """<!doctype html><html><body><div class="text_cell_render">
+      <div onmouseover="(window.hit = window.hit || []).push('over')"><span><i onmouseover="(window.hit = window.hit || []).push('leaf')">deep</i> text</span></div>
+      <p onmouseenter="(window.hit = window.hit || []).push('enter')"><b>bold</b></p>
+      <section><p onclick="(window.hit = window.hit || []).push('click')"><span>x</span></p></section>
+      <div id="hov" onmouseleave="(window.hit = window.hit || []).push('leave')"><em>a</em></div>
+      <details><span onmouseover="(window.hit = window.hit || []).push('inside')">in</span></details>
+      <a href="#top" onfocus="(window.hit = window.hit || []).push('focus')">link</a>
+    </div></body></html>"""
+    path = tmp_path / "poke.html"
+    path.write_text(page_html, encoding="utf-8")
+    _open(page, path.as_uri())
+    touched = _poke(page)
+    page.mouse.move(0, 0)
+    hits = set(page.evaluate("window.hit || []"))
+    assert {"leaf", "over", "enter", "click", "leave", "inside", "focus"} <= hits, (sorted(hits), touched)
 
 
 # ---- overlays: the true score and the grading controls stay on top ---------------------------
