@@ -33,7 +33,10 @@ pytestmark = pytest.mark.slow
 # descriptors, widgets, frames; input(), which fails at once), and the student who spends the whole time
 # budget on purpose (100 s, more on a busy clock): the budget counts as the notebook's ceiling does, which
 # the runaways here prove load-free, and tests/test_student_budget.py and the idle batch prove it spent.
-TIMED = ("loop", "sleep", "stubborn", "loop-in-fn", "forks", "dies-early", "dies-thrice", "print-in-fn",
+# And loop-in-fn: a loop inside the student's function, stopped in the check cell and in the test that
+# calls it (12 s of CPU a batch): a CPU limit stops it as it stops `loop`, which is here; the idle batch
+# proves it stopped in a function.
+TIMED = ("loop", "sleep", "stubborn", "forks", "dies-early", "dies-thrice", "print-in-fn",
          "wait-pipe", "wait-event", "wait-select", "wait-naps", "wait-child", "wait-join", "wait-stubborn",
          "wait-in-fn")
 EXAMPLE_STUDENT = "ada"

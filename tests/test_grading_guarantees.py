@@ -57,7 +57,7 @@ def _write_class(folder: Path) -> None:
 
 
 def _grade_command(submissions: Path, *extra: str) -> list[str]:
-    # the looper burns its cell's CPU limit in each run that grades it: the red-team batch's 8 s here
+    # the looper burns its cell's CPU limit in each run that grades it: the red-team batch's 6 s here
     # (tests/test_redteam.py LIMITS: the heaviest cell no limit stopped used under 4 s), not the
     # production 120 s (the limit is not what this module tests; tests/test_redteam.py tries the limits)
     return [sys.executable, "-m", "autograder", "grade", str(submissions), "--workers", "2",
