@@ -51,7 +51,8 @@ DEFAULTS = {
     "port": ngshare.DEFAULT_PORT,
     "instructors": ["instructor"],
     "exchange": "/srv/nbgrader/exchange",
-    "image": "registry.example.org/dl-course:latest",  # on Kubernetes only (hub_values.py)
+    "image": "registry.example.org/dl-course:latest",  # on Kubernetes only (hub_values.py): the course's, the instructors'
+    "student_image": "registry.example.org/dl-course-student:latest",  # the students' servers' (student_image.py)
 }
 ACCOUNT = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")  # what useradd takes on Debian without --badname
 # The short-polling Execute (nbgrader's, without the slider-cell hang) that every user's server runs for
@@ -175,7 +176,7 @@ def short_polls_config() -> str:
         "    _Validator.class_traits()['preprocessors'].default_value = list(c.Validator.preprocessors)\n"
         "else:\n"
         "    from traitlets.config import Application as _Application\n"
-        "    _missing = (_short_polls + \" is missing: Validate runs nbgrader's own Execute, which can wait out the whole \"\n"
+        '    _missing = (_short_polls + " is missing: Validate runs nbgrader\'s own Execute, which can wait out the whole "\n'
         "                'cell timeout on a slider cell. The file is written beside this configuration by `make hub` '\n"
         "                '(on Kubernetes, mounted from the values of `make hub-values`): rerun it.')\n"
         "    if _Application.initialized():  # the server's log\n"
