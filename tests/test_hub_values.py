@@ -206,7 +206,8 @@ def test_the_readme_says_how_to_install_it_and_what_is_not_tested():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("### On Kubernetes", 1)[1].split("\n## ", 1)[0]
     for needed in ("make hub-values", f"--version {CHART_VERSION}", "ReadWriteMany", "ngshare",
-                   "autograder/classroom/z2jh/", "tests/test_hub_values.py", "Not exercised"):
+                   "autograder/classroom/z2jh/", "tests/test_hub_values.py", "Not exercised",
+                   "student_image", ".hub/k8s/student-image", "autograder/classroom/student_image.py"):
         assert needed in section, needed
 
 
