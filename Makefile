@@ -94,8 +94,9 @@ hub:
 	$(HUB_PY) -m autograder hub $(STEP_FLAG) $(if $(NO_START),--no-start) $(if $(NO_PASSWORDS),--no-passwords) $(if $(EXCHANGE),--exchange $(EXCHANGE))
 
 # The course on Kubernetes (README: "On Kubernetes"): Helm values for Zero to JupyterHub from the same
-# course.toml [hub] and roster.csv, validated against the chart's schema, and the exchange's volume,
-# into $(HUB_DIR)/k8s/. Needs neither root nor a cluster. autograder/classroom/hub_values.py.
+# course.toml [hub] and roster.csv, validated against the chart's schema, the exchange's volume and the
+# students' image's build context (student-image/: nothing of the grader), into $(HUB_DIR)/k8s/. Needs
+# neither root nor a cluster. autograder/classroom/hub_values.py, student_image.py.
 hub-values: $(PY)
 	$(PY) -m autograder hub --k8s-values $(HUB_DIR)/k8s
 

@@ -264,10 +264,12 @@ def cmd_hub(step, args, extra) -> int:
     from .classroom.hub import setup
 
     if args.k8s_values:
+        from .classroom.hub import settings
         from .classroom.hub_values import CHART_VERSION, write
 
         for path in write(args.k8s_values):
             print(f"hub: {_shown(path)}")
+        print(f"hub: the students' image: docker build -t {settings()['student_image']} {_shown(path)}")
         print(f"hub: values valid for Zero to JupyterHub {CHART_VERSION} (README: On Kubernetes)")
         return 0
     if args.publish:  # a running hub's exchange: the course (ngshare) and the step

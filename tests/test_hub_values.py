@@ -14,7 +14,7 @@ import tomllib
 import pytest
 import yaml
 
-from autograder.classroom import hub, hub_values
+from autograder.classroom import hub, hub_values, student_image
 from autograder.classroom.hub_values import CHART_VERSION, VENDORED
 from autograder.course import COURSE_ID
 from autograder.errors import GraderError
@@ -75,8 +75,8 @@ def test_the_values_serve_the_course_as_make_hub_does(course):
     assert "'name': 'server', 'scopes': ['inherit']" in local
     single = vals["singleuser"]
     assert single["defaultUrl"] == "/lab" and single["cmd"][0].endswith("/jupyterhub-singleuser")
-    name, tag = course["image"].rsplit(":", 1)
-    assert single["image"] == {"name": name, "tag": tag}
+    name, tag = course["student_image"].rsplit(":", 1)
+    assert single["image"] == {"name": name, "tag": tag}                     # the students' image (below)
     # the exchange: course.toml's folder, on the ReadWriteMany claim, in every user's server
     (mount,) = single["storage"]["extraVolumeMounts"]
     (volume,) = single["storage"]["extraVolumes"]
@@ -110,13 +110,23 @@ def test_each_users_server_reads_its_roles_configuration(course):
     assert pick(user(course["instructors"][0])) == f"{hub_values.CONFIG_MOUNT}/instructors"
     assert pick(user("alice")) == f"{hub_values.CONFIG_MOUNT}/students"
     assert c.KubeSpawner.environment["COURSE_EXCHANGE"] == course["exchange"]
+    # an instructor's server runs the course image, with its formgrader, as before; a student's is left
+    # as singleuser says: the students' image
+    instructor, student = user(course["instructors"][0]), user("alice")
+    c.KubeSpawner.pre_spawn_hook(instructor)
+    c.KubeSpawner.pre_spawn_hook(student)
+    assert instructor.image == course["image"] and instructor.cmd == [hub_values.SINGLEUSER]
+    assert not hasattr(student, "image") and not hasattr(student, "cmd")
 
 
 def test_the_written_file_is_the_values_and_its_commented_authenticators_are_valid(course, tmp_path):
-    values_file, claim_file = hub_values.write(tmp_path)
+    values_file, claim_file, context = hub_values.write(tmp_path)
+    assert context == tmp_path / hub_values.STUDENT_IMAGE and (context / "Dockerfile").is_file()
     text = values_file.read_text(encoding="utf-8")
     vals = yaml.safe_load(text)
     assert vals == hub_values.values(course)
+    header = text.split("\nsingleuser:", 1)[0]
+    assert course["student_image"] in header and course["image"] in header and "nothing of the grader" in header
     assert f"--version {CHART_VERSION}" in text and "ngshare" in text
     assert "&" not in re.sub(r"#.*", "", text), "no YAML anchors: a person edits this file"
     assert "password" not in json.dumps(vals).lower(), "no secret in the file"
@@ -185,7 +195,9 @@ def test_the_command_writes_them_without_root_or_a_hub(course, tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=120, env=os.environ.copy())
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"values valid for Zero to JupyterHub {CHART_VERSION}" in done.stdout
-    assert sorted(p.name for p in (tmp_path / "k8s").iterdir()) == ["exchange-pvc.yaml", "values.yaml"]
+    assert sorted(p.name for p in (tmp_path / "k8s").iterdir()) == ["exchange-pvc.yaml", "student-image",
+                                                                     "values.yaml"]
+    assert f"docker build -t {course['student_image']}" in done.stdout
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert "-m autograder hub --k8s-values $(HUB_DIR)/k8s" in makefile
 
@@ -194,7 +206,8 @@ def test_the_readme_says_how_to_install_it_and_what_is_not_tested():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("### On Kubernetes", 1)[1].split("\n## ", 1)[0]
     for needed in ("make hub-values", f"--version {CHART_VERSION}", "ReadWriteMany", "ngshare",
-                   "autograder/classroom/z2jh/", "tests/test_hub_values.py", "Not exercised"):
+                   "autograder/classroom/z2jh/", "tests/test_hub_values.py", "Not exercised",
+                   "student_image", ".hub/k8s/student-image", "autograder/classroom/student_image.py"):
         assert needed in section, needed
 
 
@@ -229,3 +242,88 @@ def test_with_ngshare_the_hub_runs_it_as_a_service_and_every_server_uses_ngshare
     monkeypatch.setenv("COURSE_ROSTER", str(roster))
     with pytest.raises(GraderError, match="grader service"):
         hub.accounts(conf)
+
+
+# Students' servers: only what a student may see. The grader's paths, which no student's server may hold.
+GRADER_PATHS = ("autograder", "source", "solutions", "tests", "gradebook.db", "case-key", "course.toml",
+                "roster.csv", "extensions.csv", "nbgrader_config.py", "submitted", "autograded", "feedback")
+
+
+def copied(dockerfile: str) -> list[str]:
+    """The sources every COPY or ADD of a Dockerfile takes from its context (--from= stages included)."""
+    sources = []
+    for line in re.sub(r"\\\n", " ", dockerfile).splitlines():
+        words = line.split()
+        if words and words[0].upper() in ("COPY", "ADD"):
+            args = [w for w in words[1:] if not w.startswith("--")]
+            sources += [words[0].upper() + " " + a if words[0].upper() == "ADD" else a for a in args[:-1]]
+            sources += [w for w in words[1:] if w.startswith("--from")]
+    return sources
+
+
+def refused(sources: list[str]) -> list[str]:
+    """What the allowlist does not let pass: anything not one of student_image.ALLOWED exactly."""
+    return [src for src in sources if src not in student_image.ALLOWED]
+
+
+def test_students_servers_run_the_students_image_which_names_nothing_of_the_grader(course):
+    single = hub_values.values(course)["singleuser"]
+    assert "{name}:{tag}".format(**single["image"]) == course["student_image"] != course["image"]
+    for word in single["cmd"]:
+        assert not word.startswith("/course"), word
+        assert not any(part in GRADER_PATHS for part in word.split("/")), word
+    assert single["cmd"] == [student_image.SINGLEUSER] and student_image.HOME != "/course"
+    # what a student's server is given from the values: its configuration and the short polls' copy only
+    for entry in single["extraFiles"].values():
+        role, name = entry["mountPath"].removeprefix(hub_values.CONFIG_MOUNT + "/").split("/", 1)
+        assert name in hub.user_config_files(course, students=role == "students"), entry["mountPath"]
+        if role == "students":
+            assert "autograder" not in entry["stringData"].replace("autograder/classroom/hub.py", ""), name
+    with pytest.raises(GraderError, match="the course image, which holds the grader"):
+        hub_values.values({**course, "student_image": course["image"]})
+    with pytest.raises(GraderError, match="student_image = .*an image with its tag"):
+        hub_values.values({**course, "student_image": "dl-course-student"})
+
+
+def test_the_allowlist_refuses_what_is_not_on_it():
+    bad = "FROM x\nCOPY dlcourse/ autograder/ /srv/\nADD source/ /s/\nCOPY --from=course /course /course\nCOPY . /all\n"
+    assert refused(copied(bad)) == ["autograder/", "ADD source/", "/course", "--from=course", "."]
+    assert refused(copied(student_image.dockerfile())) == []
+
+
+def test_the_students_image_recipe_copies_only_what_a_student_may_see(tmp_path):
+    from test_handout import PROVIDED, solution_lines
+    from conftest import SOURCE_NOTEBOOKS, STEP4, load
+    context = student_image.write_context(tmp_path / "student-image", "5.5.0")
+    dockerfile = (context / "Dockerfile").read_text(encoding="utf-8")
+    sources = copied(dockerfile)
+    assert sources and refused(sources) == [], refused(sources)
+    assert set(sources) == set(student_image.ALLOWED)
+    # and the context holds nothing else, so no recipe built from it could copy more
+    names = {p.relative_to(context).as_posix() for p in context.rglob("*") if p.is_file()}
+    assert all(n == "Dockerfile" or any(n == a or n.startswith(a) for a in student_image.ALLOWED) for n in names), names
+    for part in GRADER_PATHS:
+        assert not any(n == part or n.startswith(part + "/") for n in names), part
+    package = {f"dlcourse/{p.name}" for p in (ROOT / "dlcourse").glob("*.py") if p.name != "grading.py"}
+    assert {n for n in names if n.startswith("dlcourse/")} == package
+    assert names - package - {"Dockerfile", "requirements.txt", "pyproject.toml"} <= {
+        "data/tinyshakespeare.txt", "data/.keep"}
+    # the image's environment: the students' pins, the grader's packages left out, jupyterhub at the hub's version
+    pins = (context / "requirements.txt").read_text(encoding="utf-8")
+    for needed in ("torch==", "numpy==", "matplotlib==", "jupyterlab==", "nbgrader==", "ipywidgets==",
+                   "jupyterhub==5.5.0"):
+        assert needed in pins, needed
+    for grader_only in ("psycopg2", "latex2mathml", "nh3", "confusable"):
+        assert grader_only not in pins, grader_only
+    assert f"ENV PATH={student_image.HOME}/venv/bin" in dockerfile and "USER jovyan" in dockerfile
+    # no solution line and no hidden check in any file of it
+    texts = {n: (context / n).read_text(encoding="utf-8", errors="replace") for n in names}
+    everything = "\n".join(texts.values())
+    for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "hidden(", "autograder.checks", "autograder.runtime"):
+        assert marker not in everything, marker
+    lines = [line for source in SOURCE_NOTEBOOKS for line in solution_lines(load(source))]
+    assert len(lines) > 50 and not [line for line in lines if line in everything]
+    checks = sorted(STEP4.checks_dir.glob("*.py")) + sorted((ROOT / "autograder" / "checks").glob("*.py"))
+    distinctive = [line.strip() for c in checks for line in c.read_text().splitlines()
+                   if len(line.strip()) > 40 and line.strip() not in PROVIDED]
+    assert len(distinctive) > 20 and not [line for line in distinctive if line in everything]

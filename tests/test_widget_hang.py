@@ -151,3 +151,52 @@ def test_a_users_server_validates_with_the_short_polling_execute_without_the_gra
         assert seen["preprocessors"][-1] == "course_short_polls.Execute", (role, seen)
         assert seen["short_polls"] == [True], (role, seen)
         assert seen["grader_imported"] == [] and seen["grader_found"] is False, (role, seen)
+
+
+CONFIG_PROBE = """
+import json, sys
+if sys.argv[1:] == ["server"]:                  # as in a server: its Application, whose log the warning goes to
+    from traitlets.config import Application
+    Application.instance()
+from nbgrader.server_extensions.validate_assignment.handlers import ValidateAssignmentHandler
+from nbgrader.validator import Validator
+config = ValidateAssignmentHandler.load_config(None)
+used = Validator(config=config).preprocessors
+print(json.dumps({"preprocessors": [f"{p.__module__}.{p.__name__}" for p in used],
+                  "exchange": config.Exchange.root, "course": config.CourseDirectory.course_id,
+                  "auth": config.Authenticator.plugin_class}))
+"""
+
+
+def test_without_the_short_polls_copy_the_configuration_still_loads_with_nbgraders_execute(tmp_path):
+    """A students' configuration whose course_short_polls.py is missing (not mounted, deleted): it still
+    loads, in a fresh interpreter as the Validate handler loads it, with the exchange's settings applied;
+    Validate falls back to nbgrader's own Execute, and a warning names the missing file and what to rerun."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from autograder.classroom.hub import SHORT_POLLS_MODULE, settings, user_config_files
+    from autograder.course import COURSE_ID
+    conf = settings()
+    folder = tmp_path / "students"
+    for name, text in user_config_files(conf, students=True).items():
+        if name != f"{SHORT_POLLS_MODULE}.py":
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text, encoding="utf-8")
+    (tmp_path / "home").mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "JUPYTER", "COURSE_", "GRADER"))}
+    env.update(JUPYTER_CONFIG_PATH=str(folder), JUPYTER_CONFIG_DIR=str(tmp_path / "home" / ".jupyter"),
+               HOME=str(tmp_path / "home"))
+    missing = str(folder / f"{SHORT_POLLS_MODULE}.py")
+    for server in (False, True):
+        done = subprocess.run([sys.executable, "-c", CONFIG_PROBE, *(["server"] if server else [])],
+                              cwd=tmp_path / "home", env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+        seen = json.loads(done.stdout.strip().splitlines()[-1])
+        assert seen["exchange"] == conf["exchange"] and seen["course"] == COURSE_ID, seen
+        assert seen["auth"] == "nbgrader.auth.JupyterHubAuthPlugin", seen
+        assert "nbgrader.preprocessors.execute.Execute" in seen["preprocessors"], seen
+        warned = done.stderr
+        assert f"{missing} is missing" in warned and "`make hub`" in warned and "`make hub-values`" in warned, warned
+        assert ("WARNING" in warned) is server, warned                 # through the server's log when there is one

@@ -128,6 +128,18 @@ uploaded to the course's LMS. Before you hand in: Kernel, Restart Kernel and Run
 """
 
 
+def copy_package(dest: Path) -> None:
+    """dlcourse/ and pyproject.toml into `dest`, as students get them (the hand-out, the students' image
+    on Kubernetes): dlcourse without grading.py, the graded kernel's side of the grader's wire, which a
+    student's own kernel never runs (what students get holds nothing of the grader)."""
+    shutil.copytree(
+        ENGINE_ROOT / "dlcourse",
+        Path(dest) / "dlcourse",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "grading.py"),
+    )
+    shutil.copy2(ENGINE_ROOT / "pyproject.toml", Path(dest) / "pyproject.toml")
+
+
 def build_handout(step: str, dest: Path | None = None, say=print) -> Path:
     dest = Path(dest or ROOT / "handout").resolve()
     if dest == ROOT or ROOT.is_relative_to(dest):
@@ -144,14 +156,7 @@ def build_handout(step: str, dest: Path | None = None, say=print) -> Path:
     (dest / "release" / step).mkdir(parents=True)
     for path in notebooks:
         shutil.copy2(path, dest / "release" / step / path.name)
-    # dlcourse without grading.py: that is the graded kernel's side of the grader's wire, which a
-    # student's own kernel never runs (and the hand-out holds nothing of the grader)
-    shutil.copytree(
-        ENGINE_ROOT / "dlcourse",
-        dest / "dlcourse",
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "grading.py"),
-    )
-    shutil.copy2(ENGINE_ROOT / "pyproject.toml", dest / "pyproject.toml")
+    copy_package(dest)
     (dest / "data").mkdir()
     (dest / "data" / ".gitkeep").write_text("")
     requirements = student_requirements()

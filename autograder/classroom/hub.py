@@ -51,7 +51,8 @@ DEFAULTS = {
     "port": ngshare.DEFAULT_PORT,
     "instructors": ["instructor"],
     "exchange": "/srv/nbgrader/exchange",
-    "image": "registry.example.org/dl-course:latest",  # on Kubernetes only (hub_values.py)
+    "image": "registry.example.org/dl-course:latest",  # on Kubernetes only (hub_values.py): the course's, the instructors'
+    "student_image": "registry.example.org/dl-course-student:latest",  # the students' servers' (student_image.py)
 }
 ACCOUNT = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")  # what useradd takes on Debian without --badname
 # The short-polling Execute (nbgrader's, without the slider-cell hang) that every user's server runs for
@@ -150,24 +151,38 @@ def short_polls_config() -> str:
     out the whole cell timeout on a slider cell. The server reads no other file of the course: the
     grader is not on its path. nbgrader's Validator does not take its `preprocessors` from the
     configuration (the trait is not configurable), so its default list is set to the same list, as the
-    course's nbgrader_config.py does."""
+    course's nbgrader_config.py does. Without the file, nbgrader's own Execute and a warning that names
+    the missing file and says to rerun `make hub` (or `make hub-values`): the exchange's settings,
+    earlier in the configuration, still apply."""
     name = SHORT_POLLS_MODULE
     return (
         "# Validate runs the notebook with nbgrader's Execute polling the kernel in short steps (no wait of the\n"
         f"# whole cell timeout on a slider cell): {name}.py beside this file, nothing but that polling.\n"
-        "import sys as _sys\n"
-        f"if {name!r} not in _sys.modules:\n"
+        "# Without that file, nbgrader's own Execute, with a warning: the rest of this file still applies.\n"
+        "import os as _os  # noqa: E402\n"
+        "import sys as _sys  # noqa: E402\n"
+        f"_short_polls = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), {name + '.py'!r})\n"
+        f"if {name!r} not in _sys.modules and _os.path.isfile(_short_polls):\n"
         "    import importlib.util as _util\n"
-        "    import os as _os\n"
-        f"    _spec = _util.spec_from_file_location({name!r}, _os.path.join(_os.path.dirname(__file__), {name + '.py'!r}))\n"
+        f"    _spec = _util.spec_from_file_location({name!r}, _short_polls)\n"
         "    _module = _util.module_from_spec(_spec)\n"
         "    _spec.loader.exec_module(_module)\n"
         "    _sys.modules[_spec.name] = _module\n"
-        f"from {name} import Execute as _Execute  # noqa: E402\n"
-        "from nbgrader.validator import Validator as _Validator  # noqa: E402\n"
-        "c.Validator.preprocessors = [_Execute if p.__name__ == 'Execute' else p\n"
-        "                             for p in _Validator.class_traits()['preprocessors'].default()]\n"
-        "_Validator.class_traits()['preprocessors'].default_value = list(c.Validator.preprocessors)\n"
+        f"if {name!r} in _sys.modules:\n"
+        f"    from {name} import Execute as _Execute\n"
+        "    from nbgrader.validator import Validator as _Validator\n"
+        "    c.Validator.preprocessors = [_Execute if p.__name__ == 'Execute' else p\n"
+        "                                 for p in _Validator.class_traits()['preprocessors'].default()]\n"
+        "    _Validator.class_traits()['preprocessors'].default_value = list(c.Validator.preprocessors)\n"
+        "else:\n"
+        "    from traitlets.config import Application as _Application\n"
+        '    _missing = (_short_polls + " is missing: Validate runs nbgrader\'s own Execute, which can wait out the whole "\n'
+        "                'cell timeout on a slider cell. The file is written beside this configuration by `make hub` '\n"
+        "                '(on Kubernetes, mounted from the values of `make hub-values`): rerun it.')\n"
+        "    if _Application.initialized():  # the server's log\n"
+        "        _Application.instance().log.warning(_missing)\n"
+        "    else:\n"
+        "        print(_missing, file=_sys.stderr)\n"
     )
 
 

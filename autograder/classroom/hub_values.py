@@ -4,13 +4,16 @@ two files as `make hub`'s configuration (course.toml's `[hub]` and roster.csv, r
 `make hub-values` (`python -m autograder hub --k8s-values DIR`) writes into DIR (default .hub/k8s/):
 
   values.yaml        for `helm upgrade --install ... jupyterhub/jupyterhub --version CHART_VERSION`:
-                     each user's server is the course image's JupyterLab with nbgrader's Assignments
+                     each user's server is JupyterLab with nbgrader's Assignments
                      (and, for the instructors, Formgrader and Create Assignment), reading the course's
                      Jupyter configuration (hub.user_config_files, mounted from the values); the
                      roster's students and course.toml's instructors are the allowed users, the
                      instructors the admins; the hub's groups nbgrader-<course> and formgrade-<course>
                      as `make hub` loads them; authentication to switch to OAuth or LTI 1.3 commented;
-  exchange-pvc.yaml  the exchange's volume (`kubectl apply -f` before the chart).
+  exchange-pvc.yaml  the exchange's volume (`kubectl apply -f` before the chart);
+  student-image/     the build context of the students' servers' image (`[hub] student_image`, which
+                     holds nothing of the grader: student_image.py); the instructors' servers run the
+                     course image (`[hub] image`, as the grading Job's), chosen per user in hub.extraConfig.
 
 The exchange is nbgrader's folder exchange, as on one machine, on a ReadWriteMany volume mounted at
 course.toml's `[hub] exchange` in every user's server: the course's `collect` and `return-feedback`
@@ -33,7 +36,7 @@ from pathlib import Path
 import yaml
 
 from ..course import COURSE_ID
-from . import ngshare
+from . import ngshare, student_image
 from .hub import HubError, accounts, settings, user_config_files
 
 VENDORED = Path(__file__).with_name("z2jh")
@@ -41,7 +44,8 @@ SOURCE = VENDORED / "SOURCE.toml"
 CHART_VERSION = "4.4.0"  # z2jh's newest release; its hub runs JupyterHub 5.5.0 (the chart's appVersion)
 EXCHANGE_CLAIM = "course-exchange"
 CONFIG_MOUNT = "/etc/course/jupyter"  # students/ and instructors/ below: each user's JUPYTER_CONFIG_PATH
-SINGLEUSER = "/course/.venv/bin/jupyterhub-singleuser"  # the image holds the course at /course, as the grading Job's
+SINGLEUSER = "/course/.venv/bin/jupyterhub-singleuser"  # the course image: the course at /course, as the Job's
+STUDENT_IMAGE = "student-image"  # the students' image's build context, beside the values (student_image.py)
 HEADER = """\
 # Helm values for Zero to JupyterHub {version}: the course {course} on Kubernetes.
 # Written by `make hub-values` from course.toml [hub] and roster.csv (autograder/classroom/hub_values.py):
@@ -53,9 +57,13 @@ HEADER = """\
 # mounted at {exchange} in every user's server, where the course's collect and return-feedback read it.
 # Every user's server runs as singleuser.uid 1000, the image's `jovyan` (nbgrader then takes each
 # student's id from the hub), so a student who looks can read another's submission in that folder:
-# for a class that must not, use ngshare (commented at the end). The image: the course at /course
-# with its environment (`make install data release`) plus jupyterhub {app_version}, the chart's hub's
-# version, for jupyterhub-singleuser.
+# for a class that must not, use ngshare (commented at the end).
+# Two images. Students' servers run {student_image} (singleuser.image): the student environment,
+# dlcourse and the corpus, nothing of the grader (no autograder/, source/, solutions/, gradebook or case
+# key), built from {student_image_dir}/ beside this file (docker build -t {student_image} {student_image_dir}).
+# Instructors' servers (course-roles below) run the course image {course_image}: the course at /course
+# with its environment (`make install data release`), as the grading Job's, plus jupyterhub
+# {app_version}, the chart's hub's version, for jupyterhub-singleuser.
 """
 AUTH_NOTE = """\
     # Authentication: `dummy` with one password given at install (--set-string above) is for
@@ -111,17 +119,32 @@ def vendored(name: str) -> dict:
     return yaml.safe_load(data)
 
 
-def _role_hook(instructors: list[str]) -> str:
+def _role_hook(instructors: list[str], course_image: str) -> str:
     """hub.extraConfig: each user's server reads the configuration of its role, as `make hub`'s
-    per-user JUPYTER_CONFIG_PATH."""
+    per-user JUPYTER_CONFIG_PATH; an instructor's runs the course image (singleuser.image, every other
+    user's, is the students' image, which holds nothing of the grader)."""
     return (
         "# Written by `make hub-values` (autograder/classroom/hub_values.py): each user's server reads the\n"
-        "# course's Jupyter configuration of its role (nbgrader's exchange; students: no Formgrader).\n"
+        "# course's Jupyter configuration of its role (nbgrader's exchange; students: no Formgrader); the\n"
+        "# instructors' run the course image, everyone else's singleuser.image, the students' image.\n"
         f"_INSTRUCTORS = {set(instructors)!r}\n"
         "def _course_config_path(spawner):\n"
         f"    return {CONFIG_MOUNT!r} + ('/instructors' if spawner.user.name in _INSTRUCTORS else '/students')\n"
         "c.KubeSpawner.environment.update({'JUPYTER_CONFIG_PATH': _course_config_path})\n"
+        "def _course_image(spawner):\n"
+        "    if spawner.user.name in _INSTRUCTORS:\n"
+        f"        spawner.image = {course_image!r}\n"
+        f"        spawner.cmd = [{SINGLEUSER!r}]\n"
+        "c.KubeSpawner.pre_spawn_hook = _course_image\n"
     )
+
+
+def _image(conf: dict, key: str) -> tuple[str, str]:
+    """course.toml [hub]'s image `key` as (name, tag)."""
+    image, _, tag = conf[key].rpartition(":")
+    if not image or "/" in tag:
+        raise HubError(f"course.toml [hub] {key} = {conf[key]!r}: an image with its tag, name:tag")
+    return image, tag
 
 
 def values(conf: dict | None = None) -> dict:
@@ -133,9 +156,13 @@ def values(conf: dict | None = None) -> dict:
             "(values.yaml's comments); here the exchange is the folder on the shared volume"
         )
     students, instructors = accounts(conf)
-    image, _, tag = conf["image"].rpartition(":")
-    if not image or "/" in tag:
-        raise HubError(f"course.toml [hub] image = {conf['image']!r}: an image with its tag, name:tag")
+    _image(conf, "image")
+    image, tag = _image(conf, "student_image")
+    if conf["student_image"] == conf["image"]:
+        raise HubError(
+            f"course.toml [hub] student_image = {conf['student_image']!r}: the course image, which holds the grader; "
+            "the students' image is another (autograder/classroom/student_image.py)"
+        )
     files = {}
     for role in ("students", "instructors"):
         for name, text in user_config_files(conf, students=role == "students").items():
@@ -146,7 +173,7 @@ def values(conf: dict | None = None) -> dict:
         "singleuser": {
             "image": {"name": image, "tag": tag},
             "uid": 1000,  # the image's jovyan: nbgrader then takes each user's id from the hub (JUPYTERHUB_USER)
-            "cmd": [SINGLEUSER],
+            "cmd": [student_image.SINGLEUSER],
             "defaultUrl": "/lab",
             "extraEnv": {"COURSE_EXCHANGE": exchange},
             "extraFiles": files,
@@ -157,7 +184,7 @@ def values(conf: dict | None = None) -> dict:
         },
         "hub": {
             "loadRoles": {"server": {"scopes": ["inherit"]}},
-            "extraConfig": {"course-roles": _role_hook(instructors)},
+            "extraConfig": {"course-roles": _role_hook(instructors, conf["image"])},
             "config": {
                 "JupyterHub": {
                     "load_groups": {
@@ -194,9 +221,10 @@ def _commented(block: dict, indent: int) -> str:
     return "".join(" " * indent + "# " + line + "\n" for line in text.splitlines())
 
 
-def render(vals: dict) -> str:
+def render(vals: dict, course_image: str) -> str:
     """values.yaml's text: the values, with the lines that switch authentication commented at the end
-    of hub.config (uncommented, they are keys of hub.config) and ngshare's after them."""
+    of hub.config (uncommented, they are keys of hub.config) and ngshare's after them; `course_image`:
+    the instructors' (course.toml [hub] image), named in the header."""
     body = _dump(vals)
     if not body.rstrip().endswith(vals["hub"]["config"]["Authenticator"]["allowed_users"][-1]):
         raise HubError("values.yaml: hub.config.Authenticator must come last, before the commented authenticators")
@@ -209,6 +237,9 @@ def render(vals: dict) -> str:
         course=COURSE_ID,
         claim=EXCHANGE_CLAIM,
         exchange=vals["singleuser"]["extraEnv"]["COURSE_EXCHANGE"],
+        student_image="{name}:{tag}".format(**vals["singleuser"]["image"]),
+        student_image_dir=STUDENT_IMAGE,
+        course_image=course_image,
     )
     return head + body + auth + NGSHARE
 
@@ -253,17 +284,20 @@ def validate(given: dict) -> None:
 
 
 def write(folder: Path, conf: dict | None = None) -> list[Path]:
-    """values.yaml and exchange-pvc.yaml into a folder, the values validated first."""
+    """values.yaml and exchange-pvc.yaml into a folder, the values validated first, and the students'
+    image's build context beside them (student_image.write_context)."""
+    conf = conf or settings()
     vals = values(conf)
     validate(vals)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     out = [folder / "values.yaml", folder / "exchange-pvc.yaml"]
-    out[0].write_text(render(vals), encoding="utf-8")
+    out[0].write_text(render(vals, conf["image"]), encoding="utf-8")
     out[1].write_text(
         "# The exchange's volume for the course on Kubernetes (autograder/classroom/hub_values.py): its storage\n"
         "# class must offer ReadWriteMany (NFS, CephFS, a cloud's file storage); set storageClassName if it\n"
         "# is not the cluster's default.\n" + _dump(exchange_claim()),
         encoding="utf-8",
     )
+    out.append(student_image.write_context(folder / STUDENT_IMAGE, source()["app_version"]))
     return out
