@@ -2046,6 +2046,14 @@ WRONG += [
           says={"bonus_online_softmax": ["very negative", "Some weights are NaN"]},
           visible_passes={"online_softmax_check": "the visible check's very negative row is near -3000, above a "
                                                   "start at -1e4: nothing underflows"}),
+    Entry("w06-hint-streaming-max-minus-1e3", P06, _streaming((_STREAM_START,
+                                                              "running_max = torch.full(q.shape[:-1], -1e3, dtype=q.dtype)")),
+          expect={"bonus_streaming_attention": 1.69},
+          why="the running max started at -1e3: right wherever a query sees a score above -1e3, NaN on the rows "
+              "whose scores are all near -1e4 (a large-scores case); not what a start at 0 gives, so no cause is "
+              "named: 5.5 of 6.5",
+          says={"bonus_streaming_attention": ["large scores", "NaN"]},
+          visible_passes={"streaming_attention_check": "the visible check's scores are small: nothing is below -1e3"}),
     Entry("w06-hint-online-final-unshifted", P06, _online((
               "return torch.exp(scores - shift[..., None]) / running_sum[..., None]",
               "return torch.exp(scores) / (running_sum * torch.exp(shift))[..., None]")),

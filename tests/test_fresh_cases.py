@@ -303,15 +303,40 @@ def test_the_large_scores_twin_is_new_and_one_hot_wherever_its_calibrated_case_i
     seen = []
     for key in KEYS + [random.Random(2097614058).randbytes(32)]:
         ctx = types.SimpleNamespace(case_key=key, step=types.SimpleNamespace(name="step-04"), sources=["pass"])
-        cases = check.cases(ctx)["large_scores"]
-        assert len(cases) == 2 and all(torch.equal(a, b) for a, b in zip(cases[0], fixed))
-        q, k, v = twin = cases[1]
+        cases = check.cases(ctx)["large_scores"]      # the calibrated and very negative cases, then their twins
+        assert len(cases) == 4 and all(torch.equal(a, b) for a, b in zip(cases[0], fixed))
+        q, k, v = twin = cases[2]
         assert not torch.equal(q, fixed[0]) and not any(torch.equal(q, s) for s in seen)
         seen.append(q)
         d_k = q.shape[-1]
         scales = [*np.geomspace(0.9 * lowest, 10, 40), 1 / d_k, 32 ** -0.5, 1.0]
         for scale, error in zip(scales, _one_hot_errors(twin, scales)):
             assert error <= tolerance / 5, (key.hex(), scale)
+
+
+def test_the_very_negative_case_and_its_twins_have_every_score_near_minus_1e4():
+    """The scores of each sequence of the very negative case (the fixed one and each submission's) are one
+    number within 2 % of -1e4, the same in float32 whatever the order of the sum, so causal attention is the running mean of v at
+    any scale of the scores (a wrong scale earns this case as it did before it was added), and a running max
+    started at -1e3 or 0 gives NaN where one started at -inf is right."""
+    from course_checks.step_04.further import (_attention_reference, _streaming_mistake, attention_cases,
+                                               very_negative_scores)
+    check = REGISTRY["bonus_streaming_attention"]
+    assert all(torch.equal(a, b) for a, b in zip(attention_cases()["large_scores"][1], very_negative_scores(5153)))
+    for key in KEYS:
+        ctx = types.SimpleNamespace(case_key=key, step=types.SimpleNamespace(name="step-04"), sources=["pass"])
+        fixed, twin = check.cases(ctx)["large_scores"][1::2]
+        assert not torch.equal(twin[2], fixed[2])
+        for q, k, v in (fixed, twin):
+            scores = torch.einsum("btd,bsd->bts", q, k) / q.shape[-1] ** 0.5           # (B, T, T), another order
+            assert torch.equal(scores, (q @ k.transpose(-2, -1)) / 2) and all(s.unique().numel() == 1 for s in scores)
+            assert (scores + 1e4).abs().max() < 200
+            T = q.shape[-2]
+            running_mean = (v.cumsum(-2) / torch.arange(1, T + 1)[:, None]).numpy()
+            for scale in (1.0, 0.25, 0.5):
+                assert np.abs(_attention_reference(q, k, v, scale=scale) - running_mean).max() < 1e-6
+            assert np.abs(_streaming_mistake((q, k, v)) - running_mean).max() < 1e-5
+            assert all(np.isnan(_streaming_mistake((q, k, v), start=start)).all() for start in (-1e3, 0.0))
 
 
 # A key under which a twin one-hot only at 1/sqrt(d_k) and 1/d_k (the twin's old condition) took the

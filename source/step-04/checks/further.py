@@ -617,12 +617,27 @@ def attention_cases(seed=5151):
     long = lambda *shape: torch.randn(*shape, generator=g_long)
     return {
         "ordinary": [(r(2, 11, 5), r(2, 11, 5), r(2, 11, 3)), (long(2, 70, 5), long(2, 70, 5), long(2, 70, 3))],
-        "large_scores": [(20 * r(3, 9, 4), 20 * r(3, 9, 4), r(3, 9, 2))],
+        "large_scores": [(20 * r(3, 9, 4), 20 * r(3, 9, 4), r(3, 9, 2)), very_negative_scores(seed + 2)],
         "single_position": [(r(2, 1, 4), r(2, 1, 4), r(2, 1, 6))],
         "float64": [(r(3, 17, 4, dtype=torch.float64), r(3, 17, 4, dtype=torch.float64),
                      r(3, 17, 6, dtype=torch.float64))],
         "other_ranks": [(r(7, 4), r(7, 4), r(7, 2)), (r(2, 3, 6, 4), r(2, 3, 6, 4), r(2, 3, 6, 5))],
     }
+
+
+def very_negative_scores(seed) -> tuple:
+    """(q, k, v) whose scores q·k/sqrt(d_k) are all the same number near -1e4 in every row, exactly in
+    float32 (small integers times a vector of ±1): causal attention is the running mean of v whatever the
+    scale of the scores, and a running max started anywhere above -1e4 (0, -1e3) makes every weight
+    exp(score - max) underflow to 0 and the output 0/0. From a generator of its own (the other kinds keep
+    their draws)."""
+    g = torch.Generator().manual_seed(seed)
+    sign = torch.randint(0, 2, (2, 1, 4), generator=g) * 2 - 1                 # (B, 1, d_k) of ±1
+    a = torch.randint(100, 201, (2, 1, 1), generator=g)                       # (B, 1, 1)
+    b = torch.round(5000 / a)                                                 # score -2ab = -1e4 (± 1 %)
+    q = (a * sign).expand(2, 9, 4).float()                                    # (B, T, d_k), every row the same
+    k = (-b * sign).expand(2, 9, 4).float()
+    return q.contiguous(), k.contiguous(), torch.randn(2, 9, 3, generator=g)  # v: (B, T, d_v)
 
 
 def _one_hot_errors(triple, scales) -> list[float]:
@@ -665,7 +680,7 @@ def large_scores_twin(rng) -> list:
 
 ATTENTION_PARTS = {
     "ordinary": ("causal attention, batch 2, T = 11, d_k = 5, d_v = 3, and a sequence longer than the notebook's", 2.0),
-    "large_scores": ("large scores (q·k/√d_k in the hundreds)", 1.0),
+    "large_scores": ("large scores (q·k/√d_k in the hundreds, and rows whose scores are all near -1e4)", 1.0),
     "single_position": ("T = 1: the output is v", 0.5),
     "float64": ("q's dtype kept: a float32 tensor for float32 inputs, float64 (at float64 precision) for float64",
                 1.0),
@@ -881,7 +896,7 @@ class StreamingAttention(Check):
         twin is one-hot wherever its calibrated case is (`large_scores_twin`): a wrong scale of the scores
         earns that part or not whatever the draw."""
         fresh = attention_cases(self.fresh(ctx, "qkv").getrandbits(62))
-        fresh["large_scores"] = large_scores_twin(self.fresh(ctx, "large scores"))
+        fresh["large_scores"] = large_scores_twin(self.fresh(ctx, "large scores")) + fresh["large_scores"][1:]
         return {name: triples + fresh[name] for name, triples in attention_cases().items()}
 
     def judge(self, data, ctx):
