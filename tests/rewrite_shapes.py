@@ -98,6 +98,18 @@ def dot_variance(d_k, n, seed):
 }
 
 SHAPES["scores_entrywise"] = {
+    "batch and positions merged": code('''
+def scores_entrywise(q, k):
+    B, T, d = q.shape
+    q_rows = q.reshape(B * T, d)                 # (B*T, d): every query of every sequence
+    k_rows = k.reshape(B * T, d)                 # (B*T, d)
+    scores = torch.zeros(B * T, T, dtype=q.dtype)
+    for r in range(B * T):
+        b = r // T                               # the sequence of row r
+        for j in range(T):
+            scores[r, j] = (q_rows[r] * k_rows[b * T + j]).sum()
+    return scores.reshape(B, T, T)
+'''),
     "comprehension": code('''
 def scores_entrywise(q, k):
     B, T, _ = q.shape

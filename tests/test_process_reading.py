@@ -539,6 +539,34 @@ def test_a_view_that_keeps_the_shape_is_followed():
     assert clean(entrywise("def scores_entrywise(q, k):\n" + body))
 
 
+MERGED = """    B, T, d = q.shape
+    q_rows = q.reshape(B * T, d)                 # (B*T, d)
+    k_rows = k.view(-1, d)                       # (B*T, d)
+    s = torch.zeros(B * T, T, dtype=q.dtype)
+    for r in range(B * T):
+        for j in range(T):
+            s[r, j] = {entry}
+    return s.reshape(B, T, T)"""
+
+
+def test_a_reshape_that_merges_the_leading_axes_keeps_the_last_one():
+    """(B, T, d) -> (B * T, d) keeps d whole (row-major order): one row of the merged axis times one row is
+    one entry's work (decided, where before the reshape sent it to review); a product spanning the merged
+    axis still goes to review (the reader does not follow how big it is); a reshape that moves d (after
+    a transpose) or one whose sizes it cannot read still mixes every axis, and goes to review."""
+    one = "(q_rows[r] * k_rows[(r // T) * T + j]).sum()"
+    assert clean(entrywise("def scores_entrywise(q, k):\n" + MERGED.format(entry=one)))
+    assert clean(entrywise("def scores_entrywise(q, k):\n" + MERGED.format(entry=one.replace("(q_rows[r] * ", "torch.dot(q_rows[r], ").replace("]).sum()", "])"))))
+    rows = "(q_rows[r] * k_rows).sum(-1)[(r // T) * T + j]"          # every key's dot product at once: not per entry
+    assert review(entrywise("def scores_entrywise(q, k):\n" + MERGED.format(entry=rows)))   # (a product over a merged axis)
+    whole = "    B, T, d = q.shape\n    s = q.reshape(B * T, d) @ k.reshape(B * T, d).T\n    return s"
+    assert review(entrywise("def scores_entrywise(q, k):\n" + whole))
+    moved = MERGED.replace("q.reshape(B * T, d)", "q.transpose(1, 2).reshape(B * T, d)")
+    assert review(entrywise("def scores_entrywise(q, k):\n" + moved.format(entry=one)))
+    unread = MERGED.replace("k.view(-1, d)", "k.view(len(k) * T, -1)")            # two sizes it cannot read
+    assert review(entrywise("def scores_entrywise(q, k):\n" + unread.format(entry=one)))
+
+
 def test_dead_code_after_a_return_is_not_judged():
     body = LOOPS.format(entry="torch.dot(q[b, i], k[b, j])") + "\n    return q @ k.mT    # the old attempt"
     assert clean(entrywise("def scores_entrywise(q, k):" + body))

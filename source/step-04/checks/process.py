@@ -1661,6 +1661,9 @@ class _Interpreter:
             if wanted is not None and x is not None:
                 if len(wanted) == len(x) and all(w in (a, "-1") for w, a in zip(wanted, x)):
                     return tuple(x)                      # the same shape: nothing mixed
+                merged = _merged_lead(wanted, x) if name in ("reshape", "view") else None
+                if merged is not None:
+                    return merged                        # (B, T, D) -> (B * T, D): D kept
                 if name in ("expand", "broadcast_to", "expand_as") and len(wanted) >= len(x):
                     lead = len(wanted) - len(x)
                     return tuple(wanted[:lead]) + tuple(a if w in ("-1", a) or a != "1" else w
@@ -2053,7 +2056,7 @@ def _shape_labels(node, values, method: bool):
     if len(nodes) == 1 and values and isinstance(values[0], Shape):
         return list(values[0].axes)
     labels = []
-    for n, v in zip(nodes, values):
+    for i, (n, v) in enumerate(zip(nodes, values)):
         if isinstance(n, ast.Starred):
             return None
         if _int_value(n) == -1:
@@ -2062,9 +2065,26 @@ def _shape_labels(node, values, method: bool):
             labels.append(v.label)
         elif _int_value(n) == 1:
             labels.append("1")
+        elif i == 0:
+            labels.append("-1")          # a first size it cannot read (B * T): what the others leave, as -1 is
         else:
             return None
+    if labels.count("-1") > 1:
+        return None                      # an unread first size beside a -1: neither is known
     return labels if len(labels) == len(nodes) else None
+
+
+def _merged_lead(wanted, x):
+    """The axes of a reshape that merges the leading axes of `x` into one and keeps its last ones, as
+    (B, T, D) -> (B * T, D): the target's first size is the rest ("-1", or one it cannot read) and every
+    other is the label of the source axis in the same place from the end (the same size, so row-major
+    order keeps those axes whole). None for any other reshape."""
+    tail = len(wanted) - 1
+    if not (1 <= tail < len(x)) or wanted[0] != "-1":
+        return None
+    if any(w != a or a in (UNKNOWN, LITERAL, "1") or a.startswith("~") for w, a in zip(wanted[1:], x[-tail:])):
+        return None
+    return (_mixed(_merge_labels(*x[:-tail])),) + tuple(x[-tail:])
 
 
 def _zip_label(labels) -> str:
