@@ -252,5 +252,36 @@ def test_a_run_on_two_workers_samples_every_process(tmp_path):
     assert sampler["modules"]["test_spin"] >= 1.5, (sampler, tree)
     assert sampler["modules"]["test_spin"] >= tree + 0.6, (sampler, tree)
     assert set(sampler["modules"]) <= {"test_spin", "test_quiet"}, sampler  # the controller runs no module
-    assert sampler["own_cpu"] < 0.1 * sampler["wall"], sampler
+    assert sampler["own_cpu"] < 0.25 * sampler["wall"], sampler  # its start (Python, pytest) included
     assert sampler["machine_busy"] >= sum(sampler["modules"].values()) * 0.9, sampler
+
+
+def test_the_table_puts_the_sampled_cpu_beside_the_trees_and_says_what_the_sampler_saw(tmp_path):
+    import json
+
+    from profiling import summarise
+
+    tests = [{"kind": "test", "test": f"test_{m}.py::t", "module": f"test_{m}", "wall": w, "cpu": c, "worker": "gw0",
+              "ended": 0.0} for m, w, c in (("slow", 30.0, 4.0), ("quick", 10.0, 2.0))]
+    session = {"kind": "session", "wall": 60.0, "workers": 2}
+    (tmp_path / "gw0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in tests))
+    (tmp_path / "main.jsonl").write_text(json.dumps(session) + "\n")
+    table = summarise(tmp_path)  # no sampler: the column is there, empty
+    assert "| test_slow | 1 | 30 | 4 | - | 75.0 % |" in table, table
+    sampler = {"kind": "sampler", "every": 1.0, "readings": 61, "wall": 60.0, "own_cpu": 0.3,
+               "modules": {"test_slow": 45.0, "test_quick": 3.0}, "unattributed": 12.0,
+               "machine_busy": 96.0, "machine_idle": 24.0, "ended": 0.0}
+    (tmp_path / "sampler.jsonl").write_text(json.dumps(sampler) + "\n")
+    lines = summarise(tmp_path).splitlines()
+    assert lines[1] == (
+        "CPU s, every process: each process's CPU read from /proc every 1 s (61 readings; the sampler used 0.3 s"
+        " of CPU, 0.50 % of one CPU): the run's processes used 1.0 CPU-minutes, 0.8 of them given to modules"
+        " (80.0 %); the machine's CPUs were busy 1.6 CPU-minutes and idle 0.4 over the run (/proc/stat), the"
+        " modules' share of the busy time 50.0 %."
+    ), lines[1]
+    assert lines[3:7] == [
+        "| module | tests | wall s | CPU s | CPU s, every process | share of the workers' time |",
+        "|---|---:|---:|---:|---:|---:|",
+        "| test_slow | 1 | 30 | 4 | 45 | 75.0 % |",
+        "| test_quick | 1 | 10 | 2 | 3 | 25.0 % |",
+    ], lines
