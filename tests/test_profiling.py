@@ -235,7 +235,9 @@ def test_a_run_on_two_workers_samples_every_process(tmp_path):
     (run / "conftest.py").write_text(SAMPLED_CONFTEST.format(tests=str(Path(__file__).parent)))
     (run / "test_spin.py").write_text(SAMPLED_SPIN.format(spin=SPIN))
     (run / "test_quiet.py").write_text(SAMPLED_QUIET)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "TEST_PROFILE_OWNER")}
+    # a run of its own, also when this one is profiled on xdist's workers
+    ours = ("PYTEST_ADDOPTS", "TEST_PROFILE_OWNER", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT")
+    env = {k: v for k, v in os.environ.items() if k not in ours}
     env.update(TEST_PROFILE=str(profile), TEST_PROFILE_EVERY="0.2")
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadscope",
                            "-p", "no:cacheprovider", "--rootdir", str(run), "--basetemp", str(tmp_path / "inner"),
