@@ -3,8 +3,10 @@ exchange's inbound folder listed by the instructors' group), how it copies (a co
 left writable by every account, as nbgrader's copy of the exchange's folder would be) and what comes
 after it (`make return-feedback` returns the feedback of submissions the formgrader collected into the
 grading home's submitted/, where the grader grades them in place, and never feedback about an older
-submission).
-The whole flow in Chromium on a real hub: tests/browser/test_hub_flow.py."""
+submission); on a hub whose exchange is ngshare, the instructors' formgrader collects with the course's
+collect from ngshare (nothing outside a submission's folder, nothing writable by every account), and
+return-feedback returns what it collected into submitted/ when ngshare holds that submission.
+The whole flow in Chromium on a real hub, on either exchange: tests/browser/test_hub_flow.py."""
 from __future__ import annotations
 
 import grp
