@@ -62,6 +62,9 @@ if uses_ngshare():      # NBGRADER_EXCHANGE=ngshare: the course's JupyterHub's n
         from autograder.classroom.exchange import ngshare_setup  # noqa: E402
         from autograder.classroom.ngshare import configure_client  # noqa: E402
         configure_client(c, ngshare_setup()[0])
+        # the course's collect from ngshare: nothing outside a submission's folder, nothing left writable by all
+        from autograder.classroom.collecting import NGSHARE_COLLECT  # noqa: E402
+        c.ExchangeFactory.collect = NGSHARE_COLLECT
 else:
     c.Exchange.root = str(exchange_root())
     # a collected submission is not left writable by every account (nbgrader copies the exchange's 0777)

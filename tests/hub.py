@@ -78,6 +78,10 @@ BURST = [f"{PREFIX}b{i:02d}" for i in range(1, 21)]
 # Students whose servers use ngshare, which the same hub runs as its service, instead of the folder
 # exchange (add_ngshare): the lines `make hub` writes with `[hub] exchange = "ngshare"`, for them alone
 NGSHARE_STUDENTS = [f"{PREFIX}n1"]
+# and an instructor whose server's exchange is ngshare (the instructors' lines `make hub` writes with
+# `[hub] exchange = "ngshare"`): their formgrader collects from ngshare into a grading home of its own
+NGSHARE_INSTRUCTORS = [f"{PREFIX}nteacher"]
+NGSHARE_HOME = "grader-ngshare"           # that grading home, in the hub's folder
 
 
 def free_port_block() -> int:
@@ -131,7 +135,7 @@ def write_course(folder: Path, port: int) -> str:
                   if s != LATE),
         encoding="utf-8")
     text = text[:text.index("[hub]")] + (
-        f'[hub]\nip = "127.0.0.1"\nport = {port}\ninstructors = {INSTRUCTORS!r}\n'
+        f'[hub]\nip = "127.0.0.1"\nport = {port}\ninstructors = {INSTRUCTORS + NGSHARE_INSTRUCTORS!r}\n'
         f'exchange = "{folder / "exchange"}"\n').replace("'", '"')
     (folder / "course.toml").write_text(text, encoding="utf-8")
     (folder / "grader").mkdir()
@@ -145,12 +149,15 @@ NGSHARE_SNIPPET = """
 import sys
 from pathlib import Path
 from autograder.classroom import hub, ngshare
-folder, students = Path(sys.argv[1]), sys.argv[2:]
+folder, instructors, students = Path(sys.argv[1]), sys.argv[2].split(","), sys.argv[3:]
 conf = {**hub.settings(), "exchange": ngshare.NGSHARE}
 ngshare.ensure_token(folder)
 own = hub.user_config(folder / "jupyter" / "ngshare-students", conf, students=True)
-lines = ["", "# The test hub: these students on ngshare (tests/hub.py add_ngshare)",
-         f"_CONFIG.update({ {s: str(own) for s in students}!r})", *ngshare.service_config(folder, conf)]
+theirs = hub.user_config(folder / "jupyter" / "ngshare-instructors", conf, students=False)
+hub.share_grading_home(instructors)
+lines = ["", "# The test hub: these students and instructors on ngshare (tests/hub.py add_ngshare)",
+         f"_CONFIG.update({ {s: str(own) for s in students} | {i: str(theirs) for i in instructors}!r})",
+         *ngshare.service_config(folder, conf)]
 with open(folder / "jupyterhub_config.py", "a") as f:
     f.write("\\n".join(lines) + "\\n")
 """
@@ -174,13 +181,15 @@ print(json.dumps({"preprocessors": [f"{p.__module__}.{p.__name__}" for p in used
 """
 
 
-def add_ngshare(env: dict, folder: Path, students: list[str]) -> None:
+def add_ngshare(env: dict, folder: Path, students: list[str], instructors: list[str], home: Path) -> None:
     """The configuration `make hub` wrote (the folder exchange) with ngshare added as the hub's service
-    and `students` on it: their servers read the nbgrader configuration `make hub` writes with
-    `[hub] exchange = "ngshare"` (autograder/classroom/hub.py, ngshare.py)."""
+    and `students` and `instructors` on it: their servers read the nbgrader configuration `make hub`
+    writes with `[hub] exchange = "ngshare"` (autograder/classroom/hub.py, ngshare.py), the instructors'
+    formgrader grading into `home`, shared with the instructors' group as `make hub` shares its own."""
     import subprocess
-    done = subprocess.run([str(HUB_PYTHON), "-c", NGSHARE_SNIPPET, str(folder), *students], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    env = {**env, "GRADER_HOME": str(home), "NBGRADER_DB_URL": f"sqlite:///{home / 'gradebook.db'}"}
+    done = subprocess.run([str(HUB_PYTHON), "-c", NGSHARE_SNIPPET, str(folder), ",".join(instructors), *students],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -241,16 +250,22 @@ def start_hub() -> dict:
     env = hub_env(folder)
     started = time.monotonic()
     hub = {"folder": str(folder), "port": port, "url": f"http://127.0.0.1:{port}", "students": STUDENTS, "burst": BURST,
-           "ngshare": NGSHARE_STUDENTS,
+           "ngshare": NGSHARE_STUDENTS, "ngshare_instructors": NGSHARE_INSTRUCTORS,
+           "ngshare_home": str(folder / NGSHARE_HOME),
            "instructors": INSTRUCTORS, "due": due, "late": LATE, "extension": EXTENSION,
            "env": {k: env[k] for k in env if k.startswith(("COURSE_", "NBGRADER_", "GRADER_"))}}
     setup = subprocess.run([str(HUB_PYTHON), "-m", "autograder", "hub", "--no-start"], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=600)
     if setup.returncode != 0:
-        remove_accounts(STUDENTS + BURST + NGSHARE_STUDENTS + INSTRUCTORS)
+        remove_accounts(STUDENTS + BURST + NGSHARE_STUDENTS + INSTRUCTORS + NGSHARE_INSTRUCTORS)
         raise RuntimeError(f"make hub failed:\n{setup.stdout[-3000:]}\n{setup.stderr[-3000:]}")
     hub["setup_output"] = setup.stdout
-    add_ngshare(env, folder / "hub", NGSHARE_STUDENTS)
+    try:
+        add_ngshare(env, folder / "hub", NGSHARE_STUDENTS, NGSHARE_INSTRUCTORS, folder / NGSHARE_HOME)
+    except BaseException:
+        remove_accounts(STUDENTS + BURST + NGSHARE_STUDENTS + INSTRUCTORS + NGSHARE_INSTRUCTORS)
+        remove_empty_group()
+        raise
     log = open(folder / "hub.log", "wb")
     proc = subprocess.Popen([str(HUB_PYTHON.parent / "jupyterhub"), "-f",
                              str(folder / "hub" / "jupyterhub_config.py")],
@@ -307,7 +322,8 @@ def stop_hub(hub: dict) -> None:
                     os.kill(int(pidfile.read_text().strip()), signal.SIGKILL)
                 except (ValueError, OSError):
                     pass
-    remove_accounts(hub["students"] + hub.get("burst", []) + hub.get("ngshare", []) + hub["instructors"])
+    remove_accounts(hub["students"] + hub.get("burst", []) + hub.get("ngshare", []) + hub["instructors"]
+                    + hub.get("ngshare_instructors", []))
     remove_empty_group()
     deadline = time.monotonic() + 30                    # sockets closed by the processes' ends
     while any(listening(p) for p in range(hub["port"], hub["port"] + 4)) and time.monotonic() < deadline:

@@ -250,7 +250,8 @@ def return_feedback(step: str) -> list[str]:
     copied next to the feedback only when the graded notebooks are exactly the collected ones,
     so feedback on an older submission is never handed out as if it were about a newer one; for a
     submission the formgrader collected into submitted/, where the grader grades it in place, when the
-    feedback carries the submission's time."""
+    feedback carries the submission's time. On ngshare, feedback goes back by the submission's time,
+    which the feedback carries: that of `make collect`'s folder or of the formgrader's (handed_in)."""
     from ..names import UnusableId, assign_ids
     from ..grading.grade import refresh_stale_feedback
     from ..steps import find_step
@@ -320,18 +321,36 @@ def return_feedback(step: str) -> list[str]:
 
 def handed_in(home: Path, step: str) -> list[Path]:
     """Each student's newest submission of `step` that came through the exchange: the folder `make
-    collect` put it in (<home>/collected/<student>/<step>/) or, on the folder exchange, the one nbgrader's
-    formgrader put it in with its Collect button (<home>/submitted/<student>/<step>/, the folder the
-    grader keeps what it grades in; the formgrader's Collect copies nbgrader's submission secret along,
-    which the grader never writes). A student in both: the newer submission, `make collect`'s if they are
-    the same."""
+    collect` put it in (<home>/collected/<student>/<step>/) or the one nbgrader's formgrader put it in
+    with its Collect button (<home>/submitted/<student>/<step>/, the folder the grader keeps what it
+    grades in). On the folder exchange the formgrader's Collect copies nbgrader's submission secret
+    along, which the grader never writes; on ngshare it writes the submission's time stamp as ngshare
+    keeps it, and a folder there is the formgrader's when ngshare holds a submission of that student at
+    that time (a folder graded from elsewhere, an LMS's download, is not). A student in both: the newer
+    submission, `make collect`'s if they are the same."""
     folders = {p.parent.name: p for p in sorted((home / COLLECTED).glob(f"*/{step}"))}
-    if not uses_ngshare():
-        for folder in sorted((home / "submitted").glob(f"*/{step}")):
-            mine = folders.get(folder.parent.name)
-            if (folder / SECRET).is_file() and (mine is None or (_stamp(folder) or 0) > (_stamp(mine) or 0)):
-                folders[folder.parent.name] = folder
+    held = _ngshare_held(step) if uses_ngshare() else None
+    for folder in sorted((home / "submitted").glob(f"*/{step}")):
+        sid, mine = folder.parent.name, folders.get(folder.parent.name)
+        through = (_stamp(folder) in held(sid)) if held else (folder / SECRET).is_file()
+        if through and (mine is None or (_stamp(folder) or 0) > (_stamp(mine) or 0)):
+            folders[sid] = folder
     return [folders[name] for name in sorted(folders)]
+
+
+def _ngshare_held(step: str):
+    """student -> the times (seconds) of their submissions of `step` in the hub's ngshare, asked once
+    for each student."""
+    from ..term import parse_timestamp
+
+    client, known = ngshare_client(), {}
+
+    def held(sid: str) -> set[float]:
+        if sid not in known:
+            known[sid] = {parse_timestamp(stamp) for stamp in client.submissions(step, sid)} - {None}
+        return known[sid]
+
+    return held
 
 
 def _stamp(folder: Path) -> float | None:

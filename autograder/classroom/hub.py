@@ -291,12 +291,28 @@ def share_exchange_inbound(root: Path, group: str = GRADERS_GROUP) -> Path | Non
     return inbound
 
 
+def ngshare_collect_config() -> str:
+    """What the instructors' nbgrader configuration ends with on a hub whose exchange is ngshare: their
+    formgrader's Collect is the course's collect from ngshare (collecting.NGSHARE_COLLECT: nothing outside a
+    submission's folder, nothing left writable by every account), in place of ngshare-exchange's own the
+    exchange's lines name. It reads the grader's module, which formgrader_config puts on the path."""
+    from .collecting import NGSHARE_COLLECT
+
+    return (
+        "# The formgrader's Collect: the course's collect from ngshare (autograder/classroom/collecting.py)\n"
+        f"c.ExchangeFactory.collect = {NGSHARE_COLLECT!r}\n"
+    )
+
+
 def user_config(folder: Path, conf: dict, students: bool) -> Path:
-    """user_config_files written into a folder; the instructors' with formgrader_config too."""
+    """user_config_files written into a folder; the instructors' with formgrader_config too (and, with
+    ngshare, ngshare_collect_config)."""
     for name, text in user_config_files(conf, students).items():
         if name == "nbgrader_config.py" and not students:
             head = "c = get_config()  # noqa: F821\n"
             text = text.replace(head, head + formgrader_config(), 1)
+            if ngshare.chosen(conf):
+                text += ngshare_collect_config()
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text, encoding="utf-8")
     return folder

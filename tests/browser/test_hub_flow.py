@@ -24,9 +24,11 @@ artifacts/screenshots/hub-*.png. The hub is the run's one hub (conftest.hub_sess
 
 The same hub also runs ngshare as its service (tests/hub.py add_ngshare: the lines `make hub` writes
 with `[hub] exchange = "ngshare"`), and one more student's server has ngshare-exchange as its nbgrader
-exchange: the course goes into ngshare, the student fetches, validates and submits in the Assignments
-tab, the instructor's collect, grade and return-feedback go through ngshare (a grading home of their
-own), the grades land in the store, and the student fetches the feedback and reads the store's total.
+exchange, and so has one more instructor's: the course goes into ngshare, the student fetches, validates
+and submits in the Assignments tab, that instructor presses Collect in the hub's formgrader (the course's
+collect from ngshare, into a grading home of its own), the grader grades the submission there into the
+store, return-feedback returns it through ngshare, and the student fetches the feedback and reads the
+store's total.
 
 Then a burst: twenty more students of the roster log in at once, without a browser (the login form,
 their servers spawned side by side, the requests the Assignments tab and JupyterLab's save make, with
@@ -49,6 +51,7 @@ import pytest
 from autograder.classroom.hub import GRADERS_GROUP, SHORT_POLLS
 from autograder.course import COURSE_ID
 from autograder.example import filled
+from autograder.term import parse_timestamp
 from conftest import ROOT, STEP4, uses
 from hub import VALIDATE_PROBE, listening, python
 
@@ -165,11 +168,11 @@ def hand_in(page, hub: dict, student: str, answers, passes: bool,
     return (sorted(STEP4.notebooks()) if answers is None else [FIRST]), took
 
 
-def collect_in_formgrader(page, hub: dict, teacher: str) -> tuple[str, float]:
+def collect_in_formgrader(page, hub: dict, teacher: str, students: list[str] | None = None) -> tuple[str, float]:
     """The instructor's formgrader on the hub, Manage Assignments: the step's row, its Collect button (the
     cloud icon) pressed, as an instructor collects; waits for nbgrader's dialog saying it succeeded and for
-    the row's count of submissions to show every student. Returns the dialog's text (the collect's log) and
-    the seconds from the press to the dialog."""
+    the row's count of submissions to show every student (`students`, or the hub's three). Returns the
+    dialog's text (the collect's log) and the seconds from the press to the dialog."""
     page.goto(f"{hub['url']}/user/{teacher}/formgrader/manage_assignments")
     row = page.locator("#main-table tr").filter(has=page.locator("td.name", has_text=STEP4.name))
     button = row.locator("td.collect a")
@@ -187,7 +190,7 @@ def collect_in_formgrader(page, hub: dict, teacher: str) -> tuple[str, float]:
         "([step, n]) => [...document.querySelectorAll('#main-table tr')].some(r =>"
         " r.querySelector('td.name')?.textContent.trim() === step"
         " && r.querySelector('td.num-submissions')?.textContent.trim() === String(n))",
-        arg=[STEP4.name, len(hub["students"])], polling=200)
+        arg=[STEP4.name, len(students or hub["students"])], polling=200)
     shot(page, f"{short(teacher)}-02-collected")
     return text, seconds
 
@@ -269,7 +272,7 @@ def test_make_hub_serves_a_login_and_knows_the_course(hub_session, record_proper
     grading = Path(hub["env"]["GRADER_HOME"]).stat()    # shared with the instructors' group, setgid
     assert grading.st_gid == grp.getgrnam(GRADERS_GROUP).gr_gid and stat.S_IMODE(grading.st_mode) == 0o2775, \
         (grading, oct(grading.st_mode))
-    assert set(grp.getgrnam(GRADERS_GROUP).gr_mem) == set(hub["instructors"])
+    assert set(grp.getgrnam(GRADERS_GROUP).gr_mem) == set(hub["instructors"] + hub["ngshare_instructors"])
     released = Path(hub["env"]["NBGRADER_EXCHANGE"]) / "dl-course" / "outbound" / STEP4.name
     assert sorted(p.name for p in released.glob("*.ipynb")) == sorted(f"{n}.ipynb" for n in STEP4.notebooks())
     # the submissions' folder: students write into it, the instructors' group lists it (their formgrader's
@@ -424,23 +427,28 @@ def cpu_seconds(roots: list[int]) -> dict[int, float]:
 
 def test_a_student_hands_in_through_ngshare_on_the_same_hub_the_instructor_grades_and_returns_feedback(
         hub_session, chromium, record_property):
-    """The run's hub also runs ngshare as its service, and its student on it (tests/hub.py add_ngshare)
-    has a server whose nbgrader exchange is ngshare-exchange: the course goes into ngshare (`hub
-    --publish`, with NBGRADER_EXCHANGE=ngshare, as `make hub` does for a hub on ngshare), the student
-    fetches, validates and submits in the Assignments tab, the instructor's `collect`, `grade` and
-    `return-feedback` go through ngshare as the hub's grader service, the grades land in the store, and
-    the student fetches the feedback in the Assignments tab and reads the store's total on its page.
-    Handed in again unchanged, the newest is collected and each notebook keeps the first one's time.
-    Nothing of it goes through the folder exchange."""
+    """The run's hub also runs ngshare as its service, and its student and instructor on it (tests/hub.py
+    add_ngshare) have servers whose nbgrader exchange is ngshare-exchange: the course goes into ngshare
+    (`hub --publish`, with NBGRADER_EXCHANGE=ngshare, as `make hub` does for a hub on ngshare), the student
+    fetches, validates and submits in the Assignments tab, the instructor presses Collect in the hub's
+    formgrader (the course's collect from ngshare, as the instructor's account, into the grading home's
+    submitted/ of its own), `grade` grades it there into the store, `return-feedback` returns it through
+    ngshare, and the student fetches the feedback in the Assignments tab and reads the store's total on
+    its page. Handed in again unchanged, `collect` (the course's command, as the hub's grader service)
+    takes the newest, each notebook keeping the first one's time, and return-feedback does not return
+    the old feedback as about it. Nothing of it goes through the folder exchange."""
     hub = hub_session
     student = hub["ngshare"][0]
-    home = Path(hub["folder"]) / "grader-ngshare"          # a grading home of its own
-    home.mkdir(exist_ok=True)
+    teacher = hub["ngshare_instructors"][0]
+    home = Path(hub["ngshare_home"])                        # a grading home of its own (tests/hub.py)
     env = {**hub["env"], "NBGRADER_EXCHANGE": "ngshare", "GRADER_HOME": str(home),
            "NBGRADER_DB_URL": f"sqlite:///{home / 'gradebook.db'}"}
     ngshare = {**hub, "env": env}
     mine = Path(hub["folder"]) / "hub" / "jupyter" / "ngshare-students" / "nbgrader_config.py"
     assert "ngshare_exchange.ExchangeSubmit" in mine.read_text() and "Exchange.root" not in mine.read_text()
+    theirs = (Path(hub["folder"]) / "hub" / "jupyter" / "ngshare-instructors" / "nbgrader_config.py").read_text()
+    assert theirs.rstrip().endswith("c.ExchangeFactory.collect = 'autograder.classroom.collecting.NgshareCollect'")
+    assert repr(str(home)) in theirs, theirs
     assert "'name': 'ngshare'" in (Path(hub["folder"]) / "hub" / "jupyterhub_config.py").read_text()
     roots = [os.getpid(), hub["pid"]]
     cpu_before = cpu_seconds(roots)
@@ -449,18 +457,30 @@ def test_a_student_hands_in_through_ngshare_on_the_same_hub_the_instructor_grade
     assert "to ngshare" in out, out
     record_property("measured", f"hub on ngshare: the course and the step into ngshare: {time.monotonic() - started:.1f} s")
     uses("browser")
-    context, page = new_page(chromium)
+    contexts, pages = [], {}
     try:
-        to_lab = log_in(page, hub, student)
-        record_property("measured", f"hub on ngshare: {short(student)}'s login to a usable JupyterLab: {to_lab:.1f} s")
+        page = logged_in(chromium, hub, student, f"{short(student)} on ngshare", record_property, contexts, pages)
         handed_in, _ = hand_in(page, hub, student, lambda cid, i: True, True)
         submitted_at = time.monotonic()
-        out = course(ngshare, "collect")
-        assert student in out and "1 new submissions" in out, out
-        collected = home / "collected" / student / STEP4.name
+
+        # the instructor presses Collect in the hub's formgrader: the course's collect from ngshare, as the
+        # instructor's account, into the grading home's submitted/, where the grader grades it in place
+        desk = logged_in(chromium, hub, teacher, "the instructor on ngshare", record_property, contexts, pages)
+        log, seconds = collect_in_formgrader(desk, hub, teacher, [student])
+        record_property("measured", f"hub on ngshare: the formgrader's Collect, pressed to its dialog: {seconds:.1f} s")
+        assert f"Collecting submission: {student} {STEP4.name}" in log, log[-3000:]
+        collected = home / "submitted" / student / STEP4.name
         assert sorted(p.stem for p in collected.glob("*.ipynb")) == handed_in
-        assert (collected / "timestamp.txt").is_file() and (collected / "notebook_times.json").is_file()
-        course(ngshare, "grade", str(home / "collected"), "--workers", "2")
+        assert (collected / "timestamp.txt").is_file()
+        graders, teacher_uid = grp.getgrnam(GRADERS_GROUP), pwd.getpwnam(teacher).pw_uid
+        for folder in (home / "submitted", collected.parent):    # the instructors' group's to write
+            info = folder.stat()
+            assert (info.st_uid, info.st_gid) == (teacher_uid, graders.gr_gid), (folder, info)
+            assert info.st_mode & stat.S_IWGRP and info.st_mode & stat.S_ISGID, (folder, oct(info.st_mode))
+        for path in [collected, *collected.iterdir()]:              # nothing writable by every account
+            assert not path.stat().st_mode & stat.S_IWOTH, (path, oct(path.stat().st_mode))
+
+        course(ngshare, "grade", str(home / "submitted"), "--workers", "2")
         graded = stored(ngshare)
         assert list(graded) == [student] and graded[student]["notebooks"] == sorted(STEP4.notebooks()), graded
         step = graded[student]["totals"]["step"]
@@ -472,8 +492,9 @@ def test_a_student_hands_in_through_ngshare_on_the_same_hub_the_instructor_grade
         shown = re.search(r"step total\s+([\d.]+) /", seen)
         assert shown and float(shown[1]) == round(step["total"], 1), seen
         feedback_seen = time.monotonic()
-        # handed in again, nothing changed (the Assignments tab's request): the newest submission is
-        # collected, and each notebook keeps the time of the first, read from the student's submissions in ngshare
+        # handed in again, nothing changed (the Assignments tab's request): the course's collect takes the
+        # newest submission, and each notebook keeps the time of the first, read from the student's
+        # submissions in ngshare; return-feedback does not return the first one's feedback as about it
         first = (collected / "timestamp.txt").read_text()
         xsrf = max((c for c in page.context.cookies() if c["name"] == "_xsrf" and f"/user/{student}".startswith(
             c["path"].rstrip("/"))), key=lambda c: len(c["path"]))["value"]
@@ -482,26 +503,31 @@ def test_a_student_hands_in_through_ngshare_on_the_same_hub_the_instructor_grade
         assert again.ok and again.json()["success"], again.text()[:2000]
         out = course(ngshare, "collect")
         assert "1 new submissions" in out, out
-        assert (collected / "timestamp.txt").read_text() != first
-        times = json.loads((collected / "notebook_times.json").read_text())
-        assert sorted(times) == [f"{n}.ipynb" for n in handed_in] and set(times.values()) == {f"{first} UTC"}, \
-            (times, first)
+        newest = home / "collected" / student / STEP4.name
+        assert (newest / "timestamp.txt").read_text() != first
+        times = json.loads((newest / "notebook_times.json").read_text())
+        assert sorted(times) == [f"{n}.ipynb" for n in handed_in], times
+        assert {parse_timestamp(t) for t in times.values()} == {parse_timestamp(first)}, (times, first)
+        out = course(ngshare, "return-feedback")
+        assert f"{student}: the feedback is not about the newest submission" in out and "feedback for" not in out, out
     except Exception:
-        try:
-            shot(page, f"FAILED-{short(student)}")
-        except Exception:
-            pass
+        for who, shown_page in pages.items():
+            try:
+                shot(shown_page, f"FAILED-{short(who)}")
+            except Exception:
+                pass
         raise
     finally:
-        context.close()
+        for context in contexts:
+            context.close()
     inbound = Path(hub["env"]["NBGRADER_EXCHANGE"]) / COURSE_ID / "inbound"      # the folder exchange: not used
     assert not any(p.name.startswith(f"{student}+") for p in inbound.iterdir())
     cpu_after = cpu_seconds(roots)
     cpu = sum(seconds - cpu_before.get(pid, 0.0) for pid, seconds in cpu_after.items())
-    record_property("measured", f"hub on ngshare: the submission to the feedback seen (collect, grade, return, "
-                                f"fetch): {feedback_seen - submitted_at:.1f} s")
+    record_property("measured", f"hub on ngshare: the submission to the feedback seen (the formgrader's Collect, "
+                                f"grade, return, fetch): {feedback_seen - submitted_at:.1f} s")
     record_property("measured", f"hub on ngshare: the whole test {time.monotonic() - started:.1f} s, {cpu:.0f} s of "
-                                f"CPU (this test's processes, the hub's and the student's server)")
+                                f"CPU (this test's processes, the hub's and the users' servers)")
 
 
 # ---- a burst: every student of a class hands in at the same moment ------------------------------
