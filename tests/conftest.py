@@ -227,6 +227,20 @@ def _nice_tail(request):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _environment_restored():
+    """The environment as it was before each test, whatever the test left in it: code a test runs in this
+    process may set variables for the processes it configures (nbgrader_config.py sets PYTHONPATH; a hub
+    user's configuration sets COURSE_ROOT, GRADER_HOME and NBGRADER_DB_URL), and a later test of the same
+    worker would run its commands on another course (a `make fetch` in a copied course read the checkout's
+    course.toml so)."""
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 # ---- measurements a test reports (record_property("measured", "...")): printed after the run ----
 _MEASURED: list[str] = []
 # ---- and the real components each passed test ran (uses(...)): counted after the run ----

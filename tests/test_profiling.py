@@ -75,6 +75,7 @@ def test_a_fixture_is_listed_under_the_module_of_the_test_it_was_set_up_for(tmp_
     for name in ("test_first", "test_second"):
         (run / f"{name}.py").write_text(RUN_TEST)
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}    # this run's options are not the inner run's
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)       # the plugin reads the grader's meters
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
                            "--rootdir", str(run), str(run)], cwd=run, env=env, capture_output=True, text=True,
                           timeout=120)
@@ -238,6 +239,7 @@ def test_a_run_on_two_workers_samples_every_process(tmp_path):
     # a run of its own, also when this one is profiled on xdist's workers
     ours = ("PYTEST_ADDOPTS", "TEST_PROFILE_OWNER", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT")
     env = {k: v for k, v in os.environ.items() if k not in ours}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)       # the plugin reads the grader's meters
     env.update(TEST_PROFILE=str(profile), TEST_PROFILE_EVERY="0.2")
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadscope",
                            "-p", "no:cacheprovider", "--rootdir", str(run), "--basetemp", str(tmp_path / "inner"),
