@@ -39,6 +39,30 @@ def graded(home, student: str, stamp: str) -> None:
     (folder / "timestamp.txt").write_text(stamp)
 
 
+def five_handed_in(home, secrets: bool) -> None:
+    """Five students' submissions and feedback in a grading home, the cases return-feedback tells apart.
+    secrets: each submission carries the secret the folder exchange's collect copies along (ngshare's
+    does not)."""
+    secret = (lambda text: text) if secrets else (lambda text: None)
+    # ann: collected by the formgrader into submitted/, graded there
+    submission(home / "submitted" / "ann" / STEP, EARLY, secret("ann-secret"))
+    graded(home, "ann", EARLY)
+    # bob: the formgrader collected a newer submission since the grading: its feedback is about the old one
+    submission(home / "submitted" / "bob" / STEP, LATER, secret("bob-secret"))
+    graded(home, "bob", EARLY)
+    # cat: `make collect`, then graded (submitted/ holds what the grader kept, no secret)
+    submission(home / "collected" / "cat" / STEP, EARLY, secret("cat-secret"), b'{"cat": 1}')
+    submission(home / "submitted" / "cat" / STEP, EARLY, None, b'{"cat": 1}')
+    graded(home, "cat", EARLY)
+    # dan: `make collect` first, then the formgrader's Collect of a newer submission, graded
+    submission(home / "collected" / "dan" / STEP, EARLY, secret("dan-old-secret"))
+    submission(home / "submitted" / "dan" / STEP, LATER, secret("dan-secret"), b'{"dan": 2}')
+    graded(home, "dan", LATER)
+    # eve: graded from an LMS's download (the grader wrote its time), never through the exchange
+    submission(home / "submitted" / "eve" / STEP, EARLY, None)
+    graded(home, "eve", EARLY)
+
+
 def test_return_feedback_returns_what_the_formgrader_collected_and_graded_in_place(tmp_path, monkeypatch, capsys):
     home = tmp_path / "home"
     monkeypatch.setenv("GRADER_HOME", str(home))
@@ -46,23 +70,7 @@ def test_return_feedback_returns_what_the_formgrader_collected_and_graded_in_pla
     released = []
     monkeypatch.setattr(exchange, "nbgrader", lambda *args: released.append(args) or "")
     monkeypatch.setattr("autograder.grading.grade.refresh_stale_feedback", lambda step: [])
-    # ann: collected by the formgrader into submitted/, graded there
-    submission(home / "submitted" / "ann" / STEP, EARLY, "ann-secret")
-    graded(home, "ann", EARLY)
-    # bob: the formgrader collected a newer submission since the grading: its feedback is about the old one
-    submission(home / "submitted" / "bob" / STEP, LATER, "bob-secret")
-    graded(home, "bob", EARLY)
-    # cat: `make collect`, then graded (submitted/ holds what the grader kept, no secret)
-    submission(home / "collected" / "cat" / STEP, EARLY, "cat-secret", b'{"cat": 1}')
-    submission(home / "submitted" / "cat" / STEP, EARLY, None, b'{"cat": 1}')
-    graded(home, "cat", EARLY)
-    # dan: `make collect` first, then the formgrader's Collect of a newer submission, graded
-    submission(home / "collected" / "dan" / STEP, EARLY, "dan-old-secret")
-    submission(home / "submitted" / "dan" / STEP, LATER, "dan-secret", b'{"dan": 2}')
-    graded(home, "dan", LATER)
-    # eve: graded from an LMS's download, never through the exchange
-    submission(home / "submitted" / "eve" / STEP, EARLY, None)
-    graded(home, "eve", EARLY)
+    five_handed_in(home, secrets=True)
 
     assert [p.relative_to(home).parts[0] for p in handed_in(home, STEP)] == [
         "submitted", "submitted", "collected", "submitted"]                # ann, bob, cat, dan
@@ -137,23 +145,7 @@ def test_on_ngshare_return_feedback_returns_what_the_formgrader_collected_and_gr
     monkeypatch.setattr("autograder.grading.grade.refresh_stale_feedback", lambda step: [])
     ngshare = HeldInNgshare({"ann": [EARLY], "bob": [EARLY, LATER], "cat": [EARLY], "dan": [EARLY, LATER]})
     monkeypatch.setattr(exchange, "ngshare_client", lambda: ngshare)
-    # ann: collected by the formgrader into submitted/, graded there
-    submission(home / "submitted" / "ann" / STEP, EARLY, None)
-    graded(home, "ann", EARLY)
-    # bob: the formgrader collected a newer submission since the grading: its feedback is about the old one
-    submission(home / "submitted" / "bob" / STEP, LATER, None)
-    graded(home, "bob", EARLY)
-    # cat: `make collect`, then graded (submitted/ holds what the grader kept)
-    submission(home / "collected" / "cat" / STEP, EARLY, None, b'{"cat": 1}')
-    submission(home / "submitted" / "cat" / STEP, EARLY, None, b'{"cat": 1}')
-    graded(home, "cat", EARLY)
-    # dan: `make collect` first, then the formgrader's Collect of a newer submission, graded
-    submission(home / "collected" / "dan" / STEP, EARLY, None)
-    submission(home / "submitted" / "dan" / STEP, LATER, None, b'{"dan": 2}')
-    graded(home, "dan", LATER)
-    # eve: graded from an LMS's download (the grader wrote its time), never in ngshare
-    submission(home / "submitted" / "eve" / STEP, EARLY, None)
-    graded(home, "eve", EARLY)
+    five_handed_in(home, secrets=False)          # ngshare's Collect writes no submission secret
 
     assert [p.relative_to(home).parts[0] for p in handed_in(home, STEP)] == [
         "submitted", "submitted", "collected", "submitted"]                # ann, bob, cat, dan
