@@ -602,7 +602,7 @@ def test_a_class_of_twenty_hands_in_at_the_same_moment_and_nothing_is_lost(hub_s
     every one of them with every notebook of the step, each first notebook with its own student's line,
     and the exchange holds exactly one submission each."""
     from concurrent.futures import ThreadPoolExecutor
-    from threading import Barrier
+    from threading import Barrier, BrokenBarrierError
 
     hub = hub_session
     burst = hub["burst"]
@@ -626,7 +626,14 @@ def test_a_class_of_twenty_hands_in_at_the_same_moment_and_nothing_is_lost(hub_s
     started = time.monotonic()
     try:
         with ThreadPoolExecutor(max_workers=len(students)) as pool:
-            runs = dict(zip(burst, pool.map(one, students)))
+            futures = [pool.submit(one, s) for s in students]
+        failed = [(account, f.exception()) for account, f in zip(burst, futures) if f.exception() is not None]
+        # the student whose failure broke the gate, not the others' BrokenBarrierError
+        cause = next(((a, e) for a, e in failed if not isinstance(e, BrokenBarrierError)), failed[0] if failed else None)
+        if cause is not None:
+            raise AssertionError(f"{cause[0]}: {type(cause[1]).__name__}: {cause[1]} "
+                                 f"({len(failed)} of {len(students)} students stopped)") from cause[1]
+        runs = {account: f.result() for account, f in zip(burst, futures)}
     finally:
         with ThreadPoolExecutor(max_workers=len(students)) as pool:
             list(pool.map(lambda s: s.stop(), students))
