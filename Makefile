@@ -222,8 +222,10 @@ lint: $(PY)
 	$(VENV)/bin/ruff check autograder dlcourse source/course_plugin.py source/step-04/checks
 	$(VENV)/bin/ruff format --check autograder dlcourse source/course_plugin.py
 
+# whole modules to a worker, the most tests first: a module's judgements of the corpus, cached in the
+# process that made them, are made once (split over two workers, test_visible_checks_proof's twice)
 test-quick: $(PY)
-	$(PY) -m pytest -rs -m "not slow and not browser" -x -q -n 2
+	$(PY) -m pytest -rs -m "not slow and not browser" -x -q -n 2 --dist loadscope
 
 # Benchmarks: grading throughput against plain nbgrader (warm and cold kernels, one notebook and the
 # whole step), where a notebook's time goes, the student side, the head against T. Rewrites
