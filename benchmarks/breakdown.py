@@ -145,10 +145,13 @@ def once_per_process(repeats: int) -> dict:
             "import nbformat": with_iri, "import nbformat without rfc3987_syntax": without_iri}
 
 
-def measure(notebook: str, repeats: int, say=print, notebooks: list[str] | None = None) -> dict:
+def measure(notebook: str, repeats: int, say=print, notebooks: list[str] | None = None,
+            share_warm: bool = False) -> dict:
     """The phases of one notebook graded in cold kernels and in warm ones, in the sandbox `make grade`
     picks, alternating; the warm template's own start (once per worker) timed apart, first; then every
-    notebook of the step (or those of `notebooks`) once in warm kernels."""
+    notebook of the step (or those of `notebooks`) once in warm kernels. `share_warm` (--quick): `notebook`
+    is not graded again for that table, its last warm run above (the same grading, template started) is
+    shown there."""
     from autograder.kernel import warm
     from autograder.example import filled
     from autograder.kernel.sandbox import resolve_sandbox
@@ -167,6 +170,9 @@ def measure(notebook: str, repeats: int, say=print, notebooks: list[str] | None 
         # every notebook of the step, answered, once in warm kernels: where a whole student's time goes
         out["notebooks"], out["every notebook"] = {}, notebooks is None
         for name in notebooks or bench_step().notebooks():
+            if share_warm and name == notebook and out["phases"]["warm"]:
+                out["notebooks"][name] = out["phases"]["warm"][-1]
+                continue
             one = Path(tmp) / f"{name}.ipynb"
             one.write_text(json.dumps(filled(bench_step(), name, lambda cid, i: True)), encoding="utf-8")
             say(f"  breakdown: {name}, sandbox {sandbox}, warm kernels")

@@ -436,11 +436,18 @@ def main(argv=None) -> int:
         + (f" PLAIN_MAX={args.plain_max}" if args.plain_max != 40 else "") \
         + (f" SERIAL_MAX={args.serial_max}" if args.serial_max != 40 else "")
     student_names, head_ts, whole_step_names = None, None, None
+    import student
+    import throughput
+    moves, ways, head_repeats = student.MOVES, throughput.WAYS, max(3, repeats * 3)
     if args.quick:
+        # the least that still runs every part's code: two students (so that two workers share them),
+        # two notebooks for the whole step, one notebook with a slider, two T; the class graded in
+        # cold kernels by section 1b only (the same command as section 1's would be)
         sizes, repeats, args.plain_max, args.serial_max = [2], 1, 2, 2
         args.whole_step, args.plain_timeout = 1, 30
         whole_step_names = ["01-on-paper", "02-the-head"]
-        student_names, head_ts = ["01-on-paper", "05-attention-as-smoothing"], [256, 512]
+        student_names, head_ts, moves, head_repeats = ["05-attention-as-smoothing"], [256, 512], 3, 3
+        ways = tuple(w for w in throughput.WAYS if w != "ours-2-cold")
         command = "python benchmarks/run.py --quick"
 
     if args.from_json:
@@ -474,18 +481,18 @@ def main(argv=None) -> int:
             results.setdefault("failed", {})[name] = f"{type(err).__name__}: {str(err)[-2000:]}"
 
     def student_part():
-        import student
-        out = student.measure(repeats, say=say, names=student_names)
+        out = student.measure(repeats, say=say, names=student_names, moves=moves)
         out["browser"] = student.browser_latencies()
         return out
 
     import breakdown
     import head
-    import throughput
-    part("head", lambda: head.measure_in_subprocess(max(3, repeats * 3), head_ts or head.TS, say=say))
+    part("head", lambda: head.measure_in_subprocess(head_repeats, head_ts or head.TS, say=say))
     part("student", student_part)
-    part("breakdown", lambda: breakdown.measure(throughput.NOTEBOOK, repeats, say=say, notebooks=whole_step_names))
-    part("throughput", lambda: throughput.measure(sizes, repeats, args.plain_max, args.serial_max, say=say))
+    part("breakdown", lambda: breakdown.measure(throughput.NOTEBOOK, repeats, say=say, notebooks=whole_step_names,
+                                                share_warm=args.quick))
+    part("throughput", lambda: throughput.measure(sizes, repeats, args.plain_max, args.serial_max, say=say,
+                                                  ways=ways))
     part("whole_step", lambda: throughput.measure_whole_step(args.whole_step, args.plain_timeout, say=say,
                                                                   notebooks=whole_step_names))
 

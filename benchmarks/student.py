@@ -77,7 +77,9 @@ def slider_functions(nb) -> dict[str, str]:
     return found
 
 
-def measure(repeats: int, say=print, names: list[str] | None = None) -> dict:
+def measure(repeats: int, say=print, names: list[str] | None = None, moves: int = MOVES) -> dict:
+    """Each notebook (or those of `names`), release and solutions, `repeats` times; each slider of a
+    solution notebook moved `moves` times."""
     out = {"release": {}, "solutions": {}, "sliders": {}}
     paths = {"release": sorted((ROOT / "release" / STEP).glob("*.ipynb")),
              "solutions": sorted((ROOT / "solutions" / STEP).glob("*.ipynb"))}
@@ -88,7 +90,7 @@ def measure(repeats: int, say=print, names: list[str] | None = None) -> dict:
             for path in paths[kind]:
                 say(f"  student side: {kind}/{path.stem}, run {r + 1} of {repeats}")
                 functions = slider_functions(nbformat.read(path, as_version=4)) if kind == "solutions" else {}
-                extra = (f"_FUNCTIONS = {functions!r}\n_MOVES = {MOVES}\n" + PROBE) if functions else None
+                extra = (f"_FUNCTIONS = {functions!r}\n_MOVES = {moves}\n" + PROBE) if functions else None
                 seconds, nb = _run(path, allow, extra)
                 out[kind].setdefault(path.stem, []).append(seconds)
                 if extra:

@@ -161,9 +161,14 @@ def ours(cls: Path, work: Path, workers: int, kernels: str = "warm", notebooks: 
             "points": sum(c["score"] or 0 for r in records for c in r["cells"])}
 
 
-def measure(sizes: list[int], repeats: int, plain_max: int, serial_max: int, say=print) -> dict:
+WAYS = ("plain", "ours-1", "ours-2", "ours-2-cold")
+
+
+def measure(sizes: list[int], repeats: int, plain_max: int, serial_max: int, say=print,
+            ways: tuple[str, ...] = WAYS) -> dict:
     """For each size: plain (up to plain_max students, else extrapolated), ours with 1 worker (up to
-    serial_max) and 2 workers. Repeats for the smallest size; one run per larger size. The runs of
+    serial_max) and 2 workers, warm kernels and cold (of `ways`: --quick leaves out the cold run, whose
+    command section 1b runs too). Repeats for the smallest size; one run per larger size. The runs of
     one repeat alternate their order so that a change in the machine's load hits all alike."""
     out = {"notebook": NOTEBOOK, "variants": [n for n, _ in variants()], "sizes": {}}
     with tempfile.TemporaryDirectory(prefix="bench-class-") as tmp:
@@ -174,7 +179,7 @@ def measure(sizes: list[int], repeats: int, plain_max: int, serial_max: int, say
             runs = {"plain": [], "ours-1": [], "ours-2": [], "ours-2-cold": []}
             n = repeats if size == min(sizes) else 1
             for r in range(n):
-                order = ["plain", "ours-1", "ours-2", "ours-2-cold"]
+                order = [w for w in WAYS if w in ways]
                 if r % 2:
                     order.reverse()
                 for what in order:

@@ -54,15 +54,22 @@ def test_bench_quick_writes_every_section_with_figures(tmp_path):
     # and the notebooks of the whole step's part (two in --quick) in warm kernels, with the sum
     assert [r.split("|")[1].strip() for r in notebooks] == ["01-on-paper", "02-the-head", "these 2"], notebooks
     assert all(len(NUMBER.findall(r)) == 8 for r in notebooks), notebooks      # 7 phases and the total
-    # student side: the two notebooks run, release and solution, and the slider of notebook 05
+    # student side: notebook 05 run, release and solution, and its slider moved
     student = rows(text, "## 3. Student side")
-    assert any(r.startswith("| 01-on-paper |") and len(NUMBER.findall(r)) >= 2 for r in student), student
+    assert any(r.startswith("| 05-attention-as-smoothing |") and len(NUMBER.findall(r)) >= 2 for r in student), student
     assert any("bandwidth-slider" in r and len(NUMBER.findall(r)) >= 2 for r in student), student
     # the head: a row per T with three times, exponents, memory of A
     head = rows(text, "## 4. The head against T")
     assert any(r.startswith("| 256 |") and len(NUMBER.findall(r)) >= 3 for r in head), head
     assert re.search(r"Head k = -?\d+\.\d+", text) and re.search(r"streaming k = -?\d+\.\d+", text)
     assert "| 512 | 1.0 | 1.0 |" in text       # A at T = 512: 512 * 512 * 4 bytes = 1.0 MiB, computed and measured
+    # the everyday commands: a row per command with its seconds and CPU seconds; the class report: its row
+    commands = rows(text, "## 5. Everyday commands")
+    assert [r.split("|")[1].strip() for r in commands] == [
+        f"make {c}" for c in ("steps", "fetch", "submit", "collect", "extensions", "export")], commands
+    assert all(len(NUMBER.findall(r.split("|")[2])) == 2 for r in commands), commands
+    (report,) = rows(text, "## 6. The class report")
+    assert re.match(r"\| \d+ \|", report) and len(NUMBER.findall(report)) == 5, report   # load, build, total, CPU
     # the targets table says yes or NO for each target it could judge
     targets = rows(text, "## Targets")
     assert targets and all(r.split("|")[2].strip() in ("yes", "NO") for r in targets)
