@@ -371,7 +371,7 @@ def _default(name: str):
 
 @dataclass
 class Op:
-    kind: str                  # "product", "reduce", "softmax", "opaque"
+    kind: str                  # "product", "reduce", "softmax", "combine" (elementwise, of several arrays), "opaque"
     name: str
     operands: list             # axes (tuples of labels) of the operands derived from the inputs
     axes: tuple = ()           # reduce/softmax: the axes collapsed; product: the axes contracted
@@ -650,6 +650,8 @@ class _Interpreter:
             else:
                 value = _merge(_as_arr(left), _as_arr(right)) if (_as_arr(left) is not None or
                                                                   _as_arr(right) is not None) else left
+                self.combine(_OPERATOR_SIGNS.get(type(node.op), "an operator") + "=", [left, right],
+                             _broadcast(_as_arr(left), _as_arr(right)), node)
             if isinstance(node.target, ast.Name):
                 if isinstance(left, (Size, Index)) and not _is_arr(right):
                     value = left
@@ -1018,7 +1020,19 @@ class _Interpreter:
                     isinstance(right, (Tup, Seq)) and not _is_arr(left):
                 return left if isinstance(left, (Tup, Seq)) else right       # [x] * n: a list repeated
             return self.product("*", [left, right], node)
-        return self.arith(left, right)
+        result = self.arith(left, right)
+        self.combine(_OPERATOR_SIGNS.get(type(node.op), "an operator"), [left, right], result, node)
+        return result
+
+    def combine(self, name, values, result, node):
+        """Record an elementwise combination (+, -, /, maximum, where...) of two or more arrays derived from
+        the inputs, with the axes of its result: one that pairs axes no operand paired (q's positions
+        broadcast against k's) is whole-matrix work whatever follows it (a square, a log, a sum)."""
+        arrays = [a for a in (None if isinstance(v, (Size, Index, Blank)) else _as_arr(v) for v in values)
+                  if a is not None]
+        result = _as_arr(result)
+        if len(arrays) >= 2 and result is not None:
+            self.op("combine", name, arrays, (), result, node)
 
     def expr_rest(self, node, scope):
         if isinstance(node, ast.BoolOp):
@@ -1302,8 +1316,9 @@ class _Interpreter:
                 args.append(self.expr(a, scope))
         kwargs = {k.arg: self.expr(k.value, scope) for k in node.keywords if k.arg}
         for k in node.keywords:
-            if not k.arg:
-                self.expr(k.value, scope)
+            if not k.arg and _as_arr(self.expr(k.value, scope)) is not None and not self.quiet:
+                # f(**mapping) with arrays in the mapping: which parameter gets which array is not followed
+                self.undecided(f"line {node.lineno}: a call passes arrays through `**`, which the grader does not follow")
         if isinstance(func, ast.Attribute):
             base = self.expr(func.value, scope)
             if _array_choice(base) or any(_array_choice(a) for a in args):
@@ -1530,6 +1545,12 @@ class _Interpreter:
         """A library function (or an array's method, with its array `method_base`) on abstract values."""
         name = path.split(".")[-1]
         module = path.rsplit(".", 1)[0] if "." in path else ""
+        by_keyword = [k for k, v in kwargs.items() if _as_arr(v) is not None]
+        if by_keyword and name not in SAME_AXES:
+            # the reader reads a library call's arrays by position; one passed by keyword (input=, other=,
+            # mat2=...) is not followed: the call cannot be decided
+            return self.cannot_follow(path, ([method_base] if method_base is not None else []) + list(args), kwargs,
+                                      node, f"an array passed by keyword ({', '.join(by_keyword)})")
         base = method_base
         operands = ([base] if base is not None else []) + [_as_arr(a) for a in args]
         dim = _dim_argument(node, method=base is not None) if node is not None and isinstance(node, ast.Call) else None
@@ -1735,6 +1756,8 @@ class _Interpreter:
             big = [o for o in operands if o is not None] + [a for a in (_as_arr(v) for v in kwargs.values()) if a is not None]
             if name in ("tensor", "as_tensor", "array", "asarray", "from_numpy", "Tensor") and args and base is None:
                 return _as_arr(args[0])
+            if len(big) > 1:
+                self.combine(name, big, _broadcast(*big), node)
             if name.endswith("_") and base is not None and isinstance(node.func, ast.Attribute) and len(big) > 1:
                 return _broadcast(*big)
             return _broadcast(*big) if big else None
@@ -2040,6 +2063,24 @@ class _Interpreter:
         return kept
 
 
+_OPERATOR_SIGNS = {ast.Add: "+", ast.Sub: "-", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
+                   ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|", ast.BitXor: "^", ast.BitAnd: "&"}
+
+
+def _pairs(result, operands, big: set) -> bool:
+    """The result holds one of `big` at more places than any operand does (positions paired with positions)
+    or holds axes of `big` together that no operand held together (queries with keys)."""
+    def plain(axes):
+        return [a for a in axes if _touch(a, big) == "plain"]
+    held = plain(result)
+    if not held:
+        return False
+    for label in set(held):
+        if held.count(label) > max((plain(o).count(label) for o in operands), default=0):
+            return True
+    return len(set(held)) > max((len(set(plain(o))) for o in operands), default=0)
+
+
 def _mixed(label: str) -> str:
     """An axis made by mixing others (a reshape): a label the checks cannot read as any one axis."""
     return label if label in (UNKNOWN, "1") else f"~{label}"
@@ -2262,6 +2303,8 @@ def _describe(op, big) -> str:
     what = {"product": f"`{op.name}` multiplies operands spanning {spans} at once",
             "reduce": f"`{op.name}` reduces over {spans} at once",
             "softmax": f"`{op.name}` works on {spans} at once",
+            "combine": f"`{op.name}` pairs every {'query with every key' if 'K' in big else 'position with every position'}"
+                       " at once (a whole matrix, entry by entry)",
             "opaque": f"`{op.name}` receives whole inputs (spanning {spans}): the grader cannot tell how it computes"}[op.kind]
     return f"line {op.line} of {_where(op)}: {what}" if op.line else what
 
@@ -2311,6 +2354,8 @@ def entrywise_work(sources, name: str, inputs: dict) -> dict:
     big = {"B", "T"}
 
     def whole(op):
+        if op.kind == "combine":
+            return "plain" if _pairs(op.result, op.operands, {"T"}) else ""
         if op.kind not in ("product", "opaque"):
             return ""
         kinds = {_touch(a, big) for o in op.operands for a in o}
@@ -2327,6 +2372,8 @@ def streamed_work(sources, name: str, inputs: dict) -> dict:
 
     def whole(op):
         every = [a for o in op.operands for a in o]
+        if op.kind == "combine":
+            return "plain" if _pairs(op.result, op.operands, {"Q", "K"}) else ""
         if op.kind in ("reduce", "softmax"):
             kinds = {_touch(a, big) for a in op.axes}
         elif op.kind == "product":
