@@ -86,7 +86,7 @@ def guard(text: str) -> str:
         if at_start and not safe_start(c):
             out.append("'")
         out.append(c)
-        at_start = not continues_cell(c) or (at_start and c == " ")    # a reader may trim a cell's spaces
+        at_start = not continues_cell(c) or (at_start and c == " ")  # a reader may trim a cell's spaces
     if at_start and out:
         out.append("'")  # what follows the field in the file (a quote, a comma) must not start a cell
     return "".join(out)
