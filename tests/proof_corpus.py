@@ -1574,7 +1574,24 @@ def streaming_attention(q, k, v):
               "no product of q and k is written, the process share (1 of 3) is lost all the same",
           says={"bonus_scores_entrywise": ["pairs every position with every position", "whole matrices or rows at once"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w06-online-numpy-sum-by-ones", P06, {"online_softmax": code('''
+import functools
+
+
+def online_softmax(scores):
+    m = functools.reduce(torch.maximum, scores.unbind(-1))         # the running max, key by key
+    e = torch.exp(scores - m[..., None]).numpy()
+    ones = np.ones((e.shape[-1], 1), dtype=e.dtype)
+    return torch.from_numpy(e / (e @ ones))                        # the row's sum in one numpy product
+''')}, expect={"bonus_online_softmax": 2.31},
+          why="a streamed max, then every row's sum in one product with ones the answer made, in numpy (no torch "
+              "hook sees it): the process (3 of 13) is lost",
+          says={"bonus_online_softmax": ["one pass over the keys", "reduces over the keys at once"]},
+          visible_passes={"online_softmax_check": "the visible check tests the values only"}),
     Entry("w06-streaming-polarization-then-streamed", P06, {"streaming_attention": code('''
+import math
+
+
 def streaming_attention(q, k, v):
     a, c = q[..., :, None, :], k[..., None, :, :]
     s = ((((a + c) ** 2).sum(-1) - ((a - c) ** 2).sum(-1)) / 4) / math.sqrt(q.shape[-1])   # the whole T×T

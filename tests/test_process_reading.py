@@ -780,3 +780,27 @@ def test_arrays_passed_by_keyword_to_a_library_call_go_to_review(call):
 def test_a_students_helper_called_by_keyword_is_followed():
     reading = entrywise("def h(a, c):\n    return a @ c.mT\ndef scores_entrywise(q, k):\n    return h(c=k, a=q)")
     assert caught(reading), reading
+
+
+STREAMED_MAX = "    m = functools.reduce(torch.maximum, scores.unbind(-1))          # key by key\n" \
+               "    e = torch.exp(scores - m[..., None])\n"
+SUMMED_WITH_AN_ARRAY_OF_ITS_OWN = {   # the row's sum in one shot: a product with ones the answer made
+    "@ ones": "e / (e @ torch.ones(scores.shape[-1], 1, dtype=scores.dtype))",
+    "@ ones converted": "e / (e @ torch.ones(scores.shape[-1], 1).to(scores.dtype))",
+    "inner with ones_like": "e / torch.inner(e, torch.ones_like(e[..., :1, :]).squeeze(-2))[..., None]",
+    "ones' __rmatmul__": "e / torch.ones(1, scores.shape[-1]).T.__rmatmul__(e)",
+    "numpy dot with ones": "torch.from_numpy(e.numpy() / np.dot(e.numpy(), np.ones((e.shape[-1], 1), dtype=e.numpy().dtype)))",
+}
+
+
+@pytest.mark.parametrize("ending", list(SUMMED_WITH_AN_ARRAY_OF_ITS_OWN.values()), ids=list(SUMMED_WITH_AN_ARRAY_OF_ITS_OWN))
+def test_a_sum_over_the_keys_as_a_product_with_ones_is_one_shot(ending):
+    reading = online(f"import functools\ndef online_softmax(scores):\n{STREAMED_MAX}    return {ending}")
+    assert caught(reading) and "reduces over the keys at once" in reading["found"][0], (ending, reading)
+
+
+def test_the_key_by_key_maximum_alone_is_streamed():
+    """The control of the test above: the same streamed maximum with a division by a running sum."""
+    streamed = (f"import functools\ndef online_softmax(scores):\n{STREAMED_MAX}"
+                "    z = functools.reduce(torch.add, e.unbind(-1))\n    return e / z[..., None]")
+    assert clean(online(streamed)), online(streamed)

@@ -1133,6 +1133,10 @@ class _Interpreter:
         if isinstance(base, Blank):
             if attr == "shape":
                 return Shape(base.axes)
+            if attr in ("T", "H", "mT", "mH", "real", "data"):      # still an array the answer made
+                axes = tuple(reversed(base.axes)) if attr in ("T", "H") else \
+                    base.axes[:-2] + base.axes[-2:][::-1] if attr in ("mT", "mH") else base.axes
+                return Blank(axes)
             return None
         if _array_choice(base):
             return _merge(*[self.array_attribute(o, attr) for o in base.options])
@@ -1481,6 +1485,7 @@ class _Interpreter:
 
     def method(self, name, base, args, kwargs, node, scope):
         """x.name(...) on an array (or on a number or on something not derived from the inputs)."""
+        made = base if isinstance(base, Blank) else None
         if isinstance(base, Blank):
             if name in ("new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"):
                 return self.creation(name, args, kwargs, None)
@@ -1499,7 +1504,13 @@ class _Interpreter:
                 return self.creation(name, args, kwargs, None)
             big = [a for a in (_as_arr(v) for v in args + list(kwargs.values())) if a is not None]
             if not big:
-                return None
+                # still an array the answer made (ones(...).float(), .squeeze(), .T): its axes not followed
+                return Blank(tuple(UNKNOWN for _ in made.axes)) if made is not None else None
+            if made is not None and name in PRODUCTS:
+                # a product of an array the answer made with inputs (ones.__rmatmul__(e)): as the operator's
+                pair = list(args[:1]) + [made] if name.startswith("__r") else [made] + list(args[:1])
+                return self.product(name, pair, node, matmul=name in MATMULS, contract_last=name in CONTRACT_LAST,
+                                    inner=name == "inner")
             # a method of something not derived from the inputs, given inputs: read as the library's
             return self.library(f"<method>.{name}", args, kwargs, node, scope, method_base=None)
         return self.library(name, args, kwargs, node, scope, method_base=base)
@@ -1714,10 +1725,13 @@ class _Interpreter:
                 self.op("softmax", name, [x], (axis,), x, node)
             return x
         if name in PRODUCTS and not (name == "product" and module in ("itertools",)):
+            # an array the answer made (ones, a basis) stays in its place: a product of an input with it can
+            # be a reduction (e @ ones sums the keys)
+            operands = ([base] if base is not None else []) + [a if isinstance(a, Blank) else _as_arr(a) for a in args]
             if name == "einsum":
                 return self.einsum(node, args)
-            if name in ("prod", "product") and len([o for o in operands if o is not None]) == 1:
-                return self.reduce(name, next(o for o in operands if o is not None), dim, node)
+            if name in ("prod", "product") and len([o for o in operands if _is_arr(o)]) == 1:
+                return self.reduce(name, next(o for o in operands if _is_arr(o)), dim, node)
             if name == "mul_" and base is not None and isinstance(node.func, ast.Attribute):
                 value = self.product(name, operands, node)
                 return value
@@ -1732,7 +1746,7 @@ class _Interpreter:
             if name in ("addmm", "baddbmm", "addbmm", "addmv", "addcmul"):
                 operands = operands[1:]             # the first is what the product is added to
             if name == "tensordot":
-                big = [o for o in operands if o is not None]
+                big = [o for o in operands if _is_arr(o)]
                 if len(big) >= 2:
                     mixed = _mixed(_merge_labels(*big[0], *big[1]))
                     self.op("product", name, big, (UNKNOWN,), (mixed,) * max(len(big[0]) + len(big[1]) - 2, 1), node)
@@ -2015,8 +2029,15 @@ class _Interpreter:
 
     def product(self, name, operands, node, matmul=False, contract_last=False, inner=False, outer=False,
                 linear=False):
+        made = any(isinstance(o, Blank) for o in operands)
         operands = [_as_arr(o) if not isinstance(o, (Size, Index, Blank)) else None for o in operands]
         big = [o for o in operands if o is not None]
+        if len(big) == 1 and made and (matmul or contract_last or inner or linear) and big[0]:
+            # an input contracted with an array the answer made (e @ ones, an inner product with a basis):
+            # a reduction over the input's contracted axis
+            x, first = big[0], operands[0] is not None
+            axis = x[-1] if (first or not matmul or len(x) < 2) else x[-2]
+            self.op("reduce", name, [x], (axis,), (), node)
         if len(big) < 2:
             return big[0] if big else None      # a scaling: not a product of the inputs
         a, b = operands[0], operands[1] if len(operands) > 1 else None
