@@ -25,7 +25,8 @@ a cell that starts a formula. So `guard` works by two allowlists, not by a list 
 
 * a cell can start only after a character that is not in CELL_CONTINUE (letters, digits, marks, the
   space and a few signs that no spreadsheet offers as a separator); at every such place, and at the
-  field's start, the next character must be in SAFE_START (letters, digits, the space, signs no
+  field's start (and after the spaces that begin a cell: a reader may trim them, as LibreOffice's
+  "Trim spaces" does), the next character must be in SAFE_START (letters, digits, the space, signs no
   formula begins with), else a `'` is put before it (a `'` there is doubled, so `text_of` reads back
   exactly what was written); a field that ends at such a place ends with a `'` (what follows it in the
   file, the closing quote, must not start a cell either);
@@ -85,7 +86,7 @@ def guard(text: str) -> str:
         if at_start and not safe_start(c):
             out.append("'")
         out.append(c)
-        at_start = not continues_cell(c)
+        at_start = not continues_cell(c) or (at_start and c == " ")  # a reader may trim a cell's spaces
     if at_start and out:
         out.append("'")  # what follows the field in the file (a quote, a comma) must not start a cell
     return "".join(out)
@@ -99,7 +100,7 @@ def text_of(field: str) -> str:
             at_start = False  # the guard's quote: the character after it is the text's
             continue
         out.append(c)
-        at_start = not continues_cell(c)
+        at_start = not continues_cell(c) or (at_start and c == " ")
     return "".join(out).replace(LINE_BREAK, "\n")
 
 

@@ -1566,6 +1566,52 @@ def streaming_attention(q, k, v):
           says={"bonus_streaming_attention": ["not streamed", "the keys"]},
           visible_passes={"streaming_attention_check": "the visible check tests the values only"}),
 
+    Entry("w02-entrywise-polarization", P02, _entrywise('''
+    a, c = q.double()[:, :, None, :], k.double()[:, None, :, :]     # (B, T, 1, d) and (B, 1, T, d)
+    return ((((a + c) ** 2).sum(-1) - ((a - c) ** 2).sum(-1)) / 4).to(q.dtype)    # no product of q and k
+'''), expect={"bonus_scores_entrywise": 2.0},
+          why="every pair of positions at once through a broadcast sum and difference squared (polarization): "
+              "no product of q and k is written, the process share (1 of 3) is lost all the same",
+          says={"bonus_scores_entrywise": ["pairs every position with every position", "whole matrices or rows at once"]},
+          visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w06-online-numpy-sum-by-ones", P06, {"online_softmax": code('''
+import functools
+
+
+def online_softmax(scores):
+    m = functools.reduce(torch.maximum, scores.unbind(-1))         # the running max, key by key
+    e = torch.exp(scores - m[..., None]).numpy()
+    ones = np.ones((e.shape[-1], 1), dtype=e.dtype)
+    return torch.from_numpy(e / (e @ ones))                        # the row's sum in one numpy product
+''')}, expect={"bonus_online_softmax": 2.31},
+          why="a streamed max, then every row's sum in one product with ones the answer made, in numpy (no torch "
+              "hook sees it): the process (3 of 13) is lost",
+          says={"bonus_online_softmax": ["one pass over the keys", "reduces over the keys at once"]},
+          visible_passes={"online_softmax_check": "the visible check tests the values only"}),
+    Entry("w06-streaming-polarization-then-streamed", P06, {"streaming_attention": code('''
+import math
+
+
+def streaming_attention(q, k, v):
+    a, c = q[..., :, None, :], k[..., None, :, :]
+    s = ((((a + c) ** 2).sum(-1) - ((a - c) ** 2).sum(-1)) / 4) / math.sqrt(q.shape[-1])   # the whole T×T
+    m = torch.full(q.shape[:-1], float("-inf"), dtype=q.dtype)
+    z = torch.zeros_like(m)
+    o = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
+    for j in range(k.shape[-2]):                        # then a streamed softmax over its columns
+        sj = s[..., j].masked_fill(torch.arange(q.shape[-2]) < j, float("-inf"))
+        new = torch.maximum(m, sj)
+        keep, w = torch.exp(m - new).nan_to_num(0.0), torch.exp(sj - new).nan_to_num(0.0)
+        o = o * keep[..., None] + w[..., None] * v[..., j, None, :]
+        z = z * keep + w
+        m = new
+    return o / z[..., None]
+''')}, expect={"bonus_streaming_attention": 1.54},
+          why="the whole T×T matrix of scores without a product (a broadcast sum and difference squared), then "
+              "its columns streamed: right values, the streaming share (1.5 of 6.5) lost",
+          says={"bonus_streaming_attention": ["not streamed", "pairs every query with every key"]},
+          visible_passes={"streaming_attention_check": "the visible check tests the values only"}),
+
     # checks that miss a violation where no broken head used to put one
     Entry("w03-simplex-offset-two", P03, edit(P03, SIMPLEX, ("diagonal=1)", "diagonal=2)")),
           expect={"check_simplex_hidden": 2.75},
@@ -1761,6 +1807,15 @@ scores_entrywise = torch.vmap(torch.vmap(torch.vmap(one_entry, in_dims=(None, 0)
           why="torch.vmap of a per-entry function: the reader cannot see how vmap batches it, so the process "
               "share goes to a person (the values are right: 2 of 3 points decided)",
           says={"bonus_scores_entrywise": ["waits for review", "torch.vmap"]}),
+    Entry("r02-entrywise-matmul-by-keyword", P02, {ENTRYWISE: code('''
+def scores_entrywise(q, k):
+    with torch._C.DisableTorchFunction():               # nothing of this reaches a torch-call recorder
+        return torch.matmul(input=q, other=k.transpose(-2, -1))    # the arrays passed by keyword
+''')}, expect={"bonus_scores_entrywise": REVIEW},
+          why="a whole-matrix matmul whose arrays are passed by keyword, hidden from the kernel's record: the "
+              "reader reads a library call's arrays by position, so the process share goes to a person (it "
+              "scored full before)",
+          says={"bonus_scores_entrywise": ["waits for review", "passed by keyword"]}),
 ]
 
 

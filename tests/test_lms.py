@@ -287,6 +287,22 @@ def test_no_cell_starts_a_formula_whatever_separator_the_spreadsheet_splits_by(s
         assert all(c.isprintable() for c in got["error"]), (seed, got)
 
 
+@pytest.mark.parametrize("strict", [False, True])
+def test_no_cell_starts_a_formula_after_its_leading_spaces_are_trimmed(strict):
+    """A reader that trims a cell's spaces (LibreOffice's "Trim spaces") must not find a formula behind
+    them: `x; =1+1`, ` =1+1`, `x,  @SUM(A1)` are guarded after the spaces, and read back as written."""
+    fields = [" =1+1", "x; =HYPERLINK(\"http://x\")", "x,  @SUM(A1)", "x\t -1+2", "a |  +1", " ", "x; ", " 'y"]
+    rows = [{"student": f, "error": f} for f in fields]
+    text = csv_text(["student", "error"], rows, strict=strict)
+    for separator in SEPARATORS:
+        for line in csv.reader(io.StringIO(text, newline=""), delimiter=separator):
+            for cell in line:
+                assert not cell.lstrip(" ").startswith(("=", "+", "-", "@")), (repr(separator), cell)
+    if not strict:
+        back = list(csv.DictReader(io.StringIO(text, newline="")))
+        assert [text_of(r["error"]) for r in back] == [f.replace("\t", "\\t") for f in fields]
+
+
 def test_a_roster_written_by_the_grader_reads_back_as_it_was_given(tmp_path, monkeypatch):
     from autograder.csvout import write_csv
     from autograder.lms.roster import ROSTER_COLUMNS, roster

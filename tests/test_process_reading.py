@@ -728,3 +728,79 @@ def test_the_grader_reads_the_cells_that_run_before_the_test_boxes_and_added_cel
     assert review(process.entrywise_work([c for c in before if "def pair" not in c], "scores_entrywise", QK))
     assert caught(process.entrywise_work(everything, "scores_entrywise", QK))
     assert not any("hidden(" in cell for cell in everything)           # no test cell is the student's code
+
+
+# ---- whole-matrix work without a product, and arrays the reader would not see ------------------------
+
+PAIRED = {   # every pair of positions at once, with no product of q and k written
+    "polarization": "    a, c = q[:, :, None, :], k[:, None, :, :]\n"
+                    "    return (((a + c) ** 2).sum(-1) - ((a - c) ** 2).sum(-1)) / 4",
+    "squared through a library": "    a, c = q.unsqueeze(2), k.unsqueeze(1)\n"
+                                 "    return (torch.square(torch.add(a, c)) - torch.square(a - c)).sum(-1) / 4",
+    "exp of a sum of logs": "    a, c = q[:, :, None].to(torch.complex128), k[:, None].to(torch.complex128)\n"
+                            "    return torch.exp(torch.log(a) + torch.log(c)).real.sum(-1)",
+    "in place": "    a = q[:, :, None, :].clone()\n    a -= k[:, None, :, :]\n    return -(a ** 2).sum(-1) / 2",
+}
+
+
+@pytest.mark.parametrize("body", list(PAIRED.values()), ids=list(PAIRED))
+def test_positions_paired_with_positions_at_once_is_whole_matrix_work(body):
+    reading = entrywise("def scores_entrywise(q, k):\n" + body)
+    assert caught(reading) and "pairs every position with every position" in reading["found"][0], reading
+
+
+def test_an_elementwise_step_on_the_filled_matrix_pairs_nothing_new():
+    """The honest matrix, filled entry by entry, already holds the positions twice: a step on it
+    (a shift by its row max, a mask from itself) is not whole-matrix work."""
+    honest = PER_ENTRY.replace("    return s", "    s = s - s.amax(-1, keepdim=True)\n"
+                                               "    return torch.where(s == s, s, s - 1)")
+    assert clean(entrywise(honest)), entrywise(honest)
+
+
+def test_a_streamed_softmax_over_a_matrix_paired_at_once_is_not_streamed():
+    paired = STREAMED.replace("def streaming_attention(q, k, v):",
+                              "def streaming_attention(q, k, v):\n    _ = (q[..., :, None, :] - k[..., None, :, :]) ** 2")
+    assert paired != STREAMED
+    reading = streaming(paired)
+    assert caught(reading) and "pairs every query with every key" in reading["found"][0], reading
+
+
+@pytest.mark.parametrize("call", [
+    "torch.matmul(input=q, other=k.mT)", "q.matmul(other=k.mT)", "torch.bmm(q, mat2=k.mT)",
+    "functools.partial(torch.matmul, other=k.mT)(q)", "torch.matmul(**{'input': q, 'other': k.mT})",
+])
+def test_arrays_passed_by_keyword_to_a_library_call_go_to_review(call):
+    reading = entrywise(f"import functools\ndef scores_entrywise(q, k):\n    return {call}")
+    assert review(reading), (call, reading)
+    one_shot = streaming(f"import functools\ndef streaming_attention(q, k, v):\n"
+                         f"    return torch.softmax({call.replace('k.mT', 'k.mT / 2')}, -1) @ v")
+    assert one_shot["review"] or one_shot["found"], (call, one_shot)
+
+
+def test_a_students_helper_called_by_keyword_is_followed():
+    reading = entrywise("def h(a, c):\n    return a @ c.mT\ndef scores_entrywise(q, k):\n    return h(c=k, a=q)")
+    assert caught(reading), reading
+
+
+STREAMED_MAX = "    m = functools.reduce(torch.maximum, scores.unbind(-1))          # key by key\n" \
+               "    e = torch.exp(scores - m[..., None])\n"
+SUMMED_WITH_AN_ARRAY_OF_ITS_OWN = {   # the row's sum in one shot: a product with ones the answer made
+    "@ ones": "e / (e @ torch.ones(scores.shape[-1], 1, dtype=scores.dtype))",
+    "@ ones converted": "e / (e @ torch.ones(scores.shape[-1], 1).to(scores.dtype))",
+    "inner with ones_like": "e / torch.inner(e, torch.ones_like(e[..., :1, :]).squeeze(-2))[..., None]",
+    "ones' __rmatmul__": "e / torch.ones(1, scores.shape[-1]).T.__rmatmul__(e)",
+    "numpy dot with ones": "torch.from_numpy(e.numpy() / np.dot(e.numpy(), np.ones((e.shape[-1], 1), dtype=e.numpy().dtype)))",
+}
+
+
+@pytest.mark.parametrize("ending", list(SUMMED_WITH_AN_ARRAY_OF_ITS_OWN.values()), ids=list(SUMMED_WITH_AN_ARRAY_OF_ITS_OWN))
+def test_a_sum_over_the_keys_as_a_product_with_ones_is_one_shot(ending):
+    reading = online(f"import functools\ndef online_softmax(scores):\n{STREAMED_MAX}    return {ending}")
+    assert caught(reading) and "reduces over the keys at once" in reading["found"][0], (ending, reading)
+
+
+def test_the_key_by_key_maximum_alone_is_streamed():
+    """The control of the test above: the same streamed maximum with a division by a running sum."""
+    streamed = (f"import functools\ndef online_softmax(scores):\n{STREAMED_MAX}"
+                "    z = functools.reduce(torch.add, e.unbind(-1))\n    return e / z[..., None]")
+    assert clean(online(streamed)), online(streamed)

@@ -371,7 +371,7 @@ def _default(name: str):
 
 @dataclass
 class Op:
-    kind: str                  # "product", "reduce", "softmax", "opaque"
+    kind: str                  # "product", "reduce", "softmax", "combine" (elementwise, of several arrays), "opaque"
     name: str
     operands: list             # axes (tuples of labels) of the operands derived from the inputs
     axes: tuple = ()           # reduce/softmax: the axes collapsed; product: the axes contracted
@@ -650,6 +650,8 @@ class _Interpreter:
             else:
                 value = _merge(_as_arr(left), _as_arr(right)) if (_as_arr(left) is not None or
                                                                   _as_arr(right) is not None) else left
+                self.combine(_OPERATOR_SIGNS.get(type(node.op), "an operator") + "=", [left, right],
+                             _broadcast(_as_arr(left), _as_arr(right)), node)
             if isinstance(node.target, ast.Name):
                 if isinstance(left, (Size, Index)) and not _is_arr(right):
                     value = left
@@ -1018,7 +1020,19 @@ class _Interpreter:
                     isinstance(right, (Tup, Seq)) and not _is_arr(left):
                 return left if isinstance(left, (Tup, Seq)) else right       # [x] * n: a list repeated
             return self.product("*", [left, right], node)
-        return self.arith(left, right)
+        result = self.arith(left, right)
+        self.combine(_OPERATOR_SIGNS.get(type(node.op), "an operator"), [left, right], result, node)
+        return result
+
+    def combine(self, name, values, result, node):
+        """Record an elementwise combination (+, -, /, maximum, where...) of two or more arrays derived from
+        the inputs, with the axes of its result: one that pairs axes no operand paired (q's positions
+        broadcast against k's) is whole-matrix work whatever follows it (a square, a log, a sum)."""
+        arrays = [a for a in (None if isinstance(v, (Size, Index, Blank)) else _as_arr(v) for v in values)
+                  if a is not None]
+        result = _as_arr(result)
+        if len(arrays) >= 2 and result is not None:
+            self.op("combine", name, arrays, (), result, node)
 
     def expr_rest(self, node, scope):
         if isinstance(node, ast.BoolOp):
@@ -1119,6 +1133,10 @@ class _Interpreter:
         if isinstance(base, Blank):
             if attr == "shape":
                 return Shape(base.axes)
+            if attr in ("T", "H", "mT", "mH", "real", "data"):      # still an array the answer made
+                axes = tuple(reversed(base.axes)) if attr in ("T", "H") else \
+                    base.axes[:-2] + base.axes[-2:][::-1] if attr in ("mT", "mH") else base.axes
+                return Blank(axes)
             return None
         if _array_choice(base):
             return _merge(*[self.array_attribute(o, attr) for o in base.options])
@@ -1302,8 +1320,9 @@ class _Interpreter:
                 args.append(self.expr(a, scope))
         kwargs = {k.arg: self.expr(k.value, scope) for k in node.keywords if k.arg}
         for k in node.keywords:
-            if not k.arg:
-                self.expr(k.value, scope)
+            if not k.arg and _as_arr(self.expr(k.value, scope)) is not None and not self.quiet:
+                # f(**mapping) with arrays in the mapping: which parameter gets which array is not followed
+                self.undecided(f"line {node.lineno}: a call passes arrays through `**`, which the grader does not follow")
         if isinstance(func, ast.Attribute):
             base = self.expr(func.value, scope)
             if _array_choice(base) or any(_array_choice(a) for a in args):
@@ -1466,6 +1485,7 @@ class _Interpreter:
 
     def method(self, name, base, args, kwargs, node, scope):
         """x.name(...) on an array (or on a number or on something not derived from the inputs)."""
+        made = base if isinstance(base, Blank) else None
         if isinstance(base, Blank):
             if name in ("new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"):
                 return self.creation(name, args, kwargs, None)
@@ -1484,7 +1504,13 @@ class _Interpreter:
                 return self.creation(name, args, kwargs, None)
             big = [a for a in (_as_arr(v) for v in args + list(kwargs.values())) if a is not None]
             if not big:
-                return None
+                # still an array the answer made (ones(...).float(), .squeeze(), .T): its axes not followed
+                return Blank(tuple(UNKNOWN for _ in made.axes)) if made is not None else None
+            if made is not None and name in PRODUCTS:
+                # a product of an array the answer made with inputs (ones.__rmatmul__(e)): as the operator's
+                pair = list(args[:1]) + [made] if name.startswith("__r") else [made] + list(args[:1])
+                return self.product(name, pair, node, matmul=name in MATMULS, contract_last=name in CONTRACT_LAST,
+                                    inner=name == "inner")
             # a method of something not derived from the inputs, given inputs: read as the library's
             return self.library(f"<method>.{name}", args, kwargs, node, scope, method_base=None)
         return self.library(name, args, kwargs, node, scope, method_base=base)
@@ -1530,6 +1556,12 @@ class _Interpreter:
         """A library function (or an array's method, with its array `method_base`) on abstract values."""
         name = path.split(".")[-1]
         module = path.rsplit(".", 1)[0] if "." in path else ""
+        by_keyword = [k for k, v in kwargs.items() if _as_arr(v) is not None]
+        if by_keyword and name not in SAME_AXES:
+            # the reader reads a library call's arrays by position; one passed by keyword (input=, other=,
+            # mat2=...) is not followed: the call cannot be decided
+            return self.cannot_follow(path, ([method_base] if method_base is not None else []) + list(args), kwargs,
+                                      node, f"an array passed by keyword ({', '.join(by_keyword)})")
         base = method_base
         operands = ([base] if base is not None else []) + [_as_arr(a) for a in args]
         dim = _dim_argument(node, method=base is not None) if node is not None and isinstance(node, ast.Call) else None
@@ -1693,10 +1725,13 @@ class _Interpreter:
                 self.op("softmax", name, [x], (axis,), x, node)
             return x
         if name in PRODUCTS and not (name == "product" and module in ("itertools",)):
+            # an array the answer made (ones, a basis) stays in its place: a product of an input with it can
+            # be a reduction (e @ ones sums the keys)
+            operands = ([base] if base is not None else []) + [a if isinstance(a, Blank) else _as_arr(a) for a in args]
             if name == "einsum":
                 return self.einsum(node, args)
-            if name in ("prod", "product") and len([o for o in operands if o is not None]) == 1:
-                return self.reduce(name, next(o for o in operands if o is not None), dim, node)
+            if name in ("prod", "product") and len([o for o in operands if _is_arr(o)]) == 1:
+                return self.reduce(name, next(o for o in operands if _is_arr(o)), dim, node)
             if name == "mul_" and base is not None and isinstance(node.func, ast.Attribute):
                 value = self.product(name, operands, node)
                 return value
@@ -1711,7 +1746,7 @@ class _Interpreter:
             if name in ("addmm", "baddbmm", "addbmm", "addmv", "addcmul"):
                 operands = operands[1:]             # the first is what the product is added to
             if name == "tensordot":
-                big = [o for o in operands if o is not None]
+                big = [o for o in operands if _is_arr(o)]
                 if len(big) >= 2:
                     mixed = _mixed(_merge_labels(*big[0], *big[1]))
                     self.op("product", name, big, (UNKNOWN,), (mixed,) * max(len(big[0]) + len(big[1]) - 2, 1), node)
@@ -1735,6 +1770,8 @@ class _Interpreter:
             big = [o for o in operands if o is not None] + [a for a in (_as_arr(v) for v in kwargs.values()) if a is not None]
             if name in ("tensor", "as_tensor", "array", "asarray", "from_numpy", "Tensor") and args and base is None:
                 return _as_arr(args[0])
+            if len(big) > 1:
+                self.combine(name, big, _broadcast(*big), node)
             if name.endswith("_") and base is not None and isinstance(node.func, ast.Attribute) and len(big) > 1:
                 return _broadcast(*big)
             return _broadcast(*big) if big else None
@@ -1992,8 +2029,15 @@ class _Interpreter:
 
     def product(self, name, operands, node, matmul=False, contract_last=False, inner=False, outer=False,
                 linear=False):
+        made = any(isinstance(o, Blank) for o in operands)
         operands = [_as_arr(o) if not isinstance(o, (Size, Index, Blank)) else None for o in operands]
         big = [o for o in operands if o is not None]
+        if len(big) == 1 and made and (matmul or contract_last or inner or linear) and big[0]:
+            # an input contracted with an array the answer made (e @ ones, an inner product with a basis):
+            # a reduction over the input's contracted axis
+            x, first = big[0], operands[0] is not None
+            axis = x[-1] if (first or not matmul or len(x) < 2) else x[-2]
+            self.op("reduce", name, [x], (axis,), (), node)
         if len(big) < 2:
             return big[0] if big else None      # a scaling: not a product of the inputs
         a, b = operands[0], operands[1] if len(operands) > 1 else None
@@ -2038,6 +2082,24 @@ class _Interpreter:
         if name in CUMULATIVE or _keepdim(node):
             return tuple("1" if n in drop else a for n, a in enumerate(x)) if name not in CUMULATIVE else x
         return kept
+
+
+_OPERATOR_SIGNS = {ast.Add: "+", ast.Sub: "-", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
+                   ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|", ast.BitXor: "^", ast.BitAnd: "&"}
+
+
+def _pairs(result, operands, big: set) -> bool:
+    """The result holds one of `big` at more places than any operand does (positions paired with positions)
+    or holds axes of `big` together that no operand held together (queries with keys)."""
+    def plain(axes):
+        return [a for a in axes if _touch(a, big) == "plain"]
+    held = plain(result)
+    if not held:
+        return False
+    for label in set(held):
+        if held.count(label) > max((plain(o).count(label) for o in operands), default=0):
+            return True
+    return len(set(held)) > max((len(set(plain(o))) for o in operands), default=0)
 
 
 def _mixed(label: str) -> str:
@@ -2262,6 +2324,8 @@ def _describe(op, big) -> str:
     what = {"product": f"`{op.name}` multiplies operands spanning {spans} at once",
             "reduce": f"`{op.name}` reduces over {spans} at once",
             "softmax": f"`{op.name}` works on {spans} at once",
+            "combine": f"`{op.name}` pairs every {'query with every key' if 'K' in big else 'position with every position'}"
+                       " at once (a whole matrix, entry by entry)",
             "opaque": f"`{op.name}` receives whole inputs (spanning {spans}): the grader cannot tell how it computes"}[op.kind]
     return f"line {op.line} of {_where(op)}: {what}" if op.line else what
 
@@ -2311,6 +2375,8 @@ def entrywise_work(sources, name: str, inputs: dict) -> dict:
     big = {"B", "T"}
 
     def whole(op):
+        if op.kind == "combine":
+            return "plain" if _pairs(op.result, op.operands, {"T"}) else ""
         if op.kind not in ("product", "opaque"):
             return ""
         kinds = {_touch(a, big) for o in op.operands for a in o}
@@ -2327,6 +2393,8 @@ def streamed_work(sources, name: str, inputs: dict) -> dict:
 
     def whole(op):
         every = [a for o in op.operands for a in o]
+        if op.kind == "combine":
+            return "plain" if _pairs(op.result, op.operands, {"Q", "K"}) else ""
         if op.kind in ("reduce", "softmax"):
             kinds = {_touch(a, big) for a in op.axes}
         elif op.kind == "product":
