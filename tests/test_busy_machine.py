@@ -27,17 +27,23 @@ from test_redteam import CASES, RUN, grade_the_corpus
 
 pytestmark = pytest.mark.slow
 
-# The cases a clock decides, and the honest ones: every runaway that a time limit stops (CPU time, the
-# ceilings for waiting, a kernel's restarts and the replay of its cells), graded again on a busy machine.
+# The cases a clock decides, and the honest ones: the runaways that a time limit stops (CPU time, the
+# ceilings for waiting, a kernel's restarts and the replay of its cells; all but the two loops below),
+# graded again on a busy machine.
 # Left to the idle batch: the runaways an exit, a signal, a memory, process or message bound decides
 # whatever the clock says (sys.exit, os._exit, segfault, killall, memory bombs, the fork bomb, prints,
 # descriptors, widgets, frames; input(), which fails at once), and the student who spends the whole time
 # budget on purpose (100 s, more on a busy clock): the budget counts as the notebook's ceiling does, which
 # the runaways here prove load-free, and tests/test_student_budget.py and the idle batch prove it spent.
-# And loop-in-fn: a loop inside the student's function, stopped in the check cell and in the test that
-# calls it (12 s of CPU a batch): a CPU limit stops it as it stops `loop`, which is here; the idle batch
-# proves it stopped in a function.
-TIMED = ("loop", "sleep", "stubborn", "forks", "dies-early", "dies-thrice", "print-in-fn",
+# And two loops: loop-in-fn, a loop inside the student's function, stopped in the check cell and in the test
+# that calls it (12 s of CPU a batch): a CPU limit stops it as it stops `stubborn`, which is here; the idle
+# batch proves it stopped in a function. And `loop` itself (6 s of CPU and a restart a batch), a plain loop
+# at the top of a cell: every step of its grading is here, taken by `stubborn` (the CPU-time limit of a
+# warm kernel in the sandbox, reached under the quota; the kill when the interrupt does not stop it) and by
+# the waits (the interrupt ending a cell under the quota), and tests/test_cpu_limits.py
+# (test_a_computing_cell_slowed_by_the_machine_is_stopped_by_its_cpu_time_not_the_clock) stops a plain loop
+# under a quota by its CPU time and runs the next cell.
+TIMED = ("sleep", "stubborn", "forks", "dies-early", "dies-thrice", "print-in-fn",
          "wait-pipe", "wait-event", "wait-select", "wait-naps", "wait-child", "wait-join", "wait-stubborn",
          "wait-in-fn")
 EXAMPLE_STUDENT = "ada"
