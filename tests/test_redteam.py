@@ -122,9 +122,11 @@ def _hashes(folder: Path) -> dict:
     return out
 
 
-def grade_the_corpus(base: Path, kernels: str, cases: list[Case]) -> dict:
+def grade_the_corpus(base: Path, kernels: str, cases: list[Case], also=None) -> dict:
     """Write `cases` into base/submissions, grade them into base/home in `kernels` ("warm", the
-    grader's default, or "cold"); return what the tests read."""
+    grader's default, or "cold"); return what the tests read. `also(submissions)`, if given, writes more
+    students' folders beside the cases, graded in the same run (tests/test_busy_machine.py adds the example
+    class's ada)."""
     from autograder.grading.grade import grade
     submissions, home = base / "submissions", base / "home"
     submissions.mkdir()
@@ -148,6 +150,8 @@ def grade_the_corpus(base: Path, kernels: str, cases: list[Case]) -> dict:
     ctx = Ctx(submissions=submissions, home=home, port=port, limits=LIMITS)
     for case in cases:
         case.write(ctx, submissions / case.student)
+    if also is not None:
+        also(submissions)
     before = _hashes(submissions)
     try:
         with pytest.MonkeyPatch.context() as mp:

@@ -7,9 +7,12 @@ by what they exercise: a cold kernel is a process the grader starts itself (not 
 template), killed, restarted and bounded by the sandbox as a process of its own. So:
 
 * honest: full marks and the untouched release, the baseline of the batch;
-* runaway: loops stopped at the CPU-time limit (one ignoring SIGINT), a sleep stopped by the
-  wall-clock ceiling, and kernels that die (os._exit, a segfault, dying before the first answer,
-  dying three times until the restarts run out): interrupting, killing and restarting a cold kernel;
+* runaway: a loop ignoring SIGINT stopped at the CPU-time limit (a cold kernel's CPU time read, the
+  kernel killed when the interrupt does not stop it), a sleep stopped by the ceiling for waiting (the
+  interrupt that ends a cell, as it ends a plain loop), and kernels that die (os._exit, a segfault, dying
+  before the first answer, dying three times until the restarts run out): interrupting, killing and
+  restarting a cold kernel. The plain loop (8 s of CPU a batch) is not graded again: the two above
+  take every step of its grading, and tests/test_cpu_limits.py stops one in a cold kernel by its CPU time;
 * kill: a kernel that kills its parent, PID 1 and everything it may signal;
 * fork: children up to the process limit, a fork bomb, children holding descriptors open;
 * memory: a memory bomb, and memory split over forked children and in-memory folders.
@@ -26,7 +29,7 @@ from test_redteam import CASES, RUN, pytestmark  # noqa: F401
 # the cases graded again in cold kernels, by what they exercise (the docstring says why these)
 COLD_CASES = {
     "honest": ("honest", "blank"),
-    "runaway": ("loop", "stubborn", "sleep", "osexit", "segfault", "dies-early", "dies-thrice"),
+    "runaway": ("stubborn", "sleep", "osexit", "segfault", "dies-early", "dies-thrice"),
     "kill": ("killall",),
     "fork": ("forks", "forkbomb", "descriptors"),
     "memory": ("membomb", "memsplit"),
