@@ -145,8 +145,12 @@ def write_course(folder: Path, port: int) -> str:
     return due_text
 
 
+# Each program below runs as the course's own commands and the users' servers do: without the optional
+# rfc3987_syntax, which jsonschema would import (about 1.3 s of CPU building grammars no schema here uses;
+# autograder/nbgrader_cmd.py).
 NGSHARE_SNIPPET = """
 import sys
+sys.modules.setdefault("rfc3987_syntax", None)
 from pathlib import Path
 from autograder.classroom import hub, ngshare
 folder, instructors, students = Path(sys.argv[1]), sys.argv[2].split(","), sys.argv[3:]
@@ -169,6 +173,7 @@ with open(folder / "jupyterhub_config.py", "a") as f:
 # whether the grader was imported or could be.
 VALIDATE_PROBE = """
 import importlib.util, json, sys
+sys.modules.setdefault("rfc3987_syntax", None)
 from nbgrader.server_extensions.validate_assignment.handlers import ValidateAssignmentHandler
 from nbgrader.validator import Validator
 used = Validator(config=ValidateAssignmentHandler.load_config(None)).preprocessors
