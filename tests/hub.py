@@ -199,7 +199,9 @@ def add_ngshare(env: dict, folder: Path, students: list[str], instructors: list[
 
 
 def remove_accounts(names: list[str]) -> None:
-    """Each test account's processes ended (by their pids) and the account removed with its home."""
+    """Each test account's processes ended (by their pids) and the account removed with its home, forced:
+    a process killed but not yet reaped still counts as the user's, and a plain userdel would then keep
+    the account and its home (the next run's student would find this run's work in it)."""
     import pwd
     import signal
     import subprocess
@@ -216,7 +218,7 @@ def remove_accounts(names: list[str]) -> None:
                         os.kill(int(entry.name), signal.SIGKILL)
                 except OSError:
                     pass
-        subprocess.run(["userdel", "--remove", name], capture_output=True)
+        subprocess.run(["userdel", "--force", "--remove", name], capture_output=True)
 
 
 def remove_empty_group() -> None:
@@ -253,6 +255,9 @@ def start_hub() -> dict:
     port = free_port_block()
     due = write_course(folder, port)
     env = hub_env(folder)
+    # an earlier run's test accounts, had it left any: their homes would hold its fetched and submitted
+    # work (nbgrader's cache), which the Assignments tab lists
+    remove_accounts(STUDENTS + BURST + NGSHARE_STUDENTS + INSTRUCTORS + NGSHARE_INSTRUCTORS)
     started = time.monotonic()
     hub = {"folder": str(folder), "port": port, "url": f"http://127.0.0.1:{port}", "students": STUDENTS, "burst": BURST,
            "ngshare": NGSHARE_STUDENTS, "ngshare_instructors": NGSHARE_INSTRUCTORS,
