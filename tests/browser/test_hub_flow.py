@@ -20,7 +20,10 @@ makes writable by the group. The grade table shows the late one's penalty. The i
 written answer of the second student on its formgrader page; the store's total rises by those points. Each student's
 feedback page shows the store's total, the second's without that answer among those still to grade,
 the third's lateness and penalty, the others' on time with their extension. Screenshots in
-artifacts/screenshots/hub-*.png. The hub is the run's one hub (conftest.hub_session).
+artifacts/screenshots/hub-*.png. The hub is the run's one hub (conftest.hub_session). Every user's server
+leaves off what it would do for nothing (`make hub`'s configuration: jupyter_lsp, with no language server
+installed; JupyterLab's build check at each page load, with no build possible): the configuration says so
+and the hub's log, which holds the servers', shows neither.
 
 The same hub also runs ngshare as its service (tests/hub.py add_ngshare: the lines `make hub` writes
 with `[hub] exchange = "ngshare"`), and one more student's server has ngshare-exchange as its nbgrader
