@@ -297,13 +297,36 @@ def start_hub() -> dict:
     return hub
 
 
+def naming(folder: str) -> list[int]:
+    """The processes whose command line names `folder` (the hub's folder: the hub, and ngshare, its service,
+    whose database and files are there)."""
+    found, inside = [], (folder.rstrip("/") + "/").encode()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if inside in Path(entry.path, "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
 def stop_hub(hub: dict) -> None:
     """The hub (and with it the proxy and every user's server) ended, the test accounts removed, the
-    folder deleted. Nothing of the hub is left listening."""
+    folder deleted. Nothing of the hub is left listening. ngshare, the hub's service, runs in a session
+    of its own and is ended first: the hub's own stop of it sends SIGINT, which a process started with
+    SIGINT ignored (a run from a background job) never sees, so the hub waited it out, past this
+    function's deadline, and the service outlived the run."""
     import signal
     import time
     pid = hub.get("pid")
     if pid:
+        for service in naming(hub["folder"]):
+            if service != pid:
+                try:
+                    os.kill(service, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
         def gone() -> bool:
             try:
                 return os.waitpid(pid, os.WNOHANG)[0] == pid
@@ -323,6 +346,11 @@ def stop_hub(hub: dict) -> None:
         if not gone():
             try:
                 os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for left in naming(hub["folder"]):           # a service the hub started again meanwhile
+            try:
+                os.kill(left, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         for name in ("proxy.pid",):                  # a proxy the hub left behind
