@@ -10,7 +10,8 @@ exchange is nbgrader's folder exchange in the folder `[hub] exchange` names, or,
   1. writes the hub's configuration into .hub/ (git-ignored): jupyterhub_config.py, and the Jupyter
      configuration every user's server reads (jupyter/: nbgrader's exchange and its JupyterHub auth
      plugin; for students, the Formgrader and Create Assignment extensions switched off; for
-     instructors, the formgrader pointed at the course, its grading home and gradebook);
+     instructors, the formgrader pointed at the course, its grading home and gradebook; for everyone,
+     jupyter_lsp and JupyterLab's build check off: LEAN_SERVER, LEAN_PAGE);
   2. creates a local (PAM) account for every student and instructor that does not have one yet, with
      the development password `dev-<account>` (FOR LOCAL TESTING ONLY: say `--no-passwords` and set
      real ones, or use OAuth or LTI 1.3, README "On JupyterHub"), and links the course folder into
