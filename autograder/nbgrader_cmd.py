@@ -22,20 +22,33 @@ from .errors import GraderError
 HARMLESS_STDERR = r"(?s)^(\S+:\d+: )?(\w+Warning|Matplotlib is building the font cache)"
 
 
-def main_without_iri_grammars(module: str) -> str:
+def main_without_iri_grammars(module: str, first: str = "") -> str:
     """A `python -c` program that runs `module`'s `main()` as its console script does, without the optional
     rfc3987_syntax that jsonschema would import (about 1-2 s of CPU per process building grammars for the
     "iri" string formats, which no notebook schema, nbgrader, Jupyter server or JupyterHub schema uses;
     see grading/grade.py). For nbgrader's commands, each JupyterLab the course starts and each user's
-    server on the hub."""
-    return f"import sys; sys.modules.setdefault('rfc3987_syntax', None); from {module} import main; sys.exit(main())"
+    server on the hub. `first`: statements run before `module` is imported."""
+    return (
+        f"import sys; sys.modules.setdefault('rfc3987_syntax', None); {first}"
+        f"from {module} import main; sys.exit(main())"
+    )
+
+
+# JupyterLab asks yarn for the npm registry it would build from when its server module is imported
+# (`node yarn.js config --json`: a Node.js process, about 0.3 s of CPU, at every server start). A user's
+# server on the hub never builds JupyterLab (hub.LEAN_PAGE: the page offers no build), so it does not ask:
+# the registry, never used there, stays JupyterLab's default.
+WITHOUT_YARN_CONFIG = (
+    "import jupyterlab.commands as _lab; "
+    "_lab._yarn_config = lambda logger=None: {'yarn config': {}, 'npm config': {}}; "
+)
 
 
 # `python -m nbgrader`, without rfc3987_syntax
 NBGRADER_MAIN = main_without_iri_grammars("nbgrader.apps.nbgraderapp")
-# `python -m jupyterlab` and `jupyterhub-singleuser`, the same way
+# `python -m jupyterlab` and `jupyterhub-singleuser`, the same way (the users' servers without yarn's look-up)
 JUPYTERLAB_MAIN = main_without_iri_grammars("jupyterlab.labapp")
-SINGLEUSER_MAIN = main_without_iri_grammars("jupyterhub.singleuser")
+SINGLEUSER_MAIN = main_without_iri_grammars("jupyterhub.singleuser", WITHOUT_YARN_CONFIG)
 
 ERROR_LINE = re.compile(r"\| (ERROR|CRITICAL|FATAL)\]")
 

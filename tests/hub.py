@@ -145,8 +145,12 @@ def write_course(folder: Path, port: int) -> str:
     return due_text
 
 
+# Each program below runs as the course's own commands and the users' servers do: without the optional
+# rfc3987_syntax, which jsonschema would import (about 1.3 s of CPU building grammars no schema here uses;
+# autograder/nbgrader_cmd.py).
 NGSHARE_SNIPPET = """
 import sys
+sys.modules.setdefault("rfc3987_syntax", None)
 from pathlib import Path
 from autograder.classroom import hub, ngshare
 folder, instructors, students = Path(sys.argv[1]), sys.argv[2].split(","), sys.argv[3:]
@@ -169,6 +173,7 @@ with open(folder / "jupyterhub_config.py", "a") as f:
 # whether the grader was imported or could be.
 VALIDATE_PROBE = """
 import importlib.util, json, sys
+sys.modules.setdefault("rfc3987_syntax", None)
 from nbgrader.server_extensions.validate_assignment.handlers import ValidateAssignmentHandler
 from nbgrader.validator import Validator
 used = Validator(config=ValidateAssignmentHandler.load_config(None)).preprocessors
@@ -194,7 +199,9 @@ def add_ngshare(env: dict, folder: Path, students: list[str], instructors: list[
 
 
 def remove_accounts(names: list[str]) -> None:
-    """Each test account's processes ended (by their pids) and the account removed with its home."""
+    """Each test account's processes ended (by their pids) and the account removed with its home, forced:
+    a process killed but not yet reaped still counts as the user's, and a plain userdel would then keep
+    the account and its home (the next run's student would find this run's work in it)."""
     import pwd
     import signal
     import subprocess
@@ -211,7 +218,7 @@ def remove_accounts(names: list[str]) -> None:
                         os.kill(int(entry.name), signal.SIGKILL)
                 except OSError:
                     pass
-        subprocess.run(["userdel", "--remove", name], capture_output=True)
+        subprocess.run(["userdel", "--force", "--remove", name], capture_output=True)
 
 
 def remove_empty_group() -> None:
@@ -248,6 +255,9 @@ def start_hub() -> dict:
     port = free_port_block()
     due = write_course(folder, port)
     env = hub_env(folder)
+    # an earlier run's test accounts, had it left any: their homes would hold its fetched and submitted
+    # work (nbgrader's cache), which the Assignments tab lists
+    remove_accounts(STUDENTS + BURST + NGSHARE_STUDENTS + INSTRUCTORS + NGSHARE_INSTRUCTORS)
     started = time.monotonic()
     hub = {"folder": str(folder), "port": port, "url": f"http://127.0.0.1:{port}", "students": STUDENTS, "burst": BURST,
            "ngshare": NGSHARE_STUDENTS, "ngshare_instructors": NGSHARE_INSTRUCTORS,
@@ -287,13 +297,36 @@ def start_hub() -> dict:
     return hub
 
 
+def naming(folder: str) -> list[int]:
+    """The processes whose command line names `folder` (the hub's folder: the hub, and ngshare, its service,
+    whose database and files are there)."""
+    found, inside = [], (folder.rstrip("/") + "/").encode()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if inside in Path(entry.path, "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
 def stop_hub(hub: dict) -> None:
     """The hub (and with it the proxy and every user's server) ended, the test accounts removed, the
-    folder deleted. Nothing of the hub is left listening."""
+    folder deleted. Nothing of the hub is left listening. ngshare, the hub's service, runs in a session
+    of its own and is ended first: the hub's own stop of it sends SIGINT, which a process started with
+    SIGINT ignored (a run from a background job) never sees, so the hub waited it out, past this
+    function's deadline, and the service outlived the run."""
     import signal
     import time
     pid = hub.get("pid")
     if pid:
+        for service in naming(hub["folder"]):
+            if service != pid:
+                try:
+                    os.kill(service, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
         def gone() -> bool:
             try:
                 return os.waitpid(pid, os.WNOHANG)[0] == pid
@@ -313,6 +346,11 @@ def stop_hub(hub: dict) -> None:
         if not gone():
             try:
                 os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for left in naming(hub["folder"]):           # a service the hub started again meanwhile
+            try:
+                os.kill(left, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         for name in ("proxy.pid",):                  # a proxy the hub left behind

@@ -251,8 +251,10 @@ class Attribution:
         self.running: dict[int, str | None] = {}  # a worker's pid -> the module it ran at the last reading
         self.modules: dict[str | None, float] = defaultdict(float)  # None: the run's CPU while no module ran
 
-    def _lanes(self, procs: dict[int, Proc], fresh: set[int]) -> dict[int, int | None]:
-        """The worker each process seen for the first time counts for, from its ancestry now."""
+    def _lanes(self, procs: dict[int, Proc], fresh: set[int], alone: bool) -> dict[int, int | None]:
+        """The worker each process seen for the first time counts for, from its ancestry now. `alone`: the
+        run's own process runs the tests (no xdist: it is the one worker), so its children count for it,
+        as a worker's do; under xdist each child of the run's pid is a worker, its own lane."""
         lanes: dict[int, int | None] = {}
 
         def lane(pid: int) -> int | None:
@@ -261,8 +263,10 @@ class Attribution:
                 ppid = procs[pid].ppid
                 if pid in self.exclude:
                     found = None
-                elif pid == self.root or ppid == self.root:
+                elif pid == self.root:
                     found = pid
+                elif ppid == self.root:
+                    found = self.root if alone else pid
                 elif ppid in procs and ppid not in fresh:
                     found = self.seen[ppid].lane
                 elif ppid in procs:
@@ -293,7 +297,7 @@ class Attribution:
                 up, steps = seen[up].ppid, steps + 1
             if up in seen and up not in gone:
                 owed[up] += seen[pid].own + seen[pid].reaped
-        lanes = self._lanes(procs, fresh)
+        lanes = self._lanes(procs, fresh, alone=self.root in now)
         used: dict[int, float] = defaultdict(float)
         for pid, p in procs.items():
             lane = lanes[pid] if pid in fresh else seen[pid].lane

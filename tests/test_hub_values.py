@@ -119,6 +119,29 @@ def test_each_users_server_reads_its_roles_configuration(course):
     assert not hasattr(student, "image") and not hasattr(student, "cmd")
 
 
+def test_a_users_server_on_the_hub_runs_no_node_process_for_yarns_configuration(tmp_path):
+    """Each user's server on the hub starts with SINGLEUSER_MAIN, whose first statements keep JupyterLab from
+    running `node yarn.js config --json` when its server module is imported (a Node.js process at every
+    start, for the npm registry of builds a user's server never makes: hub.LEAN_PAGE). Here with a `node`
+    first on PATH that notes each call: those statements, then JupyterLab's server module imported; no
+    call, and the registry is JupyterLab's default."""
+    import os
+
+    from autograder.nbgrader_cmd import SINGLEUSER_MAIN
+    first, server = SINGLEUSER_MAIN.split("from jupyterhub.singleuser import")
+    assert "main()" in server and "_yarn_config" in first, SINGLEUSER_MAIN
+    calls = tmp_path / "calls"
+    (tmp_path / "node").write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    (tmp_path / "node").chmod(0o755)
+    program = first + ("import jupyterlab.labapp; from jupyterlab.commands import AppOptions, YARN_DEFAULT_REGISTRY; "
+                       "print(AppOptions().registry == YARN_DEFAULT_REGISTRY)")
+    done = subprocess.run([sys.executable, "-c", program], env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not calls.exists(), calls.read_text()
+    assert done.stdout.strip().splitlines()[-1] == "True", done.stdout
+
+
 def test_the_written_file_is_the_values_and_its_commented_authenticators_are_valid(course, tmp_path):
     values_file, claim_file, context = hub_values.write(tmp_path)
     assert context == tmp_path / hub_values.STUDENT_IMAGE and (context / "Dockerfile").is_file()

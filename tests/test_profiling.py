@@ -185,6 +185,19 @@ def test_a_worker_that_changed_modules_between_readings_splits_the_cpu_by_the_ti
     assert fresh.read(1.0, worker(2.0), {WORKER: ("test_a", 0.5)}) == {None: 1.0, "test_a": 1.0}
 
 
+def test_without_xdist_the_runs_own_children_count_for_its_module():
+    """A run without xdist (`-p no:xdist`): the run's own process is the worker, and what it starts (a hub,
+    Chromium's driver, a course command) and their children count for the module it runs, not for none."""
+    from profiling import Attribution
+
+    attribution = Attribution(RUN)
+    now = {RUN: ("test_a", -1.0)}
+    attribution.read(0.0, {**OTHERS, RUN: proc(1, 10, 0.0), 300: proc(RUN, 20, 1.0)}, now)
+    given = attribution.read(1.0, {**OTHERS, RUN: proc(1, 10, 0.5), 300: proc(RUN, 20, 3.0),
+                                   301: proc(300, 30, 0.25)}, now)
+    assert given == approx({"test_a": 0.5 + 2.0 + 0.25}), given
+
+
 def test_a_stat_line_is_read_whatever_the_process_is_named():
     from profiling import _TICK, parse_stat
 

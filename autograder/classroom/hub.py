@@ -10,7 +10,8 @@ exchange is nbgrader's folder exchange in the folder `[hub] exchange` names, or,
   1. writes the hub's configuration into .hub/ (git-ignored): jupyterhub_config.py, and the Jupyter
      configuration every user's server reads (jupyter/: nbgrader's exchange and its JupyterHub auth
      plugin; for students, the Formgrader and Create Assignment extensions switched off; for
-     instructors, the formgrader pointed at the course, its grading home and gradebook);
+     instructors, the formgrader pointed at the course, its grading home and gradebook; for everyone,
+     jupyter_lsp and JupyterLab's build check off: LEAN_SERVER, LEAN_PAGE);
   2. creates a local (PAM) account for every student and instructor that does not have one yet, with
      the development password `dev-<account>` (FOR LOCAL TESTING ONLY: say `--no-passwords` and set
      real ones, or use OAuth or LTI 1.3, README "On JupyterHub"), and links the course folder into
@@ -60,6 +61,14 @@ ACCOUNT = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")  # what useradd takes on Debia
 # nothing but the polling), copied as it is beside the user's nbgrader configuration under this name.
 SHORT_POLLS = Path(__file__).resolve().parent.parent / "kernel" / "shortpolls.py"
 SHORT_POLLS_MODULE = "course_short_polls"
+# Server extensions every user's server leaves off: jupyter_lsp serves language servers, and the course
+# environment installs none (JupyterLab's own LSP client is off by default), yet at each start it looks
+# for some twenty of them and runs `npm prefix -g`, a Node.js process (about 0.4 s of CPU in all).
+LEAN_SERVER = {"jupyter_lsp": False}
+# What JupyterLab's page is told (labconfig/page_config.json): no build. Users cannot rebuild the hub's
+# JupyterLab (its environment is root's, or the image's), and with the build check on every page load
+# asks the server whether a build is needed (GET lab/api/build: about 0.4 s of the server's CPU, each time).
+LEAN_PAGE = {"buildAvailable": False, "buildCheck": False}
 
 
 class HubError(GraderError, RuntimeError):
@@ -190,8 +199,9 @@ def user_config_files(conf: dict, students: bool) -> dict[str, str]:
     """The Jupyter configuration a user's server reads (through JUPYTER_CONFIG_PATH), file name -> text:
     nbgrader's exchange and the JupyterHub auth plugin, and Validate with the short-polling Execute
     (short_polls_config; the module SHORT_POLLS beside it); for students the instructors' extensions
-    are off. The same on one machine (written into .hub/) and on Kubernetes (mounted from the chart's
-    values, autograder/classroom/hub_values.py)."""
+    are off. For everyone, what a user's server would do for nothing at each start or page load is off
+    (LEAN_SERVER, LEAN_PAGE). The same on one machine (written into .hub/) and on Kubernetes (mounted
+    from the chart's values, autograder/classroom/hub_values.py)."""
     exchange = (
         ngshare.client_config(ngshare.url(conf))
         if ngshare.chosen(conf)
@@ -205,13 +215,13 @@ def user_config_files(conf: dict, students: bool) -> dict[str, str]:
         + "c.Authenticator.plugin_class = 'nbgrader.auth.JupyterHubAuthPlugin'\n"
         + short_polls_config()
     )
-    off = {"nbgrader.server_extensions.formgrader": False} if students else {}
+    off = {**LEAN_SERVER, **({"nbgrader.server_extensions.formgrader": False} if students else {})}
     disabled = {"@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True} if students else {}
     return {
         "nbgrader_config.py": nbgrader_config,
         f"{SHORT_POLLS_MODULE}.py": SHORT_POLLS.read_text(encoding="utf-8"),
         "jupyter_server_config.json": json.dumps({"ServerApp": {"jpserver_extensions": off}}, indent=1),
-        "labconfig/page_config.json": json.dumps({"disabledExtensions": disabled}, indent=1),
+        "labconfig/page_config.json": json.dumps({**LEAN_PAGE, "disabledExtensions": disabled}, indent=1),
     }
 
 

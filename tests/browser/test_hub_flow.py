@@ -20,7 +20,10 @@ makes writable by the group. The grade table shows the late one's penalty. The i
 written answer of the second student on its formgrader page; the store's total rises by those points. Each student's
 feedback page shows the store's total, the second's without that answer among those still to grade,
 the third's lateness and penalty, the others' on time with their extension. Screenshots in
-artifacts/screenshots/hub-*.png. The hub is the run's one hub (conftest.hub_session).
+artifacts/screenshots/hub-*.png. The hub is the run's one hub (conftest.hub_session). Every user's server
+leaves off what it would do for nothing (`make hub`'s configuration: jupyter_lsp, with no language server
+installed; JupyterLab's build check at each page load, with no build possible): the configuration says so
+and the hub's log, which holds the servers', shows neither.
 
 The same hub also runs ngshare as its service (tests/hub.py add_ngshare: the lines `make hub` writes
 with `[hub] exchange = "ngshare"`), and one more student's server has ngshare-exchange as its nbgrader
@@ -76,8 +79,10 @@ def course(hub: dict, *args: str, timeout: int = 900) -> str:
 
 
 def stored(hub: dict) -> dict:
-    """student -> what the store holds of their grading: notebooks, totals, the term's record."""
+    """student -> what the store holds of their grading: notebooks, totals, the term's record (read as the
+    course's commands read it, without rfc3987_syntax: autograder/__main__.py)."""
     probe = subprocess.run([sys.executable, "-c", (
+        "import sys; sys.modules.setdefault('rfc3987_syntax', None)\n"
         "import json; from autograder.records.store import Store; from autograder.steps import find_step\n"
         f"results = Store.current().load(find_step({STEP4.name!r}))\n"
         "print(json.dumps({r.student: {'notebooks': sorted(r.notebooks), 'totals': r.totals, 'term': r.term}"
@@ -250,8 +255,13 @@ def test_make_hub_serves_a_login_and_knows_the_course(hub_session, record_proper
     students = (Path(hub["folder"]) / "hub" / "jupyter" / "students")
     assert "JupyterHubAuthPlugin" in (students / "nbgrader_config.py").read_text()
     assert "load_subconfig" not in (students / "nbgrader_config.py").read_text()
-    assert json.loads((students / "labconfig" / "page_config.json").read_text())["disabledExtensions"][
-        "@jupyter/nbgrader:formgrader"] is True
+    page = json.loads((students / "labconfig" / "page_config.json").read_text())
+    assert page["disabledExtensions"]["@jupyter/nbgrader:formgrader"] is True
+    for role in ("students", "instructors"):            # no build offered, nor checked at each page load
+        page = json.loads((students.parent / role / "labconfig" / "page_config.json").read_text())
+        assert page["buildAvailable"] is False and page["buildCheck"] is False, (role, page)
+        server = json.loads((students.parent / role / "jupyter_server_config.json").read_text())
+        assert server["ServerApp"]["jpserver_extensions"]["jupyter_lsp"] is False, (role, server)
     # a student's Validate runs the short-polling Execute from the copy beside the configuration (nothing but
     # the polling), read as the student's server reads it, as the student: nothing of the grader is
     # imported, nor on the server's path
@@ -386,6 +396,11 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
                 written = next(line for line in seen.splitlines() if line.startswith(FIRST))
                 assert f"{len(step['to_grade'])} written answers still to be graded" in written, written
                 assert WRITTEN not in summary["notebooks"][FIRST]["to_grade"], summary["notebooks"][FIRST]
+        # the users' servers (their logs are the hub's) left off what they would do for nothing
+        # (hub.LEAN_SERVER, LEAN_PAGE): no language-server extension, no build check from JupyterLab's page
+        log = (Path(hub["folder"]) / "hub.log").read_text(errors="replace")
+        assert "nbgrader.server_extensions.assignment_list | extension was successfully loaded" in log
+        assert "jupyter_lsp | extension was successfully" not in log and "/lab/api/build" not in log
     except Exception:
         for who, page in pages.items():             # what each person saw when it failed
             try:
@@ -550,19 +565,30 @@ class Student:
         return max(found, key=lambda c: len(c.path)).value
 
     def log_in(self, timeout: float = 300) -> float:
-        """The hub's login form; then its server, spawned by the hub, answering. Returns the seconds."""
+        """The hub's login form; then, while the hub spawns the server, its progress followed as the hub's
+        spawn-pending page follows it in a browser (one event stream, not a request every moment), until
+        the server is ready; then its JupyterLab page, through the hub's OAuth. Returns the seconds."""
+        hub = self.hub["url"]
         started = time.monotonic()
-        self.http.get(f"{self.hub['url']}/hub/login", timeout=60).raise_for_status()
-        self.http.post(f"{self.hub['url']}/hub/login", timeout=120, data={
-            "username": self.account, "password": f"dev-{self.account}",
-            "_xsrf": self._xsrf(f"{self.hub['url']}/hub/login")}).raise_for_status()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:          # the lab page: through the hub's OAuth, once spawned
-            page = self.http.get(f"{self.base}/lab", timeout=120)
-            if page.status_code == 200 and page.url.startswith(f"{self.base}/lab") and "jupyter-config-data" in page.text:
-                return time.monotonic() - started
-            time.sleep(0.5)
-        raise AssertionError(f"{self.account}: no JupyterLab after {timeout:.0f} s ({page.status_code} {page.url})")
+        self.http.get(f"{hub}/hub/login", timeout=60).raise_for_status()
+        landed = self.http.post(f"{hub}/hub/login", timeout=120, data={
+            "username": self.account, "password": f"dev-{self.account}", "_xsrf": self._xsrf(f"{hub}/hub/login")})
+        landed.raise_for_status()
+        if not landed.url.startswith(f"{self.base}/lab"):   # the spawn-pending page: the spawn's progress
+            last = {}
+            with self.http.get(f"{hub}/hub/api/users/{self.account}/server/progress", stream=True, timeout=timeout,
+                               params={"_xsrf": self._xsrf(f"{hub}/hub/api")}) as events:
+                events.raise_for_status()
+                for line in events.iter_lines(decode_unicode=True):
+                    if line.startswith("data:"):
+                        last = json.loads(line.removeprefix("data:"))
+                        if last.get("ready") or last.get("failed"):
+                            break
+            assert last.get("ready"), f"{self.account}: the hub's spawn did not get ready ({landed.url}): {last}"
+            landed = self.http.get(f"{self.base}/lab", timeout=120)
+        assert landed.status_code == 200 and landed.url.startswith(f"{self.base}/lab") \
+            and "jupyter-config-data" in landed.text, (self.account, landed.status_code, landed.url)
+        return time.monotonic() - started
 
     def post(self, path: str, **data) -> dict:
         answer = self.http.post(f"{self.base}/{path}", data=data, timeout=300,
