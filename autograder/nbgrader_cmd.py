@@ -36,8 +36,8 @@ def main_without_iri_grammars(module: str, first: str = "") -> str:
 
 # JupyterLab asks yarn for the npm registry it would build from when its server module is imported
 # (`node yarn.js config --json`: a Node.js process, about 0.3 s of CPU, at every server start). A user's
-# server on the hub never builds JupyterLab (hub.LEAN_PAGE: the page offers no build), so it does not ask:
-# the registry, never used there, stays JupyterLab's default.
+# server on the hub and the course's own JupyterLab never build it (classroom/lab.py LEAN_PAGE: the page offers
+# no build), so they do not ask: the registry, never used there, stays JupyterLab's default.
 WITHOUT_YARN_CONFIG = (
     "import jupyterlab.commands as _lab; "
     "_lab._yarn_config = lambda logger=None: {'yarn config': {}, 'npm config': {}}; "
@@ -46,8 +46,8 @@ WITHOUT_YARN_CONFIG = (
 
 # `python -m nbgrader`, without rfc3987_syntax
 NBGRADER_MAIN = main_without_iri_grammars("nbgrader.apps.nbgraderapp")
-# `python -m jupyterlab` and `jupyterhub-singleuser`, the same way (the users' servers without yarn's look-up)
-JUPYTERLAB_MAIN = main_without_iri_grammars("jupyterlab.labapp")
+# `python -m jupyterlab` and `jupyterhub-singleuser`, the same way, both without yarn's look-up
+JUPYTERLAB_MAIN = main_without_iri_grammars("jupyterlab.labapp", WITHOUT_YARN_CONFIG)
 SINGLEUSER_MAIN = main_without_iri_grammars("jupyterhub.singleuser", WITHOUT_YARN_CONFIG)
 
 ERROR_LINE = re.compile(r"\| (ERROR|CRITICAL|FATAL)\]")

@@ -142,6 +142,28 @@ def test_a_users_server_on_the_hub_runs_no_node_process_for_yarns_configuration(
     assert done.stdout.strip().splitlines()[-1] == "True", done.stdout
 
 
+def test_the_courses_own_jupyterlab_leaves_lsp_and_the_build_check_off_and_asks_yarn_nothing(tmp_path):
+    """`make lab`, `make formgrader` and the browser tests' JupyterLab (classroom/lab.py lab_arguments,
+    JUPYTERLAB_MAIN) leave off what the hub's users' servers leave off: their options, read by Jupyter
+    Server's own parser, turn jupyter_lsp off and give the page no build and no build check (LEAN_SERVER,
+    LEAN_PAGE), the instructor's pages keep their Content-Security-Policy; the command's first statements
+    keep JupyterLab from asking yarn's configuration of a Node.js process."""
+    from jupyter_server.serverapp import ServerApp
+
+    from autograder.classroom.lab import INSTRUCTOR_CSP, LEAN_PAGE, LEAN_SERVER, lab_arguments
+    from autograder.nbgrader_cmd import JUPYTERLAB_MAIN
+    assert LEAN_SERVER == {"jupyter_lsp": False} and LEAN_PAGE == {"buildAvailable": False, "buildCheck": False}
+    for role in ("student", "instructor"):
+        app = ServerApp()
+        app.parse_command_line(lab_arguments(tmp_path, role))
+        assert app.jpserver_extensions == LEAN_SERVER, (role, app.jpserver_extensions)
+        assert app.tornado_settings["page_config_data"] == LEAN_PAGE, (role, app.tornado_settings)
+        headers = app.tornado_settings.get("headers", {})
+        assert headers == ({"Content-Security-Policy": INSTRUCTOR_CSP} if role == "instructor" else {}), headers
+    first, lab = JUPYTERLAB_MAIN.split("from jupyterlab.labapp import")
+    assert "main()" in lab and "_yarn_config" in first, JUPYTERLAB_MAIN
+
+
 def test_the_written_file_is_the_values_and_its_commented_authenticators_are_valid(course, tmp_path):
     values_file, claim_file, context = hub_values.write(tmp_path)
     assert context == tmp_path / hub_values.STUDENT_IMAGE and (context / "Dockerfile").is_file()

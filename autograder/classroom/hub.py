@@ -43,6 +43,7 @@ from pathlib import Path
 from ..course import COURSE_ID, ENGINE_ROOT, ROOT
 from ..errors import GraderError
 from ..nbgrader_cmd import SINGLEUSER_MAIN
+from .lab import LEAN_PAGE, LEAN_SERVER
 from . import ngshare
 
 HUB_DIR = ngshare.HUB_DIR  # .hub/ ($COURSE_HUB_DIR: the tests' folder of their own)
@@ -61,14 +62,6 @@ ACCOUNT = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")  # what useradd takes on Debia
 # nothing but the polling), copied as it is beside the user's nbgrader configuration under this name.
 SHORT_POLLS = Path(__file__).resolve().parent.parent / "kernel" / "shortpolls.py"
 SHORT_POLLS_MODULE = "course_short_polls"
-# Server extensions every user's server leaves off: jupyter_lsp serves language servers, and the course
-# environment installs none (JupyterLab's own LSP client is off by default), yet at each start it looks
-# for some twenty of them and runs `npm prefix -g`, a Node.js process (about 0.4 s of CPU in all).
-LEAN_SERVER = {"jupyter_lsp": False}
-# What JupyterLab's page is told (labconfig/page_config.json): no build. Users cannot rebuild the hub's
-# JupyterLab (its environment is root's, or the image's), and with the build check on every page load
-# asks the server whether a build is needed (GET lab/api/build: about 0.4 s of the server's CPU, each time).
-LEAN_PAGE = {"buildAvailable": False, "buildCheck": False}
 
 
 class HubError(GraderError, RuntimeError):

@@ -29,6 +29,15 @@ from ..nbgrader_cmd import JUPYTERLAB_MAIN
 
 SETTINGS = Path(__file__).resolve().parent / "lab_settings"
 ROLES = ("student", "instructor")
+# Server extensions every JupyterLab of the course leaves off (`make lab`, `make formgrader`, each user's
+# server on the hub: hub.user_config_files): jupyter_lsp serves language servers, and the course environment
+# installs none (JupyterLab's own LSP client is off by default), yet at each start it looks for some twenty
+# of them and runs `npm prefix -g`, a Node.js process (about 0.4 s of CPU in all).
+LEAN_SERVER = {"jupyter_lsp": False}
+# What JupyterLab's page is told: no build. Nobody rebuilds the course's JupyterLab from its page (the
+# environment is pinned; on the hub it is root's, or the image's), and with the build check on, every page
+# load asks the server whether a build is needed (GET lab/api/build: about 0.4 s of the server's CPU).
+LEAN_PAGE = {"buildAvailable": False, "buildCheck": False}
 
 
 # The instructor's JupyterLab opens students' notebooks (the formgrader's "Open live notebook", the
@@ -49,13 +58,14 @@ def lab_arguments(root_dir: Path, role: str = "student", default_url: str | None
         f"--ServerApp.root_dir={root_dir}",
         f"--LabApp.app_settings_dir={SETTINGS / role}",
         "--LabApp.news_url=None",
+        *(f"--ServerApp.jpserver_extensions={name}={on}" for name, on in LEAN_SERVER.items()),
     ]
+    # the page's configuration (LEAN_PAGE) and the instructor's headers, as a Python literal (what traitlets
+    # reads a dict option as: JSON's `false` is not one)
+    settings: dict = {"page_config_data": dict(LEAN_PAGE)}
     if role == "instructor":
-        import json
-
-        args.append(
-            "--ServerApp.tornado_settings=" + json.dumps({"headers": {"Content-Security-Policy": INSTRUCTOR_CSP}})
-        )
+        settings["headers"] = {"Content-Security-Policy": INSTRUCTOR_CSP}
+    args.append(f"--ServerApp.tornado_settings={settings!r}")
     if default_url:
         args.append(f"--ServerApp.default_url={default_url}")
     return args
