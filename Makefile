@@ -219,7 +219,7 @@ test-browser: $(PY)
 lint: $(PY)
 	$(VENV)/bin/lint-imports --config .importlinter
 	$(VENV)/bin/mypy --cache-dir=/dev/null
-	$(VENV)/bin/ruff check autograder dlcourse source/course_plugin.py source/step-04/checks
+	$(VENV)/bin/ruff check autograder dlcourse source/course_plugin.py source/step-04/checks benchmarks
 	$(VENV)/bin/ruff format --check autograder dlcourse source/course_plugin.py
 
 # whole modules to a worker, the most tests first: a module's judgements of the corpus, cached in the

@@ -123,7 +123,7 @@ def throughput_section(t: dict) -> tuple[list[str], list[tuple[str, bool, str]]]
         lines += ["", f"Of plain nbgrader's time, `generate_assignment` (the gradebook) took {fmt(stats(plain_setup), 1)} s."]
     extrap = [s for s in sizes if any(s not in med[w] for w in med if med[w])]
     if extrap:
-        lines += ["", f"Extrapolated cells (≈): not run at that size to keep `make bench` under half an hour; "
+        lines += ["", "Extrapolated cells (≈): not run at that size to keep `make bench` under half an hour; "
                       "a straight line through the two largest sizes that were run (plain nbgrader grades one "
                       "notebook after another, so its time grows linearly with the class)."]
     lines += ["", "Load average (1, 5, 15 min) after each size: "

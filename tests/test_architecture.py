@@ -42,7 +42,7 @@ def test_a_circle_or_an_upward_import_breaks_a_contract(tmp_path):
     assert "The grader's layers, highest first BROKEN" in done.stdout
 
 
-LINTED = ("autograder", "dlcourse", "source/course_plugin.py", "source/step-04/checks")
+LINTED = ("autograder", "dlcourse", "source/course_plugin.py", "source/step-04/checks", "benchmarks")
 FORMATTED = ("autograder", "dlcourse", "source/course_plugin.py")
 
 
