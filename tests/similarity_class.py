@@ -24,6 +24,7 @@ import io
 import json
 import keyword
 import builtins
+import functools
 import tokenize
 from pathlib import Path
 
@@ -91,6 +92,12 @@ MODEL_EDIT = 0.95      # a variant this close to the model answer (difflib's rat
 
 def honest_answers() -> dict[str, dict[str, dict[str, str]]]:
     """student -> notebook -> {grade id: answer} (only the cells where it differs from the model)."""
+    import copy
+    return copy.deepcopy(_honest_answers())
+
+
+@functools.cache
+def _honest_answers() -> dict[str, dict[str, dict[str, str]]]:
     import proof_corpus
     from autograder.publish.similarity import normalise_code
     # a variant that is the model answer with a token or two changed (normalised as the report normalises

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import html
 import io
 import json
@@ -254,20 +255,16 @@ def _units(body: list[ast.stmt], parent: _Unit | None, out: list[_Unit]) -> None
         out.append(unit)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             _prune_scope(node)
-            inner = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-            inner |= {
-                a.arg
-                for n in ast.walk(node)
-                if isinstance(n, ast.arguments)
-                for a in n.posonlyargs + n.args + n.kwonlyargs + [x for x in (n.vararg, n.kwarg) if x]
-            }
-            inner |= {
-                n.name
-                for n in ast.walk(node)
-                if n is not node and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            }
+            loads, inner = set(), set()  # names read in it, names of its own (bound in it, its parameters)
+            for n in ast.walk(node):
+                if isinstance(n, ast.Name):
+                    (loads if isinstance(n.ctx, ast.Load) else inner).add(n.id)
+                elif isinstance(n, ast.arg):
+                    inner.add(n.arg)
+                elif n is not node and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    inner.add(n.name)
             unit.binds.add(node.name)
-            unit.reads = _loads(node) - inner | _loads(*node.decorator_list)
+            unit.reads = loads - inner | _loads(*node.decorator_list)
         elif isinstance(node, COMPOUND):
             if isinstance(node, (ast.For, ast.AsyncFor)):
                 unit.reads = _loads(node.iter, node.target)
@@ -287,7 +284,18 @@ def _units(body: list[ast.stmt], parent: _Unit | None, out: list[_Unit]) -> None
             for handler in getattr(node, "handlers", []):
                 _units(handler.body, unit, out)
         else:
-            unit.reads = _loads(node)
+            names: set[str] = set()
+            calls = yields = False
+            for n in ast.walk(node):  # one walk: what it reads, binds with :=, whether it calls or yields
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    names.add(n.id)
+                elif isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
+                    unit.binds.add(n.target.id)
+                elif isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)):
+                    calls = yields = True
+                elif isinstance(n, ast.Call):
+                    calls = True
+            unit.reads = names
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 unit.binds = {(a.asname or a.name).split(".")[0] for a in node.names}
                 unit.acts = "*" in unit.binds
@@ -298,13 +306,9 @@ def _units(body: list[ast.stmt], parent: _Unit | None, out: list[_Unit]) -> None
                         unit.acts = True
                     else:
                         (unit.binds if kind == "bind" else unit.updates).add(name)
-                value = getattr(node, "value", None)
-                unit.acts |= value is not None and any(
-                    isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in ast.walk(value)
-                )
+                unit.acts |= yields
             elif isinstance(node, ast.Expr):
                 value = node.value
-                calls = any(isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom)) for n in ast.walk(value))
                 if not calls:
                     pass  # a constant, a name, a pure expression
                 elif (
@@ -324,9 +328,6 @@ def _units(body: list[ast.stmt], parent: _Unit | None, out: list[_Unit]) -> None
                     unit.acts = True
             elif not isinstance(node, ast.Pass):
                 unit.acts = True  # return, raise, assert, global, break, match...
-            unit.binds |= {
-                n.target.id for n in ast.walk(node) if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name)
-            }
 
 
 def _keep(units: list[_Unit], exported: frozenset[str] | None) -> None:
@@ -452,6 +453,7 @@ def normalise_ast(source: str, roots: frozenset[str] | None = None) -> tuple[str
         if span and origin:
             owner[span[0] : span[1]] = i  # a node's children come after it: the innermost node owns a character
 
+    @functools.cache
     def children(i: int) -> list[int]:
         out, todo = [], list(ast.iter_child_nodes(ours[i]))
         while todo:
