@@ -10,7 +10,13 @@ The copies (of whole submissions, every notebook):
   * `copy-renamed` is h1 with every name of its own renamed (the graded functions keep theirs);
   * `copy-padded` is h2 with an unused ten-line helper added to every answer it copied;
   * `copy-reordered` is h3 with the answers of each notebook moved one cell on (each answer cell
-    holds the next one's code) and the statements of each answer's top level in reverse order.
+    holds the next one's code) and the statements of each answer's top level in reverse order;
+  * `copy-interleaved` is h4 with a dead statement (DEAD, in turn) before every statement.
+
+`build_disguised` makes another class, of code only: the honest students' code answers and, for
+each kind of DISGUISES, copies of two of them drawn by a seeded generator, each disguise made
+mechanically (dead statements from templates with fresh names and values, unused functions, names
+in redundant parentheses, the moves and renames above, and all of them at once).
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ import io
 import json
 import keyword
 import builtins
+import functools
 import tokenize
 from pathlib import Path
 
@@ -85,6 +92,12 @@ MODEL_EDIT = 0.95      # a variant this close to the model answer (difflib's rat
 
 def honest_answers() -> dict[str, dict[str, dict[str, str]]]:
     """student -> notebook -> {grade id: answer} (only the cells where it differs from the model)."""
+    import copy
+    return copy.deepcopy(_honest_answers())
+
+
+@functools.cache
+def _honest_answers() -> dict[str, dict[str, dict[str, str]]]:
     import proof_corpus
     from autograder.publish.similarity import normalise_code
     # a variant that is the model answer with a token or two changed (normalised as the report normalises
@@ -214,3 +227,142 @@ def build(home: Path) -> dict[str, dict[str, dict[str, str]]]:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(with_answers(STEP4, notebook, notebooks.get(notebook, {}))), encoding="utf-8")
     return students
+
+
+# ---- copies made mechanically: each kind of disguise from a seeded generator --------------------
+# A dead statement in many shapes, names and values drawn by a seeded generator; `{a}` is a name of
+# the copy's own, `{b}` one of the dead names made before it in the same answer (a chain of dead
+# names), `{v}` and `{w}` numbers, `{s}` a word.
+DEAD_TEMPLATES = [
+    "{a} = {v}", "{a} = [{v}, {w}]", "{a} = ({v}, '{s}')", "{a} = {{'{s}': {v}}}", "{a} = len([{v}, {w}])",
+    "{a} = {b} + {v}", "{a} = [{b}] * {w}", "{a} = str({b})", "{a} = {b} = {v}", "'{s}'", "{v}", "pass",
+    "{a} = abs(-{v}) * {w}", "{a}, {c} = {v}, {b}", "print()",
+]
+WORDS = ["tmp", "aux", "val", "spare", "check", "debug", "keep", "buf", "part", "acc", "x9", "idx_", "note"]
+
+
+def _dead_statement(rng, made: list[str]) -> str:
+    """One dead statement from DEAD_TEMPLATES, its names fresh (added to `made`)."""
+    template = rng.choice(DEAD_TEMPLATES if made else [t for t in DEAD_TEMPLATES if "{b}" not in t])
+    fresh = [f"{rng.choice(WORDS)}_{rng.randrange(1000)}" for _ in range(2)]
+    statement = template.format(a=fresh[0], c=fresh[1], b=rng.choice(made) if made else "0",
+                                v=rng.randrange(1, 100), w=rng.randrange(1, 9), s=rng.choice(WORDS))
+    made.extend(fresh[: 1 + ("{c}" in template)] if "{a}" in template else [])
+    return statement
+
+
+def _dead_helper(rng, made: list[str]) -> str:
+    """An unused function of two to four dead lines, under a fresh name."""
+    name = f"{rng.choice(['helper', 'util', 'prepare', 'fix', 'step'])}_{rng.randrange(1000)}"
+    inner: list[str] = []
+    body = [_dead_statement(rng, inner) for _ in range(rng.randrange(2, 5))]
+    return "\n".join([f"def {name}({rng.choice(['x', 'values', 'a, b', ''])}):", *(f"    {s}" for s in body),
+                      f"    return {inner[-1] if inner else 'None'}"])
+
+
+def _statement_starts(source: str) -> dict[int, int] | None:
+    """{line number: indentation} of the line where each statement of `source` begins (None: not Python)."""
+    import ast
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    starts: dict[int, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt):
+            first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+            starts.setdefault(first, node.col_offset)
+    return starts
+
+
+def padded_between(source: str, rng, helpers: bool = False) -> str:
+    """A dead statement (or, with `helpers`, an unused function) put before every statement of
+    `source`, at its indentation: no run of the original's statements is left side by side."""
+    starts = _statement_starts(source)
+    if starts is None:
+        return source
+    out, made = [], []
+    for number, line in enumerate(source.splitlines(keepends=True), 1):
+        if number in starts:
+            dead = _dead_helper(rng, made) if helpers else _dead_statement(rng, made)
+            out.extend(" " * starts[number] + piece + "\n" for piece in dead.splitlines())
+        out.append(line)
+    return "".join(out)
+
+
+def wrapped(source: str, rng) -> str:
+    """Every name the code reads or writes in redundant parentheses, some in two: `(q)[i]`, `((x))`."""
+    import ast
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    inside_fstrings = {id(n) for s in ast.walk(tree) if isinstance(s, ast.JoinedStr) for n in ast.walk(s)}
+    walrus = {id(n.target) for n in ast.walk(tree) if isinstance(n, ast.NamedExpr)}
+    lines = source.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def at(lineno: int, col: int) -> int:
+        return starts[lineno - 1] + len(lines[lineno - 1].encode()[:col].decode(errors="ignore"))
+
+    names = sorted(((at(n.lineno, n.col_offset), at(n.end_lineno, n.end_col_offset)) for n in ast.walk(tree)
+                    if isinstance(n, ast.Name) and id(n) not in inside_fstrings | walrus), reverse=True)
+    out = source
+    for start, end in names:
+        depth = rng.choice([1, 1, 2])
+        out = out[:start] + "(" * depth + out[start:end] + ")" * depth + out[end:]
+    try:
+        ast.parse(out)
+    except SyntaxError:
+        return source
+    return out
+
+
+# Each kind of copy a function of (the victim's answers to one notebook: {grade id: code}, notebook,
+# a seeded generator) -> the copy's answers.
+def _each(answers: dict[str, str], how) -> dict[str, str]:
+    return {gid: how(text) for gid, text in answers.items()}
+
+
+def _moved(answers: dict[str, str], notebook: str) -> dict[str, str]:
+    """Each answer moved one cell on and its top-level statements in reverse order."""
+    gids = [g for g in answers_of(STEP4, notebook) if g in answers]
+    moved = {gids[(i + 1) % len(gids)]: reordered(answers[g]) for i, g in enumerate(gids)}
+    return {g: moved[g] for g in gids}
+
+
+DISGUISES = {
+    "renamed": lambda answers, notebook, rng: _each(answers, renamed),
+    "padded": lambda answers, notebook, rng: _each(answers, lambda t: padded_between(t, rng)),
+    "helpers": lambda answers, notebook, rng: _each(answers, lambda t: padded_between(t, rng, helpers=True)),
+    "reordered": lambda answers, notebook, rng: _moved(answers, notebook),
+    "wrapped": lambda answers, notebook, rng: _each(answers, lambda t: wrapped(t, rng)),
+    "padded+wrapped": lambda answers, notebook, rng: _each(answers, lambda t: wrapped(padded_between(t, rng), rng)),
+    "all": lambda answers, notebook, rng: _moved(_each(answers, lambda t: wrapped(padded_between(
+        padded_between(renamed(t), rng, helpers=True), rng), rng)), notebook),
+}
+
+
+def build_disguised(home: Path, seed: int = 4, victims_per_kind: int = 2) -> dict[str, str]:
+    """The honest students' code answers only (no written answers: the code is measured on its own)
+    and, for each kind of DISGUISES, copies of `victims_per_kind` honest students (drawn with
+    `seed`), every notebook. Written into `home`/autograded; returns copier -> victim."""
+    import random
+    rng = random.Random(seed)
+    honest = {sid: {nb: {g: t for g, t in answers.items() if not _is_text(nb, g)} for nb, answers in nbs.items()}
+              for sid, nbs in honest_answers().items()}
+    students: dict[str, dict[str, dict[str, str]]] = dict(honest)
+    copies = {}
+    for kind, disguise in DISGUISES.items():
+        for victim in rng.sample(HONEST, victims_per_kind):
+            copier = f"copy-{kind}-of-{victim}"
+            copies[copier] = victim
+            students[copier] = {nb: disguise(answers, nb, rng) for nb, answers in honest[victim].items()}
+    for sid, notebooks in students.items():
+        for notebook in NOTEBOOKS:
+            path = home / "autograded" / sid / STEP / f"{notebook}.ipynb"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(with_answers(STEP4, notebook, notebooks.get(notebook, {}))), encoding="utf-8")
+    return copies

@@ -1,7 +1,12 @@
 """The similarity report lists answers alike across the class (renamed variables, unused padding and
 another order do not hide a copy), leaves apart answers that differ, untouched ones and short ones,
-ranks every copy of the synthetic class above every pair of honest students, shows the matching
-regions side by side in a page where a student's text is only text, and changes no grade."""
+ranks every copy of the synthetic class above every pair of honest students, by its whole answers
+and by its code alone, and so every copy made mechanically from the honest students' code (renamed,
+a varied dead statement or an unused function before every statement, moved and reversed, names
+in redundant parentheses, all of these at once), honest pairs staying below the threshold; its
+normalising keeps what an answer reads, calls and returns and drops what nothing reads; it shows
+the matching regions side by side, on the student's own lines and never on the padding, in a page
+where a student's text is only text, and changes no grade."""
 import json
 import re
 
@@ -117,8 +122,10 @@ def test_a_copy_padded_with_an_unused_helper_or_reordered_is_listed(grading_home
 
 def test_the_synthetic_class_ranks_each_copy_above_every_honest_pair(grading_home, capsys):
     """Six honest students (the proof corpus's correct variants, written answers of their own) and
-    three who copied one of them: renamed, padded with an unused helper, reordered. Each copy is
-    listed at the default threshold, and ranked above every pair of students who did not copy."""
+    four who copied one of them: renamed, padded with an unused helper, reordered, a dead statement
+    before every statement. Each copy is listed at the default threshold, and ranked above every
+    pair of students who did not copy, by its whole answers and by its code alone (the copies'
+    written answers are the victim's word for word, which alone would list them)."""
     from similarity_class import COPIES, build
     build(grading_home)
     computed = matches(STEP)
@@ -126,15 +133,22 @@ def test_the_synthetic_class_ranks_each_copy_above_every_honest_pair(grading_hom
     copies = {tuple(sorted((copier, victim))): copier for copier, victim in COPIES.items()}
     found = {copies[(p["student_a"], p["student_b"])]: p for p in pairs if (p["student_a"], p["student_b"]) in copies}
     honest = [p for p in pairs if not {p["student_a"], p["student_b"]} & set(COPIES)]
+    # the copies carry the written answers word for word: their code is measured on its own too
+    code = ranked(STEP, found=[m for m in computed if m.a.kind == "code"])
+    code_found = {copies[(p["student_a"], p["student_b"])]: p for p in code
+                  if (p["student_a"], p["student_b"]) in copies}
+    code_honest = [p for p in code if not {p["student_a"], p["student_b"]} & set(COPIES)]
     with capsys.disabled():
-        print(f"\nsynthetic class: {len(pairs)} pairs sharing text; "
-              + "; ".join(f"{c}: rank {found[c]['rank']}, {found[c]['score']:.2f}" for c in COPIES)
-              + f"; best honest pair: rank {honest[0]['rank']}, {honest[0]['score']:.2f} "
-              f"({honest[0]['student_a']}, {honest[0]['student_b']})")
-    assert set(found) == set(COPIES), sorted(found)
-    assert all(found[c]["score"] >= 0.8 for c in COPIES), {c: found[c]["score"] for c in COPIES}
-    assert max(found[c]["rank"] for c in COPIES) < honest[0]["rank"], (found, honest[0])
-    assert honest[0]["score"] < 0.8, honest[0]
+        for name, ranking, by_copy, fair in (("", pairs, found, honest), (", code only", code, code_found, code_honest)):
+            print(f"\nsynthetic class{name}: {len(ranking)} pairs sharing text; "
+                  + "; ".join(f"{c}: rank {by_copy[c]['rank']}, {by_copy[c]['score']:.2f}" for c in COPIES)
+                  + f"; best honest pair: rank {fair[0]['rank']}, {fair[0]['score']:.2f} "
+                  f"({fair[0]['student_a']}, {fair[0]['student_b']})")
+    for by_copy, fair in ((found, honest), (code_found, code_honest)):
+        assert set(by_copy) == set(COPIES), sorted(by_copy)
+        assert all(by_copy[c]["score"] >= 0.8 for c in COPIES), {c: by_copy[c]["score"] for c in COPIES}
+        assert max(by_copy[c]["rank"] for c in COPIES) < fair[0]["rank"], (by_copy, fair[0])
+        assert fair[0]["score"] < 0.8, fair[0]
     listed = {(p["student_a"], p["student_b"]) for p in similar_pairs(STEP, 0.8, found=computed)}
     assert set(copies) <= listed and not {pair for pair in listed if not set(pair) & set(COPIES)}, listed
 
@@ -155,3 +169,70 @@ def test_the_page_shows_matching_regions_side_by_side_and_student_text_only_as_t
     assert re.findall(r"class='side'", body) == ["class='side'", "class='side'"]
     assert body.count("<mark>") >= 2 and "_spread" in body                      # shared regions marked, the rest shown
     assert not re.search(r"<mark>[^<]*_spread", body), "the unused helper is marked as shared"
+
+
+def test_every_disguised_copy_ranks_above_every_honest_pair_by_its_code_alone(grading_home, record_property, capsys):
+    """Copies made mechanically (tests/similarity_class.py's DISGUISES, from a seeded generator) of
+    the honest students' code, written answers left out: renamed; a varied dead statement before
+    every statement (a chain of unused names, constants, `pass`, `print()`); an unused function
+    before every statement; answers moved a cell on and in reverse order; every name in redundant
+    parentheses; and these together. Each copy's pair with its victim scores at least the default
+    threshold and above every pair of honest students, who stay below it; the page marks none of
+    the padding lines of a padded copy."""
+    from similarity_class import DISGUISES, HONEST, build_disguised
+    copies = build_disguised(grading_home)
+    computed = matches(STEP)
+    assert {m.a.kind for m in computed} == {"code"}
+    pairs = {(p["student_a"], p["student_b"]): p for p in ranked(STEP, found=computed)}
+    honest = max((p for pair, p in pairs.items() if set(pair) <= set(HONEST)), key=lambda p: p["score"])
+    scores = {copier: pairs.get(tuple(sorted((copier, victim))), {"score": 0.0})["score"]
+              for copier, victim in copies.items()}
+    figures = "; ".join(f"{copier} {score:.2f}" for copier, score in scores.items())
+    record_property("disguised copies", figures)
+    record_property("highest honest pair", f"{honest['student_a']}, {honest['student_b']}: {honest['score']:.2f}")
+    with capsys.disabled():
+        print(f"\ndisguised copies, code only: {figures}; highest honest pair {honest['score']:.2f} "
+              f"({honest['student_a']}, {honest['student_b']})")
+    assert {copier.split("-of-")[0].removeprefix("copy-") for copier in copies} == set(DISGUISES)
+    assert honest["score"] < 0.8, honest
+    assert all(score >= 0.8 and score > honest["score"] for score in scores.values()), (scores, honest)
+    for copier, victim in copies.items():
+        if not copier.startswith("copy-padded-of-"):
+            continue
+        lines_marked = 0
+        for m in pairs[tuple(sorted((copier, victim)))]["matches"]:
+            doc, mask = (m.a, m.mask_a) if m.a.student == copier else (m.b, m.mask_b)
+            victim_doc = m.b if doc is m.a else m.a
+            original = {line.strip() for _, text in victim_doc.cells for line in text.splitlines()}
+            for index, (gid, text) in enumerate(doc.cells):
+                start = doc.cell_starts[index]
+                marked = {text.count("\n", 0, a - start) for a, b in doc.spans[mask & (doc.cell_of == index)].tolist()
+                          if b > a}
+                padding = {number for number, line in enumerate(text.splitlines()) if line.strip() not in original}
+                assert not marked & padding, (copier, gid, sorted(marked & padding))
+                lines_marked += len(marked)
+        assert lines_marked > 10, (copier, lines_marked)
+
+
+def test_normalising_keeps_what_the_answer_needs_and_drops_what_it_does_not():
+    """What the syntax tree keeps (see the module's docstring), each rule with a case either way."""
+    def same(a, b, roots=frozenset({"f"})):
+        return normalise_code(a, roots)[0] == normalise_code(b, roots)[0]
+    plain = "def f(q, k):\n    T = q.shape[0]\n    rows = []\n    for i in range(T):\n        rows.append(q[i] @ k.T)\n" \
+            "    return torch.stack(rows)\n"
+    padded = ("def f(q, k):\n    tmp = 3\n    T = (q).shape[0]\n    x = tmp + 1\n    '.'\n    rows = []\n"
+              "    spare = []\n    spare.append(x)\n    for i in ((range))(T):\n        pass\n"
+              "        rows.append(((q))[i] @ k.T)\n        def g(v):\n            return v\n    print()\n"
+              "    return torch.stack(rows)\n    y = 1\n\n\ndef unused(a):\n    return a\n")
+    assert same(plain, padded)
+    # what is read, called or written outside is kept: each of these changes the text
+    assert not same(plain, plain.replace("    rows = []\n", "    rows = []\n    torch.manual_seed(0)\n"))
+    assert not same(plain, plain.replace("    rows = []\n", "    rows = []\n    k[0] = 1\n"))
+    assert not same(plain, plain.replace("    rows = []\n", "    rows = [T]\n"))
+    assert not same(plain, plain.replace("    rows = []\n", "    rows = []\n    print(T)\n"))
+    assert not same(plain, plain + "\n\ndef helper(a):\n    return a\n", roots=None)   # no stub: every name kept
+    assert not same(plain, plain.replace("return torch.stack(rows)", "return torch.stack(rows) + h(T)")
+                    + "\n\ndef h(a):\n    return a\n")                                  # a helper it calls
+    # code that does not parse keeps every statement, as tokens
+    magic = "%timeit f(q)\nx = 1\n"
+    assert normalise_code(magic)[0] == normalise_code(magic + "\n")[0] != ""

@@ -5,12 +5,31 @@ The engine is MOSS's: winnowing fingerprints (Schleimer, Wilkerson and Aiken, SI
 the `copydetect` package (its winnowing, fingerprint overlap and copied-region functions). Each
 student's answers to one notebook are one document per kind, code and written text, in the
 notebook's order (so an answer moved to another cell, or functions put in another order, is still
-the same text). The document is normalised first: code to Python's tokens without comments or
-layout, every name but builtins, keywords and attributes (`.softmax`, `.shape`) written `N`, every
-literal `L`, so renaming variables changes nothing; written text to its lower-case words. Every run
-of K characters of the normalised document is hashed (the same hash in every run) and winnowing
-keeps the smallest hash of each window of WINDOW runs: any match of at least K + WINDOW - 1
-characters is found, shorter ones never count.
+the same text). The document is normalised first: code to the answer's own statements, written back
+from its syntax tree (so redundant parentheses, comments and layout are gone: `((q))[i]` is `q[i]`),
+as Python's tokens, every name but builtins, keywords and attributes (`.softmax`, `.shape`) written
+`N`, every literal `L`, so renaming variables changes nothing; written text to its lower-case words.
+
+An answer's own statements are what it keeps, not what a list of padding drops: in a function,
+the statements that act (return, raise, assert, yield, call something, write to an argument's or a
+global's object) and, to a fixed point, every statement that binds or changes a name a kept
+statement reads (an assignment, an import, a helper function, `rows.append(...)` when `rows` is
+read), with the loops, conditions and `with` blocks around a kept statement; in a class, every name
+it defines; in a cell, the definitions of the names its stub defines (`scores_entrywise`), and what
+they read, transitively (a cell whose stub defines none, or whose answer defines none of them,
+keeps every name it binds: a later cell may read them). So a copy padded with a dead statement
+between every line (`tmp = 3`, `x = tmp + 1`: a chain of unused names, `'.'`, `pass`, `print()`),
+with unused helper functions, or with statements after a `return`, is normalised to the
+original's text, and the copy's every run of the original is found again. A statement is kept or
+dropped whole, by names only (not by what a call does: an unused `x = f()` is dropped, `f()` kept).
+Code that does not parse (an IPython magic, a syntax error) keeps every statement: its tokens as
+written. Each character of the normalised text carries the place in the student's answer of the
+token it came from (the written-back tree is parsed again, node for node the same), so the page
+marks the student's own lines, never the padding.
+
+Every run of K characters of the normalised document is hashed (the same hash in every run) and
+winnowing keeps the smallest hash of each window of WINDOW runs: any match of at least
+K + WINDOW - 1 characters is found, shorter ones never count.
 
 What the release and the model solution already say is not the students' own: every run found in
 a notebook's released stubs or in its instructor answers (source/, markers removed) is taken out of
@@ -19,8 +38,10 @@ is measured on what was written beyond it.
 
 Two documents are compared by the runs they share; each answer cell gets the share of its own
 fingerprinted text that the other student's document holds too. A copy padded with unused code
-keeps the original's share at 1.0 (every run of the original is in the copy), a renamed or
-reordered copy too, where a share of the whole document would fall. A pair of students is ranked
+keeps the original's share at 1.0 (every run of the original is in the copy: the padding around
+it is not, and the padding between its lines is normalised away), a renamed or reordered copy too,
+where a share of the whole document would fall (tests/test_similarity.py measures each kind of
+disguise, made mechanically, against a class of honest students). A pair of students is ranked
 by their largest share over the cells with at least MIN_OWN characters of their own, then by how
 much they share. `make similarity` writes the pairs at or above the threshold (default 0.8) to
 `<grading home>/similarity.csv` and a page that shows each listed pair's matching regions side by
@@ -30,7 +51,9 @@ escaped, and the page's policy loads and runs nothing).
 
 from __future__ import annotations
 
+import ast
 import builtins
+import functools
 import html
 import io
 import json
@@ -64,39 +87,55 @@ def _text(cell: dict) -> str:
 # ---- normalising: the text compared, and where each of its characters came from ---------------
 
 
-def normalise_code(source: str) -> tuple[str, list[tuple[int, int]]]:
+def _tokens(source: str, locate=None) -> tuple[str, list[tuple[int, int]]]:
     """`source` as Python tokens (names `N` but builtins, keywords and attributes; literals `L`;
     no comments or layout), and for each character of the result the span of `source` it stands
-    for. Code that does not tokenise is normalised as text."""
+    for (`locate(start, end, string)`: the span a token at [start, end) stands for, when `source`
+    is another text's). Raises what tokenize raises on code that does not tokenise."""
     starts = [0]
     for line in source.splitlines(keepends=True):
         starts.append(starts[-1] + len(line))
-    pieces, spans, previous = [], [], ""
+    pieces: list[str] = []
+    spans: list[tuple[int, int]] = []
+    previous = ""
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type in (
+            tokenize.COMMENT,
+            tokenize.NL,
+            tokenize.NEWLINE,
+            tokenize.INDENT,
+            tokenize.DEDENT,
+            tokenize.ENDMARKER,
+        ):
+            continue
+        if tok.type == tokenize.NAME:
+            out = tok.string if tok.string in BUILTINS or previous == "." else "N"
+        elif tok.type in (tokenize.NUMBER, tokenize.STRING) or tok.type == getattr(tokenize, "FSTRING_START", -1):
+            out = "L"
+        else:
+            out = tok.string
+        start = starts[tok.start[0] - 1] + tok.start[1]
+        end = starts[tok.end[0] - 1] + tok.end[1]
+        span = locate(start, end, tok.string) if locate else (start, end)
+        pieces.append(out)
+        spans.extend([span] * len(out))
+        previous = tok.string
+    return "".join(pieces), spans
+
+
+def normalise_tokens(source: str) -> tuple[str, list[tuple[int, int]]]:
+    """`source`'s tokens (`_tokens`), every statement of it; code that does not tokenise as text."""
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            if tok.type in (
-                tokenize.COMMENT,
-                tokenize.NL,
-                tokenize.NEWLINE,
-                tokenize.INDENT,
-                tokenize.DEDENT,
-                tokenize.ENDMARKER,
-            ):
-                continue
-            if tok.type == tokenize.NAME:
-                out = tok.string if tok.string in BUILTINS or previous == "." else "N"
-            elif tok.type in (tokenize.NUMBER, tokenize.STRING) or tok.type == getattr(tokenize, "FSTRING_START", -1):
-                out = "L"
-            else:
-                out = tok.string
-            start = starts[tok.start[0] - 1] + tok.start[1]
-            end = starts[tok.end[0] - 1] + tok.end[1]
-            pieces.append(out)
-            spans.extend([(start, end)] * len(out))
-            previous = tok.string
+        return _tokens(source)
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return normalise_text(source)
-    return "".join(pieces), spans
+
+
+def normalise_code(source: str, roots: frozenset[str] | None = None) -> tuple[str, list[tuple[int, int]]]:
+    """The answer's own statements as tokens (`normalise_ast`; `roots`: the names its stub defines),
+    each character with the span of `source` it stands for. Code that does not parse (a cell with
+    an IPython magic, a syntax error) keeps every statement: its tokens (`normalise_tokens`)."""
+    return normalise_ast(source, roots) or normalise_tokens(source)
 
 
 def normalise_text(source: str) -> tuple[str, list[tuple[int, int]]]:
@@ -111,8 +150,8 @@ def normalise_text(source: str) -> tuple[str, list[tuple[int, int]]]:
     return "".join(pieces), spans
 
 
-def normalise(kind: str, source: str) -> tuple[str, list[tuple[int, int]]]:
-    return normalise_code(source) if kind == "code" else normalise_text(source)
+def normalise(kind: str, source: str, roots: frozenset[str] | None = None) -> tuple[str, list[tuple[int, int]]]:
+    return normalise_code(source, roots) if kind == "code" else normalise_text(source)
 
 
 def kgram_hashes(normalised: str) -> np.ndarray:
@@ -128,6 +167,333 @@ def kgram_hashes(normalised: str) -> np.ndarray:
         for j in range(K):
             hashes = hashes * base + codes[j : j + n]
     return hashes.view(np.int64)
+
+
+# ---- the answer's own statements: what an AST keeps --------------------------------------------
+
+COMPOUND = (
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.If,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    getattr(ast, "TryStar", ast.Try),
+)
+ENDS_BLOCK = (ast.Return, ast.Raise, ast.Break, ast.Continue)
+
+
+def defined_names(source: str) -> frozenset[str]:
+    """The names a piece of code binds at its top level (a stub's functions: the answer's own names)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return frozenset()
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return frozenset(names)
+
+
+def _loads(*nodes: ast.AST | None) -> set[str]:
+    return {
+        n.id
+        for node in nodes
+        if node is not None
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    }
+
+
+def _base(expr: ast.expr) -> ast.expr:
+    """The object an attribute or item of `expr` belongs to: `A` of `A[i][j]`, of `rows.append`."""
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        expr = expr.value
+    return expr
+
+
+def _targets(node: ast.expr) -> list[tuple[str, str | None]]:
+    """("bind", name) for a name the target binds, ("update", name) for a name whose object it
+    changes (`A[i] = ...`, `x.y = ...`), ("effect", None) for anything else it writes to."""
+    if isinstance(node, ast.Name):
+        return [("bind", node.id)]
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return [t for element in node.elts for t in _targets(element)]
+    if isinstance(node, ast.Starred):
+        return _targets(node.value)
+    base = _base(node)
+    return [("update", base.id)] if isinstance(base, ast.Name) else [("effect", None)]
+
+
+def _is_constant(node: ast.AST) -> bool:
+    return all(
+        isinstance(n, (ast.Constant, ast.Tuple, ast.List, ast.UnaryOp, ast.unaryop, ast.Load)) for n in ast.walk(node)
+    )
+
+
+@dataclass
+class _Unit:
+    """One statement of a scope: what it binds, changes and reads, and whether it acts by itself."""
+
+    node: ast.stmt
+    parent: "_Unit | None"
+    binds: set[str] = field(default_factory=set)
+    updates: set[str] = field(default_factory=set)
+    reads: set[str] = field(default_factory=set)
+    acts: bool = False  # returns, raises, asserts, calls something, writes outside the scope
+    live: bool = False
+
+
+def _units(body: list[ast.stmt], parent: _Unit | None, out: list[_Unit]) -> None:
+    for node in body:
+        unit = _Unit(node, parent)
+        out.append(unit)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            _prune_scope(node)
+            loads, inner = set(), set()  # names read in it, names of its own (bound in it, its parameters)
+            for n in ast.walk(node):
+                if isinstance(n, ast.Name):
+                    (loads if isinstance(n.ctx, ast.Load) else inner).add(n.id)
+                elif isinstance(n, ast.arg):
+                    inner.add(n.arg)
+                elif n is not node and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    inner.add(n.name)
+            unit.binds.add(node.name)
+            unit.reads = loads - inner | _loads(*node.decorator_list)
+        elif isinstance(node, COMPOUND):
+            if isinstance(node, (ast.For, ast.AsyncFor)):
+                unit.reads = _loads(node.iter, node.target)
+                unit.binds = {name for kind, name in _targets(node.target) if kind == "bind" and name}
+            elif isinstance(node, (ast.While, ast.If)):
+                unit.reads = _loads(node.test)
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                unit.reads = _loads(*(i.context_expr for i in node.items), *(i.optional_vars for i in node.items))
+                unit.binds = {
+                    n for i in node.items if i.optional_vars for k, n in _targets(i.optional_vars) if k == "bind" and n
+                }
+            else:
+                unit.reads = _loads(*(h.type for h in node.handlers))
+                unit.binds = {h.name for h in node.handlers if h.name}
+            for block in ("body", "orelse", "finalbody"):
+                _units(getattr(node, block, []), unit, out)
+            for handler in getattr(node, "handlers", []):
+                _units(handler.body, unit, out)
+        else:
+            names: set[str] = set()
+            calls = yields = False
+            for n in ast.walk(node):  # one walk: what it reads, binds with :=, whether it calls or yields
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    names.add(n.id)
+                elif isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
+                    unit.binds.add(n.target.id)
+                elif isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)):
+                    calls = yields = True
+                elif isinstance(n, ast.Call):
+                    calls = True
+            unit.reads = names
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                unit.binds = {(a.asname or a.name).split(".")[0] for a in node.names}
+                unit.acts = "*" in unit.binds
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                for kind, name in (t for target in targets for t in _targets(target)):
+                    if kind == "effect" or name is None:
+                        unit.acts = True
+                    else:
+                        (unit.binds if kind == "bind" else unit.updates).add(name)
+                unit.acts |= yields
+            elif isinstance(node, ast.Expr):
+                value = node.value
+                if not calls:
+                    pass  # a constant, a name, a pure expression
+                elif (
+                    isinstance(value, ast.Call)
+                    and isinstance(value.func, ast.Name)
+                    and value.func.id == "print"
+                    and all(_is_constant(a) for a in [*value.args, *(k.value for k in value.keywords)])
+                ):
+                    pass  # print() of constants: says nothing of the answer
+                elif (
+                    isinstance(value, ast.Call)
+                    and isinstance(value.func, ast.Attribute)
+                    and isinstance(_base(value.func), ast.Name)
+                ):
+                    unit.updates.add(_base(value.func).id)  # rows.append(x): changes rows
+                else:
+                    unit.acts = True
+            elif not isinstance(node, ast.Pass):
+                unit.acts = True  # return, raise, assert, global, break, match...
+
+
+def _keep(units: list[_Unit], exported: frozenset[str] | None) -> None:
+    """Mark the units kept: those that act or bind an exported name (`exported` None: every name),
+    then, to a fixed point, every unit that binds or changes a name a kept unit reads, and the
+    statements around a kept one."""
+    declared = {name for u in units if isinstance(u.node, (ast.Global, ast.Nonlocal)) for name in u.node.names}
+    local = {name for u in units for name in u.binds} - declared
+    for unit in units:
+        outside = unit.updates - local  # changes an argument's or a global's object
+        unit.live = (
+            unit.acts
+            or bool(outside)
+            or bool(unit.binds & declared)
+            or bool(unit.binds if exported is None else unit.binds & exported)
+        )
+        unit.updates &= local
+    needed: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for unit in units:
+            if not unit.live and (unit.binds | unit.updates) & needed:
+                unit.live = changed = True
+            if unit.live:
+                parent = unit.parent
+                while parent is not None and not parent.live:
+                    parent.live = changed = True
+                    parent = parent.parent
+                if not unit.reads <= needed:
+                    needed |= unit.reads
+                    changed = True
+
+
+def _rebuilt(body: list[ast.stmt], live: dict[int, _Unit]) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for node in body:
+        unit = live.get(id(node))
+        if unit is None or not unit.live:
+            continue
+        if isinstance(node, COMPOUND):
+            for block in ("body", "orelse", "finalbody"):
+                if hasattr(node, block):
+                    setattr(node, block, _rebuilt(getattr(node, block), live))
+            for handler in getattr(node, "handlers", []):
+                handler.body = _rebuilt(handler.body, live) or [ast.Pass()]
+            if not node.body:
+                node.body = [ast.Pass()]
+        out.append(node)
+        if isinstance(node, ENDS_BLOCK):
+            break  # what follows in the block never runs
+    return out
+
+
+def _prune_scope(node: ast.AST, roots: frozenset[str] | None = None) -> None:
+    """Keep, of a module's, function's or class's statements, those the answer needs (see _keep):
+    a function keeps what its result and effects depend on; a class every name it defines; a
+    module the definitions of `roots` (the stub's names) if it has any, else every name it binds."""
+    units: list[_Unit] = []
+    body = node.body
+    _units(body, None, units)
+    exported: frozenset[str] | None = frozenset()  # a function's names are its own
+    if isinstance(node, ast.ClassDef):
+        exported = None
+    elif isinstance(node, ast.Module):
+        bound = {name for u in units for name in u.binds}
+        exported = roots if roots and roots & bound else None
+    _keep(units, exported)
+    node.body = _rebuilt(body, {id(u.node): u for u in units}) or (
+        [ast.Pass()] if not isinstance(node, ast.Module) else []
+    )
+
+
+class _NoFstrings(ast.NodeTransformer):
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
+        return ast.copy_location(ast.Constant(""), node)
+
+
+def _char_index(text: str):
+    """(line, UTF-8 column) as ast gives them -> index of the character in `text`."""
+    lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def at(lineno: int, col: int) -> int:
+        line = lines[lineno - 1] if 0 < lineno <= len(lines) else ""
+        return starts[min(lineno - 1, len(lines))] + len(line.encode()[:col].decode(errors="ignore"))
+
+    return at
+
+
+def _span(node: ast.AST, at) -> tuple[int, int] | None:
+    if getattr(node, "lineno", None) is None or getattr(node, "end_lineno", None) is None:
+        return None
+    return at(node.lineno, node.col_offset), at(node.end_lineno, node.end_col_offset)
+
+
+def normalise_ast(source: str, roots: frozenset[str] | None = None) -> tuple[str, list[tuple[int, int]]] | None:
+    """The answer's own statements (see the module's docstring) written back as Python, as tokens
+    (`_tokens`), each character with the span of `source` it stands for; None if `source` does not
+    parse."""
+    try:
+        tree = ast.parse(source)
+        _prune_scope(tree, roots)
+        tree = _NoFstrings().visit(tree)
+        text = ast.unparse(tree)
+        again = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    # The tree written back and parsed again has the same nodes in the same order: each node of the
+    # text carries the place of its node in the student's source.
+    ours, theirs = list(ast.walk(again)), list(ast.walk(tree))
+    if [type(n) for n in ours] != [type(n) for n in theirs]:
+        return None
+    at_text, at_source = _char_index(text), _char_index(source)
+    index = {id(n): i for i, n in enumerate(ours)}
+    places: list[tuple[tuple[int, int], tuple[int, int]] | None] = []
+    owner = np.full(len(text) + 1, -1, dtype=int)
+    for i, (mine, theirs_node) in enumerate(zip(ours, theirs)):
+        span, origin = _span(mine, at_text), _span(theirs_node, at_source)
+        places.append((span, origin) if span and origin else None)
+        if span and origin:
+            owner[span[0] : span[1]] = i  # a node's children come after it: the innermost node owns a character
+
+    @functools.cache
+    def children(i: int) -> list[int]:
+        out, todo = [], list(ast.iter_child_nodes(ours[i]))
+        while todo:
+            child = todo.pop(0)
+            if places[index[id(child)]] is not None:
+                out.append(index[id(child)])
+            else:
+                todo[:0] = list(ast.iter_child_nodes(child))
+        return sorted(out, key=lambda c: places[c][0])
+
+    cursor: dict[tuple[int, int], int] = {}
+
+    def locate(start: int, end: int, string: str) -> tuple[int, int]:
+        """Where a token of the text at [start, end) is in the source: the node it is, or its
+        string in the gap of the source between the children of its node that surround it."""
+        i = int(owner[start])
+        if i < 0:
+            return (0, 0)
+        (node_start, node_end), (origin_start, origin_end) = places[i]
+        if (node_start, node_end) == (start, end):
+            return origin_start, origin_end
+        kids = children(i)
+        before = [c for c in kids if places[c][0][1] <= start]
+        after = [c for c in kids if places[c][0][0] >= end]
+        gap_start = places[before[-1]][1][1] if before else origin_start
+        gap_end = places[after[0]][1][0] if after else origin_end
+        key = (i, len(before))
+        # a bracket that closes its node is the gap's last (`f((x))`: the call's own is after the
+        # parentheses it drops); any other token the gap's first after the tokens before it
+        find = source.rfind if string in (")", "]", "}") and not after else source.find
+        found = find(string, max(gap_start, cursor.get(key, gap_start)), gap_end)
+        if found < 0:
+            return gap_start, gap_start
+        cursor[key] = found + len(string)
+        return found, found + len(string)
+
+    try:
+        return _tokens(text, locate)
+    except (tokenize.TokenError, SyntaxError):
+        return None
 
 
 # ---- documents: one student's answers to one notebook, of one kind ---------------------------
@@ -147,6 +513,7 @@ class Document:
     hashes: set = field(default_factory=set)
     hash_idx: dict = field(default_factory=dict)
     own: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # chars under a kept fingerprint
+    roots: dict = field(default_factory=dict)  # grade id -> the names its stub defines (the answer's own)
 
     def build(self, given: np.ndarray) -> "Document":
         """Normalise, fingerprint each answer (winnowing; no run spans two answers), and take out
@@ -157,9 +524,9 @@ class Document:
         offset = 0
         self.own = np.zeros(0, dtype=bool)
         found = []
-        for index, (_, text) in enumerate(self.cells):
+        for index, (gid, text) in enumerate(self.cells):
             self.cell_starts.append(offset)
-            normalised, cell_spans = normalise(self.kind, text)
+            normalised, cell_spans = normalise(self.kind, text, self.roots.get(gid))
             if pieces:
                 pieces.append("\n")
                 spans.append((offset, offset))
@@ -232,6 +599,7 @@ def documents(step: str, home: Path | None = None) -> dict[tuple[str, str], list
             for c in release["cells"]
             if c.get("metadata", {}).get("nbgrader", {}).get("solution")
         }
+        roots = {gid: defined_names(text) for gid, text in stub.items()}
         for path in sorted((home / "autograded").glob(f"*/{step}/{name}.ipynb")):
             sid = path.parent.parent.name
             cells: dict[str, list[tuple[str, str]]] = {"code": [], "text": []}
@@ -241,7 +609,7 @@ def documents(step: str, home: Path | None = None) -> dict[tuple[str, str], list
                     cells[_kind(cell)].append((gid, _text(cell)))
             for kind, answers in cells.items():
                 if answers:
-                    doc = Document(sid, name, kind, answers).build(
+                    doc = Document(sid, name, kind, answers, roots=roots).build(
                         given.get((name, kind), np.array([], dtype=np.int64))
                     )
                     out.setdefault((name, kind), []).append(doc)
@@ -256,6 +624,15 @@ def model_hashes(step: str) -> dict[tuple[str, str], np.ndarray]:
     out: dict[tuple[str, str], set] = {}
     source_step = find_step(step)
     for name in source_step.notebooks():
+        try:
+            release = json.loads((RELEASE / step / f"{name}.ipynb").read_text(encoding="utf-8"))["cells"]
+        except (OSError, ValueError, KeyError):
+            release = []
+        roots = {
+            c["metadata"]["nbgrader"]["grade_id"]: defined_names(_text(c))
+            for c in release
+            if c.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        }
         for folder in (source_step.source, RELEASE / step):
             try:
                 cells = json.loads((folder / f"{name}.ipynb").read_text(encoding="utf-8"))["cells"]
@@ -266,7 +643,7 @@ def model_hashes(step: str) -> dict[tuple[str, str], np.ndarray]:
                 if meta.get("solution") and meta.get("grade_id"):
                     kind = _kind(cell)
                     for text in {answer_text(cell), _text(cell)}:
-                        normalised, _ = normalise(kind, text)
+                        normalised, _ = normalise(kind, text, roots.get(meta["grade_id"]))
                         out.setdefault((name, kind), set()).update(kgram_hashes(normalised).tolist())
     return {key: np.array(sorted(values), dtype=np.int64) for key, values in out.items()}
 
