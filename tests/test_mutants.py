@@ -13,10 +13,11 @@ import re
 import pytest
 
 import mutants
+from collection_cache import MADE_FROM, cached
 from conftest import STEP4
 from mutant_equivalents import EQUIVALENT, SURVIVING
 
-ALL = mutants.all_mutants()
+ALL = cached("all-mutants", MADE_FROM, mutants.all_mutants)  # made once per change of the solutions
 # Code answers no hidden test judges: notebook 06's parts 4 and 5 (a head built by hand, the
 # mask-convention trap) are explorations checked by their own visible self-checks, for no points.
 SELF_CHECKED = {"vowel_head", "padded_keep_mask"}

@@ -20,12 +20,14 @@ import functools
 import hashlib
 import inspect
 import re
+from pathlib import Path
 
 import pytest
 
 import behaviour
 import mutants
 import rewrites
+from collection_cache import MADE_FROM, cached
 from conftest import STEP4
 from mutant_equivalents import EQUIVALENT, REWRITE_SURVIVING, SURVIVING
 
@@ -71,8 +73,8 @@ def sample_mutants():
     return picked
 
 
-REWRITES = sample_rewrites()
-MUTANTS = sample_mutants()
+# made once per change of their sources, not once per test worker (tests/collection_cache.py)
+REWRITES, MUTANTS = cached("rewrite-sample", MADE_FROM + [Path(__file__)], lambda: (sample_rewrites(), sample_mutants()))
 
 
 def test_the_process_read_answers_are_those_whose_check_reads_the_source():
