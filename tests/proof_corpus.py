@@ -391,6 +391,13 @@ def scale_table(d_heads, seed):
     return table
 ''')}, why="torch.manual_seed instead of a generator, einsum, the statistics in float64 numpy with the biased "
      "std (the judge accepts the biased and the unbiased one), q and k handed back as numpy arrays"),
+    Entry("c03-scale-exp-minus-max", P03, edit(P03, SCALE,
+              ("F.softmax(raw, dim=-1)",
+               "((raw - raw.amax(dim=-1, keepdim=True)).exp() / (raw - raw.amax(dim=-1, keepdim=True)).exp().sum(dim=-1, keepdim=True))"),
+              ("F.softmax(scaled, dim=-1)",
+               "((scaled - scaled.amax(dim=-1, keepdim=True)).exp() / (scaled - scaled.amax(dim=-1, keepdim=True)).exp().sum(dim=-1, keepdim=True))")),
+          why="the softmax written by hand in float32 as exp(s - max) / sum exp(s - max), each row's max subtracted: "
+              "every exponent is at most 0, so nothing overflows even on the wide table's raw scores in the hundreds"),
     Entry("c03-row-sums-cumsum", P03, {ROW_SUMS: code('''
 def mask_after_softmax_row_sums(scores):
     e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))          # (B, T, T)
@@ -641,6 +648,26 @@ WRONG += [
           visible_passes={"scale_table_check": "the visible check's tables (d_k = 16, 64, 256, seeds 0 and 1) have "
                           "raw scores of at most 54.6, below float32 exp's overflow at 88.72: every weight is finite "
                           "and right there"}),
+    *[Entry(f"w03-scale-exp-minus-{name}", P03, edit(P03, SCALE,
+              ("F.softmax(raw, dim=-1)", f"((raw - {offset('raw')}).exp() / (raw - {offset('raw')}).exp().sum(dim=-1, keepdim=True))"),
+              ("F.softmax(scaled, dim=-1)",
+               f"((scaled - {offset('scaled')}).exp() / (scaled - {offset('scaled')}).exp().sum(dim=-1, keepdim=True))")),
+             expect={"scale_table_hidden": 2.5},
+             why=f"the softmax written as exp(s - c) / sum exp(s - c) with c = {what}, not the row's max: right in exact "
+                 "arithmetic, and on every table of widths up to 512, but the wide table (d_k = 2048, raw std 45) holds a "
+                 f"raw score of 204.1, more than 88.72 above c there: exp overflows to inf in float32 and that row is NaN "
+                 "(inf / inf), so max_weight_raw is NaN and one_hot_raw a row short: the max weights (1.5) and the one-hot "
+                 "shares (1.5) are lost: 4 × 5/8",
+             says={"scale_table_hidden": ["max_weight_raw", "one_hot_raw", "other than the row's max",
+                                          "subtract each row's max"]},
+             hints={"scale_table_hidden": ["offset_not_max"]},
+             visible_passes={"scale_table_check": "the visible check's tables (d_k = 16, 64, 256) have raw scores of "
+                             "at most 54.6: nothing is 88.7 above c, every weight is finite and right there"})
+      for name, what, offset in (
+          ("mean", "the row's mean", lambda s: f"{s}.mean(dim=-1, keepdim=True)"),
+          ("diagonal", "the row's diagonal score s[i, i]", lambda s: f"{s}.diagonal(dim1=-2, dim2=-1)[..., None]"),
+          ("80", "the constant 80", lambda s: "80.0"),
+          ("half-max", "half the row's max", lambda s: f"{s}.amax(dim=-1, keepdim=True) / 2"))],
     Entry("w03-scale-unseeded", P03, edit(P03, SCALE, ("q = torch.randn(4, 8, d_k, generator=g)", "q = torch.randn(4, 8, d_k)"),
                                           ("k = torch.randn(4, 8, d_k, generator=g)", "k = torch.randn(4, 8, d_k)")),
           expect={"scale_table_hidden": 3.5},
@@ -1190,6 +1217,21 @@ def smoothing_attention(T, s):
     return A / A.sum(dim=-1, keepdim=True)                                      # and the rows renormalised
 ''')}, why="mask after the softmax, then renormalised: for scores that depend on positions only this IS the "
      "masked softmax (exp(s_ij) / sum over j' <= i), and the diagonal's weight never underflows"),
+    *[Entry(f"c05-smoothing-exp-minus-{name}", P05, {SMOOTH: code(f'''
+def smoothing_attention(T, s):
+    i = torch.arange(T, dtype=torch.float32)
+    scores = -(i[:, None] - i[None, :]) ** 2 / (2 * s ** 2)                  # (T, T), 0 on the diagonal
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    e = (scores - {offset}).exp().masked_fill(future, 0.0)                 # the future's weight exactly 0
+    return e / e.sum(dim=-1, keepdim=True)
+''')}, why=f"the softmax by hand as exp(s - c) / sum exp(s - c), c = {what}: these scores are at most 0, and 0 on "
+         "the diagonal, every row's max: no exponent is above 0 (nothing overflows) and the diagonal's "
+         "exp(-c) is at least exp(-80), a normal float32 number, so no row's sum underflows; the weights "
+         "lost to underflow are below exp(-23), far below the tolerance")
+      for name, what, offset in (("0", "0 (no max subtracted)", "0.0"),
+                                 ("diagonal", "the diagonal score, each row's max", "scores.diagonal()[:, None]"),
+                                 ("80", "the constant 80", "80.0"),
+                                 ("half-max", "half the row's max, 0", "scores.amax(dim=-1, keepdim=True) / 2"))],
 ]
 
 
@@ -1200,6 +1242,20 @@ def _smoothing(*changes) -> dict:
 SCORES = "scores = -(i[:, None] - i[None, :]) ** 2 / (2 * s ** 2)"
 MASK_LINE = "    scores = scores.masked_fill(future, float('-inf'))\n"
 WRONG += [
+    Entry("w05-smoothing-exp-minus-mean", P05, {SMOOTH: code('''
+def smoothing_attention(T, s):
+    i = torch.arange(T, dtype=torch.float32)
+    scores = -(i[:, None] - i[None, :]) ** 2 / (2 * s ** 2)                  # (T, T), 0 on the diagonal
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    e = (scores - scores.mean(dim=-1, keepdim=True)).exp().masked_fill(future, 0.0)
+    return e / e.sum(dim=-1, keepdim=True)
+''')}, expect={"smoothing_attention_hidden": 0.5},
+          why="the softmax by hand as exp(s - c) with c the row's mean over all T keys: where s is tiny the far "
+              "keys' scores are about -500,000 and the mean far below 0, so exp of the diagonal's 0 - mean "
+              "overflows (inf / inf: NaN) on the tiny-s cases, and on the moderate cases whose s is small for their "
+              "T (s from 0.6, T up to 40: a mean of several hundred below 0): only the huge-s limit (0.75 of 6) "
+              "is right: 4 × 0.75/6",
+          says={"smoothing_attention_hidden": ["NaN or inf", "tiny s"]}),
     Entry("w05-bandwidth-squared-twice", P05, _smoothing((SCORES, "scores = -(i[:, None] - i[None, :]) ** 2 / (2 * (s ** 2) ** 2)")),
           expect={"smoothing_attention_hidden": 3.0},
           why="s squared twice: still causal, on the simplex, decaying, with both limits (s^4 is tiny or huge when s "
@@ -1851,6 +1907,21 @@ WRONG += [
           says={"mask_after_softmax_hidden": ["scores in the hundreds", "overflows"]},
           hints={"mask_after_softmax_hidden": ["max_not_subtracted"]},
           visible_passes={"mask_after_softmax_check": "the visible check's scores are all 0"}),
+    *[Entry(f"w03-row-sums-exp-minus-{name}", P03, edit(P03, "mask_after_softmax_row_sums", (
+              "A = F.softmax(scores, dim=-1) * keep",
+              f"e = (scores - {offset}).exp()                   # not the row's max\n"
+              "    A = e / e.sum(dim=-1, keepdim=True) * keep")),
+             expect={"mask_after_softmax_hidden": 1.5},
+             why=f"softmax written as exp(s - c) / sum exp(s - c) with c = {what}, not the row's max: right for small "
+                 "scores, NaN on the large-scores case (std 100, 9 tokens: some score is more than 88.7 above c, exp "
+                 "overflows in float32): 3 of 4 cases",
+             says={"mask_after_softmax_hidden": ["scores in the hundreds", "other than the row's max"]},
+             hints={"mask_after_softmax_hidden": ["offset_not_max"]},
+             visible_passes={"mask_after_softmax_check": "the visible check's scores are all 0"})
+      for name, what, offset in (("mean", "the row's mean", "scores.mean(dim=-1, keepdim=True)"),
+                                 ("diagonal", "the diagonal score", "scores.diagonal(dim1=-2, dim2=-1)[..., None]"),
+                                 ("80", "the constant 80", "80.0"),
+                                 ("half-max", "half the row's max", "scores.amax(dim=-1, keepdim=True) / 2"))],
     Entry("w03-row-sums-float32-inside", P03, edit(P03, "mask_after_softmax_row_sums", (
               "A = F.softmax(scores, dim=-1) * keep", "A = F.softmax(scores.float(), dim=-1) * keep.float()")),
           expect={"mask_after_softmax_hidden": 1.5},

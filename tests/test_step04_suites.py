@@ -21,7 +21,7 @@ from conftest import STEP4
 STEP4.package   # imports the step's checks: course_checks.step_04
 from course_checks.step_04.tests import (  # noqa: E402
     CALL_SEED, ONE_HOT, ONE_HOT_BAND, REFERENCE_CHECKS, CheckGradient, CheckPerturbation, CheckSimplex, ScaleTable,
-    exp_overflow_top, fails_on_mask_after_softmax)
+    OFFSETS, exp_offset_tops, exp_overflow_top, fails_on_mask_after_softmax, wide_scores)
 from course_checks.step_04.suites import SUITES  # noqa: E402
 
 GRADERS = [CheckSimplex(), CheckPerturbation(), CheckGradient()]
@@ -132,13 +132,42 @@ def test_the_fixed_scale_tables_hold_the_rows_their_seeds_were_chosen_for():
     assert overflowed, "no fixed table reaches float32 exp's overflow"
 
 
+def test_the_wide_scale_table_overflows_every_offset_but_the_max():
+    """ScaleTable.WIDE, drawn as the notebook's recipe draws: a softmax written as exp(s - c) / sum exp(s - c) in
+    float32 gives a NaN row for c = 0 and every c of OFFSETS (the row's mean, its diagonal score, 80, half its
+    max), where F.softmax and exp(s - max) / sum exp(s - max), in float32, are finite and the float64
+    softmax's to 1e-6."""
+    width, seed = ScaleTable.WIDE
+    row = _solution_scale_table()([width], seed)[0]
+    raw = row["q"] @ row["k"].transpose(-2, -1)                                      # (B, T, T), float32
+    assert raw.max().item() > 2 * math.log(torch.finfo(torch.float32).max)        # 204.1: half the max overflows too
+    top = F.softmax(raw.double(), dim=-1).amax(dim=-1)
+    shifted = (raw - raw.amax(dim=-1, keepdim=True)).exp()
+    for right in (F.softmax(raw, dim=-1), shifted / shifted.sum(dim=-1, keepdim=True)):
+        assert torch.allclose(right.amax(dim=-1).double(), top, rtol=0, atol=1e-6)
+    tops = exp_offset_tops(raw)
+    assert len(tops) == len(OFFSETS)
+    for wrong in [exp_overflow_top(raw)] + tops:
+        assert wrong.isnan().any() and wrong.isnan().sum() < wrong.numel()
+        assert torch.allclose(wrong[~wrong.isnan()], top[~wrong.isnan()], rtol=0, atol=1e-6)
+
+
 def test_the_scale_probe_gathers_at_most_what_one_probe_may():
-    """The probe's data with the twins at their widest (every table sends its q and k): within plain.MAX_ITEMS."""
+    """The probe's data with the twins at their widest (every table of D_HEADS sends its q and k, the wide tables
+    their raw scores): within plain.MAX_ITEMS; a wide table itself, as the student's function returns it, is
+    within what one call may return."""
     scale_table = _solution_scale_table()
     widest = [high for _, high in ScaleTable.TWIN_WIDTHS]
     tables = [(list(ScaleTable.D_HEADS), seed) for seed in ScaleTable.SEEDS] + [(widest, seed) for seed in (1, 2)]
+    width, seed = ScaleTable.WIDE
     data = {"tables": [attempt(scale_table, d_heads, seed) for d_heads, seed in tables],
-            "again": [attempt(scale_table, list(ScaleTable.AGAIN[0]), ScaleTable.AGAIN[1]) for _ in range(2)]}
+            "again": [attempt(scale_table, list(ScaleTable.AGAIN[0]), ScaleTable.AGAIN[1]) for _ in range(2)],
+            "wide": [attempt(lambda d, s: wide_scores(scale_table(d, s)), [width], s) for s in (seed, 3)]}
+    assert all(isinstance(entry["value"], list) and entry["value"][0]["scores"].shape == (4, 8, 8)
+               for entry in data["wide"])
     budget = [MAX_ITEMS]
     to_plain(data, _budget=budget)
-    assert MAX_ITEMS - budget[0] < 190_000, MAX_ITEMS - budget[0]          # 181,995 (the widths' numbers: 181,760)
+    assert MAX_ITEMS - budget[0] < 190_000, MAX_ITEMS - budget[0]          # 182,532 (the widths' numbers: 181,760)
+    one_call = [MAX_ITEMS]
+    to_plain(scale_table([width], seed), _budget=one_call)
+    assert MAX_ITEMS - one_call[0] < 140_000, MAX_ITEMS - one_call[0]      # 131,084: q and k are 131,072 numbers

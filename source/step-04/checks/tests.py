@@ -271,7 +271,10 @@ class CheckGradient(Examplar):
 #     (unbiased or biased), the max weights to 1e-4, each one-hot share exactly, up to rows whose largest
 #     weight lies within 5e-5 of 0.9995 (float32 rounding moves a weight by about 1e-5 at most here: such a
 #     row may count either way);
-#   * the same seed gives the same table, another seed other samples.
+#   * the same seed gives the same table, another seed other samples;
+#   * the max weights and one-hot shares of a table of one wide head (d_k = 2048, ScaleTable.WIDE) are those of
+#     its raw scores, which spread over hundreds: a softmax computed as exp(s - c) with c not the row's max
+#     overflows there (its q and k are reduced to their raw scores by the probe, the samples not judged).
 # Statistics that are not those of the samples (typed in, the formula plus noise) earn no credit for the
 # samples or the seed, and samples that are not N(0, 1) draws (too few, repeated, another law) earn none for
 # the statistics: either way nothing was measured.
@@ -317,13 +320,40 @@ def exp_overflow_top(scores: torch.Tensor, dim=-1) -> torch.Tensor:
     return (e / e.sum(dim=dim, keepdim=True)).amax(dim=-1).double()
 
 
+# offsets other than the row's max that a softmax written by hand may subtract before exp: each is right in
+# exact arithmetic, and in float32 exp(s - c) overflows (inf / inf: NaN) where a score is more than 88.72 above c,
+# or underflows to 0 for every key of a row (0 / 0) where all its scores are more than 103.97 below c
+OFFSETS = {
+    "mean": lambda s: s.mean(dim=-1, keepdim=True),
+    "diagonal": lambda s: s.diagonal(dim1=-2, dim2=-1)[..., None],
+    "constant": lambda s: torch.full_like(s[..., :1], 80.0),
+    "half_max": lambda s: s.amax(dim=-1, keepdim=True) / 2,
+}
+
+
+def exp_offset_tops(scores: torch.Tensor, dim=-1) -> list[torch.Tensor]:
+    """Each row's largest weight of a softmax written as exp(s - c) / sum exp(s - c) in float32, for each c of
+    OFFSETS (computed from the float32 scores, as an answer computes it)."""
+    s = scores.float()
+    tops = []
+    for offset in OFFSETS.values():
+        e = (s - offset(s)).exp()
+        tops.append((e / e.sum(dim=dim, keepdim=True)).amax(dim=-1).double())
+    return tops
+
+
 # other computations a wrong table may have made: (what it is, divide (None: sqrt(d_k)), softmax axis, and
-# "exp32" for a softmax computed as exp(s) / sum exp(s) in float32, without the row's max subtracted)
+# "exp32" for a softmax computed as exp(s) / sum exp(s) in float32, without the row's max subtracted, or
+# "offset32" for one computed as exp(s - c) / sum exp(s - c) with some c of OFFSETS, not the row's max)
 RAW_VARIANTS = [
     ("the softmax runs over the queries (dim=-2); each row is normalised over its keys, dim=-1", 1, -2),
     ("the raw scores are large (std sqrt(d_k), 22.6 at d_k = 512: some pass 88.7) and exp(s) overflows to inf in "
      "float32 (exp(89) is inf), so a softmax written as exp(s) / sum exp(s) gives NaN rows: subtract each row's "
      "max before exp, or use F.softmax(scores, dim=-1)", 1, -1, "exp32"),
+    ("exp(s - c) is computed with c other than the row's max (its mean, the diagonal score, a constant, half the "
+     "max): at d_k = 2048 the raw scores spread over hundreds (std 45), some score is more than 88.7 above c and "
+     "exp overflows to inf in float32 (NaN rows): subtract each row's max before exp, or use "
+     "F.softmax(scores, dim=-1)", 1, -1, "offset32"),
 ]
 SCALED_VARIANTS = [
     ("the scores are divided by d_k, not sqrt(d_k): the rows are too flat (too low)", "d_k", -1),
@@ -347,10 +377,19 @@ SCALED_STD_HINTS = {
 }
 
 
-def _variant_top(row, divide, dim, weights="softmax"):
-    d_k = row["q"].shape[-1]
-    scores, top = scale_scores(row["q"], row["k"], d_k if divide == "d_k" else divide, dim)
-    return exp_overflow_top(scores, dim) if weights == "exp32" else top
+def _variant_tops(row, divide, dim, weights="softmax") -> list[torch.Tensor]:
+    """Each row's largest weight of the variant, one tensor (B, T) per way it may be computed (the offsets of
+    "offset32"). A wide row (no q and k: `wide_row`) has its raw scores."""
+    d_k = int(row["d_k"])
+    divide = d_k if divide == "d_k" else divide
+    if "q" in row:
+        scores, top = scale_scores(row["q"], row["k"], divide, dim)
+    else:
+        scores = row["_raw"] / (math.sqrt(d_k) if divide is None else divide)
+        top = F.softmax(scores, dim=dim).amax(dim=-1)
+    if weights == "exp32":
+        return [exp_overflow_top(scores, dim)]
+    return exp_offset_tops(scores, dim) if weights == "offset32" else [top]
 
 
 def _same_weight(value, expected) -> bool:
@@ -361,9 +400,11 @@ def _same_weight(value, expected) -> bool:
 
 
 def _explained(rows, which, fits) -> str:
-    """The hint of the first variant that explains the statistic `which` on every row."""
+    """The hint of the first variant that explains the statistic `which` on every row (a variant computed in
+    several ways explains it when one of its ways does, on every row)."""
     for what, *computed in RAW_VARIANTS if which == "raw" else SCALED_VARIANTS:
-        if all(fits(row, _variant_top(row, *computed)) for row in rows):
+        ways = [_variant_tops(row, *computed) for row in rows]
+        if any(all(fits(row, tops[way]) for row, tops in zip(rows, ways)) for way in range(len(ways[0]))):
             return what
     return ""
 
@@ -466,12 +507,13 @@ class ScaleTable(Check):
     # the causes its feedback can name: each shown only where measured (`_explained`: the variant's statistic
     # on every row; raw_std and `_scaled_std_hint`: the stds on every row; `_law_problem`, `_dependence_problem`)
     HINTS = {**SAMPLE_HINTS, "softmax_over_queries": RAW_VARIANTS[0][0], "max_not_subtracted": RAW_VARIANTS[1][0],
+             "offset_not_max": RAW_VARIANTS[2][0],
              "scores_by_d_k": SCALED_VARIANTS[0][0], "scores_unscaled": SCALED_VARIANTS[1][0],
              "scores_by_model_width": SCALED_VARIANTS[2][0], **RAW_STD_HINTS, **SCALED_STD_HINTS}
     # the notebook prints 16, 64, 256; the fixed cases go below and beyond (at 512 most raw rows are one-hot).
     # Every table sends its q and k to the grader: 4 tables of these widths are 181,995 values with the twins at
-    # their widest, within the 200,000 one probe may gather (autograder/runtime/plain.py MAX_ITEMS; measured by
-    # tests/test_step04_suites.py)
+    # their widest, 182,532 with the two wide tables' raw scores (WIDE), within the 200,000 one probe may gather
+    # (autograder/runtime/plain.py MAX_ITEMS; measured by tests/test_step04_suites.py)
     D_HEADS = [8, 32, 128, 512]
     # the fixed seeds' tables (drawn as the notebook's recipe draws) each hold a row at d_k = 512 that is
     # one-hot when the scores are divided by sqrt(32), the model width, instead of sqrt(d_k): that mistake
@@ -489,6 +531,16 @@ class ScaleTable(Check):
     # largest mostly one-hot too) and a fresh seed
     TWIN_WIDTHS = [(4, 12), (20, 48), (80, 160), (300, 480)]
     AGAIN = ([8, 32], 1002)                 # called twice: the same seed must give the same table
+    # A table of one wide head, d_k = 2048, judged on its max weights and one-hot shares: its raw scores (std 45)
+    # spread over hundreds, where a softmax written as exp(s - c) / sum exp(s - c) with c other than the row's
+    # max overflows in float32 (a score more than 88.72 above c: inf / inf, NaN). Its seed's table (drawn as the
+    # notebook's recipe draws) has a raw score of 204.1, so that every c of OFFSETS (the row's mean, the diagonal
+    # score, 80, half the row's max) and c = 0 give a NaN row (20 of the seeds 2000 to 3999 do; this one has the
+    # largest score, tests/test_step04_suites.py); F.softmax, or exp of the scores minus each row's max, is right
+    # there. The table's q and k (131,072 numbers: one call may return 200,000, but one probe could not send
+    # them with the other tables') are turned into their raw scores q kᵀ in float64 by the probe
+    # (`wide_scores`), before they are sent; the table has a twin of the same width and a fresh seed.
+    WIDE = (2048, 3670)
     PARTS = {                               # key: (what the feedback calls it, weight)
         "form": ("one row per d_k: the eight statistics, and q and k of shape (B, T, d_k)", 1),
         "sqrt": ("sqrt_d_k is sqrt(d_k)", 0.5),
@@ -507,11 +559,18 @@ class ScaleTable(Check):
                  for _ in self.SEEDS]
         return [(list(self.D_HEADS), seed) for seed in self.SEEDS] + twins
 
+    def wide_cases(self, ctx):
+        """The wide table's (d_heads, seed), then its twin's."""
+        width, seed = self.WIDE
+        return [([width], seed), ([width], self.fresh(ctx, "wide").randrange(2 ** 31))]
+
     def probe(self, ns, ctx):
         fn = student(ns, "scale_table")
         d_heads, seed = self.AGAIN
         return {"tables": [attempt(fn, list(d_heads), seed) for d_heads, seed in self.cases(ctx)],
-                "again": [attempt(fn, list(d_heads), seed) for _ in range(2)]}
+                "again": [attempt(fn, list(d_heads), seed) for _ in range(2)],
+                "wide": [attempt(lambda d, s: wide_scores(fn(d, s)), list(d_heads), seed)
+                         for d_heads, seed in self.wide_cases(ctx)]}
 
     def judge(self, data, ctx):
         reason = unwritten(data["tables"])
@@ -537,6 +596,13 @@ class ScaleTable(Check):
             return verdict
         add("form", True)
         rows = [row for table in tables for row in table]
+        wide, wide_problem = [], None
+        for (d_heads, _), entry in zip(self.wide_cases(ctx), data.get("wide") or [None, None]):
+            value, why = unpack(entry) if entry is not None else (None, "the wide table was not made")
+            wide_problem = why or _wide_problem(value, d_heads[0])
+            if wide_problem:
+                break
+            wide.append(wide_row(value[0]))
         add("sqrt", all(abs(r["sqrt_d_k"] - math.sqrt(r["d_k"])) <= 1e-6 * math.sqrt(r["d_k"]) for r in rows),
             "sqrt_d_k should be math.sqrt(d_k) exactly")
 
@@ -547,8 +613,8 @@ class ScaleTable(Check):
                 "unscaled" + (f"; {RAW_STD_HINTS['raw_std_of_scaled']}" if all(
                     _close_std(r["raw_std"], r["_scaled"]) for r in rows) else "")),
             "scaled": None if all(_close_std(r["scaled_std"], r["_scaled"]) for r in rows) else _scaled_std_hint(rows),
-            "max": _max_problem(rows),
-            "one_hot": _one_hot_problem(rows),
+            "max": _wide_said(wide_problem) or _max_problem(rows + wide),
+            "one_hot": _wide_said(wide_problem) or _one_hot_problem(rows + wide),
         }
         measured = stats["raw_std"] is None
         if samples:
@@ -581,6 +647,59 @@ class ScaleTable(Check):
             "torch.manual_seed) with `seed` before sampling" if not same else
             "another seed gave the same q: draw q and k from a generator seeded with `seed`")
         return verdict
+
+
+def wide_scores(value):
+    """A table of one width as scale_table returned it, its row's q and k replaced by their raw scores q kᵀ,
+    in float64 ("scores", (B, T, T)); a table not of that form, as a sentence of what is wrong."""
+    if not isinstance(value, (list, tuple)) or len(value) != 1 or not isinstance(value[0], dict):
+        return "scale_table(d_heads, seed) should return a list with one dict per d_k in d_heads"
+    row = dict(value[0])
+    try:
+        q, k = (torch.as_tensor(np.asarray(_detached(row.pop(key)), dtype=np.float64)) for key in SAMPLE_KEYS)
+    except (KeyError, TypeError, ValueError, RuntimeError):
+        return "each row should hold q and k, the tensors of shape (B, T, d_k) drawn for its d_k"
+    if q.dim() != 3 or q.shape != k.shape or q.shape[:2] != (B_SCALE, T_SCALE):
+        return "row['q'] and row['k'] should be the tensors of shape (B, T, d_k) = (4, 8, d_k) drawn for this d_k"
+    row["scores"] = (q @ k.transpose(-2, -1)).numpy()                                  # (B, T, T)
+    return [row]
+
+
+def _detached(x):
+    return x.detach() if isinstance(x, torch.Tensor) else x
+
+
+def _wide_problem(value, d_k) -> str | None:
+    """What is wrong with a wide table `wide_scores` made (None: a row of numbers and its raw scores)."""
+    if isinstance(value, str):
+        return value
+    row = value[0]
+    missing = [key for key in SCALE_KEYS if key not in row]
+    if missing:
+        return f"a row lacks the keys {missing}; the keys are {list(SCALE_KEYS + SAMPLE_KEYS)}"
+    for key in SCALE_KEYS:
+        v = _number(row[key])
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return f"row[{key!r}] should be a number (use .item() on a one-element tensor)"
+    if _number(row["d_k"]) != d_k or np.shape(row["scores"]) != (B_SCALE, T_SCALE, T_SCALE):
+        return f"the row of d_k = {d_k} should hold q and k of shape (4, 8, {d_k})"
+    if not np.isfinite(np.asarray(row["scores"], dtype=np.float64)).all():
+        return "row['q'] or row['k'] holds NaN or infinite values"
+    return None
+
+
+def wide_row(value: dict) -> dict:
+    """A wide table's row for the weights' parts: its statistics, its raw scores and each row's largest weight
+    (no q and k: `_variant_tops` works from the raw scores)."""
+    row = {key: float(_number(value[key])) for key in SCALE_KEYS}
+    row["_raw"] = torch.as_tensor(np.asarray(value["scores"], dtype=np.float64))            # (B, T, T)
+    row["_scaled"] = row["_raw"] / math.sqrt(row["d_k"])
+    row["_top_raw"], row["_top_scaled"] = (F.softmax(row[key], dim=-1).amax(dim=-1) for key in ("_raw", "_scaled"))
+    return row
+
+
+def _wide_said(problem) -> str | None:
+    return problem and f"the table of a wide head (d_k = 2048): {problem}"
 
 
 def _scaled_std_hint(rows) -> str:
@@ -670,18 +789,26 @@ ROW_SUM_HINTS = {
     "max_not_subtracted": ("these are the row sums of a softmax written as exp(s) / sum exp(s): exp(s) overflows "
                            "in float32 for scores in the hundreds (exp(89) is inf). F.softmax subtracts each row's "
                            "max first"),
+    "offset_not_max": ("these are the row sums of a softmax written as exp(s - c) / sum exp(s - c) with c other than "
+                       "the row's max (its mean, the diagonal score, a constant, half the max): for scores in the "
+                       "hundreds some score is more than 88.7 above c and exp overflows in float32. Subtract each "
+                       "row's max"),
 }
+# a mistake computed in several ways (row_sums_mistake's `way`): it is measured when one way gives the answer's
+# row sums on every case
+ROW_SUM_WAYS = {"offset_not_max": list(OFFSETS)}
 
 
-def row_sums_mistake(scores: torch.Tensor, mistake: str) -> np.ndarray:
-    """The solution's row sums on `scores` (in their dtype) with one mistake of ROW_SUM_HINTS."""
+def row_sums_mistake(scores: torch.Tensor, mistake: str, way: str | None = None) -> np.ndarray:
+    """The solution's row sums on `scores` (in their dtype) with one mistake of ROW_SUM_HINTS (`way`: one of
+    ROW_SUM_WAYS[mistake], for a mistake made in several ways)."""
     T = scores.shape[-1]
     ones = torch.ones(T, T, dtype=scores.dtype)
     keep = {"future_kept": torch.triu(ones), "diagonal_zeroed": torch.tril(ones, diagonal=-1)}.get(mistake, torch.tril(ones))
     if mistake == "softmax_over_queries":
         A = F.softmax(scores, dim=-2)
-    elif mistake == "max_not_subtracted":
-        e = scores.exp()
+    elif mistake in ("max_not_subtracted", "offset_not_max"):
+        e = (scores - OFFSETS[way](scores)).exp() if mistake == "offset_not_max" else scores.exp()
         A = e / e.sum(dim=-1, keepdim=True)
     else:
         A = F.softmax(scores, dim=-1)
@@ -740,9 +867,9 @@ class MaskAfterSoftmax(Check):
         cases = self.CASES + self.twins(ctx)
         values = [_row_sums_of(entry) for entry in list(data["cases"]) + list(data["twins"])]
         # the mistakes whose row sums are the answer's on every case and twin: the only causes a hint may name
-        shown = [name for name in ROW_SUM_HINTS if len(values) == len(cases) and all(
-            _same_row_sums(got, row_sums_mistake(mask_after_inputs(B, T, seed, scale, getattr(torch, dtype)), name))
-            for (_, B, T, seed, scale, dtype), got in zip(cases, values))]
+        shown = [name for name in ROW_SUM_HINTS if len(values) == len(cases) and any(all(
+            _same_row_sums(got, row_sums_mistake(mask_after_inputs(B, T, seed, scale, getattr(torch, dtype)), name, way))
+            for (_, B, T, seed, scale, dtype), got in zip(cases, values)) for way in ROW_SUM_WAYS.get(name, [None]))]
         for case, other, entry, fresh in zip(self.CASES, self.twins(ctx), data["cases"], data["twins"]):
             ok, message = self._case(case, entry)
             if ok:
