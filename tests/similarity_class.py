@@ -109,8 +109,13 @@ def _honest_answers() -> dict[str, dict[str, dict[str, str]]]:
     for entry in proof_corpus.CORRECT:
         for gid, text in entry.answers.items():
             model = normalise_code(models[entry.notebook].get(gid, ""))[0]
-            if SequenceMatcher(None, normalise_code(text)[0], model).ratio() < MODEL_EDIT:
-                variants.setdefault((entry.notebook, gid), []).append(text)
+            normalised = normalise_code(text)[0]
+            kept = variants.setdefault((entry.notebook, gid), [])
+            # ... and so is a variant that is another kept variant with a token or two changed (the corpus's
+            # softmaxes that differ only in the offset they subtract): one answer, not two written apart
+            if all(SequenceMatcher(None, normalised, other).ratio() < MODEL_EDIT
+                   for other in [model] + [normalise_code(t)[0] for t in kept]):
+                kept.append(text)
     out: dict[str, dict[str, dict[str, str]]] = {sid: {} for sid in HONEST}
     for i, sid in enumerate(HONEST):
         for (notebook, gid), texts in sorted(variants.items()):
