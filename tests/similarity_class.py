@@ -219,6 +219,16 @@ def _is_text(notebook: str, gid: str) -> bool:
                if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == gid)
 
 
+def write_class(home: Path, students: dict[str, dict[str, dict[str, str]]]) -> None:
+    """Each student's answers as their autograded notebooks in the grading home `home` (every notebook of
+    the step, the stub where a student has no answer)."""
+    for sid, notebooks in students.items():
+        for notebook in NOTEBOOKS:
+            path = home / "autograded" / sid / STEP / f"{notebook}.ipynb"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(with_answers(STEP4, notebook, notebooks.get(notebook, {}))), encoding="utf-8")
+
+
 def build(home: Path) -> dict[str, dict[str, dict[str, str]]]:
     """Write every student's notebooks into `home`/autograded as the grader leaves them (only the
     answer cells matter to the report). Returns student -> notebook -> answers that differ."""
@@ -226,11 +236,7 @@ def build(home: Path) -> dict[str, dict[str, dict[str, str]]]:
     students = dict(honest)
     for copier, victim in COPIES.items():
         students[copier] = copy_answers(honest[victim], copier)
-    for sid, notebooks in students.items():
-        for notebook in NOTEBOOKS:
-            path = home / "autograded" / sid / STEP / f"{notebook}.ipynb"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(with_answers(STEP4, notebook, notebooks.get(notebook, {}))), encoding="utf-8")
+    write_class(home, students)
     return students
 
 
@@ -365,9 +371,5 @@ def build_disguised(home: Path, seed: int = 4, victims_per_kind: int = 2) -> dic
             copier = f"copy-{kind}-of-{victim}"
             copies[copier] = victim
             students[copier] = {nb: disguise(answers, nb, rng) for nb, answers in honest[victim].items()}
-    for sid, notebooks in students.items():
-        for notebook in NOTEBOOKS:
-            path = home / "autograded" / sid / STEP / f"{notebook}.ipynb"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(with_answers(STEP4, notebook, notebooks.get(notebook, {}))), encoding="utf-8")
+    write_class(home, students)
     return copies
