@@ -1229,7 +1229,7 @@ def _leaking(p: Profile, grade_id: str, how: str) -> str:
     fn = p.functions[grade_id]
     error = "AssertionError" if fn.startswith("check_") else "ValueError"
     hostile = (f"raise {error}(_leak(*args))" if how == "raise" else
-               "import sys\nprint(_leak(*args))\nprint(_leak(*args), file=sys.stderr)")
+               "import sys\n_text = _leak(*args)\nprint(_text)\nprint(_text, file=sys.stderr)")
     return textwrap.dedent(LEAK).strip() + "\n\n" + inside(p, grade_id, hostile)
 
 
