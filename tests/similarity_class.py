@@ -331,6 +331,144 @@ def wrapped(source: str, rng) -> str:
     return out
 
 
+def _own_lines(source: str):
+    """(tree, lines, {id of a statement: True}) for the statements that start and end their own lines
+    (nothing else on them: not a header's inline body, not `a; b`); None if `source` is not Python."""
+    import ast
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    lines = source.splitlines(keepends=True)
+    spans = sorted((n.lineno, n.end_lineno, id(n)) for n in ast.walk(tree) if isinstance(n, ast.stmt))
+    alone = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt) or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        first = lines[node.lineno - 1]
+        clean_start = not first[:node.col_offset].strip()
+        last = lines[node.end_lineno - 1].encode()[node.end_col_offset:].decode(errors="ignore")
+        clean_end = not last.strip() or last.strip().startswith("#")
+        others = [s for s in spans if s[2] != id(node) and not (s[1] < node.lineno or s[0] > node.end_lineno)
+                  and not (node.lineno <= s[0] and s[1] <= node.end_lineno)
+                  and not (s[0] <= node.lineno and node.end_lineno <= s[1])]
+        if clean_start and clean_end and not others:
+            alone[id(node)] = True
+    return tree, lines, alone
+
+
+def _inserted(source: str, make) -> str:
+    """`source` with the lines `make(statement)` returns (or None) put before each statement that has
+    its own lines, at its indentation; `source` itself if the result is not Python."""
+    import ast
+    found = _own_lines(source)
+    if found is None:
+        return source
+    tree, lines, alone = found
+    before: dict[int, list[str]] = {}
+    for node in ast.walk(tree):
+        if id(node) in alone:
+            extra = make(node)
+            if extra:
+                before.setdefault(node.lineno, []).extend(" " * node.col_offset + piece + "\n"
+                                                          for piece in extra.splitlines())
+    out = [piece for number, line in enumerate(lines, 1) for piece in [*before.get(number, []), line]]
+    text = "".join(out)
+    try:
+        ast.parse(text)
+    except SyntaxError:
+        return source
+    return text
+
+
+def dead_stores(source: str, rng) -> str:
+    """Before every assignment to a name that does not read it, a store to the same name that the
+    assignment overwrites (`out = 0`, `out = [3, 1]`), after some, the name assigned to itself
+    (`out = out`): writes to the very names the answer uses, none of which it reads."""
+    import ast
+
+    def make(node):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            return None
+        name = node.targets[0].id
+        if name in {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}:
+            return None
+        value = rng.choice([f"{rng.randrange(100)}", f"[{rng.randrange(9)}, {rng.randrange(9)}]", "None", "()",
+                            f"len('{rng.choice(WORDS)}')", f"{rng.randrange(9)} * {rng.randrange(2, 9)}"])
+        return f"{name} = {value}" + (f"\n{name} = {name}" if rng.random() < 0.5 and name != "self" else "")
+    return _inserted(source, make)
+
+
+NEVER = ["if False:", "if 0:", "while False:", "if None:", "while 0:", "if not True:", "if '':"]
+
+
+def never_run(source: str, rng) -> str:
+    """Before every statement, a block that never runs (`if False:`, `while 0:`, ...) holding a write
+    to one of the answer's own names from another of them (`out = q * 3`), or the statement itself."""
+    import ast
+    own = sorted(_own_names(source)) or ["x"]
+
+    def make(node):
+        if isinstance(node, (ast.Return, ast.Break, ast.Continue, ast.Raise, ast.Global, ast.Nonlocal)):
+            return None
+        body = ast.get_source_segment(source, node) if rng.random() < 0.5 else None
+        if not body or "\n" in body:
+            body = f"{rng.choice(own)} = {rng.choice(own)} * {rng.randrange(2, 9)}"
+        return f"{rng.choice(NEVER)}\n    {body}"
+    return _inserted(source, make)
+
+
+def _writes_reads(node) -> tuple[set[str], set[str]]:
+    import ast
+    writes, reads = set(), set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            (reads if isinstance(n.ctx, ast.Load) else writes).add(n.id)
+    for target in getattr(node, "targets", None) or [getattr(node, "target", None)]:
+        while isinstance(target, (ast.Attribute, ast.Subscript)):
+            target = target.value
+        if isinstance(target, ast.Name):
+            writes.add(target.id)
+    return writes, reads
+
+
+def swapped(source: str) -> str:
+    """Every pair of neighbouring assignments that do not depend on each other (neither reads or
+    writes what the other writes) swapped, in every block: `q = ...; k = ...` becomes `k = ...; q = ...`."""
+    import ast
+    found = _own_lines(source)
+    if found is None:
+        return source
+    tree, lines, alone = found
+    order = list(range(len(lines)))
+    for node in ast.walk(tree):
+        for block in ("body", "orelse", "finalbody"):
+            body = getattr(node, block, None)
+            if not isinstance(body, list):
+                continue
+            i = 0
+            while i + 1 < len(body):
+                a, b = body[i], body[i + 1]
+                simple = all(isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and id(s) in alone
+                             for s in (a, b))
+                if simple and a.end_lineno < b.lineno:
+                    (wa, ra), (wb, rb) = _writes_reads(a), _writes_reads(b)
+                    if not (wa & (rb | wb) or wb & ra):
+                        first = list(range(a.lineno - 1, a.end_lineno))
+                        second = list(range(b.lineno - 1, b.end_lineno))
+                        gap = list(range(a.end_lineno, b.lineno - 1))
+                        order[a.lineno - 1:b.end_lineno] = second + gap + first
+                        i += 2
+                        continue
+                i += 1
+    text = "".join(lines[k] for k in order)
+    try:
+        ast.parse(text)
+    except SyntaxError:
+        return source
+    return text
+
+
 # Each kind of copy a function of (the victim's answers to one notebook: {grade id: code}, notebook,
 # a seeded generator) -> the copy's answers.
 def _each(answers: dict[str, str], how) -> dict[str, str]:
@@ -350,10 +488,18 @@ DISGUISES = {
     "helpers": lambda answers, notebook, rng: _each(answers, lambda t: padded_between(t, rng, helpers=True)),
     "reordered": lambda answers, notebook, rng: _moved(answers, notebook),
     "wrapped": lambda answers, notebook, rng: _each(answers, lambda t: wrapped(t, rng)),
+    "dead-stores": lambda answers, notebook, rng: _each(answers, lambda t: dead_stores(t, rng)),
+    "never-run": lambda answers, notebook, rng: _each(answers, lambda t: never_run(t, rng)),
+    "swapped": lambda answers, notebook, rng: _each(answers, swapped),
     "padded+wrapped": lambda answers, notebook, rng: _each(answers, lambda t: wrapped(padded_between(t, rng), rng)),
-    "all": lambda answers, notebook, rng: _moved(_each(answers, lambda t: wrapped(padded_between(
-        padded_between(renamed(t), rng, helpers=True), rng), rng)), notebook),
+    "all": lambda answers, notebook, rng: _moved(_each(answers, lambda t: wrapped(padded_between(never_run(dead_stores(
+        padded_between(swapped(renamed(t)), rng, helpers=True), rng), rng), rng), rng)), notebook),
 }
+
+
+# The kinds whose copies normalise to their original's text, cell for cell (the others move answers
+# to other cells and reverse their statements).
+WHOLE = ("renamed", "padded", "helpers", "wrapped", "dead-stores", "never-run", "swapped", "padded+wrapped")
 
 
 def build_disguised(home: Path, seed: int = 4, victims_per_kind: int = 2) -> dict[str, str]:

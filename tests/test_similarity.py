@@ -176,10 +176,13 @@ def test_every_disguised_copy_ranks_above_every_honest_pair_by_its_code_alone(gr
     the honest students' code, written answers left out: renamed; a varied dead statement before
     every statement (a chain of unused names, constants, `pass`, `print()`); an unused function
     before every statement; answers moved a cell on and in reverse order; every name in redundant
-    parentheses; and these together. Each copy's pair with its victim scores at least the default
-    threshold and above every pair of honest students, who stay below it; the page marks none of
-    the padding lines of a padded copy."""
-    from similarity_class import DISGUISES, HONEST, build_disguised
+    parentheses; a store to each assigned name before it, overwritten, and `x = x`; a block that never
+    runs (`if False:`) before every statement, writing to the answer's own names; neighbouring
+    independent assignments swapped; and these together. Each copy's pair with its victim scores at
+    least the default threshold and above every pair of honest students, who stay below it; a copy
+    that keeps its answers in their cells shares every cell whole with its victim; the page marks
+    none of the padding lines of a padded copy."""
+    from similarity_class import DISGUISES, HONEST, WHOLE, build_disguised
     copies = build_disguised(grading_home)
     computed = matches(STEP)
     assert {m.a.kind for m in computed} == {"code"}
@@ -196,6 +199,11 @@ def test_every_disguised_copy_ranks_above_every_honest_pair_by_its_code_alone(gr
     assert {copier.split("-of-")[0].removeprefix("copy-") for copier in copies} == set(DISGUISES)
     assert honest["score"] < 0.8, honest
     assert all(score >= 0.8 and score > honest["score"] for score in scores.values()), (scores, honest)
+    for copier, victim in copies.items():
+        if copier.split("-of-")[0].removeprefix("copy-") in WHOLE:
+            shares = {gid: share for m in pairs[tuple(sorted((copier, victim)))]["matches"]
+                      for gid, share in m.shares.items()}
+            assert shares and min(shares.values()) == 1.0, (copier, shares)
     for copier, victim in copies.items():
         if not copier.startswith("copy-padded-of-"):
             continue
@@ -236,3 +244,34 @@ def test_normalising_keeps_what_the_answer_needs_and_drops_what_it_does_not():
     # code that does not parse keeps every statement, as tokens
     magic = "%timeit f(q)\nx = 1\n"
     assert normalise_code(magic)[0] == normalise_code(magic + "\n")[0] != ""
+
+
+def test_normalising_drops_blocks_that_never_run_dead_stores_and_puts_independent_lines_in_one_order():
+    """A block under a constant condition is the branch it takes; an assignment every name of which is
+    bound again before anything reads it is dropped, and so is `x = x`; neighbouring assignments that do
+    not depend on each other come in one order. Each rule with a case either way."""
+    def same(a, b, roots=frozenset({"f"})):
+        return normalise_code(a, roots)[0] == normalise_code(b, roots)[0]
+    plain = "def f(q, k):\n    d = q.shape[-1]\n    s = q @ k.T\n    out = s / d ** 0.5\n    return out\n"
+    # blocks that never run
+    assert same(plain, plain.replace("    s = q", "    if False:\n        d = d * 2\n    s = q"))
+    assert same(plain, plain.replace("    s = q", "    while 0:\n        s = k\n    s = q"))
+    assert same(plain, plain.replace("    s = q", "    if not True:\n        s = k\n    else:\n        pass\n    s = q"))
+    assert same(plain, plain.replace("    s = q @ k.T\n", "    if 1:\n        s = q @ k.T\n    else:\n        s = k\n"))
+    assert not same(plain, plain.replace("    s = q", "    if d:\n        d = d * 2\n    s = q"))   # may run
+    assert not same(plain, plain.replace("    s = q", "    while True:\n        break\n    s = q"))
+    # dead stores and self-assignments
+    assert same(plain, plain.replace("    s = q", "    s = 0\n    s = s\n    out = [1, 2]\n    s = q"))
+    assert same(plain, plain.replace("    d = q", "    d = k\n    d = q"))
+    assert not same(plain, plain.replace("    d = q.shape[-1]", "    d = 2\n    d = q.shape[-1] + d"))   # read first
+    assert not same(plain, plain.replace("    s = q", "    s = 0\n    k = k + s\n    s = q"))      # read between
+    assert not same(plain, plain.replace("    s = q", "    s = []\n    s.append(d)\n    s = q")
+                    .replace("return out", "return out, g(d)"))          # a write to its object counts as a use
+    shared = "scale = 2\n\ndef f(q):\n    return q * scale\n\nh = f(1)\nscale = 3\n"
+    assert not same(shared, shared.replace("scale = 2\n", ""), roots=None)  # a function may read it in between
+    outer = "def f(q):\n    global g\n    g = 1\n    g = q\n    return g\n"
+    assert not same(outer, outer.replace("    g = 1\n", ""))                # declared global: another may read it
+    # independent lines in one order, dependent ones as written
+    assert same(plain, "def f(q, k):\n    s = q @ k.T\n    d = q.shape[-1]\n    out = s / d ** 0.5\n    return out\n")
+    assert not same(plain, "def f(q, k):\n    d = q.shape[-1]\n    out = s / d ** 0.5\n    s = q @ k.T\n    return out\n")
+    assert not same("def f(x):\n    a = x\n    x = 2\n    return a + x\n", "def f(x):\n    x = 2\n    a = x\n    return a + x\n")

@@ -17,10 +17,19 @@ statement reads (an assignment, an import, a helper function, `rows.append(...)`
 read), with the loops, conditions and `with` blocks around a kept statement; in a class, every name
 it defines; in a cell, the definitions of the names its stub defines (`scores_entrywise`), and what
 they read, transitively (a cell whose stub defines none, or whose answer defines none of them,
-keeps every name it binds: a later cell may read them). So a copy padded with a dead statement
+keeps every name it binds: a later cell may read them). Before that, a block that never runs goes
+(an `if` on a constant is the branch it takes: `if False:`, `if 0:`, `if not True:`; a `while` on a
+false constant its `else`), and so do a name assigned to itself (`x = x`) and a dead store: an
+assignment of names only, each bound again later in the same block before anything reads it or
+writes to its object (`out = 0` before `out = torch.zeros(T, T)`; not a name a function of the
+cell reads, nor one declared global or nonlocal: a call may read those in between). After it, each
+run of neighbouring assignments is put in one order: a statement after every earlier one it
+depends on (it reads or writes a name that one writes, or writes one it reads), and among those
+free to go next, the one whose tokens come first (so `q = ...; k = ...` swapped is one text). So
+a copy padded with a dead statement
 between every line (`tmp = 3`, `x = tmp + 1`: a chain of unused names, `'.'`, `pass`, `print()`),
-with unused helper functions, or with statements after a `return`, is normalised to the
-original's text, and the copy's every run of the original is found again. A statement is kept or
+with unused helper functions, with statements after a `return`, with blocks that never run or
+stores that are overwritten, or with independent lines swapped, is normalised to the original's text, and the copy's every run of the original is found again. A statement is kept or
 dropped whole, by names only (not by what a call does: an unused `x = f()` is dropped, `f()` kept).
 Code that does not parse (an IPython magic, a syntax error) keeps every statement: its tokens as
 written. Each character of the normalised text carries the place in the student's answer of the
@@ -382,6 +391,179 @@ def _rebuilt(body: list[ast.stmt], live: dict[int, _Unit]) -> list[ast.stmt]:
     return out
 
 
+def _truth(test: ast.expr) -> bool | None:
+    """The truth of a condition that is a constant (`False`, `0`, `''`, `None`, `not True`), else None."""
+    if isinstance(test, ast.Constant):
+        return bool(test.value)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _truth(test.operand)
+        return None if inner is None else not inner
+    return None
+
+
+def _without_dead_branches(body: list[ast.stmt]) -> list[ast.stmt]:
+    """`body` with every block that never runs taken out, in every scope: an `if` on a constant is
+    the branch it takes, a `while` on a false constant its `else`."""
+    out: list[ast.stmt] = []
+    for node in body:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ExceptHandler):
+                child.body = _without_dead_branches(child.body) or [ast.Pass()]
+        for block in ("body", "orelse", "finalbody"):
+            inner = getattr(node, block, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                setattr(node, block, _without_dead_branches(inner))
+        truth = _truth(node.test) if isinstance(node, (ast.If, ast.While)) else None
+        if isinstance(node, ast.If) and truth is not None:
+            out.extend(node.body if truth else node.orelse)
+        elif isinstance(node, ast.While) and truth is False:
+            out.extend(node.orelse)
+        else:
+            if not getattr(node, "body", True):
+                node.body = [ast.Pass()]
+            out.append(node)
+    return out
+
+
+def _plain_binds(node: ast.stmt) -> set[str] | None:
+    """The names an assignment binds when it binds names only (`x = ...`, `a, b = ...`), else None."""
+    if not isinstance(node, ast.Assign):
+        return None
+    names: set[str] = set()
+    for target in node.targets:
+        for kind, name in _targets(target):
+            if kind != "bind" or name is None:
+                return None
+            names.add(name)
+    return names
+
+
+def _without_dead_stores(body: list[ast.stmt], shared: frozenset[str]) -> list[ast.stmt]:
+    """`body` (one block) without the assignments whose every name is bound again, later in the same
+    block, before anything reads it (`out = 0` before `out = torch.zeros(T, T)`), and without a name
+    assigned to itself (`x = x`). Names in `shared` (read by a function of the cell, or declared global
+    or nonlocal) may be read between, by a call: their stores stay."""
+    drop: set[int] = set()
+    for i, node in enumerate(body):
+        names = _plain_binds(node)
+        if not names or names & shared:
+            continue
+        if (
+            isinstance(node.value, ast.Name)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == node.value.id
+        ):
+            drop.add(i)
+            continue
+        waiting = set(names)
+        for later in body[i + 1 :]:
+            later_binds = _plain_binds(later)
+            reads = (
+                _loads(later.value)
+                if later_binds is not None
+                else {n.id for n in ast.walk(later) if isinstance(n, ast.Name)}
+            )  # any use, or a write to its object
+            if waiting & reads:
+                break
+            waiting -= later_binds or set()
+            if not waiting or isinstance(later, ENDS_BLOCK):
+                break
+        if not waiting:
+            drop.add(i)
+    kept = [node for i, node in enumerate(body) if i not in drop]
+    return _without_dead_stores(kept, shared) if drop else kept  # a store read only by one dropped
+
+
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _own_blocks(scope: ast.AST):
+    """(node, block name) of every block of statements of `scope` itself, not of a function or class
+    defined in it."""
+    todo = [scope]
+    while todo:
+        node = todo.pop()
+        for block in ("body", "orelse", "finalbody"):
+            inner = getattr(node, block, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                yield node, block
+                todo.extend(n for n in inner if not isinstance(n, SCOPES))
+        todo.extend(h for h in getattr(node, "handlers", []))
+
+
+def _shared_names(scope: ast.AST) -> frozenset[str]:
+    """Names of `scope` a call may read at any time: those a function or lambda defined in it reads,
+    and those it declares global or nonlocal."""
+    out: set[str] = set()
+    for node in ast.walk(scope):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            out.update(node.names)
+        elif node is not scope and isinstance(node, (*SCOPES, ast.Lambda)):
+            out |= _loads(*ast.iter_child_nodes(node))
+    return frozenset(out)
+
+
+def _each_block(tree: ast.AST, change) -> None:
+    """Replace every block of statements in `tree` by `change(block, its scope's shared names)`."""
+    for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, SCOPES))]:
+        shared = _shared_names(scope)
+        for node, block in list(_own_blocks(scope)):
+            kept = change(getattr(node, block), shared)
+            setattr(node, block, kept or ([] if isinstance(node, ast.Module) or block != "body" else [ast.Pass()]))
+
+
+REORDERED = (ast.Assign, ast.AnnAssign, ast.AugAssign)
+
+
+def _writes_and_reads(node: ast.stmt) -> tuple[set[str], set[str]]:
+    writes = {
+        name
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        for kind, name in _targets(target)
+        if name is not None
+    }
+    if isinstance(node, ast.AugAssign):
+        writes |= _loads(node.target) | {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+    reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return writes, reads
+
+
+def _canonical_order(body: list[ast.stmt]) -> list[ast.stmt]:
+    """`body` (one block) with each run of neighbouring assignments in one order whatever order they
+    were written in: a statement goes after every earlier one it depends on (it reads or writes what
+    that one writes, or writes what it reads), and among those free to go next, the one whose tokens
+    (names written `N`) come first goes first. Two copies of an answer that swap independent lines
+    (`q = ...` and `k = ...`) are one text."""
+    out: list[ast.stmt] = []
+    run: list[ast.stmt] = []
+
+    def flush() -> None:
+        facts = [_writes_and_reads(node) for node in run]
+        keys = [_tokens(ast.unparse(node))[0] for node in run]
+        after = {
+            j: {i for i in range(j) if facts[i][0] & (facts[j][0] | facts[j][1]) or facts[j][0] & facts[i][1]}
+            for j in range(len(run))
+        }
+        placed: list[int] = []
+        while len(placed) < len(run):
+            free = [j for j in range(len(run)) if j not in placed and after[j] <= set(placed)]
+            placed.append(min(free, key=lambda j: (keys[j], j)))
+        out.extend(run[j] for j in placed)
+        run.clear()
+
+    for node in body:
+        if isinstance(node, REORDERED) and not any(
+            isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)) for n in ast.walk(node)
+        ):
+            run.append(node)
+        else:
+            flush()
+            out.append(node)
+    flush()
+    return out
+
+
 def _prune_scope(node: ast.AST, roots: frozenset[str] | None = None) -> None:
     """Keep, of a module's, function's or class's statements, those the answer needs (see _keep):
     a function keeps what its result and effects depend on; a class every name it defines; a
@@ -432,7 +614,10 @@ def normalise_ast(source: str, roots: frozenset[str] | None = None) -> tuple[str
     parse."""
     try:
         tree = ast.parse(source)
+        tree.body = _without_dead_branches(tree.body)
+        _each_block(tree, _without_dead_stores)
         _prune_scope(tree, roots)
+        _each_block(tree, lambda block, shared: _canonical_order(block))
         tree = _NoFstrings().visit(tree)
         text = ast.unparse(tree)
         again = ast.parse(text)
