@@ -220,7 +220,7 @@ lint: $(PY)
 	$(VENV)/bin/lint-imports --config .importlinter
 	$(VENV)/bin/mypy --cache-dir=/dev/null
 	$(VENV)/bin/ruff check autograder dlcourse source/course_plugin.py source/step-04/checks benchmarks
-	$(VENV)/bin/ruff format --check autograder dlcourse source/course_plugin.py
+	$(VENV)/bin/ruff format --check autograder dlcourse source/course_plugin.py benchmarks
 
 # whole modules to a worker, the most tests first: a module's judgements of the corpus, cached in the
 # process that made them, are made once (split over two workers, test_visible_checks_proof's twice)

@@ -14,6 +14,7 @@ Once per grading process (not per notebook): importing what the workers need (th
 does), and creating a new gradebook (`ensure_gradebook`, in process; against nbgrader
 generate_assignment in a subprocess, the way it was done before).
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,17 @@ from common import ROOT, bench_step
 
 from autograder.grading.grade import WORKER_PRELOAD
 
-PHASES = ["sandbox setup", "kernel start", "torch import", "provided cells", "student code",
-          "hidden probes", "judging", "rest", "total"]
+PHASES = [
+    "sandbox setup",
+    "kernel start",
+    "torch import",
+    "provided cells",
+    "student code",
+    "hidden probes",
+    "judging",
+    "rest",
+    "total",
+]
 
 # what the workers' fork server imports (the grader's modules and every step's checks): autograder/grading/worker.py
 WORKER_IMPORTS = "".join(f"import {module}\n" for module in WORKER_PRELOAD)
@@ -92,16 +102,22 @@ def time_notebook(path: Path, notebook: str, sandbox: str, kernels: str = "warm"
                 cleanup(workdir)
             finally:
                 spent["sandbox setup"] += time.monotonic() - c
+
         box.cleanup = timed_cleanup
         return box
 
-    ex._start, ex._Client.async_execute_cell, judging.judge_notebook, sb.make_sandbox = \
-        start, execute_cell, judge, make_sandbox
+    ex._start, ex._Client.async_execute_cell, judging.judge_notebook, sb.make_sandbox = (
+        start,
+        execute_cell,
+        judge,
+        make_sandbox,
+    )
     try:
         t = time.monotonic()
         step = bench_step()
-        result = run_job(Job(step.name, str(step.root), "bench", notebook, str(path), "bench", sandbox, 1,
-                             kernels=kernels))
+        result = run_job(
+            Job(step.name, str(step.root), "bench", notebook, str(path), "bench", sandbox, 1, kernels=kernels)
+        )
         spent["total"] = time.monotonic() - t
     finally:
         ex._start, ex._Client.async_execute_cell, judging.judge_notebook, sb.make_sandbox = originals
@@ -119,7 +135,7 @@ def once_per_process(repeats: int) -> dict:
         subprocess.run([sys.executable, "-c", WORKER_IMPORTS], cwd=ROOT, check=True)
         imports.append(time.monotonic() - t)
         # the effect of leaving out rfc3987_syntax (autograder/grading/grade.py), side by side
-        for blocked in ((False, True) if r % 2 == 0 else (True, False)):
+        for blocked in (False, True) if r % 2 == 0 else (True, False):
             code = ("import sys; sys.modules['rfc3987_syntax'] = None; " if blocked else "") + "import nbformat"
             t = time.monotonic()
             subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
@@ -128,25 +144,37 @@ def once_per_process(repeats: int) -> dict:
     from autograder.course import use_environment_tools
     from autograder.records.gradebook import ensure_gradebook
     from autograder.nbgrader_cmd import run_nbgrader
+
     use_environment_tools()
     for r in range(max(1, repeats // 2) * 2):
         with tempfile.TemporaryDirectory(prefix="bench-db-") as tmp:
             t = time.monotonic()
-            if r % 2 == 0:      # the grader's way: in its own process (autograder/records/gradebook.py)
+            if r % 2 == 0:  # the grader's way: in its own process (autograder/records/gradebook.py)
                 ensure_gradebook(f"sqlite:///{tmp}/gradebook.db", bench_step())
                 gradebook.append(time.monotonic() - t)
-            else:               # the way it was done before: nbgrader generate_assignment in a subprocess
+            else:  # the way it was done before: nbgrader generate_assignment in a subprocess
                 step = bench_step()
-                run_nbgrader("generate_assignment", step.name, "--force",
-                             f"--CourseDirectory.release_directory={tmp}/release", root=step.root,
-                             db_url=f"sqlite:///{tmp}/gradebook.db")
+                run_nbgrader(
+                    "generate_assignment",
+                    step.name,
+                    "--force",
+                    f"--CourseDirectory.release_directory={tmp}/release",
+                    root=step.root,
+                    db_url=f"sqlite:///{tmp}/gradebook.db",
+                )
                 by_subprocess.append(time.monotonic() - t)
-    return {"worker imports": imports, "new gradebook": gradebook, "new gradebook, generate_assignment": by_subprocess,
-            "import nbformat": with_iri, "import nbformat without rfc3987_syntax": without_iri}
+    return {
+        "worker imports": imports,
+        "new gradebook": gradebook,
+        "new gradebook, generate_assignment": by_subprocess,
+        "import nbformat": with_iri,
+        "import nbformat without rfc3987_syntax": without_iri,
+    }
 
 
-def measure(notebook: str, repeats: int, say=print, notebooks: list[str] | None = None,
-            share_warm: bool = False) -> dict:
+def measure(
+    notebook: str, repeats: int, say=print, notebooks: list[str] | None = None, share_warm: bool = False
+) -> dict:
     """The phases of one notebook graded in cold kernels and in warm ones, in the sandbox `make grade`
     picks, alternating; the warm template's own start (once per worker) timed apart, first; then every
     notebook of the step (or those of `notebooks`) once in warm kernels. `share_warm` (--quick): `notebook`
@@ -155,6 +183,7 @@ def measure(notebook: str, repeats: int, say=print, notebooks: list[str] | None 
     from autograder.kernel import warm
     from autograder.example import filled
     from autograder.kernel.sandbox import resolve_sandbox
+
     sandbox = resolve_sandbox("auto")
     ways = ["cold", "warm"]
     out = {"notebook": notebook, "sandbox": sandbox, "ways": ways, "phases": {w: [] for w in ways}}
@@ -164,7 +193,7 @@ def measure(notebook: str, repeats: int, say=print, notebooks: list[str] | None 
         say(f"  breakdown: {notebook}, the warm template's start")
         out["template start"] = time_notebook(path, notebook, sandbox, "warm")
         for r in range(repeats):
-            for way in (ways if r % 2 == 0 else ways[::-1]):
+            for way in ways if r % 2 == 0 else ways[::-1]:
                 say(f"  breakdown: {notebook}, sandbox {sandbox}, {way} kernels, run {r + 1} of {repeats}")
                 out["phases"][way].append(time_notebook(path, notebook, sandbox, way))
         # every notebook of the step, answered, once in warm kernels: where a whole student's time goes

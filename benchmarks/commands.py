@@ -14,6 +14,7 @@ to fetch, a second submission to collect); both are recorded, the table shows th
 (a `git worktree`, the same Python environment), side by side in one run: the before and after of
 a change. `python benchmarks/commands.py [--repeats 5] [--against eb30254]` prints the table.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,12 +59,20 @@ def make_course(folder: Path, engine: Path = ROOT) -> dict:
     home = course / "autograder"
     home.mkdir()
     example = ROOT / "autograder" / "example" / "gradebook.db"
-    if example.exists():                # a gradebook with students, for `export` to read
+    if example.exists():  # a gradebook with students, for `export` to read
         shutil.copy(example, home / "gradebook.db")
     env = {k: v for k, v in os.environ.items() if k not in ("NBGRADER_DB_URL", "NBGRADER_EXCHANGE", "GRADER_HOME")}
-    env.update({"COURSE_ROOT": str(course), "GRADER_HOME": str(home), "USER": "benchstudent",
-                "COURSE_TERM": str(course / "course.toml"), "COURSE_EXTENSIONS": str(course / "extensions.csv"),
-                "PYTHONPATH": str(engine), "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")})
+    env.update(
+        {
+            "COURSE_ROOT": str(course),
+            "GRADER_HOME": str(home),
+            "USER": "benchstudent",
+            "COURSE_TERM": str(course / "course.toml"),
+            "COURSE_EXTENSIONS": str(course / "extensions.csv"),
+            "PYTHONPATH": str(engine),
+            "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+        }
+    )
     return env
 
 
@@ -73,9 +82,14 @@ def run_command(command: str, env: dict, engine: Path = ROOT, timeout: float = 6
     with tempfile.NamedTemporaryFile("r", suffix=".json") as seen:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", WRAPPER, command], cwd=engine,
-                              env={**env, "COMMAND_IMPORTS": seen.name, "PYTHONPATH": str(engine)},
-                              capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, "-c", WRAPPER, command],
+            cwd=engine,
+            env={**env, "COMMAND_IMPORTS": seen.name, "PYTHONPATH": str(engine)},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         seconds = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
@@ -83,8 +97,13 @@ def run_command(command: str, env: dict, engine: Path = ROOT, timeout: float = 6
         except ValueError:
             imports = {}
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"seconds": seconds, "cpu": cpu, "code": proc.returncode, "imports": imports,
-            "output": (proc.stdout + proc.stderr)[-2000:]}
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "code": proc.returncode,
+        "imports": imports,
+        "output": (proc.stdout + proc.stderr)[-2000:],
+    }
 
 
 def run_all(env: dict, engine: Path = ROOT) -> dict[str, dict]:
@@ -100,15 +119,18 @@ def measure(repeats: int = 3, against: str | None = BASELINE, say=print) -> dict
         tmp = Path(tmp)
         if against:
             worktree = tmp / "baseline"
-            made = subprocess.run(["git", "worktree", "add", "--detach", str(worktree), against], cwd=ROOT,
-                                  capture_output=True, text=True)
+            made = subprocess.run(
+                ["git", "worktree", "add", "--detach", str(worktree), against], cwd=ROOT, capture_output=True, text=True
+            )
             if made.returncode == 0:
                 engines[against] = worktree
             else:
                 say(f"bench: commands: no baseline ({against}: {made.stderr.strip()[-200:]})")
         try:
-            out: dict = {label: {c: {"seconds": [], "cpu": [], "first": [], "imports": {}} for c in COMMANDS}
-                         for label in engines}
+            out: dict = {
+                label: {c: {"seconds": [], "cpu": [], "first": [], "imports": {}} for c in COMMANDS}
+                for label in engines
+            }
             for repeat in range(repeats):
                 for label, engine in engines.items():
                     env = make_course(tmp / f"{label}-{repeat}", engine)
@@ -122,32 +144,47 @@ def measure(repeats: int = 3, against: str | None = BASELINE, say=print) -> dict
                         entry["cpu"].append(round(got["cpu"], 3))
                         entry["first"].append(round(first[command]["seconds"], 3))
                         entry["imports"] = got["imports"]
-                    say(f"bench: commands ({label}), repeat {repeat + 1}: "
-                        + ", ".join(f"{c} {out[label][c]['seconds'][-1]:.2f} s" for c in COMMANDS))
-            return {"engines": out, "against": against if against in engines else None, "repeats": repeats,
-                    "target": TARGET_SECONDS}
+                    say(
+                        f"bench: commands ({label}), repeat {repeat + 1}: "
+                        + ", ".join(f"{c} {out[label][c]['seconds'][-1]:.2f} s" for c in COMMANDS)
+                    )
+            return {
+                "engines": out,
+                "against": against if against in engines else None,
+                "repeats": repeats,
+                "target": TARGET_SECONDS,
+            }
         finally:
             if len(engines) > 1:
-                subprocess.run(["git", "worktree", "remove", "--force", str(engines[against])], cwd=ROOT,
-                               capture_output=True)
+                subprocess.run(
+                    ["git", "worktree", "remove", "--force", str(engines[against])], cwd=ROOT, capture_output=True
+                )
 
 
 def section(results: dict) -> tuple[list[str], list]:
     """BENCHMARKS.md's section: a row per command, this engine beside the baseline."""
     from statistics import median
+
     engines = results["engines"]
     against = results.get("against")
     labels = ["now"] + ([against] if against else [])
-    lines = [f"Each command run as `python -m autograder <command>` in a throwaway course, {results['repeats']} "
-             "times per engine, interleaved, the everyday case (the course already set up: nothing new to "
-             "fetch, a second submission to collect): median wall-clock seconds (CPU seconds of the command "
-             "and the processes it started). `imports`: what the command imported (torch, a step's checks, "
-             "nbgrader; fetch, submit and collect run nbgrader's own command in a process of its own)."
-             + (f" `{against}` is the engine before these commands stopped importing what they do not use."
-                if against else ""), "",
-             "| command | " + " | ".join(f"{label}: s (CPU s) | {label}: imports" for label in labels)
-             + (" | CPU ratio |" if against else " |"),
-             "|---|" + "---|---|" * len(labels) + ("---|" if against else "")]
+    lines = [
+        f"Each command run as `python -m autograder <command>` in a throwaway course, {results['repeats']} "
+        "times per engine, interleaved, the everyday case (the course already set up: nothing new to "
+        "fetch, a second submission to collect): median wall-clock seconds (CPU seconds of the command "
+        "and the processes it started). `imports`: what the command imported (torch, a step's checks, "
+        "nbgrader; fetch, submit and collect run nbgrader's own command in a process of its own)."
+        + (
+            f" `{against}` is the engine before these commands stopped importing what they do not use."
+            if against
+            else ""
+        ),
+        "",
+        "| command | "
+        + " | ".join(f"{label}: s (CPU s) | {label}: imports" for label in labels)
+        + (" | CPU ratio |" if against else " |"),
+        "|---|" + "---|---|" * len(labels) + ("---|" if against else ""),
+    ]
     verdicts = []
     for command in COMMANDS:
         cells = []
@@ -163,19 +200,32 @@ def section(results: dict) -> tuple[list[str], list]:
         cpu = median(engines["now"][command]["cpu"])
         # on a shared machine the CPU seconds (the command's processes run one after the other) are
         # what the command takes on an idle one; the wall-clock figure is given beside them
-        verdicts.append((f"make {command} under {results['target']:g} s on an idle machine (its CPU seconds)",
-                         cpu < results["target"], f"{cpu:.2f} CPU s ({now:.2f} s wall)"))
-    lines += ["", "The first time, in a new course (fetch releases the step into the exchange, collect opens a "
-              "new gradebook), median seconds: "
-              + "; ".join(f"{label}: " + ", ".join(f"{c} {median(engines[label][c]['first']):.2f}" for c in COMMANDS)
-                          for label in labels) + ".",
-              "", "A wall-clock figure depends on what else the machine runs (see the load average above); the "
-              "CPU seconds less so."]
+        verdicts.append(
+            (
+                f"make {command} under {results['target']:g} s on an idle machine (its CPU seconds)",
+                cpu < results["target"],
+                f"{cpu:.2f} CPU s ({now:.2f} s wall)",
+            )
+        )
+    lines += [
+        "",
+        "The first time, in a new course (fetch releases the step into the exchange, collect opens a "
+        "new gradebook), median seconds: "
+        + "; ".join(
+            f"{label}: " + ", ".join(f"{c} {median(engines[label][c]['first']):.2f}" for c in COMMANDS)
+            for label in labels
+        )
+        + ".",
+        "",
+        "A wall-clock figure depends on what else the machine runs (see the load average above); the "
+        "CPU seconds less so.",
+    ]
     return lines, verdicts
 
 
 def main(argv=None) -> int:
     import argparse
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--against", default=BASELINE, help="git revision to compare with ('' for none)")

@@ -1,4 +1,5 @@
 """Shared pieces of the benchmarks: statistics, the machine, a process-tree memory sampler."""
+
 from __future__ import annotations
 
 import os
@@ -12,13 +13,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCH_STEP = "step-04"      # the step whose notebooks the benchmarks grade (02-the-head and the rest)
+BENCH_STEP = "step-04"  # the step whose notebooks the benchmarks grade (02-the-head and the rest)
 
 
 def bench_step():
     """The benchmarked step, as the engine sees it."""
     from autograder.steps import find_step
+
     return find_step(BENCH_STEP)
+
+
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -57,6 +61,7 @@ def machine() -> dict:
     ram = 0
     try:
         import psutil
+
         ram = psutil.virtual_memory().total
     except ImportError:
         pass
@@ -69,13 +74,21 @@ def machine() -> dict:
             versions[name] = "not installed"
     try:
         from autograder.kernel.sandbox import resolve_sandbox
+
         sandbox = resolve_sandbox("auto")
-    except Exception as err:         # the report still says what ran
+    except Exception as err:  # the report still says what ran
         sandbox = f"unknown ({type(err).__name__})"
-    return {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "cpus": os.cpu_count(),
-            "cpu_model": cpu, "ram_gib": round(ram / 2**30, 1), "python": platform.python_version(),
-            "platform": f"{platform.system()} {platform.release()}", "versions": versions,
-            "sandbox": sandbox, "load_start": os.getloadavg()}
+    return {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpus": os.cpu_count(),
+        "cpu_model": cpu,
+        "ram_gib": round(ram / 2**30, 1),
+        "python": platform.python_version(),
+        "platform": f"{platform.system()} {platform.release()}",
+        "versions": versions,
+        "sandbox": sandbox,
+        "load_start": os.getloadavg(),
+    }
 
 
 class TreeMemory:
@@ -89,6 +102,7 @@ class TreeMemory:
 
     def _run(self):
         import psutil
+
         try:
             root = psutil.Process(self.pid)
         except psutil.Error:
@@ -120,9 +134,14 @@ def run_measured(cmd: list[str], cwd: Path, env: dict, timeout: float | None = N
     """Run a command; its wall time, exit code, output tail and the peak RSS of its process tree."""
     started = time.monotonic()
     with open(os.devnull, "rb") as devnull:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=devnull, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdin=devnull, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         with TreeMemory(proc.pid) as memory:
             out, _ = proc.communicate(timeout=timeout)
-    return {"seconds": time.monotonic() - started, "returncode": proc.returncode, "output": out,
-            "peak_rss": memory.peak}
+    return {
+        "seconds": time.monotonic() - started,
+        "returncode": proc.returncode,
+        "output": out,
+        "peak_rss": memory.peak,
+    }

@@ -14,6 +14,7 @@ The PostgreSQL server is a throwaway one (tests/pgserver.py: initdb in a tempora
 Nothing is asserted: the numbers depend on the machine and on whatever else runs on it; the load
 average is printed beside them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,27 +40,38 @@ def children_cpu() -> float:
 def grade_once(home: Path, url: str, workers: int) -> dict:
     from autograder.example import build
     from autograder.grading.grade import grade
+
     os.environ["GRADER_HOME"], os.environ["NBGRADER_DB_URL"] = str(home), url
     from common import bench_step
+
     step = bench_step()
     submissions = build(step, home / "class")
     cpu, wall = children_cpu(), time.monotonic()
     out = grade(step, submissions, workers=workers, force=True, quiet=True, feedback=False)
     graded_wall, graded_cpu = time.monotonic() - wall, children_cpu() - cpu
     from autograder.grading.grade import write_feedback
+
     students = sorted({r["student"] for r in out["results"]})
     start = time.monotonic()
     write_feedback(bench_step(), students, quiet=True)
-    return {"notebooks": len(out["results"]), "students": len(students), "wall": graded_wall,
-            "cpu": graded_cpu, "feedback_wall": time.monotonic() - start,
-            "kernel_seconds": [r["seconds"] for r in out["results"]], "load": os.getloadavg()[0]}
+    return {
+        "notebooks": len(out["results"]),
+        "students": len(students),
+        "wall": graded_wall,
+        "cpu": graded_cpu,
+        "feedback_wall": time.monotonic() - start,
+        "kernel_seconds": [r["seconds"] for r in out["results"]],
+        "load": os.getloadavg()[0],
+    }
 
 
 def record_again(home: Path, url: str, times: int) -> float:
     """Seconds per notebook to write its scores into the gradebook again."""
     from autograder.records.store import Store
+
     os.environ["GRADER_HOME"], os.environ["NBGRADER_DB_URL"] = str(home), url
     from common import bench_step
+
     step = bench_step()
     store = Store(home, url)
     results = store.results(step.name)
@@ -82,6 +94,7 @@ def main() -> int:
     args = parser.parse_args()
     from autograder.course import use_environment_tools
     from pgserver import PostgresServer, missing_reason
+
     use_environment_tools()
     if missing_reason():
         print(f"cannot benchmark PostgreSQL: {missing_reason()}")
@@ -95,17 +108,22 @@ def main() -> int:
                 order = ["sqlite", "postgres"] if n % 2 == 0 else ["postgres", "sqlite"]
                 for backend in order:
                     home = scratch / f"{backend}-{n}"
-                    url = (f"sqlite:///{home / 'gradebook.db'}" if backend == "sqlite"
-                           else pg.create_database(f"bench{n}"))
+                    url = (
+                        f"sqlite:///{home / 'gradebook.db'}" if backend == "sqlite" else pg.create_database(f"bench{n}")
+                    )
                     run = grade_once(home, url, args.workers)
                     runs[backend].append(run)
-                    print(f"{backend:>8} round {n}: {run['notebooks']} notebooks in {run['wall']:.1f} s wall, "
-                          f"{run['cpu']:.1f} s CPU, feedback {run['feedback_wall']:.1f} s, load {run['load']:.1f}",
-                          flush=True)
+                    print(
+                        f"{backend:>8} round {n}: {run['notebooks']} notebooks in {run['wall']:.1f} s wall, "
+                        f"{run['cpu']:.1f} s CPU, feedback {run['feedback_wall']:.1f} s, load {run['load']:.1f}",
+                        flush=True,
+                    )
                     if n == 0:
                         record_seconds[backend] = record_again(home, url, args.records)
-                        print(f"{backend:>8}: writing one notebook's scores: {record_seconds[backend] * 1000:.0f} ms",
-                              flush=True)
+                        print(
+                            f"{backend:>8}: writing one notebook's scores: {record_seconds[backend] * 1000:.0f} ms",
+                            flush=True,
+                        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -116,13 +134,20 @@ def main() -> int:
         cpu = statistics.median(r["cpu"] for r in done)
         nbs = done[0]["notebooks"]
         per_core = wall * args.workers / nbs
-        summary[backend] = {"wall": wall, "cpu": cpu, "notebooks": nbs,
-                            "wall_seconds_per_notebook_per_core": per_core, "cpu_seconds_per_notebook": cpu / nbs,
-                            "feedback_seconds_per_student": statistics.median(r["feedback_wall"] / r["students"] for r in done)}
-        print(f"{backend:>8}: {wall:6.1f} s wall for {nbs} notebooks = {per_core:.1f} s per notebook per core "
-              f"(wall x workers / notebooks); {cpu / nbs:.1f} s CPU per notebook; "
-              f"feedback {summary[backend]['feedback_seconds_per_student']:.1f} s per student; "
-              f"gradebook write {record_seconds[backend] * 1000:.0f} ms per notebook")
+        summary[backend] = {
+            "wall": wall,
+            "cpu": cpu,
+            "notebooks": nbs,
+            "wall_seconds_per_notebook_per_core": per_core,
+            "cpu_seconds_per_notebook": cpu / nbs,
+            "feedback_seconds_per_student": statistics.median(r["feedback_wall"] / r["students"] for r in done),
+        }
+        print(
+            f"{backend:>8}: {wall:6.1f} s wall for {nbs} notebooks = {per_core:.1f} s per notebook per core "
+            f"(wall x workers / notebooks); {cpu / nbs:.1f} s CPU per notebook; "
+            f"feedback {summary[backend]['feedback_seconds_per_student']:.1f} s per student; "
+            f"gradebook write {record_seconds[backend] * 1000:.0f} ms per notebook"
+        )
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1))
     return 0

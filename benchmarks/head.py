@@ -7,6 +7,7 @@ Batch 1, d = 64, d_head = 16, torch.set_num_threads(THREADS), no autograd; the m
 size of the tensor the head keeps (head.A) and as the rise of the process's resident memory at
 its peak while the forward pass runs (sampled every millisecond).
 """
+
 from __future__ import annotations
 
 import math
@@ -23,7 +24,7 @@ D, D_HEAD, THREADS = 64, 16, 1
 
 
 def _time(fn, repeats: int) -> list[float]:
-    fn()                                       # warm-up
+    fn()  # warm-up
     out = []
     for _ in range(repeats):
         t = time.perf_counter()
@@ -39,6 +40,7 @@ def _peak_rss_delta(fn, seconds: float = 0.3) -> int:
     import threading
 
     import psutil
+
     gc.collect()
     me = psutil.Process()
     base = me.memory_info().rss
@@ -49,6 +51,7 @@ def _peak_rss_delta(fn, seconds: float = 0.3) -> int:
         while not stop.is_set():
             peak[0] = max(peak[0], me.memory_info().rss)
             stop.wait(0.001)
+
     thread = threading.Thread(target=sample, daemon=True)
     thread.start()
     t = time.perf_counter()
@@ -83,10 +86,12 @@ def measure(repeats: int, ts: list[int] = TS, say=print) -> dict:
         x = torch.randn(1, T, D)
         with torch.no_grad():
             q, k, v = head.query(x), head.key(x), head.value(x)
-            ways = {"Head": lambda: head(x),
-                    "SDPA": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-                    "streaming": lambda: streaming_attention(q, k, v)}
-            if T == ts[0]:       # the three agree (a benchmark of wrong code measures nothing)
+            ways = {
+                "Head": lambda: head(x),
+                "SDPA": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                "streaming": lambda: streaming_attention(q, k, v),
+            }
+            if T == ts[0]:  # the three agree (a benchmark of wrong code measures nothing)
                 ref = head(x)
                 for name, fn in ways.items():
                     got = fn()
@@ -95,10 +100,13 @@ def measure(repeats: int, ts: list[int] = TS, say=print) -> dict:
             for name, fn in ways.items():
                 out["time"].setdefault(name, {})[T] = stats(_time(fn, repeats))
             head(x)
-            out["memory"][T] = {"computed": T * T * 4, "head.A": head.A.element_size() * head.A.nelement(),
-                                "Head (RSS)": _peak_rss_delta(lambda: head(x)),
-                                "SDPA (RSS)": _peak_rss_delta(ways["SDPA"]),
-                                "streaming (RSS)": _peak_rss_delta(ways["streaming"])}
+            out["memory"][T] = {
+                "computed": T * T * 4,
+                "head.A": head.A.element_size() * head.A.nelement(),
+                "Head (RSS)": _peak_rss_delta(lambda: head(x)),
+                "SDPA (RSS)": _peak_rss_delta(ways["SDPA"]),
+                "streaming (RSS)": _peak_rss_delta(ways["streaming"]),
+            }
     for name, by_t in out["time"].items():
         out["exponent"][name] = fit_exponent(ts, [by_t[T]["median"] for T in ts])
     return out
@@ -113,11 +121,17 @@ def measure_in_subprocess(repeats: int, ts: list[int] = TS, say=print) -> dict:
     import subprocess
     import sys
     from pathlib import Path
+
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_=str(64 * 1024))
     here = Path(__file__).resolve().parent
     say(f"  head: T = {', '.join(map(str, ts))} (a fresh process)")
-    proc = subprocess.run([sys.executable, str(here / "head.py"), str(repeats), *map(str, ts)],
-                          env=env, capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, str(here / "head.py"), str(repeats), *map(str, ts)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     for key in ("memory",):
         out[key] = {int(t): v for t, v in out[key].items()}
@@ -128,5 +142,6 @@ def measure_in_subprocess(repeats: int, ts: list[int] = TS, say=print) -> dict:
 if __name__ == "__main__":
     import json
     import sys
+
     result = measure(int(sys.argv[1]), [int(t) for t in sys.argv[2:]] or TS, say=lambda *a: None)
     print(json.dumps(result))

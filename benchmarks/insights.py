@@ -4,6 +4,7 @@ the time to read it back (`Store.load`: every result file, the gradebook's submi
 totals) and the time to build the report from those records (item analysis, review cells,
 misconception groups, per-notebook rows: the page and its four CSVs written). Median over repeats.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -25,6 +26,7 @@ def measure(students: int = STUDENTS, repeats: int = 3, say=print) -> dict:
     from autograder.publish.insights import build_report
     from autograder.records.store import Store
     from autograder.steps import find_step
+
     step = find_step("step-04")
     with tempfile.TemporaryDirectory(prefix="bench-insights-") as tmp:
         home = Path(tmp) / "grader"
@@ -44,32 +46,49 @@ def measure(students: int = STUDENTS, repeats: int = 3, say=print) -> dict:
             builds.append(time.perf_counter() - started)
             build_cpu.append(time.process_time() - cpu)
         size = sum(p.stat().st_size for p in paths)
-        out = {"students": len(loaded), "notebooks": sum(len(s.notebooks) for s in loaded),
-               "cells": sum(len(r.cells) for s in loaded for r in s.notebooks.values()),
-               "groups": len(report.groups), "review": len(report.review), "items": len(report.items),
-               "known_groups": len(known.groups), "setup": setup, "load": loads, "build": builds,
-               "load_cpu": load_cpu, "build_cpu": build_cpu,
-               "page_bytes": paths[0].stat().st_size, "bytes": size}
-    say(f"insights: {out['students']} students: load {statistics.median(loads):.2f} s "
+        out = {
+            "students": len(loaded),
+            "notebooks": sum(len(s.notebooks) for s in loaded),
+            "cells": sum(len(r.cells) for s in loaded for r in s.notebooks.values()),
+            "groups": len(report.groups),
+            "review": len(report.review),
+            "items": len(report.items),
+            "known_groups": len(known.groups),
+            "setup": setup,
+            "load": loads,
+            "build": builds,
+            "load_cpu": load_cpu,
+            "build_cpu": build_cpu,
+            "page_bytes": paths[0].stat().st_size,
+            "bytes": size,
+        }
+    say(
+        f"insights: {out['students']} students: load {statistics.median(loads):.2f} s "
         f"({statistics.median(load_cpu):.2f} s CPU), build {statistics.median(builds):.2f} s "
-        f"({statistics.median(build_cpu):.2f} s CPU)")
+        f"({statistics.median(build_cpu):.2f} s CPU)"
+    )
     return out
 
 
 def section(r: dict) -> list[str]:
     from common import fmt, stats
-    return [f"A synthetic class of {r['students']} students (tests/insights_class.py: proof-corpus entries given "
-            f"to each, their judged outcomes written into a grader home as the store writes them; written in "
-            f"{r['setup']:.1f} s, not timed below): {r['notebooks']} notebooks, {r['cells']} graded cells, "
-            f"{r['groups']} misconception groups, {r['review']} cells waiting for review, {r['items']} items. "
-            "*load*: `Store.load` (every result file, the gradebook's submissions and term records, the "
-            "totals); *build*: the report from those records, the page "
-            f"({r['page_bytes'] / 1024:.0f} KiB) and its CSVs written. Wall-clock seconds, median (min–max, n), "
-            "and the process's CPU seconds (median), which a shared machine's load changes less.", "",
-            "| students | load: s | build: s | total: s | load: CPU s | build: CPU s |", "|---|---|---|---|---|---|",
-            f"| {r['students']} | {fmt(stats(r['load']))} | {fmt(stats(r['build']))} | "
-            f"{statistics.median(r['load']) + statistics.median(r['build']):.2f} | "
-            f"{_median(r, 'load_cpu')} | {_median(r, 'build_cpu')} |"]
+
+    return [
+        f"A synthetic class of {r['students']} students (tests/insights_class.py: proof-corpus entries given "
+        f"to each, their judged outcomes written into a grader home as the store writes them; written in "
+        f"{r['setup']:.1f} s, not timed below): {r['notebooks']} notebooks, {r['cells']} graded cells, "
+        f"{r['groups']} misconception groups, {r['review']} cells waiting for review, {r['items']} items. "
+        "*load*: `Store.load` (every result file, the gradebook's submissions and term records, the "
+        "totals); *build*: the report from those records, the page "
+        f"({r['page_bytes'] / 1024:.0f} KiB) and its CSVs written. Wall-clock seconds, median (min–max, n), "
+        "and the process's CPU seconds (median), which a shared machine's load changes less.",
+        "",
+        "| students | load: s | build: s | total: s | load: CPU s | build: CPU s |",
+        "|---|---|---|---|---|---|",
+        f"| {r['students']} | {fmt(stats(r['load']))} | {fmt(stats(r['build']))} | "
+        f"{statistics.median(r['load']) + statistics.median(r['build']):.2f} | "
+        f"{_median(r, 'load_cpu')} | {_median(r, 'build_cpu')} |",
+    ]
 
 
 def _median(r: dict, key: str) -> str:

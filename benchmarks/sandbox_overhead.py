@@ -15,6 +15,7 @@ machine's load hits both alike. For each part: the median, the spread (min-max a
 range), the median overhead and the ratio bwrap/none. Nothing is asserted: the numbers depend on
 the machine and on whatever else runs on it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,15 +41,20 @@ def alternate(i: int) -> tuple[str, str]:
 def build_class(folder: Path, students: int) -> list[tuple[str, str, Path]]:
     """[(student, notebook, path)] of a class written into `folder`."""
     from common import bench_step
+
     step = bench_step()
     from autograder.example import filled
+
     out = []
     for i in range(students):
         sid = f"student{i:02d}"
         (folder / sid).mkdir(parents=True)
         for name in step.notebooks():
-            nb = filled(step, name, lambda cid, pos: True) if i % 2 == 0 else \
-                json.loads((step.release / f"{name}.ipynb").read_text(encoding="utf-8"))
+            nb = (
+                filled(step, name, lambda cid, pos: True)
+                if i % 2 == 0
+                else json.loads((step.release / f"{name}.ipynb").read_text(encoding="utf-8"))
+            )
             path = folder / sid / f"{name}.ipynb"
             path.write_text(json.dumps(nb), encoding="utf-8")
             out.append((sid, name, path))
@@ -63,6 +69,7 @@ def kernel_starts(count: int) -> dict[str, list[float]]:
     from autograder.course import kernel_env
     from autograder.kernel.execute import Limits, execute
     from autograder.kernel.sandbox import make_sandbox
+
     times: dict[str, list[float]] = {s: [] for s in SANDBOXES}
     for i in range(count):
         for choice in alternate(i):
@@ -85,6 +92,7 @@ def kernel_starts(count: int) -> dict[str, list[float]]:
 def notebooks(cls: list, repeats: int) -> dict[str, list[float]]:
     from autograder.grading.grade import Job, run_job
     from common import bench_step
+
     step = bench_step()
     times: dict[str, list[float]] = {s: [] for s in SANDBOXES}
     threads = os.cpu_count() or 1
@@ -101,6 +109,7 @@ def notebooks(cls: list, repeats: int) -> dict[str, list[float]]:
 def batches(folder: Path, home: Path, count: int) -> dict[str, list[float]]:
     from autograder.grading.grade import grade
     from common import bench_step
+
     times: dict[str, list[float]] = {s: [] for s in SANDBOXES}
     for i in range(count):
         for choice in alternate(i):
@@ -126,14 +135,18 @@ def summary(title: str, values_by_sandbox: dict[str, list[float]], unit: str) ->
     for choice, values in values_by_sandbox.items():
         lo, hi = quartiles(values)
         medians[choice] = statistics.median(values)
-        print(f"  {choice:<8}{medians[choice]:9.2f}{min(values):8.2f}{max(values):8.2f}"
-              f"{f'{lo:.2f}-{hi:.2f}':>16}{len(values):5d}")
+        print(
+            f"  {choice:<8}{medians[choice]:9.2f}{min(values):8.2f}{max(values):8.2f}"
+            f"{f'{lo:.2f}-{hi:.2f}':>16}{len(values):5d}"
+        )
     # paired: runs i of both sandboxes were made back to back
     diffs = [b - a for a, b in zip(values_by_sandbox["none"], values_by_sandbox["bwrap"])]
     lo, hi = quartiles(diffs)
-    print(f"  overhead bwrap - none: {medians['bwrap'] - medians['none']:+.2f} s (difference of the medians); "
-          f"paired runs: median {statistics.median(diffs):+.2f} s, IQR {lo:+.2f} to {hi:+.2f} s; "
-          f"ratio of the medians {medians['bwrap'] / medians['none']:.2f}")
+    print(
+        f"  overhead bwrap - none: {medians['bwrap'] - medians['none']:+.2f} s (difference of the medians); "
+        f"paired runs: median {statistics.median(diffs):+.2f} s, IQR {lo:+.2f} to {hi:+.2f} s; "
+        f"ratio of the medians {medians['bwrap'] / medians['none']:.2f}"
+    )
 
 
 def main(argv=None) -> int:
@@ -145,10 +158,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from sqlalchemy.exc import SAWarning
-    warnings.filterwarnings("ignore", category=SAWarning)      # nbgrader's gradebook: noisy and harmless
+
+    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's gradebook: noisy and harmless
     os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     os.environ.pop("NBGRADER_DB_URL", None)
     from autograder.kernel.sandbox import bwrap_problem
+
     if bwrap_problem():
         print(f"bwrap is not usable here: {bwrap_problem()}")
         return 1
@@ -156,21 +171,33 @@ def main(argv=None) -> int:
     print(f"{os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at the start")
 
     if args.starts:
-        summary(f"1. kernel starts ({args.starts} per sandbox): start, run `1 + 1`, stop",
-                kernel_starts(args.starts), "seconds per kernel start")
+        summary(
+            f"1. kernel starts ({args.starts} per sandbox): start, run `1 + 1`, stop",
+            kernel_starts(args.starts),
+            "seconds per kernel start",
+        )
     with tempfile.TemporaryDirectory(prefix="sandbox-bench-") as tmp:
         tmp = Path(tmp)
         cls = build_class(tmp / "class", args.students)
         if args.repeats:
-            summary(f"2. notebooks ({len(cls)} notebooks x {args.repeats} repeats per sandbox, one at a time)",
-                    notebooks(cls, args.repeats), "seconds per notebook, kernel start to verdict")
+            summary(
+                f"2. notebooks ({len(cls)} notebooks x {args.repeats} repeats per sandbox, one at a time)",
+                notebooks(cls, args.repeats),
+                "seconds per notebook, kernel start to verdict",
+            )
         if args.batches:
             times = batches(tmp / "class", tmp / "home", args.batches)
-            summary(f"3. whole batches ({len(cls)} notebooks, one worker, {args.batches} per sandbox; "
-                    "gradebook and reports included)", times, "seconds per batch")
+            summary(
+                f"3. whole batches ({len(cls)} notebooks, one worker, {args.batches} per sandbox; "
+                "gradebook and reports included)",
+                times,
+                "seconds per batch",
+            )
             per = {k: [t / len(cls) for t in v] for k, v in times.items()}
-            print(f"  per notebook: none {statistics.median(per['none']):.2f} s, "
-                  f"bwrap {statistics.median(per['bwrap']):.2f} s")
+            print(
+                f"  per notebook: none {statistics.median(per['none']):.2f} s, "
+                f"bwrap {statistics.median(per['bwrap']):.2f} s"
+            )
     load = os.getloadavg()
     print(f"\nload average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at the end")
     return 0

@@ -8,6 +8,7 @@ Sliders: in the kernel of each solution notebook that builds one, every slider i
 MOVES values; timed are the notebook's function alone (what the slider recomputes) and the whole
 update the slider does (function, redraw of the figure, PNG frame).
 """
+
 from __future__ import annotations
 
 import json
@@ -18,10 +19,11 @@ from pathlib import Path
 import nbformat
 
 from common import BENCH_STEP as STEP, ROOT
-CALL = re.compile(r"\b(\w+_slider)\(\s*(\w+)")     # as tests/test_slider_notebooks.py finds sliders
+
+CALL = re.compile(r"\b(\w+_slider)\(\s*(\w+)")  # as tests/test_slider_notebooks.py finds sliders
 MOVES = 8
 
-PROBE = r'''
+PROBE = r"""
 import json as _json, time as _time
 from ipywidgets import interactive as _interactive
 from ipywidgets.widgets.widget import _instances as _widgets
@@ -50,11 +52,12 @@ for _w in [w for w in list(_widgets.values()) if isinstance(w, _interactive)]:
         _alone.append(_time.perf_counter() - _t)
     _report[_css] = {"function": _alone, "update": _update}
 print("SLIDERS" + _json.dumps(_report))
-'''
+"""
 
 
 def _run(path: Path, allow_errors: bool, extra: str | None = None) -> tuple[float, object]:
     from autograder.authoring.build import run_notebook
+
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -80,8 +83,10 @@ def measure(repeats: int, say=print, names: list[str] | None = None, moves: int 
     """Each notebook (or those of `names`), release and solutions, `repeats` times; each slider of a
     solution notebook moved `moves` times."""
     out = {"release": {}, "solutions": {}, "sliders": {}}
-    paths = {"release": sorted((ROOT / "release" / STEP).glob("*.ipynb")),
-             "solutions": sorted((ROOT / "solutions" / STEP).glob("*.ipynb"))}
+    paths = {
+        "release": sorted((ROOT / "release" / STEP).glob("*.ipynb")),
+        "solutions": sorted((ROOT / "solutions" / STEP).glob("*.ipynb")),
+    }
     if names:
         paths = {kind: [p for p in found if p.stem in names] for kind, found in paths.items()}
     for r in range(repeats):

@@ -17,6 +17,7 @@ Both are timed end to end as commands (interpreter start, gradebook creation and
 notebook of the step, with the course's cell timeout unless told otherwise) and by ours, warm and
 cold, with 2 workers.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,7 +30,7 @@ from pathlib import Path
 from common import BENCH_STEP, ROOT, bench_step, run_measured
 
 NOTEBOOK = "02-the-head"
-PLAIN_CONFIG = '''
+PLAIN_CONFIG = """
 c = get_config()
 c.CourseDirectory.course_id = "dl-course"
 c.CourseDirectory.root = {root!r}
@@ -39,7 +40,7 @@ c.Execute.startup_timeout = 120
 c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = {pattern!r}
 c.OverwriteCells.add_missing_cells = True
-'''
+"""
 
 
 def variants(notebook: str = NOTEBOOK) -> list[tuple[str, dict]]:
@@ -47,6 +48,7 @@ def variants(notebook: str = NOTEBOOK) -> list[tuple[str, dict]]:
     sys.path.insert(0, str(ROOT / "tests"))
     from autograder.example import with_answers
     from proof_corpus import CORRECT, WRONG
+
     step = bench_step()
     out = [("solutions", with_answers(step, notebook, {}))]
     out += [(e.name, with_answers(step, notebook, e.answers)) for e in CORRECT + WRONG if e.notebook == notebook]
@@ -91,11 +93,13 @@ def _env(extra: dict | None = None) -> dict:
     return env
 
 
-def plain_nbgrader(cls: Path, work: Path, notebook: str = NOTEBOOK, notebooks: list[str] | None = None,
-                   timeout: float = 120) -> dict:
+def plain_nbgrader(
+    cls: Path, work: Path, notebook: str = NOTEBOOK, notebooks: list[str] | None = None, timeout: float = 120
+) -> dict:
     """Grade the class with upstream nbgrader, serially, in a course folder of its own: `notebook`,
     or every one of `notebooks`, with cells limited to `timeout` seconds."""
     from autograder.nbgrader_cmd import HARMLESS_STDERR
+
     notebooks = notebooks or [notebook]
     course = work / "plain-course"
     shutil.rmtree(course, ignore_errors=True)
@@ -105,12 +109,14 @@ def plain_nbgrader(cls: Path, work: Path, notebook: str = NOTEBOOK, notebooks: l
     # test's points stamped from its check (autograder/authoring/stamp.py), which plain nbgrader does not do
     import nbformat
     from autograder.authoring.stamp import stamp
+
     for name in notebooks:
         source = nbformat.read(ROOT / "source" / BENCH_STEP / f"{name}.ipynb", as_version=4)
         stamp(source, bench_step())
         nbformat.write(source, course / "source" / BENCH_STEP / f"{name}.ipynb")
     config = PLAIN_CONFIG.format(root=str(course), pattern=HARMLESS_STDERR).replace(
-        "c.Execute.timeout = 120", f"c.Execute.timeout = {timeout:g}")
+        "c.Execute.timeout = 120", f"c.Execute.timeout = {timeout:g}"
+    )
     (course / "nbgrader_config.py").write_text(config)
     env = _env()
     nbgrader = [sys.executable, "-m", "nbgrader"]
@@ -127,15 +133,25 @@ def plain_nbgrader(cls: Path, work: Path, notebook: str = NOTEBOOK, notebooks: l
     graded = [course / "autograded" / sid / BENCH_STEP / f"{name}.ipynb" for sid in students for name in notebooks]
     graded = [path for path in graded if path.exists()]
     if run["returncode"] or len(graded) != len(students) * len(notebooks):
-        raise RuntimeError(f"nbgrader autograde graded {len(graded)} of {len(students) * len(notebooks)}:\n"
-                           + run["output"][-3000:])
+        raise RuntimeError(
+            f"nbgrader autograde graded {len(graded)} of {len(students) * len(notebooks)}:\n" + run["output"][-3000:]
+        )
     # cells that ran into the time limit (a slider cell stalled by nbclient issue 312, or a slow one)
-    timed_out = sum("timed out" in json.dumps(cell.get("outputs", [])).lower() or
-                    "KeyboardInterrupt" in json.dumps(cell.get("outputs", []))
-                    for path in graded for cell in json.loads(path.read_text())["cells"])
-    return {"seconds": setup["seconds"] + run["seconds"], "setup_seconds": setup["seconds"],
-            "autograde_seconds": run["seconds"], "peak_rss": max(setup["peak_rss"], run["peak_rss"]),
-            "graded": len(graded), "timed_out_cells": timed_out, "timeout": timeout}
+    timed_out = sum(
+        "timed out" in json.dumps(cell.get("outputs", [])).lower()
+        or "KeyboardInterrupt" in json.dumps(cell.get("outputs", []))
+        for path in graded
+        for cell in json.loads(path.read_text())["cells"]
+    )
+    return {
+        "seconds": setup["seconds"] + run["seconds"],
+        "setup_seconds": setup["seconds"],
+        "autograde_seconds": run["seconds"],
+        "peak_rss": max(setup["peak_rss"], run["peak_rss"]),
+        "graded": len(graded),
+        "timed_out_cells": timed_out,
+        "timeout": timeout,
+    }
 
 
 def ours(cls: Path, work: Path, workers: int, kernels: str = "warm", notebooks: list[str] | None = None) -> dict:
@@ -144,28 +160,48 @@ def ours(cls: Path, work: Path, workers: int, kernels: str = "warm", notebooks: 
     home = work / f"home-{workers}-{kernels}"
     shutil.rmtree(home, ignore_errors=True)
     env = _env({"GRADER_HOME": str(home)})
-    run = run_measured([sys.executable, "-m", "autograder", "grade", str(cls), "--workers", str(workers),
-                        "--kernels", kernels, "--no-feedback"], ROOT, env)
+    run = run_measured(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(cls),
+            "--workers",
+            str(workers),
+            "--kernels",
+            kernels,
+            "--no-feedback",
+        ],
+        ROOT,
+        env,
+    )
     results = [p for name in notebooks for p in (home / "work" / "results" / BENCH_STEP).glob(f"*/{name}.json")]
     students = sorted(p.name for p in cls.iterdir() if p.is_dir())
     if run["returncode"] or len(results) != len(students) * len(notebooks):
-        raise RuntimeError(f"autograder grade graded {len(results)} of {len(students) * len(notebooks)}:\n"
-                           + run["output"][-3000:])
+        raise RuntimeError(
+            f"autograder grade graded {len(results)} of {len(students) * len(notebooks)}:\n" + run["output"][-3000:]
+        )
     records = [json.loads(p.read_text()) for p in results]
     kinds = sorted({r.get("kernels", "?") for r in records})
     shutil.rmtree(home, ignore_errors=True)
-    return {"seconds": run["seconds"], "peak_rss": run["peak_rss"], "graded": len(results),
-            "notebook_seconds": [r.get("seconds", 0.0) for r in records], "kernels": kinds,
-            "by_notebook": {name: [r.get("seconds", 0.0) for r in records if r["notebook"] == name]
-                            for name in notebooks},
-            "points": sum(c["score"] or 0 for r in records for c in r["cells"])}
+    return {
+        "seconds": run["seconds"],
+        "peak_rss": run["peak_rss"],
+        "graded": len(results),
+        "notebook_seconds": [r.get("seconds", 0.0) for r in records],
+        "kernels": kinds,
+        "by_notebook": {name: [r.get("seconds", 0.0) for r in records if r["notebook"] == name] for name in notebooks},
+        "points": sum(c["score"] or 0 for r in records for c in r["cells"]),
+    }
 
 
 WAYS = ("plain", "ours-1", "ours-2", "ours-2-cold")
 
 
-def measure(sizes: list[int], repeats: int, plain_max: int, serial_max: int, say=print,
-            ways: tuple[str, ...] = WAYS) -> dict:
+def measure(
+    sizes: list[int], repeats: int, plain_max: int, serial_max: int, say=print, ways: tuple[str, ...] = WAYS
+) -> dict:
     """For each size: plain (up to plain_max students, else extrapolated), ours with 1 worker (up to
     serial_max) and 2 workers, warm kernels and cold (of `ways`: --quick leaves out the cold run, whose
     command section 1b runs too). Repeats for the smallest size; one run per larger size. The runs of

@@ -9,6 +9,7 @@ checks judged), in the sandbox (default: bwrap when it works here, else none) wi
 The template's own start (its imports, paid once per worker) is timed apart, before the first
 warm notebook. Both ways must give the same scores. Nothing is asserted about time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,10 +34,12 @@ def main() -> None:
     args = parser.parse_args()
     sys.modules.setdefault("rfc3987_syntax", None)
     from autograder.kernel.sandbox import resolve_sandbox
+
     box = resolve_sandbox(args.sandbox)
     from autograder.example import filled
     from autograder.grading.grade import Job, run_job
     from common import bench_step
+
     step = bench_step()
     from autograder.kernel import warm
 
@@ -45,14 +48,18 @@ def main() -> None:
         path.write_text(json.dumps(filled(step, args.notebook, lambda cid, i: True)), encoding="utf-8")
         # the template's start, once: the first warm job starts it and waits for its imports
         started = time.monotonic()
-        first = run_job(Job(step.name, str(step.root), "bench", args.notebook, str(path), "bench", box, 1, kernels="warm"))
+        first = run_job(
+            Job(step.name, str(step.root), "bench", args.notebook, str(path), "bench", box, 1, kernels="warm")
+        )
         first_seconds = time.monotonic() - started
         times: dict[str, list[float]] = {"cold": [], "warm": []}
         scores: dict[str, set] = {"cold": set(), "warm": set()}
         for r in range(args.repeats):
-            for kind in (("cold", "warm") if r % 2 == 0 else ("warm", "cold")):
+            for kind in ("cold", "warm") if r % 2 == 0 else ("warm", "cold"):
                 started = time.monotonic()
-                result = run_job(Job(step.name, str(step.root), "bench", args.notebook, str(path), "bench", box, 1, kernels=kind))
+                result = run_job(
+                    Job(step.name, str(step.root), "bench", args.notebook, str(path), "bench", box, 1, kernels=kind)
+                )
                 times[kind].append(time.monotonic() - started)
                 assert result.kernels == kind, (kind, result.events)
                 scores[kind].add(tuple((c.grade_id, c.score) for c in result.cells))
@@ -65,8 +72,10 @@ def main() -> None:
     for kind, values in times.items():
         print(f"  {kind:<8}{statistics.median(values):9.2f}{min(values):8.2f}{max(values):8.2f}")
     ratio = statistics.median(times["cold"]) / statistics.median(times["warm"])
-    print(f"  cold / warm (medians): {ratio:.2f}x; the same scores both ways: "
-          f"{sum(s for _, s in next(iter(scores['warm'])) if s is not None):.1f} points")
+    print(
+        f"  cold / warm (medians): {ratio:.2f}x; the same scores both ways: "
+        f"{sum(s for _, s in next(iter(scores['warm'])) if s is not None):.1f} points"
+    )
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ def test_a_circle_or_an_upward_import_breaks_a_contract(tmp_path):
 
 
 LINTED = ("autograder", "dlcourse", "source/course_plugin.py", "source/step-04/checks", "benchmarks")
-FORMATTED = ("autograder", "dlcourse", "source/course_plugin.py")
+FORMATTED = ("autograder", "dlcourse", "source/course_plugin.py", "benchmarks")
 
 
 def test_no_pyflakes_or_pycodestyle_error_in_the_course_code():
@@ -53,8 +53,8 @@ def test_no_pyflakes_or_pycodestyle_error_in_the_course_code():
 
 
 def test_the_grader_and_the_course_package_are_in_ruffs_format():
-    """One format for the grader and the course package (`ruff format`; dlcourse/head.py, the handout's
-    code as printed, left out by pyproject.toml), so that a change shows as what it changes."""
+    """One format for the grader, the course package and the benchmarks (`ruff format`; dlcourse/head.py,
+    the handout's code as printed, left out by pyproject.toml), so that a change shows as what it changes."""
     done = _run("ruff", "format", "--check", "--no-cache", *FORMATTED)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "would be reformatted" not in done.stdout
