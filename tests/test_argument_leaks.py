@@ -75,6 +75,8 @@ ENCODINGS = {
                  for ch in text if ch.isdigit())),
     "inside a torch message": lambda ns, text, args: RuntimeError(
         f"mat1 and mat2 shapes cannot be multiplied ({text[:60]})"),
+    "the engine's own words, raised": lambda ns, text, args: type("NotPlain", (TypeError,), {})(
+        f"the answer holds a torch.T{_digest(text)}.d{len(text)} object; return numbers"),
 }
 
 
@@ -140,6 +142,10 @@ RETURNS = {
     "a matrix sized by values": lambda text: torch.zeros(_digest(text) % 13 + 70, _digest(text) % 7 + 90),
     "a list as long as a value": lambda text: [0.5] * (_digest(text) % 23 + 30),
     "a number made of them": lambda text: float(_digest(text) % 100_000) / 7 + 1000,
+    # a class of its own that says it is torch's or numpy's: its name is the kernel's text, never shown
+    "an object of a class named after them": lambda text: type(
+        "x", (), {"__module__": "torch", "__qualname__": f"T{_digest(text)}.d{len(text)}"})(),
+    "in numpy's name": lambda text: [type("x", (), {"__module__": "numpy", "__qualname__": f"n{_digest(text)}"})()],
 }
 
 
@@ -165,6 +171,14 @@ def test_only_named_kinds_and_the_engine_s_words_are_shown():
     assert shown_error("NotPlain: the answer holds more than 11 values") == \
         "NotPlain: the answer holds too many values"
     assert shown_error("NotPlain: eleven") == shown_error("NotPlain: twelve")
+    # a class's name is shown only when the grader's own builtins, torch or numpy hold that class
+    assert shown_error("NotPlain: the answer holds a torch.T11.d13 object; return numbers") == \
+        shown_error("NotPlain: the answer holds a numpy.random.T5 object; return numbers") == \
+        shown_error("NotPlain: the answer holds a torch.__class__ object; return numbers") == \
+        "NotPlain: the answer holds an object of a class of its own; return numbers, tuples, lists, dicts or tensors"
+    for real in ("torch.nn.modules.linear.Linear", "torch.return_types.max", "builtins.generator", "builtins.map",
+                 "numpy.matrix"):
+        assert real in shown_error(f"NotPlain: the answer holds a {real} object; return numbers"), real
     assert all(shown_error(f"{name}: x") == name for name in BUILTIN_ERRORS)
     assert shown_outcome("assertion: ⟦11⟧") == "assertion" and shown_outcome("returned") == "returned"
     assert shown_outcome("crashed: Leak11: ⟦11⟧") == f"crashed: {OWN_CLASS}"

@@ -19,7 +19,9 @@ import hashlib
 import hmac
 import random
 import re
+import sys
 import textwrap
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
 
@@ -270,7 +272,10 @@ def checks_of(package: str) -> dict[str, Check]:
 # a class it defines), so none of it is shown. What may come back is named here, and nothing else:
 #   * an error's kind, when it is one of Python's built-in exceptions (BUILTIN_ERRORS) or one the engine
 #     itself names (ENGINE_ERRORS); any other class is "an exception of its own class";
-#   * for the engine's own kinds, the engine's fixed words (NOT_PLAIN's reasons, GRADER_ERRORS' meanings);
+#   * for the engine's own kinds, the engine's fixed words (NOT_PLAIN's reasons, GRADER_ERRORS' meanings), and
+#     for an answer that is not plain data the name of its class only when that name is a real class of
+#     Python, torch or numpy, looked up in the grader's own modules (`real_class`): the kernel writes the
+#     text, and a student's class can call itself `torch.T65.d78` (or raise an exception named NotPlain);
 #   * of a student's check, only whether it returned, failed an assertion, or crashed with such a kind.
 # The message itself never: a student reads it by calling the function on the notebook's own inputs in
 # a visible cell. Text the checks write themselves is the grader's own and is not filtered here.
@@ -310,6 +315,30 @@ GRADER_ERRORS = {
 }
 
 
+# builtins' classes that no name of the builtins module holds (a generator, a function, None's class...)
+UNNAMED_BUILTIN_CLASSES = frozenset(
+    t.__qualname__ for t in vars(types).values() if isinstance(t, type) and t.__module__ == "builtins"
+)
+
+
+def real_class(dotted: str) -> bool:
+    """Whether `dotted` ('torch.nn.modules.linear.Linear', 'builtins.generator') names a class the grader's
+    own builtins, torch or numpy hold under that name (every part a public or single-underscore name)."""
+    root, _, rest = dotted.partition(".")
+    parts = rest.split(".")
+    if not rest or any(not p.isidentifier() or p.startswith("__") for p in parts):
+        return False
+    if root == "builtins" and len(parts) == 1 and parts[0] in UNNAMED_BUILTIN_CLASSES:
+        return True
+    module = sys.modules.get(root) if root in ("builtins", "torch", "numpy") else None
+    obj: object = module
+    for part in parts:
+        if obj is None:
+            return False
+        obj = getattr(obj, part, None)
+    return isinstance(obj, type)
+
+
 def error_kind(text: object) -> str:
     """The kind of a student-side error written 'Kind: message' (or 'Kind'), if it may be shown."""
     name = str(text).split(":", 1)[0].strip()
@@ -324,7 +353,7 @@ def shown_error(text: object) -> str:
         message = str(text).split(":", 1)[1] if ":" in str(text) else ""
         for pattern, shown in NOT_PLAIN:
             found = re.search(pattern, message)
-            if found:
+            if found and all(real_class(name) for name in found.groups()):
                 return f"NotPlain: {shown.format(*found.groups())}"
         return f"NotPlain: {NOT_PLAIN_OTHER}"
     return kind
