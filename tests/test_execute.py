@@ -172,3 +172,20 @@ def test_the_kernel_watch_of_a_cell_cut_short_ends_quietly_when_its_kernel_is_st
 
     watch = asyncio.run(watch_then_stop())
     assert watch.done() and not watch.cancelled() and watch.exception() is None
+
+
+def test_a_display_is_updated_only_by_the_cell_that_runs(tmp_path):
+    """update_display (and a display that reuses a display_id) changes that display in the running cell;
+    one shown by an earlier cell keeps what it showed (a hidden test runs the student's code, which
+    could write its hidden inputs into the student's own earlier output)."""
+    nb, _ = run([
+        "from IPython.display import display, update_display\ndisplay('shown first', display_id='d')",
+        "update_display('written later', display_id='d')\ndisplay('again', display_id='d')",
+        "display('own', display_id='e')\nupdate_display('own, updated', display_id='e')",
+    ], tmp_path)
+
+    def shown(cell):
+        return [o.data["text/plain"] for o in cell.outputs if o.output_type == "display_data"]
+    assert shown(nb.cells[0]) == ["'shown first'"]
+    assert shown(nb.cells[1]) == ["'again'"]
+    assert shown(nb.cells[2]) == ["'own, updated'"]

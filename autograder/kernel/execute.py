@@ -293,14 +293,24 @@ class _Client(NotebookClient):
         return super().handle_comm_msg(outs, msg, cell_index)
 
     def _update_display_id(self, display_id, msg):
-        rewritten = sum(len(v) for v in self._display_id_map.get(display_id, {}).values())
-        if rewritten and self._current is not None:
-            size = _size(msg.get("content", {})) * rewritten
-            if size > self._room(self._current):
-                self.truncated.add(self._current)
-                return
-            self._use(self._current, size)
-        super()._update_display_id(display_id, msg)
+        """A display's update (update_display, or a display with the same display_id) rewrites the outputs
+        of that display in the cell that is running, never in a cell that ran before: a hidden test calls
+        the student's code, which could otherwise write what it was given into one of the student's own
+        earlier outputs, where the feedback would show it."""
+        shown = self._display_id_map.get(display_id, {})
+        if self._current is None or self._current not in shown:
+            return
+        own = {self._current: shown[self._current]}
+        size = _size(msg.get("content", {})) * len(own[self._current])
+        if size > self._room(self._current):
+            self.truncated.add(self._current)
+            return
+        self._use(self._current, size)
+        self._display_id_map[display_id] = own
+        try:
+            super()._update_display_id(display_id, msg)
+        finally:
+            self._display_id_map[display_id] = shown
 
     def output(self, outs, msg, display_id, cell_index):
         content = msg.get("content", {})
