@@ -1630,6 +1630,13 @@ def streaming_attention(q, k, v):
               "no product of q and k is written, the process share (1 of 3) is lost all the same",
           says={"bonus_scores_entrywise": ["pairs every position with every position", "whole matrices or rows at once"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    Entry("w02-entrywise-multi-dot", P02, _entrywise('''
+    return torch.stack([torch.linalg.multi_dot([a, c.T]) for a, c in zip(q, k)])   # each sequence's whole matrix
+'''), expect={"bonus_scores_entrywise": 2.0},
+          why="multi_dot([a, b]) is a @ b: each sequence's whole matrix in one product (it read as no work at "
+              "all, and scored full)",
+          says={"bonus_scores_entrywise": ["whole matrices or rows at once"]},
+          visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
     Entry("w06-online-numpy-sum-by-ones", P06, {"online_softmax": code('''
 import functools
 
@@ -1852,6 +1859,25 @@ def online_softmax(scores):
 
 # Answers whose process the reader cannot follow: the cell goes to a person (REVIEW), nothing is taken.
 UNDECIDED = [
+    Entry("r06-online-namedtuple-one-shot", P06, {"online_softmax": code('''
+from typing import NamedTuple
+
+import numpy as np
+
+
+class Scores(NamedTuple):
+    values: np.ndarray
+
+
+def online_softmax(scores):
+    held = Scores(scores.double().numpy())
+    e = np.exp(held.values - held.values.max(-1, keepdims=True))       # every key at once
+    return torch.from_numpy(e / e.sum(-1, keepdims=True)).to(scores.dtype)
+''')}, expect={"bonus_online_softmax": REVIEW},
+          why="a softmax over every key at once, on the field of a NamedTuple: the reader does not follow what a "
+              "NamedTuple makes of its fields, so the process share goes to a person (it read as keys one at a "
+              "time, and scored full)",
+          says={"bonus_online_softmax": ["waits for review", "NamedTuple"]}),
     Entry("r02-entrywise-vmapped", P02, {ENTRYWISE: code('''
 def one_entry(u, w):
     return torch.dot(u, w)                              # one dot product of two d_head-vectors

@@ -492,6 +492,14 @@ UNFOLLOWED = {
                               "def scores_entrywise(q, k):\n    return A()(q, k)",
     "a match statement": "def scores_entrywise(q, k):\n    match (q, k):\n        case (a, c):\n            return a @ c.mT",
     "a match in a cell": "match 1:\n    case 1:\n        def scores_entrywise(q, k):\n            return q @ k.mT",
+    "a NamedTuple's fields": "from typing import NamedTuple\nclass P(NamedTuple):\n    q: object\n    k: object\n"
+                             "def scores_entrywise(q, k):\n    p = P(q.numpy(), k.numpy())\n"
+                             "    return torch.from_numpy(p.q @ p.k.transpose(0, 2, 1))",
+    "a library's class as a base": "class P(dict):\n    pass\ndef scores_entrywise(q, k):\n    p = P(q=q, k=k)\n"
+                                   "    return p['q'] @ p['k'].mT",
+    "multi_dot of a list made elsewhere": "def scores_entrywise(q, k):\n    out = []\n    for a, c in zip(q, k):\n"
+                                          "        ops = [a]\n        ops.append(c.T)\n"
+                                          "        out.append(torch.linalg.multi_dot(ops))\n    return torch.stack(out)",
 }
 
 
@@ -499,6 +507,14 @@ UNFOLLOWED = {
 def test_work_behind_what_the_reader_does_not_model_goes_to_review(name):
     reading = entrywise(UNFOLLOWED[name])
     assert review(reading), reading
+
+
+@pytest.mark.parametrize("call", ["torch.linalg.multi_dot([a, c.T])", "torch.linalg.multi_dot((a, c.T))",
+                                  "torch.from_numpy(np.linalg.multi_dot([a.numpy(), c.numpy().T]))"])
+def test_multi_dot_multiplies_the_items_of_the_list_it_is_given(call):
+    """multi_dot([a, b]) is a @ b: each sequence's whole matrix in one product (it read as no work at all)."""
+    reading = entrywise(f"def scores_entrywise(q, k):\n    return torch.stack([{call} for a, c in zip(q, k)])")
+    assert caught(reading), reading
 
 
 def test_a_class_the_answer_does_not_use_sends_nothing_to_review():

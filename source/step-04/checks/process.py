@@ -976,7 +976,16 @@ class _Interpreter:
                 if why:
                     self.unread[id(top)] = f"the class `{cls.node.name}` defines {why}, which the grader does not follow"
                     break
-                todo += [b for b in (self.quietly(base, cls.scope) for base in cls.node.bases) if isinstance(b, Cls)]
+                bases = [(base, self.quietly(base, cls.scope)) for base in cls.node.bases]
+                # followed: bases that are the student's own classes, and `object`; any other (NamedTuple, a
+                # library's class, a builtin container) makes methods and attributes the reader cannot see
+                other = next((base for base, value in bases if not isinstance(value, Cls)
+                              and not (isinstance(base, ast.Name) and base.id == "object")), None)
+                if other is not None:
+                    self.unread[id(top)] = (f"the class `{cls.node.name}` derives from `{ast.unparse(other)}`, "
+                                            "which the grader does not follow")
+                    break
+                todo += [value for _, value in bases if isinstance(value, Cls)]
         if self.unread[id(top)]:
             self.undecided(self.unread[id(top)])
 
@@ -1727,6 +1736,12 @@ class _Interpreter:
         if name in PRODUCTS and not (name == "product" and module in ("itertools",)):
             # an array the answer made (ones, a basis) stays in its place: a product of an input with it can
             # be a reduction (e @ ones sums the keys)
+            if name == "multi_dot" and len(args) == 1:
+                if not isinstance(args[0], Tup):
+                    # a list made elsewhere: which arrays it multiplies, and how many, the reader cannot tell
+                    self.undecided(f"`{name}` of a list the grader cannot read item by item")
+                    return self.cannot_follow(name, args, kwargs, node)
+                args = list(args[0].items)              # multi_dot([a, b, c]) is a @ b @ c
             operands = ([base] if base is not None else []) + [a if isinstance(a, Blank) else _as_arr(a) for a in args]
             if name == "einsum":
                 return self.einsum(node, args)
