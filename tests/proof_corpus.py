@@ -1630,6 +1630,38 @@ def streaming_attention(q, k, v):
               "no product of q and k is written, the process share (1 of 3) is lost all the same",
           says={"bonus_scores_entrywise": ["pairs every position with every position", "whole matrices or rows at once"]},
           visible_passes={"scores_entrywise_check": "the visible check tests the values only"}),
+    # on the 1 x 1 case (B = 1, T = 1) any wrong number is a multiple of the right one: no factor is named there
+    Entry("w02-entrywise-plus-one", P02, _entrywise('''
+    B, T, d_head = q.shape
+    scores = torch.zeros(B, T, T, dtype=q.dtype)
+    for b in range(B):
+        for i in range(T):
+            for j in range(T):
+                scores[b, i, j] = (q[b, i] * k[b, j]).sum() + 1      # a bias added to every entry
+    return scores
+'''), expect={"bonus_scores_entrywise": 0.0},
+          why="every entry one too large: every value case wrong, so the process share is not counted either",
+          says={"bonus_scores_entrywise": ["every entry is wrong"]},
+          visible_passes={}),
+    Entry("w02-entrywise-third", P02, _entrywise('''
+    B, T, d_head = q.shape
+    scores = torch.zeros(B, T, T, dtype=q.dtype)
+    for b in range(B):
+        for i in range(T):
+            for j in range(T):
+                scores[b, i, j] = (q[b, i] * k[b, j]).sum() / 3          # a third
+    return scores
+'''), expect={"bonus_scores_entrywise": 1.0},
+          why="every score divided by 3: the 4 value cases wrong, the loops right (the factor measured on the cases "
+              "with more than one entry): 3 × 2/6",
+          says={"bonus_scores_entrywise": ["divided by a constant"]},
+          hints={"bonus_scores_entrywise": ["divided_by_constant"]}),
+    Entry("w02-entrywise-negated", P02, _entrywise('''
+    return -(q @ k.transpose(-2, -1))
+'''), expect={"bonus_scores_entrywise": 0.0},
+          why="every score negated (a factor of -1), all at once",
+          says={"bonus_scores_entrywise": ["multiplied by a constant"]},
+          hints={"bonus_scores_entrywise": ["multiplied_by_constant"]}),
     Entry("w02-entrywise-multi-dot", P02, _entrywise('''
     return torch.stack([torch.linalg.multi_dot([a, c.T]) for a, c in zip(q, k)])   # each sequence's whole matrix
 '''), expect={"bonus_scores_entrywise": 2.0},

@@ -63,6 +63,8 @@ ENTRYWISE_HINTS = {
     "divided_by_model_width_root": "your scores are divided by sqrt(32), the model width's square root",
     "transposed": "your scores are transposed",
     "first_sequence": "every sequence got the scores of the first one",
+    "divided_by_constant": "your scores are divided by a constant",
+    "multiplied_by_constant": "your scores are multiplied by a constant",
 }
 
 
@@ -197,9 +199,9 @@ class ScoresEntrywise(Check):
             elif abs(scale * math.sqrt(MODEL_WIDTH) - 1) < 1e-4:
                 what = ENTRYWISE_HINTS["divided_by_model_width_root"]
             elif abs(scale) < 1:
-                what = "your scores are divided by a constant"
+                what = ENTRYWISE_HINTS["divided_by_constant"]
             else:
-                what = "your scores are multiplied by a constant"
+                what = ENTRYWISE_HINTS["multiplied_by_constant"]
             return False, (f"{what}: this function computes the raw q kᵀ with no scaling; "
                            "the head divides by sqrt(d_k) afterwards"), True
         if T > 1 and close(got, np.swapaxes(ref, -2, -1), loose):
@@ -213,9 +215,10 @@ class ScoresEntrywise(Check):
 
 
 def _constant_factor(got, ref):
-    """c if got = c * ref (c != 1) to float32 precision, else None."""
+    """c if got = c * ref (c != 1) to float32 precision, else None. Measured on two nonzero entries at least:
+    a single number is a multiple of any other (adding 1, squaring, q·q all read as a factor on a 1 x 1 case)."""
     denom = float((ref * ref).sum())
-    if denom == 0 or got.shape != ref.shape:
+    if denom == 0 or got.shape != ref.shape or np.count_nonzero(ref) < 2:
         return None
     c = float((got * ref).sum()) / denom
     if not math.isfinite(c) or c == 0 or abs(c - 1) < 1e-6:
