@@ -73,8 +73,9 @@ class LeakHead(MutantHead):
             out[:, :, LEAK_COORDINATE] = out[:, :, LEAK_COORDINATE] + 0.01 * v[:, :, LEAK_COORDINATE].sum(dim=1,
                                                                                                   keepdim=True)
         elif variant == "direction_leak":       # every output sees the mean direction x / |x| of the sequence's
-            # tokens: scaling a token by 2 leaves its direction unchanged, bit for bit (x, its norm and their
-            # quotient all scale by a power of two exactly), so only a token that changes otherwise shows the leak
+            # tokens: scaling a token by 2 leaves its direction unchanged, bit for bit (2 x and its norm are
+            # exactly twice x and its norm: a power of two scales without rounding, so their quotient is the
+            # same), and only a token changed otherwise shows the leak
             out = out + 0.1 * self.value(F.normalize(x, dim=-1)).mean(dim=1, keepdim=True)
         return out
 
@@ -148,7 +149,7 @@ SUITES["simplex"] += [
 # ---- leaks in one part of a tensor only ------------------------------------------------------
 
 def _simplex_odd_row(other=None):
-    """A correct A but for one odd row (sequence 1, row 3) scaled to sum to 0.9: every even row sums to 1."""
+    """A correct A but for one odd row (sequence 1, row 3) scaled to sum to 0.9: every other row sums to 1."""
     A = _causal_softmax(_scores(33 if other is None else other)).clone()
     A[1, 3] *= 0.9
     return A
