@@ -283,7 +283,7 @@ def test_a_check_that_knows_the_calibrated_matrices_catches_nothing():
     for key in KEYS[:2]:
         verdict = judged("check_simplex_hidden", ns, key)
         report = verdict.report(check.points)
-        # only the NaN matrix's fingerprint ("nan nan") is the same whatever the numbers: one chaff of 12
+        # only the NaN matrix's fingerprint ("nan nan") is the same whatever the numbers: one chaff of them all
         assert points(verdict, "check_simplex_hidden") == round(check.points / len(table), 2), report
         assert "✓ catches a matrix with a NaN row" in report and report.count("✓ catches") == 1, report
 

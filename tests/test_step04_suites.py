@@ -76,14 +76,13 @@ def _boundary_check(function, old, new):
     import inspect
     source = inspect.getsource(REFERENCE_CHECKS[function]).replace("reference_", "")
     assert source.count(old) == 1, (function, old)
-    ns = {"torch": torch}
+    ns = dict(REFERENCE_CHECKS[function].__globals__)      # torch, and the tolerances the reference checks read
     exec(source.replace(old, new), ns)
     return ns[function]
 
 
-@pytest.mark.parametrize("function,name,old,new,only", BOUNDARY, ids=[f"{b[0][6:]}-{b[1]}" for b in BOUNDARY])
-def test_a_check_off_by_one_at_a_boundary_misses_a_broken_head(function, name, old, new, only):
-    check = _boundary_check(function, old, new)
+def _missed(function, name, check) -> list[str]:
+    """The broken cases of `function`'s suite that `check` misses (it must accept every correct one)."""
     grader = next(g for g in GRADERS if g.function == function)
     missed = []
     for case in SUITES[grader.suite]:
@@ -96,9 +95,38 @@ def test_a_check_off_by_one_at_a_boundary_misses_a_broken_head(function, name, o
             assert all(o == "returned" for o in outcomes), f"{name} rejects {case.description}: {outcomes}"
         elif not any(o.startswith("assertion") for o in outcomes):
             missed.append(case.name)
+    return missed
+
+
+@pytest.mark.parametrize("function,name,old,new,only", BOUNDARY, ids=[f"{b[0][6:]}-{b[1]}" for b in BOUNDARY])
+def test_a_check_off_by_one_at_a_boundary_misses_a_broken_head(function, name, old, new, only):
+    missed = _missed(function, name, _boundary_check(function, old, new))
     assert missed, f"{name}: every broken head is caught, so the mistake keeps full marks"
     if only:
         assert missed == [only], f"{name}: missed {missed}"
+
+
+# The reference checks made to look at a part of what they compare only (every other row, one feature, one output
+# coordinate, every other past position, one sequence of the batch) or to change token t by scaling it: each
+# misses exactly the one broken case that puts its fault in the part left out (leaks.py), and had full marks
+# before that case.
+PARTS = [
+    ("check_simplex", "row-sums-even-rows", "A.sum(dim=-1)", "A[..., ::2, :].sum(dim=-1)", "row_sum_odd_row"),
+    ("check_simplex", "nonnegative-inner-rows", "(A >= 0)", "(A[..., 1:-1, :] >= 0)", "negative_last_row"),
+    ("check_causality_perturbation", "past-first-sequence", "out[:, :t], out2[:, :t]", "out[0, :t], out2[0, :t]",
+     "batch_leak"),
+    ("check_causality_perturbation", "token-scaled", "torch.randn_like(x2[:, t, :])", "2 * x2[:, t, :]",
+     "direction_leak"),
+    ("check_causality_gradient", "future-feature-0", "g[i + 1:] == 0", "g[i + 1:, 0] == 0", "feature_leak"),
+    ("check_causality_gradient", "backward-coordinate-0", "head(x)[0, i].sum()", "head(x)[0, i, 0]",
+     "coordinate_leak"),
+    ("check_causality_gradient", "past-every-other", "g[: i + 1]", "g[: i + 1:2]", "middle_key_hidden"),
+]
+
+
+@pytest.mark.parametrize("function,name,old,new,only", PARTS, ids=[f"{b[0][6:]}-{b[1]}" for b in PARTS])
+def test_a_check_that_looks_at_a_part_misses_a_broken_case(function, name, old, new, only):
+    assert _missed(function, name, _boundary_check(function, old, new)) == [only]
 
 
 # ---- the scale check's fixed tables -------------------------------------------------------------

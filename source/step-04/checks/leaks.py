@@ -1,5 +1,5 @@
 """More heads and matrices for 4.2's checks: leaks at every class of positions, leaks that cancel,
-sequences longer than the notebook's, and the notebook's own Head.
+sequences longer than the notebook's, leaks in one part of a tensor only, and the notebook's own Head.
 
 A student's check must look at every position the spec names: the first, the middle and the last
 of the past (outputs before t), of the future (keys after i), and positions past the notebook's 8
@@ -7,6 +7,12 @@ tokens; and it must compare entry by entry, since leaks of opposite signs cancel
 chaff here breaks the property at one class of positions only, so a check that looks at some of
 them and not the others (or only at a sum) misses it. The wheats are the notebook's own `Head`,
 unchanged, and its attention matrix at 64 tokens, as the visible checks use them.
+
+A check must also look at the whole of each tensor it compares: every row of A, every feature of
+x.grad, every coordinate of an output, every sequence of the batch; and a perturbation must change the
+token's direction, not only its length (a head may ignore the length). The chaffs at the end of this module
+are broken in one part only (a row, a feature, a coordinate, a key, a direction), so a check that samples
+the parts misses them.
 
 The heads are the handout's head (suites.MutantHead's weights, from the same seeds) with a mask
 or an output changed; they are served like the others (suites.BlackBox).
@@ -16,10 +22,13 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .suites import D, D_HEAD, SUITES, T_MAX, BlackBox, Case, MutantHead
+from .suites import D, D_HEAD, SUITES, T_MAX, BlackBox, Case, MutantHead, _causal_softmax, _scores
 
 FIRST = 8                   # the notebook's sequences: 8 tokens (the checks also try 12)
 GRID = 2.0 ** -20           # outputs on a grid: sums and differences of them are exact in float64
+LEAK_FEATURE = 17           # an input feature of 32: neither the first nor the last, odd, past the first half
+LEAK_COORDINATE = 9         # an output coordinate of 16: neither the first nor the last, odd, past the first half
+HIDDEN_KEY = 3              # a middle position, odd: no later query sees it
 
 
 class LeakHead(MutantHead):
@@ -44,6 +53,8 @@ class LeakHead(MutantHead):
             keep = keep & ((i != 4) | (j == 4))
         elif variant == "sees_two_ahead":       # each token sees the token two ahead, never the last one
             keep = keep | ((j == i + 2) & (j < T - 1))
+        elif variant == "middle_key_hidden":    # key 3 is seen by position 3 only
+            keep = keep & ((j != HIDDEN_KEY) | (i == HIDDEN_KEY))
         A = F.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)   # (B, T, T)
         self.A = A.detach()
         out = A @ v                                               # (B, T, d_head)
@@ -55,6 +66,17 @@ class LeakHead(MutantHead):
             out = out.clone()
             out[:, 0] = out[:, 0] + leak
             out[:, 1] = out[:, 1] - leak
+        elif variant == "feature_leak":         # one input feature of every position reaches every output
+            out = out + 0.01 * x[:, :, LEAK_FEATURE].sum(dim=1)[:, None, None]
+        elif variant == "coordinate_leak":      # one output coordinate sums its values over the whole sequence
+            out = out.clone()
+            out[:, :, LEAK_COORDINATE] = out[:, :, LEAK_COORDINATE] + 0.01 * v[:, :, LEAK_COORDINATE].sum(dim=1,
+                                                                                                  keepdim=True)
+        elif variant == "direction_leak":       # every output sees the mean direction x / |x| of the sequence's
+            # tokens: scaling a token by 2 leaves its direction unchanged, bit for bit (2 x and its norm are
+            # exactly twice x and its norm: a power of two scales without rounding, so their quotient is the
+            # same), and only a token changed otherwise shows the leak
+            out = out + 0.1 * self.value(F.normalize(x, dim=-1)).mean(dim=1, keepdim=True)
         return out
 
 
@@ -121,4 +143,58 @@ SUITES["simplex"] += [
     Case("notebook_head_t64", "wheat", "the A of the notebook's own Head on 64 tokens (as the visible check's)",
          _real_head_weights,
          hint="compare the row sums with 1 within a float32 tolerance (1e-5), never with =="),
+]
+
+
+# ---- leaks in one part of a tensor only ------------------------------------------------------
+
+def _simplex_odd_row(other=None):
+    """A correct A but for one odd row (sequence 1, row 3) scaled to sum to 0.9: every other row sums to 1."""
+    A = _causal_softmax(_scores(33 if other is None else other)).clone()
+    A[1, 3] *= 0.9
+    return A
+
+
+def _simplex_negative_last_row(other=None):
+    """A correct A but for a -0.01 weight in the last row (sequence 2), its row still summing to 1."""
+    A = _causal_softmax(_scores(34 if other is None else other)).clone()
+    shift = A[2, -1, 0] + 0.01
+    A[2, -1, 0] -= shift
+    A[2, -1, 1] += shift
+    return A
+
+
+SUITES["simplex"] += [
+    Case("row_sum_odd_row", "chaff", "a matrix whose row 3 alone sums to 0.9 (every even row sums to 1)",
+         _simplex_odd_row,
+         hint="only row 3 is wrong here: check the sum of every row, A.sum(dim=-1), not every other row or a sample"),
+    Case("negative_last_row", "chaff", "a matrix with a negative weight in its last row (the row still sums to 1)",
+         _simplex_negative_last_row,
+         hint="the negative weight is in the last row: check every entry, (A >= 0).all() over the whole matrix, "
+              "the first and the last rows included"),
+]
+SUITES["causal_perturbation"] += [
+    Case("direction_leak", "chaff",
+         "a head whose every output sees the direction x / |x| of every token (a token's length does not leak)",
+         _leak("direction_leak", 48),
+         hint="scaling a token keeps its direction, which is all that leaks here: perturb token t by drawing it "
+              "anew (torch.randn_like), not by multiplying it"),
+]
+SUITES["causal_gradient"] += [
+    Case("feature_leak", "chaff",
+         f"a head whose future leaks through one input feature only (x[..., {LEAK_FEATURE}] of 32)",
+         _leak("feature_leak", 49),
+         hint=f"only feature {LEAK_FEATURE} of the future has a gradient here: compare every feature, "
+              "x.grad[0, j] whole, not x.grad[..., 0] or a few features"),
+    Case("coordinate_leak", "chaff",
+         f"a head whose future leaks into one output coordinate only (out[..., {LEAK_COORDINATE}] of 16)",
+         _leak("coordinate_leak", 50),
+         hint=f"only coordinate {LEAK_COORDINATE} of out_i sees the future here: run backward from the whole "
+              "output, out[0, i].sum(), not from one coordinate such as out[0, i, 0]"),
+    Case("middle_key_hidden", "chaff",
+         f"a head in which no later position sees token {HIDDEN_KEY} (a middle key is masked for every query "
+         f"i > {HIDDEN_KEY})",
+         _leak("middle_key_hidden", 51),
+         hint=f"only position {HIDDEN_KEY} is missing here: every j <= i must have a nonzero gradient, each one "
+              "(range(i + 1)), not every other one"),
 ]
