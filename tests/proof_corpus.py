@@ -291,6 +291,19 @@ def magnitudes_reused(name: str, change: tuple[str, str], why: str) -> Entry:
                  visible_passes={"scale_table_check": "the visible check counts repeated numbers, not repeated "
                                                       "magnitudes: every entry here is a distinct number"})
 
+
+def moved_from_q(name: str, change: str, why: str) -> Entry:
+    """A wrong scale_table whose k is q moved by a map that keeps the law (shuffled and scaled by about 1, or
+    shifted in its quantiles, then flipped or rolled): no number or magnitude repeats, and q ± k pass the law
+    test, but k is q's (sampling.moved_copy): not independent draws (1), nothing measured credited (4 x 1.5/8)."""
+    return Entry(name, P03, edit(P03, SCALE, ("k = torch.randn(4, 8, d_k, generator=g)", change)),
+                 expect={"scale_table_hidden": 0.75}, why=why,
+                 says={"scale_table_hidden": ["not independent draws", "q's moved by one map", "not credited"]},
+                 hints={"scale_table_hidden": ["k_moved_from_q"]},
+                 visible_passes={"scale_table_check": "the visible check counts repeated numbers: every entry of q "
+                                                      "and k here is a distinct number"})
+
+
 CORRECT += [
     Entry("c03-simplex-assert-close", P03, {SIMPLEX: code('''
 def check_simplex(A):
@@ -727,6 +740,23 @@ WRONG += [
               "k = -q.roll(1, dims=-1)                                          # q's coordinates shifted, negated"),
                       "k = -q with its coordinates shifted by one: the same as the last entry with a fixed permutation: "
                       "4 × 1.5/8 (full marks before the magnitudes were tested)"),
+    # k made from q by a map that keeps N(0, 1): the held-out answers that had full marks before moved_copy
+    moved_from_q("w03-scale-k-shuffled-q-scaled",
+                 "k = q.flatten()[torch.randperm(q.numel(), generator=g)].reshape(q.shape) * 1.0000001",
+                 "k is q's entries shuffled and multiplied by 1.0000001: every entry of k is a new float32 number "
+                 "(one or two units in the last place above q's), no magnitude repeats and q ± k follow N(0, 1), "
+                 "but k is q's sample again: not independent draws (1), nothing measured credited: 4 × 1.5/8 (full "
+                 "marks before sampling.moved_copy)"),
+    moved_from_q("w03-scale-k-quantile-shifted-q-flipped",
+                 "k = torch.special.ndtri((torch.special.ndtr(q.double()) + 0.5) % 1).float().flip(-1)",
+                 "k is q moved half way round its quantiles, Φ⁻¹((Φ(q) + 0.5) mod 1), each vector's coordinates "
+                 "reversed: k is N(0, 1) with no number or magnitude of q's, and its entries face other entries of "
+                 "q, so q ± k pass the law test (unflipped they would not: Φ(q) and Φ(k) correlate by -1/2); but "
+                 "k's quantiles are q's rotated: 4 × 1.5/8 (full marks before sampling.moved_copy)"),
+    moved_from_q("w03-scale-k-quantile-shifted-q-rolled",
+                 "k = torch.special.ndtri((torch.special.ndtr(q.double()) + 0.3) % 1).float().roll(1, dims=0)",
+                 "k is q's quantiles shifted by 0.3, its sequences rolled by one: as the entry above, 4 × 1.5/8 "
+                 "(full marks before sampling.moved_copy)"),
     Entry("w03-scale-k-is-q", P03, edit(P03, SCALE, (
               "k = torch.randn(4, 8, d_k, generator=g)",
               "k = torch.randn(4, 8, d_k, generator=torch.Generator().manual_seed(seed))")),
