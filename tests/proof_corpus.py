@@ -1285,7 +1285,8 @@ def smoothing_attention(T, s):
               "overflows (inf / inf: NaN) on the tiny-s cases, and on the moderate cases whose s is small for their "
               "T (s from 0.6, T up to 40: a mean of several hundred below 0): only the huge-s limit (0.75 of 6) "
               "is right: 4 × 0.75/6",
-          says={"smoothing_attention_hidden": ["NaN or inf", "tiny s"]}),
+          says={"smoothing_attention_hidden": ["NaN or inf", "tiny s", "the row's mean, not its max"]},
+          hints={"smoothing_attention_hidden": ["offset_not_max"]}),
     Entry("w05-bandwidth-squared-twice", P05, _smoothing((SCORES, "scores = -(i[:, None] - i[None, :]) ** 2 / (2 * (s ** 2) ** 2)")),
           expect={"smoothing_attention_hidden": 3.0},
           why="s squared twice: still causal, on the simplex, decaying, with both limits (s^4 is tiny or huge when s "
