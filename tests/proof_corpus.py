@@ -2234,6 +2234,37 @@ WRONG += [
               "number far above the scores of a row, which this is (2 of 13)",
           says={"bonus_online_softmax": ["another number far above"]},
           hints={"bonus_online_softmax": ["max_starts_at_zero"]}),
+    Entry("w06-hint-online-first-score-offset", P06, {"online_softmax": code('''
+def online_softmax(scores):
+    """Softmax over the last axis of scores (..., T), visiting the keys one at a time."""
+    T = scores.shape[-1]
+    c = scores[..., 0]                                              # (...) each row's first score as the shift
+    running_sum = torch.zeros(scores.shape[:-1], dtype=scores.dtype)
+    for j in range(T):
+        running_sum = running_sum + torch.exp(scores[..., j] - c)
+    return torch.exp(scores - c[..., None]) / running_sum[..., None]
+''')},
+          expect={"bonus_online_softmax": 2.42},
+          why="the softmax shifted by each row's first score, a fixed c, instead of a running max: right where every "
+              "score is within 88 of the row's first, NaN where a row spreads over ±3000 (exp overflows: 0.5) and "
+              "where it starts with -inf (-inf - (-inf): the masked prefixes, 2): 3 × 10.5/13",
+          says={"bonus_online_softmax": ["other than the row's max"]},
+          hints={"bonus_online_softmax": ["offset_not_max"]}),
+    Entry("w06-hint-online-mean-offset", P06, {"online_softmax": code('''
+def online_softmax(scores):
+    """Softmax over the last axis of scores (..., T), visiting the keys one at a time."""
+    c = scores.mean(dim=-1)                                         # (...) each row's mean as the shift
+    running_sum = torch.zeros_like(c)
+    for j in range(scores.shape[-1]):
+        running_sum = running_sum + torch.exp(scores[..., j] - c)
+    return torch.exp(scores - c[..., None]) / running_sum[..., None]
+''')},
+          expect={"bonus_online_softmax": 1.5},
+          why="the softmax shifted by each row's mean, a fixed c, instead of a running max: NaN where a row spreads "
+              "over ±3000 (0.5) and where it holds -inf keys (its mean is -inf: the -inf entries 1, the masked "
+              "prefixes 2), and the mean reads every key at once (3): 3 × 6.5/13",
+          says={"bonus_online_softmax": ["other than the row's max"]},
+          hints={"bonus_online_softmax": ["offset_not_max"]}),
     Entry("w06-hint-online-sum-not-rescaled", P06, _online((
               "running_sum = running_sum * torch.exp(running_max - shift) + torch.exp(s_j - shift)",
               "running_sum = running_sum + torch.exp(s_j - shift)")),

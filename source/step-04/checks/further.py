@@ -408,6 +408,9 @@ ONLINE_MISTAKES = {
     "max_not_subtracted": {"shift": False},
     "nan_while_only_neg_inf": {"guard": False},
     "sum_not_rescaled": {"rescale": False},
+    # a fixed shift other than the running max, each way an answer may choose it: shown when one way's weights
+    # are the answer's on every case
+    "offset_not_max": [{"offset": way} for way in ("first", "mean", "constant")],
 }
 ONLINE_HINTS = {
     "max_starts_at_zero": (
@@ -424,15 +427,34 @@ ONLINE_HINTS = {
     "sum_not_rescaled": (
         "These are the weights of a running sum that is not rescaled: when the running max grows from m to m', "
         "the running sum must be multiplied by exp(m - m') before the new term is added."),
+    "offset_not_max": (
+        "These are the weights of exp(score - c) / sum exp(score - c) with one c other than the row's max (its "
+        "first score, its mean, a constant): where a row's scores spread over thousands exp overflows to inf "
+        "(inf / inf is NaN), and a c of -inf gives exp(-inf - (-inf)), NaN. Keep a running max and subtract it."),
 }
 
 
-def _online_mistake(x: torch.Tensor, start=NEG_INF, shift=True, guard=True, rescale=True) -> np.ndarray:
+# the fixed shifts c of an online softmax written as exp(s - c) / sum exp(s - c) (ONLINE_MISTAKES' offset_not_max)
+ONLINE_OFFSETS = {
+    "first": lambda x: x[..., 0],
+    "mean": lambda x: x.mean(dim=-1),
+    "constant": lambda x: torch.full(x.shape[:-1], 80.0, dtype=x.dtype),
+}
+
+
+def _online_mistake(x: torch.Tensor, start=NEG_INF, shift=True, guard=True, rescale=True, offset=None) -> np.ndarray:
     """What the solution's loop gives on scores x (in x's dtype) with one mistake: the running max started at
     `start`; no running max subtracted (`shift`); shifted by the max even while it is -inf (`guard`); the
-    running sum not rescaled when the max grows (`rescale`)."""
+    running sum not rescaled when the max grows (`rescale`); a fixed shift of ONLINE_OFFSETS instead of the
+    running max (`offset`: the sum of exp(s_j - c) over the keys, one at a time)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        if offset is not None:
+            c = ONLINE_OFFSETS[offset](x)
+            z = torch.zeros(x.shape[:-1], dtype=x.dtype)
+            for j in range(x.shape[-1]):
+                z = z + torch.exp(x[..., j] - c)
+            return (torch.exp(x - c[..., None]) / z[..., None]).numpy().astype(np.float64)
         m = torch.full(x.shape[:-1], start, dtype=x.dtype)
         z = torch.zeros(x.shape[:-1], dtype=x.dtype)
         safe = lambda t: torch.where(t == NEG_INF, torch.zeros_like(t), t) if guard else t
@@ -472,11 +494,13 @@ def case_values(cases: dict, data: dict) -> list:
 
 def shown_mistakes(cases, values, mistakes, compute) -> list[str]:
     """The names of `mistakes` whose output, computed by the judge (`compute(case, **kwargs)`), is the answer's
-    on every case: the causes the judge has evidence of. None when a case returned no value."""
+    on every case: the causes the judge has evidence of. None when a case returned no value. A mistake made in
+    several ways (a list of kwargs) is shown when one way's output is the answer's on every case."""
     if len(values) != len(cases) or any(v is None for v in values):
         return []
     return [name for name, kwargs in mistakes.items()
-            if all(same_numbers(v, compute(c, **kwargs)) for c, v in zip(cases, values))]
+            if any(all(same_numbers(v, compute(c, **way)) for c, v in zip(cases, values))
+                   for way in (kwargs if isinstance(kwargs, list) else [kwargs]))]
 
 
 SOFTMAX = contract("online_softmax")
