@@ -2203,6 +2203,30 @@ WRONG += [
           says={"bonus_online_softmax": ["very negative", "Some weights are NaN"]},
           visible_passes={"online_softmax_check": "the visible check's very negative row is near -3000, above a "
                                                   "start at -1e4: nothing underflows"}),
+    Entry("w06-hint-streaming-diagonal-offset", P06, {"streaming_attention": code('''
+def streaming_attention(q, k, v):
+    """Causal attention, keys and values visited one at a time. q, k: (..., T, d_k); v: (..., T, d_v)."""
+    T, d_k = q.shape[-2], q.shape[-1]
+    c = (q * k).sum(dim=-1) / d_k**0.5                             # (..., T) each query's score with its own key
+    running_sum = torch.zeros(q.shape[:-1], dtype=q.dtype)                    # (..., T)
+    running_out = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)      # (..., T, d_v)
+    query_pos = torch.arange(T)                                               # (T,)
+    for j in range(T):
+        s_j = (q @ k[..., j, :, None]).squeeze(-1) / d_k**0.5      # (..., T) every query against key j
+        s_j = s_j.masked_fill(query_pos < j, float('-inf'))        # queries before j may not see key j
+        weight = torch.exp(s_j - c)                                # (..., T)
+        running_sum = running_sum + weight
+        running_out = running_out + weight[..., None] * v[..., j, None, :]
+    return running_out / running_sum[..., None]                    # (..., T, d_v)
+''')},
+          expect={"bonus_streaming_attention": 1.69},
+          why="weights exp(s - c) with c each query's score with its own key, a fixed shift instead of a running max "
+              "(nothing rescaled): right where every score is within 88 of the diagonal's, NaN on the large scores "
+              "(in the hundreds: exp overflows, 1 of 6.5): 2 × 5.5/6.5",
+          says={"bonus_streaming_attention": ["other than its max"]},
+          hints={"bonus_streaming_attention": ["offset_not_max"]},
+          visible_passes={"streaming_attention_check": "the visible check's scores (a Head's q and k on the text) are "
+                                                       "small: no score is 88 above a query's own, nothing overflows"}),
     Entry("w06-hint-streaming-max-minus-1e3", P06, _streaming((_STREAM_START,
                                                               "running_max = torch.full(q.shape[:-1], -1e3, dtype=q.dtype)")),
           expect={"bonus_streaming_attention": 1.69},

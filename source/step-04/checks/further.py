@@ -761,6 +761,9 @@ STREAMING_MISTAKES = {
     "max_not_subtracted": {"shift": False},
     "output_not_rescaled": {"rescale_out": False},
     "output_and_sum_not_rescaled": {"rescale_out": False, "rescale_sum": False},
+    # a fixed shift per query other than the running max, each way an answer may choose it: shown when one
+    # way's output is the answer's on every case
+    "offset_not_max": [{"offset": way} for way in ("first", "diagonal", "constant")],
 }
 STREAMING_HINTS = {
     "no_mask": "this is attention without the causal mask: query i may only see keys j ≤ i",
@@ -787,15 +790,26 @@ STREAMING_HINTS = {
     "output_and_sum_not_rescaled": ("this is the output of a running sum and output that are not rescaled: when "
                                     "the max grows from m to m', the running sum and the running output are "
                                     "both rescaled by exp(m - m')"),
+    "offset_not_max": ("this is the output of weights exp(s - c) with one c per query other than its max (its "
+                       "score with key 0, with its own key, a constant): where a query's scores spread over "
+                       "hundreds some score is more than 88.7 above c and exp overflows to inf in float32 (inf / inf "
+                       "is NaN). Keep a running max and subtract it"),
+}
+# the fixed shifts c, one per query, of STREAMING_MISTAKES' offset_not_max: (q, k, divisor) -> (..., T)
+STREAMING_OFFSETS = {
+    "first": lambda q, k, divisor: (q @ k[..., 0, :, None]).squeeze(-1) / divisor,
+    "diagonal": lambda q, k, divisor: (q * k).sum(dim=-1) / divisor,
+    "constant": lambda q, k, divisor: torch.full(q.shape[:-1], 80.0, dtype=q.dtype),
 }
 
 
 def _streaming_mistake(triple, start=NEG_INF, shift=True, rescale_out=True, rescale_sum=True, mask="causal",
-                       scale="root"):
+                       scale="root", offset=None):
     """What the solution's loop gives on (q, k, v) (in q's dtype) with one mistake: the running max started at
     `start`; no running max subtracted (`shift`); the running output or sum not rescaled when the max grows;
     the mask `reversed` (query i sees keys j >= i), hiding the `diagonal` too, `none` at all, or giving the
-    future score `zero`; the scores divided by 1 (`one`) or by `d_k` instead of sqrt(d_k)."""
+    future score `zero`; the scores divided by 1 (`one`) or by `d_k` instead of sqrt(d_k); a fixed shift per
+    query of STREAMING_OFFSETS instead of the running max (`offset`: nothing to rescale)."""
     q, k, v = (torch.as_tensor(t) for t in triple)
     T, d_k = q.shape[-2], q.shape[-1]
     pos = torch.arange(T)
@@ -808,8 +822,13 @@ def _streaming_mistake(triple, start=NEG_INF, shift=True, rescale_out=True, resc
         m = torch.full(q.shape[:-1], start, dtype=q.dtype)
         z = torch.zeros(q.shape[:-1], dtype=q.dtype)
         out = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
+        c = STREAMING_OFFSETS[offset](q, k, divisor) if offset is not None else None
         for j in range(T):
             s = ((q @ k[..., j, :, None]).squeeze(-1) / divisor).masked_fill(hidden(j), fill)
+            if c is not None:
+                w = torch.exp(s - c)
+                z, out = z + w, out + w[..., None] * v[..., j, None, :]
+                continue
             new = torch.maximum(m, s)
             scale, w = (torch.exp(m - new), torch.exp(s - new)) if shift else (torch.ones_like(new), torch.exp(s))
             z = z * (scale if rescale_sum else 1.0) + w
