@@ -203,6 +203,10 @@ def dependent(dots: np.ndarray) -> bool:
 # grid) and its neighbours, walked exactly where the walk at the bins' edges, a part of it, is within the limit.
 # Any search is covered by the bound (it only chooses where to look); a moved copy's histograms match bin for bin
 # at its shift.
+#
+# What it allows: maps that cut the quantiles into several pieces and move them apart (an interval exchange), maps
+# that are not one to one (k = Φ⁻¹(2Φ(q) mod 1)), k made from another row's q or from a part of q only, and rows
+# too small for the bound (n = 256 at d_k = 8: n·D <= 3).
 
 SHIFT_GRID = 2 ** 16
 ROUNDING = 1e-6
