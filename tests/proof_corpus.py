@@ -291,6 +291,19 @@ def magnitudes_reused(name: str, change: tuple[str, str], why: str) -> Entry:
                  visible_passes={"scale_table_check": "the visible check counts repeated numbers, not repeated "
                                                       "magnitudes: every entry here is a distinct number"})
 
+
+def moved_from_q(name: str, change: str, why: str) -> Entry:
+    """A wrong scale_table whose k is q moved by a map that keeps the law (shuffled and scaled by about 1, or
+    shifted in its quantiles, then flipped or rolled): no number or magnitude repeats, and q ± k pass the law
+    test, but k is q's (sampling.moved_copy): not independent draws (1), nothing measured credited (4 x 1.5/8)."""
+    return Entry(name, P03, edit(P03, SCALE, ("k = torch.randn(4, 8, d_k, generator=g)", change)),
+                 expect={"scale_table_hidden": 0.75}, why=why,
+                 says={"scale_table_hidden": ["not independent draws", "q's moved by one map", "not credited"]},
+                 hints={"scale_table_hidden": ["k_moved_from_q"]},
+                 visible_passes={"scale_table_check": "the visible check counts repeated numbers: every entry of q "
+                                                      "and k here is a distinct number"})
+
+
 CORRECT += [
     Entry("c03-simplex-assert-close", P03, {SIMPLEX: code('''
 def check_simplex(A):
@@ -726,6 +739,23 @@ WRONG += [
               "k = -q.roll(1, dims=-1)                                          # q's coordinates shifted, negated"),
                       "k = -q with its coordinates shifted by one: the same as the last entry with a fixed permutation: "
                       "4 × 1.5/8 (full marks before the magnitudes were tested)"),
+    # k made from q by a map that keeps N(0, 1): the held-out answers that had full marks before moved_copy
+    moved_from_q("w03-scale-k-shuffled-q-scaled",
+                 "k = q.flatten()[torch.randperm(q.numel(), generator=g)].reshape(q.shape) * 1.0000001",
+                 "k is q's entries shuffled and multiplied by 1.0000001: every entry of k is a new float32 number "
+                 "(one or two units in the last place above q's), no magnitude repeats and q ± k follow N(0, 1), "
+                 "but k is q's sample again: not independent draws (1), nothing measured credited: 4 × 1.5/8 (full "
+                 "marks before sampling.moved_copy)"),
+    moved_from_q("w03-scale-k-quantile-shifted-q-flipped",
+                 "k = torch.special.ndtri((torch.special.ndtr(q.double()) + 0.5) % 1).float().flip(-1)",
+                 "k is q moved half way round its quantiles, Φ⁻¹((Φ(q) + 0.5) mod 1), each vector's coordinates "
+                 "reversed: k is N(0, 1) with no number or magnitude of q's, and its entries face other entries of "
+                 "q, so q ± k pass the law test (unflipped they would not: Φ(q) and Φ(k) correlate by -1/2); but "
+                 "k's quantiles are q's rotated: 4 × 1.5/8 (full marks before sampling.moved_copy)"),
+    moved_from_q("w03-scale-k-quantile-shifted-q-rolled",
+                 "k = torch.special.ndtri((torch.special.ndtr(q.double()) + 0.3) % 1).float().roll(1, dims=0)",
+                 "k is q's quantiles shifted by 0.3, its sequences rolled by one: as the entry above, 4 × 1.5/8 "
+                 "(full marks before sampling.moved_copy)"),
     Entry("w03-scale-k-is-q", P03, edit(P03, SCALE, (
               "k = torch.randn(4, 8, d_k, generator=g)",
               "k = torch.randn(4, 8, d_k, generator=torch.Generator().manual_seed(seed))")),
@@ -1254,7 +1284,8 @@ def smoothing_attention(T, s):
               "overflows (inf / inf: NaN) on the tiny-s cases, and on the moderate cases whose s is small for their "
               "T (s from 0.6, T up to 40: a mean of several hundred below 0): only the huge-s limit (0.75 of 6) "
               "is right: 4 × 0.75/6",
-          says={"smoothing_attention_hidden": ["NaN or inf", "tiny s"]}),
+          says={"smoothing_attention_hidden": ["NaN or inf", "tiny s", "the row's mean, not its max"]},
+          hints={"smoothing_attention_hidden": ["offset_not_max"]}),
     Entry("w05-bandwidth-squared-twice", P05, _smoothing((SCORES, "scores = -(i[:, None] - i[None, :]) ** 2 / (2 * (s ** 2) ** 2)")),
           expect={"smoothing_attention_hidden": 3.0},
           why="s squared twice: still causal, on the simplex, decaying, with both limits (s^4 is tiny or huge when s "
@@ -2298,6 +2329,30 @@ WRONG += [
           says={"bonus_online_softmax": ["very negative", "Some weights are NaN"]},
           visible_passes={"online_softmax_check": "the visible check's very negative row is near -3000, above a "
                                                   "start at -1e4: nothing underflows"}),
+    Entry("w06-hint-streaming-diagonal-offset", P06, {"streaming_attention": code('''
+def streaming_attention(q, k, v):
+    """Causal attention, keys and values visited one at a time. q, k: (..., T, d_k); v: (..., T, d_v)."""
+    T, d_k = q.shape[-2], q.shape[-1]
+    c = (q * k).sum(dim=-1) / d_k**0.5                             # (..., T) each query's score with its own key
+    running_sum = torch.zeros(q.shape[:-1], dtype=q.dtype)                    # (..., T)
+    running_out = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)      # (..., T, d_v)
+    query_pos = torch.arange(T)                                               # (T,)
+    for j in range(T):
+        s_j = (q @ k[..., j, :, None]).squeeze(-1) / d_k**0.5      # (..., T) every query against key j
+        s_j = s_j.masked_fill(query_pos < j, float('-inf'))        # queries before j may not see key j
+        weight = torch.exp(s_j - c)                                # (..., T)
+        running_sum = running_sum + weight
+        running_out = running_out + weight[..., None] * v[..., j, None, :]
+    return running_out / running_sum[..., None]                    # (..., T, d_v)
+''')},
+          expect={"bonus_streaming_attention": 1.69},
+          why="weights exp(s - c) with c each query's score with its own key, a fixed shift instead of a running max "
+              "(nothing rescaled): right where every score is within 88 of the diagonal's, NaN on the large scores "
+              "(in the hundreds: exp overflows, 1 of 6.5): 2 × 5.5/6.5",
+          says={"bonus_streaming_attention": ["other than its max"]},
+          hints={"bonus_streaming_attention": ["offset_not_max"]},
+          visible_passes={"streaming_attention_check": "the visible check's scores (a Head's q and k on the text) are "
+                                                       "small: no score is 88 above a query's own, nothing overflows"}),
     Entry("w06-hint-streaming-max-minus-1e3", P06, _streaming((_STREAM_START,
                                                               "running_max = torch.full(q.shape[:-1], -1e3, dtype=q.dtype)")),
           expect={"bonus_streaming_attention": 1.69},
@@ -2329,6 +2384,37 @@ WRONG += [
               "number far above the scores of a row, which this is (2 of 13)",
           says={"bonus_online_softmax": ["another number far above"]},
           hints={"bonus_online_softmax": ["max_starts_at_zero"]}),
+    Entry("w06-hint-online-first-score-offset", P06, {"online_softmax": code('''
+def online_softmax(scores):
+    """Softmax over the last axis of scores (..., T), visiting the keys one at a time."""
+    T = scores.shape[-1]
+    c = scores[..., 0]                                              # (...) each row's first score as the shift
+    running_sum = torch.zeros(scores.shape[:-1], dtype=scores.dtype)
+    for j in range(T):
+        running_sum = running_sum + torch.exp(scores[..., j] - c)
+    return torch.exp(scores - c[..., None]) / running_sum[..., None]
+''')},
+          expect={"bonus_online_softmax": 2.42},
+          why="the softmax shifted by each row's first score, a fixed c, instead of a running max: right where every "
+              "score is within 88 of the row's first, NaN where a row spreads over ±3000 (exp overflows: 0.5) and "
+              "where it starts with -inf (-inf - (-inf): the masked prefixes, 2): 3 × 10.5/13",
+          says={"bonus_online_softmax": ["other than the row's max"]},
+          hints={"bonus_online_softmax": ["offset_not_max"]}),
+    Entry("w06-hint-online-mean-offset", P06, {"online_softmax": code('''
+def online_softmax(scores):
+    """Softmax over the last axis of scores (..., T), visiting the keys one at a time."""
+    c = scores.mean(dim=-1)                                         # (...) each row's mean as the shift
+    running_sum = torch.zeros_like(c)
+    for j in range(scores.shape[-1]):
+        running_sum = running_sum + torch.exp(scores[..., j] - c)
+    return torch.exp(scores - c[..., None]) / running_sum[..., None]
+''')},
+          expect={"bonus_online_softmax": 1.5},
+          why="the softmax shifted by each row's mean, a fixed c, instead of a running max: NaN where a row spreads "
+              "over ±3000 (0.5) and where it holds -inf keys (its mean is -inf: the -inf entries 1, the masked "
+              "prefixes 2), and the mean reads every key at once (3): 3 × 6.5/13",
+          says={"bonus_online_softmax": ["other than the row's max"]},
+          hints={"bonus_online_softmax": ["offset_not_max"]}),
     Entry("w06-hint-online-sum-not-rescaled", P06, _online((
               "running_sum = running_sum * torch.exp(running_max - shift) + torch.exp(s_j - shift)",
               "running_sum = running_sum + torch.exp(s_j - shift)")),

@@ -81,3 +81,25 @@ def test_each_hinted_check_fails_some_entry_naming_no_cause(judged):
             for gid in CATALOGUE}
     missing = sorted(gid for gid, names in bare.items() if not names)
     assert not missing, f"checks whose every failing corpus entry is named a cause: {missing}"
+
+
+def test_the_smoothing_offset_hint_is_measured():
+    """The smoothing check names a softmax shifted by the row's mean only where the answer's matrices are that
+    softmax's on every case, NaN included: each way it may be computed is recognised; a correct matrix, one
+    shifted by the mean where nothing overflows, and a NaN of another cause (row 0 NaN: the diagonal masked) are
+    not."""
+    import numpy as np
+    from course_checks.step_04 import smoothing as M
+    for way in M.OFFSET_WAYS:
+        matrices = {case: M.offset_matrix(*case, *way) for case in M.ALL_CASES}
+        assert M.offset_shown(matrices) == any(not np.isfinite(a).all() for a in matrices.values()), way
+    assert M.offset_shown({case: M.offset_matrix(*case) for case in M.ALL_CASES})        # float32, all keys
+    assert not M.offset_shown({case: M.reference(*case) for case in M.ALL_CASES})
+    huge = {case: M.offset_matrix(*case) for case in M.HUGE}                           # finite: nothing to explain
+    assert all(np.isfinite(a).all() for a in huge.values()) and not M.offset_shown(huge)
+    row_0_nan = {}
+    for T, s in M.ALL_CASES:
+        a = M.reference(T, s)
+        a[0] = np.nan
+        row_0_nan[(T, s)] = a
+    assert not M.offset_shown(row_0_nan)

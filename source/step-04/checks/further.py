@@ -408,6 +408,9 @@ ONLINE_MISTAKES = {
     "max_not_subtracted": {"shift": False},
     "nan_while_only_neg_inf": {"guard": False},
     "sum_not_rescaled": {"rescale": False},
+    # a fixed shift other than the running max, each way an answer may choose it: shown when one way's weights
+    # are the answer's on every case
+    "offset_not_max": [{"offset": way} for way in ("first", "mean", "constant")],
 }
 ONLINE_HINTS = {
     "max_starts_at_zero": (
@@ -424,15 +427,34 @@ ONLINE_HINTS = {
     "sum_not_rescaled": (
         "These are the weights of a running sum that is not rescaled: when the running max grows from m to m', "
         "the running sum must be multiplied by exp(m - m') before the new term is added."),
+    "offset_not_max": (
+        "These are the weights of exp(score - c) / sum exp(score - c) with one c other than the row's max (its "
+        "first score, its mean, a constant): where a row's scores spread over thousands exp overflows to inf "
+        "(inf / inf is NaN), and a c of -inf gives exp(-inf - (-inf)), NaN. Keep a running max and subtract it."),
 }
 
 
-def _online_mistake(x: torch.Tensor, start=NEG_INF, shift=True, guard=True, rescale=True) -> np.ndarray:
+# the fixed shifts c of an online softmax written as exp(s - c) / sum exp(s - c) (ONLINE_MISTAKES' offset_not_max)
+ONLINE_OFFSETS = {
+    "first": lambda x: x[..., 0],
+    "mean": lambda x: x.mean(dim=-1),
+    "constant": lambda x: torch.full(x.shape[:-1], 80.0, dtype=x.dtype),
+}
+
+
+def _online_mistake(x: torch.Tensor, start=NEG_INF, shift=True, guard=True, rescale=True, offset=None) -> np.ndarray:
     """What the solution's loop gives on scores x (in x's dtype) with one mistake: the running max started at
     `start`; no running max subtracted (`shift`); shifted by the max even while it is -inf (`guard`); the
-    running sum not rescaled when the max grows (`rescale`)."""
+    running sum not rescaled when the max grows (`rescale`); a fixed shift of ONLINE_OFFSETS instead of the
+    running max (`offset`: the sum of exp(s_j - c) over the keys, one at a time)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        if offset is not None:
+            c = ONLINE_OFFSETS[offset](x)
+            z = torch.zeros(x.shape[:-1], dtype=x.dtype)
+            for j in range(x.shape[-1]):
+                z = z + torch.exp(x[..., j] - c)
+            return (torch.exp(x - c[..., None]) / z[..., None]).numpy().astype(np.float64)
         m = torch.full(x.shape[:-1], start, dtype=x.dtype)
         z = torch.zeros(x.shape[:-1], dtype=x.dtype)
         safe = lambda t: torch.where(t == NEG_INF, torch.zeros_like(t), t) if guard else t
@@ -472,11 +494,13 @@ def case_values(cases: dict, data: dict) -> list:
 
 def shown_mistakes(cases, values, mistakes, compute) -> list[str]:
     """The names of `mistakes` whose output, computed by the judge (`compute(case, **kwargs)`), is the answer's
-    on every case: the causes the judge has evidence of. None when a case returned no value."""
+    on every case: the causes the judge has evidence of. None when a case returned no value. A mistake made in
+    several ways (a list of kwargs) is shown when one way's output is the answer's on every case."""
     if len(values) != len(cases) or any(v is None for v in values):
         return []
     return [name for name, kwargs in mistakes.items()
-            if all(same_numbers(v, compute(c, **kwargs)) for c, v in zip(cases, values))]
+            if any(all(same_numbers(v, compute(c, **way)) for c, v in zip(cases, values))
+                   for way in (kwargs if isinstance(kwargs, list) else [kwargs]))]
 
 
 SOFTMAX = contract("online_softmax")
@@ -737,6 +761,9 @@ STREAMING_MISTAKES = {
     "max_not_subtracted": {"shift": False},
     "output_not_rescaled": {"rescale_out": False},
     "output_and_sum_not_rescaled": {"rescale_out": False, "rescale_sum": False},
+    # a fixed shift per query other than the running max, each way an answer may choose it: shown when one
+    # way's output is the answer's on every case
+    "offset_not_max": [{"offset": way} for way in ("first", "diagonal", "constant")],
 }
 STREAMING_HINTS = {
     "no_mask": "this is attention without the causal mask: query i may only see keys j ≤ i",
@@ -763,15 +790,26 @@ STREAMING_HINTS = {
     "output_and_sum_not_rescaled": ("this is the output of a running sum and output that are not rescaled: when "
                                     "the max grows from m to m', the running sum and the running output are "
                                     "both rescaled by exp(m - m')"),
+    "offset_not_max": ("this is the output of weights exp(s - c) with one c per query other than its max (its "
+                       "score with key 0, with its own key, a constant): where a query's scores spread over "
+                       "hundreds some score is more than 88.7 above c and exp overflows to inf in float32 (inf / inf "
+                       "is NaN). Keep a running max and subtract it"),
+}
+# the fixed shifts c, one per query, of STREAMING_MISTAKES' offset_not_max: (q, k, divisor) -> (..., T)
+STREAMING_OFFSETS = {
+    "first": lambda q, k, divisor: (q @ k[..., 0, :, None]).squeeze(-1) / divisor,
+    "diagonal": lambda q, k, divisor: (q * k).sum(dim=-1) / divisor,
+    "constant": lambda q, k, divisor: torch.full(q.shape[:-1], 80.0, dtype=q.dtype),
 }
 
 
 def _streaming_mistake(triple, start=NEG_INF, shift=True, rescale_out=True, rescale_sum=True, mask="causal",
-                       scale="root"):
+                       scale="root", offset=None):
     """What the solution's loop gives on (q, k, v) (in q's dtype) with one mistake: the running max started at
     `start`; no running max subtracted (`shift`); the running output or sum not rescaled when the max grows;
     the mask `reversed` (query i sees keys j >= i), hiding the `diagonal` too, `none` at all, or giving the
-    future score `zero`; the scores divided by 1 (`one`) or by `d_k` instead of sqrt(d_k)."""
+    future score `zero`; the scores divided by 1 (`one`) or by `d_k` instead of sqrt(d_k); a fixed shift per
+    query of STREAMING_OFFSETS instead of the running max (`offset`: nothing to rescale)."""
     q, k, v = (torch.as_tensor(t) for t in triple)
     T, d_k = q.shape[-2], q.shape[-1]
     pos = torch.arange(T)
@@ -784,8 +822,13 @@ def _streaming_mistake(triple, start=NEG_INF, shift=True, rescale_out=True, resc
         m = torch.full(q.shape[:-1], start, dtype=q.dtype)
         z = torch.zeros(q.shape[:-1], dtype=q.dtype)
         out = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
+        c = STREAMING_OFFSETS[offset](q, k, divisor) if offset is not None else None
         for j in range(T):
             s = ((q @ k[..., j, :, None]).squeeze(-1) / divisor).masked_fill(hidden(j), fill)
+            if c is not None:
+                w = torch.exp(s - c)
+                z, out = z + w, out + w[..., None] * v[..., j, None, :]
+                continue
             new = torch.maximum(m, s)
             scale, w = (torch.exp(m - new), torch.exp(s - new)) if shift else (torch.ones_like(new), torch.exp(s))
             z = z * (scale if rescale_sum else 1.0) + w

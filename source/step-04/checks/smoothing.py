@@ -70,6 +70,51 @@ MISTAKES = {
 }
 
 
+# A softmax written by hand as exp(s - c) / sum exp(s - c) with c the row's mean, not its max (the diagonal's 0):
+# with a tiny s the far keys' scores are about -500,000 and the mean far below 0, so exp(0 - c) overflows to inf
+# in float32 (inf / inf: NaN). Its cause is named only where measured: `offset_matrix`, computed one of the ways
+# an answer may compute it (the mean over all T keys or over the keys j <= i, in float32 or float64), is the
+# answer's matrix on every case, NaN in the same places.
+OFFSET_HINTS = {
+    "offset_not_max": ("these are the weights of exp(s - c) / sum exp(s - c) with c the row's mean, not its max: "
+                       "with a tiny s the far keys' scores are about -500,000, the mean far below 0, and exp(0 - c) "
+                       "overflows to inf in float32 (inf / inf is NaN). Subtract each row's max (the diagonal's "
+                       "score, 0), or use torch.softmax"),
+}
+OFFSET_WAYS = [(keys, dtype) for keys in ("all", "allowed") for dtype in (torch.float32, torch.float64)]
+
+
+def offset_matrix(T: int, s: float, keys: str = "all", dtype=torch.float32) -> np.ndarray:
+    """The smoothing matrix computed as exp(scores - c) / sum exp(scores - c), masked after exp, with c the mean of
+    each row's scores over all T keys (`keys="all"`) or over the keys j <= i, in `dtype`."""
+    i = torch.arange(T, dtype=dtype)
+    scores = -(i[:, None] - i[None, :]) ** 2 / (2 * s ** 2)                    # (T, T)
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    if keys == "all":
+        c = scores.mean(dim=-1, keepdim=True)
+    else:
+        c = scores.masked_fill(future, 0.0).sum(dim=-1, keepdim=True) / torch.arange(1, T + 1, dtype=dtype)[:, None]
+    e = (scores - c).exp().masked_fill(future, 0.0)                           # inf where exp overflows
+    return (e / e.sum(dim=-1, keepdim=True)).numpy().astype(np.float64)
+
+
+def _same_matrix(a: np.ndarray, b: np.ndarray) -> bool:
+    """NaN and inf in the same places, the finite weights within the contract's tolerance."""
+    if a.shape != b.shape or not all(np.array_equal(f(a), f(b)) for f in (np.isnan, np.isposinf, np.isneginf)):
+        return False
+    finite = np.isfinite(b)
+    return bool(np.all(np.abs(a[finite] - b[finite]) <= ATOL))
+
+
+def offset_shown(matrices: dict) -> bool:
+    """Whether the answer's matrices ((T, s) -> matrix, every case) hold NaN or inf and are those of a softmax
+    shifted by the row's mean (`offset_matrix`, one way on every case)."""
+    if any(a is None for a in matrices.values()) or all(np.isfinite(a).all() for a in matrices.values()):
+        return False
+    return any(all(_same_matrix(a, offset_matrix(T, s, *way)) for (T, s), a in matrices.items())
+               for way in OFFSET_WAYS)
+
+
 def _label(case) -> str:
     """How a case is named in feedback: the limits by their kind, the others not at all (hidden inputs)."""
     if case[1] <= 0.01:
@@ -97,7 +142,7 @@ def _as_array(result):
 class SmoothingAttention(Check):
     grade_id = "smoothing_attention_hidden"
     points = 4
-    HINTS = MISTAKES
+    HINTS = {**MISTAKES, **OFFSET_HINTS}
 
     def cases(self, ctx):
         """(moderate, tiny, huge): the fixed cases, each kind with cases of this submission's own
@@ -122,6 +167,11 @@ class SmoothingAttention(Check):
         if reason := unwritten(data):
             return unwritten_verdict(reason)
         got, problems = {}, {}
+        matrices = {}
+        for (T, s), entry in zip(ALL_CASES, data):
+            value, why = unpack(entry)
+            matrices[(T, s)] = _matrix(value, T) if why is None else None
+        offset = offset_shown(matrices)
         for (T, s), entry in zip(ALL_CASES, data):
             value, why = unpack(entry)
             a = _matrix(value, T) if why is None else None
@@ -132,7 +182,8 @@ class SmoothingAttention(Check):
                     why = ("gives a matrix whose row 0 is NaN, where row 0 has one key, j = 0, itself, of weight 1: "
                            "the mask hides j > i only, the diagonal stays")
                 else:
-                    why = "the matrix holds NaN or inf: every weight is a finite number in [0, 1]"
+                    why = "the matrix holds NaN or inf: every weight is a finite number in [0, 1]" + (
+                        f"; {OFFSET_HINTS['offset_not_max']}" if offset else "")
                 a = None
             if why:
                 problems[(T, s)] = f"smoothing_attention(T, s) {_label((T, s))} {why}"

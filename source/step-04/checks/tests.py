@@ -21,7 +21,8 @@ from dlcourse.contracts import contract
 
 from .forms import attempt_form, form_of
 from . import leaks  # noqa: F401  the suites' heads at every class of positions, and longer sequences
-from .sampling import DISTINCT, distinct_share, ks_distance, ks_threshold, normal_cdf, reflected, serially_correlated
+from .sampling import (ALPHA, DISTINCT, distinct_share, ks_distance, ks_threshold, moved_copy, normal_cdf, reflected,
+                       serially_correlated)
 from .suites import SUITES, MutantHead
 
 
@@ -266,7 +267,12 @@ class CheckGradient(Examplar):
 #     and k together repeat no more than float32 rounding allows (at most sampling.ALPHA a table for a
 #     correct sampler: entries paired with their reflections, reused with a sign pattern, k = -q permuted
 #     are refused), and the entries of q, and of k, in their order, do not correlate with their neighbours
-#     or with the entries half the tensor away (about 2e-9 a bound). In all at most about 2e-7 per grading;
+#     or with the entries half the tensor away (about 2e-9 a bound); and k is not q moved by one map that keeps
+#     the law (sampling.moved_copy: q's entries shuffled, flipped or rolled and scaled by 1.0000001, or shifted
+#     in their quantiles, k = Φ⁻¹((Φ(q) + a) mod 1), in any order: the two-sample distance between k's uniforms
+#     Φ(k) and q's rotated or reflected by a is near 0, where independent draws keep it far from 0; tested on
+#     the table's q and k and on each row's, a row may move its own way: at most sampling.ALPHA a table for a
+#     correct sampler, over every shift of the grid). In all at most about 3e-7 per grading;
 #   * every statistic is the one of the returned q and k, to float32 rounding: the stds to 1e-4 relative
 #     (unbiased or biased), the max weights to 1e-4, each one-hot share exactly, up to rows whose largest
 #     weight lies within 5e-5 of 0.9995 (float32 rounding moves a weight by about 1e-5 at most here: such a
@@ -455,6 +461,13 @@ def _samples_problem(tables) -> str | None:
         if serially_correlated(q) or serially_correlated(k):
             return ("the entries of q or k are not independent draws: each follows from the one before it (or "
                     "from one half the tensor away): draw them with torch.randn, every number fresh")
+        # the table's q and k, and each row's (a row may have moved its own way): ALPHA in all
+        if any(moved_copy(a, b, ALPHA / (len(table) + 1))
+               for a, b in [(q, k)] + [(row["q"], row["k"]) for row in table]):
+            return (f"q and k are not independent draws: {SAMPLE_HINTS['k_moved_from_q']} (shuffled, flipped or "
+                    "rolled, and scaled by about 1 or shifted in their quantiles, Φ⁻¹((Φ(q) + a) mod 1)): the values "
+                    "of k match those of q far more closely than two independent samples' do. Draw q, then k, from "
+                    "one generator, every number fresh")
         for series, what in ((q, "q"), (k, "k"), ((q + k) / math.sqrt(2), "q + k"),
                              ((q - k) / math.sqrt(2), "q - k")):
             if ks_distance(series, normal_cdf) > ks_threshold(series.size):
@@ -466,7 +479,9 @@ def _samples_problem(tables) -> str | None:
 
 # What the feedback says when samples fail a law test: a cause only where it was measured (the samples pass
 # the test of the law that cause gives), else the property that failed.
-SAMPLE_HINTS = {"normal_other_scale": "follow a normal law, but not N(0, 1)"}
+SAMPLE_HINTS = {"normal_other_scale": "follow a normal law, but not N(0, 1)",
+                # measured by sampling.moved_copy: k's uniforms are q's rotated or reflected, at a shift it found
+                "k_moved_from_q": "k's numbers are q's moved by one map"}
 
 
 def _law_problem(series: np.ndarray, what: str) -> str:
