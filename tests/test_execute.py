@@ -1,5 +1,6 @@
 """The executor survives what students' code does to kernels, and grades the rest."""
 import asyncio
+import time
 
 import nbformat
 import pytest
@@ -189,3 +190,32 @@ def test_a_display_is_updated_only_by_the_cell_that_runs(tmp_path):
     assert shown(nb.cells[0]) == ["'shown first'"]
     assert shown(nb.cells[1]) == ["'again'"]
     assert shown(nb.cells[2]) == ["'own, updated'"]
+
+
+BACKGROUND = ("import threading, time\n"
+              "def spin():\n"
+              "    end = time.process_time() + {s}\n"
+              "    while time.process_time() < end:\n"
+              "        pass\n"
+              "threading.Thread(target=spin, daemon=True).start()")
+
+
+def test_what_a_kernel_computes_between_cells_is_counted(tmp_path):
+    """A thread left running computes while no cell runs (here the grader takes 1.5 s before the second
+    cell, as a busy grader may): its CPU time counts in the notebook's and in the student's budget all the
+    same (before, 1.0 s of it counted nothing)."""
+    from autograder.kernel.execute import CellHooks
+
+    class SlowGrader(CellHooks):
+        calls = 0
+
+        def before_cell(self, cell):
+            SlowGrader.calls += 1
+            if SlowGrader.calls == 2:
+                time.sleep(1.5)
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in (BACKGROUND.format(s=1.0), "x = 1")])
+    nb.metadata.kernelspec = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    outcome = asyncio.run(execute(nb, tmp_path, kernel_env(), limits=Limits(), hooks=SlowGrader()))
+    assert SlowGrader.calls == 2 and not [e for c in nb.cells for e in enames(c)]
+    assert outcome.cpu_seconds >= 0.9 and outcome.counted_seconds >= 0.9, outcome

@@ -549,6 +549,9 @@ class _Run:
         self.restarts_left = limits.restarts
         self.template = None
         self.meter: CpuMeter | None = None
+        # the meter's reading when the last cell of this kernel ended: what the kernel computes between two
+        # cells (a thread left running) is counted by the next cell, and after the last one by the notebook
+        self.cpu_mark: float | None = None
         self.allowance = limits.student_budget
         self.grader_meter = GraderMeter()
 
@@ -573,6 +576,7 @@ class _Run:
             while self.todo and await self._one_kernel():
                 pass
         finally:
+            self._count_after_last_cell()
             await _stop(self.client, self.outcome)
             self.sandbox.cleanup(self.workdir)
             self.outcome.seconds = time.monotonic() - self.started
@@ -586,6 +590,16 @@ class _Run:
                 f"(or the notebook's {self.limits.notebook_output_bytes // 1000} kB together); the rest was dropped"
             )
         return self.outcome
+
+    def _count_after_last_cell(self) -> None:
+        """What the kernel computed after its last cell ended (a thread the student left running) counts
+        like a cell's CPU time: in the notebook's and against the student's budget."""
+        if self.meter is None or self.cpu_mark is None:
+            return
+        after = max(0.0, self.meter.read() - self.cpu_mark)
+        self.cpu_mark = None
+        self.outcome.cpu_seconds += after
+        self.spent += after
 
     async def _one_kernel(self) -> bool:
         """Start a kernel, bring it to the state of the cells done, run cells until one fails.
@@ -618,6 +632,7 @@ class _Run:
                 )
             return False
         failed = await self._run_cells()
+        self._count_after_last_cell()
         await _stop(self.client, self.outcome)
         if failed is None or not self.todo:
             return False
@@ -661,6 +676,7 @@ class _Run:
 
     def _metered(self) -> None:
         self.meter = CpuMeter(self.sandbox, self.client.km)
+        self.cpu_mark = None
         self.outcome.metered = self.meter.how
         if self.sandbox.group_problem:
             self.outcome.events.append(
@@ -728,7 +744,9 @@ class _Run:
         and cancel the task (its kernel is then killed) if the interrupt does not stop the cell in
         time. The CPU and wall seconds the cell used are added to the notebook's."""
         meter = self.meter
-        cpu_before, started, waited_before = meter.read(), time.monotonic(), meter.waited_for_cpu()
+        now_read = meter.read()
+        cpu_before = now_read if self.cpu_mark is None else min(self.cpu_mark, now_read)
+        started, waited_before = time.monotonic(), meter.waited_for_cpu()
         grader_before = self._grader_seconds()
         used_before = self.outcome.cpu_seconds
         watched = Watched()
@@ -772,7 +790,8 @@ class _Run:
                 raise
         except BaseException as err:  # noqa: BLE001  (the caller decides what it means)
             watched.error = err
-        watched.cpu, watched.wall = meter.read() - cpu_before, time.monotonic() - started
+        self.cpu_mark = meter.read()
+        watched.cpu, watched.wall = self.cpu_mark - cpu_before, time.monotonic() - started
         watched.queued = meter.waited_for_cpu() - waited_before
         watched.grader, watched.grader_queued, watched.grader_cpu = _grown(self._grader_seconds(), grader_before)
         self.outcome.cpu_seconds += watched.cpu
