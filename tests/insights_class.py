@@ -52,7 +52,7 @@ def message(words: list[str]) -> str:
 class Known:
     groups: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)   # (nb, gid, message) -> ids
     review: dict[tuple[str, str], set[str]] = field(default_factory=dict)        # (nb, gid) -> ids
-    review_reasons: dict[tuple[str, str], str] = field(default_factory=dict)
+    review_reasons: dict[tuple[str, str, str], str] = field(default_factory=dict)  # (nb, gid, id) -> reason
     to_grade: dict[str, int] = field(default_factory=dict)                       # nb -> written answers left
     late: set[str] = field(default_factory=set)
     extended: set[str] = field(default_factory=set)
@@ -107,7 +107,7 @@ def build_class(home: Path, release: Path, step_name: str, n_students: int, wron
                     why = message(entry.says[gid])
                     cell = CellResult(gid, None, points[gid], f"waits for review: process: {why}", "review")
                     known.review.setdefault((entry.notebook, gid), set()).add(sid)
-                    known.review_reasons[(entry.notebook, gid)] = why
+                    known.review_reasons[(entry.notebook, gid, sid)] = why
                 else:
                     text = message(entry.says[gid])
                     # two parts failing alike (the first by its name only), numbers in the names varying

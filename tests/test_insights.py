@@ -55,7 +55,7 @@ def test_cells_waiting_for_review_written_answers_left_late_and_extended_are_the
     waiting: dict = {}
     for r in report.review:
         waiting.setdefault((r["notebook"], r["grade_id"]), set()).add(r["student"])
-        assert r["reasons"] == [known.review_reasons[(r["notebook"], r["grade_id"])]]
+        assert r["reasons"] == [known.review_reasons[(r["notebook"], r["grade_id"], r["student"])]]
     assert waiting == known.review and waiting
     items = {(i.notebook, i.grade_id): i for i in report.items}
     assert {k: items[k].waiting_review for k in known.review} == {k: len(v) for k, v in known.review.items()}
