@@ -227,6 +227,19 @@ def _nice_tail(request):
     yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _gradebook_templates(tmp_path_factory):
+    """Every new SQLite gradebook of the session starts from a copy of the step's gradebook as the session
+    first filled it (autograder/records/gradebook.py GRADEBOOK_TEMPLATES: about 1 s of CPU a grading, in
+    the grading's own process and in each command a test runs): the workers of a session share one folder.
+    tests/test_gradebook_fill.py proves a copy is the gradebook a fill writes, and fills without it."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent                      # shared by the workers of this session
+    os.environ["GRADEBOOK_TEMPLATES"] = str(base / "gradebook-templates")
+    yield
+
+
 @pytest.fixture(autouse=True)
 def _environment_restored():
     """The environment as it was before each test, whatever the test left in it: code a test runs in this
