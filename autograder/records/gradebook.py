@@ -21,7 +21,7 @@ were given) rather than from the checks: a process that records grades does not 
 and what they import.
 
 A new SQLite gradebook may start as a copy of the step's gradebook as it was first filled: with
-$GRADEBOOK_TEMPLATES naming a folder (the test suite sets it: it grades into hundreds of new grader
+$GRADEBOOK_TEMPLATES naming a folder (the test suite sets it: it grades into about seventy new grader
 homes), a fill of a new gradebook is kept there under `template_key` (the step's fingerprint: its
 notebooks, checks and the engine's grading code; nbgrader's version, configuration and schema revision;
 the course's id and header; this module), and the next new gradebook with that key is copied from it and
