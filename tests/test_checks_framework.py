@@ -72,6 +72,46 @@ def test_subclasses_of_plain_types_cannot_cross():
         to_plain(Sneaky(1.0))
 
 
+def test_the_standard_library_s_plain_kinds_cross_as_what_they_hold():
+    """A named tuple is a tuple, an OrderedDict, a defaultdict, a Counter and a mappingproxy a dict, a
+    Fraction and a Decimal a number: read by their items, never by what their class says (a named tuple
+    whose == is always true crosses as its items); a subclass of one is refused, as any class of its own."""
+    import collections
+    import decimal
+    import fractions
+    import types
+    import typing
+    Shape = collections.namedtuple("Shape", "rows cols")
+
+    class Pair(typing.NamedTuple):
+        rows: int
+        cols: int
+
+    class Liar(collections.namedtuple("Liar", "a")):
+        pass
+    Forged = collections.namedtuple("Forged", "a b")
+    Forged.__eq__ = lambda self, other: True
+    right = {"X": (8, 32), "A": (8, 8)}
+    for value in (collections.OrderedDict(X=Shape(8, 32), A=Pair(8, 8)),
+                  collections.defaultdict(tuple, {"X": (8, 32), "A": Shape(8, 8)}),
+                  types.MappingProxyType({"X": Pair(8, 32), "A": (8, 8)})):
+        back = from_plain(to_plain(value))
+        assert back == right and type(back) is dict and all(type(v) is tuple for v in back.values()), value
+    assert from_plain(to_plain(collections.Counter("aab"))) == {"a": 2, "b": 1}
+    assert from_plain(to_plain(Forged(1, 2))) == (1, 2) != (3, 4)
+    for number, plain in ((fractions.Fraction(1536), 1536), (decimal.Decimal("1536"), 1536),
+                          (fractions.Fraction(1, 4), 0.25), (decimal.Decimal("2.5"), 2.5)):
+        back = from_plain(to_plain(number))
+        assert back == plain and type(back) is type(plain), number
+    assert math.isnan(from_plain(to_plain(decimal.Decimal("NaN"))))
+
+    class MyDict(collections.OrderedDict):
+        pass
+    for own in (MyDict(a=1), Liar(1)):
+        with pytest.raises(NotPlain, match="class|object"):
+            to_plain(own)
+
+
 def test_attempt_and_outcome_report_student_errors_without_raising():
     assert attempt(lambda: 1 / 0)["error"].startswith("ZeroDivisionError")
     def stub():

@@ -14,12 +14,27 @@ from __future__ import annotations
 
 import base64
 import math
+from collections import Counter, OrderedDict, defaultdict
+from decimal import Decimal
+from fractions import Fraction
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 MAX_ITEMS = 200_000  # numbers in one answer: far above any honest answer of this step
 MAX_DEPTH = 8
+
+
+# Kinds of the standard library that hold plain data, read as the plain kind they are: a named tuple
+# (collections.namedtuple, typing.NamedTuple) as a tuple, these dicts as a dict, a Fraction or a Decimal as
+# a number. Exactly these classes: a subclass of one is a class of its own.
+_DICTS = (OrderedDict, defaultdict, Counter)
+
+
+def _named_tuple(t: type) -> bool:
+    """Whether `t` is a class collections.namedtuple made (a tuple with `_fields`, straight from tuple)."""
+    return t.__bases__ == (tuple,) and isinstance(t.__dict__.get("_fields"), tuple) and "_make" in t.__dict__
 
 
 class NotPlain(TypeError):
@@ -56,6 +71,16 @@ def to_plain(obj: Any, _depth: int = 0, _budget: list[int] | None = None) -> Any
     if t in (list, tuple):
         items = [to_plain(x, _depth + 1, budget) for x in obj]
         return items if t is list else {"__tuple__": items}
+    if _named_tuple(t):  # a tuple whatever its class says: read by its items
+        return {"__tuple__": [to_plain(x, _depth + 1, budget) for x in tuple.__iter__(obj)]}
+    if t in _DICTS:  # the standard library's dicts, read by their items (dict's own, not the class's)
+        return to_plain(dict(dict.items(obj)), _depth, budget)
+    if t is MappingProxyType:
+        return to_plain(dict(obj.items()), _depth, budget)
+    if t is Fraction:
+        return obj.numerator if obj.denominator == 1 else obj.numerator / obj.denominator
+    if t is Decimal:
+        return int(obj) if obj.is_finite() and obj == obj.to_integral_value() else to_plain(float(obj), _depth, budget)
     if isinstance(obj, (set, frozenset)):  # read by its elements, whatever its == says
         base = set if isinstance(obj, set) else frozenset
         items = [to_plain(x, _depth + 1, budget) for x in base.__iter__(obj)]
