@@ -253,7 +253,7 @@ def count_params(d, d_head):
 ''')}, expect={"bonus_count_params": 0.0},
           why="an object whose __eq__ is always true: it passes the visible check's ==, but only plain data "
               "reaches the grader",
-          says={"bonus_count_params": ["a class of its own", "return numbers"]},
+          says={"bonus_count_params": ["an object of another class", "return numbers"]},
           visible_passes={"count_params_check": "the visible check compares with ==, which such an object always satisfies; only plain data reaches the grader"}),
     Entry("w02-params-assumes-narrow", P02, {"count_params": code('''
 def count_params(d, d_head):
@@ -1395,6 +1395,32 @@ def count_params(d, d_head):
     layers = [nn.Linear(d, d_head, bias=False) for _ in range(3)]   # query, key, value
     return sum(layer.weight.numel() for layer in layers)
 ''')}, why="counted on three bias-free nn.Linear layers"),
+    Entry("c01-shapes-ordered-named", P01, {"shapes": code('''
+from collections import OrderedDict, namedtuple
+
+Shape = namedtuple("Shape", "rows cols")
+
+def shapes(T, d, d_k, d_v):
+    return OrderedDict(X=Shape(T, d), W_Q=Shape(d, d_k), W_K=Shape(d, d_k), W_V=Shape(d, d_v), Q=Shape(T, d_k),
+                       K=Shape(T, d_k), V=Shape(T, d_v), scores=Shape(T, T), A=Shape(T, T), out=Shape(T, d_v))
+''')}, why="an OrderedDict of named tuples: the standard library's dict and tuple, read as what they hold"),
+    Entry("c01-shapes-default-proxy", P01, {"shapes": code('''
+from collections import defaultdict
+from types import MappingProxyType
+
+def shapes(T, d, d_k, d_v):
+    table = defaultdict(tuple)
+    for name, shape in [("X", (T, d)), ("W_Q", (d, d_k)), ("W_K", (d, d_k)), ("W_V", (d, d_v)), ("Q", (T, d_k)),
+                        ("K", (T, d_k)), ("V", (T, d_v)), ("scores", (T, T)), ("A", (T, T)), ("out", (T, d_v))]:
+        table[name] = shape
+    return MappingProxyType(table)
+''')}, why="a read-only view (mappingproxy) of a defaultdict: a dict to read"),
+    Entry("c02-count-fraction", P02, {"count_params": code('''
+from fractions import Fraction
+
+def count_params(d, d_head):
+    return Fraction(3 * d * d_head)          # exact arithmetic: a whole number
+''')}, why="a whole Fraction is the number it holds"),
     Entry("c03-simplex-tril-equal", P03, {"check_simplex": code('''
 def check_simplex(A):
     T = A.shape[-1]

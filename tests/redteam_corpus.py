@@ -661,7 +661,7 @@ def eq_cases(p: Profile) -> list[Case]:
                     def __len__(self): return 0
                 def shapes(T, d, d_k, d_v):
                     return Anything()
-                ''')}, p.scores(bonus_shapes=0.0), reasons={"bonus_shapes": r"an object of a class of its own; return numbers"}))
+                ''')}, p.scores(bonus_shapes=0.0), reasons={"bonus_shapes": r"an object of another class; return numbers"}))
         cases.append(answers_case(
             "always-equal-values", "cheating", "a real dict whose values equal every shape", p,
             lambda ctx: {"shapes": textwrap.dedent('''
@@ -669,7 +669,7 @@ def eq_cases(p: Profile) -> list[Case]:
                     def __eq__(self, other): return True
                 def shapes(T, d, d_k, d_v):
                     return {k: Anything() for k in ["X", "W_Q", "W_K", "W_V", "Q", "K", "V", "scores", "A", "out"]}
-                ''')}, p.scores(bonus_shapes=0.0), reasons={"bonus_shapes": r"an object of a class of its own; return numbers"}))
+                ''')}, p.scores(bonus_shapes=0.0), reasons={"bonus_shapes": r"an object of another class; return numbers"}))
     return cases
 
 

@@ -17,6 +17,7 @@ page included.
 """
 from __future__ import annotations
 
+import builtins
 import contextlib
 import hashlib
 import io
@@ -24,9 +25,10 @@ import re
 import types
 
 import pytest
+import numpy as np
 import torch
 
-from autograder.checks.framework import (BUILTIN_ERRORS, GRADER_ERRORS, OWN_CLASS, shown_cell_error, shown_error,
+from autograder.checks.framework import (BUILTIN_ERRORS, GRADER_ERRORS, OWN_CLASS, SHOWN_ERRORS, shown_cell_error, shown_error,
                                          shown_outcome)
 from autograder.selfgrade import probe_and_judge
 from autograder.grading.judging import _judge_hidden
@@ -175,11 +177,24 @@ def test_only_named_kinds_and_the_engine_s_words_are_shown():
     assert shown_error("NotPlain: the answer holds a torch.T11.d13 object; return numbers") == \
         shown_error("NotPlain: the answer holds a numpy.random.T5 object; return numbers") == \
         shown_error("NotPlain: the answer holds a torch.__class__ object; return numbers") == \
-        "NotPlain: the answer holds an object of a class of its own; return numbers, tuples, lists, dicts or tensors"
-    for real in ("torch.nn.modules.linear.Linear", "torch.return_types.max", "builtins.generator", "builtins.map",
-                 "numpy.matrix"):
-        assert real in shown_error(f"NotPlain: the answer holds a {real} object; return numbers"), real
-    assert all(shown_error(f"{name}: x") == name for name in BUILTIN_ERRORS)
+        "NotPlain: the answer holds an object of another class; return numbers, tuples, lists, dicts or tensors"
+    for real, named in (("torch.nn.modules.linear.Linear", "a torch.nn.Module object"),
+                        ("torch.nn.modules.activation.ReLU", "a torch.nn.Module object"),
+                        ("torch.return_types.max", "a torch.return_types object"),
+                        ("torch.dtype", "a torch object"), ("numpy.matrix", "a numpy object"),
+                        ("builtins.generator", "a builtins.generator object"), ("builtins.map", "a builtins.map object")):
+        assert f"holds {named};" in shown_error(f"NotPlain: the answer holds a {real} object; return numbers"), real
+    # a real class of the builtins outside the few named is "another class", as a student's own is
+    assert shown_error("NotPlain: the answer holds a builtins.memoryview object; return numbers") == \
+        shown_error("NotPlain: the answer holds a __main__.Count object; return numbers")
+    # the kinds named are the sixteen an answer meets; the other built-in kinds are one "another kind"
+    assert all(shown_error(f"{name}: x") == name for name in SHOWN_ERRORS)
+    assert {shown_error(f"{name}: x") for name in BUILTIN_ERRORS - SHOWN_ERRORS} == {OWN_CLASS}
+    assert len({shown_error(f"{name}: x") for name in BUILTIN_ERRORS}) == len(SHOWN_ERRORS) + 1 == 17
+    names = {shown_error(f"NotPlain: the answer holds a {m}.{n} object; return numbers")
+             for m, module in (("builtins", builtins), ("torch", torch), ("numpy", np))
+             for n, value in vars(module).items() if isinstance(value, type)}
+    assert len(names) <= 24, sorted(names)       # hundreds of classes, a few names
     assert shown_outcome("assertion: ⟦11⟧") == "assertion" and shown_outcome("returned") == "returned"
     assert shown_outcome("crashed: Leak11: ⟦11⟧") == f"crashed: {OWN_CLASS}"
     assert shown_outcome("anything else ⟦11⟧") == f"crashed: {OWN_CLASS}"

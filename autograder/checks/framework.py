@@ -270,12 +270,14 @@ def checks_of(package: str) -> dict[str, Check]:
 # the submission, heads served by the grader). Whatever that code writes or raises there could carry
 # those inputs back, in any encoding (digits, number words, the length of a run of letters, the name of
 # a class it defines), so none of it is shown. What may come back is named here, and nothing else:
-#   * an error's kind, when it is one of Python's built-in exceptions (BUILTIN_ERRORS) or one the engine
-#     itself names (ENGINE_ERRORS); any other class is "an exception of its own class";
+#   * an error's kind, when it is one of the sixteen built-in exceptions of SHOWN_ERRORS or one the engine
+#     itself names (ENGINE_ERRORS); any other class is "an exception of another kind";
 #   * for the engine's own kinds, the engine's fixed words (NOT_PLAIN's reasons, GRADER_ERRORS' meanings), and
 #     for an answer that is not plain data the name of its class only when that name is a real class of
-#     Python, torch or numpy, looked up in the grader's own modules (`real_class`): the kernel writes the
-#     text, and a student's class can call itself `torch.T65.d78` (or raise an exception named NotPlain);
+#     Python, torch or numpy, looked up in the grader's own modules (`real_class`), and one of the few
+#     `shown_class` names (nineteen builtins; torch.nn.Module, torch.return_types, torch, numpy for the
+#     libraries): the kernel writes the text, and a student's class can call itself `torch.T65.d78` (or
+#     raise an exception named NotPlain);
 #   * of a student's check, only whether it returned, failed an assertion, or crashed with such a kind.
 # The message itself never: a student reads it by calling the function on the notebook's own inputs in
 # a visible cell. Text the checks write themselves is the grader's own and is not filtered here.
@@ -283,8 +285,34 @@ def checks_of(package: str) -> dict[str, Check]:
 BUILTIN_ERRORS = frozenset(
     name for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, BaseException)
 )
+# The kinds a hidden test names: the errors an answer of this course meets (a wrong type, value, index, key,
+# attribute or name; a shape torch refuses; a division by zero; an assertion; the stub's NotImplementedError;
+# a recursion, an overflow, an import, a memory error). Any other kind, built in or not, is "another kind":
+# which of Python's sixty-odd built-in kinds an answer raises is a choice the answer makes, and a choice among
+# many carries a hidden input back (a kind picked by an input's value) as surely as its digits would.
+SHOWN_ERRORS = frozenset(
+    {
+        "TypeError",
+        "ValueError",
+        "IndexError",
+        "KeyError",
+        "AttributeError",
+        "NameError",
+        "UnboundLocalError",
+        "RuntimeError",
+        "ZeroDivisionError",
+        "OverflowError",
+        "AssertionError",
+        "NotImplementedError",
+        "RecursionError",
+        "ImportError",
+        "ModuleNotFoundError",
+        "MemoryError",
+    }
+)
+assert SHOWN_ERRORS <= BUILTIN_ERRORS
 ENGINE_ERRORS = frozenset({"NotPlain", "GraderError", "InputChanged", "Missing"})
-OWN_CLASS = "an exception of its own class"
+OWN_CLASS = "an exception of another kind"
 # (a message the runtime writes when an answer is not plain data, what is shown for it): the first match
 NOT_PLAIN = (
     (r"the answer is nested too deeply|nested too deeply", "the answer is nested too deeply"),
@@ -296,7 +324,7 @@ NOT_PLAIN = (
     ),
     (
         r"the answer holds a \S+ object",
-        "the answer holds an object of a class of its own; return numbers, tuples, lists, dicts or tensors",
+        "the answer holds an object of another class; return numbers, tuples, lists, dicts or tensors",
     ),
     (r"an array of dtype|is not a numeric answer|dtype \S+ is not numeric", "an array's dtype is not numeric"),
     (r"a set of the answer holds unhashable items", "a set of the answer holds unhashable items"),
@@ -321,6 +349,49 @@ UNNAMED_BUILTIN_CLASSES = frozenset(
 )
 
 
+# The classes an answer that is not plain data is named by (a generator or a map to wrap in list(), a function
+# not called, a layer or a torch.max pair not unpacked): a real class of the grader's builtins among these,
+# and for torch and numpy the family (every layer is a torch.nn.Module). Any other class is "another class":
+# which of a library's hundreds of classes an answer returns is, like an error's kind, a choice it makes.
+SHOWN_BUILTIN_CLASSES = frozenset(
+    {
+        "generator",
+        "map",
+        "zip",
+        "filter",
+        "range",
+        "enumerate",
+        "reversed",
+        "function",
+        "method",
+        "builtin_function_or_method",
+        "list_iterator",
+        "tuple_iterator",
+        "dict_keys",
+        "dict_values",
+        "dict_items",
+        "complex",
+        "bytes",
+        "type",
+        "module",
+    }
+)
+
+
+def shown_class(dotted: str) -> str | None:
+    """How a class an answer returned is named in a hidden test's feedback, None for "another class"."""
+    if not real_class(dotted):
+        return None
+    root, _, rest = dotted.partition(".")
+    if root == "builtins":
+        return dotted if rest in SHOWN_BUILTIN_CLASSES else None
+    if root == "torch" and rest.startswith("nn."):
+        return "torch.nn.Module"
+    if root == "torch" and rest.startswith("return_types."):
+        return "torch.return_types"
+    return root  # "a torch object", "a numpy object"
+
+
 def real_class(dotted: str) -> bool:
     """Whether `dotted` ('torch.nn.modules.linear.Linear', 'builtins.generator') names a class the grader's
     own builtins, torch or numpy hold under that name (every part a public or single-underscore name)."""
@@ -342,7 +413,7 @@ def real_class(dotted: str) -> bool:
 def error_kind(text: object) -> str:
     """The kind of a student-side error written 'Kind: message' (or 'Kind'), if it may be shown."""
     name = str(text).split(":", 1)[0].strip()
-    return name if name in BUILTIN_ERRORS or name in ENGINE_ERRORS else OWN_CLASS
+    return name if name in SHOWN_ERRORS or name in ENGINE_ERRORS else OWN_CLASS
 
 
 def shown_error(text: object) -> str:
@@ -353,8 +424,9 @@ def shown_error(text: object) -> str:
         message = str(text).split(":", 1)[1] if ":" in str(text) else ""
         for pattern, shown in NOT_PLAIN:
             found = re.search(pattern, message)
-            if found and all(real_class(name) for name in found.groups()):
-                return f"NotPlain: {shown.format(*found.groups())}"
+            named = [shown_class(name) for name in found.groups()] if found else []
+            if found and all(named):
+                return f"NotPlain: {shown.format(*named)}"
         return f"NotPlain: {NOT_PLAIN_OTHER}"
     return kind
 
