@@ -9,6 +9,7 @@ from conftest import ROOT
 def run_browser_test(**env):
     environment = {**os.environ, "CHROMIUM": "/nonexistent/chromium", **env}
     environment.pop("PYTEST_XDIST_WORKER", None)
+    environment.pop("PYTEST_ADDOPTS", None)    # this run's options (a --basetemp) are not the inner run's
     environment.pop("CI", None)         # under CI=true the conftest turns the skips checked here into failures
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "-rsE",

@@ -47,6 +47,13 @@ def test_every_module_that_needs_a_component_carries_its_marker():
 COMPONENTS = ("browser", "sandbox", "services", "hub")
 
 
+def inner_env() -> dict:
+    """The environment of a pytest run inside this one: not this run's options (a --basetemp of
+    PYTEST_ADDOPTS would be the inner run's too, and it empties that folder as it starts: the outer run's
+    files under it, open in other workers' tests, would go)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+
+
 def kept_without_components(session) -> set[str]:
     """The files of the tests `-m "not browser and not sandbox and not services and not hub"` keeps: read
     from this session's own collection where it holds the whole suite (`make test`: every worker collects
@@ -58,7 +65,7 @@ def kept_without_components(session) -> set[str]:
                 if not {m.name for m in item.iter_markers()} & set(COMPONENTS)}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly",
                            "--collect-only", "-q", "-m", " and ".join(f"not {c}" for c in COMPONENTS), "tests"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+                          cwd=ROOT, env=inner_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return {line.split("::")[0] for line in proc.stdout.splitlines() if "::" in line}
 
@@ -85,7 +92,7 @@ def test_under_ci_a_skip_not_allowed_is_a_failure_and_an_allowed_one_stays_a_ski
     from conftest import allowed_skip
     assert allowed_skip("tests/test_warm_kernels.py::test_x", "Skipped: no fork or pidfd here")
     assert not allowed_skip("tests/test_sandbox.py::test_x", "Skipped: no fork or pidfd here")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("REQUIRE_", "PYTEST_XDIST"))}
+    env = {k: v for k, v in inner_env().items() if not k.startswith(("REQUIRE_", "PYTEST_XDIST"))}
     run = lambda **more: subprocess.run(  # noqa: E731
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", "-q", "-rs",
          "tests/test_sandbox.py", "-k", "the_sandbox_is_here_when_required"],
