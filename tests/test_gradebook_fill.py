@@ -1,7 +1,9 @@
 """The grader records a step in the gradebook in its own process (autograder/records/gradebook.py) exactly as
 `nbgrader generate_assignment` does: the same assignment, notebooks, kernelspecs, grade, solution,
 task and source cells (sources and checksums), row for row; alembic's revision read in process is
-the one `alembic heads` prints; a step whose notebooks changed under graded submissions is refused."""
+the one `alembic heads` prints; a step whose notebooks changed under graded submissions is refused; a new
+gradebook copied from the step's template (GRADEBOOK_TEMPLATES) is the one a fill writes, row for row, a
+changed step has another template, and a template that is no gradebook is filled anew."""
 from __future__ import annotations
 
 import shutil
