@@ -18,6 +18,18 @@ followed where it can be (`f = g`, `functools.partial(g, ...)`, a lambda, a clos
 returns, an object whose class has `__call__`). A helper is the binding its name has when the
 answer runs: the last one in cell order, wherever it is.
 
+Which bindings it follows (an allowlist). The answer's name, and every name of the notebook the reading
+reads (a helper, a library's alias, a value the answer uses), may be bound only at a cell's top level, by a
+`def`, a class, an assignment, a loop's or a with's target, or an import from a library it knows
+(LIBRARY_MODULES: each loaded before a student's cell runs, so not a file a cell wrote). Any other
+binding of such a name anywhere in the cells, at any depth, is not followed, and the answer is not
+decided: a `:=` target (in a statement, an assert, a call's argument, a comprehension, a default), a
+`global` or `nonlocal` declaration of it in a function's or a class's body (a call the reader does not
+follow can run it), an import of it from another module (one the kernel may have written), and
+`import *` from another module, which can bind any name. Code that can change what the code does
+behind its text (below) is looked for in the whole of every cell: at its top level, in the answer and
+the helpers it reads, and in every other function or lambda, which a cell's call may run.
+
 How it computes. The answer's body (and every helper of the student's it calls, with the call's
 arguments bound to the helper's parameters) is run by a small abstract interpreter that follows the
 axes of the inputs through names, indexing, slicing, transposes and conversions (numpy, lists, Python
@@ -62,7 +74,7 @@ TAMPERING = {"exec", "eval", "compile", "globals", "locals", "vars", "setattr", 
              "__torch_dispatch__", "TorchFunctionMode", "TorchDispatchMode", "overrides", "_python_dispatch",
              "modules", "importlib", "autograder", "builtins", "ctypes", "_getframe", "f_globals", "f_locals",
              "settrace", "setprofile", "_C", "__setattr__", "__getattribute__", "__closure__", "__defaults__",
-             "__kwdefaults__", "gc", "inspect", "types"}
+             "__kwdefaults__", "gc", "inspect", "types", "__main__"}
 # What the reader follows of a student's class (an allowlist): its methods and plain attributes, the
 # special methods below, and @staticmethod. Anything else a class can define changes what Python does
 # with its objects behind the code's text (an operator, iteration, a with block, attribute lookup, a
@@ -320,9 +332,16 @@ def _broadcast(*parts):
 
 # ---- scopes --------------------------------------------------------------------------------------
 
+class Names(dict):
+    """The notebook's names and their bindings, and which names the reading read (`read`)."""
+    def __init__(self):
+        super().__init__()
+        self.read: set = set()
+
+
 class Scope:
     def __init__(self, globals_: dict | None = None, parent: "Scope | None" = None, vars_: dict | None = None):
-        self.vars = vars_ if vars_ is not None else {}
+        self.vars = vars_ if vars_ is not None else Names() if globals_ is None else {}
         self.parent = parent
         self.globals = globals_ if globals_ is not None else self.vars
         self.declared_global: set = set()
@@ -330,15 +349,21 @@ class Scope:
 
     def lookup(self, name: str):
         if name in self.declared_global:
-            return self.globals.get(name, _default(name))
+            return self.global_(name)
         scope = self
         while scope is not None:
             if name in scope.vars:
+                if scope.vars is self.globals:
+                    return self.global_(name)
                 return scope.vars[name]
             scope = scope.parent
-        if name in self.globals:
-            return self.globals[name]
-        return _default(name)
+        return self.global_(name)
+
+    def global_(self, name: str):
+        """A name of the notebook's (a cell's binding, a builtin, a library): remembered as read."""
+        if isinstance(self.globals, Names):
+            self.globals.read.add(name)
+        return self.globals[name] if name in self.globals else _default(name)
 
     def owner(self, name: str) -> dict:
         """The dict a name is bound in (for an assignment, or a value stored into what it names)."""
@@ -499,6 +524,83 @@ def _tampering(nodes) -> tuple[str, str]:
     return "", hiding
 
 
+# The modules whose names a cell may import for the names the answer relies on, or `import *` from: libraries
+# the reader knows (an allowlist), each one torch or numpy imports, so loaded before a student's cell runs (a
+# cell can write a file of another name and import it: what that binds is not read).
+LIBRARY_MODULES = {"torch", "numpy", "math", "cmath", "itertools", "functools", "operator", "collections", "typing",
+                   "dataclasses", "heapq", "bisect", "numbers", "random", "time", "copy", "string", "warnings",
+                   "__future__"}
+
+
+def _library_module(module: str | None, level: int = 0) -> bool:
+    return not level and bool(module) and module.split(".")[0] in LIBRARY_MODULES
+
+
+def _rebindings(trees) -> tuple[dict, str]:
+    """The bindings of the notebook's names in forms the reader does not follow, anywhere in the cells (at
+    any depth: a function's body too, for a call can run it): ({name: why}, why for every name ('' if none)).
+    The reader follows a name bound at a cell's top level by a `def`, a class, an assignment, a loop or
+    with target, a library import; any other binding (`:=`, a `global` or `nonlocal` declaration, an import
+    from a module the reader does not know, `import *` from one) is named here."""
+    names: dict = {}
+    every = ""
+
+    def visit(node, where):
+        nonlocal every
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            where = f"`{node.name}`"
+        if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+            names.setdefault(node.target.id, f"is bound by a `:=` expression (line {node.lineno} of a cell), which the "
+                                             "grader does not follow")
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            word = "global" if isinstance(node, ast.Global) else "nonlocal"
+            for n in node.names:
+                names.setdefault(n, f"is declared `{word}` in {where or 'a cell'}, where a binding of it is not followed")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if not _library_module(alias.name):
+                    bound = alias.asname or alias.name.split(".")[0]
+                    names.setdefault(bound, f"is bound by `import {alias.name}`, a module the grader does not read")
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            if not _library_module(node.module, node.level):
+                for alias in node.names:
+                    if alias.name == "*":
+                        every = every or f"`from {module} import *` can bind any name, from a module the grader does not read"
+                    else:
+                        names.setdefault(alias.asname or alias.name,
+                                         f"is bound by `from {module} import {alias.name}`, a module the grader does not read")
+        for child in ast.iter_child_nodes(node):
+            visit(child, where)
+    for tree in trees:
+        visit(tree, "")
+    return names, every
+
+
+def _unrun_tampering(trees, scanned: set) -> str:
+    """Code that can change what the code does behind its text in a function or lambda the reader did not
+    read (a cell's call can run it, even as an expression statement the reader does not follow)."""
+    def visit(node):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            if id(node) in scanned:
+                return ""
+            tampering, _ = _tampering(ast.walk(node))
+            if tampering:
+                name = f"`{node.name}`" if not isinstance(node, ast.Lambda) else "a lambda"
+                return f"{name} {tampering}, which a cell's call can run to change what the code does behind its text"
+            return ""
+        for child in ast.iter_child_nodes(node):
+            found = visit(child)
+            if found:
+                return found
+        return ""
+    for tree in trees:
+        found = visit(tree)
+        if found:
+            return found
+    return ""
+
+
 # ---- reading ------------------------------------------------------------------------------------
 
 def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
@@ -537,6 +639,15 @@ def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
         interp.undecided(f"`{name}` does too much for the grader to follow")
     except RecursionError:
         interp.undecided(f"`{name}` nests too deeply for the grader to follow")
+    rebound, every = _rebindings(trees)
+    for used in sorted(module.vars.read | {name}, key=lambda n: (n != name, n)):
+        if used in rebound:
+            interp.undecided(f"`{used}` {rebound[used]}")
+    if every:
+        interp.undecided(every)
+    unrun = _unrun_tampering(trees, interp.scanned)
+    if unrun:
+        interp.undecided(unrun)
     return reading
 
 
