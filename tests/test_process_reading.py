@@ -2,7 +2,10 @@
 
 It judges what runs: the binding the name has when the hidden test calls it (the last definition in
 cell order, an earlier attempt above it or not), helpers as they are bound when the answer runs, names
-bound by assignment followed. Whole-matrix work is found whatever the library or op and whatever
+bound by assignment followed, and what a cell's expression stores into a value the answer uses. A name
+the answer relies on bound in a form the reader does not follow (`:=`, `global`, an import from a module
+a cell may have written, `import *` from one), or code that can change what its text says in any
+function of the cells, goes to review. Whole-matrix work is found whatever the library or op and whatever
 iteration helper the data passes through (zip, enumerate, map, comprehensions, unpacking,
 itertools.product, the student's own helpers); one entry's work is never taken for it; and what the
 reader cannot decide (code that can change what its text says, a binding or a library call it cannot
@@ -490,6 +493,32 @@ def test_a_helper_or_library_name_the_answer_relies_on_rebound_so_goes_to_review
     assert clean(entrywise(HELPER + PER_ENTRY_HELPED))
     reading = entrywise(HELPER + PER_ENTRY_HELPED, rebind)
     assert review(reading) and why in reading["review"], reading
+
+
+def test_a_name_read_by_the_binding_of_one_the_answer_relies_on_is_relied_on():
+    make = "def make(f):\n    def scores_entrywise(q, k):\n        return f(q, k)\n    return scores_entrywise\n"
+    honest = "def per_entry(q, k):" + LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")
+    assert clean(entrywise(honest, make + "scores_entrywise = make(per_entry)"))
+    reading = entrywise(honest, f"(per_entry := {ONE_SHOT})", make + "scores_entrywise = make(per_entry)")
+    assert review(reading) and "`per_entry` is bound by a `:=`" in reading["review"], reading
+
+
+IMPL = "def scores_entrywise(q, k):\n    return IMPL[0](q, k)\n"
+
+
+@pytest.mark.parametrize("change", [
+    f"IMPL.insert(0, {ONE_SHOT})",                                     # a method of the list, as a statement
+    f"def _s():\n    IMPL[0] = {ONE_SHOT}\n_s()",                      # a function a statement calls
+    f"def _s():\n    IMPL[0] = {ONE_SHOT}\nassert _s() is None",
+    f"def _s():\n    IMPL[0] = {ONE_SHOT}\nif _s():\n    pass",
+])
+def test_what_a_cells_expression_changes_in_a_value_the_answer_uses_is_followed(change):
+    """A cell's expression statement (a call, an assert's or an if's test) runs when the cell runs: what it
+    stores into a list the answer calls from is followed (it was not read, and the one-shot stored there
+    scored full)."""
+    per_entry = PER_ENTRY.replace("def scores_entrywise", "def per_entry")
+    assert clean(entrywise(per_entry, "IMPL = [per_entry]", IMPL))
+    assert not clean(entrywise(per_entry, "IMPL = [per_entry]", change, IMPL))
 
 
 @pytest.mark.parametrize("cells", [

@@ -10,25 +10,27 @@ text of every code cell the student wrote, in the order the notebook runs them (
 autograder/grading/grade.py; a notebook run without a grader: the kernel's input history). So the work is
 judged from that text.
 
-What runs. The hidden test calls the answer when its cell runs, so the reader runs the student's
-cells before that cell, in order, at the level of bindings: a `def`, a class, an assignment, an
-import, a decorator; a later definition replaces an earlier one, as in Python (an earlier attempt
-left above, a cell copied and changed, a helper redefined later), and a name bound by assignment is
-followed where it can be (`f = g`, `functools.partial(g, ...)`, a lambda, a closure a function
-returns, an object whose class has `__call__`). A helper is the binding its name has when the
-answer runs: the last one in cell order, wherever it is.
+What runs. The hidden test calls the answer when its cell runs, so the reader runs the student's cells
+before that cell, in order, at the level of bindings: a `def`, a class, an assignment, an import, a
+decorator, and a cell's expressions (a call as a statement, an assert's or an if's test: what a function
+they call stores into a list or an object is followed); a later definition replaces an earlier one, as
+in Python (an earlier attempt left above, a cell copied and changed, a helper redefined later), and a
+name bound by assignment is followed where it can be (`f = g`, `functools.partial(g, ...)`, a lambda, a
+closure a function returns, an object whose class has `__call__`). A helper is the binding its name has
+when the answer runs: the last one in cell order, wherever it is.
 
-Which bindings it follows (an allowlist). The answer's name, and every name of the notebook the reading
-reads (a helper, a library's alias, a value the answer uses), may be bound only at a cell's top level, by a
-`def`, a class, an assignment, a loop's or a with's target, or an import from a library it knows
-(LIBRARY_MODULES: each loaded before a student's cell runs, so not a file a cell wrote). Any other
-binding of such a name anywhere in the cells, at any depth, is not followed, and the answer is not
-decided: a `:=` target (in a statement, an assert, a call's argument, a comprehension, a default), a
-`global` or `nonlocal` declaration of it in a function's or a class's body (a call the reader does not
-follow can run it), an import of it from another module (one the kernel may have written), and
-`import *` from another module, which can bind any name. Code that can change what the code does
-behind its text (below) is looked for in the whole of every cell: at its top level, in the answer and
-the helpers it reads, and in every other function or lambda, which a cell's call may run.
+Which bindings it follows (an allowlist). The answer's name, and every name of the notebook the answer
+relies on (one its reading reads: a helper, a library's alias, a value it uses; one read by a cell's
+statement that binds such a name, or that runs a student's function or stores into a value), may be
+bound only at a cell's top level, by a `def`, a class, an assignment, a loop's or a with's target, or an
+import from a library it knows (LIBRARY_MODULES: each loaded before a student's cell runs, so not a file
+a cell wrote). Any other binding of such a name anywhere in the cells, at any depth, is not followed,
+and the answer is not decided: a `:=` target (in a statement, an assert, a call's argument, a
+comprehension, a default), a `global` or `nonlocal` declaration of it in a function's or a class's body
+(a call the reader does not follow can run it), an import of it from another module (one the kernel may
+have written), and `import *` from another module, which can bind any name. Code that can change what
+the code does behind its text (below) is looked for in the whole of every cell: at its top level, in the
+answer and the helpers it reads, and in every other function or lambda, which a cell's call may run.
 
 How it computes. The answer's body (and every helper of the student's it calls, with the call's
 arguments bound to the helper's parameters) is run by a small abstract interpreter that follows the
@@ -536,6 +538,24 @@ def _library_module(module: str | None, level: int = 0) -> bool:
     return not level and bool(module) and module.split(".")[0] in LIBRARY_MODULES
 
 
+def _relied_on(name: str, read: set, statements: list) -> set:
+    """The notebook's names the answer relies on: its own, those its reading read, those read by a cell's
+    statement that binds one of these or changes an object (runs a student's function, stores into a
+    value), and so on."""
+    relied = {name} | read
+    for _, names, changed in statements:
+        if changed:
+            relied |= names
+    grew = True
+    while grew:
+        grew = False
+        for binds, names, _ in statements:
+            if binds & relied and not names <= relied:
+                relied |= names
+                grew = True
+    return relied
+
+
 def _rebindings(trees) -> tuple[dict, str]:
     """The bindings of the notebook's names in forms the reader does not follow, anywhere in the cells (at
     any depth: a function's body too, for a call can run it): ({name: why}, why for every name ('' if none)).
@@ -611,6 +631,7 @@ def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
     trees = _parse_cells(sources)
     interp = _Interpreter(reading)
     module = interp.module
+    statements = []             # (names a cell's statement binds, names it read, whether it changed an object)
     for tree in trees:
         tampering, hiding = _tampering(_module_level(tree))
         if tampering:
@@ -619,7 +640,13 @@ def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
             interp.note(hiding)
         try:
             interp.quiet += 1
-            interp.block(tree.body, module, module_level=True)
+            for stmt in tree.body:
+                module.vars.read, effects = set(), interp.effects
+                try:
+                    if interp.stmt(stmt, module, module_level=True):
+                        break
+                finally:
+                    statements.append((set(_bound_names(stmt)), module.vars.read, interp.effects > effects))
         except _TooMuch:
             interp.undecided("the notebook's cells are too long to follow")
         finally:
@@ -633,6 +660,7 @@ def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
         interp.undecided(f"`{name}` is bound to {why}, which the grader cannot follow")
         return reading
     interp.steps = 0
+    module.vars.read = set()
     try:
         interp.apply(answer, list(inputs.values()), {}, None, module, label=name)
     except _TooMuch:
@@ -640,7 +668,7 @@ def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
     except RecursionError:
         interp.undecided(f"`{name}` nests too deeply for the grader to follow")
     rebound, every = _rebindings(trees)
-    for used in sorted(module.vars.read | {name}, key=lambda n: (n != name, n)):
+    for used in sorted(_relied_on(name, module.vars.read, statements), key=lambda n: (n != name, n)):
         if used in rebound:
             interp.undecided(f"`{used}` {rebound[used]}")
     if every:
@@ -665,6 +693,7 @@ class _Interpreter:
         self.memo: dict = {}
         self.returns: list = []
         self.unread: dict = {}    # id of a student's class -> why the reader does not follow it ('' if it does)
+        self.effects = 0          # student functions run and values stored into objects, so far
 
     # -- recording --------------------------------------------------------------------------------
     def undecided(self, why: str) -> None:
@@ -797,8 +826,7 @@ class _Interpreter:
                 self.loops.pop()
             self.branch(node.orelse, scope, module_level)
         elif isinstance(node, ast.If):
-            if not module_level:                # a function's test always runs: its work (and a walrus's binding) too
-                self.expr(node.test, scope)
+            self.expr(node.test, scope)         # a test always runs: its work (and a call's effects) too
             test = self.constant_test(node.test, scope)
             if test is True:
                 return self.block(node.body, scope, module_level)
@@ -833,12 +861,9 @@ class _Interpreter:
                 self.expr(node.exc, scope)
             return True
         elif isinstance(node, ast.Expr):
-            if module_level:
-                return False        # a cell's expression (a print, a try-out call) binds nothing
-            self.expr(node.value, scope)
+            self.expr(node.value, scope)    # in a cell too: a call can change what a name the answer uses holds
         elif isinstance(node, ast.Assert):
-            if not module_level:
-                self.expr(node.test, scope)
+            self.expr(node.test, scope)
         elif isinstance(node, ast.Global):
             scope.declared_global.update(node.names)
         elif isinstance(node, ast.Nonlocal):
@@ -1010,6 +1035,7 @@ class _Interpreter:
     def store_into(self, target, value, scope):
         """A value stored into an array, list, dict or object (x[...] = v, x.attr = v, x.append(v)): what
         the container holds is then derived from the inputs too."""
+        self.effects += 1
         if value is None or isinstance(value, (Size, Index, Shape, Rng)):
             return
         if isinstance(target, ast.Name):
@@ -1519,6 +1545,7 @@ class _Interpreter:
         if any(f.node is fn.node for f in self.stack):
             return None                    # a recursive call: its body is being read already
         self.scan(fn)
+        self.effects += 1
         key = (id(fn.node), id(fn.scope), _signature(args), _signature(kwargs), bool(self.uncertain), self.quiet > 0)
         if key in self.memo:
             return self.memo[key]
