@@ -1987,6 +1987,25 @@ def scores_entrywise(q, k):
               "reader reads a library call's arrays by position, so the process share goes to a person (it "
               "scored full before)",
           says={"bonus_scores_entrywise": ["waits for review", "passed by keyword"]}),
+    Entry("r02-entrywise-walrus-rebound", P02, {ENTRYWISE: ENTRYWISE_SOLUTION + "\n\n\n" + code('''
+# the name rebound by a `:=` expression to a one-shot in numpy, which no torch-call recorder sees
+(scores_entrywise := lambda q, k: torch.from_numpy(q.detach().numpy() @ k.detach().numpy().swapaxes(-2, -1)))
+''')}, expect={"bonus_scores_entrywise": REVIEW},
+          why="the per-entry answer defined, then its name rebound to a whole-matrix product by a `:=` "
+              "expression the reader did not follow: the answer that runs is the product, so the process share "
+              "goes to a person (it read the per-entry one, and scored full)",
+          says={"bonus_scores_entrywise": ["waits for review", "`:=`"]}),
+    Entry("r06-online-global-in-a-class-body", P06, {"online_softmax": "import numpy as np\n\n" + answers_of(
+        STEP4, P06)["online_softmax"] + "\n\n\n" + code('''
+class _Setup:                          # a class body runs when the cell runs: the name rebound to a one-shot
+    global online_softmax
+    online_softmax = lambda s: torch.from_numpy(  # noqa: E731
+        (lambda e: e / e.sum(-1, keepdims=True))(np.exp(s.detach().numpy() - s.detach().numpy().max(-1, keepdims=True))))
+''')}, expect={"bonus_online_softmax": REVIEW},
+          why="the streamed softmax defined, then its name rebound to a one-shot softmax in numpy by a `global` "
+              "declaration in a class body: the answer that runs is the one-shot, so the process share goes to "
+              "a person (it read the streamed one, and scored full)",
+          says={"bonus_online_softmax": ["waits for review", "`global`"]}),
 ]
 
 

@@ -2,7 +2,10 @@
 
 It judges what runs: the binding the name has when the hidden test calls it (the last definition in
 cell order, an earlier attempt above it or not), helpers as they are bound when the answer runs, names
-bound by assignment followed. Whole-matrix work is found whatever the library or op and whatever
+bound by assignment followed, and what a cell's expression stores into a value the answer uses. A name
+the answer relies on bound in a form the reader does not follow (`:=`, `global`, an import from a module
+a cell may have written, `import *` from one), or code that can change what its text says in any
+function of the cells, goes to review. Whole-matrix work is found whatever the library or op and whatever
 iteration helper the data passes through (zip, enumerate, map, comprehensions, unpacking,
 itertools.product, the student's own helpers); one entry's work is never taken for it; and what the
 reader cannot decide (code that can change what its text says, a binding or a library call it cannot
@@ -439,6 +442,97 @@ def test_code_that_can_change_what_its_text_says_goes_to_review(cell):
     assert review(reading), reading
     assert "behind its text" in reading["review"] or "changes what library code does" in reading["review"], reading
     assert review(entrywise(WHOLE_MATMUL, cell))                   # not even whole work is sure then
+
+
+ONE_SHOT = "lambda q, k: torch.from_numpy(q.detach().numpy() @ k.detach().numpy().swapaxes(-2, -1))"
+WRITTEN = "open('helpers_mine.py', 'w').write('import torch\\nscores_entrywise = " + ONE_SHOT.replace("'", '"') + "\\n')\n"
+# The honest answer defined, then its name rebound to a one-shot in a form the reader does not follow: the
+# answer that runs is the one-shot, so the reader cannot decide (it read the honest one, and gave the point).
+REBOUND = {
+    "walrus statement": f"(scores_entrywise := {ONE_SHOT})",
+    "walrus in an assert": f"assert (scores_entrywise := {ONE_SHOT})",
+    "walrus in a call": f"print(scores_entrywise := {ONE_SHOT})",
+    "walrus in a comprehension": f"[(scores_entrywise := {ONE_SHOT}) for _ in range(1)]",
+    "walrus in an if's test": f"if (scores_entrywise := {ONE_SHOT}):\n    pass",
+    "walrus in a default": f"def _g(a=(scores_entrywise := {ONE_SHOT})):\n    pass",
+    "global in a function called": f"def _setup():\n    global scores_entrywise\n    scores_entrywise = {ONE_SHOT}\n_setup()",
+    "global in a function never called": f"def _setup():\n    global scores_entrywise\n    scores_entrywise = {ONE_SHOT}",
+    "global in a nested function": f"def _o():\n    def _i():\n        global scores_entrywise\n"
+                                   f"        scores_entrywise = {ONE_SHOT}\n    _i()\n_o()",
+    "global in a class body": f"class _Setup:\n    global scores_entrywise\n    scores_entrywise = {ONE_SHOT}",
+    "star import of a module the kernel wrote": WRITTEN + "from helpers_mine import *",
+    "from-import of a module the kernel wrote": WRITTEN + "from helpers_mine import scores_entrywise",
+    "import of a module the kernel wrote": WRITTEN + "import helpers_mine as m\nscores_entrywise = m.scores_entrywise",
+    "__main__ written in a function": f"def _s():\n    import __main__\n    __main__.scores_entrywise = {ONE_SHOT}\n_s()",
+    "sys.modules written in a function": f"def _s():\n    import sys\n    sys.modules[__name__].scores_entrywise = {ONE_SHOT}\n_s()",
+    "globals() written in a function": f"def _s():\n    globals()['scores_entrywise'] = {ONE_SHOT}\n_s()",
+    "setattr in a lambda": f"_s = lambda: setattr(__import__('sys').modules['__main__'], 'scores_entrywise', {ONE_SHOT})\n_s()",
+    "exec in a function": "def _s():\n    exec('scores_entrywise = lambda q, k: q @ k.mT')\n_s()",
+}
+
+
+@pytest.mark.parametrize("name", list(REBOUND))
+def test_a_name_rebound_in_a_form_the_reader_does_not_follow_goes_to_review(name):
+    assert clean(entrywise(PER_ENTRY))
+    reading = entrywise(PER_ENTRY + "\n" + REBOUND[name])
+    assert review(reading), reading
+    assert review(entrywise(PER_ENTRY, REBOUND[name]))                # in a later cell as well
+
+
+HELPER = "def one_entry(a, c):\n    return torch.dot(a, c)\n"
+PER_ENTRY_HELPED = "def scores_entrywise(q, k):" + LOOPS.format(entry="one_entry(q[b, i], k[b, j])")
+
+
+@pytest.mark.parametrize("rebind, why", [
+    ("(one_entry := lambda a, c: a @ c)", "`one_entry` is bound by a `:=`"),
+    ("def _s():\n    global one_entry\n    one_entry = None", "`one_entry` is declared `global` in `_s`"),
+    ("from my_helpers import one_entry", "`one_entry` is bound by `from my_helpers import one_entry`"),
+    ("import my_helpers as torch", "`torch` is bound by `import my_helpers`"),
+])
+def test_a_helper_or_library_name_the_answer_relies_on_rebound_so_goes_to_review(rebind, why):
+    assert clean(entrywise(HELPER + PER_ENTRY_HELPED))
+    reading = entrywise(HELPER + PER_ENTRY_HELPED, rebind)
+    assert review(reading) and why in reading["review"], reading
+
+
+def test_a_name_read_by_the_binding_of_one_the_answer_relies_on_is_relied_on():
+    make = "def make(f):\n    def scores_entrywise(q, k):\n        return f(q, k)\n    return scores_entrywise\n"
+    honest = "def per_entry(q, k):" + LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")
+    assert clean(entrywise(honest, make + "scores_entrywise = make(per_entry)"))
+    reading = entrywise(honest, f"(per_entry := {ONE_SHOT})", make + "scores_entrywise = make(per_entry)")
+    assert review(reading) and "`per_entry` is bound by a `:=`" in reading["review"], reading
+
+
+IMPL = "def scores_entrywise(q, k):\n    return IMPL[0](q, k)\n"
+
+
+@pytest.mark.parametrize("change", [
+    f"IMPL.insert(0, {ONE_SHOT})",                                     # a method of the list, as a statement
+    f"def _s():\n    IMPL[0] = {ONE_SHOT}\n_s()",                      # a function a statement calls
+    f"def _s():\n    IMPL[0] = {ONE_SHOT}\nassert _s() is None",
+    f"def _s():\n    IMPL[0] = {ONE_SHOT}\nif _s():\n    pass",
+])
+def test_what_a_cells_expression_changes_in_a_value_the_answer_uses_is_followed(change):
+    """A cell's expression statement (a call, an assert's or an if's test) runs when the cell runs: what it
+    stores into a list the answer calls from is followed (it was not read, and the one-shot stored there
+    scored full)."""
+    per_entry = PER_ENTRY.replace("def scores_entrywise", "def per_entry")
+    assert clean(entrywise(per_entry, "IMPL = [per_entry]", IMPL))
+    assert not clean(entrywise(per_entry, "IMPL = [per_entry]", change, IMPL))
+
+
+@pytest.mark.parametrize("cells", [
+    ("import numpy as np\nimport torch.nn.functional as F\nfrom math import *\nfrom torch import *", PER_ENTRY),
+    (PER_ENTRY, "if (n := 3) > 2:\n    print(n)"),                             # a walrus binding another name
+    (PER_ENTRY, "def count():\n    global calls\n    calls = 1"),               # a global of another name
+    (PER_ENTRY, "import my_plots as mp\nfrom my_plots import show"),            # names the answer does not use
+    ("def scores_entrywise(q, k):\n    B, T, d = q.shape\n    s = torch.zeros(B, T, T, dtype=q.dtype)\n"
+     "    for b in range(B):\n        for i in range(T):\n            for j in range(T):\n"
+     "                if (v := torch.dot(q[b, i], k[b, j])) is not None:\n                    s[b, i, j] = v\n"
+     "    return s",),                                                             # a walrus inside the answer
+])
+def test_bindings_the_answer_does_not_rely_on_change_nothing(cells):
+    assert clean(entrywise(*cells))
 
 
 def test_hiding_work_from_the_kernel_record_does_not_hide_it_from_the_reader():

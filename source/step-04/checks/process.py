@@ -10,13 +10,27 @@ text of every code cell the student wrote, in the order the notebook runs them (
 autograder/grading/grade.py; a notebook run without a grader: the kernel's input history). So the work is
 judged from that text.
 
-What runs. The hidden test calls the answer when its cell runs, so the reader runs the student's
-cells before that cell, in order, at the level of bindings: a `def`, a class, an assignment, an
-import, a decorator; a later definition replaces an earlier one, as in Python (an earlier attempt
-left above, a cell copied and changed, a helper redefined later), and a name bound by assignment is
-followed where it can be (`f = g`, `functools.partial(g, ...)`, a lambda, a closure a function
-returns, an object whose class has `__call__`). A helper is the binding its name has when the
-answer runs: the last one in cell order, wherever it is.
+What runs. The hidden test calls the answer when its cell runs, so the reader runs the student's cells
+before that cell, in order, at the level of bindings: a `def`, a class, an assignment, an import, a
+decorator, and a cell's expressions (a call as a statement, an assert's or an if's test: what a function
+they call stores into a list or an object is followed); a later definition replaces an earlier one, as
+in Python (an earlier attempt left above, a cell copied and changed, a helper redefined later), and a
+name bound by assignment is followed where it can be (`f = g`, `functools.partial(g, ...)`, a lambda, a
+closure a function returns, an object whose class has `__call__`). A helper is the binding its name has
+when the answer runs: the last one in cell order, wherever it is.
+
+Which bindings it follows (an allowlist). The answer's name, and every name of the notebook the answer
+relies on (one its reading reads: a helper, a library's alias, a value it uses; one read by a cell's
+statement that binds such a name, or that runs a student's function or stores into a value), may be
+bound only at a cell's top level, by a `def`, a class, an assignment, a loop's or a with's target, or an
+import from a library it knows (LIBRARY_MODULES: each loaded before a student's cell runs, so not a file
+a cell wrote). Any other binding of such a name anywhere in the cells, at any depth, is not followed,
+and the answer is not decided: a `:=` target (in a statement, an assert, a call's argument, a
+comprehension, a default), a `global` or `nonlocal` declaration of it in a function's or a class's body
+(a call the reader does not follow can run it), an import of it from another module (one the kernel may
+have written), and `import *` from another module, which can bind any name. Code that can change what
+the code does behind its text (below) is looked for in the whole of every cell: at its top level, in the
+answer and the helpers it reads, and in every other function or lambda, which a cell's call may run.
 
 How it computes. The answer's body (and every helper of the student's it calls, with the call's
 arguments bound to the helper's parameters) is run by a small abstract interpreter that follows the
@@ -62,7 +76,7 @@ TAMPERING = {"exec", "eval", "compile", "globals", "locals", "vars", "setattr", 
              "__torch_dispatch__", "TorchFunctionMode", "TorchDispatchMode", "overrides", "_python_dispatch",
              "modules", "importlib", "autograder", "builtins", "ctypes", "_getframe", "f_globals", "f_locals",
              "settrace", "setprofile", "_C", "__setattr__", "__getattribute__", "__closure__", "__defaults__",
-             "__kwdefaults__", "gc", "inspect", "types"}
+             "__kwdefaults__", "gc", "inspect", "types", "__main__"}
 # What the reader follows of a student's class (an allowlist): its methods and plain attributes, the
 # special methods below, and @staticmethod. Anything else a class can define changes what Python does
 # with its objects behind the code's text (an operator, iteration, a with block, attribute lookup, a
@@ -320,9 +334,16 @@ def _broadcast(*parts):
 
 # ---- scopes --------------------------------------------------------------------------------------
 
+class Names(dict):
+    """The notebook's names and their bindings, and which names the reading read (`read`)."""
+    def __init__(self):
+        super().__init__()
+        self.read: set = set()
+
+
 class Scope:
     def __init__(self, globals_: dict | None = None, parent: "Scope | None" = None, vars_: dict | None = None):
-        self.vars = vars_ if vars_ is not None else {}
+        self.vars = vars_ if vars_ is not None else Names() if globals_ is None else {}
         self.parent = parent
         self.globals = globals_ if globals_ is not None else self.vars
         self.declared_global: set = set()
@@ -330,15 +351,21 @@ class Scope:
 
     def lookup(self, name: str):
         if name in self.declared_global:
-            return self.globals.get(name, _default(name))
+            return self.global_(name)
         scope = self
         while scope is not None:
             if name in scope.vars:
+                if scope.vars is self.globals:
+                    return self.global_(name)
                 return scope.vars[name]
             scope = scope.parent
-        if name in self.globals:
-            return self.globals[name]
-        return _default(name)
+        return self.global_(name)
+
+    def global_(self, name: str):
+        """A name of the notebook's (a cell's binding, a builtin, a library): remembered as read."""
+        if isinstance(self.globals, Names):
+            self.globals.read.add(name)
+        return self.globals[name] if name in self.globals else _default(name)
 
     def owner(self, name: str) -> dict:
         """The dict a name is bound in (for an assignment, or a value stored into what it names)."""
@@ -499,6 +526,101 @@ def _tampering(nodes) -> tuple[str, str]:
     return "", hiding
 
 
+# The modules whose names a cell may import for the names the answer relies on, or `import *` from: libraries
+# the reader knows (an allowlist), each one torch or numpy imports, so loaded before a student's cell runs (a
+# cell can write a file of another name and import it: what that binds is not read).
+LIBRARY_MODULES = {"torch", "numpy", "math", "cmath", "itertools", "functools", "operator", "collections", "typing",
+                   "dataclasses", "heapq", "bisect", "numbers", "random", "time", "copy", "string", "warnings",
+                   "__future__"}
+
+
+def _library_module(module: str | None, level: int = 0) -> bool:
+    return not level and bool(module) and module.split(".")[0] in LIBRARY_MODULES
+
+
+def _relied_on(name: str, read: set, statements: list) -> set:
+    """The notebook's names the answer relies on: its own, those its reading read, those read by a cell's
+    statement that binds one of these or changes an object (runs a student's function, stores into a
+    value), and so on."""
+    relied = {name} | read
+    for _, names, changed in statements:
+        if changed:
+            relied |= names
+    grew = True
+    while grew:
+        grew = False
+        for binds, names, _ in statements:
+            if binds & relied and not names <= relied:
+                relied |= names
+                grew = True
+    return relied
+
+
+def _rebindings(trees) -> tuple[dict, str]:
+    """The bindings of the notebook's names in forms the reader does not follow, anywhere in the cells (at
+    any depth: a function's body too, for a call can run it): ({name: why}, why for every name ('' if none)).
+    The reader follows a name bound at a cell's top level by a `def`, a class, an assignment, a loop or
+    with target, a library import; any other binding (`:=`, a `global` or `nonlocal` declaration, an import
+    from a module the reader does not know, `import *` from one) is named here."""
+    names: dict = {}
+    every = ""
+
+    def visit(node, where):
+        nonlocal every
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            where = f"`{node.name}`"
+        if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+            names.setdefault(node.target.id, f"is bound by a `:=` expression (line {node.lineno} of a cell), which the "
+                                             "grader does not follow")
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            word = "global" if isinstance(node, ast.Global) else "nonlocal"
+            for n in node.names:
+                names.setdefault(n, f"is declared `{word}` in {where or 'a cell'}, where a binding of it is not followed")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if not _library_module(alias.name):
+                    bound = alias.asname or alias.name.split(".")[0]
+                    names.setdefault(bound, f"is bound by `import {alias.name}`, a module the grader does not read")
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            if not _library_module(node.module, node.level):
+                for alias in node.names:
+                    if alias.name == "*":
+                        every = every or f"`from {module} import *` can bind any name, from a module the grader does not read"
+                    else:
+                        names.setdefault(alias.asname or alias.name,
+                                         f"is bound by `from {module} import {alias.name}`, a module the grader does not read")
+        for child in ast.iter_child_nodes(node):
+            visit(child, where)
+    for tree in trees:
+        visit(tree, "")
+    return names, every
+
+
+def _unrun_tampering(trees, scanned: set) -> str:
+    """Code that can change what the code does behind its text in a function or lambda the reader did not
+    read (a cell's call can run it, even as an expression statement the reader does not follow)."""
+    def visit(node):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            if id(node) in scanned:
+                return ""
+            tampering, _ = _tampering(ast.walk(node))
+            if tampering:
+                name = f"`{node.name}`" if not isinstance(node, ast.Lambda) else "a lambda"
+                return f"{name} {tampering}, which a cell's call can run to change what the code does behind its text"
+            return ""
+        for child in ast.iter_child_nodes(node):
+            found = visit(child)
+            if found:
+                return found
+        return ""
+    for tree in trees:
+        found = visit(tree)
+        if found:
+            return found
+    return ""
+
+
 # ---- reading ------------------------------------------------------------------------------------
 
 def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
@@ -509,6 +631,7 @@ def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
     trees = _parse_cells(sources)
     interp = _Interpreter(reading)
     module = interp.module
+    statements = []             # (names a cell's statement binds, names it read, whether it changed an object)
     for tree in trees:
         tampering, hiding = _tampering(_module_level(tree))
         if tampering:
@@ -517,7 +640,13 @@ def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
             interp.note(hiding)
         try:
             interp.quiet += 1
-            interp.block(tree.body, module, module_level=True)
+            for stmt in tree.body:
+                module.vars.read, effects = set(), interp.effects
+                try:
+                    if interp.stmt(stmt, module, module_level=True):
+                        break
+                finally:
+                    statements.append((set(_bound_names(stmt)), module.vars.read, interp.effects > effects))
         except _TooMuch:
             interp.undecided("the notebook's cells are too long to follow")
         finally:
@@ -531,12 +660,22 @@ def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
         interp.undecided(f"`{name}` is bound to {why}, which the grader cannot follow")
         return reading
     interp.steps = 0
+    module.vars.read = set()
     try:
         interp.apply(answer, list(inputs.values()), {}, None, module, label=name)
     except _TooMuch:
         interp.undecided(f"`{name}` does too much for the grader to follow")
     except RecursionError:
         interp.undecided(f"`{name}` nests too deeply for the grader to follow")
+    rebound, every = _rebindings(trees)
+    for used in sorted(_relied_on(name, module.vars.read, statements), key=lambda n: (n != name, n)):
+        if used in rebound:
+            interp.undecided(f"`{used}` {rebound[used]}")
+    if every:
+        interp.undecided(every)
+    unrun = _unrun_tampering(trees, interp.scanned)
+    if unrun:
+        interp.undecided(unrun)
     return reading
 
 
@@ -554,6 +693,7 @@ class _Interpreter:
         self.memo: dict = {}
         self.returns: list = []
         self.unread: dict = {}    # id of a student's class -> why the reader does not follow it ('' if it does)
+        self.effects = 0          # student functions run and values stored into objects, so far
 
     # -- recording --------------------------------------------------------------------------------
     def undecided(self, why: str) -> None:
@@ -686,8 +826,7 @@ class _Interpreter:
                 self.loops.pop()
             self.branch(node.orelse, scope, module_level)
         elif isinstance(node, ast.If):
-            if not module_level:                # a function's test always runs: its work (and a walrus's binding) too
-                self.expr(node.test, scope)
+            self.expr(node.test, scope)         # a test always runs: its work (and a call's effects) too
             test = self.constant_test(node.test, scope)
             if test is True:
                 return self.block(node.body, scope, module_level)
@@ -722,12 +861,9 @@ class _Interpreter:
                 self.expr(node.exc, scope)
             return True
         elif isinstance(node, ast.Expr):
-            if module_level:
-                return False        # a cell's expression (a print, a try-out call) binds nothing
-            self.expr(node.value, scope)
+            self.expr(node.value, scope)    # in a cell too: a call can change what a name the answer uses holds
         elif isinstance(node, ast.Assert):
-            if not module_level:
-                self.expr(node.test, scope)
+            self.expr(node.test, scope)
         elif isinstance(node, ast.Global):
             scope.declared_global.update(node.names)
         elif isinstance(node, ast.Nonlocal):
@@ -899,6 +1035,7 @@ class _Interpreter:
     def store_into(self, target, value, scope):
         """A value stored into an array, list, dict or object (x[...] = v, x.attr = v, x.append(v)): what
         the container holds is then derived from the inputs too."""
+        self.effects += 1
         if value is None or isinstance(value, (Size, Index, Shape, Rng)):
             return
         if isinstance(target, ast.Name):
@@ -1408,6 +1545,7 @@ class _Interpreter:
         if any(f.node is fn.node for f in self.stack):
             return None                    # a recursive call: its body is being read already
         self.scan(fn)
+        self.effects += 1
         key = (id(fn.node), id(fn.scope), _signature(args), _signature(kwargs), bool(self.uncertain), self.quiet > 0)
         if key in self.memo:
             return self.memo[key]
