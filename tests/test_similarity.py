@@ -3,7 +3,7 @@ another order do not hide a copy), leaves apart answers that differ, untouched o
 ranks every copy of the synthetic class above every pair of honest students, by its whole answers
 and by its code alone, and so every copy made mechanically from the honest students' code (renamed,
 a varied dead statement or an unused function before every statement, moved and reversed, names
-in redundant parentheses, all of these at once; and program rewrites: `while` loops for `for`s,
+in redundant parentheses, all of these at once; and program rewrites, `while` loops for `for`s,
 append loops for comprehensions, single-use names inlined, products with an inverse for divisions,
 returns as an element of a literal, bodies moved into helpers, each alone, together and with all
 the others), honest pairs staying below the threshold; its normalising keeps what an answer reads,
