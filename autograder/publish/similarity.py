@@ -101,6 +101,7 @@ import json
 import keyword
 import re
 import tokenize
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -540,10 +541,11 @@ def _shared_names(scope: ast.AST) -> frozenset[str]:
     return frozenset(out)
 
 
-def _each_block(tree: ast.AST, change) -> None:
-    """Replace every block of statements in `tree` by `change(block, its scope's shared names)`."""
+def _each_block(tree: ast.AST, change, shared_names: bool = True) -> None:
+    """Replace every block of statements in `tree` by `change(block, its scope's shared names)` (an
+    empty set if not `shared_names`)."""
     for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, SCOPES))]:
-        shared = _shared_names(scope)
+        shared = _shared_names(scope) if shared_names else frozenset()
         for node, block in list(_own_blocks(scope)):
             kept = change(getattr(node, block), shared)
             setattr(node, block, kept or ([] if isinstance(node, ast.Module) or block != "body" else [ast.Pass()]))
@@ -1219,7 +1221,7 @@ REPEATED = {(ast.For, "body"), (ast.For, "orelse"), (ast.AsyncFor, "body"), (ast
 
 
 def _inline_once(
-    scope: ast.AST, block: list[ast.stmt], i: int, counts, parents, keep: frozenset[str], moved: set[int]
+    scope: ast.AST, block: list[ast.stmt], i: int, counts, parents, keep: frozenset[str], moved: set[int], occurs
 ) -> bool:
     """Put the value of `block[i]`, `x = e`, in place of the one read of `x`, if it may move there:
     `x` is read once after it in the scope's own body and not bound again there (or, in a nested
@@ -1242,7 +1244,18 @@ def _inline_once(
         return False
     # in the scope's own body, the binding reaches the rest of the body only: one read there, no other
     # binding, is its only read; in a nested block (a loop's, a branch's), the name is bound and read once
-    rest = [n for s in block[i + 1 :] for n in ast.walk(s) if isinstance(n, ast.Name) and n.id == name]
+    later_uses = sum(counter[name] for counter in occurs[i + 1 :])
+    rest = (
+        [
+            n
+            for s in block[i + 1 :]
+            if occurs[block.index(s)][name]
+            for n in ast.walk(s)
+            if isinstance(n, ast.Name) and n.id == name
+        ]
+        if later_uses == 1
+        else []
+    )
     if block is getattr(scope, "body", None) and len(rest) == 1 and isinstance(rest[0].ctx, ast.Load):
         use = rest[0]
     elif stores.get(name) == 1 and len(loads.get(name, [])) == 1:
@@ -1308,7 +1321,13 @@ def _inline_once(
     else:
         setattr(parent, field_name, value)
     moved.update(id(n) for n in ast.walk(value))
-    del block[i]
+    # what the scope's counts, parents and the block's names become
+    stores[name] -= 1
+    loads[name] = [n for n in loads.get(name, []) if n is not use]
+    parents[id(value)] = (parent, field_name)
+    occurs[j].subtract({name: 1})
+    occurs[j].update(n.id for n in ast.walk(value) if isinstance(n, ast.Name))
+    del block[i], occurs[i]
     return True
 
 
@@ -1351,16 +1370,19 @@ def _single_use_inlined(tree: ast.AST, roots: frozenset[str] | None) -> None:
     reads or that is declared global or nonlocal."""
 
     moved: set[int] = set()  # the nodes of the values inlined
+    known: dict[int, tuple] = {}  # scope -> (names kept, counts, parents), kept up to date by `_inline_once`
 
     def change(scope: ast.AST, block: list[ast.stmt]) -> None:
-        if isinstance(scope, ast.ClassDef):
+        if isinstance(scope, ast.ClassDef) or len(block) < 2:
             return
-        keep = _shared_names(scope) | (roots or frozenset() if isinstance(scope, ast.Module) else frozenset())
-        counts, parents = _counts(scope), _parents(scope)
+        if id(scope) not in known:
+            keep = _shared_names(scope) | (roots or frozenset() if isinstance(scope, ast.Module) else frozenset())
+            known[id(scope)] = (keep, _counts(scope), _parents(scope))
+        keep, counts, parents = known[id(scope)]
+        occurs = [Counter(n.id for n in ast.walk(s) if isinstance(n, ast.Name)) for s in block]  # names of each line
         i = len(block) - 2
         while i >= 0:
-            if _inline_once(scope, block, i, counts, parents, keep, moved):
-                counts, parents = _counts(scope), _parents(scope)
+            if _inline_once(scope, block, i, counts, parents, keep, moved, occurs):
                 i = min(i, len(block) - 2)
             else:
                 i -= 1
@@ -1571,9 +1593,11 @@ def normalise_ast(
             _helpers_inlined(tree, roots)
             _for_loops(tree, shadowed)
             _comprehensions(tree)
-            _each_block(tree, lambda block, shared: _canonical_order(block))  # one order to inline from
+            _each_block(
+                tree, lambda block, shared: _canonical_order(block), shared_names=False
+            )  # one order to inline from
             _single_use_inlined(tree, roots)
-        _each_block(tree, lambda block, shared: _canonical_order(block))
+        _each_block(tree, lambda block, shared: _canonical_order(block), shared_names=False)
         tree = _NoFstrings().visit(tree)
         text = ast.unparse(tree)
         again = ast.parse(text)
