@@ -1603,11 +1603,15 @@ def normalise_ast(
         again = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    except Exception:  # a rewrite that fails on code it was not written for: the answer without rewrites
+        if rewrites:
+            return normalise_ast(source, roots, rewrites=False)
+        raise
     # The tree written back and parsed again has the same nodes in the same order: each node of the
     # text carries the place of its node in the student's source.
     ours, theirs = list(ast.walk(again)), list(ast.walk(tree))
     if [type(n) for n in ours] != [type(n) for n in theirs]:
-        return None
+        return normalise_ast(source, roots, rewrites=False) if rewrites else None
     at_text, at_source = _char_index(text), _char_index(source)
     index = {id(n): i for i, n in enumerate(ours)}
     places: list[tuple[tuple[int, int], tuple[int, int]] | None] = []
