@@ -16,7 +16,11 @@ The copies (of whole submissions, every notebook):
 `build_disguised` makes another class, of code only: the honest students' code answers and, for
 each kind of DISGUISES, copies of two of them drawn by a seeded generator, each disguise made
 mechanically (dead statements from templates with fresh names and values, unused functions, names
-in redundant parentheses, the moves and renames above, and all of them at once).
+in redundant parentheses, the moves and renames above, and all of them at once), and program
+rewrites (REWRITES: `for` loops as counter or iterator `while` loops, comprehensions as append loops,
+single-use names inlined, divisions as products with an inverse, returns as an element of a literal
+with fillers, every function's body moved into a helper it calls; each alone, the six at once, and
+the six with all the disguises above).
 """
 from __future__ import annotations
 
@@ -469,6 +473,229 @@ def swapped(source: str) -> str:
     return text
 
 
+# ---- program rewrites: the same program written otherwise, each from a seeded generator -----------
+# Each rewrites every place of an answer it applies to, its choices (which form, fresh names, fillers)
+# drawn by the generator; the answer itself if it is not Python.
+
+
+def _rewritten(source: str, change) -> str:
+    import ast
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    tree = ast.fix_missing_locations(change(tree))
+    text = ast.unparse(tree) + "\n"
+    ast.parse(text)
+    return text
+
+
+def _fresh(rng, stem: str) -> str:
+    return f"{stem}{rng.randrange(10, 1000)}"
+
+
+def _has_continue(body) -> bool:
+    import ast
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Continue):
+            return True
+        if not isinstance(node, (ast.For, ast.While, ast.FunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def while_loops(source: str, rng) -> str:
+    """Every `for` as a `while`: `for i in range(n)` (or `range(a, n)`) as the counter loop
+    `i = 0; while i < n: ...; i += 1` (when its body has no `continue`) or, drawn, as the iterator
+    loop; any other `for v in x` as `it = iter(x); while True: try: v = next(it) except
+    StopIteration: break; ...`, under a fresh name."""
+    import ast
+
+    class Change(ast.NodeTransformer):
+        def visit_For(self, node):
+            self.generic_visit(node)
+            if node.orelse:
+                return node
+            call = node.iter
+            counter = (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "range"
+                       and 1 <= len(call.args) <= 2 and not call.keywords and isinstance(node.target, ast.Name)
+                       and not _has_continue(node.body) and rng.random() < 0.7)
+            if counter:
+                name = node.target.id
+                start = call.args[0] if len(call.args) == 2 else ast.Constant(0)
+                init = ast.Assign([ast.Name(name, ast.Store())], start)
+                test = ast.Compare(ast.Name(name, ast.Load()), [ast.Lt()], [call.args[-1]])
+                step = ast.AugAssign(ast.Name(name, ast.Store()), ast.Add(), ast.Constant(1))
+                return [init, ast.While(test, [*node.body, step], [])]
+            it = _fresh(rng, rng.choice(["it", "_it", "walker", "cursor"]))
+            init = ast.Assign([ast.Name(it, ast.Store())], ast.Call(ast.Name("iter", ast.Load()), [call], []))
+            fetch = ast.Try([ast.Assign([node.target], ast.Call(ast.Name("next", ast.Load()), [ast.Name(it, ast.Load())], []))],
+                            [ast.ExceptHandler(ast.Name("StopIteration", ast.Load()), None, [ast.Break()])], [], [])
+            return [init, ast.While(ast.Constant(True), [fetch, *node.body], [])]
+
+    return _rewritten(source, Change().visit)
+
+
+def append_loops(source: str, rng) -> str:
+    """Every list comprehension assigned to a name as the loop that appends to it: `x = []`, then
+    the comprehension's `for`s and `if`s around `x.append(e)`."""
+    import ast
+
+    class Change(ast.NodeTransformer):
+        def visit_Assign(self, node):
+            self.generic_visit(node)
+            value = node.value
+            if not (isinstance(value, ast.ListComp) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+                return node
+            name = node.targets[0].id
+            body = [ast.Expr(ast.Call(ast.Attribute(ast.Name(name, ast.Load()), "append", ast.Load()), [value.elt], []))]
+            for generator in reversed(value.generators):
+                for condition in reversed(generator.ifs):
+                    body = [ast.If(condition, body, [])]
+                body = [ast.For(generator.target, generator.iter, body, [])]
+            return [ast.Assign([ast.Name(name, ast.Store())], ast.List([], ast.Load())), *body]
+
+    return _rewritten(source, Change().visit)
+
+
+def inlined_once(source: str, rng) -> str:
+    """Every name assigned once and read once later in the same block (not in a loop, a comprehension
+    or a function there) written as its expression where it is read, as an editor's "inline
+    variable" does, where that moves no call past another (what runs stays in its order)."""
+    import ast
+
+    def walk_outside_loops(node):
+        yield node
+        if not isinstance(node, (ast.For, ast.While, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp,
+                                 ast.FunctionDef, ast.Lambda)):
+            for child in ast.iter_child_nodes(node):
+                yield from walk_outside_loops(child)
+
+    def block(body):
+        i = 0
+        while i < len(body):
+            node = body[i]
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and not isinstance(node.value, (ast.List, ast.Dict))):
+                name = node.targets[0].id
+                rest = body[i + 1:]
+                everywhere = [n for s in rest for n in ast.walk(s) if isinstance(n, ast.Name) and n.id == name]
+                reachable = [n for s in rest for n in walk_outside_loops(s) if isinstance(n, ast.Name) and n.id == name]
+                use = everywhere[0] if len(everywhere) == 1 else None
+                holder = next((s for s in rest if any(n is use for n in ast.walk(s))), None)
+                before = [*rest[:rest.index(holder)]] if holder is not None else []
+                before += [n for n in ast.walk(holder) if (getattr(n, "end_lineno", 0), getattr(n, "end_col_offset", 0))
+                           <= (use.lineno, use.col_offset)] if holder is not None else []
+                calls = any(isinstance(n, ast.Call) for n in ast.walk(node.value))
+                moved_past = calls and any(isinstance(n, ast.Call) for b in before for n in ast.walk(b))
+                if len(reachable) == 1 and use is not None and isinstance(use.ctx, ast.Load) and not moved_past:
+                    for s in rest:
+                        for parent in ast.walk(s):
+                            for field, value in ast.iter_fields(parent):
+                                if value is use:
+                                    setattr(parent, field, node.value)
+                                elif isinstance(value, list) and any(v is use for v in value):
+                                    value[[id(v) for v in value].index(id(use))] = node.value
+                    del body[i]
+                    continue
+            i += 1
+
+    def change(tree):
+        for node in list(ast.walk(tree)):
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(node, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    block(inner)
+        return tree
+
+    return _rewritten(source, change)
+
+
+def inverse_products(source: str, rng) -> str:
+    """Every `a / b` as a product with the inverse: `a * (1 / b)`, `(1 / b) * a` or `a * (1.0 / b)`."""
+    import ast
+
+    class Change(ast.NodeTransformer):
+        def visit_BinOp(self, node):
+            self.generic_visit(node)
+            if not isinstance(node.op, ast.Div):
+                return node
+            inverse = ast.BinOp(ast.Constant(rng.choice([1, 1, 1.0])), ast.Div(), node.right)
+            return ast.BinOp(*((node.left, ast.Mult(), inverse) if rng.random() < 0.7 else (inverse, ast.Mult(), node.left)))
+
+    return _rewritten(source, Change().visit)
+
+
+FILLERS = ["len([])", "0", "None", "'ok'", "len(())", "-1", "abs(0)", "()"]
+
+
+def indexed_returns(source: str, rng) -> str:
+    """Every `return x` as an element of a literal with fillers: `return (x, len([]))[0]`,
+    `return [None, x][1]`, `return (0, x, 'ok')[-2]`."""
+    import ast
+
+    class Change(ast.NodeTransformer):
+        def visit_Return(self, node):
+            if node.value is None:
+                return node
+            fillers = [ast.parse(rng.choice(FILLERS), mode="eval").body for _ in range(rng.randrange(1, 3))]
+            at = rng.randrange(len(fillers) + 1)
+            elements = [*fillers[:at], node.value, *fillers[at:]]
+            index = at if rng.random() < 0.7 else at - len(elements)
+            literal = (ast.Tuple if rng.random() < 0.6 else ast.List)(elements, ast.Load())
+            index_node = ast.Constant(index) if index >= 0 else ast.UnaryOp(ast.USub(), ast.Constant(-index))
+            return ast.Return(ast.Subscript(literal, index_node, ast.Load()))
+
+    return _rewritten(source, Change().visit)
+
+
+def helper_bodies(source: str, rng) -> str:
+    """Every top-level function's body moved into a helper of a fresh name (before or after it),
+    which the function calls: `def f(q, k): return _f_impl(q, k)`, arguments by position or by
+    keyword."""
+    import ast
+
+    def change(tree):
+        out = []
+        for node in tree.body:
+            if not isinstance(node, ast.FunctionDef) or node.decorator_list or node.args.vararg or node.args.kwarg \
+                    or node.args.kwonlyargs or any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(node)):
+                out.append(node)
+                continue
+            name = _fresh(rng, f"_{node.name}_" + rng.choice(["impl", "body", "work", "inner"]))
+            helper = ast.FunctionDef(name, node.args, node.body, [], None)
+            params = [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
+            keywords = rng.random() < 0.3 and not node.args.posonlyargs
+            call = ast.Call(ast.Name(name, ast.Load()), [] if keywords else [ast.Name(p, ast.Load()) for p in params],
+                            [ast.keyword(p, ast.Name(p, ast.Load())) for p in params] if keywords else [])
+            wrapper = ast.FunctionDef(node.name, node.args, [ast.Return(call)], [], node.returns)
+            out.extend([helper, wrapper] if rng.random() < 0.7 else [wrapper, helper])
+        tree.body = out
+        return tree
+
+    return _rewritten(source, change)
+
+
+def rewritten(source: str, rng) -> str:
+    """All the program rewrites at once, as one copy would apply them in turn."""
+    for rewrite in (append_loops, while_loops, inlined_once, inverse_products, indexed_returns, helper_bodies):
+        source = rewrite(source, rng)
+    return source
+
+
+REWRITES = {
+    "while-loops": while_loops,
+    "append-loops": append_loops,
+    "inlined-once": inlined_once,
+    "inverse-products": inverse_products,
+    "indexed-returns": indexed_returns,
+    "helper-bodies": helper_bodies,
+    "rewrites": rewritten,
+}
+
+
 # Each kind of copy a function of (the victim's answers to one notebook: {grade id: code}, notebook,
 # a seeded generator) -> the copy's answers.
 def _each(answers: dict[str, str], how) -> dict[str, str]:
@@ -482,6 +709,11 @@ def _moved(answers: dict[str, str], notebook: str) -> dict[str, str]:
     return {g: moved[g] for g in gids}
 
 
+def _all(answers: dict[str, str], notebook: str, rng) -> dict[str, str]:
+    return _moved(_each(answers, lambda t: wrapped(padded_between(never_run(dead_stores(
+        padded_between(swapped(renamed(t)), rng, helpers=True), rng), rng), rng), rng)), notebook)
+
+
 DISGUISES = {
     "renamed": lambda answers, notebook, rng: _each(answers, renamed),
     "padded": lambda answers, notebook, rng: _each(answers, lambda t: padded_between(t, rng)),
@@ -492,14 +724,17 @@ DISGUISES = {
     "never-run": lambda answers, notebook, rng: _each(answers, lambda t: never_run(t, rng)),
     "swapped": lambda answers, notebook, rng: _each(answers, swapped),
     "padded+wrapped": lambda answers, notebook, rng: _each(answers, lambda t: wrapped(padded_between(t, rng), rng)),
-    "all": lambda answers, notebook, rng: _moved(_each(answers, lambda t: wrapped(padded_between(never_run(dead_stores(
-        padded_between(swapped(renamed(t)), rng, helpers=True), rng), rng), rng), rng)), notebook),
+    "all": lambda answers, notebook, rng: _all(answers, notebook, rng),
+    # program rewrites: each alone, the six at once, and with all of the above
+    **{kind: (lambda answers, notebook, rng, rewrite=rewrite: _each(answers, lambda t: rewrite(t, rng)))
+       for kind, rewrite in REWRITES.items()},
+    "all+rewrites": lambda answers, notebook, rng: _all(_each(answers, lambda t: rewritten(t, rng)), notebook, rng),
 }
 
 
 # The kinds whose copies normalise to their original's text, cell for cell (the others move answers
 # to other cells and reverse their statements).
-WHOLE = ("renamed", "padded", "helpers", "wrapped", "dead-stores", "never-run", "swapped", "padded+wrapped")
+WHOLE = ("renamed", "padded", "helpers", "wrapped", "dead-stores", "never-run", "swapped", "padded+wrapped", *REWRITES)
 
 
 def build_disguised(home: Path, seed: int = 4, victims_per_kind: int = 2) -> dict[str, str]:

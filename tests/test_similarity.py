@@ -3,10 +3,14 @@ another order do not hide a copy), leaves apart answers that differ, untouched o
 ranks every copy of the synthetic class above every pair of honest students, by its whole answers
 and by its code alone, and so every copy made mechanically from the honest students' code (renamed,
 a varied dead statement or an unused function before every statement, moved and reversed, names
-in redundant parentheses, all of these at once), honest pairs staying below the threshold; its
-normalising keeps what an answer reads, calls and returns and drops what nothing reads; it shows
-the matching regions side by side, on the student's own lines and never on the padding, in a page
-where a student's text is only text, and changes no grade."""
+in redundant parentheses, all of these at once; and program rewrites, `while` loops for `for`s,
+append loops for comprehensions, single-use names inlined, products with an inverse for divisions,
+returns as an element of a literal, bodies moved into helpers, each alone, together and with all
+the others), honest pairs staying below the threshold; its normalising keeps what an answer reads,
+calls and returns and drops what nothing reads, writes each known rewrite and its original as one
+text and leaves apart code that only looks like one; it shows the matching regions side by side,
+on the student's own lines (an inlined value on its own) and never on the padding, in a page where
+a student's text is only text, and changes no grade."""
 import json
 import re
 
@@ -178,7 +182,11 @@ def test_every_disguised_copy_ranks_above_every_honest_pair_by_its_code_alone(gr
     before every statement; answers moved a cell on and in reverse order; every name in redundant
     parentheses; a store to each assigned name before it, overwritten, and `x = x`; a block that never
     runs (`if False:`) before every statement, writing to the answer's own names; neighbouring
-    independent assignments swapped; and these together. Each copy's pair with its victim scores at
+    independent assignments swapped; and these together; and the program rewrites (REWRITES: `for`
+    loops as counter or iterator `while` loops, comprehensions as append loops, single-use names
+    inlined, `a / b` as a product with the inverse, `return x` as `return (x, len([]))[0]` and the
+    like, every function's body moved into a helper it calls), each alone on every cell, the six
+    together, and the six with all the above. Each copy's pair with its victim scores at
     least the default threshold and above every pair of honest students, who stay below it; a copy
     that keeps its answers in their cells shares every cell whole with its victim; the page marks
     none of the padding lines of a padded copy."""
@@ -275,3 +283,83 @@ def test_normalising_drops_blocks_that_never_run_dead_stores_and_puts_independen
     assert same(plain, "def f(q, k):\n    s = q @ k.T\n    d = q.shape[-1]\n    out = s / d ** 0.5\n    return out\n")
     assert not same(plain, "def f(q, k):\n    d = q.shape[-1]\n    out = s / d ** 0.5\n    s = q @ k.T\n    return out\n")
     assert not same("def f(x):\n    a = x\n    x = 2\n    return a + x\n", "def f(x):\n    x = 2\n    a = x\n    return a + x\n")
+
+
+def test_normalising_writes_each_program_rewrite_one_way_and_leaves_other_code_apart():
+    """Each program rewrite the normaliser knows (see the module's docstring) and its original are one
+    text; what only looks like one (a `while` that is not a counter loop, a helper called twice, a
+    loop that does more than append, a name read twice) stays as written."""
+    def same(a, b, roots=frozenset({"f"})):
+        return normalise_code(a, roots)[0] == normalise_code(b, roots)[0]
+    loop = "def f(q, n):\n    out = []\n    for i in range(n):\n        out.append(q[i] * 2)\n    return g(out)\n"
+    # loops: a counter while loop (its step last, or before lines that do not name it), an iterator loop
+    counter = "def f(q, n):\n    out = []\n    i = 0\n    while i < n:\n        out.append(q[i] * 2)\n        i += 1\n" \
+              "    return g(out)\n"
+    assert same(loop, counter)
+    assert same(loop.replace("range(n)", "range(0, n)"), loop)
+    each = "def f(q, n):\n    out = []\n    for v in q:\n        out.append(v * 2)\n    return g(out)\n"
+    assert same(each, "def f(q, n):\n    out = []\n    it = iter(q)\n    while True:\n        try:\n"
+                      "            v = next(it)\n        except StopIteration:\n            break\n"
+                      "        out.append(v * 2)\n    return g(out)\n")
+    assert not same(loop, counter.replace("i += 1", "i += 1\n        i += 1"))              # `i` bound twice
+    assert not same(loop, counter.replace("i < n", "i < n and q[i] > 0"))                   # not a counter's test
+    assert not same(loop, counter.replace("    return g(out)", "    return g(out), i"))    # `i` read after it
+    assert not same(loop, counter.replace("out.append(q[i] * 2)", "out.append(q[i] * 2)\n        n = n - 1"))
+    assert not same(loop, counter.replace("        out.append(q[i] * 2)\n", "        if q[i]:\n            continue\n"
+                                                                           "        out.append(q[i] * 2)\n"))
+    # an append loop is its comprehension, when it only appends and its variable is not read after it
+    comprehension = "def f(q, n):\n    out = [q[i] * 2 for i in range(n)]\n    return g(out)\n"
+    assert same(loop, comprehension)
+    assert same("def f(q):\n    out = []\n    for r in q:\n        for v in r:\n            if v:\n"
+                "                out.append(v)\n    return g(out)\n",
+                "def f(q):\n    return g([v for r in q for v in r if v])\n")
+    assert not same(loop.replace("out.append(q[i] * 2)", "out.append(q[i] * 2)\n        h(i)"), comprehension)
+    assert not same(loop.replace("return g(out)", "return g(out, i)"), comprehension.replace("g(out)", "g(out, i)"))
+    # a name assigned once and read once is its expression, where it is read
+    assert same("def f(q, k):\n    s = q @ k.T\n    w = s.softmax(-1)\n    return w\n",
+                "def f(q, k):\n    return (q @ k.T).softmax(-1)\n")
+    assert not same("def f(q, k):\n    s = q @ k.T\n    return s.softmax(-1) + s\n",
+                    "def f(q, k):\n    return (q @ k.T).softmax(-1) + q @ k.T\n")           # read twice
+    assert not same("def f(q, k):\n    s = q.sum()\n    q.add_(1)\n    return s\n",
+                    "def f(q, k):\n    q.add_(1)\n    return q.sum()\n")                  # its object changed between
+    assert not same("def f(q, k):\n    s = g(q)\n    h(k)\n    return s\n",
+                    "def f(q, k):\n    h(k)\n    return g(q)\n")                           # a call past another
+    assert not same("def f(q, k):\n    s = g(q)\n    if k:\n        return s\n",
+                    "def f(q, k):\n    if k:\n        return g(q)\n")                      # a call into a branch
+    assert not same("def f(q, k):\n    s = g(q)\n    for i in k:\n        h(s)\n",
+                    "def f(q, k):\n    for i in k:\n        h(g(q))\n")                    # into a loop
+    # x * (1 / y) is x / y; a constant index of a literal whose other elements are pure is that element
+    assert same("def f(q, d):\n    return q * (1 / d)\n", "def f(q, d):\n    return q / d\n")
+    assert same("def f(q, d):\n    return (1.0 / d) * q\n", "def f(q, d):\n    return q / d\n")
+    assert not same("def f(q, d):\n    return q * (2 / d)\n", "def f(q, d):\n    return q / d\n")
+    assert same("def f(q):\n    return (q.T, len([]), None)[0]\n", "def f(q):\n    return q.T\n")
+    assert same("def f(q):\n    return ['ok', q.T][-1]\n", "def f(q):\n    return q.T\n")
+    assert not same("def f(q):\n    return (q.T, g(q))[0]\n", "def f(q):\n    return q.T\n")  # a call it would drop
+    assert not same("def f(q, i):\n    return (q.T, 0)[i]\n", "def f(q, i):\n    return q.T\n")   # not a constant
+    # a helper called from one place is its body there
+    body = "def f(q, k):\n    s = q @ k.T\n    return s.softmax(-1) * s.sum()\n"
+    helper = "def _impl(a, b):\n    s = a @ b.T\n    return s.softmax(-1) * s.sum()\n\n\ndef f(q, k):\n    return _impl(q, k)\n"
+    assert same(body, helper)
+    assert same(body, helper.replace("_impl(q, k)", "_impl(b=k, a=q)"))
+    assert same("def f(q, k):\n    s = q @ k.T\n    t = s.softmax(-1) * s.sum()\n    return t.T\n",
+                helper.replace("return _impl(q, k)", "t = _impl(q, k)\n    return t.T"))
+    twice = helper.replace("return _impl(q, k)", "return _impl(q, k) + _impl(k, q)")
+    assert not same("def f(q, k):\n    s = q @ k.T\n    return s.softmax(-1) * s.sum() + g(k, q)\n", twice)
+    assert normalise_code(twice, frozenset({"f"}))[0].count("def") == 2                    # called twice: kept
+    both = helper.replace("def _impl", "def g")                                            # a stub's own function
+    assert normalise_code(both.replace("_impl", "g"), frozenset({"f", "g"}))[0].count("def") == 2
+    early = "def _impl(a):\n    if a:\n        return 1\n    return 2\n\n\ndef f(q):\n    t = _impl(q)\n    return t\n"
+    assert normalise_code(early, frozenset({"f"}))[0].count("def") == 2                    # returns before its end
+
+
+def test_the_page_marks_an_inlined_expression_where_the_student_wrote_it():
+    """After the rewrites, each token still carries its place in the student's answer: an inlined
+    value its own line, the syntax a rewrite writes (`for`, `range`) no place."""
+    source = ("def f(q, n):\n    out = []\n    i = 0\n    while i < n:\n        out.append(q[i] * 2)\n"
+              "        i += 1\n    w = g(out)\n    return w\n")
+    text, spans = normalise_code(source, frozenset({"f"}))
+    assert text == normalise_code("def f(q, n):\n    return g([q[i] * 2 for i in range(n)])\n", frozenset({"f"}))[0]
+    marked = {source[a:b] for a, b in spans if b > a}
+    assert {"g", "q", "i", "n", "2"} <= marked and "for" not in marked and "range" not in marked, marked
+    at = text.index("returnN(") + len("return")  # g(...): the return's value now
+    assert source[slice(*spans[at])] == "g" and source.count("\n", 0, spans[at][0]) == 6

@@ -29,21 +29,53 @@ free to go next, the one whose tokens come first (so `q = ...; k = ...` swapped 
 a copy padded with a dead statement
 between every line (`tmp = 3`, `x = tmp + 1`: a chain of unused names, `'.'`, `pass`, `print()`),
 with unused helper functions, with statements after a `return`, with blocks that never run or
-stores that are overwritten, or with independent lines swapped, is normalised to the original's text, and the copy's every run of the original is found again. A statement is kept or
-dropped whole, by names only (not by what a call does: an unused `x = f()` is dropped, `f()` kept).
+stores that are overwritten, or with independent lines swapped, is normalised to the original's
+text, and the copy's every run of the original is found again. A statement is kept or dropped
+whole, by names only (not by what a call does: an unused `x = f()` is dropped, `f()` kept).
+
+Program rewrites that keep what the code does are then written one way, both ways to one text (an
+allowlist: any other rewrite stays as written). A constant index of a tuple or list literal whose
+other elements are pure (constants, names, operators, `len([])`) is that element: `(x, len([]))[0]`
+is `x`; `x * (1 / y)` and `(1 / y) * x` are `x / y`. A counter loop `i = a; while i < n: ...; i += s`
+(a positive constant step, last or followed only by lines that do not name `i`; the body binds `i`
+nowhere else, changes nothing `n` reads and has no `continue`; nothing reads `i` after the loop) is
+`for i in range(a, n, s)`, an iterator loop `it = iter(x); while True: try: v = next(it) except
+StopIteration: break; ...` (`it` read nowhere else) is `for v in x: ...`, and `range(0, n)` is
+`range(n)`. A function of the cell (not one its stub defines: the grader calls those) named once,
+in a call `return h(...)`, `x = h(...)` or `h(...)` in another function, is its body in place of
+the call, its parameters the arguments (a name passed read in their place), its `return v` the
+caller's, or `x = v` when it returns only at its end (not a function with decorators, `*args`,
+`**kwargs`, keyword-only parameters, `global`, `yield`, a class inside it, or that reads a name the
+caller binds). `rows = []` followed by a loop that only appends to it (`for`s and `if`s, each
+holding just the next, around one `rows.append(e)`; the loop's variables read nowhere else) is
+`rows = [e for ...]`. (A loop's `i = a`, `it = iter(x)` or `rows = []` may stand earlier, if nothing
+between names it or changes what it reads.) Then, the independent lines in one order, a name
+assigned once and read once, by a later statement of its block, is its expression where it is read
+(a single-use name inlined), unless that moves it into a loop's body, a comprehension or a function,
+past a statement or an evaluation that changes a name it reads (binds it, stores an item or
+attribute of it, calls a method of it that changes its object: `append`, `add_`) or reads a name it
+changes, or, when it calls something, into a branch or past a call: of a statement between, or of
+the reading statement before the read (not of a value inlined there: the calls of independent lines
+are in no order, as above). A copy whose loops are `while` loops, whose comprehensions are append
+loops, whose single-use names are inlined, whose divisions are products with an inverse, whose
+returns are indexed tuples and whose functions' bodies are moved into helpers they call is
+normalised to the original's text; a rewrite outside the allowlist (`enumerate` for
+`range(len(x))`, `torch.matmul` for `@`, `x = x + 1` for `x += 1`) is not.
+
 Code that does not parse (an IPython magic, a syntax error) keeps every statement: its tokens as
 written. Each character of the normalised text carries the place in the student's answer of the
-token it came from (the written-back tree is parsed again, node for node the same), so the page
-marks the student's own lines, never the padding.
+token it came from (the written-back tree is parsed again, node for node the same; an inlined
+expression carries its own place, the syntax a rewrite writes, the `for` of a `while`, none), so
+the page marks the student's own lines, never the padding.
 
 Every run of K characters of the normalised document is hashed (the same hash in every run) and
 winnowing keeps the smallest hash of each window of WINDOW runs: any match of at least
 K + WINDOW - 1 characters is found, shorter ones never count.
 
-What the release and the model solution already say is not the students' own: every run found in
-a notebook's released stubs or in its instructor answers (source/, markers removed) is taken out of
-every document first, so two students who both wrote the model solution are not listed, and a copy
-is measured on what was written beyond it.
+What the release and the model solution already say is not the students' own: every run found in a
+notebook's released stubs or in its instructor answers (source/, markers removed), normalised with
+and without the program rewrites, is taken out of every document first, so two students who both
+wrote the model solution are not listed, and a copy is measured on what was written beyond it.
 
 Two documents are compared by the runs they share; each answer cell gets the share of its own
 fingerprinted text that the other student's document holds too. A copy padded with unused code
@@ -69,6 +101,7 @@ import json
 import keyword
 import re
 import tokenize
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -140,11 +173,13 @@ def normalise_tokens(source: str) -> tuple[str, list[tuple[int, int]]]:
         return normalise_text(source)
 
 
-def normalise_code(source: str, roots: frozenset[str] | None = None) -> tuple[str, list[tuple[int, int]]]:
+def normalise_code(
+    source: str, roots: frozenset[str] | None = None, rewrites: bool = True
+) -> tuple[str, list[tuple[int, int]]]:
     """The answer's own statements as tokens (`normalise_ast`; `roots`: the names its stub defines),
     each character with the span of `source` it stands for. Code that does not parse (a cell with
     an IPython magic, a syntax error) keeps every statement: its tokens (`normalise_tokens`)."""
-    return normalise_ast(source, roots) or normalise_tokens(source)
+    return normalise_ast(source, roots, rewrites) or normalise_tokens(source)
 
 
 def normalise_text(source: str) -> tuple[str, list[tuple[int, int]]]:
@@ -159,8 +194,10 @@ def normalise_text(source: str) -> tuple[str, list[tuple[int, int]]]:
     return "".join(pieces), spans
 
 
-def normalise(kind: str, source: str, roots: frozenset[str] | None = None) -> tuple[str, list[tuple[int, int]]]:
-    return normalise_code(source, roots) if kind == "code" else normalise_text(source)
+def normalise(
+    kind: str, source: str, roots: frozenset[str] | None = None, rewrites: bool = True
+) -> tuple[str, list[tuple[int, int]]]:
+    return normalise_code(source, roots, rewrites) if kind == "code" else normalise_text(source)
 
 
 def kgram_hashes(normalised: str) -> np.ndarray:
@@ -504,10 +541,11 @@ def _shared_names(scope: ast.AST) -> frozenset[str]:
     return frozenset(out)
 
 
-def _each_block(tree: ast.AST, change) -> None:
-    """Replace every block of statements in `tree` by `change(block, its scope's shared names)`."""
+def _each_block(tree: ast.AST, change, shared_names: bool = True) -> None:
+    """Replace every block of statements in `tree` by `change(block, its scope's shared names)` (an
+    empty set if not `shared_names`)."""
     for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, SCOPES))]:
-        shared = _shared_names(scope)
+        shared = _shared_names(scope) if shared_names else frozenset()
         for node, block in list(_own_blocks(scope)):
             kept = change(getattr(node, block), shared)
             setattr(node, block, kept or ([] if isinstance(node, ast.Module) or block != "body" else [ast.Pass()]))
@@ -608,26 +646,972 @@ def _span(node: ast.AST, at) -> tuple[int, int] | None:
     return at(node.lineno, node.col_offset), at(node.end_lineno, node.end_col_offset)
 
 
-def normalise_ast(source: str, roots: frozenset[str] | None = None) -> tuple[str, list[tuple[int, int]]] | None:
+# ---- rewrites written one way: each form an allowlisted rewrite gives, and its original, one text ---
+
+PURE_BUILTINS = frozenset(
+    {"len", "abs", "min", "max", "int", "float", "str", "bool", "tuple", "list", "range", "round"}
+)
+NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _bound_anywhere(tree: ast.AST) -> frozenset[str]:
+    """Every name the code binds somewhere (a builtin it binds is not the builtin any more)."""
+    out: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        elif isinstance(n, ast.arg):
+            out.add(n.arg)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in n.names)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+    return frozenset(out)
+
+
+def _is_builtin_call(node: ast.AST, names: frozenset[str] | set[str], shadowed: frozenset[str]) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in names
+        and node.func.id not in shadowed
+    )
+
+
+def _pure(node: ast.AST, shadowed: frozenset[str]) -> bool:
+    """An expression that computes a value and nothing else: constants, names, literals of them,
+    operators on them and PURE_BUILTINS calls (`len([])`), nothing that reads an attribute or item."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            if not _is_builtin_call(n, PURE_BUILTINS, shadowed) or n.keywords:
+                return False
+        elif not isinstance(
+            n,
+            (
+                ast.Constant,
+                ast.Name,
+                ast.Tuple,
+                ast.List,
+                ast.Set,
+                ast.Dict,
+                ast.UnaryOp,
+                ast.BinOp,
+                ast.BoolOp,
+                ast.Compare,
+                ast.expr_context,
+                ast.operator,
+                ast.unaryop,
+                ast.boolop,
+                ast.cmpop,
+            ),
+        ):
+            return False
+    return True
+
+
+def _is_one(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value == 1
+
+
+class _Folded(ast.NodeTransformer):
+    """`(x, len([]))[0]` is `x` (a constant index of a tuple or list literal whose other elements
+    are pure); `x * (1 / y)` and `(1 / y) * x` are `x / y`."""
+
+    def __init__(self, shadowed: frozenset[str]):
+        self.shadowed = shadowed
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        index = node.slice
+        if (
+            isinstance(index, ast.UnaryOp)
+            and isinstance(index.op, ast.USub)
+            and isinstance(index.operand, ast.Constant)
+        ):
+            value = index.operand.value
+            value = -value if type(value) is int else None
+        else:
+            value = index.value if isinstance(index, ast.Constant) and type(index.value) is int else None
+        elts = node.value.elts if isinstance(node.value, (ast.Tuple, ast.List)) else None
+        if (
+            value is None
+            or elts is None
+            or not isinstance(node.ctx, ast.Load)
+            or any(isinstance(e, ast.Starred) for e in elts)
+            or not -len(elts) <= value < len(elts)
+        ):
+            return node
+        chosen = elts[value]
+        if all(_pure(e, self.shadowed) for e in elts if e is not chosen):
+            return chosen
+        return node
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Mult):
+            for this, other in ((node.right, node.left), (node.left, node.right)):
+                if isinstance(this, ast.BinOp) and isinstance(this.op, ast.Div) and _is_one(this.left):
+                    return ast.copy_location(ast.BinOp(other, ast.Div(), this.right), node)
+        return node
+
+
+def _made(node: ast.AST, like: ast.AST) -> ast.AST:
+    """A node a rewrite wrote, at the place of `like`: the page marks none of its own tokens."""
+    node.made = True
+    return ast.copy_location(node, like)
+
+
+def _calls(node: ast.AST) -> bool:
+    return any(isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom)) for n in ast.walk(node))
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _rebound(nodes, names: set[str]) -> bool:
+    """Whether any of `nodes` binds or deletes one of `names`."""
+    return any(
+        isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load) and n.id in names
+        for node in nodes
+        for n in ast.walk(node)
+    )
+
+
+def _written(nodes, names: set[str]) -> bool:
+    """Whether any of `nodes` binds, deletes or changes the object of one of `names`: a store, an item
+    or attribute store on it, an augmented assignment, a method of it that changes its object
+    (MUTATORS: `rows.append`, `x.add_`). By names, as the rest: what a call does inside is not
+    looked into (`f(rows)`, `x.sum()` change nothing here)."""
+    for node in nodes:
+        local = {id(t) for c in ast.walk(node) if isinstance(c, ast.comprehension) for t in ast.walk(c.target)}
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load) and n.id in names and id(n) not in local:
+                return True
+            if isinstance(n, (ast.Attribute, ast.Subscript)) and not isinstance(n.ctx, ast.Load):
+                base = _base(n)
+                if isinstance(base, ast.Name) and base.id in names:
+                    return True
+            if isinstance(n, ast.AugAssign):
+                base = _base(n.target)
+                if isinstance(base, ast.Name) and base.id in names:
+                    return True
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _mutates(n.func.attr):
+                base = _base(n.func)
+                if isinstance(base, ast.Name) and base.id in names:
+                    return True
+    return False
+
+
+# methods that change their object: a list's, a dict's, a set's, and torch's in-place ones (`add_`)
+MUTATORS = frozenset(
+    {"append", "extend", "insert", "pop", "remove", "clear", "update", "add", "discard", "setdefault", "popitem"}
+    | {"sort", "reverse", "put", "fill", "resize"}
+)
+
+
+def _mutates(method: str) -> bool:
+    return method in MUTATORS or (method.endswith("_") and not method.startswith("_"))
+
+
+def _own_nodes(scope: ast.AST):
+    """The nodes of `scope`'s own code: not inside a function, lambda or class defined in it."""
+    todo = list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, NESTED_SCOPES):
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def _loads_of(scope: ast.AST, name: str) -> list[ast.Name]:
+    return [n for n in _own_nodes(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+
+
+def _rebinds(node: ast.stmt, name: str) -> bool:
+    """A statement that binds `name` again without reading it first (`i = 0`, `for i in ...`)."""
+    if isinstance(node, ast.Assign):
+        return any(isinstance(t, ast.Name) and t.id == name for t in node.targets) and name not in _names_in(node.value)
+    if isinstance(node, ast.For):
+        return isinstance(node.target, ast.Name) and node.target.id == name and name not in _names_in(node.iter)
+    return False
+
+
+def _init_before(block: list[ast.stmt], j: int, name: str) -> int | None:
+    """The index of the statement `name = v` that the loop block[j] starts from: the last statement
+    before it that names `name`, when it binds only that name (not reading it) and the statements
+    between neither name it nor change a name `v` reads (so it may stand just before the loop)."""
+    for k in range(j - 1, -1, -1):
+        node = block[k]
+        if name not in _names_in(node):
+            continue
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == name
+            and name not in _names_in(node.value)
+            and not _written(block[k + 1 : j], _names_in(node.value))
+        ):
+            return k
+        return None
+    return None
+
+
+def _value_unread_after(scope: ast.AST, block: list[ast.stmt], start: int, j: int, name: str) -> bool:
+    """Whether nothing reads `name` as the loop block[j] leaves it (block[start] its initialisation):
+    every read of it in the scope is in the loop, or in the same block before the initialisation, or
+    after a statement that binds it again."""
+    allowed = {id(n) for n in ast.walk(block[j])}
+    for node in block[:start]:
+        allowed |= {id(n) for n in ast.walk(node)}
+    for i in range(j + 1, len(block)):
+        if _rebinds(block[i], name):
+            for node in block[i:]:
+                allowed |= {id(n) for n in ast.walk(node)}
+            break
+    return all(id(n) in allowed for n in _loads_of(scope, name))
+
+
+def _continues(body: list[ast.stmt]) -> bool:
+    """Whether a `continue` of this loop (not of a loop inside it) is in `body`."""
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Continue):
+            return True
+        if not isinstance(node, (ast.For, ast.AsyncFor, ast.While, *NESTED_SCOPES)):
+            todo.extend(ast.iter_child_nodes(node))
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            todo.extend(node.orelse)
+    return False
+
+
+def _steady(bound: ast.expr, body: list[ast.stmt], shadowed: frozenset[str]) -> bool:
+    """Whether a loop bound gives the same value on every test: it calls nothing but PURE_BUILTINS
+    and methods of names, and the body binds none of its names again, nor, if it reads an attribute,
+    an item or calls something, changes their objects (`_written`)."""
+    for n in ast.walk(bound):
+        if isinstance(n, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(n, ast.Call) and not (
+            _is_builtin_call(n, PURE_BUILTINS, shadowed)
+            or (isinstance(n.func, ast.Attribute) and isinstance(_base(n.func), ast.Name))
+        ):
+            return False
+    names = _names_in(bound)
+    state = any(isinstance(n, (ast.Attribute, ast.Subscript, ast.Call)) for n in ast.walk(bound))
+    return not (_written(body, names) if state else _rebound(body, names))
+
+
+def _step_at(body: list[ast.stmt], name: str) -> int | None:
+    """The index of the last `name += s` (a positive constant) of a loop's body, when the statements
+    after it do not name `name` (so it may stand last)."""
+    for at in range(len(body) - 1, -1, -1):
+        step = body[at]
+        if (
+            isinstance(step, ast.AugAssign)
+            and isinstance(step.op, ast.Add)
+            and isinstance(step.target, ast.Name)
+            and step.target.id == name
+            and isinstance(step.value, ast.Constant)
+            and type(step.value.value) is int
+            and step.value.value > 0
+        ):
+            return at
+        if name in _names_in(step):
+            return None
+    return None
+
+
+def _as_for(scope: ast.AST, block: list[ast.stmt], j: int, shadowed: frozenset[str]) -> tuple[int, ast.For] | None:
+    """(the index of its initialisation, the `for`) when the loop block[j] and its initialisation
+    (`_init_before`) are one `for`, else None: `i = a; while i < n: BODY; i += s` (`i += s` last or
+    followed only by statements that do not name `i`; BODY never binds `i` nor changes `n`, has no
+    `continue`, and nothing reads `i` after the loop) is `for i in range(a, n,
+    s)`; `it = iter(x); while True: try: v = next(it) except StopIteration: break; BODY` (`it` read
+    nowhere else) is `for v in x: BODY`."""
+    loop = block[j]
+    if not isinstance(loop, ast.While) or loop.orelse:
+        return None
+    test = loop.test
+    if isinstance(test, ast.Compare) and isinstance(test.left, ast.Name):
+        name = test.left.id
+    elif (
+        loop.body
+        and isinstance(loop.body[0], ast.Try)
+        and loop.body[0].body
+        and isinstance(fetched := getattr(loop.body[0].body[0], "value", None), ast.Call)
+        and fetched.args
+        and isinstance(fetched.args[0], ast.Name)
+    ):
+        name = fetched.args[0].id
+    else:
+        return None
+    i = _init_before(block, j, name)
+    if i is None:
+        return None
+    init = block[i]
+    if (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == name
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Lt)
+        and (at := _step_at(loop.body, name)) is not None
+        and "range" not in shadowed
+    ):
+        step = loop.body[at]
+        body = loop.body[:at] + loop.body[at + 1 :]
+        bound = test.comparators[0]
+        if (
+            len(body) == 0
+            or _rebound(body, {name})
+            or _continues(body)
+            or name in _names_in(bound)
+            or name in _names_in(init.value)
+            or not _steady(bound, body, shadowed)
+            or not _value_unread_after(scope, block, i, j, name)
+        ):
+            return None
+        start = init.value
+        args = (
+            [bound]
+            if isinstance(start, ast.Constant) and start.value == 0 and type(start.value) is int
+            else [start, bound]
+        )
+        if step.value.value != 1:
+            args = [start, bound, step.value]
+        iterate = _made(ast.Call(_made(ast.Name("range", ast.Load()), test), args, []), test)
+        target = ast.copy_location(ast.Name(name, ast.Store()), init.targets[0])
+        return i, _made(ast.For(target, iterate, body, [], None), loop)
+    if (
+        _truth(test) is True
+        and _is_builtin_call(init.value, {"iter"}, shadowed)
+        and len(init.value.args) == 1
+        and not init.value.keywords
+        and isinstance(attempt := loop.body[0], ast.Try)
+        and not attempt.orelse
+        and not attempt.finalbody
+        and len(attempt.body) == 1
+        and isinstance(fetch := attempt.body[0], ast.Assign)
+        and len(fetch.targets) == 1
+        and _is_builtin_call(fetch.value, {"next"}, shadowed)
+        and len(fetch.value.args) == 1
+        and not fetch.value.keywords
+        and isinstance(fetch.value.args[0], ast.Name)
+        and fetch.value.args[0].id == name
+        and len(attempt.handlers) == 1
+        and isinstance(attempt.handlers[0].type, ast.Name)
+        and attempt.handlers[0].type.id == "StopIteration"
+        and "StopIteration" not in shadowed
+        and attempt.handlers[0].name is None
+        and len(attempt.handlers[0].body) == 1
+        and isinstance(attempt.handlers[0].body[0], ast.Break)
+        and len(_loads_of(scope, name)) == 1
+        and sum(isinstance(n, ast.Name) and n.id == name for n in _own_nodes(scope)) == 2
+    ):
+        return i, _made(ast.For(fetch.targets[0], init.value.args[0], loop.body[1:] or [ast.Pass()], [], None), loop)
+    return None
+
+
+def _each_own_block(tree: ast.AST, change) -> None:
+    """`change(scope, block)` for every block of statements of `tree`, innermost first, with the
+    function, class or module whose code it is; `change` edits the block in place."""
+
+    def visit(scope: ast.AST, block: list[ast.stmt]) -> None:
+        for node in list(block):
+            inner = node if isinstance(node, SCOPES) else scope
+            for name in ("body", "orelse", "finalbody"):
+                sub = getattr(node, name, None)
+                if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                    visit(inner, sub)
+            for handler in getattr(node, "handlers", []):
+                visit(scope, handler.body)
+        change(scope, block)
+
+    visit(tree, tree.body)
+
+
+def _for_loops(tree: ast.AST, shadowed: frozenset[str]) -> None:
+    """Every counter or iterator `while` of `tree` written as its `for` (`_as_for`), innermost first;
+    `range(0, n)` as `range(n)`."""
+
+    def change(scope: ast.AST, block: list[ast.stmt]) -> None:
+        j = 0
+        while j < len(block):
+            found = _as_for(scope, block, j, shadowed)
+            if found is not None:
+                i, block[j] = found
+                del block[i]
+                j -= 1
+            j += 1
+
+    _each_own_block(tree, change)
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.For)
+            and _is_builtin_call(node.iter, {"range"}, shadowed)
+            and len(node.iter.args) == 2
+            and not node.iter.keywords
+            and isinstance(node.iter.args[0], ast.Constant)
+            and type(node.iter.args[0].value) is int
+            and node.iter.args[0].value == 0
+        ):
+            node.iter.args = node.iter.args[1:]
+
+
+# -- an append loop is the list comprehension it builds -----------------------------------------
+
+
+def _appends_to(loop: ast.stmt, name: str):
+    """(generators, element) when `loop` is `for`s and `if`s, each holding just the next, around one
+    `name.append(element)`; else None."""
+    generators: list[ast.comprehension] = []
+    node = loop
+    while True:
+        if isinstance(node, ast.For) and not node.orelse and len(node.body) == 1:
+            generators.append(ast.comprehension(node.target, node.iter, [], 0))
+            node = node.body[0]
+        elif isinstance(node, ast.If) and generators and not node.orelse and len(node.body) == 1:
+            generators[-1].ifs.append(node.test)
+            node = node.body[0]
+        else:
+            break
+    call = node.value if isinstance(node, ast.Expr) else None
+    if (
+        not generators
+        or not isinstance(call, ast.Call)
+        or not isinstance(call.func, ast.Attribute)
+        or call.func.attr != "append"
+        or not isinstance(call.func.value, ast.Name)
+        or call.func.value.id != name
+        or len(call.args) != 1
+        or call.keywords
+        or isinstance(call.args[0], ast.Starred)
+    ):
+        return None
+    return generators, call.args[0]
+
+
+def _appended(loop: ast.stmt) -> str | None:
+    """The name `rows` of the `rows.append(...)` a `for` holds, through `for`s and `if`s that hold
+    just one statement."""
+    node = loop
+    while isinstance(node, (ast.For, ast.If)) and len(node.body) == 1:
+        node = node.body[0]
+    call = node.value if isinstance(node, ast.Expr) and isinstance(loop, ast.For) else None
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+        return call.func.value.id
+    return None
+
+
+def _targets_unread_outside(scope: ast.AST, block: list[ast.stmt], start: int, loop: ast.stmt, names: set[str]) -> bool:
+    """Whether the loop's variables are read nowhere else: every read of them in the scope is in the
+    loop, in the same block before block[start], or in another `for` or comprehension that binds
+    them (a comprehension's variables are its own; a loop's stay after it)."""
+    allowed = {id(n) for n in ast.walk(loop)}
+    for node in block[:start]:
+        allowed |= {id(n) for n in ast.walk(node)}
+    for node in _own_nodes(scope):
+        if isinstance(node, ast.For) and _names_in(node.target) & names:
+            allowed |= {id(n) for n in ast.walk(node)}
+        elif isinstance(node, COMPREHENSIONS):
+            allowed |= {id(n) for n in ast.walk(node)}
+    return all(
+        id(n) in allowed
+        for n in _own_nodes(scope)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names
+    )
+
+
+def _comprehensions(tree: ast.AST) -> None:
+    """`rows = []` followed by `for x in xs: (if c:) rows.append(e)` (any nesting of `for`s and `if`s,
+    each holding just the next) is `rows = [e for x in xs (if c)]`, when the loop reads `rows` only to
+    append to it and nothing outside the loop reads its variables; `rows = []` may stand earlier, if
+    nothing between names `rows` (`_init_before`)."""
+
+    def change(scope: ast.AST, block: list[ast.stmt]) -> None:
+        j = 0
+        while j < len(block):
+            loop = block[j]
+            name = _appended(loop)
+            i = None if name is None else _init_before(block, j, name)
+            init = block[i] if i is not None else None
+            if isinstance(init, ast.Assign) and isinstance(init.value, ast.List) and not init.value.elts:
+                found = _appends_to(loop, name)
+                if found is not None:
+                    generators, element = found
+                    variables = {n for g in generators for n in _names_in(g.target)}
+                    parts = [element, *(p for g in generators for p in (g.target, g.iter, *g.ifs))]
+                    if (
+                        not any(name in _names_in(p) for p in parts)
+                        and not any(
+                            isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr))
+                            for p in parts
+                            for n in ast.walk(p)
+                        )
+                        and _targets_unread_outside(scope, block, i, loop, variables)
+                    ):
+                        init.value = _made(ast.ListComp(element, generators), loop)
+                        block[j] = init
+                        del block[i]
+                        j -= 1
+            j += 1
+
+    _each_own_block(tree, change)
+
+
+# -- a name assigned once and read once is its expression, where it is read ----------------------
+
+
+def _parents(scope: ast.AST) -> dict[int, tuple[ast.AST, str]]:
+    out = {}
+    for node in [scope, *_own_nodes(scope)]:
+        if isinstance(node, NESTED_SCOPES) and node is not scope:
+            continue
+        for name, value in ast.iter_fields(node):
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.AST):
+                    out[id(child)] = (node, name)
+    return out
+
+
+def _evaluated_before(statement: ast.stmt, target: ast.AST) -> list[ast.AST]:
+    """The nodes of `statement` evaluated, whole, before `target` is (left to right, an assignment's
+    value before its targets, a conditional expression's test first); not `target`'s ancestors."""
+    done: list[ast.AST] = []
+
+    def order(node: ast.AST) -> list[ast.AST]:
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            rest = node.targets if isinstance(node, ast.Assign) else [node.target]
+            return [node.value, *rest] if node.value is not None else rest
+        if isinstance(node, ast.IfExp):
+            return [node.test, node.body, node.orelse]
+        return list(ast.iter_child_nodes(node))
+
+    def visit(node: ast.AST) -> bool:
+        if node is target:
+            return True
+        for child in order(node):
+            if visit(child):
+                return True
+        done.append(node)
+        return False
+
+    visit(statement)
+    return done
+
+
+CONDITIONAL = {
+    (ast.If, "body"),
+    (ast.If, "orelse"),
+    (ast.IfExp, "body"),
+    (ast.IfExp, "orelse"),
+    (ast.While, "test"),
+    (ast.Try, "handlers"),
+    (ast.Try, "orelse"),
+    (ast.Try, "finalbody"),
+    (ast.ExceptHandler, "body"),
+}
+REPEATED = {(ast.For, "body"), (ast.For, "orelse"), (ast.AsyncFor, "body"), (ast.While, "body"), (ast.While, "orelse")}
+
+
+def _inline_once(
+    scope: ast.AST, block: list[ast.stmt], i: int, counts, parents, keep: frozenset[str], moved: set[int], occurs
+) -> bool:
+    """Put the value of `block[i]`, `x = e`, in place of the one read of `x`, if it may move there:
+    `x` is read once after it in the scope's own body and not bound again there (or, in a nested
+    block, bound once and read once in the scope), by a later statement of the block, not in a loop's
+    body, a comprehension or a function; nothing evaluated between the two (the statements between,
+    what the reading statement evaluates before `x`) changes a name `e` reads (a store, an item or
+    attribute store, a method of it that changes its object) nor reads a name `e` changes; if `e`
+    calls something, no statement between calls anything, nor does the reading statement before the
+    read (a call of a value inlined there does not count: the calls of independent lines are in no
+    order, as in `_canonical_order`), and the read is not in a branch."""
+    node = block[i]
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+        return False
+    name = node.targets[0].id
+    value = node.value
+    stores, loads = counts
+    if name in keep or any(
+        isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)) for n in ast.walk(value)
+    ):
+        return False
+    # in the scope's own body, the binding reaches the rest of the body only: one read there, no other
+    # binding, is its only read; in a nested block (a loop's, a branch's), the name is bound and read once
+    later_uses = sum(counter[name] for counter in occurs[i + 1 :])
+    rest = (
+        [
+            n
+            for s in block[i + 1 :]
+            if occurs[block.index(s)][name]
+            for n in ast.walk(s)
+            if isinstance(n, ast.Name) and n.id == name
+        ]
+        if later_uses == 1
+        else []
+    )
+    if block is getattr(scope, "body", None) and len(rest) == 1 and isinstance(rest[0].ctx, ast.Load):
+        use = rest[0]
+    elif stores.get(name) == 1 and len(loads.get(name, [])) == 1:
+        use = loads[name][0]
+    else:
+        return False
+    calls = _calls(value)
+    later = {id(b) for b in block[i + 1 :]}
+    child = use  # from the read up to the statement of this block that holds it
+    while id(child) not in later:
+        if id(child) not in parents:
+            return False
+        parent, field_name = parents[id(child)]
+        if isinstance(parent, ast.comprehension) and field_name == "iter":
+            comprehension = parents[id(parent)][0]
+            if comprehension.generators[0] is parent:  # evaluated once, where the comprehension is
+                child = comprehension
+                continue
+        if (
+            parent is scope
+            or isinstance(parent, (ast.comprehension, *COMPREHENSIONS, *NESTED_SCOPES))
+            or (type(parent), field_name) in REPEATED
+            or (isinstance(parent, ast.While) and field_name == "test")
+        ):
+            return False
+        if calls and (
+            (type(parent), field_name) in CONDITIONAL
+            or isinstance(parent, (ast.Try, ast.Match))
+            or (isinstance(parent, ast.BoolOp) and parent.values[0] is not child)
+        ):
+            return False
+        child = parent
+    holder = child
+    j = next(k for k in range(i + 1, len(block)) if block[k] is holder)
+    before = _evaluated_before(holder, use)
+    between = [*block[i + 1 : j], *before]
+    reads = _names_in(value) - {
+        n.id
+        for c in ast.walk(value)
+        if isinstance(c, ast.comprehension)
+        for n in ast.walk(c.target)
+        if isinstance(n, ast.Name)
+    }
+    if _written(between, reads):
+        return False
+    changed = {name for name in reads if _written([value], {name})}  # `rows.pop()`, `f(rows)`
+    if changed and any(_names_in(n) & changed for n in between):
+        return False
+    # no call moved past one of the statements between, or one the reading statement makes itself
+    # before the read (not one a value inlined there makes: independent lines' calls are in no order)
+    own_before = [n for n in before if id(n) not in moved]
+    if (
+        calls
+        and any(_calls(n) for n in block[i + 1 : j])
+        or calls
+        and any(isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom)) for n in own_before)
+    ):
+        return False
+    parent, field_name = parents[id(use)]
+    current = getattr(parent, field_name)
+    if isinstance(current, list):
+        current[current.index(use)] = value
+    else:
+        setattr(parent, field_name, value)
+    moved.update(id(n) for n in ast.walk(value))
+    # what the scope's counts, parents and the block's names become
+    stores[name] -= 1
+    loads[name] = [n for n in loads.get(name, []) if n is not use]
+    parents[id(value)] = (parent, field_name)
+    occurs[j].subtract({name: 1})
+    occurs[j].update(n.id for n in ast.walk(value) if isinstance(n, ast.Name))
+    del block[i], occurs[i]
+    return True
+
+
+def _counts(scope: ast.AST):
+    """({name: how many times the scope's own code binds it}, {name: the reads of it})."""
+    stores: dict[str, int] = {}
+    loads: dict[str, list[ast.Name]] = {}
+    for n in _own_nodes(scope):
+        if isinstance(n, ast.Name):
+            if isinstance(n.ctx, ast.Load):
+                loads.setdefault(n.id, []).append(n)
+            else:
+                stores[n.id] = stores.get(n.id, 0) + 1
+        elif isinstance(n, ast.arg):
+            stores[n.arg] = stores.get(n.arg, 0) + 2
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stores[n.name] = stores.get(n.name, 0) + 2
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                key = (a.asname or a.name).split(".")[0]
+                stores[key] = stores.get(key, 0) + 2
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            stores[n.name] = stores.get(n.name, 0) + 2
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        for a in (
+            *scope.args.posonlyargs,
+            *scope.args.args,
+            *scope.args.kwonlyargs,
+            scope.args.vararg,
+            scope.args.kwarg,
+        ):
+            if a is not None:
+                stores[a.arg] = stores.get(a.arg, 0) + 2
+    return stores, loads
+
+
+def _single_use_inlined(tree: ast.AST, roots: frozenset[str] | None) -> None:
+    """Every name assigned once and read once, where it may move (`_inline_once`), written as its
+    expression where it is read, to a fixed point; not a stub's name, nor one a function of the cell
+    reads or that is declared global or nonlocal."""
+
+    moved: set[int] = set()  # the nodes of the values inlined
+    known: dict[int, tuple] = {}  # scope -> (names kept, counts, parents), kept up to date by `_inline_once`
+
+    def change(scope: ast.AST, block: list[ast.stmt]) -> None:
+        if isinstance(scope, ast.ClassDef) or len(block) < 2:
+            return
+        if id(scope) not in known:
+            keep = _shared_names(scope) | (roots or frozenset() if isinstance(scope, ast.Module) else frozenset())
+            known[id(scope)] = (keep, _counts(scope), _parents(scope))
+        keep, counts, parents = known[id(scope)]
+        occurs = [Counter(n.id for n in ast.walk(s) if isinstance(n, ast.Name)) for s in block]  # names of each line
+        i = len(block) - 2
+        while i >= 0:
+            if _inline_once(scope, block, i, counts, parents, keep, moved, occurs):
+                i = min(i, len(block) - 2)
+            else:
+                i -= 1
+
+    _each_own_block(tree, change)
+
+
+# -- a helper function called from one place is its body, there ----------------------------------
+
+
+class _Renamed(ast.NodeTransformer):
+    def __init__(self, names: dict[str, ast.expr | str]):
+        self.names = names
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        new = self.names.get(node.id)
+        if new is None:
+            return node
+        return ast.copy_location(ast.Name(new if isinstance(new, str) else new.id, node.ctx), node)
+
+    def visit_arg(self, node: ast.arg) -> ast.AST:
+        new = self.names.get(node.arg)
+        if isinstance(new, str):
+            node.arg = new
+        return self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        new = self.names.get(node.name)
+        if isinstance(new, str):
+            node.name = new
+        return self.generic_visit(node)
+
+
+def _helpers_inlined(tree: ast.Module, roots: frozenset[str] | None) -> None:
+    """Each function of the cell (not a stub's: the grader calls those) that is named once, in a call
+    `return h(...)`, `x = h(...)` or `h(...)` made by another function, written as its body in place
+    of that call: its parameters the arguments (a name passed is read in their place), its own names
+    made its own, its `return v` the caller's (`return h(...)`) or `x = v` (when `h` returns only at
+    its end). A helper with decorators, `*args`, `**kwargs`, `global`, `yield`, a class inside it,
+    or that reads a name the caller binds, stays as written."""
+    for _ in range(8):  # a helper's helper: another round
+        if not _helper_inlined(tree, roots or frozenset()):
+            return
+
+
+def _helper_inlined(tree: ast.Module, roots: frozenset[str]) -> bool:
+    named: dict[str, list[ast.Name]] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            named.setdefault(n.id, []).append(n)
+    defined: dict[str, int] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, SCOPES):
+            defined[n.name] = defined.get(n.name, 0) + 1
+    for helper in list(tree.body):
+        if (
+            not isinstance(helper, ast.FunctionDef)
+            or helper.name in roots
+            or defined.get(helper.name) != 1
+            or len(named.get(helper.name, [])) != 1
+            or helper.decorator_list
+            or helper.args.vararg
+            or helper.args.kwarg
+            or helper.args.kwonlyargs
+            or any(
+                isinstance(n, (ast.Global, ast.Nonlocal, ast.Yield, ast.YieldFrom, ast.Await, ast.ClassDef))
+                for n in ast.walk(helper)
+                if n is not helper
+            )
+        ):
+            continue
+        call_name = named[helper.name][0]
+        found = _call_site(tree, call_name)
+        if found is None:
+            continue
+        caller, block, statement, call = found
+        if caller is helper or any(n is helper for n in ast.walk(caller)):
+            continue
+        params = [*helper.args.posonlyargs, *helper.args.args]
+        if (
+            len(call.args) > len(params)
+            or any(isinstance(a, ast.Starred) for a in call.args)
+            or any(k.arg is None for k in call.keywords)
+        ):
+            continue
+        given: dict[str, ast.expr] = {p.arg: a for p, a in zip(params, call.args)}
+        if any(k.arg not in {p.arg for p in params} or k.arg in given for k in call.keywords):
+            continue
+        given |= {str(k.arg): k.value for k in call.keywords}
+        defaults = dict(zip([p.arg for p in params][len(params) - len(helper.args.defaults) :], helper.args.defaults))
+        if any(p.arg not in given and p.arg not in defaults for p in params):
+            continue
+        inside = [n for statement in helper.body for n in ast.walk(statement)]
+        stored = {n.id for n in inside if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        stored |= {n.arg for n in inside if isinstance(n, ast.arg)} | {n.name for n in inside if isinstance(n, SCOPES)}
+        own = stored | {p.arg for p in params}
+        free = _names_in(helper) - own
+        caller_names = {n.id for n in ast.walk(caller) if isinstance(n, ast.Name)} | {
+            a.arg for a in ast.walk(caller) if isinstance(a, ast.arg)
+        }
+        if free & caller_names - {helper.name}:
+            continue
+        returns = [n for n in _own_nodes(helper) if isinstance(n, ast.Return)]
+        body = helper.body
+        if isinstance(statement, ast.Return):
+            ends = isinstance(body[-1], (ast.Return, ast.Raise)) or (block is caller.body and block[-1] is statement)
+            if not ends:
+                continue
+        elif returns != ([body[-1]] if isinstance(body[-1], ast.Return) else []) or (
+            isinstance(statement, ast.Assign) and not returns
+        ):
+            continue
+        # the helper's names made its own; a parameter given a name reads that name, if the helper
+        # (or a function inside it) never binds it again, or, in `return h(...)`, binds again a local
+        # name of the caller's given once (nothing of the caller runs after)
+        names: dict[str, ast.expr | str] = {}
+        bindings: list[ast.stmt] = []
+        passed = [a.id for a in (*given.values(), *defaults.values()) if isinstance(a, ast.Name)]
+        locals_ = (
+            {a.arg for a in ast.walk(caller.args) if isinstance(a, ast.arg)}
+            | {n.id for n in _own_nodes(caller) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        ) - _shared_names(caller)
+        for p in params:
+            argument = given.get(p.arg, defaults.get(p.arg))
+            if (
+                isinstance(argument, ast.Name)
+                and argument.id not in own - {p.arg}
+                and (
+                    p.arg not in stored
+                    or (isinstance(statement, ast.Return) and argument.id in locals_ and passed.count(argument.id) == 1)
+                )
+            ):
+                names[p.arg] = argument
+            else:
+                names[p.arg] = f"{p.arg}__{helper.name}"
+                bindings.append(_made(ast.Assign([_made(ast.Name(names[p.arg], ast.Store()), p)], argument), p))
+        for name in own - set(names):
+            names[name] = f"{name}__{helper.name}"
+        inlined = [_Renamed(names).visit(n) for n in body]
+        if isinstance(statement, ast.Return):
+            new = inlined
+        else:
+            last = inlined[-1] if returns else None
+            new = inlined[:-1] if returns else inlined
+            if isinstance(statement, ast.Assign):
+                new.append(ast.copy_location(ast.Assign(statement.targets, last.value), statement))
+            elif last is not None and last.value is not None:
+                new.append(ast.copy_location(ast.Expr(last.value), last))
+        at = next(k for k, s in enumerate(block) if s is statement)
+        block[at : at + 1] = [*bindings, *new] or [ast.Pass()]
+        tree.body.remove(helper)
+        return True
+    return False
+
+
+def _call_site(tree: ast.Module, name: ast.Name):
+    """(the function, the block, the statement, the call) when `name` is called by a statement
+    `return name(...)`, `x = name(...)` or `name(...)` in a function's own code."""
+    for caller in ast.walk(tree):
+        if not isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        found = []
+
+        def search(block: list[ast.stmt]) -> None:
+            for statement in block:
+                value = getattr(statement, "value", None)
+                if (
+                    (
+                        isinstance(statement, (ast.Return, ast.Expr))
+                        or (isinstance(statement, ast.Assign) and len(statement.targets) == 1)
+                    )
+                    and isinstance(value, ast.Call)
+                    and value.func is name
+                ):
+                    found.append((block, statement, value))
+                if isinstance(statement, SCOPES):
+                    continue
+                for field_name in ("body", "orelse", "finalbody"):
+                    inner = getattr(statement, field_name, None)
+                    if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                        search(inner)
+                for handler in getattr(statement, "handlers", []):
+                    search(handler.body)
+
+        search(caller.body)
+        if found:
+            return (caller, *found[0])
+    return None
+
+
+def normalise_ast(
+    source: str, roots: frozenset[str] | None = None, rewrites: bool = True
+) -> tuple[str, list[tuple[int, int]]] | None:
     """The answer's own statements (see the module's docstring) written back as Python, as tokens
     (`_tokens`), each character with the span of `source` it stands for; None if `source` does not
     parse."""
     try:
         tree = ast.parse(source)
+        shadowed = _bound_anywhere(tree)
+        if rewrites:
+            tree = _Folded(shadowed).visit(tree)
         tree.body = _without_dead_branches(tree.body)
         _each_block(tree, _without_dead_stores)
+        if rewrites:
+            _for_loops(tree, shadowed)  # before `_ = next(it)`, read by nothing, is dropped
         _prune_scope(tree, roots)
-        _each_block(tree, lambda block, shared: _canonical_order(block))
+        if rewrites:
+            _helpers_inlined(tree, roots)
+            _for_loops(tree, shadowed)
+            _comprehensions(tree)
+            _each_block(
+                tree, lambda block, shared: _canonical_order(block), shared_names=False
+            )  # one order to inline from
+            _single_use_inlined(tree, roots)
+        _each_block(tree, lambda block, shared: _canonical_order(block), shared_names=False)
         tree = _NoFstrings().visit(tree)
         text = ast.unparse(tree)
         again = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    except Exception:  # a rewrite that fails on code it was not written for: the answer without rewrites
+        if rewrites:
+            return normalise_ast(source, roots, rewrites=False)
+        raise
     # The tree written back and parsed again has the same nodes in the same order: each node of the
     # text carries the place of its node in the student's source.
     ours, theirs = list(ast.walk(again)), list(ast.walk(tree))
     if [type(n) for n in ours] != [type(n) for n in theirs]:
-        return None
+        return normalise_ast(source, roots, rewrites=False) if rewrites else None
     at_text, at_source = _char_index(text), _char_index(source)
     index = {id(n): i for i, n in enumerate(ours)}
     places: list[tuple[tuple[int, int], tuple[int, int]] | None] = []
@@ -658,9 +1642,12 @@ def normalise_ast(source: str, roots: frozenset[str] | None = None) -> tuple[str
         if i < 0:
             return (0, 0)
         (node_start, node_end), (origin_start, origin_end) = places[i]
+        if getattr(theirs[i], "made", False):
+            return origin_start, origin_start  # syntax a rewrite wrote (`for` of a `while`): no place of its own
         if (node_start, node_end) == (start, end):
             return origin_start, origin_end
-        kids = children(i)
+        # the gaps between the children the node had where the student wrote it (not those moved into it)
+        kids = [c for c in children(i) if origin_start <= places[c][1][0] and places[c][1][1] <= origin_end]
         before = [c for c in kids if places[c][0][1] <= start]
         after = [c for c in kids if places[c][0][0] >= end]
         gap_start = places[before[-1]][1][1] if before else origin_start
@@ -828,8 +1815,9 @@ def model_hashes(step: str) -> dict[tuple[str, str], np.ndarray]:
                 if meta.get("solution") and meta.get("grade_id"):
                     kind = _kind(cell)
                     for text in {answer_text(cell), _text(cell)}:
-                        normalised, _ = normalise(kind, text, roots.get(meta["grade_id"]))
-                        out.setdefault((name, kind), set()).update(kgram_hashes(normalised).tolist())
+                        for rewrites in (True, False):  # the model's text as written is not a student's own either
+                            normalised, _ = normalise(kind, text, roots.get(meta["grade_id"]), rewrites)
+                            out.setdefault((name, kind), set()).update(kgram_hashes(normalised).tolist())
     return {key: np.array(sorted(values), dtype=np.int64) for key, values in out.items()}
 
 
