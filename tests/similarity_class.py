@@ -733,8 +733,13 @@ DISGUISES = {
 
 
 # The kinds whose copies normalise to their original's text, cell for cell (the others move answers
-# to other cells and reverse their statements).
-WHOLE = ("renamed", "padded", "helpers", "wrapped", "dead-stores", "never-run", "swapped", "padded+wrapped", *REWRITES)
+# to other cells and reverse their statements). Not the kinds that inline single-use names: the normaliser
+# inlines a name whose value calls something only where no call is evaluated between (a call an inlined
+# value brought there does not count), so where the original keeps `ids = torch.tensor(...)` as a line and
+# inlines a call after it, a copy that wrote `torch.tensor(...)` in place leaves that call where it was:
+# one cell of the six rewrites together shared 0.85 (attention_on_text); the pair still ranks at 1.00.
+WHOLE = ("renamed", "padded", "helpers", "wrapped", "dead-stores", "never-run", "swapped", "padded+wrapped",
+         *(kind for kind in REWRITES if kind not in ("inlined-once", "rewrites")))
 
 
 def build_disguised(home: Path, seed: int = 4, victims_per_kind: int = 2) -> dict[str, str]:

@@ -188,7 +188,8 @@ def test_every_disguised_copy_ranks_above_every_honest_pair_by_its_code_alone(gr
     like, every function's body moved into a helper it calls), each alone on every cell, the six
     together, and the six with all the above. Each copy's pair with its victim scores at
     least the default threshold and above every pair of honest students, who stay below it; a copy
-    that keeps its answers in their cells shares every cell whole with its victim; the page marks
+    that keeps its answers in their cells shares every cell whole with its victim (but where it inlines
+    single-use names: see similarity_class.WHOLE); the page marks
     none of the padding lines of a padded copy."""
     from similarity_class import DISGUISES, HONEST, WHOLE, build_disguised
     copies = build_disguised(grading_home)
