@@ -2221,6 +2221,97 @@ WRONG += [
           says={"check_perturbation_hidden": ["direction x / |x|", "not by multiplying it"]},
           visible_passes={"check_causality_perturbation_check": "the visible check's broken heads leak a token's "
                                                                 "length too"}),
+    # the first or the last row (or key) left out, a sum over a position's coordinates or a token's features, a
+    # few features of token t changed, the past searched over its last 8 positions only, a tolerance where exact
+    # zeros are asked or ten times the spec's. Each gave full marks until a broken case put its fault where it
+    # does not look (leaks.py: first_row_sum, first_row_future, last_row_sum, last_key_future, row_sum_1.0001,
+    # cancelling_coordinate_leak, the perturbation suite's feature_leak, cancelling_feature_leak, window_8,
+    # faint_grad_leak)
+    Entry("w03-simplex-skips-first-row", P03, _simplex('''
+    T = A.shape[-1]
+    assert (A >= 0).all(), "a negative (or NaN) weight"
+    assert ((A[:, 1:].sum(dim=-1) - 1).abs() <= 1e-5).all(), "a row does not sum to 1"      # rows 1 to T - 1
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    assert (A[:, 1:][:, future[1:]] == 0).all(), "weight above the diagonal"              # rows 1 to T - 1
+'''),
+          expect={"check_simplex_hidden": 2.68},
+          why="row 0 left out of the row sums and of the future weights: the matrix whose row 0 alone sums to 0.9 "
+              "and the one whose row 0 alone puts weight on a future key pass; 17 of 19",
+          says={"check_simplex_hidden": ["first row (row 0) alone sums to 0.9", "first row (row 0) puts 0.1",
+                                         "not A[:, 1:]"]},
+          visible_passes={"check_simplex_check": "the visible check's broken matrices are wrong in every row"}),
+    Entry("w03-simplex-skips-last-row-and-key", P03, _simplex('''
+    T = A.shape[-1]
+    assert (A >= 0).all(), "a negative (or NaN) weight"
+    assert ((A[:, :-1].sum(dim=-1) - 1).abs() <= 1e-5).all(), "a row does not sum to 1"     # the last row left out
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    assert (A[..., :-1][:, future[:, :-1]] == 0).all(), "weight above the diagonal"      # the last key left out
+'''),
+          expect={"check_simplex_hidden": 2.68},
+          why="the last row left out of the row sums and the last key out of the future weights: the matrix whose "
+              "last row alone sums to 0.9 and the one whose only future weight is on the last key pass; 17 of 19",
+          says={"check_simplex_hidden": ["last row alone sums to 0.9", "only future weight is on the last key",
+                                         "not A[..., :-1]"]},
+          visible_passes={"check_simplex_check": "the visible check's broken matrices are wrong in every row"}),
+    Entry("w03-simplex-tolerance-1.9e-4", P03, edit(P03, SIMPLEX, ("assert worst <= 1e-5", "assert worst <= 1.9e-4")),
+          expect={"check_simplex_hidden": 2.84},
+          why="a row-sum tolerance of 1.9e-4, 19 times the spec's 1e-5 (just below the 2e-4 of the row summing to "
+              "1.0002): the row summing to 1.0001 passes; 18 of 19. Every correct check's tolerance is the spec's "
+              "1e-5, or 2e-5 with allclose's default rtol: a row 1e-4 off fails them all",
+          says={"check_simplex_hidden": ["one row summing to 1.0001", "a tolerance of 1e-4 or more"]},
+          visible_passes={"check_simplex_check": "the visible check's broken matrices are off by far more than 1e-4"}),
+    Entry("w03-perturbation-summed-coordinates", P03, _perturbation_with(
+              '''    assert torch.equal(out[:, :t].sum(-1), out_new[:, :t].sum(-1)), "an output before t changed"''',
+              EVERY_LATER),
+          expect={"check_perturbation_hidden": 2.89},
+          why="compares each output before t through the sum of its coordinates: leaks of opposite signs into two "
+              "coordinates of position 1 cancel exactly; 26 of 27",
+          says={"check_perturbation_hidden": ["two coordinates of position 1", "not out[:, :t].sum(-1)"]},
+          visible_passes={"check_causality_perturbation_check": "the visible check's broken heads leak into every "
+                                                                "coordinate with no cancelling"}),
+    Entry("w03-perturbation-first-16-features", P03, edit(P03, PERTURB, (
+              "x_new[:, t, :] = torch.randn_like(x_new[:, t, :])", "x_new[:, t, :16] = torch.randn_like(x_new[:, t, :16])")),
+          expect={"check_perturbation_hidden": 2.89},
+          why="redraws the first 16 of token t's 32 features only: a head whose future leaks through feature 17 "
+              "alone passes; 26 of 27",
+          says={"check_perturbation_hidden": ["one input feature only", "change the whole token"]},
+          visible_passes={"check_causality_perturbation_check": "the visible check's broken heads leak through "
+                                                                "every feature"}),
+    Entry("w03-perturbation-feature-0-bumped", P03, edit(P03, PERTURB, (
+              "x_new[:, t, :] = torch.randn_like(x_new[:, t, :])", "x_new[:, t, 0] += 1")),
+          expect={"check_perturbation_hidden": 2.89},
+          why="changes token t by adding 1 to its feature 0 only: a head whose future leaks through feature 17 "
+              "alone passes; 26 of 27",
+          says={"check_perturbation_hidden": ["one input feature only", "change the whole token"]},
+          visible_passes={"check_causality_perturbation_check": "the visible check's broken heads leak through "
+                                                                "every feature"}),
+    Entry("w03-gradient-summed-features", P03, edit(P03, GRADIENT, (
+              "(grad[i + 1:] == 0)", "(grad[i + 1:].sum(dim=-1) == 0)")),
+          expect={"check_gradient_hidden": 2.89},
+          why="the future's gradient summed over the features before the comparison with 0: a leak through "
+              "x_j[5] - x_j[22], whose two gradients cancel in the sum, passes; 26 of 27",
+          says={"check_gradient_hidden": ["x_j[5] - x_j[22]", "not its sum over the features"]},
+          visible_passes={"check_causality_gradient_check": "the visible check's broken heads' future gradients "
+                                                            "do not cancel over the features"}),
+    Entry("w03-gradient-tolerance-1e-12", P03, edit(P03, GRADIENT, (
+              "(grad[i + 1:] == 0)", "(grad[i + 1:].abs() <= 1e-12)")),
+          expect={"check_gradient_hidden": 2.89},
+          why="'zero' within 1e-12 where exact zeros are asked: a head whose future gradient is about 1e-14 "
+              "passes; 26 of 27. Every correct check compares with 0 exactly (== 0, count_nonzero, torch.equal "
+              "with zeros, a sum of absolute values): a gradient of 1e-14, its square still a normal float32, "
+              "fails them all",
+          says={"check_gradient_hidden": ["about 1e-14", "no tolerance however small"]},
+          visible_passes={"check_causality_gradient_check": "the visible check's broken heads' future gradients "
+                                                            "are far above 1e-12"}),
+    Entry("w03-gradient-past-last-8", P03, edit(P03, GRADIENT, (
+              "for j in range(i + 1)", "for j in range(max(0, i - 7), i + 1)")),
+          expect={"check_gradient_hidden": 2.89},
+          why="the past searched over its last 8 positions only: at i = 9 of 12 tokens a head with a sliding "
+              "window of 8 (positions 0 and 1 unseen) passes; 26 of 27. The spec asks for a nonzero gradient "
+              "from every j <= i",
+          says={"check_gradient_hidden": ["a sliding window of 8", "however far back"]},
+          visible_passes={"check_causality_gradient_check": "the visible check's sequences have 8 tokens: the "
+                                                            "last 8 positions are all of them"}),
 ]
 
 

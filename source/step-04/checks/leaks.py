@@ -14,6 +14,13 @@ token's direction, not only its length (a head may ignore the length). The chaff
 are broken in one part only (a row, a feature, a coordinate, a key, a direction), so a check that samples
 the parts misses them.
 
+The last chaffs put a fault at the edge of a part (row 0 or the last row of A, the last key), make it cancel
+within one position (opposite leaks into two output coordinates, a leak through the difference of two input
+features: a sum over coordinates or features misses them), leak through one feature of token t (a perturbation
+that changes a few features misses it), hide the keys more than 7 positions back (a sliding window of 8: only the
+longer sequences show it), or stay below a tolerance a check should not have (a future gradient of about 1e-14, a
+row summing to 1.0001: ten times the spec's 1e-5, far above any correct check's).
+
 The heads are the handout's head (suites.MutantHead's weights, from the same seeds) with a mask
 or an output changed; they are served like the others (suites.BlackBox).
 """
