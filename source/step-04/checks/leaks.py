@@ -313,7 +313,7 @@ SUITES["causal_gradient"] += [
          f"a head in which each token sees only itself and the {WINDOW - 1} tokens before it (a sliding window of "
          f"{WINDOW})",
          _leak("window_8", 55),
-         hint=f"at i = 9 of 12 tokens, positions 0 and 1 lie outside its window: every j <= i must have a nonzero "
+         hint="at i = 9 of 12 tokens, positions 0 and 1 lie outside its window: every j <= i must have a nonzero "
               "gradient, however far back (range(i + 1), not the last few positions)"),
     Case("faint_grad_leak", "chaff", "a head whose future gradient is about 1e-14, below any tolerance",
          _leak("faint_grad_leak", 56),
