@@ -19,7 +19,7 @@ within one position (opposite leaks into two output coordinates, a leak through 
 features: a sum over coordinates or features misses them), leak through one feature of token t (a perturbation
 that changes a few features misses it), hide the keys more than 7 positions back (a sliding window of 8: only the
 longer sequences show it), or stay below a tolerance a check should not have (a future gradient of about 1e-14, a
-row summing to 1.0001: ten times the spec's 1e-5, far above any correct check's).
+row summing to 1.00015: 15 times the spec's 1e-5, above every tolerance a correct check may have, up to 1e-4).
 
 The heads are the handout's head (suites.MutantHead's weights, from the same seeds) with a mask
 or an output changed; they are served like the others (suites.BlackBox).
@@ -260,10 +260,11 @@ def _simplex_last_key_future(other=None):
     return A
 
 
-def _simplex_row_sum_1e_4(other=None):
-    """A correct A but for one row (sequence 0, row 6) summing to 1.0001: ten times the spec's tolerance."""
+def _simplex_row_sum_1_5e_4(other=None):
+    """A correct A but for one row (sequence 0, row 6) summing to 1.00015: 15 times the spec's tolerance, and
+    1.5 times 1e-4, the loosest tolerance that still tells a float32 row sum from a real error (tests/mutant_equivalents.py)."""
     A = _causal_softmax(_scores(39 if other is None else other)).clone()
-    A[0, 6] *= 1.0001
+    A[0, 6] *= 1.00015
     return A
 
 
@@ -284,9 +285,9 @@ SUITES["simplex"] += [
          _simplex_last_key_future,
          hint="the future weight is in the last column: every key j > i must be zero, the last key included "
               "(torch.triu(..., diagonal=1) over the whole T x T, not A[..., :-1])"),
-    Case("row_sum_1.0001", "chaff", "a matrix with one row summing to 1.0001 (ten times the spec's tolerance)",
-         _simplex_row_sum_1e_4,
-         hint="float32 row sums are 1 to about 1e-7, and the spec's tolerance is 1e-5: a tolerance of 1e-4 or "
+    Case("row_sum_1.00015", "chaff", "a matrix with one row summing to 1.00015 (15 times the spec's tolerance)",
+         _simplex_row_sum_1_5e_4,
+         hint="float32 row sums are 1 to about 1e-7, and the spec's tolerance is 1e-5: a tolerance of 1.5e-4 or "
               "more lets this row through"),
 ]
 SUITES["causal_perturbation"] += [
