@@ -14,6 +14,13 @@ token's direction, not only its length (a head may ignore the length). The chaff
 are broken in one part only (a row, a feature, a coordinate, a key, a direction), so a check that samples
 the parts misses them.
 
+The last chaffs put a fault at the edge of a part (row 0 or the last row of A, the last key), make it cancel
+within one position (opposite leaks into two output coordinates, a leak through the difference of two input
+features: a sum over coordinates or features misses them), leak through one feature of token t (a perturbation
+that changes a few features misses it), hide the keys more than 7 positions back (a sliding window of 8: only the
+longer sequences show it), or stay below a tolerance a check should not have (a future gradient of about 1e-14, a
+row summing to 1.00015: 15 times the spec's 1e-5, above every tolerance a correct check may have, up to 1e-4).
+
 The heads are the handout's head (suites.MutantHead's weights, from the same seeds) with a mask
 or an output changed; they are served like the others (suites.BlackBox).
 """
@@ -29,6 +36,11 @@ GRID = 2.0 ** -20           # outputs on a grid: sums and differences of them ar
 LEAK_FEATURE = 17           # an input feature of 32: neither the first nor the last, odd, past the first half
 LEAK_COORDINATE = 9         # an output coordinate of 16: neither the first nor the last, odd, past the first half
 HIDDEN_KEY = 3              # a middle position, odd: no later query sees it
+WINDOW = 8                  # a sliding window as long as the notebook's sequences: only longer ones show it
+LEAK_POSITION = 1           # an output position before every t tried (2, 5, 7, 9)
+CANCELLING_COORDINATES = (4, 11)    # two output coordinates of 16, neither the first nor the last
+CANCELLING_FEATURES = (5, 22)       # two input features of 32, one in each half, neither the first nor 17
+FAINT_GRAD = 1e-14          # a leak whose gradient (1e-14 at most) is below any tolerance, its square still normal
 
 
 class LeakHead(MutantHead):
@@ -55,6 +67,8 @@ class LeakHead(MutantHead):
             keep = keep | ((j == i + 2) & (j < T - 1))
         elif variant == "middle_key_hidden":    # key 3 is seen by position 3 only
             keep = keep & ((j != HIDDEN_KEY) | (i == HIDDEN_KEY))
+        elif variant == "window_8":             # each token sees itself and the 7 before it, no further back
+            keep = keep & (j > i - WINDOW)
         A = F.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)   # (B, T, T)
         self.A = A.detach()
         out = A @ v                                               # (B, T, d_head)
@@ -66,6 +80,20 @@ class LeakHead(MutantHead):
             out = out.clone()
             out[:, 0] = out[:, 0] + leak
             out[:, 1] = out[:, 1] - leak
+        elif variant == "cancelling_coordinate_leak":
+            # every token leaks into two coordinates of one early position, with opposite signs; on a grid, so
+            # that the two leaks cancel exactly in the position's sum over its coordinates
+            out = torch.round(out / GRID) * GRID
+            leak = torch.round(0.01 * v[:, :, 0].sum(dim=1) / GRID) * GRID     # (B,)
+            out = out.clone()
+            a, b = CANCELLING_COORDINATES
+            out[:, LEAK_POSITION, a] = out[:, LEAK_POSITION, a] + leak
+            out[:, LEAK_POSITION, b] = out[:, LEAK_POSITION, b] - leak
+        elif variant == "cancelling_feature_leak":   # every token leaks through x_j[a] - x_j[b]: the gradients of
+            a, b = CANCELLING_FEATURES               # the two features are +c and -c, which cancel in their sum
+            out = out + 0.01 * (x[:, :, a] - x[:, :, b]).sum(dim=1)[:, None, None]
+        elif variant == "faint_grad_leak":      # every position sees the future, with a gradient of 1e-14 at most
+            out = out + FAINT_GRAD * v.sum(dim=1, keepdim=True)
         elif variant == "feature_leak":         # one input feature of every position reaches every output
             out = out + 0.01 * x[:, :, LEAK_FEATURE].sum(dim=1)[:, None, None]
         elif variant == "coordinate_leak":      # one output coordinate sums its values over the whole sequence
@@ -197,4 +225,98 @@ SUITES["causal_gradient"] += [
          _leak("middle_key_hidden", 51),
          hint=f"only position {HIDDEN_KEY} is missing here: every j <= i must have a nonzero gradient, each one "
               "(range(i + 1)), not every other one"),
+]
+
+
+# ---- faults at the edge of a part, or that cancel within a position ---------------------------
+
+def _simplex_first_row_sum(other=None):
+    """A correct A but for row 0 of sequence 1 (its single weight on key 0) scaled to 0.9."""
+    A = _causal_softmax(_scores(35 if other is None else other)).clone()
+    A[1, 0] *= 0.9
+    return A
+
+
+def _simplex_first_row_future(other=None):
+    """A correct A but for row 0 of sequence 2 putting 0.1 on the future key 5, its row still summing to 1."""
+    A = _causal_softmax(_scores(36 if other is None else other)).clone()
+    A[2, 0, 0] = 0.9
+    A[2, 0, 5] = 0.1
+    return A
+
+
+def _simplex_last_row_sum(other=None):
+    """A correct A but for the last row of sequence 1 scaled to sum to 0.9."""
+    A = _causal_softmax(_scores(37 if other is None else other)).clone()
+    A[1, -1] *= 0.9
+    return A
+
+
+def _simplex_last_key_future(other=None):
+    """A correct A but for row 2 of sequence 3 putting 0.1 on the last key (T - 1), its row still summing to 1."""
+    A = _causal_softmax(_scores(38 if other is None else other)).clone()
+    A[3, 2] *= 0.9
+    A[3, 2, -1] = 0.1
+    return A
+
+
+def _simplex_row_sum_1_5e_4(other=None):
+    """A correct A but for one row (sequence 0, row 6) summing to 1.00015: 15 times the spec's tolerance, and
+    1.5 times 1e-4, the loosest tolerance that still tells a float32 row sum from a real error (tests/mutant_equivalents.py)."""
+    A = _causal_softmax(_scores(39 if other is None else other)).clone()
+    A[0, 6] *= 1.00015
+    return A
+
+
+SUITES["simplex"] += [
+    Case("first_row_sum", "chaff", "a matrix whose first row (row 0) alone sums to 0.9", _simplex_first_row_sum,
+         hint="only row 0 is wrong here: check the sum of every row, the first one included (A.sum(dim=-1), "
+              "not A[:, 1:])"),
+    Case("first_row_future", "chaff",
+         "a matrix whose first row (row 0) puts 0.1 on a future key (the row still sums to 1)",
+         _simplex_first_row_future,
+         hint="only row 0 has a future weight here: every entry above the diagonal must be zero, in row 0 too "
+              "(its keys 1 to T - 1 are all in the future)"),
+    Case("last_row_sum", "chaff", "a matrix whose last row alone sums to 0.9", _simplex_last_row_sum,
+         hint="only the last row is wrong here: check the sum of every row, the last one included "
+              "(A.sum(dim=-1), not A[:, :-1])"),
+    Case("last_key_future", "chaff",
+         "a matrix whose only future weight is on the last key, j = T - 1 (its row still sums to 1)",
+         _simplex_last_key_future,
+         hint="the future weight is in the last column: every key j > i must be zero, the last key included "
+              "(torch.triu(..., diagonal=1) over the whole T x T, not A[..., :-1])"),
+    Case("row_sum_1.00015", "chaff", "a matrix with one row summing to 1.00015 (15 times the spec's tolerance)",
+         _simplex_row_sum_1_5e_4,
+         hint="float32 row sums are 1 to about 1e-7, and the spec's tolerance is 1e-5: a tolerance of 1.5e-4 or "
+              "more lets this row through"),
+]
+SUITES["causal_perturbation"] += [
+    Case("cancelling_coordinate_leak", "chaff",
+         f"a float64 head whose future leaks into two coordinates of position {LEAK_POSITION} with opposite signs "
+         "(they cancel in a sum over coordinates)",
+         _leak("cancelling_coordinate_leak", 52, dtype=torch.float64),
+         hint="compare every coordinate of each output (torch.equal on out[:, :t] whole), not out[:, :t].sum(-1): "
+              "leaks of opposite signs into two coordinates cancel in their sum"),
+    Case("feature_leak", "chaff",
+         f"a head whose future leaks through one input feature only (x[..., {LEAK_FEATURE}] of 32)",
+         _leak("feature_leak", 53),
+         hint=f"only feature {LEAK_FEATURE} of a token leaks here: change the whole token, every feature of "
+              "x[:, t, :] (torch.randn_like(x[:, t, :])), not a few of its features"),
+]
+SUITES["causal_gradient"] += [
+    Case("cancelling_feature_leak", "chaff",
+         f"a head whose future leaks through x_j[{CANCELLING_FEATURES[0]}] - x_j[{CANCELLING_FEATURES[1]}] (the two "
+         "features' gradients cancel in a sum over features)",
+         _leak("cancelling_feature_leak", 54),
+         hint="compare every entry of x.grad[0, j] with 0, not its sum over the features: the leak's gradients "
+              "on two features have opposite signs"),
+    Case("window_8", "chaff",
+         f"a head in which each token sees only itself and the {WINDOW - 1} tokens before it (a sliding window of "
+         f"{WINDOW})",
+         _leak("window_8", 55),
+         hint="at i = 9 of 12 tokens, positions 0 and 1 lie outside its window: every j <= i must have a nonzero "
+              "gradient, however far back (range(i + 1), not the last few positions)"),
+    Case("faint_grad_leak", "chaff", "a head whose future gradient is about 1e-14, below any tolerance",
+         _leak("faint_grad_leak", 56),
+         hint="'exactly zero' means == 0, with no tolerance however small: this leak's gradient is about 1e-14"),
 ]
