@@ -479,6 +479,35 @@ def test_a_name_rebound_in_a_form_the_reader_does_not_follow_goes_to_review(name
     assert review(entrywise(PER_ENTRY, REBOUND[name]))                # in a later cell as well
 
 
+# What the kernel runs is the cell as IPython's input transformers write it: a magic or a shell line is a call
+# of get_ipython(), a line is what Python's tokenizer calls one (not what str.splitlines does), a string's
+# text is the string's. Read otherwise, each of these hid the rebinding and the one-shot scored full.
+AS_THE_KERNEL_RUNS = {
+    "a line magic that runs code": f"_one = {ONE_SHOT}\n%time scores_entrywise = _one",
+    "a cell magic that runs code": f"%%capture\nscores_entrywise = {ONE_SHOT}",
+    "run_cell": "get_ipython().run_cell('scores_entrywise = lambda q, k: q @ k.mT')",
+    "the user namespace": f"get_ipython().user_ns['scores_entrywise'] = {ONE_SHOT}",
+    "push": f"get_ipython().push({{'scores_entrywise': {ONE_SHOT}}})",
+    "a shell line in the same cell": f"_ls = !true\nscores_entrywise = {ONE_SHOT}",
+    "a help line in the same cell": f"len?\nscores_entrywise = {ONE_SHOT}",
+    "a % line inside a string": f'_a = """\n%"""; scores_entrywise = {ONE_SHOT}; _b = """\n"""',
+    "a line separator inside a string": f'_t = "a\u2028b"; scores_entrywise = {ONE_SHOT}',
+    "a form feed inside a string": f'_t = "a\x0cb"; scores_entrywise = {ONE_SHOT}',
+    "a next-line character inside a string": f'_t = "a\x85b"; scores_entrywise = {ONE_SHOT}',
+}
+
+
+@pytest.mark.parametrize("name", list(AS_THE_KERNEL_RUNS))
+def test_cells_are_read_as_the_kernel_runs_them(name):
+    assert not clean(entrywise(PER_ENTRY, AS_THE_KERNEL_RUNS[name])), name
+
+
+@pytest.mark.parametrize("quiet", ["%matplotlib inline", "!ls -la", "files = !ls\nprint(files)", "len?", "%pwd"])
+def test_magics_and_shell_lines_that_run_no_python_change_nothing(quiet):
+    assert clean(entrywise(PER_ENTRY, quiet))
+    assert clean(entrywise(quiet + "\n" + PER_ENTRY))
+
+
 HELPER = "def one_entry(a, c):\n    return torch.dot(a, c)\n"
 PER_ENTRY_HELPED = "def scores_entrywise(q, k):" + LOOPS.format(entry="one_entry(q[b, i], k[b, j])")
 

@@ -8,7 +8,11 @@ and it can do the work in numpy or Python floats, which no torch hook sees. What
 change is the answer's source: the grader rebuilds the notebook from the submission and keeps the
 text of every code cell the student wrote, in the order the notebook runs them (grading:
 autograder/grading/grade.py; a notebook run without a grader: the kernel's input history). So the work is
-judged from that text.
+judged from that text, read as the kernel runs it: as IPython's input transformers write it (a magic, a
+shell line, a `?` is a call of get_ipython(); lines are Python's, not str.splitlines'; a string's text
+is the string's). A magic or shell line that runs no Python of the cell's (QUIET_MAGICS, `!ls`,
+`x = !ls`) is read as nothing; any other use of get_ipython() (`%time x = ...`, `%%capture`, run_cell,
+user_ns, push) is code the reader cannot decide past. A cell that does not parse so does not run.
 
 What runs. The hidden test calls the answer when its cell runs, so the reader runs the student's cells
 before that cell, in order, at the level of bindings: a `def`, a class, an assignment, an import, a
@@ -76,7 +80,7 @@ TAMPERING = {"exec", "eval", "compile", "globals", "locals", "vars", "setattr", 
              "__torch_dispatch__", "TorchFunctionMode", "TorchDispatchMode", "overrides", "_python_dispatch",
              "modules", "importlib", "autograder", "builtins", "ctypes", "_getframe", "f_globals", "f_locals",
              "settrace", "setprofile", "_C", "__setattr__", "__getattribute__", "__closure__", "__defaults__",
-             "__kwdefaults__", "gc", "inspect", "types", "__main__"}
+             "__kwdefaults__", "gc", "inspect", "types", "__main__", "get_ipython"}
 # What the reader follows of a student's class (an allowlist): its methods and plain attributes, the
 # special methods below, and @staticmethod. Anything else a class can define changes what Python does
 # with its objects behind the code's text (an operator, iteration, a with block, attribute lookup, a
@@ -419,17 +423,55 @@ class _TooMuch(Exception):
     pass
 
 
-def _without_magics(text: str) -> str:
-    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in text.splitlines())
+# IPython's magics and shell lines that run no Python of the cell's (an allowlist): a cell's `%matplotlib
+# inline`, `!ls`, `x = !ls`, `len?` are read as nothing (the last binds x to the shell's output, as written).
+# Any other use of `get_ipython()` (`%time x = f`, `%%timeit`, `run_cell`, `user_ns`, `push`) runs or binds
+# what the reader does not read: "uses get_ipython" (TAMPERING).
+QUIET_MAGICS = {"matplotlib", "pinfo", "pinfo2", "psearch", "pdoc", "pdef", "psource", "pwd", "ls", "who", "whos",
+                "env", "history", "lsmagic", "magic", "precision"}
+
+
+def _ipython_call(node) -> str | None:
+    """'system', 'getoutput', 'run_line_magic', ... for `get_ipython().<that>(...)`, else None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        inner = node.func.value
+        if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "get_ipython" \
+                and not inner.args and not inner.keywords:
+            return node.func.attr
+    return None
+
+
+class _QuietMagics(ast.NodeTransformer):
+    """A shell line or a magic of QUIET_MAGICS with constant arguments, as IPython writes them, is None."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        kind = _ipython_call(node)
+        constant = all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args) \
+            and not node.keywords
+        if constant and (kind in ("system", "getoutput")
+                         or (kind == "run_line_magic" and node.args and node.args[0].value in QUIET_MAGICS)):
+            return ast.copy_location(ast.Constant(None), node)
+        return node
+
+
+def _python_of(text: str) -> str:
+    """What the kernel runs of a cell: the text as IPython's input transformers write it (magics, shell
+    lines and `?` as calls of get_ipython(), line by line as IPython splits lines, strings left whole)."""
+    import warnings
+    from IPython.core.inputtransformer2 import TransformerManager
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return TransformerManager().transform_cell(text if text.endswith("\n") else text + "\n")
 
 
 def _parse_cells(sources) -> list:
     trees = []
     for text in sources:
         try:
-            trees.append(ast.parse(_without_magics(str(text))))
+            trees.append(_QuietMagics().visit(ast.parse(_python_of(str(text)))))
         except SyntaxError:
-            continue            # a cell that does not parse defines nothing when it runs
+            continue            # a cell that does not parse as the kernel runs it defines nothing when it runs
     return trees
 
 
