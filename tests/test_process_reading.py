@@ -943,3 +943,20 @@ def test_the_key_by_key_maximum_alone_is_streamed():
     streamed = (f"import functools\ndef online_softmax(scores):\n{STREAMED_MAX}"
                 "    z = functools.reduce(torch.add, e.unbind(-1))\n    return e / z[..., None]")
     assert clean(online(streamed)), online(streamed)
+
+
+@pytest.mark.parametrize("notebook, reads", [("02-the-head", (entrywise,)), ("06-going-further", (online, streaming))])
+def test_the_whole_solution_notebook_as_a_kernel_s_history_is_decided(notebook, reads):
+    """Without a grader (nbgrader's autograde, a notebook run in JupyterLab) the reader reads the kernel's
+    input history: every code cell of the notebook, the course's own first cell and its imports of the
+    course package included. The solutions are decided, as in grading (the course package was once not
+    on the reader's list of libraries: nbgrader's autograde gave the solution 2.31 of 3)."""
+    import json
+    from autograder.selfgrade import _is_hidden_cell
+    nb = json.loads((STEP4.source / f"{notebook}.ipynb").read_text())          # hidden test cells in it
+    cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    history = [c for c in cells if not _is_hidden_cell(c)]
+    assert len(history) < len(cells) and any("dlcourse" in c for c in history)
+    for read in reads:
+        reading = read(*history)
+        assert clean(reading), (read.__name__, reading)
