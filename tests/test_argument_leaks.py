@@ -187,10 +187,10 @@ def test_only_named_kinds_and_the_engine_s_words_are_shown():
     # a real class of the builtins outside the few named is "another class", as a student's own is
     assert shown_error("NotPlain: the answer holds a builtins.memoryview object; return numbers") == \
         shown_error("NotPlain: the answer holds a __main__.Count object; return numbers")
-    # the kinds named are the sixteen an answer meets; the other built-in kinds are one "another kind"
+    # the kinds named are the seventeen an answer meets; the other built-in kinds are one "another kind"
     assert all(shown_error(f"{name}: x") == name for name in SHOWN_ERRORS)
     assert {shown_error(f"{name}: x") for name in BUILTIN_ERRORS - SHOWN_ERRORS} == {OWN_CLASS}
-    assert len({shown_error(f"{name}: x") for name in BUILTIN_ERRORS}) == len(SHOWN_ERRORS) + 1 == 17
+    assert len({shown_error(f"{name}: x") for name in BUILTIN_ERRORS}) == len(SHOWN_ERRORS) + 1 == 18
     names = {shown_error(f"NotPlain: the answer holds a {m}.{n} object; return numbers")
              for m, module in (("builtins", builtins), ("torch", torch), ("numpy", np))
              for n, value in vars(module).items() if isinstance(value, type)}

@@ -270,7 +270,7 @@ def checks_of(package: str) -> dict[str, Check]:
 # the submission, heads served by the grader). Whatever that code writes or raises there could carry
 # those inputs back, in any encoding (digits, number words, the length of a run of letters, the name of
 # a class it defines), so none of it is shown. What may come back is named here, and nothing else:
-#   * an error's kind, when it is one of the sixteen built-in exceptions of SHOWN_ERRORS or one the engine
+#   * an error's kind, when it is one of the seventeen built-in exceptions of SHOWN_ERRORS or one the engine
 #     itself names (ENGINE_ERRORS); any other class is "an exception of another kind";
 #   * for the engine's own kinds, the engine's fixed words (NOT_PLAIN's reasons, GRADER_ERRORS' meanings), and
 #     for an answer that is not plain data the name of its class only when that name is a real class of
@@ -287,7 +287,7 @@ BUILTIN_ERRORS = frozenset(
 )
 # The kinds a hidden test names: the errors an answer of this course meets (a wrong type, value, index, key,
 # attribute or name; a shape torch refuses; a division by zero; an assertion; the stub's NotImplementedError;
-# a recursion, an overflow, an import, a memory error). Any other kind, built in or not, is "another kind":
+# a recursion, an overflow, an import, a memory error; sys.exit() called in a function). Any other kind, built in or not, is "another kind":
 # which of Python's sixty-odd built-in kinds an answer raises is a choice the answer makes, and a choice among
 # many carries a hidden input back (a kind picked by an input's value) as surely as its digits would.
 SHOWN_ERRORS = frozenset(
@@ -308,6 +308,7 @@ SHOWN_ERRORS = frozenset(
         "ImportError",
         "ModuleNotFoundError",
         "MemoryError",
+        "SystemExit",
     }
 )
 assert SHOWN_ERRORS <= BUILTIN_ERRORS
