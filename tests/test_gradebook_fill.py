@@ -59,18 +59,24 @@ def test_the_alembic_revision_is_the_one_alembic_heads_prints():
     assert alembic_head() == get_alembic_version() != ""
 
 
-@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")    # nbgrader's add_submission, as it is
-def test_a_changed_step_with_graded_submissions_is_refused(tmp_path):
-    """A notebook dropped from a step whose gradebook has submissions: refused, the gradebook unchanged."""
-    from nbgrader.api import Gradebook
-    from autograder.records.gradebook import GradebookInUse, fill_gradebook
+def _course(tmp_path):
     from autograder.steps import Step
     root = tmp_path / "course"
     (root / "source").mkdir(parents=True)
     shutil.copytree(STEP4.source, root / "source" / STEP4.name)
     shutil.copytree(STEP4.release, root / "release" / STEP4.name)
     shutil.copy(STEP4.root / "source" / "header.ipynb", root / "source" / "header.ipynb")
-    step = Step(STEP4.name, root)
+    return Step(STEP4.name, root)
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")    # nbgrader's add_submission, as it is
+def test_a_changed_step_with_graded_submissions_is_refused(tmp_path):
+    """A notebook dropped from a step whose gradebook has submissions: refused, the gradebook unchanged."""
+    from nbgrader.api import Gradebook
+    from autograder.records.gradebook import GradebookInUse, fill_gradebook
+    from autograder.steps import Step
+    step = _course(tmp_path)
+    root = step.root
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"
     fill_gradebook(url, step)
     with Gradebook(url, COURSE_ID) as gb:
@@ -94,16 +100,6 @@ def test_a_step_without_its_release_is_named(tmp_path):
     with pytest.raises(SetupError, match=f"release/{STEP4.name}/.*make release"):
         fill_gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}", Step(STEP4.name, root))
     assert not (tmp_path / "gradebook.db").exists()
-
-
-def _course(tmp_path):
-    from autograder.steps import Step
-    root = tmp_path / "course"
-    (root / "source").mkdir(parents=True)
-    shutil.copytree(STEP4.source, root / "source" / STEP4.name)
-    shutil.copytree(STEP4.release, root / "release" / STEP4.name)
-    shutil.copy(STEP4.root / "source" / "header.ipynb", root / "source" / "header.ipynb")
-    return Step(STEP4.name, root)
 
 
 def test_a_new_gradebook_copied_from_the_template_is_the_one_a_fill_writes(tmp_path, monkeypatch):
