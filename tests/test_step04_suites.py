@@ -4,6 +4,9 @@ The reference checks in source/step-04/checks/tests.py are the notebook's specs,
 They are run here exactly as the hidden tests run a student's check (same inputs, same seeds):
 a wheat must pass at every position probed, a chaff must fail at one of them at least.
 
+A student check's verdict is told in the suite's own order, whatever order the cases were served in: one
+submission's feedback, and where a long one is cut, is the same every grading.
+
 The scale check's fixed tables are tested here too: they hold the rows their seeds were chosen for (one-hot at
 sqrt(32), float32 exp's overflow), and the probe's data stays within what one probe may gather.
 """
@@ -230,3 +233,39 @@ def test_the_scale_probe_gathers_at_most_what_one_probe_may():
     one_call = [MAX_ITEMS]
     to_plain(scale_table([width], seed), _budget=one_call)
     assert MAX_ITEMS - one_call[0] < 140_000, MAX_ITEMS - one_call[0]      # 131,084: q and k are 131,072 numbers
+
+
+@pytest.mark.parametrize("grader", GRADERS, ids=lambda g: g.grade_id)
+def test_one_submissions_feedback_reads_the_same_whatever_order_its_cases_were_served_in(grader):
+    """The probe server serves a suite in a fresh shuffle each grading (autograder/checks/probeserver.py); the
+    judge tells its verdict in the suite's own order, so a submission's feedback, and where a long one is cut,
+    is a function of the submission alone. A check that catches only every other chaff, whatever order."""
+    import random
+
+    cases = SUITES[grader.suite]
+    chaffs = [c for c in cases if c.kind == "chaff"]
+    caught = {c.name for c in chaffs[::2]}
+
+    def outs(case):
+        caught_it = case.name in caught
+        return ["assertion: caught" if caught_it and n == 0 else "returned" for n in range(len(grader.params))]
+
+    class Served:
+        def __init__(self, order):
+            self.order = order
+
+        def cases(self, suite):
+            assert suite == grader.suite
+            return [(f"t{n}", case) for n, case in enumerate(self.order)]
+
+    data_of = lambda ctx: {"cases": {token: outs(case) for token, case in ctx.cases(grader.suite)},  # noqa: E731
+                           "twins": {case.name: outs(case) for case in cases}}
+    told = set()
+    for seed in range(6):
+        order = list(cases)
+        random.Random(seed).shuffle(order)
+        ctx = Served(order)
+        verdict = grader.judge(data_of(ctx), ctx)
+        told.add(tuple((p.name, p.ok, p.message) for p in verdict.parts))
+        assert 0 < verdict.fraction < 1
+    assert len(told) == 1

@@ -154,7 +154,10 @@ class Examplar(Check):
 
     def judge(self, data, ctx):
         verdict = Verdict()
-        cases = ctx.cases(self.suite)
+        # served in a fresh shuffle each grading; judged and told in the suite's own order, so one submission's
+        # feedback reads the same every time (and a long one is cut at the same place)
+        order = {c.name: n for n, c in enumerate(SUITES[self.suite])}
+        cases = sorted(ctx.cases(self.suite), key=lambda tc: order.get(tc[1].name, len(order)))
         rejected, chaffs = [], []
         fixed = data.get("cases") if isinstance(data, dict) and isinstance(data.get("cases"), dict) else {}
         twins = data.get("twins") if isinstance(data, dict) and isinstance(data.get("twins"), dict) else {}
@@ -175,8 +178,6 @@ class Examplar(Check):
             else:
                 chaffs.append((case, outs))
         if rejected:
-            order = {c.name: n for n, c in enumerate(SUITES[self.suite])}
-            rejected.sort(key=lambda r: order.get(r[0].name, len(order)))
             wheats = [c for _, c in cases if c.kind == "wheat"]
             ordinary = wheats[0] if wheats else None       # the plainest correct case of the suite
             if len(rejected) == len(wheats) > 1:
