@@ -7,7 +7,9 @@ may not: a character is printed as it is only when Python calls it printable (le
 punctuation, symbols and the plain space of every script: `str.isprintable`), or when it is a line
 break or a tab; every other character (C0 and C1 controls, ESC, format characters such as the bidi
 overrides, unassigned and private-use code points, lone surrogates) is shown as its escape, `\\x1b`,
-`\\u202e`, so the reader still sees that it was there.
+`\\u202e`, so the reader still sees that it was there. Nor do the printable characters Unicode says a
+display may show as nothing (its Default_Ignorable_Code_Point property: the Hangul fillers, the
+variation selectors, the combining grapheme joiner...): a file name holding one looks like another.
 
 `python -m autograder` puts its standard output and error behind `TerminalText` (autograder/__main__.py),
 so every command's printing passes here, whichever module prints.
@@ -19,12 +21,37 @@ import io
 
 PASSES = "\n\t"  # besides the printable characters
 
+# Unicode's Default_Ignorable_Code_Point ranges (DerivedCoreProperties.txt), first and last code point
+IGNORABLE = (
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x061C, 0x061C),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)
+
+
+def _shown(c: str) -> bool:
+    """Whether `c` is printable and a display shows it as something."""
+    return c.isprintable() and not any(first <= ord(c) <= last for first, last in IGNORABLE)
+
 
 def printable(text: str, keep: str = "") -> str:
     r"""`text` with every character that is not printable (nor in `keep`) shown as its escape (`\x1b`)."""
     return "".join(
-        c if c.isprintable() or c in keep else c.encode("unicode_escape", "backslashreplace").decode("ascii")
-        for c in text
+        c if _shown(c) or c in keep else c.encode("unicode_escape", "backslashreplace").decode("ascii") for c in text
     )
 
 

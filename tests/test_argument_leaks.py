@@ -28,7 +28,8 @@ import pytest
 import numpy as np
 import torch
 
-from autograder.checks.framework import (BUILTIN_ERRORS, GRADER_ERRORS, OWN_CLASS, SHOWN_ERRORS, shown_cell_error, shown_error,
+from autograder.checks.framework import (BUILTIN_ERRORS, GRADER_ERRORS, OWN_CLASS, SHOWN_BUILTIN_CLASSES, SHOWN_ERRORS,
+                                         shown_cell_error, shown_error,
                                          shown_outcome)
 from autograder.selfgrade import probe_and_judge
 from autograder.grading.judging import _judge_hidden
@@ -184,6 +185,10 @@ def test_only_named_kinds_and_the_engine_s_words_are_shown():
                         ("torch.dtype", "a torch object"), ("numpy.matrix", "a numpy object"),
                         ("builtins.generator", "a builtins.generator object"), ("builtins.map", "a builtins.map object")):
         assert f"holds {named};" in shown_error(f"NotPlain: the answer holds a {real} object; return numbers"), real
+    # every builtin class on the list is found under its name (a list's iterator, a dict's views too)
+    for name in SHOWN_BUILTIN_CLASSES:
+        assert f"holds a builtins.{name} object;" in shown_error(f"NotPlain: the answer holds a builtins.{name} object; "
+                                                                  "return numbers"), name
     # a real class of the builtins outside the few named is "another class", as a student's own is
     assert shown_error("NotPlain: the answer holds a builtins.memoryview object; return numbers") == \
         shown_error("NotPlain: the answer holds a __main__.Count object; return numbers")

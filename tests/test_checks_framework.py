@@ -104,6 +104,12 @@ def test_the_standard_library_s_plain_kinds_cross_as_what_they_hold():
         back = from_plain(to_plain(number))
         assert back == plain and type(back) is type(plain), number
     assert math.isnan(from_plain(to_plain(decimal.Decimal("NaN"))))
+    # numbers past a float's range or an int's digits cross as the float nearest; a signalling NaN as a NaN
+    assert math.isnan(from_plain(to_plain(decimal.Decimal("sNaN"))))
+    for huge, inf in ((fractions.Fraction(10**400, 3), math.inf), (fractions.Fraction(-(10**400), 3), -math.inf),
+                      (decimal.Decimal("1e999999999"), math.inf), (decimal.Decimal("-1e5000"), -math.inf)):
+        assert from_plain(to_plain(huge)) == inf, huge
+    assert from_plain(to_plain(decimal.Decimal("1e400"))) == 10**400
 
     class MyDict(collections.OrderedDict):
         pass

@@ -95,5 +95,7 @@ def test_the_terminal_allowlist_passes_every_script_and_nothing_else():
     from autograder.safetext import terminal_text
     prose = "Zoë 学生 عربى Ελληνικά — ✓ 1.5 ≤ 2\n\tnext"
     assert terminal_text(prose) == prose
-    for c in ["\x1b", "\x07", "\x9b", "\u202e", "\u2066", "\x00", "\r", "\x7f", "\ue000", "\udceb", "\u200b"]:
+    for c in ["\x1b", "\x07", "\x9b", "\u202e", "\u2066", "\x00", "\r", "\x7f", "\ue000", "\udceb", "\u200b",
+              # printable, yet shown as nothing: Hangul fillers, a variation selector, the grapheme joiner
+              "\u3164", "\u115f", "\uffa0", "\ufe0f", "\u034f", "\U000e0100"]:
         assert terminal_text(f"a{c}b") != f"a{c}b" and terminal_text(f"a{c}b").isprintable(), repr(c)

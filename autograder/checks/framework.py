@@ -344,9 +344,12 @@ GRADER_ERRORS = {
 }
 
 
-# builtins' classes that no name of the builtins module holds (a generator, a function, None's class...)
+# builtins' classes that no name of the builtins module holds (a generator, a function, None's class, a list's
+# iterator, a dict's views...)
 UNNAMED_BUILTIN_CLASSES = frozenset(
-    t.__qualname__ for t in vars(types).values() if isinstance(t, type) and t.__module__ == "builtins"
+    t.__qualname__
+    for t in [*vars(types).values(), *map(type, (iter([]), iter(()), {}.keys(), {}.values(), {}.items()))]
+    if isinstance(t, type) and t.__module__ == "builtins"
 )
 
 

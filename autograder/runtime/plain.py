@@ -24,6 +24,7 @@ import numpy as np
 
 MAX_ITEMS = 200_000  # numbers in one answer: far above any honest answer of this step
 MAX_DEPTH = 8
+_INT_DIGITS = 4300  # Python's own limit on an int's decimal digits (sys.get_int_max_str_digits' default)
 
 
 # Kinds of the standard library that hold plain data, read as the plain kind they are: a named tuple
@@ -77,10 +78,19 @@ def to_plain(obj: Any, _depth: int = 0, _budget: list[int] | None = None) -> Any
         return to_plain(dict(dict.items(obj)), _depth, budget)
     if t is MappingProxyType:
         return to_plain(dict(obj.items()), _depth, budget)
-    if t is Fraction:
-        return obj.numerator if obj.denominator == 1 else obj.numerator / obj.denominator
-    if t is Decimal:
-        return int(obj) if obj.is_finite() and obj == obj.to_integral_value() else to_plain(float(obj), _depth, budget)
+    if t is Fraction:  # an int, or the float nearest (beyond float's range: an infinity, as float() of a Decimal)
+        if obj.denominator == 1:
+            return to_plain(obj.numerator, _depth, budget)
+        try:
+            return to_plain(obj.numerator / obj.denominator, _depth, budget)
+        except OverflowError:
+            return to_plain(math.inf if obj > 0 else -math.inf, _depth, budget)
+    if t is Decimal:  # an int where it is one of at most _INT_DIGITS digits, else the float nearest
+        if obj.is_nan():  # a signalling NaN too: float() refuses it
+            return to_plain(math.nan, _depth, budget)
+        if obj.is_finite() and obj == obj.to_integral_value() and obj.adjusted() < _INT_DIGITS:
+            return int(obj)
+        return to_plain(float(obj), _depth, budget)
     if isinstance(obj, (set, frozenset)):  # read by its elements, whatever its == says
         base = set if isinstance(obj, set) else frozenset
         items = [to_plain(x, _depth + 1, budget) for x in base.__iter__(obj)]
