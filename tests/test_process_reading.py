@@ -734,8 +734,6 @@ UNFOLLOWED = {
                              + _W + "class B(A):\n    pass\ndef scores_entrywise(q, k):\n    return B(q) + B(k)",
     "a loop in a class body": "class A:\n    for _ in range(1):\n        def __call__(self, q, k):\n            return q @ k.mT\n"
                               "def scores_entrywise(q, k):\n    return A()(q, k)",
-    "a match statement": "def scores_entrywise(q, k):\n    match (q, k):\n        case (a, c):\n            return a @ c.mT",
-    "a match in a cell": "match 1:\n    case 1:\n        def scores_entrywise(q, k):\n            return q @ k.mT",
     "a NamedTuple's fields": "from typing import NamedTuple\nclass P(NamedTuple):\n    q: object\n    k: object\n"
                              "def scores_entrywise(q, k):\n    p = P(q.numpy(), k.numpy())\n"
                              "    return torch.from_numpy(p.q @ p.k.transpose(0, 2, 1))",
@@ -751,6 +749,32 @@ UNFOLLOWED = {
 def test_work_behind_what_the_reader_does_not_model_goes_to_review(name):
     reading = entrywise(UNFOLLOWED[name])
     assert review(reading), reading
+
+
+def _in_case(body: str) -> str:
+    return body.replace("\n    ", "\n            ")
+
+
+def test_a_match_statement_is_read_as_its_cases():
+    """A case runs only if its pattern matches: its work is work in a branch that may not run (review), unless
+    the first case is irrefutable (`case _`, a capture); a sequence pattern unpacks the subject, what a class
+    or a mapping pattern captures is not followed. A correct answer written with a match is decided (it
+    went to review: a statement the reader did not model)."""
+    per_entry = LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")
+    assert clean(entrywise("def scores_entrywise(q, k):\n    match q.dim():\n        case 3:" + _in_case(per_entry)
+                           + "\n        case _:\n            raise ValueError('3-D inputs')"))
+    assert clean(entrywise("def scores_entrywise(q, k):\n    match (q, k):\n        case (a, c):\n"
+                           "            return one(a, c)\ndef one(q, k):" + per_entry))
+    assert clean(entrywise("match 3:\n    case 3:\n        " + PER_ENTRY.replace("\n", "\n        ")))
+    assert caught(entrywise("def scores_entrywise(q, k):\n    match q.dim():\n        case _:\n            return q @ k.mT"))
+    assert caught(entrywise("def scores_entrywise(q, k):\n    match q:\n        case a:\n            return a @ k.mT"))
+    for undecided in ["def scores_entrywise(q, k):\n    match (q, k):\n        case (a, c):\n            return a @ c.mT",
+                      "def scores_entrywise(q, k):\n    match q.dim():\n        case 2:\n            return q @ k.mT\n"
+                      "        case _:" + _in_case(per_entry),
+                      "def scores_entrywise(q, k):\n    match {'q': q}:\n        case {'q': a}:\n"
+                      "            return a @ k.mT\n        case _:\n            return None",
+                      "match 1:\n    case 1:\n        def scores_entrywise(q, k):\n            return q @ k.mT"]:
+        assert review(entrywise(undecided)), undecided
 
 
 @pytest.mark.parametrize("call", ["torch.linalg.multi_dot([a, c.T])", "torch.linalg.multi_dot((a, c.T))",

@@ -45,8 +45,9 @@ arguments bound to the helper's parameters) is run by a small abstract interpret
 axes of the inputs through names, indexing, slicing, transposes and conversions (numpy, lists, Python
 floats alike), through iteration (`for`, `zip`, `enumerate`, `map`, `range(len(...))`,
 comprehensions, generators, tuple unpacking, `itertools.product`, lists built by `append`, values
-stored into arrays, dicts or objects), and records every product, contraction, reduction and softmax
-with the axes of its operands. A check then says which of these are whole-matrix work: a product of
+stored into arrays, dicts or objects), through branches (an `if`, a `match`'s cases: a sequence pattern
+unpacks the subject, a class or mapping pattern's captures are not followed), and records every
+product, contraction, reduction and softmax with the axes of its operands. A check then says which of these are whole-matrix work: a product of
 q and k that multiplies more than one entry's d numbers at once, a reduction over the key axis, a
 (T, T) matrix. By what it multiplies, never by an op's name or rank: (1×d)@(d×1) and
 (q[b, i:i+1] * k[b, j:j+1]).sum() are one entry's work.
@@ -111,7 +112,8 @@ FOLLOWED_METHOD_DECORATORS = {"staticmethod"}
 FOLLOWED_STATEMENTS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign, ast.AugAssign,
                        ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try, ast.Return,
                        ast.Raise, ast.Expr, ast.Assert, ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom,
-                       ast.Delete, ast.Pass, ast.Break, ast.Continue) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+                       ast.Delete, ast.Pass, ast.Break, ast.Continue, ast.Match) \
+    + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 INERT_EXPRESSIONS = (ast.JoinedStr, ast.FormattedValue, ast.Slice)    # their parts are read; they make text or a slice
 
 # ... and names that only hide work from the kernel's record of torch calls: the text still says it.
@@ -508,6 +510,14 @@ def _module_level(tree):
         if isinstance(node, ast.Lambda):
             continue
         todo += list(ast.iter_child_nodes(node))
+
+
+def _irrefutable(pattern) -> bool:
+    """A pattern of a match that every subject matches (`_`, a capture, an or-pattern holding one)."""
+    kind = type(pattern).__name__
+    if kind == "MatchAs":
+        return pattern.pattern is None or _irrefutable(pattern.pattern)
+    return kind == "MatchOr" and any(_irrefutable(p) for p in pattern.patterns)
 
 
 def _dunder(name: str) -> bool:
@@ -1104,7 +1114,10 @@ class _Interpreter:
 
     # -- statements ---------------------------------------------------------------------------------
     def block(self, stmts, scope, module_level=False) -> bool:
-        """Run statements; True if the block ends in a return or raise (what follows never runs)."""
+        """Run statements; True if the block ends in a return or raise (what follows never runs). A case of
+        a match is given as a function of module_level that runs it."""
+        if callable(stmts):
+            return stmts(module_level)
         for stmt in stmts:
             if self.stmt(stmt, scope, module_level):
                 return True
@@ -1242,6 +1255,8 @@ class _Interpreter:
             self.expr(node.value, scope)    # in a cell too: a call can change what a name the answer uses holds
         elif isinstance(node, ast.Assert):
             self.expr(node.test, scope)
+        elif isinstance(node, ast.Match):
+            return self.match(node, scope, module_level)
         elif isinstance(node, ast.Global):
             scope.declared_global.update(node.names)
         elif isinstance(node, ast.Nonlocal):
@@ -1279,6 +1294,79 @@ class _Interpreter:
             and not (cls.node.bases or cls.node.keywords or cls.node.decorator_list) and not _unread_class(cls.node) \
             and base.id not in self.notebook.rebound and not self.notebook.binds_any
         (self.notebook.setattr_ok if plain else self.notebook.setattr_other).add(id(node))
+
+    def match(self, node, scope, module_level) -> bool:
+        """A match: the subject, then each case as a branch of which one runs (its pattern's captures bound
+        to the parts of the subject a sequence pattern unpacks, or to the subject itself; what a class or
+        mapping pattern captures is not followed: in the answer, not decided), and none if no case is
+        irrefutable. A first case that
+        is irrefutable (`case _`, `case x`, without a guard) is the code that runs."""
+        subject = self.expr(node.subject, scope)
+        cases = []
+        for case in node.cases:
+            cases.append(case)
+            if case.guard is None and _irrefutable(case.pattern):
+                break                           # the cases after it never run
+        exhaustive = bool(cases) and cases[-1].guard is None and _irrefutable(cases[-1].pattern)
+
+        def arm(case):
+            def run(module):
+                self.match_bind(case.pattern, subject, scope)
+                if case.guard is not None:
+                    self.expr(case.guard, scope)
+                return self.block(case.body, scope, module)
+            return run
+        arms = [arm(case) for case in cases] + ([] if exhaustive else [lambda module: False])
+        if len(arms) == 1:
+            return arms[0](module_level)
+        if not module_level:
+            return self.fork(arms, scope)
+        ended = [self.branch(run, scope, True) for run in arms]
+        return all(ended) and exhaustive
+
+    def match_bind(self, pattern, value, scope) -> None:
+        kind = type(pattern).__name__
+        unread = Opaque("a value a class or mapping pattern of a `match` captures")
+        if kind == "MatchAs":
+            if pattern.pattern is not None:
+                self.match_bind(pattern.pattern, value, scope)
+            if pattern.name:
+                self.assign(pattern.name, value, scope)
+        elif kind == "MatchSequence":
+            if any(type(p).__name__ == "MatchStar" for p in pattern.patterns):
+                elem, outer = self.iterate(value)
+                for p in pattern.patterns:
+                    if type(p).__name__ == "MatchStar":
+                        if p.name:
+                            self.assign(p.name, Seq(elem, UNKNOWN), scope)
+                    else:
+                        self.match_bind(p, elem, scope)
+            else:
+                for p, part in zip(pattern.patterns, self.unpack(value, len(pattern.patterns), None, scope)):
+                    self.match_bind(p, part, scope)
+        elif kind == "MatchValue":
+            self.expr(pattern.value, scope)
+        elif kind == "MatchOr":
+            bound: dict = {}
+            for p in pattern.patterns:
+                self.match_bind(p, value, scope)
+                for name in _bound_names(p):
+                    bound.setdefault(name, []).append(scope.lookup(name))
+            for name, values in bound.items():
+                self.assign(name, _merge(*values), scope)
+        elif kind in ("MatchClass", "MatchMapping") and _bound_names(pattern) and not self.quiet:
+            self.undecided("a class or mapping pattern of a `match` captures values the grader does not follow")
+        if kind == "MatchClass":
+            self.expr(pattern.cls, scope)
+            for p in list(pattern.patterns) + list(pattern.kwd_patterns):
+                self.match_bind(p, unread, scope)
+        elif kind == "MatchMapping":
+            for key in pattern.keys:
+                self.expr(key, scope)
+            for p in pattern.patterns:
+                self.match_bind(p, unread, scope)
+            if pattern.rest:
+                self.assign(pattern.rest, unread, scope)
 
     def fork(self, branches, scope) -> bool:
         """Branches of which one runs (an if and its else): each from the same start, then each name bound
