@@ -5,7 +5,9 @@ cell order, an earlier attempt above it or not), helpers as they are bound when 
 bound by assignment followed, and what a cell's expression stores into a value the answer uses. A name
 the answer relies on bound in a form the reader does not follow (`:=`, `global`, an import from a module
 a cell may have written, `import *` from one), or code that can change what its text says in any
-function of the cells, goes to review. Whole-matrix work is found whatever the library or op and whatever
+function of the cells that can run, goes to review; a read-only use of such a word (printed, compared,
+counted: the reader's allowlist) or a function nothing can call does not, and its tampering neighbours
+still do. Whole-matrix work is found whatever the library or op and whatever
 iteration helper the data passes through (zip, enumerate, map, comprehensions, unpacking,
 itertools.product, the student's own helpers); one entry's work is never taken for it; and what the
 reader cannot decide (code that can change what its text says, a binding or a library call it cannot
