@@ -506,6 +506,7 @@ READ_ONLY = {
     "a method of a class in a function, never referenced": "def outer():\n    class Unused:\n        def m(self):\n"
                                                             "            globals()['x'] = 1\n    return 1\nouter()",
     "sys.modules tested with in": "import sys\nprint('torch' in sys.modules)",
+    "globals compared with a constant": "print(globals() != None)",
     "sys.modules's keys counted": "import sys\nprint(len(sys.modules.keys()))",
     "setattr on the student's object": "class Cfg: pass\nc = Cfg()\nsetattr(c, 'lr', 0.1)",
     "setattr on the student's class": "class Cfg: pass\nsetattr(Cfg, 'lr', 0.1)",
@@ -544,6 +545,13 @@ NOT_READ_ONLY = {
     "globals' keys' mapping": "print(globals().keys().mapping['scores_entrywise'])",
     "__dict__ as a cell's last value": "class Cfg:\n    lr = 0.1\nCfg.__dict__",
     "vars as print's file": "class W: pass\nprint(1, file=vars(W))",
+    "globals handed to an __eq__": f"class E:\n    def __eq__(self, other):\n        other['scores_entrywise'] = {ONE_SHOT}\n"
+                                   "        return True\nprint(E() == globals())",
+    "globals handed to a __contains__": f"class H:\n    def __contains__(self, d):\n"
+                                        f"        d['scores_entrywise'] = {ONE_SHOT}\n        return True\nprint(globals() in H())",
+    "globals handed to an __instancecheck__": f"class M(type):\n    def __instancecheck__(cls, d):\n"
+                                              f"        d['scores_entrywise'] = {ONE_SHOT}\n        return True\n"
+                                              "class C(metaclass=M): pass\nprint(isinstance(globals(), C))",
     "getattr with a computed name": "name = 'mat' + 'mul'\nf = getattr(torch, name)",
     "getattr over a dunder": "for n in ['__dict__']:\n    print(getattr(torch, n))",
     "getattr over names rebound in the loop": "for n in ['sum']:\n    n = '__dict__'\n    print(getattr(torch, n))",

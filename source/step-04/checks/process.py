@@ -70,8 +70,9 @@ class or its objects undecided, and only that code: a class the answer never rea
 Read-only uses (an allowlist): a word of TAMPERING in code that can run passes only where its value is read
 and shown, never stored, called, mutated or handed to other code. `globals()`, `locals()`, `vars(x)`,
 `x.__dict__`, `x.__class__` and `sys.modules` flow only into READ_ONLY_SINKS (print, repr, str, len,
-isinstance, sorted, list, type, ... of the builtins, none of them bound by the student), an f-string,
-an `in`/`==`/`is` comparison, `.keys()` used so in turn, or a read of `__name__`/`__qualname__`; a
+sorted, list, type, ... of the builtins, none of them bound by the student), an f-string, an `in`
+test as its container, an `is`, a `==` with a constant (no student code is handed the value), `.keys()`
+used so in turn, or a read of `__name__`/`__qualname__`; a
 module of MODULE_READS (inspect, gc, types) is imported where every use of the name it binds is one of
 its entries (inspect.signature, gc.collect, types.SimpleNamespace, ...); `getattr(x, n)` with `n` a
 loop's target over a literal list of plain names. `eval` of a constant string of plain data (constants
@@ -606,9 +607,10 @@ def _tampering(nodes, notebook: "_Notebook") -> tuple[str, str]:
 # of these uses, where its value can be read and shown but not stored, called, mutated or handed on:
 # * a call of `globals()`, `locals()`, `vars(x)`, or the value `x.__dict__`, `x.__class__`, `x.modules`
 #   (sys.modules), whose value flows only into READ_ONLY_SINKS: a positional argument of one of those
-#   builtins (the student binds none of them), a value formatted by an f-string, an operand of `in`,
-#   `not in`, `==`, `!=`, `is`, `is not`, the object of `.keys()` (whose view flows on so: a view's
-#   `.mapping` would give the dict back), or the object of an attribute read of INERT_ATTRIBUTES;
+#   builtins (the student binds none of them), a value formatted by an f-string, the container of an
+#   `in` test, an operand of `is`, or of `==` with a constant (the other operand's code is never handed
+#   the value), the object of `.keys()` (whose view flows on so: a view's `.mapping` would give the dict
+#   back), or the object of an attribute read of INERT_ATTRIBUTES;
 # * a module of MODULE_READS imported (`import inspect`, `from types import SimpleNamespace`) where every
 #   use of the name it binds, anywhere in the cells, is one of that module's entries;
 # * `getattr(x, n)` where `n` is the target of the loop that holds it, the loop running over a literal
@@ -622,11 +624,10 @@ READ_ONLY_CALLS = {"globals", "locals", "vars"}
 READ_ONLY_VALUES = {"__dict__", "__class__", "modules"}
 # sink -> what its result is: "data" (None, a str, an int, a bool: nothing left to follow), or "same" (it
 # still holds what it was given: a list of the keys, the type; its own use must be read-only in turn)
+# (not isinstance: a metaclass's __instancecheck__ would be handed the value)
 READ_ONLY_SINKS = {"print": "data", "repr": "data", "str": "data", "ascii": "data", "len": "data",
-                   "isinstance": "data", "issubclass": "data", "id": "data", "bool": "data",
-                   "sorted": "same", "list": "same", "type": "same"}
+                   "id": "data", "bool": "data", "sorted": "same", "list": "same", "type": "same"}
 INERT_ATTRIBUTES = {"__name__", "__qualname__"}     # a class's or a function's: always a str
-READ_ONLY_COMPARISONS = (ast.In, ast.NotIn, ast.Eq, ast.NotEq, ast.Is, ast.IsNot)
 # module -> {attribute: how it may be used}: "data" (called; returns a str, a bool or an int), "same" (called;
 # what it returns is used read-only, as above), "new" (called; a fresh plain object holding only its
 # arguments), "type" (not called: only a class to test an object against, in isinstance/issubclass or `is`)
@@ -786,7 +787,14 @@ class _Notebook:
             return READ_ONLY_SINKS[parent.func.id] == "data" or self.read_only(parent, depth + 1)
         if isinstance(parent, ast.FormattedValue) and parent.value is node:
             return True
-        return isinstance(parent, ast.Compare) and all(isinstance(op, READ_ONLY_COMPARISONS) for op in parent.ops)
+        if not (isinstance(parent, ast.Compare) and len(parent.ops) == 1):
+            return False
+        op, other = parent.ops[0], parent.left if parent.comparators[0] is node else parent.comparators[0]
+        if isinstance(op, (ast.In, ast.NotIn)):     # as the container only: `x in T` asks T, `T in x` hands T to x
+            return parent.comparators[0] is node
+        if isinstance(op, (ast.Eq, ast.NotEq)):     # `==` can hand T to the other side's __eq__: a constant's only
+            return isinstance(other, ast.Constant)
+        return isinstance(op, (ast.Is, ast.IsNot))
 
     def _module_use(self, name_node, tables) -> bool:
         """A use of a name bound to a module (or a function) of MODULE_READS that is one of its entries."""
