@@ -493,8 +493,7 @@ def _parse_cells(sources) -> list:
             trees.append(_QuietMagics().visit(ast.parse(_python_of(str(text)))))
         except SyntaxError:
             continue            # a cell that does not parse as the kernel runs it defines nothing when it runs
-    plain = _PlainBuiltins(_binds_anywhere(trees))
-    return [plain.visit(tree) for tree in trees]
+    return trees
 
 
 def _module_level(tree):
@@ -651,27 +650,33 @@ PLAIN_DATA = (ast.Expression, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Tuple, a
               ast.unaryop)
 
 
+def _names_bound_by(node) -> list:
+    """The names one node binds (an assignment's or a loop's target, a definition, a parameter, an import,
+    a handler, a match capture, a global or nonlocal declaration); "*" for `import *`."""
+    if isinstance(node, ast.Name):
+        return [] if isinstance(node.ctx, ast.Load) else [node.id]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, ast.alias):
+        return ["*" if node.name == "*" else (node.asname or node.name).split(".")[0]]
+    if isinstance(node, ast.ExceptHandler):
+        return [node.name] if node.name else []
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return list(node.names)
+    kind = type(node).__name__
+    if kind in ("MatchAs", "MatchStar"):
+        return [node.name] if node.name else []
+    if kind == "MatchMapping":
+        return [node.rest] if node.rest else []
+    return []
+
+
 def _binds_anywhere(trees) -> set:
     """Every name a cell binds anywhere (assignments, definitions, parameters, imports, handlers, loop
     and match targets), "*" if a cell imports * (which can bind any name)."""
-    names = set()
-    for tree in trees:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                names.add(node.id)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                names.add(node.name)
-            elif isinstance(node, ast.arg):
-                names.add(node.arg)
-            elif isinstance(node, ast.alias):
-                names.add("*" if node.name == "*" else (node.asname or node.name).split(".")[0])
-            elif isinstance(node, ast.ExceptHandler) and node.name:
-                names.add(node.name)
-            elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                names.update(node.names)
-            else:
-                names.update(n for n in _bound_names(node) if type(node).__name__.startswith("Match"))
-    return names
+    return {name for tree in trees for node in ast.walk(tree) for name in _names_bound_by(node)}
 
 
 class _PlainBuiltins(ast.NodeTransformer):
@@ -718,57 +723,51 @@ class _Notebook:
 
     def __init__(self, trees):
         self.parent: dict = {}
-        self.bound = _binds_anywhere(trees)
+        self.bound: set = set()               # every name a cell binds, as _binds_anywhere
         self.referenced: set = set()
-        self.enumerates_classes = False
-        for tree in trees:
-            for node in ast.walk(tree):
-                for child in ast.iter_child_nodes(node):
-                    self.parent[id(child)] = node
-                words = []
-                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
-                    words = [node.id]
-                elif isinstance(node, ast.Attribute):
-                    words = [node.attr]
-                elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
-                    text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
-                    words = re.findall(r"[^\W\d]\w*", text)
-                elif isinstance(node, ast.alias):
-                    words = [node.name.split(".")[-1]]
-                elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                    words = list(node.names)
-                elif isinstance(node, ast.keyword) and node.arg:
-                    words = [node.arg]
-                self.referenced.update(words)
+        uses: dict = {}                       # name -> the nodes loading it
+        self.module_names: dict = {}          # a name bound by an import of MODULE_READS -> its tables
+        todo = list(trees)
+        while todo:
+            node = todo.pop()
+            for child in ast.iter_child_nodes(node):
+                self.parent[id(child)] = node
+                todo.append(child)
+            self.bound.update(_names_bound_by(node))
+            if isinstance(node, ast.Name):
+                if isinstance(node.ctx, ast.Load):
+                    uses.setdefault(node.id, []).append(node)
+                if not isinstance(node.ctx, ast.Store):
+                    self.referenced.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                self.referenced.add(node.attr)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+                text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+                self.referenced.update(re.findall(r"[^\W\d]\w*", text))
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                self.referenced.update(node.names)
+            elif isinstance(node, ast.keyword) and node.arg:
+                self.referenced.add(node.arg)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    self.referenced.add(alias.name.split(".")[-1])
+                    if alias.name in MODULE_READS:
+                        self.module_names.setdefault(alias.asname or alias.name, []).append(MODULE_READS[alias.name])
+            elif isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    self.referenced.add(alias.name)
+                    kind = MODULE_READS[node.module].get(alias.name) \
+                        if node.module in MODULE_READS and not node.level else None
+                    if kind is not None:
+                        self.module_names.setdefault(alias.asname or alias.name, []).append({"": kind})
         # object.__subclasses__() lists every class without naming it: then no class is unreferenced
         self.enumerates_classes = "__subclasses__" in self.referenced
-        self.rebound, every = _rebindings(trees)     # names bound in forms the reader does not follow
-        self.binds_any = bool(every)
+        self.rebound, self.every = _rebindings(trees)     # names bound in forms the reader does not follow
+        self.binds_any = bool(self.every)
         self.setattr_ok: set = set()          # ids of setattr statements run on a plain student object ...
         self.setattr_other: set = set()       # ... and of those run, at least once, on anything else
-        uses: dict = {}
-        for tree in trees:
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                    uses.setdefault(node.id, []).append(node)
-        self.module_names: dict = {}          # a name bound by an import of MODULE_READS -> its table
-        self.unclean: set = set()             # such names with a use that is not an entry
-        for tree in trees:
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Import):
-                    for alias in node.names:
-                        if alias.name in MODULE_READS:
-                            name = alias.asname or alias.name
-                            self.module_names.setdefault(name, []).append(MODULE_READS[alias.name])
-                elif isinstance(node, ast.ImportFrom) and node.module in MODULE_READS and not node.level:
-                    for alias in node.names:
-                        kind = MODULE_READS[node.module].get(alias.name)
-                        if kind is None:
-                            continue
-                        self.module_names.setdefault(alias.asname or alias.name, []).append({"": kind})
-        for name, tables in self.module_names.items():
-            if any(not self._module_use(use, tables) for use in uses.get(name, [])):
-                self.unclean.add(name)
+        self.unclean = {name for name, tables in self.module_names.items()   # such names used otherwise
+                        if any(not self._module_use(use, tables) for use in uses.get(name, []))}
 
     # -- read-only uses ----------------------------------------------------------------------------
     def read_only(self, node, depth=0) -> bool:
@@ -1021,6 +1020,9 @@ def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
     inputs: parameter -> axis labels, in the order the probe passes them."""
     reading = Reading()
     trees = _parse_cells(sources)
+    if any("eval" in str(text) or "setattr" in str(text) for text in sources):
+        plain = _PlainBuiltins(_binds_anywhere(trees))
+        trees = [plain.visit(tree) for tree in trees]
     notebook = _Notebook(trees)
     interp = _Interpreter(reading, notebook)
     module = interp.module
@@ -1060,7 +1062,7 @@ def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
         interp.undecided(f"`{name}` does too much for the grader to follow")
     except RecursionError:
         interp.undecided(f"`{name}` nests too deeply for the grader to follow")
-    rebound, every = _rebindings(trees)
+    rebound, every = notebook.rebound, notebook.every
     for used in sorted(_relied_on(name, module.vars.read, statements), key=lambda n: (n != name, n)):
         if used in rebound:
             interp.undecided(f"`{used}` {rebound[used]}")
