@@ -5,7 +5,9 @@ cell order, an earlier attempt above it or not), helpers as they are bound when 
 bound by assignment followed, and what a cell's expression stores into a value the answer uses. A name
 the answer relies on bound in a form the reader does not follow (`:=`, `global`, an import from a module
 a cell may have written, `import *` from one), or code that can change what its text says in any
-function of the cells, goes to review. Whole-matrix work is found whatever the library or op and whatever
+function of the cells that can run, goes to review; a read-only use of such a word (printed, compared,
+counted: the reader's allowlist) or a function nothing can call does not, and its tampering neighbours
+still do. Whole-matrix work is found whatever the library or op and whatever
 iteration helper the data passes through (zip, enumerate, map, comprehensions, unpacking,
 itertools.product, the student's own helpers); one entry's work is never taken for it; and what the
 reader cannot decide (code that can change what its text says, a binding or a library call it cannot
@@ -479,6 +481,135 @@ def test_a_name_rebound_in_a_form_the_reader_does_not_follow_goes_to_review(name
     assert review(entrywise(PER_ENTRY, REBOUND[name]))                # in a later cell as well
 
 
+# Code that runs but only reads (an allowlist, process.READ_ONLY_SINKS, MODULE_READS, ...), and functions no
+# code references: a cell of these anywhere in the notebook leaves the answer decided. Each sent every
+# correct answer of the notebook to review.
+READ_ONLY = {
+    "a class's name": "x = torch.zeros(2)\nprint(x.__class__.__name__)",
+    "a class's name bound": "x = torch.zeros(2)\nkind = x.__class__.__name__",
+    "inspect.signature printed": "import inspect\nprint(inspect.signature(print))",
+    "inspect.getsource": "import inspect\ndef f():\n    return 1\nprint(inspect.getsource(f))",
+    "from inspect import signature": "from inspect import signature\nprint(signature(print))",
+    "types imported": "import types",
+    "types.SimpleNamespace": "import types\ncfg = types.SimpleNamespace(lr=0.1)\nprint(cfg.lr)",
+    "types in isinstance": "import types\nprint(isinstance(print, (types.FunctionType, types.BuiltinFunctionType)))",
+    "getattr over a literal list of names": "for n in ['sum', 'mean']:\n    print(getattr(torch.ones(3), n)())",
+    "getattr over a literal tuple of names": "for n in ('sum', 'mean'):\n    print(getattr(torch.ones(3), n)())",
+    "vars printed": "class Cfg:\n    lr = 0.1\nprint(vars(Cfg))",
+    "__dict__'s keys printed": "print(torch.nn.Linear(2, 2).__dict__.keys())",
+    "globals in an f-string": "print(f'{len(globals())} names')",
+    "eval of arithmetic": "print(eval('2 + 3'))",
+    "eval of a tuple": "t = eval('(1, 2.5, -3)')",
+    "a def nothing references": "def show():\n    print(globals().keys())",
+    "a def in a function, never referenced": "def outer():\n    def inner():\n        globals()['x'] = 1\n    return 1\nouter()",
+    "a lambda in a function, never referenced": "def outer():\n    _show = lambda: globals().update(x=1)\n    return 1\nouter()",
+    "a method of a class in a function, never referenced": "def outer():\n    class Unused:\n        def m(self):\n"
+                                                            "            globals()['x'] = 1\n    return 1\nouter()",
+    "sys.modules tested with in": "import sys\nprint('torch' in sys.modules)",
+    "globals compared with a constant": "print(globals() != None)",
+    "sys.modules's keys counted": "import sys\nprint(len(sys.modules.keys()))",
+    "setattr on the student's object": "class Cfg: pass\nc = Cfg()\nsetattr(c, 'lr', 0.1)",
+    "setattr on the student's class": "class Cfg: pass\nsetattr(Cfg, 'lr', 0.1)",
+    "gc.collect": "import gc\ngc.collect()",
+}
+
+
+@pytest.mark.parametrize("name", list(READ_ONLY))
+def test_a_cell_that_only_reads_leaves_the_answer_decided(name):
+    cell = READ_ONLY[name]
+    assert clean(entrywise("import torch", PER_ENTRY, cell)), name
+    assert clean(entrywise("import torch", cell, PER_ENTRY)), name
+    assert caught(entrywise("import torch", cell, WHOLE_MATMUL)), name      # a decision either way
+
+
+def test_setattr_on_the_students_object_is_read_as_the_attribute_it_stores():
+    """Read as `box.f = ...`: the one-shot it stores is what the answer calls, and is found."""
+    box = "class Box: pass\nbox = Box()\n"
+    per_entry = PER_ENTRY.replace("def scores_entrywise", "def per_entry")
+    answer = "def scores_entrywise(q, k):\n    return box.f(q, k)"
+    assert clean(entrywise(per_entry, box + "setattr(box, 'f', per_entry)", answer))
+    assert caught(entrywise(per_entry, box + "setattr(box, 'f', lambda q, k: q @ k.mT)", answer))
+    stored = entrywise(per_entry, box + "box.f = per_entry\nsetattr(box, 'f', lambda q, k: q @ k.mT)", answer)
+    assert stored == entrywise(per_entry, box + "box.f = per_entry\nbox.f = lambda q, k: q @ k.mT", answer)
+    assert not clean(stored)
+
+
+# Beside each read-only use, its tampering neighbours: still not decided (the one-shot they bind, or the
+# library function they replace, would otherwise be read past).
+NOT_READ_ONLY = {
+    "vars stored into": f"vars(torch)['matmul'] = {ONE_SHOT}",
+    "vars updated": "class Cfg:\n    lr = 0.1\nvars(Cfg).update(lr=1)",
+    "globals bound to a name": f"x = globals()\nx['scores_entrywise'] = {ONE_SHOT}",
+    "globals updated": f"globals().update(scores_entrywise={ONE_SHOT})",
+    "globals shown by a print of the student's": f"def print(*a):\n    a[0]['scores_entrywise'] = {ONE_SHOT}\nprint(globals())",
+    "globals' keys' mapping": "print(globals().keys().mapping['scores_entrywise'])",
+    "__dict__ as a cell's last value": "class Cfg:\n    lr = 0.1\nCfg.__dict__",
+    "vars as print's file": "class W: pass\nprint(1, file=vars(W))",
+    "globals handed to an __eq__": f"class E:\n    def __eq__(self, other):\n        other['scores_entrywise'] = {ONE_SHOT}\n"
+                                   "        return True\nprint(E() == globals())",
+    "globals handed to a __contains__": f"class H:\n    def __contains__(self, d):\n"
+                                        f"        d['scores_entrywise'] = {ONE_SHOT}\n        return True\nprint(globals() in H())",
+    "globals handed to an __instancecheck__": f"class M(type):\n    def __instancecheck__(cls, d):\n"
+                                              f"        d['scores_entrywise'] = {ONE_SHOT}\n        return True\n"
+                                              "class C(metaclass=M): pass\nprint(isinstance(globals(), C))",
+    "getattr with a computed name": "name = 'mat' + 'mul'\nf = getattr(torch, name)",
+    "getattr over a dunder": "for n in ['__dict__']:\n    print(getattr(torch, n))",
+    "getattr over names rebound in the loop": "for n in ['sum']:\n    n = '__dict__'\n    print(getattr(torch, n))",
+    "setattr on torch": f"setattr(torch, 'matmul', {ONE_SHOT})",
+    "setattr on torch, of None": "setattr(torch, 'dot', None)",
+    "setattr on a library object": "c = torch.nn.Linear(2, 2)\nsetattr(c, 'forward', print)",
+    "setattr in a function": "class Cfg: pass\nc = Cfg()\ndef s(o):\n    setattr(o, 'x', 1)\ns(c)",
+    "setattr of a dunder": "class Cfg: pass\nc = Cfg()\nsetattr(c, '__class__', Cfg)",
+    "setattr of the student's": "def setattr(a, b, c):\n    pass\nclass Cfg: pass\nc = Cfg()\nsetattr(c, 'lr', 1)",
+    "setattr on a name a walrus rebinds": f"class Cfg: pass\nc = Cfg()\n[(c := torch)]\nsetattr(c, 'matmul', {ONE_SHOT})",
+    "eval of a variable": "code = '1'\nprint(eval(code))",
+    "eval of an import": "print(eval(\"__import__('os')\"))",
+    "eval of a name": "print(eval('scores_entrywise'))",
+    "eval of the student's": "eval = print\nprint(eval('2 + 3'))",
+    "inspect's frames": f"import inspect\ninspect.currentframe().f_back.f_globals['scores_entrywise'] = {ONE_SHOT}",
+    "inspect imported as another name": "import inspect as ins\nins.currentframe()",
+    "inspect.signature bound": "import inspect\nsig = inspect.signature(print)",
+    "inspect's frames imported": "from inspect import currentframe\ncurrentframe()",
+    "inspect's frames imported as signature": "from inspect import currentframe as signature\nprint(signature())",
+    "gc.get_referrers": "import gc\ngc.get_referrers(torch)",
+    "gc.get_objects": "import gc\nfor o in gc.get_objects():\n    pass",
+    "types.FunctionType called": "import types\nf = types.FunctionType(print.__code__, {})",
+    "sys.modules stored into": f"import sys\nsys.modules['torch'].matmul = {ONE_SHOT}",
+    "sys.modules bound": f"import sys\nm = sys.modules\nm['torch'].matmul = {ONE_SHOT}",
+    "a function a cell calls": f"def s():\n    globals()['scores_entrywise'] = {ONE_SHOT}\ns()",
+    "a function a list holds": f"def s():\n    globals()['scores_entrywise'] = {ONE_SHOT}\ncallbacks = [s]",
+    "a function the grader may call by name": f"def s():\n    globals()['scores_entrywise'] = {ONE_SHOT}",
+    "a lambda the grader may call by name": f"_s = lambda: globals().update(scores_entrywise={ONE_SHOT})",
+    "a method of a class the grader may call": f"class C:\n    def m(self):\n        globals()['scores_entrywise'] = {ONE_SHOT}",
+    "a def in a function, returned": f"def outer():\n    def inner():\n        globals()['scores_entrywise'] = {ONE_SHOT}\n"
+                                     "    return inner\nouter()()",
+    "a def in a function, called by a string": f"def outer():\n    def inner():\n        globals()['scores_entrywise'] = {ONE_SHOT}\n"
+                                               "    run_later('inner')\nouter()",
+    "a method of a class in a function, used": f"def outer():\n    class C:\n        def __init__(self):\n"
+                                               f"            globals()['scores_entrywise'] = {ONE_SHOT}\n    C()\nouter()",
+    "a function named in a string": f"def s():\n    globals()['scores_entrywise'] = {ONE_SHOT}\nrun_later('s')",
+    "a function named as an attribute": f"def s():\n    globals()['scores_entrywise'] = {ONE_SHOT}\nclass A: pass\nA.s",
+    "a decorated function": f"def reg(f):\n    f()\n    return f\n@reg\ndef s():\n    globals()['scores_entrywise'] = {ONE_SHOT}",
+    "a default of a function": f"def s(a=globals().update(scores_entrywise={ONE_SHOT})):\n    pass",
+    "a lambda as a cell's value": f"lambda: globals().update(scores_entrywise={ONE_SHOT})",
+    "a method of a class used": f"class C:\n    def __repr__(self):\n        globals()['scores_entrywise'] = {ONE_SHOT}\n"
+                                "        return ''\nprint(C())",
+    "a class found through __subclasses__": f"class C:\n    def __init__(self):\n        globals()['scores_entrywise'] = {ONE_SHOT}\n"
+                                             "object.__subclasses__()[-1]()",
+    "the grader imported": "from autograder.runtime import hidden",
+}
+
+
+@pytest.mark.parametrize("name", list(NOT_READ_ONLY))
+def test_a_tampering_use_beside_a_read_only_one_goes_to_review(name):
+    cell = NOT_READ_ONLY[name]
+    for cells in (("import torch", PER_ENTRY, cell), ("import torch", cell, PER_ENTRY), ("import torch", cell, WHOLE_MATMUL)):
+        reading = entrywise(*cells)
+        assert review(reading), (name, reading)
+        assert "behind its text" in reading["review"] or "library code" in reading["review"] \
+            or "does not read" in reading["review"], (name, reading)
+
+
 # What the kernel runs is the cell as IPython's input transformers write it: a magic or a shell line is a call
 # of get_ipython(), a line is what Python's tokenizer calls one (not what str.splitlines does), a string's
 # text is the string's. Read otherwise, each of these hid the rebinding and the one-shot scored full.
@@ -613,8 +744,6 @@ UNFOLLOWED = {
                              + _W + "class B(A):\n    pass\ndef scores_entrywise(q, k):\n    return B(q) + B(k)",
     "a loop in a class body": "class A:\n    for _ in range(1):\n        def __call__(self, q, k):\n            return q @ k.mT\n"
                               "def scores_entrywise(q, k):\n    return A()(q, k)",
-    "a match statement": "def scores_entrywise(q, k):\n    match (q, k):\n        case (a, c):\n            return a @ c.mT",
-    "a match in a cell": "match 1:\n    case 1:\n        def scores_entrywise(q, k):\n            return q @ k.mT",
     "a NamedTuple's fields": "from typing import NamedTuple\nclass P(NamedTuple):\n    q: object\n    k: object\n"
                              "def scores_entrywise(q, k):\n    p = P(q.numpy(), k.numpy())\n"
                              "    return torch.from_numpy(p.q @ p.k.transpose(0, 2, 1))",
@@ -630,6 +759,32 @@ UNFOLLOWED = {
 def test_work_behind_what_the_reader_does_not_model_goes_to_review(name):
     reading = entrywise(UNFOLLOWED[name])
     assert review(reading), reading
+
+
+def _in_case(body: str) -> str:
+    return body.replace("\n    ", "\n            ")
+
+
+def test_a_match_statement_is_read_as_its_cases():
+    """A case runs only if its pattern matches: its work is work in a branch that may not run (review), unless
+    the first case is irrefutable (`case _`, a capture); a sequence pattern unpacks the subject, what a class
+    or a mapping pattern captures is not followed. A correct answer written with a match is decided (it
+    went to review: a statement the reader did not model)."""
+    per_entry = LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")
+    assert clean(entrywise("def scores_entrywise(q, k):\n    match q.dim():\n        case 3:" + _in_case(per_entry)
+                           + "\n        case _:\n            raise ValueError('3-D inputs')"))
+    assert clean(entrywise("def scores_entrywise(q, k):\n    match (q, k):\n        case (a, c):\n"
+                           "            return one(a, c)\ndef one(q, k):" + per_entry))
+    assert clean(entrywise("match 3:\n    case 3:\n        " + PER_ENTRY.replace("\n", "\n        ")))
+    assert caught(entrywise("def scores_entrywise(q, k):\n    match q.dim():\n        case _:\n            return q @ k.mT"))
+    assert caught(entrywise("def scores_entrywise(q, k):\n    match q:\n        case a:\n            return a @ k.mT"))
+    for undecided in ["def scores_entrywise(q, k):\n    match (q, k):\n        case (a, c):\n            return a @ c.mT",
+                      "def scores_entrywise(q, k):\n    match q.dim():\n        case 2:\n            return q @ k.mT\n"
+                      "        case _:" + _in_case(per_entry),
+                      "def scores_entrywise(q, k):\n    match {'q': q}:\n        case {'q': a}:\n"
+                      "            return a @ k.mT\n        case _:\n            return None",
+                      "match 1:\n    case 1:\n        def scores_entrywise(q, k):\n            return q @ k.mT"]:
+        assert review(entrywise(undecided)), undecided
 
 
 @pytest.mark.parametrize("call", ["torch.linalg.multi_dot([a, c.T])", "torch.linalg.multi_dot((a, c.T))",

@@ -33,16 +33,21 @@ and the answer is not decided: a `:=` target (in a statement, an assert, a call'
 comprehension, a default), a `global` or `nonlocal` declaration of it in a function's or a class's body
 (a call the reader does not follow can run it), an import of it from another module (one the kernel may
 have written), and `import *` from another module, which can bind any name. Code that can change what
-the code does behind its text (below) is looked for in the whole of every cell: at its top level, in the
-answer and the helpers it reads, and in every other function or lambda, which a cell's call may run.
+the code does behind its text (below) is looked for in all the code of the cells that can run: at a
+cell's top level, in the answer and the helpers it reads, and in every other function or lambda, which
+a cell's call may run, unless no code can call it (_Notebook.dead, an allowlist: a function defined in
+a function that nothing in the cells names: not its name loaded, an attribute, a word of a string, a
+decorator; a method only with its class). A function at a cell's top level can always run: the grader's
+hidden tests call the notebook's functions by name.
 
 How it computes. The answer's body (and every helper of the student's it calls, with the call's
 arguments bound to the helper's parameters) is run by a small abstract interpreter that follows the
 axes of the inputs through names, indexing, slicing, transposes and conversions (numpy, lists, Python
 floats alike), through iteration (`for`, `zip`, `enumerate`, `map`, `range(len(...))`,
 comprehensions, generators, tuple unpacking, `itertools.product`, lists built by `append`, values
-stored into arrays, dicts or objects), and records every product, contraction, reduction and softmax
-with the axes of its operands. A check then says which of these are whole-matrix work: a product of
+stored into arrays, dicts or objects), through branches (an `if`, a `match`'s cases: a sequence pattern
+unpacks the subject, a class or mapping pattern's captures are not followed), and records every
+product, contraction, reduction and softmax with the axes of its operands. A check then says which of these are whole-matrix work: a product of
 q and k that multiplies more than one entry's d numbers at once, a reduction over the key axis, a
 (T, T) matrix. By what it multiplies, never by an op's name or rank: (1×d)@(d×1) and
 (q[b, i:i+1] * k[b, j:j+1]).sum() are one entry's work.
@@ -52,15 +57,28 @@ Three outcomes, never a guess against the student:
   it followed): a finding, and the process points are lost;
 * none, and nothing it could not follow: the process is as asked;
 * something it cannot decide: code that can change what its text says (exec, eval, globals(),
-  setattr, sys.modules, a library's function replaced, a torch function mode...), a binding it cannot
-  resolve, a library call it cannot read receiving whole inputs, axes it cannot follow (a reshape
-  mixing them), whole-matrix work only in a branch that may not run, and anything it does not model.
+  setattr, sys.modules, a library's function replaced, a torch function mode...: TAMPERING, in any use
+  but the read-only ones below), a binding it cannot resolve, a library call it cannot read receiving
+  whole inputs, axes it cannot follow (a reshape mixing them), whole-matrix work only in a branch that
+  may not run, and anything it does not model.
   Then the cell goes to a person (`review`), with the reason; the points are not taken.
 What it models is named (FOLLOWED_STATEMENTS, INERT_EXPRESSIONS, FOLLOWED_DUNDERS, ...), not what it
 refuses: a statement of another kind in the answer or a helper is not decided, and in a cell it leaves
 the names it binds unfollowed; a student's class that defines anything else (an operator, __iter__,
 __enter__, __getattr__, a descriptor, a property, __new__, a metaclass) makes the code that touches the
 class or its objects undecided, and only that code: a class the answer never reaches changes nothing.
+Read-only uses (an allowlist): a word of TAMPERING in code that can run passes only where its value is read
+and shown, never stored, called, mutated or handed to other code. `globals()`, `locals()`, `vars(x)`,
+`x.__dict__`, `x.__class__` and `sys.modules` flow only into READ_ONLY_SINKS (print, repr, str, len,
+sorted, list, type, ... of the builtins, none of them bound by the student), an f-string, an `in`
+test as its container, an `is`, a `==` with a constant (no student code is handed the value), `.keys()`
+used so in turn, or a read of `__name__`/`__qualname__`; a
+module of MODULE_READS (inspect, gc, types) is imported where every use of the name it binds is one of
+its entries (inspect.signature, gc.collect, types.SimpleNamespace, ...); `getattr(x, n)` with `n` a
+loop's target over a literal list of plain names. `eval` of a constant string of plain data (constants
+and arithmetic) is read as that expression, and `setattr(x, "name", v)` as the statement `x.name = v`,
+which passes at a cell's top level on a plain class of the student's or one of its objects (on a
+library's object, in a function, or of a dunder name, it is "uses setattr" as before).
 Code that only hides work from the kernel's own record (torch._C.DisableTorchFunction) changes nothing
 the text says: the text is read as usual, and a note says the record was turned off. The kernel's
 trace is still asked for: it can only take points away (it is the student's own record), never give them.
@@ -68,6 +86,8 @@ trace is still asked for: it can only take points away (it is the student's own 
 from __future__ import annotations
 
 import ast
+import keyword
+import re
 from dataclasses import dataclass, field
 
 UNKNOWN = "?"           # an axis the interpreter cannot follow
@@ -93,7 +113,8 @@ FOLLOWED_METHOD_DECORATORS = {"staticmethod"}
 FOLLOWED_STATEMENTS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign, ast.AugAssign,
                        ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try, ast.Return,
                        ast.Raise, ast.Expr, ast.Assert, ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom,
-                       ast.Delete, ast.Pass, ast.Break, ast.Continue) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+                       ast.Delete, ast.Pass, ast.Break, ast.Continue, ast.Match) \
+    + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 INERT_EXPRESSIONS = (ast.JoinedStr, ast.FormattedValue, ast.Slice)    # their parts are read; they make text or a slice
 
 # ... and names that only hide work from the kernel's record of torch calls: the text still says it.
@@ -491,6 +512,14 @@ def _module_level(tree):
         todo += list(ast.iter_child_nodes(node))
 
 
+def _irrefutable(pattern) -> bool:
+    """A pattern of a match that every subject matches (`_`, a capture, an or-pattern holding one)."""
+    kind = type(pattern).__name__
+    if kind == "MatchAs":
+        return pattern.pattern is None or _irrefutable(pattern.pattern)
+    return kind == "MatchOr" and any(_irrefutable(p) for p in pattern.patterns)
+
+
 def _dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
@@ -541,8 +570,9 @@ def _bound_names(node) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _tampering(nodes) -> tuple[str, str]:
-    """(what can change the code behind its text, what hides work from the kernel's record)."""
+def _tampering(nodes, notebook: "_Notebook") -> tuple[str, str]:
+    """(what can change the code behind its text, what hides work from the kernel's record): a word of
+    TAMPERING in a use other than the read-only ones of `notebook` (above)."""
     hiding = ""
     part_of_hiding: set = set()       # the `_C` of torch._C.DisableTorchFunction: part of that name
     for node in nodes:
@@ -552,20 +582,334 @@ def _tampering(nodes) -> tuple[str, str]:
                 parts = set(full.split("."))
                 if parts & TRACE_HIDING:
                     hiding = hiding or f"imports {full}"
-                elif parts & TAMPERING:
+                elif parts & TAMPERING and not notebook.import_allowed(node):
                     return f"imports {full}", hiding
             continue
+        if getattr(node, "from_setattr", False) and (id(node) not in notebook.setattr_ok
+                                                     or id(node) in notebook.setattr_other):
+            return "uses setattr", hiding
         if isinstance(node, ast.Attribute) and node.attr in TRACE_HIDING and isinstance(node.value, ast.Attribute):
             part_of_hiding.add(id(node.value))
         word = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
         if word in TRACE_HIDING:
             hiding = hiding or f"uses {word}"
-        elif word in TAMPERING and id(node) not in part_of_hiding:
+        elif word in TAMPERING and id(node) not in part_of_hiding and not notebook.allowed(node, word):
             return f"uses {word}", hiding
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
-                and len(node.args) >= 2 and not isinstance(node.args[1], ast.Constant):
+                and len(node.args) >= 2 and not isinstance(node.args[1], ast.Constant) \
+                and not notebook.constant_names(node):
             return "uses getattr with a computed name", hiding
     return "", hiding
+
+
+# Read-only uses of tampering words (allowlists). A word of TAMPERING in code that runs passes only in one
+# of these uses, where its value can be read and shown but not stored, called, mutated or handed on:
+# * a call of `globals()`, `locals()`, `vars(x)`, or the value `x.__dict__`, `x.__class__`, `x.modules`
+#   (sys.modules), whose value flows only into READ_ONLY_SINKS: a positional argument of one of those
+#   builtins (the student binds none of them), a value formatted by an f-string, the container of an
+#   `in` test, an operand of `is`, or of `==` with a constant (the other operand's code is never handed
+#   the value), the object of `.keys()` (whose view flows on so: a view's `.mapping` would give the dict
+#   back), or the object of an attribute read of INERT_ATTRIBUTES;
+# * a module of MODULE_READS imported (`import inspect`, `from types import SimpleNamespace`) where every
+#   use of the name it binds, anywhere in the cells, is one of that module's entries;
+# * `getattr(x, n)` where `n` is the target of the loop that holds it, the loop running over a literal
+#   list of names none of which is a dunder or a TAMPERING word, and the loop's body binding `n` nowhere.
+# Two more are read as the code they stand for before anything else is read (_plain_builtins):
+# `eval("2 + 3")`, a constant string that parses to plain data (constants, arithmetic, tuples, lists), is
+# that expression; `setattr(x, "name", v)` as a statement is `x.name = v`, which passes only at a cell's top
+# level where `x` is, every time the reader runs it, a plain class of the student's or one of its objects
+# (no base, no decorator, nothing the reader does not follow): on anything else it is still "uses setattr".
+READ_ONLY_CALLS = {"globals", "locals", "vars"}
+READ_ONLY_VALUES = {"__dict__", "__class__", "modules"}
+# sink -> what its result is: "data" (None, a str, an int, a bool: nothing left to follow), or "same" (it
+# still holds what it was given: a list of the keys, the type; its own use must be read-only in turn)
+# (not isinstance: a metaclass's __instancecheck__ would be handed the value)
+READ_ONLY_SINKS = {"print": "data", "repr": "data", "str": "data", "ascii": "data", "len": "data",
+                   "id": "data", "bool": "data", "sorted": "same", "list": "same", "type": "same"}
+INERT_ATTRIBUTES = {"__name__", "__qualname__"}     # a class's or a function's: always a str
+# module -> {attribute: how it may be used}: "data" (called; returns a str, a bool or an int), "same" (called;
+# what it returns is used read-only, as above), "new" (called; a fresh plain object holding only its
+# arguments), "type" (not called: only a class to test an object against, in isinstance/issubclass or `is`)
+MODULE_READS = {
+    # reads a function's signature, source or docstring, or asks what kind of object it is: nothing runs
+    # of it and nothing of it changes (inspect's frames, members and globals are not here)
+    "inspect": {"signature": "same", "getdoc": "data", "getsource": "data", "cleandoc": "data",
+                "isfunction": "data", "isclass": "data", "ismethod": "data", "isroutine": "data",
+                "isbuiltin": "data", "ismodule": "data", "isgeneratorfunction": "data"},
+    # collects garbage or reports on the collector: it frees objects, it binds and replaces nothing
+    # (get_objects, get_referrers, get_referents, which hand out any object, are not here)
+    "gc": {"collect": "data", "isenabled": "data", "get_count": "data", "get_threshold": "data"},
+    # a namespace object holding what it is given, and the types of functions, methods, modules to test
+    # against (FunctionType, CodeType, ModuleType called would make code or a module: not here)
+    "types": {"SimpleNamespace": "new", "FunctionType": "type", "MethodType": "type", "LambdaType": "type",
+              "BuiltinFunctionType": "type", "BuiltinMethodType": "type", "ModuleType": "type",
+              "GeneratorType": "type"},
+}
+# what a string given to eval may hold to be read as the expression it is (plain data)
+PLAIN_DATA = (ast.Expression, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Tuple, ast.List, ast.Load, ast.operator,
+              ast.unaryop)
+
+
+def _names_bound_by(node) -> list:
+    """The names one node binds (an assignment's or a loop's target, a definition, a parameter, an import,
+    a handler, a match capture, a global or nonlocal declaration); "*" for `import *`."""
+    if isinstance(node, ast.Name):
+        return [] if isinstance(node.ctx, ast.Load) else [node.id]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, ast.alias):
+        return ["*" if node.name == "*" else (node.asname or node.name).split(".")[0]]
+    if isinstance(node, ast.ExceptHandler):
+        return [node.name] if node.name else []
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return list(node.names)
+    kind = type(node).__name__
+    if kind in ("MatchAs", "MatchStar"):
+        return [node.name] if node.name else []
+    if kind == "MatchMapping":
+        return [node.rest] if node.rest else []
+    return []
+
+
+def _binds_anywhere(trees) -> set:
+    """Every name a cell binds anywhere (assignments, definitions, parameters, imports, handlers, loop
+    and match targets), "*" if a cell imports * (which can bind any name)."""
+    return {name for tree in trees for node in ast.walk(tree) for name in _names_bound_by(node)}
+
+
+class _PlainBuiltins(ast.NodeTransformer):
+    """`eval` of a constant string of plain data is that expression; `setattr(x, "name", v)` as a statement
+    is `x.name = v`, marked so that the reader asks whose attribute it stores (see above)."""
+
+    def __init__(self, bound: set):
+        self.bound = bound
+
+    def _builtin(self, node, name, n):
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name \
+            and name not in self.bound and "*" not in self.bound and len(node.args) == n and not node.keywords \
+            and not any(isinstance(a, ast.Starred) for a in node.args)
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if self._builtin(node, "eval", 1) and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            try:
+                parsed = ast.parse(node.args[0].value.strip(), mode="eval")
+            except (SyntaxError, ValueError):
+                return node
+            if all(isinstance(n, PLAIN_DATA) for n in ast.walk(parsed)):
+                return ast.fix_missing_locations(ast.copy_location(parsed.body, node))
+        return node
+
+    def visit_Expr(self, node):
+        self.generic_visit(node)
+        call = node.value
+        if self._builtin(call, "setattr", 3) and isinstance(call.args[1], ast.Constant) \
+                and isinstance(call.args[1].value, str) and call.args[1].value.isidentifier() \
+                and not keyword.iskeyword(call.args[1].value) and not call.args[1].value.startswith("__"):
+            target = ast.Attribute(value=call.args[0], attr=call.args[1].value, ctx=ast.Store())
+            store = ast.Assign(targets=[target], value=call.args[2])
+            store.from_setattr = True
+            return ast.fix_missing_locations(ast.copy_location(store, node))
+        return node
+
+
+class _Notebook:
+    """What the tampering checks need to know of all the cells: each node's parent, the names the cells
+    bind, the names they reference, the modules of MODULE_READS bound by an import every use of which is
+    an entry of MODULE_READS, and the setattr statements the reader ran on a plain student object."""
+
+    def __init__(self, trees):
+        self.parent: dict = {}
+        self.bound: set = set()               # every name a cell binds, as _binds_anywhere
+        self.referenced: set = set()
+        uses: dict = {}                       # name -> the nodes loading it
+        self.module_names: dict = {}          # a name bound by an import of MODULE_READS -> its tables
+        todo = list(trees)
+        while todo:
+            node = todo.pop()
+            for child in ast.iter_child_nodes(node):
+                self.parent[id(child)] = node
+                todo.append(child)
+            self.bound.update(_names_bound_by(node))
+            if isinstance(node, ast.Name):
+                if isinstance(node.ctx, ast.Load):
+                    uses.setdefault(node.id, []).append(node)
+                if not isinstance(node.ctx, ast.Store):
+                    self.referenced.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                self.referenced.add(node.attr)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+                text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+                self.referenced.update(re.findall(r"[^\W\d]\w*", text))
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                self.referenced.update(node.names)
+            elif isinstance(node, ast.keyword) and node.arg:
+                self.referenced.add(node.arg)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    self.referenced.add(alias.name.split(".")[-1])
+                    if alias.name in MODULE_READS:
+                        self.module_names.setdefault(alias.asname or alias.name, []).append(MODULE_READS[alias.name])
+            elif isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    self.referenced.add(alias.name)
+                    kind = MODULE_READS[node.module].get(alias.name) \
+                        if node.module in MODULE_READS and not node.level else None
+                    if kind is not None:
+                        self.module_names.setdefault(alias.asname or alias.name, []).append({"": kind})
+        # object.__subclasses__() lists every class without naming it: then no class is unreferenced
+        self.enumerates_classes = "__subclasses__" in self.referenced
+        self.rebound, self.every = _rebindings(trees)     # names bound in forms the reader does not follow
+        self.binds_any = bool(self.every)
+        self.setattr_ok: set = set()          # ids of setattr statements run on a plain student object ...
+        self.setattr_other: set = set()       # ... and of those run, at least once, on anything else
+        self.unclean = {name for name, tables in self.module_names.items()   # such names used otherwise
+                        if any(not self._module_use(use, tables) for use in uses.get(name, []))}
+
+    # -- read-only uses ----------------------------------------------------------------------------
+    def read_only(self, node, depth=0) -> bool:
+        """The value of `node` flows only into a read-only use (READ_ONLY_SINKS, ...)."""
+        if depth > 20:
+            return False
+        parent = self.parent.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.value is node and isinstance(parent.ctx, ast.Load):
+            if parent.attr in INERT_ATTRIBUTES:
+                return True
+            call = self.parent.get(id(parent))
+            return parent.attr == "keys" and isinstance(call, ast.Call) and call.func is parent \
+                and not call.args and not call.keywords and self.read_only(call, depth + 1)
+        if isinstance(parent, ast.Call) and any(a is node for a in parent.args) and isinstance(parent.func, ast.Name) \
+                and parent.func.id in READ_ONLY_SINKS and parent.func.id not in self.bound and "*" not in self.bound:
+            return READ_ONLY_SINKS[parent.func.id] == "data" or self.read_only(parent, depth + 1)
+        if isinstance(parent, ast.FormattedValue) and parent.value is node:
+            return True
+        if not (isinstance(parent, ast.Compare) and len(parent.ops) == 1):
+            return False
+        op, other = parent.ops[0], parent.left if parent.comparators[0] is node else parent.comparators[0]
+        if isinstance(op, (ast.In, ast.NotIn)):     # as the container only: `x in T` asks T, `T in x` hands T to x
+            return parent.comparators[0] is node
+        if isinstance(op, (ast.Eq, ast.NotEq)):     # `==` can hand T to the other side's __eq__: a constant's only
+            return isinstance(other, ast.Constant)
+        return isinstance(op, (ast.Is, ast.IsNot))
+
+    def _module_use(self, name_node, tables) -> bool:
+        """A use of a name bound to a module (or a function) of MODULE_READS that is one of its entries."""
+        kinds = set()
+        if all("" in t for t in tables):          # bound by `from M import f`: the name is the function
+            target, kinds = name_node, {t[""] for t in tables}
+        else:
+            parent = self.parent.get(id(name_node))
+            if not (isinstance(parent, ast.Attribute) and parent.value is name_node and isinstance(parent.ctx, ast.Load)):
+                return False
+            if any(parent.attr not in t for t in tables):
+                return False
+            target, kinds = parent, {t[parent.attr] for t in tables}
+        if len(kinds) != 1:
+            return False
+        kind = kinds.pop()
+        up = self.parent.get(id(target))
+        if kind == "type":
+            if isinstance(up, ast.Tuple):
+                up, target = self.parent.get(id(up)), up
+            return (isinstance(up, ast.Call) and isinstance(up.func, ast.Name) and up.func.id in ("isinstance", "issubclass")
+                    and up.func.id not in self.bound and len(up.args) == 2 and up.args[1] is target) \
+                or (isinstance(up, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq))
+                                                        for op in up.ops))
+        if not (isinstance(up, ast.Call) and up.func is target):
+            return False
+        return kind in ("data", "new") or self.read_only(up)
+
+    def allowed(self, node, word: str) -> bool:
+        """A TAMPERING word at `node` in one of the read-only uses above."""
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            return False
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            return False
+        if word in READ_ONLY_CALLS and isinstance(node, ast.Name) and word not in self.bound and "*" not in self.bound:
+            call = self.parent.get(id(node))
+            return isinstance(call, ast.Call) and call.func is node and self.read_only(call)
+        if word in READ_ONLY_VALUES:
+            return self.read_only(node)
+        if isinstance(node, ast.Name) and node.id in self.module_names:
+            return node.id not in self.unclean
+        return False
+
+    def import_allowed(self, node) -> bool:
+        """An import of MODULE_READS whose every bound name is used only as its entries."""
+        if isinstance(node, ast.Import):
+            return all(alias.name in MODULE_READS and (alias.asname or alias.name) not in self.unclean
+                       for alias in node.names if set(alias.name.split(".")) & TAMPERING)
+        return not node.level and node.module in MODULE_READS and all(
+            alias.name in MODULE_READS[node.module] and (alias.asname or alias.name) not in self.unclean
+            for alias in node.names)
+
+    def constant_names(self, call) -> bool:
+        """getattr(x, n) inside `for n in ["sum", "mean"]`, the loop's body binding n nowhere."""
+        name = call.args[1]
+        if not isinstance(name, ast.Name):
+            return False
+        node = call
+        while True:
+            node = self.parent.get(id(node))
+            if node is None or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return False
+            if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Name) \
+                    and node.target.id == name.id:
+                break
+        items = node.iter.elts if isinstance(node.iter, (ast.List, ast.Tuple, ast.Set)) else None
+        if not items or not all(isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value.isidentifier()
+                                and not _dunder(e.value) and e.value not in TAMPERING for e in items):
+            return False
+        return name.id not in _binds_anywhere(node.body)
+
+    # -- what can run ------------------------------------------------------------------------------
+    def dead(self, node) -> bool:
+        """A function no code can call. One defined at a cell's top level never is (the grader's hidden
+        tests call the notebook's functions by name, and their cells are not among the student's), nor a
+        method of a class that is not dead (methods run implicitly, through dunders). One defined in a
+        function is when nothing references it: its name (or the name it is assigned to, for a lambda)
+        loaded nowhere in the cells, the attribute of no object, in no string; not decorated; not a
+        dunder or an IPython hook `_name_`; for a class, with no base or keyword, and no cell listing
+        classes (`__subclasses__`). A lambda is one only as the whole value of an assignment to names."""
+        parent = self.parent.get(id(node))
+        if isinstance(node, ast.Lambda):
+            if not (isinstance(parent, ast.Assign) and parent.value is node
+                    and all(isinstance(t, ast.Name) for t in parent.targets)):
+                return False
+            names = [t.id for t in parent.targets]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.decorator_list or (isinstance(node, ast.ClassDef) and (node.bases or node.keywords
+                                                                          or self.enumerates_classes)):
+                return False
+            names = [node.name]
+        else:
+            return False
+        scope = parent
+        while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                                           ast.ClassDef)):
+            scope = self.parent.get(id(scope))
+        if scope is None:
+            return False                     # a cell's top level: the grader can call it by name
+        if isinstance(scope, ast.ClassDef):
+            return self.dead(scope)          # a method, or a name of a class: with its class
+        return not any(n in self.referenced or (n.startswith("_") and n.endswith("_")) for n in names)
+
+    def live_nodes(self, root, runs=False):
+        """The nodes of `root` that can run: not the body of a function no code can call (its decorators,
+        defaults and annotations run where it is defined). runs: `root` is a function the reader ran."""
+        todo = [root]
+        while todo:
+            node = todo.pop()
+            yield node
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) \
+                    and not (runs and node is root) and self.dead(node):
+                todo += [c for f, c in ast.iter_fields(node) if f != "body"
+                         for c in (c if isinstance(c, list) else [c]) if isinstance(c, ast.AST)]
+                continue
+            todo += list(ast.iter_child_nodes(node))
 
 
 # The modules whose names a cell may import for the names the answer relies on, or `import *` from: libraries
@@ -643,14 +987,15 @@ def _rebindings(trees) -> tuple[dict, str]:
     return names, every
 
 
-def _unrun_tampering(trees, scanned: set) -> str:
+def _unrun_tampering(trees, scanned: set, notebook: _Notebook) -> str:
     """Code that can change what the code does behind its text in a function or lambda the reader did not
-    read (a cell's call can run it, even as an expression statement the reader does not follow)."""
+    read (a cell's call can run it, even as an expression statement the reader does not follow), unless no
+    code references it (_Notebook.dead): then it cannot run, and only what its definition runs counts."""
     def visit(node):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             if id(node) in scanned:
                 return ""
-            tampering, _ = _tampering(ast.walk(node))
+            tampering, _ = _tampering(notebook.live_nodes(node), notebook)
             if tampering:
                 name = f"`{node.name}`" if not isinstance(node, ast.Lambda) else "a lambda"
                 return f"{name} {tampering}, which a cell's call can run to change what the code does behind its text"
@@ -675,15 +1020,14 @@ def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
     inputs: parameter -> axis labels, in the order the probe passes them."""
     reading = Reading()
     trees = _parse_cells(sources)
-    interp = _Interpreter(reading)
+    if any("eval" in str(text) or "setattr" in str(text) for text in sources):
+        plain = _PlainBuiltins(_binds_anywhere(trees))
+        trees = [plain.visit(tree) for tree in trees]
+    notebook = _Notebook(trees)
+    interp = _Interpreter(reading, notebook)
     module = interp.module
     statements = []             # (names a cell's statement binds, names it read, whether it changed an object)
     for tree in trees:
-        tampering, hiding = _tampering(_module_level(tree))
-        if tampering:
-            interp.undecided(f"a cell {tampering}, which can change what the code does behind its text")
-        if hiding:
-            interp.note(hiding)
         try:
             interp.quiet += 1
             for stmt in tree.body:
@@ -697,6 +1041,11 @@ def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
             interp.undecided("the notebook's cells are too long to follow")
         finally:
             interp.quiet -= 1
+        tampering, hiding = _tampering(_module_level(tree), notebook)   # after the cell ran: its setattr's
+        if tampering:
+            interp.undecided(f"a cell {tampering}, which can change what the code does behind its text")
+        if hiding:
+            interp.note(hiding)
     if name not in module.vars:
         interp.undecided(f"no definition of `{name}` in the cells that run before this test")
         return reading
@@ -713,21 +1062,22 @@ def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
         interp.undecided(f"`{name}` does too much for the grader to follow")
     except RecursionError:
         interp.undecided(f"`{name}` nests too deeply for the grader to follow")
-    rebound, every = _rebindings(trees)
+    rebound, every = notebook.rebound, notebook.every
     for used in sorted(_relied_on(name, module.vars.read, statements), key=lambda n: (n != name, n)):
         if used in rebound:
             interp.undecided(f"`{used}` {rebound[used]}")
     if every:
         interp.undecided(every)
-    unrun = _unrun_tampering(trees, interp.scanned)
+    unrun = _unrun_tampering(trees, interp.scanned, notebook)
     if unrun:
         interp.undecided(unrun)
     return reading
 
 
 class _Interpreter:
-    def __init__(self, reading: Reading):
+    def __init__(self, reading: Reading, notebook: _Notebook):
         self.reading = reading
+        self.notebook = notebook
         self.module = Scope()
         self.quiet = 0            # > 0: evaluating the cells' bindings, not the answer: record nothing
         self.uncertain = 0        # > 0: inside a branch that may not run
@@ -774,7 +1124,10 @@ class _Interpreter:
 
     # -- statements ---------------------------------------------------------------------------------
     def block(self, stmts, scope, module_level=False) -> bool:
-        """Run statements; True if the block ends in a return or raise (what follows never runs)."""
+        """Run statements; True if the block ends in a return or raise (what follows never runs). A case of
+        a match is given as a function of module_level that runs it."""
+        if callable(stmts):
+            return stmts(module_level)
         for stmt in stmts:
             if self.stmt(stmt, scope, module_level):
                 return True
@@ -821,6 +1174,8 @@ class _Interpreter:
                 value = self.decorate(deco, value, scope)
             self.assign(node.name, value, scope)
         elif isinstance(node, ast.Assign):
+            if getattr(node, "from_setattr", False):
+                self.setattr_on(node, scope, module_level)
             value = self.expr(node.value, scope)
             for t in node.targets:
                 self.bind(t, value, scope, node.value)
@@ -910,6 +1265,8 @@ class _Interpreter:
             self.expr(node.value, scope)    # in a cell too: a call can change what a name the answer uses holds
         elif isinstance(node, ast.Assert):
             self.expr(node.test, scope)
+        elif isinstance(node, ast.Match):
+            return self.match(node, scope, module_level)
         elif isinstance(node, ast.Global):
             scope.declared_global.update(node.names)
         elif isinstance(node, ast.Nonlocal):
@@ -936,6 +1293,90 @@ class _Interpreter:
             else:
                 self.undecided(f"a `{kind}` statement, which the grader does not read")
         return False
+
+    def setattr_on(self, node, scope, module_level) -> None:
+        """`setattr(x, "name", v)` (read as `x.name = v`) passes where it runs at a cell's top level on a
+        name bound, as the reader followed it, to a plain class of the student's or one of its objects."""
+        base = node.targets[0].value
+        value = self.quietly(base, scope) if isinstance(base, ast.Name) else None
+        cls = value.cls if isinstance(value, Inst) else value
+        plain = module_level and not self.stack and isinstance(cls, Cls) and isinstance(cls.node, ast.ClassDef) \
+            and not (cls.node.bases or cls.node.keywords or cls.node.decorator_list) and not _unread_class(cls.node) \
+            and base.id not in self.notebook.rebound and not self.notebook.binds_any
+        (self.notebook.setattr_ok if plain else self.notebook.setattr_other).add(id(node))
+
+    def match(self, node, scope, module_level) -> bool:
+        """A match: the subject, then each case as a branch of which one runs (its pattern's captures bound
+        to the parts of the subject a sequence pattern unpacks, or to the subject itself; what a class or
+        mapping pattern captures is not followed: in the answer, not decided), and none if no case is
+        irrefutable. A first case that
+        is irrefutable (`case _`, `case x`, without a guard) is the code that runs."""
+        subject = self.expr(node.subject, scope)
+        cases = []
+        for case in node.cases:
+            cases.append(case)
+            if case.guard is None and _irrefutable(case.pattern):
+                break                           # the cases after it never run
+        exhaustive = bool(cases) and cases[-1].guard is None and _irrefutable(cases[-1].pattern)
+
+        def arm(case):
+            def run(module):
+                self.match_bind(case.pattern, subject, scope)
+                if case.guard is not None:
+                    self.expr(case.guard, scope)
+                return self.block(case.body, scope, module)
+            return run
+        arms = [arm(case) for case in cases] + ([] if exhaustive else [lambda module: False])
+        if len(arms) == 1:
+            return arms[0](module_level)
+        if not module_level:
+            return self.fork(arms, scope)
+        ended = [self.branch(run, scope, True) for run in arms]
+        return all(ended) and exhaustive
+
+    def match_bind(self, pattern, value, scope) -> None:
+        kind = type(pattern).__name__
+        unread = Opaque("a value a class or mapping pattern of a `match` captures")
+        if kind == "MatchAs":
+            if pattern.pattern is not None:
+                self.match_bind(pattern.pattern, value, scope)
+            if pattern.name:
+                self.assign(pattern.name, value, scope)
+        elif kind == "MatchSequence":
+            if any(type(p).__name__ == "MatchStar" for p in pattern.patterns):
+                elem, outer = self.iterate(value)
+                for p in pattern.patterns:
+                    if type(p).__name__ == "MatchStar":
+                        if p.name:
+                            self.assign(p.name, Seq(elem, UNKNOWN), scope)
+                    else:
+                        self.match_bind(p, elem, scope)
+            else:
+                for p, part in zip(pattern.patterns, self.unpack(value, len(pattern.patterns), None, scope)):
+                    self.match_bind(p, part, scope)
+        elif kind == "MatchValue":
+            self.expr(pattern.value, scope)
+        elif kind == "MatchOr":
+            bound: dict = {}
+            for p in pattern.patterns:
+                self.match_bind(p, value, scope)
+                for name in _bound_names(p):
+                    bound.setdefault(name, []).append(scope.lookup(name))
+            for name, values in bound.items():
+                self.assign(name, _merge(*values), scope)
+        elif kind in ("MatchClass", "MatchMapping") and _bound_names(pattern) and not self.quiet:
+            self.undecided("a class or mapping pattern of a `match` captures values the grader does not follow")
+        if kind == "MatchClass":
+            self.expr(pattern.cls, scope)
+            for p in list(pattern.patterns) + list(pattern.kwd_patterns):
+                self.match_bind(p, unread, scope)
+        elif kind == "MatchMapping":
+            for key in pattern.keys:
+                self.expr(key, scope)
+            for p in pattern.patterns:
+                self.match_bind(p, unread, scope)
+            if pattern.rest:
+                self.assign(pattern.rest, unread, scope)
 
     def fork(self, branches, scope) -> bool:
         """Branches of which one runs (an if and its else): each from the same start, then each name bound
@@ -1638,7 +2079,7 @@ class _Interpreter:
         if id(fn.node) in self.scanned:
             return
         self.scanned.add(id(fn.node))
-        tampering, hiding = _tampering(ast.walk(fn.node))
+        tampering, hiding = _tampering(self.notebook.live_nodes(fn.node, runs=True), self.notebook)
         if tampering:
             self.undecided(f"`{fn.name}` {tampering}, which can change what the code does behind its text")
         if hiding:
