@@ -30,6 +30,10 @@ class Case:
     description: str     # what the head or matrix does, as the feedback says it
     build: Callable[..., object]     # build() the calibrated object, build(seed) a twin of the same kind
     hint: str = ""       # the feedback's advice when a check gets this case wrong
+    family: str = ""     # a chaff of a family (families.py): the name of the family's first case. A family
+                         # is one part of the verdict, caught only when every one of its cases is
+    params: tuple = ()   # the positions (t, i) the check is tried at on this case (empty: every one of the
+                         # check's own): a family's case whose fault only one position shows is tried there
 
 
 class MutantHead(nn.Module):
@@ -194,6 +198,9 @@ COMMON_CAUSAL_CHAFFS = [
          hint="compare position by position (and entry by entry): leaks of opposite signs cancel in a sum"),
 ]
 
+# family name (its first case's) -> what the family's cases share, as the verdict's part names it (families.py)
+FAMILIES: dict[str, str] = {}
+
 SUITES: dict[str, list[Case]] = {
     "causal_perturbation": CAUSAL_WHEATS + COMMON_CAUSAL_CHAFFS + [
         # float64, so that its leak (rounding, ~1e-16) is far below every tolerance a check may use: in
@@ -343,8 +350,12 @@ SUITES["simplex"] = [
               "diagonal"),
     Case("softmax_b1_t5", "wheat", "a correct matrix of a single 5-token sequence (B = 1)", _good(6, b=1, t=5),
          hint="one sequence of 5 tokens, not the notebook's 4 of 8: a correct A of any size is accepted"),
-    Case("negative_entry", "chaff", "a matrix with a negative weight whose row still sums to 1", _negative_entry),
-    Case("row_sum_0.9", "chaff", "a matrix with one row summing to 0.9", _row_scaled(0.9)),
+    Case("negative_entry", "chaff", "a matrix with a negative weight whose row still sums to 1", _negative_entry,
+         hint="the negative weight is at row 5, key 0 of sequence 1: check every entry of every row and sequence, "
+              "(A >= 0).all() over the whole A"),
+    Case("row_sum_0.9", "chaff", "a matrix with one row summing to 0.9", _row_scaled(0.9),
+         hint="only row 4 of sequence 2 is wrong here: check the sum of every row of every sequence, "
+              "A.sum(dim=-1) whole"),
     Case("row_sum_1.0002", "chaff", "a matrix with one row summing to 1.0002", _row_scaled(1.0002),
          hint="a float32 row sum is 1 to about 1e-7: a tolerance of 1e-5 is plenty, 1e-3 lets real errors through"),
     Case("tiny_future_weight", "chaff", "a matrix with a 1e-12 weight above the diagonal", _tiny_upper,

@@ -21,9 +21,10 @@ from dlcourse.contracts import contract
 
 from .forms import attempt_form, form_of
 from . import leaks  # noqa: F401  the suites' heads at every class of positions, and longer sequences
+from . import families  # noqa: F401  the same fault at each place in turn, judged as one part (after leaks)
 from .sampling import (ALPHA, DISTINCT, distinct_share, ks_distance, ks_threshold, moved_copy, normal_cdf, reflected,
                        serially_correlated)
-from .suites import SUITES, MutantHead
+from .suites import FAMILIES, SUITES, MutantHead
 
 
 # ---- the reference checks: the spec, executed (grader side; also used to prove the suites) ----
@@ -118,10 +119,18 @@ def _what_happened(outs, label):
     return "returned", ""
 
 
+def _joined(case) -> bool:
+    """Whether `case` joined a family after its first case (families.py): such a case meets a twin only when
+    its family's twin is drawn from it."""
+    return bool(case.family) and case.family != case.name
+
+
 class Examplar(Check):
     """A student's check run on every case of its suite, and on a twin of each drawn for the submission
     (`twins`: the case's construction from other random numbers, with inputs x of its own): a wheat
-    counts as accepted, a chaff as caught, only when the check does so on both."""
+    counts as accepted, a chaff as caught, only when the check does so on both. A family of chaffs
+    (families.py) is one part, caught when each of its cases is; it meets the twin of its first case and
+    the twin of one other case drawn for the submission."""
     suite = ""
     function = ""
     params: tuple = (None,)
@@ -134,22 +143,32 @@ class Examplar(Check):
     def twins(self, ctx) -> list:
         """[(case, seed of its twin, seed of the twin's inputs)], in an order of this submission's own."""
         rng = self.fresh(ctx, "twins")
-        drawn = [(case, rng.getrandbits(31), rng.getrandbits(31)) for case in SUITES[self.suite]]
+        suite = SUITES[self.suite]
+        drawn = [(case, rng.getrandbits(31), rng.getrandbits(31)) for case in suite if not _joined(case)]
+        for family in dict.fromkeys(case.family for case in suite if _joined(case)):
+            joined = [case for case in suite if case.family == family and _joined(case)]
+            drawn.append((joined[rng.randrange(len(joined))], rng.getrandbits(31), rng.getrandbits(31)))
         rng.shuffle(drawn)
         return drawn
 
-    def _run(self, fn, obj, x_seed=None) -> list[str]:
+    def params_of(self, case) -> tuple:
+        """The positions a case is tried at: its own (a family's case whose fault one position shows), or the
+        check's."""
+        return tuple(case.params) or self.params
+
+    def _run(self, fn, obj, case, x_seed=None) -> list[str]:
         # the check's own randomness is reproducible: the kernel's seed is set before each call
-        return [outcome(fn, *self.arguments(obj, p, x_seed), seed=CALL_SEED + (p or 0)) for p in self.params]
+        return [outcome(fn, *self.arguments(obj, p, x_seed), seed=CALL_SEED + (p or 0)) for p in self.params_of(case)]
 
     def probe(self, ns, ctx):
         fn = student(ns, self.function)
-        cases = {token: self._run(fn, obj) for token, obj in ctx.suite(self.suite)}
-        twins = {case.name: self._run(fn, case.build(seed), x_seed) for case, seed, x_seed in self.twins(ctx)}
+        served = dict(ctx.suite(self.suite))
+        cases = {token: self._run(fn, served[token], case) for token, case in ctx.cases(self.suite)}
+        twins = {case.name: self._run(fn, case.build(seed), case, x_seed) for case, seed, x_seed in self.twins(ctx)}
         return {"cases": cases, "twins": twins}
 
-    def _outs(self, outs):
-        ok = isinstance(outs, list) and len(outs) == len(self.params) and all(isinstance(o, str) for o in outs)
+    def _outs(self, outs, case):
+        ok = isinstance(outs, list) and len(outs) == len(self.params_of(case)) and all(isinstance(o, str) for o in outs)
         return outs if ok else None
 
     def judge(self, data, ctx):
@@ -162,16 +181,18 @@ class Examplar(Check):
         fixed = data.get("cases") if isinstance(data, dict) and isinstance(data.get("cases"), dict) else {}
         twins = data.get("twins") if isinstance(data, dict) and isinstance(data.get("twins"), dict) else {}
         for token, case in cases:
-            outs, twin = self._outs(fixed.get(token)), self._outs(twins.get(case.name))
+            outs, twin = self._outs(fixed.get(token), case), self._outs(twins.get(case.name), case)
             right = (lambda o: all(x == "returned" for x in o)) if case.kind == "wheat" else \
                 (lambda o: any(x.startswith("assertion") for x in o))
-            if outs is not None and right(outs):
-                outs = twin             # right on the case: the twin decides (the same kind, other numbers)
+            # right on the case: the twin decides (the same kind, other numbers); a family's case whose twin
+            # was not drawn (the probe ran none) is decided by the case
+            if outs is not None and right(outs) and not (_joined(case) and case.name not in twins):
+                outs = twin
             if case.kind == "wheat":
                 if outs is None:
                     rejected.append((case, "gave no result", ""))
                 elif any(o != "returned" for o in outs):
-                    what, hint = _what_happened(list(zip(self.params, outs)), self.label)
+                    what, hint = _what_happened(list(zip(self.params_of(case), outs)), self.label)
                     rejected.append((case, what, hint))
                 else:
                     verdict.add(f"accepts {case.description}", True, weight=0)
@@ -199,25 +220,37 @@ class Examplar(Check):
             verdict.add(f"catches broken {self.plural}", False,
                         f"not counted: a check that rejects a correct {self.thing} scores 0, whatever it catches")
             return verdict
+        parts: dict[str, list] = {}             # a part: a chaff, or a family of them (in the suite's order)
+        for case, outs in chaffs:
+            parts.setdefault(case.family or case.name, []).append((case, outs))
         if chaffs and all(outs is not None and all(o == "returned" for o in outs) for _, outs in chaffs):
             verdict.add(f"catches broken {self.plural}", False,
                         f"your check returned quietly on every broken {self.thing} ({len(chaffs)} of them): does it "
                         "assert anything? A comparison on its own line or a print raises nothing: write "
-                        "`assert condition, message` for each part of the spec", weight=len(chaffs))
+                        "`assert condition, message` for each part of the spec", weight=len(parts))
             return verdict
-        for case, outs in chaffs:
-            name = f"catches {case.description}"
-            if outs is None:
-                verdict.add(name, False, "no result reached the grader")
-            elif any(o.startswith("assertion") for o in outs):
+        for key, members in parts.items():
+            first = members[0][0]
+            family = FAMILIES.get(f"{self.suite}/{key}") if first.family else None
+            name = f"catches {family or first.description}"
+            missed = [(case, outs) for case, outs in members
+                      if outs is None or not any(o.startswith("assertion") for o in outs)]
+            if not missed:
                 verdict.add(name, True)
+                continue
+            case, outs = missed[0]
+            # a family names the case it missed first, and how many more
+            it = "it" if family is None else case.description + (
+                f" (and on {len(missed) - 1} more of the family's {len(members)} cases)" if len(missed) > 1 else "")
+            if outs is None:
+                verdict.add(name, False, "no result reached the grader" + ("" if family is None else f" on {it}"))
             elif any(o.startswith("crashed") for o in outs):
-                what, hint = _what_happened(list(zip(self.params, outs)), self.label)
-                verdict.add(name, False, f"your check {what} on it. A crash is not a catch: when the property "
+                what, hint = _what_happened(list(zip(self.params_of(case), outs)), self.label)
+                verdict.add(name, False, f"your check {what} on {it}. A crash is not a catch: when the property "
                                          "fails, raise AssertionError (an assert with a message)"
                                          + (f"; {hint}" if hint else ""))
             else:
-                verdict.add(name, False, "your check returns quietly on it" + (f": {case.hint}" if case.hint else ""))
+                verdict.add(name, False, f"your check returns quietly on {it}" + (f": {case.hint}" if case.hint else ""))
         return verdict
 
 
