@@ -4,7 +4,9 @@ handing in one notebook each, so every shard has students) as an array job throt
 once; one task is cancelled mid-run and rerun alone; the merge waits on `afterok`; grades.csv and grades.json equal a
 one-machine `make grade` of the same class (in a copy of the session's graded example class, conftest.example_class:
 it grades ada2's and half4's notebooks and reuses the rest). A shard whose grader fails keeps the merge from running
-and its log names the command that reruns it.
+and its log names the command that reruns it. (The one-machine grading is make grade's command, `python -m
+autograder grade`, run without feedback: only its reports are compared; `make grade` itself, feedback and all, is
+tests/test_grading.py's.)
 
 Both clusters (tests/slurmcluster.py, tests/pgserver.py) live in temporary folders. Without Slurm and
 munge these tests skip and say why; with REQUIRE_SLURM=1 (CI sets it after `make system-deps`) they
@@ -199,7 +201,7 @@ def test_array_job_grades_the_class_like_make_grade_with_a_task_cancelled_and_re
     home, url = tmp_path / "home", pg.create_database("slurm_class")
     env = recipe_env(slurm, SUBMISSIONS=submissions, GRADER_HOME=home, NBGRADER_DB_URL=url,
                      SHARDS=shards, THROTTLE=2)
-    # the same class on one machine (`make grade`, SQLite), compared at the end: graded meanwhile
+    # the same class on one machine (`make grade`'s command, SQLite), compared at the end: graded meanwhile
     # (the array spends most of its time in Slurm's scheduling and waits). Its grading home starts as
     # the session's example class (conftest.example_class, what `make setup` grades): `make grade`
     # reuses the results it holds for ada, blank and half and grades ada2's and half4's notebooks.
@@ -208,8 +210,10 @@ def test_array_job_grades_the_class_like_make_grade_with_a_task_cancelled_and_re
     one_env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SHARD_", "JOB_COMPLETION"))}
     one_env.update(GRADER_HOME=str(one), NBGRADER_DB_URL=f"sqlite:///{one / 'gradebook.db'}")
     began = time.monotonic()
-    make = subprocess.Popen(["make", "-s", "grade", f"SUBMISSIONS={submissions}",
-                             f"VENV={Path(sys.executable).parent.parent}"],
+    # make grade's command (`$(PY) -m autograder grade SUBMISSIONS --sandbox auto`), without the feedback
+    # HTML, which nothing here reads: nbgrader's generate_feedback over the whole class (20 notebooks)
+    make = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(submissions), "--sandbox", "auto",
+                             "--no-feedback"],
                             cwd=course, env=one_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     request.addfinalizer(lambda: make.poll() is None and os.killpg(make.pid, 9))   # a failure before the end
@@ -264,7 +268,7 @@ def test_array_job_grades_the_class_like_make_grade_with_a_task_cancelled_and_re
     rows = gradebook_rows(url)
     assert_one_grade_per_cell(rows, students)
 
-    # the same class on one machine: `make grade`, SQLite (started with the array)
+    # the same class on one machine: `make grade`'s command, SQLite (started with the array)
     make_out, make_err = make.communicate(timeout=2400)
     make_seconds = time.monotonic() - began
     assert make.returncode == 0, make_out[-3000:] + make_err[-3000:]
@@ -286,8 +290,8 @@ def test_array_job_grades_the_class_like_make_grade_with_a_task_cancelled_and_re
     note(f"wall time: array {array} first start {first}, last end {last}; submit -> rerun -> merge done "
          f"{slurm_seconds:.0f} s (array with the cancelled task: {array_seconds:.0f} s); rerun task "
          f"{seconds(known[f'{rerun}_{cancelled}']):.0f} s; merge {seconds(known[report2]):.0f} s\n"
-         f"make grade, same class, one machine (2 workers, at the same time as the array; ada2's and half4's "
-         f"notebooks graded, the example class's results reused): {make_seconds:.0f} s\n"
+         f"make grade's command without feedback, same class, one machine (2 workers, at the same time as the "
+         f"array; ada2's and half4's notebooks graded, the example class's results reused): {make_seconds:.0f} s\n"
          f"{make_out[-600:]}")
 
 

@@ -5,7 +5,8 @@ their own ids, and every file that is not graded is reported for that student al
 
 Fast: the class read as `make grade` reads it (collect, pick_newest, the submission times). Slow: the
 class graded through `make grade`'s code, and the grader's peak memory on the zip bomb measured in a
-process of its own against a stated limit."""
+process of its own against a stated limit: the intake class and the zip bomb beside it graded once, by
+`python -m autograder grade` in a process of its own (`graded`), which both slow tests read."""
 from __future__ import annotations
 
 import json
@@ -90,18 +91,18 @@ def test_nfd_twin_is_graded_apart_and_never_replaces_the_honest_work(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_class_is_graded_through_make_grade(grading_home, tmp_path):
+def test_the_class_is_graded_through_make_grade(graded):
     """The same class through grade(): it ends, the honest students score full marks, the attackers'
     notebooks are graded apart or refused, and the report lists every problem."""
-    from autograder.grading.grade import grade
-    write_class(tmp_path / "class", [a for a in ATTACKS if not a.name.startswith("noise")])
-    out = grade(STEP4, tmp_path / "class", workers=2, quiet=True, feedback=False)
-    results = {(r["student"], r["notebook"]): r for r in out["results"]}
+    proc, home, _ = graded
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = {(r["student"], r["notebook"]): r for r in
+               (json.loads(p.read_text()) for p in (home / "work" / "results" / STEP).glob("*/*.json"))}
     for sid in INTAKE_HONEST:
         cells = results[(sid, INTAKE_NOTEBOOK)]["cells"]
         assert all(c["score"] == c["max_score"] for c in cells if c["kind"] == "auto"), sid
     assert "ada." not in {s for s, _ in results} and "\u202ebea" not in {s for s, _ in results}
-    report = json.loads((grading_home / "grades" / f"{STEP}.json").read_text())
+    report = json.loads((home / "grades" / f"{STEP}.json").read_text())
     assert any("keeps it" in p["problem"] for p in report["problems"])
     assert any(p["file"] == "..." for p in report["problems"])
 
@@ -163,22 +164,31 @@ GRADE_PEAK = textwrap.dedent("""
 """)
 
 
-@pytest.mark.slow
-def test_make_grade_on_the_zip_bomb_keeps_its_own_process_small(tmp_path, record_property):
-    """The same bomb through the whole `make grade` (its workers and kernels are processes of their
-    own, limited elsewhere): the grading process itself stays under BOMB_LIMIT_MIB, the honest student
-    is graded, and the bomb's unread copies are reported."""
-    write_zip_bomb(tmp_path / "class")
-    good, _ = notebooks()
-    (tmp_path / "class" / "ada").mkdir()
-    (tmp_path / "class" / "ada" / f"{INTAKE_NOTEBOOK}.ipynb").write_bytes(good)
-    home = tmp_path / "home"
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """The intake class (every attack but the noise in time stamps) and the zip bomb beside it, graded
+    once as `make grade` grades them (`python -m autograder grade`, two workers, no feedback) in a process
+    of its own whose peak resident memory it prints: (the finished process, the grading home, the
+    grading process's peak in MiB)."""
+    root = tmp_path_factory.mktemp("intake-graded")
+    write_class(root / "class", [a for a in ATTACKS if not a.name.startswith("noise")])   # ada is among the honest
+    write_zip_bomb(root / "class")
+    home = root / "home"
     env = {**os.environ, "GRADER_HOME": str(home)}
     env.pop("NBGRADER_DB_URL", None)
-    proc = subprocess.run([sys.executable, "-c", GRADE_PEAK, "grade", str(tmp_path / "class"), "--workers", "2",
+    proc = subprocess.run([sys.executable, "-c", GRADE_PEAK, "grade", str(root / "class"), "--workers", "2",
                            "--no-feedback"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    peak = proc.stdout.rsplit("PEAK", 1)[1].strip() if "PEAK" in proc.stdout else None
+    return proc, home, int(peak) / 1024 if peak else None
+
+
+@pytest.mark.slow
+def test_make_grade_on_the_zip_bomb_keeps_its_own_process_small(graded, record_property):
+    """The same bomb through the whole `make grade` (its workers and kernels are processes of their
+    own, limited elsewhere), beside the intake class: the grading process itself stays under
+    BOMB_LIMIT_MIB, the honest student is graded, and the bomb's unread copies are reported."""
+    proc, home, peak_mib = graded
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    peak_mib = int(proc.stdout.rsplit("PEAK", 1)[1].strip()) / 1024
     record_property("measured", f"zip bomb through make grade: the grading process peaked at {peak_mib:.0f} MiB "
                                 f"(limit {BOMB_LIMIT_MIB})")
     report = json.loads((home / "grades" / f"{STEP}.json").read_text())

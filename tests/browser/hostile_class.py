@@ -94,7 +94,9 @@ def hostile_submission(dest: Path) -> Path:
 
 def grade_hostile_class(example_home: Path, home: Path, sandbox: str) -> dict:
     """The example class's grading home copied to `home`, mallory graded into it, the feedback and
-    reports written again for the whole class (as `make grade` then `make feedback` would)."""
+    reports written again for the whole class (as `make grade` then `make feedback` would). The grading
+    writes no feedback of its own: nbgrader's generate_feedback would turn every graded notebook of the
+    class into HTML that the refresh right after writes again (the pages read are the refresh's)."""
     import pytest
 
     from autograder.grading.grade import grade, refresh_from_gradebook
@@ -103,7 +105,8 @@ def grade_hostile_class(example_home: Path, home: Path, sandbox: str) -> dict:
     mp.setenv("GRADER_HOME", str(home))
     mp.setenv("NBGRADER_DB_URL", f"sqlite:///{home / 'gradebook.db'}")
     try:
-        grade(STEP4, hostile_submission(home / "hostile-class"), workers=1, sandbox=sandbox, quiet=True)
+        grade(STEP4, hostile_submission(home / "hostile-class"), workers=1, sandbox=sandbox, quiet=True,
+              feedback=False)
         refresh_from_gradebook(STEP4, quiet=True)
     finally:
         mp.undo()
