@@ -632,6 +632,12 @@ NOT_READ = {
     "a student's name rebound to a library's": f"class Box: pass\nbox = Box()\ndef _later():\n    box.dot = {REPLACE}\n"
                                                "box = torch.Tensor",
     "a local rebound to a library's": f"class Box: pass\ndef s():\n    b = Box()\n    b = torch.Tensor\n    b.dot = {REPLACE}",
+    "a method through its class": f"class Box:\n    def set(self, f):\n        self.dot = f\n"
+                                  f"def _later():\n    Box.set(torch.Tensor, {REPLACE})",
+    "a method through its class, in a chain": "class Box:\n    def set(self):\n        self.dot = None\n    def go(self):\n"
+                                              "        self.set()\ngo = Box.go\ngo(torch.Tensor)",
+    "a method through type()": "class Box:\n    def set(self):\n        self.dot = None\ntype(Box()).set(torch.Tensor)",
+    "a method through getattr": "class Box:\n    def set(self):\n        self.dot = None\ngetattr(Box, 'set')(torch.Tensor)",
     "a dunder of the student's class": "class Box: pass\nBox.__matmul__ = lambda a, c: a",
     "an item of a library's dict": "np.sctypeDict['float64'] = np.float32",
     "an item of a library's name bound": "types_ = np.sctypeDict\ntypes_['float64'] = np.float32",
@@ -678,6 +684,8 @@ READ = {
     "the student's object's attribute": "class Cfg: pass\nc = Cfg()\nc.lr = 0.1\nc.lr += 1\ndel c.lr",
     "self in a method": "class Acc:\n    def __init__(self):\n        self.total = 0\n    def add(self, x):\n"
                         "        self.total += x\na = Acc()\na.add(1)",
+    "a base class's method on the same object": "class Base:\n    def __init__(self):\n        self.n = 0\n"
+                                                 "class Sub(Base):\n    def __init__(self):\n        Base.__init__(self)\nSub()",
     "a local object of the student's class": "class Box: pass\ndef s():\n    b = Box()\n    b.x = 1\n    return b\ns()",
     "a SimpleNamespace": "from types import SimpleNamespace\ncfg = SimpleNamespace(lr=0.1)\ncfg.lr = 0.2",
     "a function's attribute": "def f():\n    return 1\nf.calls = 0",

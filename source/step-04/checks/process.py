@@ -85,7 +85,9 @@ What a cell may reach (allowlists, _unread_reach), in all the code of the cells 
   only to a student's class, a def, an object made by calling such a class or SimpleNamespace; `self`
   in a method of a student's class; a function's local bound only so (_own_object); and not a dunder.
   Any other base (a library's object, a name bound to one, a call's result, a parameter, anything it
-  cannot tell) goes to review: it can replace what library code does (`type(t).dot = f`);
+  cannot tell) goes to review: it can replace what library code does (`type(t).dot = f`). So does a
+  method of a student's class reached through the class (`C.m`, `type(x).m`, getattr of them), where
+  any object can be its self, but `C.m(self, ...)` passing on a method's own self;
 * an item stored only into a value no import reaches: not into a library's object named by path
   (`np.sctypeDict[...]`, `random._os.environ[...]`, or a name bound to one);
 * a module imported only if it is in IMPORTABLE_MODULES (LIBRARY_MODULES, MODULE_READS, INERT_MODULES:
@@ -1265,6 +1267,30 @@ def _own_object(base, notebook: "_Notebook", students: set, classes: set) -> boo
     return base.id in students
 
 
+def _method_through_class(node, methods: set, classes: set, notebook: "_Notebook") -> str:
+    """`C.m` or `type(x).m` (or getattr of them) with m a name of a method of a student's class, C a name
+    bound only to a student's class: any object can be passed as its self. Not `C.m(self, ...)` in a method
+    whose own self it passes on (a base class's method on the same object)."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+        base, attr = node.value, node.attr
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
+        base, attr = node.args[0], node.args[1].value
+    else:
+        return ""
+    if attr not in methods or not ((isinstance(base, ast.Name) and base.id in classes) or (
+            isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "type")):
+        return ""
+    call = notebook.parent.get(id(node))
+    if isinstance(call, ast.Call) and call.func is node and call.args and isinstance(call.args[0], ast.Name):
+        fn = call
+        while fn is not None and not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            fn = notebook.parent.get(id(fn))
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and _own_object(call.args[0], notebook, set(), set()):
+            return ""
+    return f"{ast.unparse(base)}.{attr}"
+
+
 def _unread_reach(trees, notebook: "_Notebook") -> str:
     """Code the reader does not follow, anywhere in the cells that can run: an import of a module not in
     IMPORTABLE_MODULES, a torch, numpy or sys name it does not read (LIBRARY_SUBMODULES, SYS_READS,
@@ -1278,9 +1304,17 @@ def _unread_reach(trees, notebook: "_Notebook") -> str:
                 and notebook.dead(fn):
             body = fn.body if isinstance(fn.body, list) else [fn.body]
             unrun.update(id(n) for b in body for n in ast.walk(b))
+    methods = {fn.name for fn in notebook.nodes if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and isinstance(notebook.parent.get(id(fn)), ast.ClassDef) and (fn.args.posonlyargs or fn.args.args)
+               and not any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in fn.decorator_list)}
     for node in notebook.nodes:
         if id(node) in unrun:
             continue
+        if methods and isinstance(node, (ast.Attribute, ast.Call)):
+            through = _method_through_class(node, methods, classes, notebook)
+            if through:
+                return f"calls `{through}` through its class, where any object can be its `self` (what it stores " \
+                       "into a library's object as self changes what library code does)"
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] not in IMPORTABLE_MODULES:
