@@ -7,7 +7,10 @@ the answer relies on bound in a form the reader does not follow (`:=`, `global`,
 a cell may have written, `import *` from one), or code that can change what its text says in any
 function of the cells that can run, goes to review; a read-only use of such a word (printed, compared,
 counted: the reader's allowlist) or a function nothing can call does not, and its tampering neighbours
-still do. Whole-matrix work is found whatever the library or op and whatever
+still do. So does what the reader does not reach (its allowlists): an attribute stored on an object it
+does not know to be the student's own, an import of a module it does not read (pickle, runpy, os...), a
+torch or numpy submodule it does not read (torch.library, torch.hub...), a load that can unpickle;
+their harmless neighbours (the student's own objects, json, numpy.load of an array) leave it decided. Whole-matrix work is found whatever the library or op and whatever
 iteration helper the data passes through (zip, enumerate, map, comprehensions, unpacking,
 itertools.product, the student's own helpers); one entry's work is never taken for it; and what the
 reader cannot decide (code that can change what its text says, a binding or a library call it cannot
@@ -610,6 +613,132 @@ def test_a_tampering_use_beside_a_read_only_one_goes_to_review(name):
             or "does not read" in reading["review"], (name, reading)
 
 
+# Beyond tampering words: an attribute stored on an object the reader does not know to be the student's
+# own (process._own_object), an import of a module it does not read (IMPORTABLE_MODULES), a name of torch or
+# numpy it does not read (LIBRARY_SUBMODULES), a deserialising call without the keyword that keeps it from
+# unpickling (SAFE_LOADS). Each of these scored the honest answer clean with the cell beside it.
+REPLACE = "lambda a, c: (a * c).sum() * 0"
+NOT_READ = {
+    "a tensor's type, called": f"type(torch.ones(1)).dot = {REPLACE}",
+    "torch.Tensor bound to a name": f"def _later():\n    t = torch.Tensor\n    t.dot = {REPLACE}",
+    "type(x) bound to a name": f"x = torch.ones(1)\ncls = type(x)\ncls.__matmul__ = {REPLACE}",
+    "an augmented store": "t = torch.Tensor\nt.dot += 0",
+    "a del": "t = torch\ndel t.dot",
+    "a loop's target": f"def _later(t):\n    for t.dot in [{REPLACE}]:\n        pass",
+    "a with's target": "def _later(t):\n    with open('notes.txt') as t.dot:\n        pass",
+    "a function's parameter": f"def s(o):\n    o.dot = {REPLACE}",
+    "self outside a method": f"def s(self):\n    self.dot = {REPLACE}",
+    "a library object made": "torch.nn.Linear(2, 2).forward = print",
+    "a student's name rebound to a library's": f"class Box: pass\nbox = Box()\ndef _later():\n    box.dot = {REPLACE}\n"
+                                               "box = torch.Tensor",
+    "a local rebound to a library's": f"class Box: pass\ndef s():\n    b = Box()\n    b = torch.Tensor\n    b.dot = {REPLACE}",
+    "a method through its class": f"class Box:\n    def set(self, f):\n        self.dot = f\n"
+                                  f"def _later():\n    Box.set(torch.Tensor, {REPLACE})",
+    "a method through its class, in a chain": "class Box:\n    def set(self):\n        self.dot = None\n    def go(self):\n"
+                                              "        self.set()\ngo = Box.go\ngo(torch.Tensor)",
+    "a method through type()": "class Box:\n    def set(self):\n        self.dot = None\ntype(Box()).set(torch.Tensor)",
+    "a method through getattr": "class Box:\n    def set(self):\n        self.dot = None\ngetattr(Box, 'set')(torch.Tensor)",
+    "a dunder of the student's class": "class Box: pass\nBox.__matmul__ = lambda a, c: a",
+    "an item of a library's dict": "np.sctypeDict['float64'] = np.float32",
+    "an item of a library's name bound": "types_ = np.sctypeDict\ntypes_['float64'] = np.float32",
+    "an item of copy's table": "import copy\ncopy.dispatch_table[torch.Tensor] = lambda t: (torch.Tensor, ())",
+    "pickle": 'import pickle\npickle.loads(b"cbuiltins\\nsetattr\\n(ctorch\\nTensor\\nVdot\\nI0\\ntR.")',
+    "runpy": "import runpy\nrunpy.run_path('helpers_mine.py')",
+    "timeit": f"import timeit\ntimeit.timeit('torch.Tensor.dot = {REPLACE}', setup='import torch', number=1)",
+    "code": "import code\ncode.InteractiveInterpreter().runsource('x = 1')",
+    "pdb": "import pdb\npdb.run('x = 1')",
+    "cProfile": "import cProfile\ncProfile.run('x = 1')",
+    "doctest": "import doctest",
+    "marshal": "from marshal import loads",
+    "copyreg": "import copyreg",
+    "shelve": "import shelve",
+    "os": "import os\nos.environ['TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD'] = '1'",
+    "os.path": "import os.path",
+    "pathlib": "import pathlib",
+    "a module the kernel wrote": "import my_plots as mp\nfrom my_plots import show",
+    "os through random": "import random\nrandom._os.environ['TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD'] = '1'",
+    "numpy.load with allow_pickle": "x = np.load('x.npy', allow_pickle=True)",
+    "numpy.load with keywords unread": "opts = {'allow_pickle': True}\nx = np.load('x.npy', **opts)",
+    "numpy.load from-imported": "from numpy import load\nx = load('x.npy')",
+    "torch.load with weights_only=False": "x = torch.load('x.pt', weights_only=False)",
+    "torch.load without weights_only": "x = torch.load('x.pt')",
+    "torch.load bound to a name": "ld = torch.load\nx = ld('x.pt', weights_only=True)",
+    "torch.library": "lib = torch.library.Library('aten', 'IMPL')",
+    "torch.library imported": "from torch.library import impl",
+    "load_inline": "from torch.utils.cpp_extension import load_inline",
+    "torch.hub": "m = torch.hub.load('a/b', 'c')",
+    "torch.ops": "f = torch.ops.aten.mm",
+    "torch.jit": "f = torch.jit.script(lambda a: a)",
+    "a submodule through getattr": "f = getattr(torch, 'hub')",
+    "a submodule through an alias": "t = torch\nh = t.hub",
+    "a submodule through a list": "t = [torch][0]\nh = t.hub",
+    "a submodule through a function": "def lib():\n    return torch\nh = lib().hub",
+    "a submodule of torch.nn": "from torch.nn import utils",
+    "torch through functional": "F.torch.ops",
+    "sys's other names": "import sys\nsys.setrecursionlimit(10 ** 6)\nsys.addaudithook(print)",
+    "a private name of torch": "f = torch._tensor_str",
+    "torch.hub, torch imported by a provided cell": "def _later():\n    return torch.hub.load('a/b', 'c')",
+}
+READ = {
+    "the student's class attribute": "class Cfg: pass\nCfg.lr = 0.1",
+    "the student's object's attribute": "class Cfg: pass\nc = Cfg()\nc.lr = 0.1\nc.lr += 1\ndel c.lr",
+    "self in a method": "class Acc:\n    def __init__(self):\n        self.total = 0\n    def add(self, x):\n"
+                        "        self.total += x\na = Acc()\na.add(1)",
+    "a base class's method on the same object": "class Base:\n    def __init__(self):\n        self.n = 0\n"
+                                                 "class Sub(Base):\n    def __init__(self):\n        Base.__init__(self)\nSub()",
+    "a local object of the student's class": "class Box: pass\ndef s():\n    b = Box()\n    b.x = 1\n    return b\ns()",
+    "a SimpleNamespace": "from types import SimpleNamespace\ncfg = SimpleNamespace(lr=0.1)\ncfg.lr = 0.2",
+    "a function's attribute": "def f():\n    return 1\nf.calls = 0",
+    "json": "import json\nprint(json.dumps({'a': 1}))",
+    "re and textwrap": "import re\nimport textwrap\nprint(re.sub('a', 'b', textwrap.dedent(' a')))",
+    "numpy.load": "x = np.load('x.npy')",
+    "numpy.load with allow_pickle=False": "x = np.load('x.npy', allow_pickle=False)",
+    "torch.load with weights_only=True": "x = torch.load('x.pt', weights_only=True)",
+    "torch.nn.functional, linalg, testing": "F.softmax(torch.ones(3), dim=0)\ntorch.linalg.norm(torch.ones(3))\n"
+                                            "torch.testing.assert_close(torch.ones(1), torch.ones(1))",
+    "numpy.random and numpy.linalg": "rng = np.random.default_rng(0)\nprint(np.linalg.norm(rng.normal(size=3)))",
+    "torch.autograd.grad": "x = torch.ones(2, requires_grad=True)\nprint(torch.autograd.grad((x * x).sum(), x))",
+    "torch's version": "print(torch.__version__)",
+    "sys.version": "import sys\nprint(sys.version)",
+    "star imports of torch and numpy": "from torch import *\nfrom numpy import *",
+}
+
+
+@pytest.mark.parametrize("name", list(NOT_READ))
+def test_what_the_reader_does_not_read_beside_the_answer_goes_to_review(name):
+    cell = NOT_READ[name]
+    for cells in (("import torch\nimport numpy as np", PER_ENTRY, cell), ("import torch\nimport numpy as np", cell, PER_ENTRY),
+                  ("import torch\nimport numpy as np", cell, WHOLE_MATMUL), (PER_ENTRY, cell)):
+        reading = entrywise(*cells)
+        assert review(reading), (name, reading)
+        assert "does not read" in reading["review"] or "library code" in reading["review"] \
+            or "behind its text" in reading["review"], (name, reading)
+
+
+@pytest.mark.parametrize("name", list(READ))
+def test_what_the_reader_reads_beside_the_answer_leaves_it_decided(name):
+    cell = READ[name]
+    assert clean(entrywise("import torch\nimport numpy as np", PER_ENTRY, cell)), name
+    assert clean(entrywise("import torch\nimport numpy as np", cell, PER_ENTRY)), name
+    assert caught(entrywise("import torch\nimport numpy as np", cell, WHOLE_MATMUL)), name
+    assert clean(entrywise(PER_ENTRY, cell)), name          # torch and numpy imported by a provided cell
+
+
+def test_the_submodules_named_are_the_installed_libraries():
+    """LIBRARY_SUBMODULE_NAMES lists every submodule of torch, numpy and the submodules the reader reads, as
+    the installed versions have them: a submodule missing from it would be read as a function."""
+    import pkgutil
+    import types
+
+    for name, listed in process.LIBRARY_SUBMODULE_NAMES.items():
+        module = importlib.import_module(name)
+        found = {n for n in dir(module) if isinstance(getattr(module, n, None), types.ModuleType)}
+        if hasattr(module, "__path__"):
+            found |= {m.name for m in pkgutil.iter_modules(module.__path__)}
+        assert {n for n in found if not n.startswith("_")} <= listed, name
+    assert process.LIBRARY_SUBMODULES <= set(process.LIBRARY_SUBMODULE_NAMES)
+
+
 # What the kernel runs is the cell as IPython's input transformers write it: a magic or a shell line is a call
 # of get_ipython(), a line is what Python's tokenizer calls one (not what str.splitlines does), a string's
 # text is the string's. Read otherwise, each of these hid the rebinding and the one-shot scored full.
@@ -685,7 +814,6 @@ def test_what_a_cells_expression_changes_in_a_value_the_answer_uses_is_followed(
     ("import numpy as np\nimport torch.nn.functional as F\nfrom math import *\nfrom torch import *", PER_ENTRY),
     (PER_ENTRY, "if (n := 3) > 2:\n    print(n)"),                             # a walrus binding another name
     (PER_ENTRY, "def count():\n    global calls\n    calls = 1"),               # a global of another name
-    (PER_ENTRY, "import my_plots as mp\nfrom my_plots import show"),            # names the answer does not use
     ("def scores_entrywise(q, k):\n    B, T, d = q.shape\n    s = torch.zeros(B, T, T, dtype=q.dtype)\n"
      "    for b in range(B):\n        for i in range(T):\n            for j in range(T):\n"
      "                if (v := torch.dot(q[b, i], k[b, j])) is not None:\n                    s[b, i, j] = v\n"

@@ -27,7 +27,7 @@ Which bindings it follows (an allowlist). The answer's name, and every name of t
 relies on (one its reading reads: a helper, a library's alias, a value it uses; one read by a cell's
 statement that binds such a name, or that runs a student's function or stores into a value), may be
 bound only at a cell's top level, by a `def`, a class, an assignment, a loop's or a with's target, or an
-import from a library it knows (LIBRARY_MODULES: each loaded before a student's cell runs, so not a file
+import from a module it knows (IMPORTABLE_MODULES: each loaded before a student's cell runs, so not a file
 a cell wrote). Any other binding of such a name anywhere in the cells, at any depth, is not followed,
 and the answer is not decided: a `:=` target (in a statement, an assert, a call's argument, a
 comprehension, a default), a `global` or `nonlocal` declaration of it in a function's or a class's body
@@ -79,6 +79,25 @@ loop's target over a literal list of plain names. `eval` of a constant string of
 and arithmetic) is read as that expression, and `setattr(x, "name", v)` as the statement `x.name = v`,
 which passes at a cell's top level on a plain class of the student's or one of its objects (on a
 library's object, in a function, or of a dunder name, it is "uses setattr" as before).
+What a cell may reach (allowlists, _unread_reach), in all the code of the cells that can run, as above:
+* an attribute stored (an assignment, an augmented one, `del`, a loop's or a with's target, a setattr
+  read as one) only on an object the reader knows to be the student's own: a name bound, every time,
+  only to a student's class, a def, an object made by calling such a class or SimpleNamespace; `self`
+  in a method of a student's class; a function's local bound only so (_own_object); and not a dunder.
+  Any other base (a library's object, a name bound to one, a call's result, a parameter, anything it
+  cannot tell) goes to review: it can replace what library code does (`type(t).dot = f`). So does a
+  method of a student's class reached through the class (`C.m`, `type(x).m`, getattr of them), where
+  any object can be its self, but `C.m(self, ...)` passing on a method's own self;
+* an item stored only into a value no import reaches: not into a library's object named by path
+  (`np.sctypeDict[...]`, `random._os.environ[...]`, or a name bound to one);
+* a module imported only if it is in IMPORTABLE_MODULES (LIBRARY_MODULES, MODULE_READS, INERT_MODULES:
+  json, re, textwrap, pprint, datetime, enum, sys for SYS_READS): pickle, runpy, timeit, code, pdb,
+  os, pathlib, ... run code from a string, a file or a pickle, or change what torch does;
+* of torch and numpy, a public function, class, dtype or constant, or a submodule of LIBRARY_SUBMODULES
+  (torch.nn, torch.nn.functional, torch.linalg, torch.testing, torch.autograd, torch.special,
+  numpy.random, numpy.linalg, ...), never torch.hub, torch.jit, torch.library, torch.ops, torch.utils, a
+  private name, ...; of the other modules, a public name; numpy.load without allow_pickle=True, and
+  torch.load only with weights_only=True written out (SAFE_LOADS).
 Code that only hides work from the kernel's own record (torch._C.DisableTorchFunction) changes nothing
 the text says: the text is read as usual, and a note says the record was turned off. The kernel's
 trace is still asked for: it can only take points away (it is the student's own record), never give them.
@@ -728,8 +747,10 @@ class _Notebook:
         uses: dict = {}                       # name -> the nodes loading it
         self.module_names: dict = {}          # a name bound by an import of MODULE_READS -> its tables
         todo = list(trees)
+        self.nodes: list = []                 # every node of the cells
         while todo:
             node = todo.pop()
+            self.nodes.append(node)
             for child in ast.iter_child_nodes(node):
                 self.parent[id(child)] = node
                 todo.append(child)
@@ -912,9 +933,10 @@ class _Notebook:
             todo += list(ast.iter_child_nodes(node))
 
 
-# The modules whose names a cell may import for the names the answer relies on, or `import *` from: libraries
-# the reader knows (an allowlist), each one torch or numpy imports, so loaded before a student's cell runs (a
-# cell can write a file of another name and import it: what that binds is not read).
+# The libraries the reader knows (an allowlist; with MODULE_READS and INERT_MODULES, IMPORTABLE_MODULES: the
+# modules a cell may import, the names the answer relies on bound from, or `import *` from), each one torch
+# or numpy imports, so loaded before a student's cell runs (a cell can write a file of another name and
+# import it: that import goes to review).
 LIBRARY_MODULES = {"torch", "numpy", "math", "cmath", "itertools", "functools", "operator", "collections", "typing",
                    "dataclasses", "heapq", "bisect", "numbers", "random", "time", "copy", "string", "warnings",
                    "__future__",
@@ -925,7 +947,7 @@ LIBRARY_MODULES = {"torch", "numpy", "math", "cmath", "itertools", "functools", 
 
 
 def _library_module(module: str | None, level: int = 0) -> bool:
-    return not level and bool(module) and module.split(".")[0] in LIBRARY_MODULES
+    return not level and bool(module) and module.split(".")[0] in IMPORTABLE_MODULES
 
 
 def _relied_on(name: str, read: set, statements: list) -> set:
@@ -1012,6 +1034,345 @@ def _unrun_tampering(trees, scanned: set, notebook: _Notebook) -> str:
     return ""
 
 
+# ---- what a cell may reach (allowlists) ---------------------------------------------------------
+# The modules a cell may import at all, anywhere (an allowlist): LIBRARY_MODULES, MODULE_READS (whose uses
+# are read as above), and INERT_MODULES: modules loaded before a student's cell runs (so not a file a cell
+# wrote) that only make data or text from what they are given, none running a string, a file or a pickle
+# as code: json (text <-> plain data), re, textwrap, pprint, datetime, enum; and sys for SYS_READS only
+# (what it reports; sys.modules as the read-only uses above allow). Not os (os.environ changes what torch
+# does: TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD makes torch.load unpickle; os.system runs anything; os.path binds
+# os, and posixpath.os is os), nor pathlib (pathlib.os), pickle, marshal, shelve, copyreg (a pickle names
+# any function to call), runpy, code, pdb, cProfile, profile, timeit, doctest (each runs a string or a
+# file as code), subprocess, threading, signal, nor a module not loaded before the cells run (fractions,
+# decimal, ipywidgets: a cell could have written a file of that name): any other import goes to review.
+INERT_MODULES = {"json", "re", "textwrap", "pprint", "datetime", "enum", "sys"}
+SYS_READS = {"modules", "version", "version_info", "platform", "maxsize", "float_info", "int_info", "byteorder",
+             "getsizeof", "getrecursionlimit", "setrecursionlimit", "stdout", "stderr", "argv", "executable",
+             "implementation", "hexversion", "float_repr_style"}
+IMPORTABLE_MODULES = LIBRARY_MODULES | set(MODULE_READS) | INERT_MODULES
+# What of an importable module a cell may name (an allowlist), through a name an import binds (or np, F,
+# nn... unbound), a name bound to such a path, or getattr with a constant name: of torch, numpy and the
+# submodules of LIBRARY_SUBMODULES, a public name that is not a submodule (a function, a class, a dtype, a
+# constant: LIBRARY_SUBMODULE_NAMES lists the submodules), or a submodule of LIBRARY_SUBMODULES. Not
+# torch.hub, torch.jit, torch.library (it replaces an aten op's kernel), torch.ops, torch.utils
+# (cpp_extension.load_inline), torch.package, torch.fx, torch.serialization, torch.nn.modules, numpy.lib,
+# numpy.ctypeslib, ..., nor a private name (torch._C, random._os). Of the other modules, any public name.
+# The deserialising calls are followed only with the keyword that keeps them from unpickling (SAFE_LOADS):
+# numpy.load without allow_pickle=True (its default is False), torch.load with weights_only=True written
+# out (its default can be changed by the environment; an explicit True cannot).
+LIBRARY_SUBMODULES = {"torch.nn", "torch.nn.functional", "torch.nn.init", "torch.linalg", "torch.testing",
+                      "torch.special", "torch.fft", "torch.func", "torch.random", "torch.autograd",
+                      "torch.autograd.functional", "numpy.random", "numpy.linalg", "numpy.testing", "numpy.fft"}
+# The submodules of torch, numpy and LIBRARY_SUBMODULES (the modules among their names, as the installed
+# versions have them; test_process_reading checks the list against the installed libraries): a name of
+# these not in LIBRARY_SUBMODULES is not read. Every other public name of theirs is a function, a class, a
+# dtype or a constant, read as itself (its own attributes: a method, a class's attribute).
+LIBRARY_SUBMODULE_NAMES = {
+    "torch": {"accelerator", "amp", "ao", "autograd", "backends", "builtins", "classes", "compiler", "contrib",
+        "cpp", "cpu", "ctypes", "cuda", "distributed", "distributions", "export", "fft", "func", "functional",
+        "functools", "futures", "fx", "glob", "hub", "importlib", "inspect", "jit", "library", "linalg", "masked",
+        "math", "monitor", "mps", "mtia", "multiprocessing", "nativert", "nested", "nn", "numa", "onnx", "ops",
+        "optim", "os", "overrides", "package", "platform", "profiler", "quantization", "quasirandom", "random",
+        "return_types", "serialization", "signal", "sparse", "special", "storage", "sys", "testing", "textwrap",
+        "threading", "torch", "torch_version", "types", "utils", "version", "warnings", "windows", "xpu"},
+    "numpy": {"char", "conftest", "core", "ctypeslib", "distutils", "dtypes", "emath", "exceptions", "f2py", "fft",
+        "lib", "linalg", "ma", "matlib", "matrixlib", "polynomial", "random", "rec", "strings", "testing", "tests",
+        "typing", "version"},
+    "torch.nn": {"attention", "backends", "common_types", "cpp", "functional", "grad", "init", "intrinsic",
+        "modules", "parallel", "parameter", "qat", "quantizable", "quantized", "utils"},
+    "torch.linalg": set(),
+    "torch.testing": set(),
+    "torch.special": {"torch"},
+    "torch.fft": {"torch"},
+    "torch.func": set(),
+    "torch.random": {"contextlib", "torch", "warnings"},
+    "torch.autograd": {"anomaly_mode", "forward_ad", "function", "functional", "grad_mode", "gradcheck", "graph",
+        "profiler", "profiler_legacy", "profiler_util", "torch", "variable", "warnings"},
+    "numpy.random": {"bit_generator", "mtrand", "tests"},
+    "numpy.linalg": {"lapack_lite", "tests"},
+    "numpy.testing": {"extbuild", "overrides", "print_coercion_tables", "tests"},
+    "numpy.fft": {"tests"},
+    "torch.nn.functional": {"dataclasses", "grad", "importlib", "math", "np", "torch", "warnings"},
+    "torch.nn.init": {"math", "torch", "warnings"},
+    "torch.autograd.functional": {"fwAD", "torch"},
+}
+INERT_MODULE_DUNDERS = {"__version__", "__name__", "__doc__", "__file__"}
+NAMESPACES = {"SimpleNamespace", "types.SimpleNamespace"}    # what makes a plain object of its arguments
+SAFE_LOADS = {"numpy.load": ("allow_pickle", False, True), "torch.load": ("weights_only", True, False)}
+
+
+def _dotted(node) -> list | None:
+    """`a.b.c` (or getattr(a.b, "c")) as [a, b, c]; None if its root is not a name."""
+    parts = []
+    while True:
+        if isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+                and isinstance(node.args[1].value, str):
+            parts.append(node.args[1].value)
+            node = node.args[0]
+        elif isinstance(node, ast.Name):
+            return [node.id] + parts[::-1]
+        else:
+            return None
+
+
+def _library_names(nodes, bound: set) -> dict:
+    """name -> the path of an importable module's name it is bound to anywhere in the cells (an import, a
+    module's name or np/F/nn/... unbound: a provided cell's import, an assignment of such a path or of
+    another such name)."""
+    names: dict = {module: module for module in IMPORTABLE_MODULES if module not in bound}   # a provided cell's
+    for default, path in DEFAULT_ALIASES.items():
+        if default not in bound:
+            names[default] = path
+    assigns = []
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in IMPORTABLE_MODULES:
+                    names[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else \
+                        alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module \
+                and node.module.split(".")[0] in IMPORTABLE_MODULES:
+            for alias in node.names:
+                if alias.name == "*":     # binds the module's public names: those not read among them
+                    for part in LIBRARY_SUBMODULE_NAMES.get(node.module, set()) | {"load"}:
+                        if part not in IMPORTABLE_MODULES:
+                            names.setdefault(part, f"{node.module}.{part}")
+                else:
+                    names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            assigns.append(node)
+    grew = True
+    while grew:
+        grew = False
+        for node in assigns:
+            parts = _dotted(node.value)
+            if not parts or parts[0] not in names:
+                continue
+            path = ".".join([names[parts[0]]] + parts[1:])
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name) and n.id not in names:
+                        names[n.id] = path
+                        grew = True
+    return names
+
+
+def _library_path_unread(path: list) -> str:
+    """Why the reader does not follow torch, numpy or sys's `path` (['torch', 'nn', 'functional', 'softmax']),
+    '' if it does: each name read from torch, numpy or a module of LIBRARY_SUBMODULES is public (or an
+    INERT_MODULE_DUNDERS), and a submodule only if LIBRARY_SUBMODULES has it."""
+    if path[0] == "sys":
+        return "" if len(path) < 2 or path[1] in SYS_READS else f"`{'.'.join(path[:2])}`"
+    if path[0] not in ("torch", "numpy"):       # another importable module: its public names
+        private = next((n for n, part in enumerate(path) if part.startswith("_") and part not in INERT_MODULE_DUNDERS), 0)
+        return f"`{'.'.join(path[:private + 1])}`" if private else ""
+    if path[:2] == ["torch", "_C"] and len(path) > 2 and path[2] in TRACE_HIDING:
+        return ""                  # hides work from the kernel's record only: a note (above)
+    for n in range(1, len(path)):
+        parent, part = ".".join(path[:n]), path[n]
+        if parent not in LIBRARY_SUBMODULE_NAMES:
+            break                  # a function's or a class's attribute
+        here = f"{parent}.{part}"
+        if (part.startswith("_") and part not in INERT_MODULE_DUNDERS) \
+                or (part in LIBRARY_SUBMODULE_NAMES[parent] and here not in LIBRARY_SUBMODULES):
+            return f"`{here}`"
+    return ""
+
+
+def _safe_load(call, path: str) -> bool:
+    keyword_, safe, _ = SAFE_LOADS[path]
+    given = [k for k in call.keywords if k.arg == keyword_]
+    if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    if not given:
+        return path == "numpy.load" and len(call.args) < 3
+    return isinstance(given[0].value, ast.Constant) and given[0].value.value is safe
+
+
+_OTHER_BINDINGS = (ast.arg, ast.alias, ast.ExceptHandler, ast.Global, ast.Nonlocal) + tuple(
+    getattr(ast, kind) for kind in ("MatchAs", "MatchStar", "MatchMapping") if hasattr(ast, kind))
+
+
+def _student_names(nodes) -> tuple[set, set]:
+    """The cells' names bound, every time anywhere, to a student's own object: a class, a def, an object
+    of one of those classes made by calling the class's name, or a SimpleNamespace; and the names bound
+    only to a class of the student's."""
+    bindings: dict = {}
+    for node in nodes:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bindings.setdefault(node.name, []).append(node)
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    bindings.setdefault(t.id, []).append(node)
+        elif isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Load):
+                bindings.setdefault(node.id, []).append(node)      # a plain target is the Assign's
+        elif isinstance(node, _OTHER_BINDINGS):
+            for name in _names_bound_by(node):
+                bindings.setdefault(name, []).append(None)
+    classes = {name for name, binds in bindings.items() if all(isinstance(n, ast.ClassDef) for n in binds)}
+    known = set()
+    for name, binds in bindings.items():
+        binds = [n for n in binds if not (isinstance(n, ast.Name) and any(
+            isinstance(a, ast.Assign) and any(t is n for t in a.targets) for a in binds))]
+        if binds and all(isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                         or (isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                             and ((isinstance(n.value.func, ast.Name) and n.value.func.id in classes)
+                                  or (".".join(_dotted(n.value.func) or []) in NAMESPACES
+                                      and all(b is None for b in bindings.get(_dotted(n.value.func)[0], [])))))
+                         for n in binds):
+            known.add(name)
+    return known, classes
+
+
+def _made_here(call, classes: set) -> bool:
+    """A call that makes a student's object: of a name bound only to a student's class, or a SimpleNamespace."""
+    return isinstance(call, ast.Call) and (isinstance(call.func, ast.Name) and call.func.id in classes
+                                           or ".".join(_dotted(call.func) or []) in NAMESPACES)
+
+
+def _own_object(base, notebook: "_Notebook", students: set, classes: set) -> bool:
+    """The base of an attribute store is a student's own object: `self` (or `cls`), the first parameter of
+    a method of a student's class (not a staticmethod), not rebound in it, in that method's own body; a
+    name the function holding the store binds only as `name = C(...)` (a student's class called); or a
+    name of `students` that the function holding the store does not bind."""
+    if not isinstance(base, ast.Name):
+        return False
+    fn = notebook.parent.get(id(base))
+    while fn is not None and not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+        fn = notebook.parent.get(id(fn))
+    if isinstance(fn, ast.ClassDef):
+        return False
+    if fn is None:
+        return base.id in students
+    args = fn.args.posonlyargs + fn.args.args
+    local = {n for node in ast.walk(fn) if node is not fn for n in _names_bound_by(node)}
+    if isinstance(fn, ast.Lambda):
+        local |= {a.arg for a in args}
+    if args and args[0].arg == base.id and isinstance(notebook.parent.get(id(fn)), ast.ClassDef) \
+            and not any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list):
+        rebound = {n for node in ast.walk(fn) if node is not fn and not isinstance(node, ast.arg)
+                   for n in _names_bound_by(node)}
+        return base.id not in rebound
+    if base.id in local:
+        binds = [node for node in ast.walk(fn) if node is not fn and base.id in _names_bound_by(node)]
+        return all(isinstance(notebook.parent.get(id(node)), ast.Assign) and _made_here(notebook.parent[id(node)].value, classes)
+                   and any(t is node for t in notebook.parent[id(node)].targets) for node in binds)
+    return base.id in students
+
+
+def _method_through_class(node, methods: set, classes: set, notebook: "_Notebook") -> str:
+    """`C.m` or `type(x).m` (or getattr of them) with m a name of a method of a student's class, C a name
+    bound only to a student's class: any object can be passed as its self. Not `C.m(self, ...)` in a method
+    whose own self it passes on (a base class's method on the same object)."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+        base, attr = node.value, node.attr
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
+        base, attr = node.args[0], node.args[1].value
+    else:
+        return ""
+    if attr not in methods or not ((isinstance(base, ast.Name) and base.id in classes) or (
+            isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "type")):
+        return ""
+    call = notebook.parent.get(id(node))
+    if isinstance(call, ast.Call) and call.func is node and call.args and isinstance(call.args[0], ast.Name):
+        fn = call
+        while fn is not None and not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            fn = notebook.parent.get(id(fn))
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and _own_object(call.args[0], notebook, set(), set()):
+            return ""
+    return f"{ast.unparse(base)}.{attr}"
+
+
+def _unread_reach(trees, notebook: "_Notebook") -> str:
+    """Code the reader does not follow, anywhere in the cells that can run: an import of a module not in
+    IMPORTABLE_MODULES, a torch, numpy or sys name it does not read (LIBRARY_SUBMODULES, SYS_READS,
+    SAFE_LOADS), a store of an attribute (or `del`) on anything but a student's own object, a store into an
+    item of a torch or numpy object named by path."""
+    students, classes = _student_names(notebook.nodes)
+    libs = _library_names(notebook.nodes, notebook.bound)
+    unrun = set()                          # the bodies of functions no code can call (_Notebook.dead)
+    for fn in notebook.nodes:
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and id(fn) not in unrun \
+                and notebook.dead(fn):
+            body = fn.body if isinstance(fn.body, list) else [fn.body]
+            unrun.update(id(n) for b in body for n in ast.walk(b))
+    methods = {fn.name for fn in notebook.nodes if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and isinstance(notebook.parent.get(id(fn)), ast.ClassDef) and (fn.args.posonlyargs or fn.args.args)
+               and not any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in fn.decorator_list)}
+    for node in notebook.nodes:
+        if id(node) in unrun:
+            continue
+        if methods and isinstance(node, (ast.Attribute, ast.Call)):
+            through = _method_through_class(node, methods, classes, notebook)
+            if through:
+                return f"calls `{through}` through its class, where any object can be its `self` (what it stores " \
+                       "into a library's object as self changes what library code does)"
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] not in IMPORTABLE_MODULES:
+                    return f"imports `{alias.name}`, a module the grader does not read (it can run code behind its text)"
+                why = _library_path_unread(alias.name.split("."))
+                if why:
+                    return f"imports {why}, which the grader does not read (it can change what library code does)"
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level or module.split(".")[0] not in IMPORTABLE_MODULES:
+                return f"imports from `{'.' * node.level}{module}`, a module the grader does not read (it can run code behind its text)"
+            for alias in node.names:
+                path = f"{module}.{alias.name}".split(".") if alias.name != "*" else module.split(".")
+                why = _library_path_unread(path) or ("`" + ".".join(path) + "`" if ".".join(path) in SAFE_LOADS
+                                                     else "")
+                if why:
+                    return f"imports {why}, which the grader does not read (it can change what library code does)"
+        elif isinstance(node, (ast.Attribute, ast.Call)) and not isinstance(notebook.parent.get(id(node)), ast.Attribute):
+            parts = _dotted(node) if isinstance(node, ast.Attribute) or (
+                isinstance(node.func, ast.Name) and node.func.id == "getattr") else None
+            if parts and parts[0] in libs and len(parts) > 1:
+                path = libs[parts[0]].split(".") + parts[1:]
+                why = _library_path_unread(path)
+                if why:
+                    return f"uses {why}, which the grader does not read (it can change what library code does or run code behind its text)"
+                dotted = ".".join(path)
+                if dotted in SAFE_LOADS:
+                    call = notebook.parent.get(id(node))
+                    if not (isinstance(call, ast.Call) and call.func is node and _safe_load(call, dotted)):
+                        return f"uses `{dotted}` without {SAFE_LOADS[dotted][0]}={SAFE_LOADS[dotted][1]}, which can " \
+                               "run code behind its text (an unpickled object)"
+            if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) and (
+                    not _own_object(node.value, notebook, students, classes)
+                    or (_dunder(node.attr) and node.attr not in INERT_CLASS_ATTRS)):
+                return f"stores into `{ast.unparse(node)}`, of an object the grader does not know to be the " \
+                       "student's own (a library's object's attribute changes what library code does)"
+        if isinstance(node, ast.Name) and node.id in libs and "." in libs[node.id] \
+                and not isinstance(notebook.parent.get(id(node)), ast.Attribute):
+            dotted = libs[node.id]
+            why = _library_path_unread(dotted.split("."))
+            if why:
+                return f"uses {why}, which the grader does not read (it can change what library code does or run code behind its text)"
+            if dotted in SAFE_LOADS:
+                call = notebook.parent.get(id(node))
+                if not (isinstance(call, ast.Call) and call.func is node and _safe_load(call, dotted)):
+                    return f"uses `{dotted}` without {SAFE_LOADS[dotted][0]}={SAFE_LOADS[dotted][1]}, which can " \
+                           "run code behind its text (an unpickled object)"
+        if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
+            inner = node.value
+            while isinstance(inner, ast.Subscript):
+                inner = inner.value
+            parts = _dotted(inner)
+            if parts and parts[0] in libs:
+                return f"stores into an item of `{ast.unparse(inner)}`, a library's object, which changes " \
+                       "what library code does"
+    return ""
+
+
 # ---- reading ------------------------------------------------------------------------------------
 
 def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
@@ -1071,6 +1432,9 @@ def read(sources: list[str], name: str, inputs: dict[str, tuple]) -> Reading:
     unrun = _unrun_tampering(trees, interp.scanned, notebook)
     if unrun:
         interp.undecided(unrun)
+    reach = _unread_reach(trees, notebook)
+    if reach:
+        interp.undecided(f"a cell {reach}")
     return reading
 
 
@@ -1758,6 +2122,11 @@ class _Interpreter:
         base = self.expr(node.value, scope)
         attr = node.attr
         if isinstance(base, Lib):
+            why = _library_path_unread(f"{base.path}.{attr}".split("."))     # reached where the text hides it
+            outer = self.notebook.parent.get(id(node))
+            if why and not (isinstance(outer, ast.Attribute) and outer.attr in TRACE_HIDING):
+                self.undecided(f"it uses {why}, which the grader does not read (it can change what library code "
+                               "does or run code behind its text)")
             return Lib(f"{base.path}.{attr}")
         if isinstance(base, (Inst, Cls)):
             return self.member(base, attr)
