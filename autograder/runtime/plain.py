@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import math
+import sys
 from collections import Counter, OrderedDict, defaultdict
 from decimal import Decimal
 from fractions import Fraction
@@ -24,7 +25,6 @@ import numpy as np
 
 MAX_ITEMS = 200_000  # numbers in one answer: far above any honest answer of this step
 MAX_DEPTH = 8
-_INT_DIGITS = 4300  # Python's own limit on an int's decimal digits (sys.get_int_max_str_digits' default)
 
 
 # Kinds of the standard library that hold plain data, read as the plain kind they are: a named tuple
@@ -85,10 +85,10 @@ def to_plain(obj: Any, _depth: int = 0, _budget: list[int] | None = None) -> Any
             return to_plain(obj.numerator / obj.denominator, _depth, budget)
         except OverflowError:
             return to_plain(math.inf if obj > 0 else -math.inf, _depth, budget)
-    if t is Decimal:  # an int where it is one of at most _INT_DIGITS digits, else the float nearest
+    if t is Decimal:  # an int where Python's default limit on an int's digits allows one, else the float nearest
         if obj.is_nan():  # a signalling NaN too: float() refuses it
             return to_plain(math.nan, _depth, budget)
-        if obj.is_finite() and obj == obj.to_integral_value() and obj.adjusted() < _INT_DIGITS:
+        if obj.is_finite() and obj == obj.to_integral_value() and obj.adjusted() < sys.int_info.default_max_str_digits:
             return int(obj)
         return to_plain(float(obj), _depth, budget)
     if isinstance(obj, (set, frozenset)):  # read by its elements, whatever its == says
