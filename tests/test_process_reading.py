@@ -1199,6 +1199,32 @@ def streaming_attention(q, k, v):
     assert streaming(rows)["found"], streaming(rows)
 
 
+# The keys' transpose written as a function (the array its first argument, the dims after it), as numpy's
+# permutation, or with dims the reader cannot tell: the T×T matrix is found, or the axes are not followed.
+# Each but the last read before as keys left untransposed (or moved where the reader could not follow),
+# and the one-shot scored clean (or went to review).
+_NP = "Q, K, V = q.detach().numpy(), k.detach().numpy(), v.detach().numpy()\n    "
+TRANSPOSED_KEYS = {
+    "torch.swapaxes": "return torch.softmax(q @ torch.swapaxes(k, -2, -1), -1) @ v",
+    "torch.transpose": "return torch.softmax(q @ torch.transpose(k, -2, -1), -1) @ v",
+    "np.swapaxes": _NP + "return torch.from_numpy((Q @ np.swapaxes(K, -2, -1)) @ V)",
+    "numpy's transpose, a permutation": _NP + "return torch.from_numpy((Q @ K.transpose(0, 2, 1)) @ V)",
+    "np.moveaxis": _NP + "return torch.from_numpy((Q @ np.moveaxis(K, -1, -2)) @ V)",
+    "np.transpose, a permutation": _NP + "return torch.from_numpy((Q @ np.transpose(K, (0, 2, 1))) @ V)",
+}
+
+
+@pytest.mark.parametrize("name", list(TRANSPOSED_KEYS))
+def test_the_keys_transposed_by_a_function_are_the_t_by_t_matrix(name):
+    reading = streaming(f"def streaming_attention(q, k, v):\n    {TRANSPOSED_KEYS[name]}")
+    assert caught(reading) and "spanning the keys at once" in reading["found"][0], (name, reading)
+
+
+def test_a_transpose_of_dims_the_reader_cannot_tell_goes_to_review():
+    reading = streaming("def streaming_attention(q, k, v):\n    a, b = -2, -1\n    return (q @ k.transpose(a, b)) @ v")
+    assert review(reading) and "cannot follow" in reading["review"], reading
+
+
 # ---- which cells the reader gets: the student's, in the order they run, up to the test's own cell -----
 
 def test_the_grader_reads_the_cells_that_run_before_the_test_boxes_and_added_cells_included(tmp_path):

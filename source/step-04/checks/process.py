@@ -2748,19 +2748,25 @@ class _Interpreter:
             return self.creation(name, args, kwargs, None)
         if name in ("transpose", "swapaxes", "swapdims") and (base or operands):
             x = base if base is not None else operands[0]
-            ints = _int_args(node)[(0 if base is not None else 1):]
-            if x and len(ints) >= 2:
-                a, b = (i % len(x) for i in ints[:2])
+            ints = _dims_given(node, method=base is not None)
+            if not x:
+                return x
+            if ints is None or None in ints:
+                return tuple(UNKNOWN for _ in x)           # dims it cannot tell: axes it cannot follow
+            if not ints and name == "transpose":
+                return tuple(reversed(x))                  # numpy's transpose() and torch's of a matrix
+            if len(ints) == 2:
+                a, b = (i % len(x) for i in ints)
                 y = list(x)
                 y[a], y[b] = y[b], y[a]
                 return tuple(y)
-            if x and len(x) == 2 and not ints:
-                return tuple(reversed(x))
-            return x
+            if name == "transpose" and len(ints) == len(x):     # numpy's transpose(axes): a permutation
+                return tuple(x[i % len(x)] for i in ints)
+            return tuple(UNKNOWN for _ in x)
         if name in ("movedim", "moveaxis") and (base or operands):
             x = base if base is not None else operands[0]
-            ints = _int_args(node)[(0 if base is not None else 1):]
-            if x and len(ints) == 2:
+            ints = _dims_given(node, method=base is not None) or []
+            if x and len(ints) == 2 and None not in ints:
                 src, dst = ints[0] % len(x), ints[1] % len(x)
                 y = list(x)
                 label = y.pop(src)
@@ -3388,6 +3394,25 @@ def _int_value(node):
         v = _int_value(node.operand)
         return -v if v is not None else None
     return None
+
+
+def _dims_given(node, method: bool) -> list | None:
+    """The dims a transpose, swapaxes or movedim call names after its array (the receiver of a method, the
+    first positional argument of a function unless given by keyword), in order, a tuple's spread: each an
+    int, or None where it is not a constant; None if they cannot be listed (a `*` or `**` argument)."""
+    if not isinstance(node, ast.Call):
+        return None
+    by_keyword = any(k.arg in ("input", "a") for k in node.keywords)
+    given = node.args[(0 if method or by_keyword else 1):] + [
+        k.value for k in node.keywords if k.arg not in ("input", "a")]
+    if any(k.arg is None for k in node.keywords):
+        return None
+    dims: list = []
+    for a in given:
+        if isinstance(a, ast.Starred):
+            return None
+        dims += [_int_value(e) for e in a.elts] if isinstance(a, (ast.Tuple, ast.List)) else [_int_value(a)]
+    return dims
 
 
 def _int_args(node) -> list[int]:
