@@ -473,6 +473,40 @@ REBOUND = {
     "globals() written in a function": f"def _s():\n    globals()['scores_entrywise'] = {ONE_SHOT}\n_s()",
     "setattr in a lambda": f"_s = lambda: setattr(__import__('sys').modules['__main__'], 'scores_entrywise', {ONE_SHOT})\n_s()",
     "exec in a function": "def _s():\n    exec('scores_entrywise = lambda q, k: q @ k.mT')\n_s()",
+    # a string annotation is code that typing.get_type_hints, functools.singledispatch's register and
+    # inspect.signature(eval_str=True) run (process._type_expression)
+    "walrus in a string annotation, get_type_hints": f"import typing\ndef _f(x: '(scores_entrywise := {ONE_SHOT})'):\n"
+                                                      "    pass\ntyping.get_type_hints(_f)",
+    "walrus in a string return annotation": f"import typing\ndef _f() -> '(scores_entrywise := {ONE_SHOT})':\n"
+                                             "    pass\ntyping.get_type_hints(_f)",
+    "walrus in a string annotation, singledispatch": "import functools\n@functools.singledispatch\ndef _g(x):\n    pass\n"
+                                                     f"@_g.register\ndef _(x: '(scores_entrywise := {ONE_SHOT})'):\n    pass",
+    "walrus in a class's string annotation": f"import typing\nclass _K:\n    x: '(scores_entrywise := {ONE_SHOT})'\n"
+                                              "typing.get_type_hints(_K)",
+    "walrus in a string annotation nested in a string": "import typing\ndef _f(x: \"list['(scores_entrywise := "
+                                                        f"{ONE_SHOT})']\"):\n    pass\ntyping.get_type_hints(_f)",
+    "walrus in an annotation, inspect with eval_str": "import inspect\ndef _f(x: '(scores_entrywise := "
+                                                      f"{ONE_SHOT})'):\n    pass\nprint(inspect.signature(_f, eval_str=True))",
+    # the running shell reached without get_ipython (IPython: only IPython.display is read)
+    "IPython's shell, push": f"import IPython\nIPython.core.interactiveshell.InteractiveShell.instance().push("
+                             f"{{'scores_entrywise': {ONE_SHOT}}})",
+    "IPython's shell, run_cell": "from IPython.core.interactiveshell import InteractiveShell\n"
+                                f"InteractiveShell.instance().run_cell('scores_entrywise = {ONE_SHOT}')",
+    "IPython's shell, ex": "from IPython.core.interactiveshell import InteractiveShell\n"
+                          f"InteractiveShell.instance().ex('scores_entrywise = {ONE_SHOT}')",
+    "IPython's shell, run_line_magic": "from IPython.core.interactiveshell import InteractiveShell\n"
+                                      f"InteractiveShell.instance().run_line_magic('time', 'scores_entrywise = {ONE_SHOT}')",
+    "IPython's shell, user_ns": "from IPython.core.interactiveshell import InteractiveShell\n"
+                               f"InteractiveShell.instance().user_ns.update(scores_entrywise={ONE_SHOT})",
+    "IPython handed to a function": f"import IPython\ndef _s(m):\n    m.core.interactiveshell.InteractiveShell.instance()"
+                                    f".push({{'scores_entrywise': {ONE_SHOT}}})\n_s(IPython)",
+    # Python mangles `__g` in a class's body to `_K__g`: the function of that name is called
+    "a mangled name called from a class in a function": f"def _outer():\n    def _K__g():\n        globals()['scores_entrywise'] = "
+                                                        f"{ONE_SHOT}\n    class K:\n        __g()\n_outer()",
+    "a mangled name called from a method": f"class K:\n    def run(self):\n        def _K__g():\n            globals()"
+                                           f"['scores_entrywise'] = {ONE_SHOT}\n        __g()\nK().run()",
+    "a mangled name returned by a method": f"class K:\n    def run(self):\n        def _K__g():\n            globals()"
+                                           f"['scores_entrywise'] = {ONE_SHOT}\n        return __g\n_r = K().run()\n_r()",
 }
 
 
@@ -514,6 +548,8 @@ READ_ONLY = {
     "setattr on the student's object": "class Cfg: pass\nc = Cfg()\nsetattr(c, 'lr', 0.1)",
     "setattr on the student's class": "class Cfg: pass\nsetattr(Cfg, 'lr', 0.1)",
     "gc.collect": "import gc\ngc.collect()",
+    "a mangled-looking def in a function, never referenced": "def outer():\n    def _K__g():\n        globals()['x'] = 1\n"
+                                                             "    return 1\nouter()",
 }
 
 
@@ -535,6 +571,33 @@ def test_setattr_on_the_students_object_is_read_as_the_attribute_it_stores():
     stored = entrywise(per_entry, box + "box.f = per_entry\nsetattr(box, 'f', lambda q, k: q @ k.mT)", answer)
     assert stored == entrywise(per_entry, box + "box.f = per_entry\nbox.f = lambda q, k: q @ k.mT", answer)
     assert not clean(stored)
+
+
+# A SimpleNamespace is followed as an object of the student's: what a cell stores on it, or its keywords, is
+# what the answer's read of the attribute finds (a one-shot library function stored there is that function).
+NAMESPACE_HELD = {
+    "stored after": "import types\nns = types.SimpleNamespace()\nns.f = {f}\n",
+    "a keyword, then stored": "import types\nns = types.SimpleNamespace(f=None)\nns.f = {f}\n",
+    "a keyword": "from types import SimpleNamespace\nns = SimpleNamespace(f={f})\n",
+}
+
+
+@pytest.mark.parametrize("name", list(NAMESPACE_HELD))
+def test_a_function_held_by_a_simplenamespace_is_the_function_the_answer_calls(name):
+    per_entry = PER_ENTRY.replace("def scores_entrywise", "def per_entry")
+    answer = "def scores_entrywise(q, k):\n    return ns.f(q, k)"
+    assert clean(entrywise(per_entry, NAMESPACE_HELD[name].format(f="per_entry"), answer)), name
+    one_shot = entrywise(NAMESPACE_HELD[name].format(f="torch.matmul"), answer.replace("ns.f(q, k)", "ns.f(q, k.mT)"))
+    assert caught(one_shot) and "matmul" in one_shot["found"][0], (name, one_shot)
+    made_in_answer = "import types\ndef scores_entrywise(q, k):\n    o = types.SimpleNamespace()\n    o.e = torch.einsum\n" \
+                     "    return o.e('bid,bjd->bij', q, k)"
+    assert caught(entrywise(made_in_answer))
+
+
+def test_a_simplenamespace_made_from_a_mapping_goes_to_review():
+    answer = "def scores_entrywise(q, k):\n    return ns.f(q, k.mT)"
+    for made in ("ns = types.SimpleNamespace(**{'f': torch.matmul})", "ns = types.SimpleNamespace({'f': torch.matmul})"):
+        assert review(entrywise("import types\n" + made, answer)), made
 
 
 # Beside each read-only use, its tampering neighbours: still not decided (the one-shot they bind, or the
@@ -678,6 +741,21 @@ NOT_READ = {
     "sys's other names": "import sys\nsys.setrecursionlimit(10 ** 6)\nsys.addaudithook(print)",
     "a private name of torch": "f = torch._tensor_str",
     "torch.hub, torch imported by a provided cell": "def _later():\n    return torch.hub.load('a/b', 'c')",
+    # dunder attributes read (an allowlist, process.READ_DUNDERS): a method's function, handed a library class as self
+    "a method's __func__": f"class Box:\n    def put(self, f):\n        self.dot = f\n_b = Box()\n"
+                           f"_b.put.__func__(torch.Tensor, {REPLACE})",
+    "a method's __func__ bound to a name": f"class Box:\n    def put(self, f):\n        self.dot = f\n_b = Box()\n"
+                                           f"_m = _b.put.__func__\n_m(torch.Tensor, {REPLACE})",
+    "__init__'s __func__": f"class Box:\n    def __init__(self, f):\n        self.dot = f\n_b = Box(None)\n"
+                           f"_b.__init__.__func__(torch.Tensor, {REPLACE})",
+    "a method's __func__ through getattr": f"class Box:\n    def put(self, f):\n        self.dot = f\n_b = Box()\n"
+                                           f"getattr(_b.put, '__func__')(torch.Tensor, {REPLACE})",
+    "a method's __wrapped__": "import functools\n@functools.lru_cache\ndef f(x):\n    return x\ng = f.__wrapped__",
+    # IPython: only IPython.display (process.IPYTHON_READS)
+    "IPython's shell imported": "from IPython.core.interactiveshell import InteractiveShell",
+    "IPython's shell by path": "import IPython\nsh = IPython.core.interactiveshell.InteractiveShell",
+    "IPython handed on": "import IPython\nmods = [IPython]",
+    "inspect.signature with eval_str": "import inspect\ndef f(x: 'int'):\n    pass\nprint(inspect.signature(f, eval_str=True))",
 }
 READ = {
     "the student's class attribute": "class Cfg: pass\nCfg.lr = 0.1",
@@ -701,6 +779,17 @@ READ = {
     "torch's version": "print(torch.__version__)",
     "sys.version": "import sys\nprint(sys.version)",
     "star imports of torch and numpy": "from torch import *\nfrom numpy import *",
+    "IPython.display": "from IPython.display import display, HTML\nimport IPython.display\ndisplay(HTML('<b>x</b>'))\n"
+                       "IPython.display.clear_output()",
+    "type annotations": "from typing import Optional\nimport typing\ndef f(x: torch.Tensor, n: 'Optional[int]' = None, *a: int,\n"
+                        "      **k: 'list[int] | None') -> tuple[int, ...]:\n    y: np.ndarray = np.zeros(1)\n    return (1,)\n"
+                        "print(typing.get_type_hints(f))",
+    "names and docs read": "def f():\n    'doc'\nprint(f.__name__, f.__qualname__, f.__doc__, f.__module__)",
+    "super().__init__": "class Base:\n    def __init__(self):\n        self.n = 0\nclass Sub(Base):\n    def __init__(self):\n"
+                        "        super().__init__()\nSub()",
+    "a private method called through its mangled name": "class K:\n    def __helper(self):\n        return 1\n"
+                                                         "    def run(self):\n        return self.__helper()\nK().run()",
+    "an operator's method called": "x = torch.ones(2, 2)\ny = x.__matmul__(x)",
 }
 
 
@@ -1108,6 +1197,32 @@ def streaming_attention(q, k, v):
         outs.append(w @ v)
     return torch.stack(outs, -2)'''
     assert streaming(rows)["found"], streaming(rows)
+
+
+# The keys' transpose written as a function (the array its first argument, the dims after it), as numpy's
+# permutation, or with dims the reader cannot tell: the T×T matrix is found, or the axes are not followed.
+# Each but the last read before as keys left untransposed (or moved where the reader could not follow),
+# and the one-shot scored clean (or went to review).
+_NP = "Q, K, V = q.detach().numpy(), k.detach().numpy(), v.detach().numpy()\n    "
+TRANSPOSED_KEYS = {
+    "torch.swapaxes": "return torch.softmax(q @ torch.swapaxes(k, -2, -1), -1) @ v",
+    "torch.transpose": "return torch.softmax(q @ torch.transpose(k, -2, -1), -1) @ v",
+    "np.swapaxes": _NP + "return torch.from_numpy((Q @ np.swapaxes(K, -2, -1)) @ V)",
+    "numpy's transpose, a permutation": _NP + "return torch.from_numpy((Q @ K.transpose(0, 2, 1)) @ V)",
+    "np.moveaxis": _NP + "return torch.from_numpy((Q @ np.moveaxis(K, -1, -2)) @ V)",
+    "np.transpose, a permutation": _NP + "return torch.from_numpy((Q @ np.transpose(K, (0, 2, 1))) @ V)",
+}
+
+
+@pytest.mark.parametrize("name", list(TRANSPOSED_KEYS))
+def test_the_keys_transposed_by_a_function_are_the_t_by_t_matrix(name):
+    reading = streaming(f"def streaming_attention(q, k, v):\n    {TRANSPOSED_KEYS[name]}")
+    assert caught(reading) and "spanning the keys at once" in reading["found"][0], (name, reading)
+
+
+def test_a_transpose_of_dims_the_reader_cannot_tell_goes_to_review():
+    reading = streaming("def streaming_attention(q, k, v):\n    a, b = -2, -1\n    return (q @ k.transpose(a, b)) @ v")
+    assert review(reading) and "cannot follow" in reading["review"], reading
 
 
 # ---- which cells the reader gets: the student's, in the order they run, up to the test's own cell -----

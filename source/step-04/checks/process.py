@@ -37,7 +37,8 @@ the code does behind its text (below) is looked for in all the code of the cells
 cell's top level, in the answer and the helpers it reads, and in every other function or lambda, which
 a cell's call may run, unless no code can call it (_Notebook.dead, an allowlist: a function defined in
 a function that nothing in the cells names: not its name loaded, an attribute, a word of a string, a
-decorator; a method only with its class). A function at a cell's top level can always run: the grader's
+decorator, nor, for a name like `_K__g`, its private spelling `__g`, which Python mangles to it in class K's
+body; a method only with its class). A function at a cell's top level can always run: the grader's
 hidden tests call the notebook's functions by name.
 
 How it computes. The answer's body (and every helper of the student's it calls, with the call's
@@ -45,7 +46,8 @@ arguments bound to the helper's parameters) is run by a small abstract interpret
 axes of the inputs through names, indexing, slicing, transposes and conversions (numpy, lists, Python
 floats alike), through iteration (`for`, `zip`, `enumerate`, `map`, `range(len(...))`,
 comprehensions, generators, tuple unpacking, `itertools.product`, lists built by `append`, values
-stored into arrays, dicts or objects), through branches (an `if`, a `match`'s cases: a sequence pattern
+stored into arrays, dicts or objects, a SimpleNamespace's keywords and attributes read as a student's
+object's), through branches (an `if`, a `match`'s cases: a sequence pattern
 unpacks the subject, a class or mapping pattern's captures are not followed), and records every
 product, contraction, reduction and softmax with the axes of its operands. A check then says which of these are whole-matrix work: a product of
 q and k that multiplies more than one entry's d numbers at once, a reduction over the key axis, a
@@ -96,8 +98,19 @@ What a cell may reach (allowlists, _unread_reach), in all the code of the cells 
 * of torch and numpy, a public function, class, dtype or constant, or a submodule of LIBRARY_SUBMODULES
   (torch.nn, torch.nn.functional, torch.linalg, torch.testing, torch.autograd, torch.special,
   numpy.random, numpy.linalg, ...), never torch.hub, torch.jit, torch.library, torch.ops, torch.utils, a
-  private name, ...; of the other modules, a public name; numpy.load without allow_pickle=True, and
-  torch.load only with weights_only=True written out (SAFE_LOADS).
+  private name, ...; of IPython, only IPython.display and its public names (IPYTHON_READS: never
+  IPython.core's InteractiveShell, whose instance() runs code in the kernel, nor the module handed on);
+  of the other modules, a public name; numpy.load without allow_pickle=True, and torch.load only with
+  weights_only=True written out (SAFE_LOADS); inspect.signature with no keyword (eval_str runs strings);
+* a dunder attribute read only if READ_DUNDERS has it (`__name__`, `__qualname__`, `__doc__`, `__module__`,
+  `__version__`), `__dict__`/`__class__` as the read-only uses above, `__init__` only called as
+  `super().__init__(...)` or `Base.__init__(self, ...)` on a method's own self, and an operator's method the
+  reader models called where it is read (`t.__matmul__(u)`): never `__func__`, `__self__`, `__wrapped__`,
+  `__get__`, a method taken as a value... (they hand a method another object as its self);
+* an annotation (a parameter's, a return's, an annotated assignment's, at any depth) only if it is a type
+  expression (_type_expression: names, attributes, subscripts, tuples and lists of them, `X | Y`, None,
+  `...`, a number, a string that parses to one): typing.get_type_hints, functools.singledispatch and
+  inspect evaluate a string annotation, so a `:=`, a call or a lambda in one is code that runs.
 Code that only hides work from the kernel's own record (torch._C.DisableTorchFunction) changes nothing
 the text says: the text is read as usual, and a note says the record was turned off. The kernel's
 trace is still asked for: it can only take points away (it is the student's own record), never give them.
@@ -916,7 +929,9 @@ class _Notebook:
             return False                     # a cell's top level: the grader can call it by name
         if isinstance(scope, ast.ClassDef):
             return self.dead(scope)          # a method, or a name of a class: with its class
-        return not any(n in self.referenced or (n.startswith("_") and n.endswith("_")) for n in names)
+        return not any(n in self.referenced or (n.startswith("_") and n.endswith("_"))
+                       or any(n[i:] in self.referenced for i in range(1, len(n) - 2) if n[i:i + 2] == "__")
+                       for n in names)
 
     def live_nodes(self, root, runs=False):
         """The nodes of `root` that can run: not the body of a function no code can call (its decorators,
@@ -1099,6 +1114,27 @@ LIBRARY_SUBMODULE_NAMES = {
 INERT_MODULE_DUNDERS = {"__version__", "__name__", "__doc__", "__file__"}
 NAMESPACES = {"SimpleNamespace", "types.SimpleNamespace"}    # what makes a plain object of its arguments
 SAFE_LOADS = {"numpy.load": ("allow_pickle", False, True), "torch.load": ("weights_only", True, False)}
+# Of IPython (imported by the notebooks' provided cells for their display), only IPython.display and these
+# public names of it (an allowlist): every other path of IPython (IPython.core's InteractiveShell.instance(),
+# whose push, run_cell, ex, user_ns run code in the kernel's namespace, IPython.get_ipython, ...) is not read,
+# nor the module IPython handed on as a value.
+IPYTHON_READS = {"display": {"Audio", "Code", "DisplayHandle", "DisplayObject", "FileLink", "FileLinks", "GeoJSON",
+                             "HTML", "IFrame", "Image", "JSON", "Javascript", "Latex", "Markdown", "Math", "Pretty",
+                             "ProgressBar", "SVG", "ScribdDocument", "TextDisplayObject", "Video", "VimeoVideo",
+                             "YouTubeVideo", "clear_output", "display", "display_html", "display_javascript",
+                             "display_jpeg", "display_json", "display_latex", "display_markdown", "display_pdf",
+                             "display_png", "display_pretty", "display_svg", "publish_display_data",
+                             "update_display"}}
+# The dunder attributes a cell may read (an allowlist): each a str (or a module's version), none of them code.
+# `x.__dict__` and `x.__class__` pass only in the read-only uses above (TAMPERING), and `__init__` only called
+# as `super().__init__(...)` or `Base.__init__(self, ...)` passing on a method's own self (a base class's
+# constructor on the same object). Any other (`__func__`, `__self__`, `__wrapped__`, `__get__`, `__call__`
+# or `__init__` taken as a value, ...) can hand a student's method another object as its self, or reach code
+# behind its text: not read.
+READ_DUNDERS = {"__name__", "__qualname__", "__doc__", "__module__", "__version__"}
+# ... and, called where they are read (`t.__rmatmul__(e)`, never taken as a value), the operator methods the
+# reader models as the operator they stand for (`__matmul__`, `__mul__`, `__array__`...: PRODUCTS, SAME_AXES)
+CALLED_DUNDERS = {n for n in PRODUCTS | SAME_AXES | REDUCTIONS | RESHAPES if _dunder(n)}
 
 
 def _dotted(node) -> list | None:
@@ -1168,6 +1204,12 @@ def _library_path_unread(path: list) -> str:
     INERT_MODULE_DUNDERS), and a submodule only if LIBRARY_SUBMODULES has it."""
     if path[0] == "sys":
         return "" if len(path) < 2 or path[1] in SYS_READS else f"`{'.'.join(path[:2])}`"
+    if path[0] == "IPython":
+        if len(path) > 1 and (path[1] not in IPYTHON_READS
+                              or (len(path) > 2 and path[2] not in IPYTHON_READS[path[1]])):
+            return f"`{'.'.join(path[:3 if len(path) > 2 and path[1] in IPYTHON_READS else 2])}`"
+        return next((f"`{'.'.join(path[:n + 1])}`" for n, part in enumerate(path) if part.startswith("_")
+                     and part not in INERT_MODULE_DUNDERS), "")
     if path[0] not in ("torch", "numpy"):       # another importable module: its public names
         private = next((n for n, part in enumerate(path) if part.startswith("_") and part not in INERT_MODULE_DUNDERS), 0)
         return f"`{'.'.join(path[:private + 1])}`" if private else ""
@@ -1291,6 +1333,88 @@ def _method_through_class(node, methods: set, classes: set, notebook: "_Notebook
     return f"{ast.unparse(base)}.{attr}"
 
 
+def _type_expression(node, depth=0) -> bool:
+    """An annotation that is a type expression (an allowlist): a name, an attribute chain, a subscript of
+    type expressions, a tuple or list of them, `X | Y`, None, `...`, a number, or a string that parses to a
+    type expression. What typing.get_type_hints, functools.singledispatch's register or inspect evaluate of
+    it then only reads names: no `:=`, call, lambda or comprehension runs."""
+    if depth > 20:
+        return False
+    if isinstance(node, ast.Name):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _type_expression(node.value, depth + 1)
+    if isinstance(node, ast.Subscript):
+        return _type_expression(node.value, depth + 1) and _type_expression(node.slice, depth + 1)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_type_expression(e, depth + 1) for e in node.elts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _type_expression(node.left, depth + 1) and _type_expression(node.right, depth + 1)
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, str):
+            try:
+                parsed = ast.parse(node.value.strip(), mode="eval")
+            except (SyntaxError, ValueError):
+                return False
+            return _type_expression(parsed.body, depth + 1)
+        return node.value is None or node.value is Ellipsis or isinstance(node.value, (int, float))
+    return False
+
+
+def _annotations(node) -> list:
+    """The annotations a node carries: a function's parameters' and return's, an annotated assignment's."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        args = node.args
+        every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+        return [a.annotation for a in every if a.annotation is not None] + ([node.returns] if node.returns else [])
+    if isinstance(node, ast.AnnAssign):
+        return [node.annotation]
+    return []
+
+
+def _init_of_own_self(node, notebook: "_Notebook") -> bool:
+    """`super().__init__(...)` (or super(C, self)), or `Base.__init__(self, ...)`, passing a method's own self."""
+    call = notebook.parent.get(id(node))
+    if node.attr != "__init__" or not (isinstance(call, ast.Call) and call.func is node):
+        return False
+    base = node.value
+    if isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "super" \
+            and "super" not in notebook.bound and "*" not in notebook.bound and not base.keywords:
+        return not base.args or (len(base.args) == 2 and isinstance(base.args[1], ast.Name)
+                                 and _own_object(base.args[1], notebook, set(), set()))
+    if not (call.args and isinstance(call.args[0], ast.Name) and _dotted(base)):
+        return False
+    fn = call
+    while fn is not None and not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        fn = notebook.parent.get(id(fn))
+    return isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(notebook.parent.get(id(fn)), ast.ClassDef) \
+        and (fn.args.posonlyargs + fn.args.args)[:1] != [] \
+        and (fn.args.posonlyargs + fn.args.args)[0].arg == call.args[0].id \
+        and _own_object(call.args[0], notebook, set(), set())
+
+
+def _unread_dunder(node, notebook: "_Notebook") -> str:
+    """A dunder attribute read (or getattr with a constant dunder name) READ_DUNDERS does not allow ('' if none)."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+        attr = node.attr
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+        attr = node.args[1].value
+        if _dunder(attr) and attr not in READ_DUNDERS:
+            return f"reads `{attr}` through getattr"
+        return ""
+    else:
+        return ""
+    if not _dunder(attr) or attr in READ_DUNDERS or attr in TAMPERING:    # TAMPERING's: read-only uses (above)
+        return ""
+    if _init_of_own_self(node, notebook):
+        return ""
+    call = notebook.parent.get(id(node))
+    if attr in CALLED_DUNDERS and isinstance(call, ast.Call) and call.func is node:
+        return ""
+    return f"reads `{ast.unparse(node)}`"
+
+
 def _unread_reach(trees, notebook: "_Notebook") -> str:
     """Code the reader does not follow, anywhere in the cells that can run: an import of a module not in
     IMPORTABLE_MODULES, a torch, numpy or sys name it does not read (LIBRARY_SUBMODULES, SYS_READS,
@@ -1315,6 +1439,22 @@ def _unread_reach(trees, notebook: "_Notebook") -> str:
             if through:
                 return f"calls `{through}` through its class, where any object can be its `self` (what it stores " \
                        "into a library's object as self changes what library code does)"
+        dunder = _unread_dunder(node, notebook)
+        if dunder:
+            return f"{dunder}, an attribute the grader does not read (it can hand a method another object as " \
+                   "its self, or reach code behind its text)"
+        if any(not _type_expression(a) for a in _annotations(node)):
+            bad = next(a for a in _annotations(node) if not _type_expression(a))
+            return f"has the annotation `{ast.unparse(bad)}`, which is not a type expression (typing.get_type_hints, " \
+                   "functools.singledispatch or inspect can run it as code behind its text)"
+        if isinstance(node, ast.Call) and node.keywords:
+            parts = _dotted(node.func)
+            if parts and parts[0] in libs and ".".join(libs[parts[0]].split(".") + parts[1:]) == "inspect.signature":
+                return "calls `inspect.signature` with a keyword, which the grader does not read (eval_str runs the " \
+                       "annotations' strings as code behind its text)"
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and libs.get(node.id) == "IPython" \
+                and not isinstance(notebook.parent.get(id(node)), ast.Attribute):
+            return "hands on the module `IPython`, which the grader does not read beyond IPython.display"
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] not in IMPORTABLE_MODULES:
@@ -1443,6 +1583,7 @@ class _Interpreter:
         self.reading = reading
         self.notebook = notebook
         self.module = Scope()
+        self.namespace = None             # the class of the SimpleNamespace objects made (apply)
         self.quiet = 0            # > 0: evaluating the cells' bindings, not the answer: record nothing
         self.uncertain = 0        # > 0: inside a branch that may not run
         self.stack: list = []     # functions being run
@@ -2363,6 +2504,15 @@ class _Interpreter:
         if isinstance(callee, Bound):
             return self.apply(callee.fn, list(callee.args) + list(args), {**callee.kwargs, **kwargs}, node, scope,
                               label)
+        if isinstance(callee, Lib) and callee.path in NAMESPACES:
+            # a SimpleNamespace is followed as an object of an empty class of the student's: what is stored on
+            # it (its keywords, its attributes) is what a later read of them finds
+            if args or (isinstance(node, ast.Call) and any(k.arg is None for k in node.keywords)):
+                return Opaque("a SimpleNamespace made from a mapping, whose attributes the grader does not follow")
+            if self.namespace is None:
+                self.namespace = Cls(ast.ClassDef(name="SimpleNamespace", bases=[], keywords=[], body=[],
+                                                  decorator_list=[]), self.module)
+            return Inst(self.namespace, dict(kwargs))
         if isinstance(callee, Cls):
             inst = Inst(callee)
             init = self.member(inst, "__init__")
@@ -2598,19 +2748,25 @@ class _Interpreter:
             return self.creation(name, args, kwargs, None)
         if name in ("transpose", "swapaxes", "swapdims") and (base or operands):
             x = base if base is not None else operands[0]
-            ints = _int_args(node)[(0 if base is not None else 1):]
-            if x and len(ints) >= 2:
-                a, b = (i % len(x) for i in ints[:2])
+            ints = _dims_given(node, method=base is not None)
+            if not x:
+                return x
+            if ints is None or None in ints:
+                return tuple(UNKNOWN for _ in x)           # dims it cannot tell: axes it cannot follow
+            if not ints and name == "transpose":
+                return tuple(reversed(x))                  # numpy's transpose() and torch's of a matrix
+            if len(ints) == 2:
+                a, b = (i % len(x) for i in ints)
                 y = list(x)
                 y[a], y[b] = y[b], y[a]
                 return tuple(y)
-            if x and len(x) == 2 and not ints:
-                return tuple(reversed(x))
-            return x
+            if name == "transpose" and len(ints) == len(x):     # numpy's transpose(axes): a permutation
+                return tuple(x[i % len(x)] for i in ints)
+            return tuple(UNKNOWN for _ in x)
         if name in ("movedim", "moveaxis") and (base or operands):
             x = base if base is not None else operands[0]
-            ints = _int_args(node)[(0 if base is not None else 1):]
-            if x and len(ints) == 2:
+            ints = _dims_given(node, method=base is not None) or []
+            if x and len(ints) == 2 and None not in ints:
                 src, dst = ints[0] % len(x), ints[1] % len(x)
                 y = list(x)
                 label = y.pop(src)
@@ -3238,6 +3394,25 @@ def _int_value(node):
         v = _int_value(node.operand)
         return -v if v is not None else None
     return None
+
+
+def _dims_given(node, method: bool) -> list | None:
+    """The dims a transpose, swapaxes or movedim call names after its array (the receiver of a method, the
+    first positional argument of a function unless given by keyword), in order, a tuple's spread: each an
+    int, or None where it is not a constant; None if they cannot be listed (a `*` or `**` argument)."""
+    if not isinstance(node, ast.Call):
+        return None
+    by_keyword = any(k.arg in ("input", "a") for k in node.keywords)
+    given = node.args[(0 if method or by_keyword else 1):] + [
+        k.value for k in node.keywords if k.arg not in ("input", "a")]
+    if any(k.arg is None for k in node.keywords):
+        return None
+    dims: list = []
+    for a in given:
+        if isinstance(a, ast.Starred):
+            return None
+        dims += [_int_value(e) for e in a.elts] if isinstance(a, (ast.Tuple, ast.List)) else [_int_value(a)]
+    return dims
 
 
 def _int_args(node) -> list[int]:
