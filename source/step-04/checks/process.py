@@ -569,7 +569,7 @@ def _timing_code(call) -> tuple | None:
                    for n in ast.walk(t)):
                 return None
             return code
-    except Exception:                           # IPython's parsers refuse it (UsageError, ...): not read
+    except (Exception, SystemExit):             # IPython's parsers refuse it (UsageError, ...): not read
         return None
     return None
 
