@@ -8,14 +8,15 @@ a cell may have written, `import *` from one), or code that can change what its 
 function of the cells that can run, goes to review; a read-only use of such a word (printed, compared,
 counted: the reader's allowlist) or a function nothing can call does not, and its tampering neighbours
 still do. So does what the reader does not reach (its allowlists): an attribute stored on an object it
-does not know to be the student's own, an import of a module it does not read (pickle, runpy, os...), a
+does not know to be the student's own, an import of a module it does not read (pickle, runpy...) or a use
+of one beyond its read-only entries (os.system, os.environ stored into), a
 torch or numpy submodule it does not read (torch.library, torch.hub...), a load that can unpickle;
 their harmless neighbours (the student's own objects, json, numpy.load of an array) leave it decided. Whole-matrix work is found whatever the library or op and whatever
 iteration helper the data passes through (zip, enumerate, map, comprehensions, unpacking,
 itertools.product, the student's own helpers); one entry's work is never taken for it; and what the
 reader cannot decide (code that can change what its text says, a binding or a library call it cannot
 follow, axes a reshape mixes, work in a branch that may not run) goes to a person: `review`, never a
-finding.
+finding. A timing magic is read as the code IPython runs for it: what `%timeit` assigns binds nothing.
 """
 from __future__ import annotations
 
@@ -717,7 +718,35 @@ NOT_READ = {
     "shelve": "import shelve",
     "os": "import os\nos.environ['TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD'] = '1'",
     "os.path": "import os.path",
-    "pathlib": "import pathlib",
+    "pathlib": "import pathlib\npathlib.os.system('ls')",
+    # os and pathlib beyond their read-only entries (MODULE_READS)
+    "os.environ stored through its name": "from os import environ\nenviron['TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD'] = '1'",
+    "os.environ.update": "import os\nos.environ.update(TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD='1')",
+    "os.environ deleted from": "import os\ndel os.environ['HOME']",
+    "os.environ handed on": "import os\nprint(os.environ)",
+    "os.environ iterated": "import os\nfor key in os.environ:\n    pass",
+    "os.putenv": "import os\nos.putenv('TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD', '1')",
+    "os.system": "import os\nos.system('true')",
+    "os.execv": "import os\nos.execv('/bin/true', ['true'])",
+    "os.fork": "import os\nos.fork()",
+    "os under another name": "import os as o\no.system('true')",
+    "os bound to a name": "import os\no = os\no.system('true')",
+    "os in a list": "import os\n[os][0].system('true')",
+    "os through getattr": "import os\ngetattr(os, 'system')('true')",
+    "os.path bound to a name": "import os\np = os.path\np.os.system('true')",
+    "os.path's os": "import os\nos.path.os.system('true')",
+    "from os import path": "from os import path\npath.os.system('true')",
+    "from os.path import": "from os.path import join",
+    "from os import system": "from os import system",
+    "os, imported by a provided cell": "def _later():\n    os.system('true')",
+    "pathlib.os": "from pathlib import Path\nimport pathlib\npathlib.os.system('true')",
+    "torch.cuda's other names": "torch.cuda.synchronize()",
+    "torch.cuda bound to a name": "c = torch.cuda\nprint(c.is_available())",
+    "torch.cuda imported": "from torch.cuda import set_device",
+    "torch.cuda.is_available replaced": "torch.cuda.is_available = lambda: True",
+    "torch.cuda.is_available's attribute": "print(torch.cuda.is_available.__module__)",
+    "torch.cuda where the text hides it": "[torch][0].cuda.synchronize()",
+    "torch.backends.mps's other names": "print(torch.backends.mps.is_built())",
     "a module the kernel wrote": "import my_plots as mp\nfrom my_plots import show",
     "os through random": "import random\nrandom._os.environ['TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD'] = '1'",
     "numpy.load with allow_pickle": "x = np.load('x.npy', allow_pickle=True)",
@@ -790,6 +819,21 @@ READ = {
     "a private method called through its mangled name": "class K:\n    def __helper(self):\n        return 1\n"
                                                          "    def run(self):\n        return self.__helper()\nK().run()",
     "an operator's method called": "x = torch.ones(2, 2)\ny = x.__matmul__(x)",
+    # os and pathlib as MODULE_READS allows them, and the device a notebook picks (LIBRARY_READS)
+    "os's read-only entries": "import os\nprint(os.getcwd(), os.cpu_count(), os.listdir('.'))\n"
+                              "p = os.path.join('data', 'x.txt')\nprint(os.path.exists(p), os.path.isfile(p), "
+                              "os.path.isdir('data'), os.path.basename(p), os.path.dirname(p), os.path.abspath(p))\n"
+                              "if os.path.exists(p):\n    print(os.path.getsize(p))\nstem, ext = os.path.splitext(p)\n"
+                              "os.makedirs('out', exist_ok=True)",
+    "os.environ read": "import os\nhome = os.environ.get('HOME', '')\nif 'HOME' in os.environ:\n"
+                       "    print(os.environ['HOME'])",
+    "from os import getcwd": "from os import getcwd, cpu_count\nprint(getcwd(), cpu_count())",
+    "os, imported by a provided cell": "print(os.getcwd())",
+    "pathlib.Path": "from pathlib import Path\nDATA = Path('data')\nprint((DATA / 'x.txt').exists())",
+    "pathlib imported": "import pathlib\nprint(pathlib.PurePath('a', 'b'))",
+    "the device": "device = 'cuda' if torch.cuda.is_available() else 'cpu'\nprint(torch.cuda.device_count())\n"
+                  "mps = torch.backends.mps.is_available()",
+    "torch.cuda.is_available imported": "from torch.cuda import is_available\nprint(is_available())",
 }
 
 
@@ -855,6 +899,74 @@ def test_cells_are_read_as_the_kernel_runs_them(name):
 def test_magics_and_shell_lines_that_run_no_python_change_nothing(quiet):
     assert clean(entrywise(PER_ENTRY, quiet))
     assert clean(entrywise(quiet + "\n" + PER_ENTRY))
+
+
+# The timing magics are read as the code they run (IPython's %time runs its statement in the notebook's
+# namespace; %timeit compiles setup and statement into a function and calls it, so what they assign binds
+# nothing of the notebook's). Each sent every correct answer beside it to review.
+TIMED = {
+    "%timeit": "%timeit scores_entrywise(torch.ones(1, 3, 4), torch.ones(1, 3, 4))",
+    "%timeit with options": "%timeit -n 10 -r 3 -q -p 3 -c scores_entrywise(torch.ones(1, 3, 4), torch.ones(1, 3, 4))",
+    "%timeit -o, its result kept": "r = %timeit -o -t scores_entrywise(torch.ones(1, 3, 4), torch.ones(1, 3, 4))",
+    "%time": "%time _ = scores_entrywise(torch.ones(1, 3, 4), torch.ones(1, 3, 4))",
+    "%time, its value kept": "s = %time scores_entrywise(torch.ones(1, 3, 4), torch.ones(1, 3, 4))",
+    "%time in a loop": "for n in (2, 4):\n    %time _ = scores_entrywise(torch.ones(1, n, 4), torch.ones(1, n, 4))",
+    "%%timeit with setup": "%%timeit -n 3 x = torch.ones(1, 3, 4)\nscores_entrywise(x, x)",
+    "%%time": "%%time\nout = scores_entrywise(torch.ones(1, 3, 4), torch.ones(1, 3, 4))\nout.shape",
+}
+
+
+@pytest.mark.parametrize("name", list(TIMED))
+def test_a_timing_magic_is_read_as_the_code_it_runs(name):
+    cell = TIMED[name]
+    assert clean(entrywise("import torch", PER_ENTRY, cell)), (name, entrywise("import torch", PER_ENTRY, cell))
+    assert caught(entrywise("import torch", WHOLE_MATMUL, cell)), name                  # a decision either way
+
+
+def test_a_timed_answer_of_the_06_notebook_is_decided():
+    for cell in ("%timeit online_softmax(torch.randn(4, 8))", "%time _ = online_softmax(torch.randn(4, 8))"):
+        assert clean(online(ONLINE, cell)), (cell, online(ONLINE, cell))
+        assert caught(online("def online_softmax(scores):\n    return torch.softmax(scores, -1)", cell))
+    for cell in ("%timeit streaming_attention(q, k, v)", "%time _ = streaming_attention(q, k, v)",
+                 "%%timeit q = k = v = torch.randn(1, 4, 8)\nstreaming_attention(q, k, v)"):
+        assert clean(streaming(STREAMED, cell)), (cell, streaming(STREAMED, cell))
+        assert caught(streaming("def streaming_attention(q, k, v):\n    return torch.softmax(q @ k.mT, -1) @ v", cell))
+
+
+HONEST_NAMED = "def honest(q, k):" + LOOPS.format(entry="torch.dot(q[b, i], k[b, j])")
+
+
+@pytest.mark.parametrize("cells", [
+    (f"scores_entrywise = {ONE_SHOT}\n%timeit scores_entrywise = honest",),
+    (f"scores_entrywise = {ONE_SHOT}\n%timeit -n 1 -r 1 scores_entrywise = honest; scores_entrywise(q, k)",),
+    (f"scores_entrywise = {ONE_SHOT}", "%%timeit scores_entrywise = honest\nscores_entrywise = honest"),
+    (f"scores_entrywise = {ONE_SHOT}", "%%timeit -n 1\nscores_entrywise = honest"),
+    # as a function's own assignment, which Python binds in the function, not in the notebook
+    (f"scores_entrywise = {ONE_SHOT}\ndef _t():\n    scores_entrywise = honest\n_t()",),
+])
+def test_what_timeit_assigns_binds_no_name_of_the_notebook(cells):
+    """The one-shot bound before is the answer that runs: it is found, never taken for the honest one."""
+    assert caught(entrywise("import torch", PER_ENTRY, HONEST_NAMED, *cells)), cells
+
+
+def test_time_binds_in_the_notebook():
+    assert caught(entrywise("import torch", PER_ENTRY, f"%time scores_entrywise = {ONE_SHOT}"))
+    assert clean(entrywise("import torch", HONEST_NAMED, f"scores_entrywise = {ONE_SHOT}",
+                           "%time scores_entrywise = honest"))
+
+
+@pytest.mark.parametrize("cell", [
+    f"%timeit -v r scores_entrywise = {ONE_SHOT}",                       # -v binds r in the notebook
+    f"def _s():\n    %time scores_entrywise = {ONE_SHOT}\n_s()",           # in a function: a copy of its locals
+    f"%%time scores_entrywise = {ONE_SHOT}\nx = 1",                     # refused by IPython, read as before
+    f"%timeit _it = {ONE_SHOT}",                                         # the template's own names
+    f"%time scores_entrywise = (\nscores_entrywise = {ONE_SHOT}",        # the timed statement does not parse
+    f"%timeit -n scores_entrywise = {ONE_SHOT}",                         # -n takes a word: the rest does not parse
+    f"get_ipython().run_line_magic('time', 'scores_entrywise = {ONE_SHOT.replace(chr(39), chr(34))}').x",
+])
+def test_a_timing_magic_read_otherwise_goes_to_review(cell):
+    reading = entrywise("import torch", PER_ENTRY, cell)
+    assert review(reading) and "get_ipython" in reading["review"], (cell, reading)
 
 
 HELPER = "def one_entry(a, c):\n    return torch.dot(a, c)\n"

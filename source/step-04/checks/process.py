@@ -11,8 +11,11 @@ autograder/grading/grade.py; a notebook run without a grader: the kernel's input
 judged from that text, read as the kernel runs it: as IPython's input transformers write it (a magic, a
 shell line, a `?` is a call of get_ipython(); lines are Python's, not str.splitlines'; a string's text
 is the string's). A magic or shell line that runs no Python of the cell's (QUIET_MAGICS, `!ls`,
-`x = !ls`) is read as nothing; any other use of get_ipython() (`%time x = ...`, `%%capture`, run_cell,
-user_ns, push) is code the reader cannot decide past. A cell that does not parse so does not run.
+`x = !ls`) is read as nothing; a timing magic at a cell's top level as the code it runs, as IPython runs
+it (`%time stmt`, `%%time`: the statement, in the notebook's namespace; `%timeit stmt`, `%%timeit setup`:
+a function of setup and statement, called, so what they assign binds no name of the notebook's); any
+other use of get_ipython() (`%timeit -v x ...`, `%%capture`, run_cell, user_ns, push) is code the reader
+cannot decide past. A cell that does not parse so does not run.
 
 What runs. The hidden test calls the answer when its cell runs, so the reader runs the student's cells
 before that cell, in order, at the level of bindings: a `def`, a class, an assignment, an import, a
@@ -75,8 +78,9 @@ and shown, never stored, called, mutated or handed to other code. `globals()`, `
 sorted, list, type, ... of the builtins, none of them bound by the student), an f-string, an `in`
 test as its container, an `is`, a `==` with a constant (no student code is handed the value), `.keys()`
 used so in turn, or a read of `__name__`/`__qualname__`; a
-module of MODULE_READS (inspect, gc, types) is imported where every use of the name it binds is one of
-its entries (inspect.signature, gc.collect, types.SimpleNamespace, ...); `getattr(x, n)` with `n` a
+module of MODULE_READS (inspect, gc, types, os, pathlib) is imported where every use of the name it binds
+(of os or pathlib unbound, too) is one of its entries (inspect.signature, gc.collect, types.SimpleNamespace,
+os.path.join, os.getcwd, os.environ read but never stored into, pathlib.Path, ...); `getattr(x, n)` with `n` a
 loop's target over a literal list of plain names. `eval` of a constant string of plain data (constants
 and arithmetic) is read as that expression, and `setattr(x, "name", v)` as the statement `x.name = v`,
 which passes at a cell's top level on a plain class of the student's or one of its objects (on a
@@ -94,12 +98,15 @@ What a cell may reach (allowlists, _unread_reach), in all the code of the cells 
   (`np.sctypeDict[...]`, `random._os.environ[...]`, or a name bound to one);
 * a module imported only if it is in IMPORTABLE_MODULES (LIBRARY_MODULES, MODULE_READS, INERT_MODULES:
   json, re, textwrap, pprint, datetime, enum, sys for SYS_READS): pickle, runpy, timeit, code, pdb,
-  os, pathlib, ... run code from a string, a file or a pickle, or change what torch does;
+  ... run code from a string, a file or a pickle, and os or pathlib beyond MODULE_READS (os.system,
+  os.environ stored into, pathlib.os) run code or change what torch does;
 * of torch and numpy, a public function, class, dtype or constant, or a submodule of LIBRARY_SUBMODULES
   (torch.nn, torch.nn.functional, torch.linalg, torch.testing, torch.autograd, torch.special,
   numpy.random, numpy.linalg, ...), never torch.hub, torch.jit, torch.library, torch.ops, torch.utils, a
-  private name, ...; of IPython, only IPython.display and its public names (IPYTHON_READS: never
-  IPython.core's InteractiveShell, whose instance() runs code in the kernel, nor the module handed on);
+  private name, ...; of the submodules not read, only the device queries of LIBRARY_READS
+  (torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available); of IPython, only
+  IPython.display and its public names (IPYTHON_READS: never IPython.core's InteractiveShell, whose
+  instance() runs code in the kernel, nor the module handed on);
   of the other modules, a public name; numpy.load without allow_pickle=True, and torch.load only with
   weights_only=True written out (SAFE_LOADS); inspect.signature with no keyword (eval_str runs strings);
 * a dunder attribute read only if READ_DUNDERS has it (`__name__`, `__qualname__`, `__doc__`, `__module__`,
@@ -405,6 +412,14 @@ class Scope:
         self.globals = globals_ if globals_ is not None else self.vars
         self.declared_global: set = set()
         self.declared_nonlocal: set = set()
+        self.comprehension = False
+
+    def binder(self, name: str) -> dict:
+        """The dict an assignment to a name binds it in: as Python does, a function's own locals unless the
+        name is declared global or nonlocal there (a `:=` in a comprehension: the scope around it)."""
+        if name in self.declared_global or name in self.declared_nonlocal:
+            return self.owner(name)
+        return self.vars
 
     def lookup(self, name: str):
         if name in self.declared_global:
@@ -518,11 +533,126 @@ def _python_of(text: str) -> str:
         return TransformerManager().transform_cell(text if text.endswith("\n") else text + "\n")
 
 
+# The timing magics, read as the code they run (IPython.core.magics.execution), at a cell's top level
+# (in a function's or a class's body they run in a copy of its locals: not read, "uses get_ipython"):
+# * `%time stmt`, `%%time` + body: the statements, run in the notebook's namespace, as if written there
+#   (`x = %time expr`: x is the expression's value); its option --no-raise-error is dropped;
+# * `%timeit [options] stmt`, `%%timeit [options] setup` + body: IPython compiles `setup` and the body
+#   into a function (`inner`) and calls it, so what they assign binds no name of the notebook; read as
+#   `def %timeit(): <setup>; <stmt>` (a name no cell can write) and `%timeit()` where the magic stood
+#   (`r = %timeit -o stmt`: r is bound to that call). Its options -n -r -t -c -p -q -o are dropped.
+# Options are parsed by IPython's own parsers, as the magics parse them. Left as they are, so not read
+# ("uses get_ipython"): `-v NAME` (binds NAME), a statement naming the template's own locals (_it, _timer,
+# _t0, _t1, _i), `%%time` with a statement on its line, anything that does not parse or that IPython's
+# parser refuses, and a magic anywhere but as a statement or the whole value of an assignment.
+TIMING_FUNCTION = "%timeit"
+TIMEIT_LOCALS = {"_it", "_timer", "_t0", "_t1", "_i"}
+
+
+def _timing_code(call) -> tuple | None:
+    """For `get_ipython().run_line_magic('time'|'timeit', line)` or `.run_cell_magic(..., line, body)` with
+    constant arguments: ("time", statements) or ("timeit", setup statements, statements); else None."""
+    kind = _ipython_call(call)
+    if kind not in ("run_line_magic", "run_cell_magic") or call.keywords \
+            or len(call.args) != (2 if kind == "run_line_magic" else 3) \
+            or not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args):
+        return None
+    name, line = call.args[0].value, call.args[1].value
+    body = call.args[2].value if kind == "run_cell_magic" else None
+    try:
+        if name == "time":
+            from IPython.core import magic_arguments
+            from IPython.core.magics.execution import ExecutionMagics
+            _, extra = magic_arguments.parse_argstring(ExecutionMagics.time, line, partial=True)
+            line = " ".join(extra)
+            if line and body:
+                return None                     # IPython refuses it: nothing runs
+            return ("time", _timing_statements(body if body else line))
+        if name == "timeit":
+            from IPython.core.magic import Magics
+
+            class _Options:
+                options_table: dict = {}
+            opts, stmt = Magics.parse_options(_Options(), line, "n:r:tcp:qov:", posix=False, strict=False,
+                                              preserve_non_opts=True)
+            if "v" in opts:
+                return None                     # binds a name of the notebook to the result
+            setup, stmt = ("pass", stmt) if body is None else (stmt, body)
+            code = ("timeit", _timing_statements(setup), _timing_statements(stmt))
+            if any(isinstance(n, ast.Name) and n.id in TIMEIT_LOCALS for part in code[1:] for t in part
+                   for n in ast.walk(t)):
+                return None
+            return code
+    except (Exception, SystemExit):             # IPython's parsers refuse it (UsageError, ...): not read
+        return None
+    return None
+
+
+def _timing_statements(text: str) -> list:
+    """The statements a timing magic runs of `text`, as the kernel transforms and reads them (raises
+    SyntaxError if they do not parse)."""
+    return _QuietMagics().visit(ast.parse(_python_of(text))).body
+
+
+class _TimingMagics(ast.NodeTransformer):
+    """The timing magics at a cell's top level, as the code they run (see above)."""
+
+    def visit_FunctionDef(self, node):
+        return node                             # its body runs in a copy of its locals: left as it is
+    visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
+
+    def _read(self, node, call):
+        code = _timing_code(call)
+        if code is None:
+            return None, None
+        # the line's code is on the magic's line, a cell magic's body on the lines after it
+        cell = _ipython_call(call) == "run_cell_magic"
+        shifts = [node.lineno - (0 if cell and code[0] == "time" and call.args[2].value else 1)] if code[0] == "time" \
+            else [node.lineno - 1, node.lineno - (0 if cell else 1)]
+        for part, shift in zip(code[1:], shifts):
+            for statement in part:
+                ast.increment_lineno(statement, shift)
+        if code[0] == "time":
+            return code[1], None
+        function = ast.FunctionDef(name=TIMING_FUNCTION, args=ast.arguments(
+            posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+            body=(code[1] + code[2]) or [ast.Pass()], decorator_list=[], returns=None, type_comment=None,
+            **({"type_params": []} if "type_params" in ast.FunctionDef._fields else {}))
+        ast.copy_location(function, node)
+        run = ast.copy_location(ast.Call(func=ast.copy_location(ast.Name(id=TIMING_FUNCTION, ctx=ast.Load()), node),
+                                         args=[], keywords=[]), node)
+        return [function], run
+
+    def visit_Expr(self, node):
+        before, run = self._read(node, node.value)
+        if before is None:
+            return node
+        statements = before + ([ast.copy_location(ast.Expr(value=run), node)] if run is not None else [])
+        return [ast.fix_missing_locations(s) for s in statements] or ast.copy_location(ast.Pass(), node)
+
+    def visit_Assign(self, node):
+        before, run = self._read(node, node.value)
+        if before is None:
+            return node
+        if run is None:                         # %time: the value of its one expression
+            if not (len(before) == 1 and isinstance(before[0], ast.Expr)):
+                return node
+            run = before[0].value
+            before = []
+        node.value = run
+        return [ast.fix_missing_locations(s) for s in before + [node]]
+
+
 def _parse_cells(sources) -> list:
     trees = []
     for text in sources:
         try:
-            trees.append(_QuietMagics().visit(ast.parse(_python_of(str(text)))))
+            tree = ast.parse(_python_of(str(text)))
+            try:
+                tree = _TimingMagics().visit(tree)
+            except SyntaxError:
+                pass            # a timed statement that does not parse: the magic is left as it is
+            trees.append(_QuietMagics().visit(tree))
         except SyntaxError:
             continue            # a cell that does not parse as the kernel runs it defines nothing when it runs
     return trees
@@ -659,9 +789,13 @@ READ_ONLY_VALUES = {"__dict__", "__class__", "modules"}
 READ_ONLY_SINKS = {"print": "data", "repr": "data", "str": "data", "ascii": "data", "len": "data",
                    "id": "data", "bool": "data", "sorted": "same", "list": "same", "type": "same"}
 INERT_ATTRIBUTES = {"__name__", "__qualname__"}     # a class's or a function's: always a str
-# module -> {attribute: how it may be used}: "data" (called; returns a str, a bool or an int), "same" (called;
+# module -> {attribute: how it may be used}: "data" (called; returns a str, a bool, an int, None, or a list or
+# a tuple of them), "same" (called;
 # what it returns is used read-only, as above), "new" (called; a fresh plain object holding only its
-# arguments), "type" (not called: only a class to test an object against, in isinstance/issubclass or `is`)
+# arguments), "type" (not called: only a class to test an object against, in isinstance/issubclass or `is`),
+# "object" (called; an object of the module's class, used as any value), "mapping" (not called: an item read,
+# `m[key]` loaded, or the container of an `in` test; never stored into, iterated, nor handed on).
+# An entry's name may be dotted ("path.join": `os.path.join(...)`): the longest entry the text names is its use
 MODULE_READS = {
     # reads a function's signature, source or docstring, or asks what kind of object it is: nothing runs
     # of it and nothing of it changes (inspect's frames, members and globals are not here)
@@ -676,7 +810,25 @@ MODULE_READS = {
     "types": {"SimpleNamespace": "new", "FunctionType": "type", "MethodType": "type", "LambdaType": "type",
               "BuiltinFunctionType": "type", "BuiltinMethodType": "type", "ModuleType": "type",
               "GeneratorType": "type"},
+    # os and pathlib, not TAMPERING words, are read as the same allowlist (READ_MODULES: any use of the
+    # name an import of them binds, or of `os`/`pathlib` unbound, that is not an entry goes to review):
+    # os: where the notebook is and what its folder holds (os.path's functions of a path's text or a file's
+    # existence and size, getcwd, listdir), the machine's CPU count, a folder made (makedirs): none runs
+    # code or changes what torch does. The environment only read (`os.environ.get(...)`, `os.environ[...]`
+    # read, `... in os.environ`): stored into, it changes what torch does (TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD
+    # makes torch.load unpickle); os.system, os.exec*, os.fork, os.putenv, os.environ.update, os.path
+    # itself (posixpath.os is os), ... are not here
+    "os": {"path.join": "data", "path.exists": "data", "path.isfile": "data", "path.isdir": "data",
+           "path.basename": "data", "path.dirname": "data", "path.abspath": "data", "path.getsize": "data",
+           "path.splitext": "data", "getcwd": "data", "listdir": "data", "cpu_count": "data",
+           "makedirs": "data", "environ.get": "data", "environ": "mapping"},
+    # a path's object (its methods read and write files, as open() does); pathlib.os, pathlib's other
+    # names are not here
+    "pathlib": {"Path": "object", "PurePath": "object"},
 }
+# the modules of MODULE_READS that are not TAMPERING words: their names' uses are checked where a cell's
+# reach is (_unread_reach), the others' where the tampering words are
+READ_MODULES = {module for module in MODULE_READS if module not in TAMPERING}
 # what a string given to eval may hold to be read as the expression it is (plain data)
 PLAIN_DATA = (ast.Expression, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Tuple, ast.List, ast.Load, ast.operator,
               ast.unaryop)
@@ -759,6 +911,7 @@ class _Notebook:
         self.referenced: set = set()
         uses: dict = {}                       # name -> the nodes loading it
         self.module_names: dict = {}          # a name bound by an import of MODULE_READS -> its tables
+        self.read_module_names: set = set()   # ... of READ_MODULES (and those modules' names unbound)
         todo = list(trees)
         self.nodes: list = []                 # every node of the cells
         while todo:
@@ -787,6 +940,8 @@ class _Notebook:
                     self.referenced.add(alias.name.split(".")[-1])
                     if alias.name in MODULE_READS:
                         self.module_names.setdefault(alias.asname or alias.name, []).append(MODULE_READS[alias.name])
+                    if alias.name in READ_MODULES:
+                        self.read_module_names.add(alias.asname or alias.name)
             elif isinstance(node, ast.ImportFrom):
                 for alias in node.names:
                     self.referenced.add(alias.name)
@@ -794,6 +949,12 @@ class _Notebook:
                         if node.module in MODULE_READS and not node.level else None
                     if kind is not None:
                         self.module_names.setdefault(alias.asname or alias.name, []).append({"": kind})
+                        if node.module in READ_MODULES:
+                            self.read_module_names.add(alias.asname or alias.name)
+        for module in READ_MODULES:          # unbound in the cells: a provided cell's import, read so too
+            if module not in self.bound:
+                self.module_names.setdefault(module, []).append(MODULE_READS[module])
+                self.read_module_names.add(module)
         # object.__subclasses__() lists every class without naming it: then no class is unreferenced
         self.enumerates_classes = "__subclasses__" in self.referenced
         self.rebound, self.every = _rebindings(trees)     # names bound in forms the reader does not follow
@@ -835,12 +996,19 @@ class _Notebook:
         if all("" in t for t in tables):          # bound by `from M import f`: the name is the function
             target, kinds = name_node, {t[""] for t in tables}
         else:
-            parent = self.parent.get(id(name_node))
-            if not (isinstance(parent, ast.Attribute) and parent.value is name_node and isinstance(parent.ctx, ast.Load)):
+            chain, node = [], name_node           # name.a.b...: each attribute read, loaded
+            while True:
+                parent = self.parent.get(id(node))
+                if not (isinstance(parent, ast.Attribute) and parent.value is node and isinstance(parent.ctx, ast.Load)):
+                    break
+                chain.append(parent)
+                node = parent
+            entry = next((n for n in range(len(chain), 0, -1)
+                          if all(".".join(a.attr for a in chain[:n]) in t for t in tables)), 0)
+            if not entry:
                 return False
-            if any(parent.attr not in t for t in tables):
-                return False
-            target, kinds = parent, {t[parent.attr] for t in tables}
+            parent = chain[entry - 1]
+            target, kinds = parent, {t[".".join(a.attr for a in chain[:entry])] for t in tables}
         if len(kinds) != 1:
             return False
         kind = kinds.pop()
@@ -852,9 +1020,13 @@ class _Notebook:
                     and up.func.id not in self.bound and len(up.args) == 2 and up.args[1] is target) \
                 or (isinstance(up, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq))
                                                         for op in up.ops))
+        if kind == "mapping":
+            return (isinstance(up, ast.Subscript) and up.value is target and isinstance(up.ctx, ast.Load)) \
+                or (isinstance(up, ast.Compare) and len(up.ops) == 1 and isinstance(up.ops[0], (ast.In, ast.NotIn))
+                    and up.comparators[0] is target)
         if not (isinstance(up, ast.Call) and up.func is target):
             return False
-        return kind in ("data", "new") or self.read_only(up)
+        return kind in ("data", "new", "object") or self.read_only(up)
 
     def allowed(self, node, word: str) -> bool:
         """A TAMPERING word at `node` in one of the read-only uses above."""
@@ -1054,9 +1226,10 @@ def _unrun_tampering(trees, scanned: set, notebook: _Notebook) -> str:
 # are read as above), and INERT_MODULES: modules loaded before a student's cell runs (so not a file a cell
 # wrote) that only make data or text from what they are given, none running a string, a file or a pickle
 # as code: json (text <-> plain data), re, textwrap, pprint, datetime, enum; and sys for SYS_READS only
-# (what it reports; sys.modules as the read-only uses above allow). Not os (os.environ changes what torch
-# does: TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD makes torch.load unpickle; os.system runs anything; os.path binds
-# os, and posixpath.os is os), nor pathlib (pathlib.os), pickle, marshal, shelve, copyreg (a pickle names
+# (what it reports; sys.modules as the read-only uses above allow). os and pathlib only as MODULE_READS
+# allows (stored into, os.environ changes what torch does: TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD makes torch.load
+# unpickle; os.system runs anything; `import os.path` binds os, and posixpath.os is os; pathlib.os). Not
+# pickle, marshal, shelve, copyreg (a pickle names
 # any function to call), runpy, code, pdb, cProfile, profile, timeit, doctest (each runs a string or a
 # file as code), subprocess, threading, signal, nor a module not loaded before the cells run (fractions,
 # decimal, ipywidgets: a cell could have written a file of that name): any other import goes to review.
@@ -1111,6 +1284,11 @@ LIBRARY_SUBMODULE_NAMES = {
     "torch.nn.init": {"math", "torch", "warnings"},
     "torch.autograd.functional": {"fwAD", "torch"},
 }
+# Of the submodules not read, a few functions, each read as itself, named by its whole path (an allowlist: the
+# path's submodule alone, an alias of it, another name of it stays unread): what device the machine has, as
+# a notebook asks to pick one (`'cuda' if torch.cuda.is_available() else 'cpu'`); each only reports, and
+# torch.cuda's other names (set_device, memory settings, streams, its random state) are not here.
+LIBRARY_READS = {"torch.cuda.is_available", "torch.cuda.device_count", "torch.backends.mps.is_available"}
 INERT_MODULE_DUNDERS = {"__version__", "__name__", "__doc__", "__file__"}
 NAMESPACES = {"SimpleNamespace", "types.SimpleNamespace"}    # what makes a plain object of its arguments
 SAFE_LOADS = {"numpy.load": ("allow_pickle", False, True), "torch.load": ("weights_only", True, False)}
@@ -1215,6 +1393,8 @@ def _library_path_unread(path: list) -> str:
         return f"`{'.'.join(path[:private + 1])}`" if private else ""
     if path[:2] == ["torch", "_C"] and len(path) > 2 and path[2] in TRACE_HIDING:
         return ""                  # hides work from the kernel's record only: a note (above)
+    if ".".join(path) in LIBRARY_READS:
+        return ""
     for n in range(1, len(path)):
         parent, part = ".".join(path[:n]), path[n]
         if parent not in LIBRARY_SUBMODULE_NAMES:
@@ -1459,6 +1639,10 @@ def _unread_reach(trees, notebook: "_Notebook") -> str:
             for alias in node.names:
                 if alias.name.split(".")[0] not in IMPORTABLE_MODULES:
                     return f"imports `{alias.name}`, a module the grader does not read (it can run code behind its text)"
+                if alias.name.split(".")[0] in READ_MODULES and (alias.name not in READ_MODULES or
+                                                                 (alias.asname or alias.name) in notebook.unclean):
+                    return f"imports `{alias.name}` for more than the grader reads of it (MODULE_READS: it can run " \
+                           "code behind its text or change what library code does)"
                 why = _library_path_unread(alias.name.split("."))
                 if why:
                     return f"imports {why}, which the grader does not read (it can change what library code does)"
@@ -1466,6 +1650,11 @@ def _unread_reach(trees, notebook: "_Notebook") -> str:
             module = node.module or ""
             if node.level or module.split(".")[0] not in IMPORTABLE_MODULES:
                 return f"imports from `{'.' * node.level}{module}`, a module the grader does not read (it can run code behind its text)"
+            if module.split(".")[0] in READ_MODULES and (module not in READ_MODULES or any(
+                    alias.name not in MODULE_READS[module] or (alias.asname or alias.name) in notebook.unclean
+                    for alias in node.names)):
+                return f"imports from `{module}` more than the grader reads of it (MODULE_READS: it can run code " \
+                       "behind its text or change what library code does)"
             for alias in node.names:
                 path = f"{module}.{alias.name}".split(".") if alias.name != "*" else module.split(".")
                 why = _library_path_unread(path) or ("`" + ".".join(path) + "`" if ".".join(path) in SAFE_LOADS
@@ -1491,6 +1680,9 @@ def _unread_reach(trees, notebook: "_Notebook") -> str:
                     or (_dunder(node.attr) and node.attr not in INERT_CLASS_ATTRS)):
                 return f"stores into `{ast.unparse(node)}`, of an object the grader does not know to be the " \
                        "student's own (a library's object's attribute changes what library code does)"
+        if isinstance(node, ast.Name) and node.id in notebook.read_module_names and node.id in notebook.unclean:
+            return f"uses `{node.id}` for more than the grader reads of it (MODULE_READS: it can run code behind " \
+                   "its text or change what library code does)"
         if isinstance(node, ast.Name) and node.id in libs and "." in libs[node.id] \
                 and not isinstance(notebook.parent.get(id(node)), ast.Attribute):
             dotted = libs[node.id]
@@ -1982,7 +2174,7 @@ class _Interpreter:
             self.quiet -= 1
 
     def assign(self, name, value, scope):
-        scope.owner(name)[name] = value
+        scope.binder(name)[name] = value
 
     def bind(self, target, value, scope, source):
         if isinstance(target, ast.Name):
@@ -2224,7 +2416,10 @@ class _Interpreter:
             return Func(node, scope, "<lambda>")
         if isinstance(node, ast.NamedExpr):
             value = self.expr(node.value, scope)
-            self.bind(node.target, value, scope, node.value)
+            around = scope
+            while around.comprehension and around.parent is not None:
+                around = around.parent
+            self.bind(node.target, value, around, node.value)
             return value
         if isinstance(node, ast.Starred):
             return self.expr(node.value, scope)
@@ -2265,7 +2460,12 @@ class _Interpreter:
         if isinstance(base, Lib):
             why = _library_path_unread(f"{base.path}.{attr}".split("."))     # reached where the text hides it
             outer = self.notebook.parent.get(id(node))
-            if why and not (isinstance(outer, ast.Attribute) and outer.attr in TRACE_HIDING):
+            path, up = f"{base.path}.{attr}", node      # on the way to an entry of LIBRARY_READS the text names
+            while path not in LIBRARY_READS and isinstance(self.notebook.parent.get(id(up)), ast.Attribute) \
+                    and self.notebook.parent.get(id(up)).value is up:
+                up = self.notebook.parent.get(id(up))
+                path = f"{path}.{up.attr}"
+            if why and path not in LIBRARY_READS and not (isinstance(outer, ast.Attribute) and outer.attr in TRACE_HIDING):
                 self.undecided(f"it uses {why}, which the grader does not read (it can change what library code "
                                "does or run code behind its text)")
             return Lib(f"{base.path}.{attr}")
@@ -2425,6 +2625,7 @@ class _Interpreter:
 
     def comprehension(self, node, scope):
         local = Scope(scope.globals, scope, {})
+        local.comprehension = True
         outers = []
         for gen in node.generators:
             it = self.expr(gen.iter, local)
