@@ -57,8 +57,10 @@ PEAK_RSS_BYTES = 2 * 2**30      # the grading process (its kernels and workers a
 FLOODS = [
     # a progress print without newlines in a runaway loop
     "while True:\n    print('x' * 1000, end='')",
-    # C-level writes to file descriptor 1 (ipykernel echoes them to the kernel process's own stdout)
-    "import os\nwhile True:\n    os.write(1, b'y' * 10**6)",
+    # C-level writes to file descriptor 1 (ipykernel echoes them to the kernel process's own stdout), through
+    # /dev/stdout opened unbuffered (IPython refuses open(1)): `os.write(1, ...)` does the same, but is more of
+    # os than the process reader follows and would send the process part to review, not the point here
+    "fd1 = open('/dev/stdout', 'wb', buffering=0)\nwhile True:\n    fd1.write(b'y' * 10**6)",
     # one huge line, one huge display, a display rewritten many times, a huge error message
     textwrap.dedent("""\
         from IPython.display import display
