@@ -2354,8 +2354,9 @@ WRONG += [
           why="row 0 left out of the row sums and of the future weights: the matrix whose row 0 alone sums to 0.9, "
               "the family of single future weights (its first case is row 0's) and the family of rows summing to "
               "0.9, at row 0, pass; 16 of 19 (before the families: 17 of 19)",
-          says={"check_simplex_hidden": ["first row (row 0) alone sums to 0.9", "first row (row 0) puts 0.1",
-                                         "not A[:, 1:]"]},
+          says={"check_simplex_hidden": ["first row (row 0) of sequence 1 alone sums to 0.9",
+                                         "first row (row 0) of sequence 2 puts 0.1",
+                                         "a slice such as A[:, 1:] leaves row 0 out"]},
           visible_passes={"check_simplex_check": "the visible check's broken matrices are wrong in every row"}),
     Entry("w03-simplex-skips-last-row-and-key", P03, _simplex('''
     T = A.shape[-1]
@@ -2368,8 +2369,9 @@ WRONG += [
           why="the last row left out of the row sums and the last key out of the future weights: the matrix whose "
               "last row alone sums to 0.9 and the one whose only future weight is on the last key pass, and so do "
               "the families' cases at row 7 and at key 7; 15 of 19 (before the families: 17 of 19)",
-          says={"check_simplex_hidden": ["last row alone sums to 0.9", "only future weight is on the last key",
-                                         "not A[..., :-1]"]},
+          says={"check_simplex_hidden": ["last row of sequence 1 alone sums to 0.9",
+                                         "only future weight is on the last key",
+                                         "a slice such as A[..., :-1] leaves the last key out"]},
           visible_passes={"check_simplex_check": "the visible check's broken matrices are wrong in every row"}),
     Entry("w03-simplex-tolerance-1.9e-4", P03, edit(P03, SIMPLEX, ("assert worst <= 1e-5", "assert worst <= 1.9e-4")),
           expect={"check_simplex_hidden": 2.84},

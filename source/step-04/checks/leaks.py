@@ -269,22 +269,25 @@ def _simplex_row_sum_1_5e_4(other=None):
 
 
 SUITES["simplex"] += [
-    Case("first_row_sum", "chaff", "a matrix whose first row (row 0) alone sums to 0.9", _simplex_first_row_sum,
-         hint="only row 0 is wrong here: check the sum of every row, the first one included (A.sum(dim=-1), "
-              "not A[:, 1:])"),
+    Case("first_row_sum", "chaff", "a matrix whose first row (row 0) of sequence 1 alone sums to 0.9",
+         _simplex_first_row_sum,
+         hint="only row 0 of sequence 1 is wrong here: check the sum of every row of every sequence, the first one "
+              "included (A.sum(dim=-1) whole; a slice such as A[:, 1:] leaves row 0 out)"),
     Case("first_row_future", "chaff",
-         "a matrix whose first row (row 0) puts 0.1 on a future key (the row still sums to 1)",
+         "a matrix whose first row (row 0) of sequence 2 puts 0.1 on a future key (the row still sums to 1)",
          _simplex_first_row_future,
-         hint="only row 0 has a future weight here: every entry above the diagonal must be zero, in row 0 too "
-              "(its keys 1 to T - 1 are all in the future)"),
-    Case("last_row_sum", "chaff", "a matrix whose last row alone sums to 0.9", _simplex_last_row_sum,
-         hint="only the last row is wrong here: check the sum of every row, the last one included "
-              "(A.sum(dim=-1), not A[:, :-1])"),
+         hint="only row 0 of sequence 2 has a future weight here: every entry above the diagonal must be zero, in "
+              "row 0 too (its keys 1 to T - 1 are all in the future)"),
+    Case("last_row_sum", "chaff", "a matrix whose last row of sequence 1 alone sums to 0.9", _simplex_last_row_sum,
+         hint="only the last row of sequence 1 is wrong here: check the sum of every row of every sequence, the "
+              "last one included (A.sum(dim=-1) whole; a slice such as A[:, :-1] leaves the last row out)"),
     Case("last_key_future", "chaff",
-         "a matrix whose only future weight is on the last key, j = T - 1 (its row still sums to 1)",
+         "a matrix whose only future weight is on the last key, j = T - 1, in row 2 of sequence 3 (its row still "
+         "sums to 1)",
          _simplex_last_key_future,
-         hint="the future weight is in the last column: every key j > i must be zero, the last key included "
-              "(torch.triu(..., diagonal=1) over the whole T x T, not A[..., :-1])"),
+         hint="the future weight is in the last column (row 2 of sequence 3): every key j > i must be zero, the "
+              "last key included (torch.triu(..., diagonal=1) over the whole T x T; a slice such as A[..., :-1] "
+              "leaves the last key out)"),
     Case("row_sum_1.00015", "chaff", "a matrix with one row summing to 1.00015 (15 times the spec's tolerance)",
          _simplex_row_sum_1_5e_4,
          hint="float32 row sums are 1 to about 1e-7, and the spec's tolerance is 1e-5: a tolerance of 1.5e-4 or "
