@@ -18,7 +18,8 @@ one fresh namespace, as "Restart and run all" would run them (hidden test cells 
 
 The visible check cells are read from the released notebooks (code cells with `grade` and 0 points);
 the answer a check belongs to is the nearest answer cell above it. Provided cells that define nothing a
-later answer or check reads (plots, sliders, explorations) are skipped to keep this fast.
+later answer or check reads (plots, sliders, explorations, timings) are skipped to keep this fast; what a
+cell reads and stores is read by Python's own scoping (a function's parameters are not the notebook's names).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ import builtins
 import contextlib
 import io
 import json
+import symtable
 
 import matplotlib
 import pytest
@@ -77,17 +79,24 @@ CHECKS = {nb: checked_answers(nb) for nb in NOTEBOOKS}
 
 
 def names(source: str) -> tuple[set[str], set[str]]:
-    """(names a cell stores at any depth of its top level, names it reads)."""
+    """(the global names a cell stores, the global names it reads), by Python's own scoping (symtable): a
+    function's parameters and locals, a comprehension's variables are not the notebook's names; a read
+    inside a function of a name it does not bind is. A mutation (`x.a = 1`, `x[0] = 1`) reads x."""
     stored, read = set(), set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Name):
-            (stored if isinstance(node.ctx, (ast.Store, ast.Del)) else read).add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            stored.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            stored.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            read.add(node.value.id)
+
+    def walk(table, top: bool) -> None:
+        for symbol in table.get_symbols():
+            name = symbol.get_name()
+            if top and (symbol.is_assigned() or symbol.is_imported()):
+                stored.add(name)
+            elif symbol.is_declared_global() and symbol.is_assigned():
+                stored.add(name)
+            if symbol.is_referenced() and (top or symbol.is_global()):
+                read.add(name)
+        for child in table.get_children():
+            walk(child, False)
+
+    walk(symtable.symtable(source, "<cell>", "exec"), True)
     return stored, read
 
 
