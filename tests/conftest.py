@@ -201,10 +201,18 @@ MODULE_MARKS = {
 
 
 def pytest_configure(config):
-    """TEST_PROFILE=folder (make test-profile) records where the run's time goes: tests/profiling.py."""
+    """TEST_PROFILE=folder (make test-profile) records where the run's time goes: tests/profiling.py.
+    A process that runs tests judges in-process on one torch thread, as a graded kernel does by default
+    (cores // workers): the tensors are tiny, and a second thread waiting between two small operations
+    burns a core the other test workers need (test_step04_suites: 19-39 CPU-s on 2 threads, 10 on one).
+    The 2-thread numerics are proven where they are asked for (tests/test_same_grade_on_every_cpu.py)."""
     folder = os.environ.get("TEST_PROFILE")
     if folder and Profiler.records_here():
         config.pluginmanager.register(Profiler(Path(folder).resolve()), "test-profiler")
+    if not (getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput")):
+        import torch                   # not the xdist controller: it runs no test
+
+        torch.set_num_threads(1)
 
 
 @pytest.hookimpl(tryfirst=True)        # the markers are added before `-m` deselects by them
