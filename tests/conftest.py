@@ -29,7 +29,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder.authoring.build import run_notebook  # noqa: E402
 from profiling import Profiler  # noqa: E402
 from autograder.steps import find_step  # noqa: E402
 
@@ -112,6 +111,9 @@ def grading_home(tmp_path, monkeypatch):
 
 def execute(nb, cwd: Path, timeout: int = 300):
     """Run a notebook like a student who presses Run All: errors are recorded, not raised."""
+    # imported here: it imports nbgrader (about a second of CPU), which the processes that import this file
+    # only for its paths and steps (the proof corpus's scoring processes) never use
+    from autograder.authoring.build import run_notebook
     run_notebook(nb, cwd, timeout=timeout, allow_errors=True)
     return nb
 

@@ -143,11 +143,12 @@ def pack(entries: list[Entry]) -> list[tuple[str, list[Entry]]]:
     return bins
 
 
-def sample(entries: list[Entry], seed: int, per_answer: int = PER_ANSWER) -> list[Entry]:
+def sample(entries: list[Entry], seed: int, per_answer: int = PER_ANSWER, drawn: int = 0) -> list[Entry]:
     """The entries a run grades, in corpus order. Fixed: for each answer cell the first entry of each
     family (correct, wrong, waiting for review); for each grade cell with points the first wrong entry
     that loses points there and the first that keeps part of them. Then, for each answer cell, entries
-    drawn with `seed` until it has `per_answer` (an entry editing two answers counts for both)."""
+    drawn with `seed` until it has `per_answer` (an entry editing two answers counts for both), and at
+    least `drawn` of them drawn (where it has that many more)."""
     groups: dict[tuple[str, str], list[Entry]] = {}
     for entry in entries:
         for answer in entry.answers:
@@ -168,7 +169,7 @@ def sample(entries: list[Entry], seed: int, per_answer: int = PER_ANSWER) -> lis
     for key in sorted(groups):
         members = groups[key]
         rest = [m for m in members if m.name not in chosen]
-        room = per_answer - (len(members) - len(rest))
+        room = max(per_answer - (len(members) - len(rest)), drawn)
         if room > 0 and rest:
             chosen.update(m.name for m in rng.sample(rest, min(room, len(rest))))
     return [e for e in entries if e.name in chosen]

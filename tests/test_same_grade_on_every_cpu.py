@@ -22,9 +22,11 @@ Together they change every rounding named below (the kernel set, the thread coun
 one another. FULL_MATRIX=1 runs every kernel set x thread count x MKL path this CPU has (12 settings
 on an AVX-512 CPU, in 6 processes).
 
-A run judges a sample of the corpus under each setting it scores (tests/test_grader_proof.py `sample`:
-every family of every answer cell, the wrong answers each grade cell catches, the rest drawn from a seed
-the run reports, PROOF_SEED=<seed> draws it again); FULL_MATRIX=1 judges the whole corpus, and
+A run judges a sample of the corpus under each setting it scores (tests/test_grader_proof.py `sample`, its
+fixed part: every family of every answer cell, the first wrong answer each grade cell catches and the first
+it gives partial credit to; and one more entry of each answer cell drawn from a seed the run reports,
+PROOF_SEED=<seed> draws it again: about a fifth of the corpus; the session's own judgement, the native
+setting, judges every entry); FULL_MATRIX=1 judges the whole corpus, and
 `make proof` grades the whole corpus through the grader (graded kernels get one CPU kernel set and MKL's
 vendor-independent path whatever the CPU: test_graded_kernels_run_with_pinned_numerics below).
 
@@ -78,9 +80,11 @@ REPRESENTATIVE = [("default", 1, False), ("default", 2, True), (STRONGEST, 2, Fa
                   ("avx2", 2 if STRONGEST == "avx2" else 1, True)]
 FULL_MATRIX = os.environ.get("FULL_MATRIX") == "1"
 SETTINGS = ALL_SETTINGS if FULL_MATRIX else {setting_name(*s): s for s in REPRESENTATIVE if setting_name(*s) in ALL_SETTINGS}
-# the corpus entries judged under each setting: all of them with FULL_MATRIX=1, else a sample drawn from SEED
+# the corpus entries judged under each setting: all of them with FULL_MATRIX=1, else the sample's fixed part
+# and DRAWN more entries of each answer cell drawn from SEED
 SEED = proof_seed()
-JUDGED = sorted(e.name for e in (CORRECT + WRONG if FULL_MATRIX else sample(CORRECT + WRONG, SEED)))
+DRAWN = 1
+JUDGED = sorted(e.name for e in (CORRECT + WRONG if FULL_MATRIX else sample(CORRECT + WRONG, SEED, 0, DRAWN)))
 
 
 NATIVE = (STRONGEST, NATIVE_THREADS, False)       # the session's own judgement of the corpus (native_run)
@@ -123,6 +127,37 @@ def test_the_settings_run_are_representative(record_property):
                     f"this CPU ({', '.join(SETTINGS)})" + ("" if FULL_MATRIX else
                     f"; {len(JUDGED)} of {len(CORRECT + WRONG)} corpus entries, sample seed {SEED} (PROOF_SEED={SEED} "
                     "draws it again); FULL_MATRIX=1 runs every setting on every entry"))
+
+
+def test_each_setting_judges_every_family_of_every_answer_and_a_fresh_draw():
+    """The entries judged under each setting (JUDGED): the sample's fixed part, whatever the seed (for each
+    answer cell its correct, wrong and undecided families; for each grade cell with points a wrong entry it
+    catches and one it gives partial credit to), and DRAWN entries of each answer cell beyond it, drawn
+    with SEED (the same seed, the same draw); with FULL_MATRIX=1, every entry."""
+    entries = CORRECT + WRONG
+    if FULL_MATRIX:
+        assert JUDGED == sorted(e.name for e in entries)
+        return
+    fixed = {e.name for e in sample(entries, 0, 0)}
+    assert fixed == {e.name for e in sample(entries, 2**31 - 1, 0)}, "the fixed part depends on the seed"
+    assert JUDGED == sorted(e.name for e in sample(entries, SEED, 0, DRAWN)), "the seed does not draw it again"
+    assert fixed <= set(JUDGED) and len(JUDGED) < len(entries)
+    draws = [{e.name for e in sample(entries, seed, 0, DRAWN)} - fixed for seed in (0, 1, 2)]
+    assert len({frozenset(d) for d in draws}) > 1, "the seed draws nothing"
+    for (notebook, answer) in {(e.notebook, a) for e in entries for a in e.answers}:
+        mates = [e for e in entries if e.notebook == notebook and answer in e.answers]
+        judged = [e for e in mates if e.name in JUDGED]
+        for family in (CORRECT, WRONG):
+            assert any(e in family for e in judged) or not any(e in family for e in mates), (notebook, answer)
+        rest = [e for e in mates if e.name not in fixed]
+        assert len([e for e in judged if e in rest]) >= min(DRAWN, len(rest)), (notebook, answer, "no fresh draw")
+    from test_grader_proof import autograded_cells
+    for notebook in {e.notebook for e in entries}:
+        for gid, points in autograded_cells(notebook).items():
+            if points > 0:
+                wrong = [e for e in WRONG if e.notebook == notebook and e.name in JUDGED]
+                assert any(gid in e.expect for e in wrong), (notebook, gid, "no wrong entry it catches")
+                assert any(0 < e.expect.get(gid, 0) for e in wrong), (notebook, gid, "no partial credit")
 
 
 def expected() -> dict:

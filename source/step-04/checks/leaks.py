@@ -29,7 +29,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .suites import D, D_HEAD, SUITES, T_MAX, BlackBox, Case, MutantHead, _causal_softmax, _scores
+from .suites import D, D_HEAD, SUITES, T_MAX, BlackBox, Case, MutantHead, _causal_softmax, _scores, seed_cpu
 
 FIRST = 8                   # the notebook's sequences: 8 tokens (the checks also try 12)
 GRID = 2.0 ** -20           # outputs on a grid: sums and differences of them are exact in float64
@@ -118,7 +118,7 @@ def _real_head(seed, T_max=T_MAX):
     def build(other=None):
         from dlcourse.head import Head
         with torch.random.fork_rng():
-            torch.manual_seed(seed if other is None else other)
+            seed_cpu(seed if other is None else other)
             return BlackBox(Head(D, D_HEAD, T_max))
     return build
 
@@ -128,7 +128,7 @@ def _real_head_weights(other=None):
     twin: from the seed `other`)."""
     from dlcourse.head import Head
     with torch.random.fork_rng():
-        torch.manual_seed(1 if other is None else other)
+        seed_cpu(1 if other is None else other)
         head = Head(D, D_HEAD, T_max=64)
         head(torch.randn(2, 64, D))
     return head.A
