@@ -242,9 +242,10 @@ mutants: $(PY)
 	OMP_NUM_THREADS=1 $(PY) tests/mutants.py
 
 # The grader proof over the whole proof corpus (tests/proof_corpus.py) through `make grade`'s code path:
-# a test run grades a sample of it (PROOF_SEED=<seed> grades a run's sample again).
+# a test run grades a sample of it (PROOF_SEED=<seed> grades a run's sample again); and every wrong answer
+# a check with cases of its own judges, under the run's key too (a test run: a sample, FRESH_KEY_SEED=<seed>).
 proof: $(PY)
-	PROOF_FULL=1 $(PY) -m pytest -rs -q -p no:xdist tests/test_grader_proof.py
+	PROOF_FULL=1 $(PY) -m pytest -rs -q -p no:xdist tests/test_grader_proof.py tests/test_fresh_cases.py
 
 # Equivalence testing of the hidden checks: every graded answer's solution, rewritten into the other shapes a
 # correct answer takes, must keep full marks, and the mutants of those rewrites must lose points

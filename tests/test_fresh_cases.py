@@ -3,10 +3,18 @@ inputs of its own also draws inputs for each submission, from the course's case 
 of the submitted file (autograder/checks/framework.py `fresh_rng`, autograder/checks/casekey.py). The same
 submission regraded meets the same cases and earns the same grade; another submission or another key
 meets others; an answer that returns what it recorded in an earlier grading earns nothing for it;
-honest answers keep full marks and wrong ones their partial credit under any key."""
+honest answers keep full marks and wrong ones their partial credit under any key.
+
+Every wrong answer of the proof corpus that a check with cases of its own judges is judged on every run
+under one of three fixed keys; a sample of them, drawn for each such check from a seed the run reports
+(FRESH_KEY_SEED=<seed> draws it and the run's own key again), under a key drawn for the run too, and
+all of them with PROOF_FULL=1 (`make proof`). The judgements run on one torch thread (tests/conftest.py),
+as a graded kernel does by default (autograder/grading/grade.py: a worker per core, cores // workers threads each;
+tests/test_same_grade_on_every_cpu.py: the same points on 1 and 2 threads)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import math
 import os
@@ -31,7 +39,7 @@ from dlcourse.head import Head
 
 from conftest import STEP4
 from proof_corpus import WRONG
-from test_grader_proof import judged_by
+from test_grader_proof import feeds, judged_by
 from test_grader_proof_quick import code_answers
 
 REGISTRY = STEP4.checks
@@ -143,28 +151,79 @@ def test_honest_answers_keep_full_marks_under_every_key(grade_id):
         assert verdict.fraction == 1.0, (grade_id, key, verdict.report(REGISTRY[grade_id].points))
 
 
-WRONG_FRESH = [e for e in WRONG if set(judged_by(e)) & set(FRESH)]
+@functools.lru_cache(maxsize=None)
+def _feeds(notebook: str) -> dict[str, list[str]]:
+    return feeds(notebook)
 
 
-# a key of this run's own for the wrong answers, besides one of KEYS each: FRESH_KEY_SEED=<seed> draws it again
+def fresh_cells(entry) -> list[str]:
+    """The checks with cases of their own that judge a corpus entry's answers (test_grader_proof.judged_by,
+    each released notebook read once)."""
+    cells = _feeds(entry.notebook)
+    return sorted({gid for answer in entry.answers for gid in cells.get(answer, [])} & set(FRESH))
+
+
+WRONG_FRESH = [e for e in WRONG if fresh_cells(e)]
+
+
+# the wrong answers of each check with cases of its own judged under the run's key as well as under one of KEYS:
+# 32 judgements more, about 7 s of CPU (one of 03's student checks takes about 0.7 s a key)
+PER_CHECK = 2
+FULL = os.environ.get("PROOF_FULL") == "1"          # `make proof`: every wrong answer under the run's key
+
+
+def run_sample(entries, rng: random.Random, per_check: int = PER_CHECK) -> set[str]:
+    """The names of the wrong answers judged under the run's key: for each check with cases of its own,
+    `per_check` of the entries it judges (every one it judges if fewer), drawn with `rng`."""
+    judging: dict[str, list[str]] = {}
+    for entry in entries:
+        for gid in fresh_cells(entry):
+            judging.setdefault(gid, []).append(entry.name)
+    return {name for gid in sorted(judging) for name in rng.sample(judging[gid], min(per_check, len(judging[gid])))}
+
+
+# a key of this run's own, and the wrong answers it judges besides one of KEYS each: FRESH_KEY_SEED=<seed>
+# draws both again
 RUN_SEED = int(os.environ.get("FRESH_KEY_SEED") or secrets.randbelow(2**31))
-RUN_KEY = random.Random(RUN_SEED).randbytes(32)
+_RUN_RNG = random.Random(RUN_SEED)
+RUN_KEY = _RUN_RNG.randbytes(32)
+RUN_SAMPLE = {e.name for e in WRONG_FRESH} if FULL else run_sample(WRONG_FRESH, _RUN_RNG)
 
 
-@pytest.mark.slow                      # 186 wrong answers judged twice: about 50 s of CPU
+def test_the_run_key_judges_wrong_answers_of_every_check_drawn_again_from_its_seed():
+    """The run's sample: PER_CHECK wrong answers of each check with cases of its own (each one of a check
+    judging fewer), the same from the same seed, another from another seed."""
+    assert all(fresh_cells(e) == sorted(set(judged_by(e)) & set(FRESH)) for e in WRONG[::10])
+    sample = run_sample(WRONG_FRESH, random.Random(5))
+    assert sample == run_sample(WRONG_FRESH, random.Random(5))
+    assert sample != run_sample(WRONG_FRESH, random.Random(6))
+    for gid in FRESH:
+        judged_here = {e.name for e in WRONG_FRESH if gid in fresh_cells(e)}
+        assert judged_here, gid                                        # every check has wrong answers to judge
+        assert len(sample & judged_here) >= min(PER_CHECK, len(judged_here)), gid
+    assert len(sample) < len(WRONG_FRESH)
+    seeded = random.Random(RUN_SEED)                                   # the run's: its key, then its sample
+    assert seeded.randbytes(32) == RUN_KEY
+    assert RUN_SAMPLE == ({e.name for e in WRONG_FRESH} if FULL else run_sample(WRONG_FRESH, seeded))
+
+
+@pytest.mark.slow                      # 239 wrong answers judged once, 32 of them twice: about 45 s of CPU
 @pytest.mark.parametrize("index", range(len(WRONG_FRESH)), ids=[e.name for e in WRONG_FRESH])
 def test_wrong_answers_keep_their_partial_credit_under_any_key(index, record_property):
     """The proof corpus's exact partial scores were measured on the fixed cases; they hold for any draw:
-    each wrong answer is judged under one of KEYS (in turn, so each key judges a third of them) and under
-    a key drawn for the run from a seed it reports."""
+    each wrong answer is judged under one of KEYS (in turn, so each key judges a third of them), and those
+    of the run's sample (RUN_SAMPLE: every one with PROOF_FULL=1) under a key drawn for the run from a seed
+    it reports."""
     entry = WRONG_FRESH[index]
     if index == 0:
-        record_property("measured", f"fresh cases: the wrong answers' run key is drawn from seed {RUN_SEED} "
-                                    f"(FRESH_KEY_SEED={RUN_SEED} draws it again)")
+        record_property("measured", f"fresh cases: the wrong answers' run key and the {len(RUN_SAMPLE)} of "
+                                    f"{len(WRONG_FRESH)} it judges are drawn from seed {RUN_SEED} "
+                                    f"(FRESH_KEY_SEED={RUN_SEED} draws them again; PROOF_FULL=1 judges all)")
     ns = namespace(entry.notebook, entry.answers)
-    for gid in sorted(set(judged_by(entry)) & set(FRESH)):
+    keys = [KEYS[index % len(KEYS)]] + ([RUN_KEY] if entry.name in RUN_SAMPLE else [])
+    for gid in fresh_cells(entry):
         expected = entry.expect.get(gid, REGISTRY[gid].points)
-        for key in (KEYS[index % len(KEYS)], RUN_KEY):
+        for key in keys:
             assert points(judged(gid, ns, key), gid) == pytest.approx(expected, abs=1e-9), \
                 (entry.name, gid, key.hex(), f"FRESH_KEY_SEED={RUN_SEED}")
 

@@ -24,7 +24,8 @@ import torch
 import torch.nn.functional as F
 
 from . import leaks  # noqa: F401  the chaffs some families grow from are there: leaks first
-from .suites import B, FAMILIES, SUITES, T, BlackBox, Case, MutantHead, _causal_softmax, _scores
+from .suites import (B, FAMILIES, SUITES, T, BlackBox, Case, MutantHead, _causal_softmax, _lower_triangle,
+                     _scores)
 
 PERTURBATION_T = (2, 5, 7, 9)       # tests.CheckPerturbation.params
 GRADIENT_I = (0, 3, 9)              # of tests.CheckGradient.params: not 5, so that any i < 8 on 8 tokens, or
@@ -56,7 +57,7 @@ class PlaceHead(MutantHead):
         scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5     # (B, T, T)
         kind, *at = self.variant.split(":")
         at = [int(a) for a in at]
-        keep = torch.tril(torch.ones(t, t, dtype=torch.bool)).expand(b, t, t).clone()    # (B, T, T)
+        keep = _lower_triangle(t, torch.bool).expand(b, t, t).clone()                      # (B, T, T)
         if kind in ("sees", "blind") and max(at) < t:           # a place past the sequence: the head is correct
             keep[:, at[0], at[1]] = kind == "sees"
         elif kind == "sequence" and at[0] < b:

@@ -12,6 +12,7 @@ construction, not of the numbers), so a check's verdict on a twin is its verdict
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -44,6 +45,13 @@ class Case:
                          # check's own): a family's case whose fault only one position shows is tried there
 
 
+@functools.lru_cache(maxsize=None)
+def _lower_triangle(t: int, dtype=torch.float32) -> torch.Tensor:
+    """torch.tril(torch.ones(t, t)), made once per size: a head, or a forward pass, copies it (torch.tril
+    starts the CPU's threads even for a 16 x 16 matrix, for every head built)."""
+    return torch.tril(torch.ones(t, t, dtype=dtype))
+
+
 class MutantHead(nn.Module):
     """The handout's head, with one deliberate change selected by `variant`."""
 
@@ -57,7 +65,7 @@ class MutantHead(nn.Module):
             self.query = nn.Linear(d, d_head, bias=False)
             self.value = nn.Linear(d, d_head, bias=False)
             self.constant = nn.Parameter(torch.randn(d_head))
-        self.register_buffer("tril", torch.tril(torch.ones(T_max, T_max)))
+        self.register_buffer("tril", _lower_triangle(T_max).clone())
         self.to(dtype)                         # float64: a leak through rounding is ~1e-16, far below any tolerance
 
     def forward(self, x):                                        # x: (B, T, d)
@@ -267,8 +275,7 @@ def _scores(seed, b=B, t=T, scale=1.0, dtype=torch.float32):
 
 
 def _causal_softmax(scores):
-    t = scores.shape[-1]
-    keep = torch.tril(torch.ones(t, t, dtype=torch.bool))
+    keep = _lower_triangle(scores.shape[-1], torch.bool)
     return F.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
 
 
