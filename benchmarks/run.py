@@ -171,11 +171,18 @@ def throughput_section(t: dict) -> tuple[list[str], list[tuple[str, bool, str]]]
 def whole_step_section(w: dict) -> tuple[list[str], list[tuple[str, bool, str]]]:
     runs, n, names = w["runs"], w["students"], w["notebooks"]
     plain = runs.get("plain")
+    shared = w.get("shared", [])
     lines = [
-        f"{n} students each hand in {len(names)} notebooks of the step ({n * len(names)} notebooks: "
-        f"{', '.join(names)}), each "
+        f"{n} students each hand in {len(names)} notebook{'s' if len(names) > 1 else ''} of the step "
+        f"({n * len(names)} notebooks: {', '.join(names)}), each "
         "notebook drawn round-robin from the solutions and its proof-corpus variants. One run each, in this "
-        "order: ours with 2 workers in warm kernels, in cold kernels, then plain nbgrader (serial).",
+        "order: ours with 2 workers in warm kernels, in cold kernels, then plain nbgrader (serial)."
+        + (
+            f" (--quick: section 1's class; its runs {' and '.join(WHO[k] for k in WHO if k in shared)} are section 1's, "
+            "the same commands on the same class, not run again.)"
+            if shared
+            else ""
+        ),
         "",
         "| grader | s | s/student | core-s/student (2 cores) | ratio to plain | peak MiB |",
         "|---|---|---|---|---|---|",
@@ -593,18 +600,20 @@ def main(argv=None) -> int:
         + (f" PLAIN_MAX={args.plain_max}" if args.plain_max != 40 else "")
         + (f" SERIAL_MAX={args.serial_max}" if args.serial_max != 40 else "")
     )
-    student_names, head_ts, whole_step_names = None, None, None
+    student_names, head_ts, whole_step_names, whole_step_class = None, None, None, None
     import student
     import throughput
 
     moves, ways, head_repeats = student.MOVES, throughput.WAYS, max(3, repeats * 3)
     if args.quick:
         # the least that still runs every part's code: two students (so that two workers share them),
-        # two notebooks for the whole step, one notebook with a slider, two T; the class graded in
-        # cold kernels by section 1b only (the same command as section 1's would be)
+        # two notebooks for the breakdown's every-notebook table, one notebook with a slider, two T;
+        # section 1b's class is section 1's (two students, one notebook): its plain and warm runs are
+        # section 1's (the same commands on the same class), and the class is graded in cold kernels by
+        # section 1b only (the same command as section 1's would be)
         sizes, repeats, args.plain_max, args.serial_max = [2], 1, 2, 2
-        args.whole_step, args.plain_timeout = 1, 30
-        whole_step_names = ["01-on-paper", "02-the-head"]
+        args.whole_step = 2
+        whole_step_names, whole_step_class = ["01-on-paper", "02-the-head"], [throughput.NOTEBOOK]
         student_names, head_ts, moves, head_repeats = ["05-attention-as-smoothing"], [256, 512], 3, 3
         ways = tuple(w for w in throughput.WAYS if w != "ours-2-cold")
         command = "python benchmarks/run.py --quick"
@@ -662,10 +671,15 @@ def main(argv=None) -> int:
         ),
     )
     part("throughput", lambda: throughput.measure(sizes, repeats, args.plain_max, args.serial_max, say=say, ways=ways))
-    part(
-        "whole_step",
-        lambda: throughput.measure_whole_step(args.whole_step, args.plain_timeout, say=say, notebooks=whole_step_names),
-    )
+
+    def whole_step_part():
+        # --quick: section 1's runs of the same class are taken, not run again (measure_whole_step)
+        shared = results.get("throughput", {}).get("sizes", {}).get(args.whole_step) if args.quick else None
+        return throughput.measure_whole_step(
+            args.whole_step, args.plain_timeout, say=say, notebooks=whole_step_class, shared=shared
+        )
+
+    part("whole_step", whole_step_part)
 
     def commands_part():
         import commands

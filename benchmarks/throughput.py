@@ -211,7 +211,7 @@ def measure(
         tmp = Path(tmp)
         for size in sizes:
             cls = tmp / f"class-{size}"
-            build_class(cls, size)
+            used = build_class(cls, size)
             runs = {"plain": [], "ours-1": [], "ours-2": [], "ours-2-cold": []}
             n = repeats if size == min(sizes) else 1
             for r in range(n):
@@ -227,21 +227,31 @@ def measure(
                     else:
                         workers, kernels = int(what.split("-")[1]), "cold" if what.endswith("cold") else "warm"
                         runs[what].append(ours(cls, tmp, workers, kernels))
-            out["sizes"][size] = {"runs": runs, "repeats": n, "load": os.getloadavg()}
+            out["sizes"][size] = {"runs": runs, "repeats": n, "load": os.getloadavg(), "students": used}
     return out
 
 
-def measure_whole_step(size: int, plain_timeout: float, say=print, notebooks: list[str] | None = None) -> dict:
+def measure_whole_step(
+    size: int, plain_timeout: float, say=print, notebooks: list[str] | None = None, shared: dict | None = None
+) -> dict:
     """A class of `size` students handing in all six notebooks (or only `notebooks`: --quick): plain
     nbgrader (serial, cells limited to `plain_timeout` s), ours with 2 workers in warm kernels and in
-    cold ones; one run each."""
+    cold ones; one run each. `shared` (--quick): section 1's figures for one size (`measure`'s
+    out["sizes"][size]); when this class is that one (the same notebook, the same variant for each
+    student), its plain and warm 2-worker runs (the same commands on the same class) are taken, not
+    run again, and the cold run is this part's own."""
     notebooks = notebooks or bench_step().notebooks()
     with tempfile.TemporaryDirectory(prefix="bench-step-") as tmp:
         tmp = Path(tmp)
         cls = tmp / "class"
         used = build_whole_class(cls, size, notebooks)
-        out = {"students": size, "notebooks": notebooks, "variants": used, "runs": {}}
+        out = {"students": size, "notebooks": notebooks, "variants": used, "runs": {}, "shared": []}
+        same = shared is not None and notebooks == [NOTEBOOK] and used[NOTEBOOK] == shared.get("students")
         for what in ("ours-2", "ours-2-cold", "plain"):
+            if same and shared["runs"].get(what):
+                out["runs"][what] = shared["runs"][what][0]
+                out["shared"].append(what)
+                continue
             say(f"  whole step: {size} students x {len(notebooks)} notebooks, {what}")
             if what == "plain":
                 out["runs"][what] = plain_nbgrader(cls, tmp, notebooks=notebooks, timeout=plain_timeout)

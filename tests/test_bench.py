@@ -38,8 +38,10 @@ def test_bench_quick_writes_every_section_with_figures(tmp_path):
     (throughput,) = rows(text, "## 1. Grading throughput")
     cells = [c.strip() for c in throughput.strip("|").split("|")]
     assert cells[0] == "2" and all(NUMBER.search(c) for c in cells[1:]), throughput
-    # the whole step (two notebooks in --quick): plain nbgrader, ours warm and cold, each with figures
+    # the whole step (in --quick section 1's class, whose plain and warm runs it shows, not run again: the cold
+    # run is its own): plain nbgrader, ours warm and cold, each with figures, the same points warm and cold
     whole = rows(text, "## 1b. A class handing in the whole step")
+    assert "its runs plain nbgrader and ours, 2 workers are section 1's" in text
     assert [r.split("|")[1].strip().split(" (")[0] for r in whole] == [
         "plain nbgrader", "ours, 2 workers, warm kernels", "ours, 2 workers, cold kernels"], whole
     assert all(len(NUMBER.findall(r)) >= 4 for r in whole), whole

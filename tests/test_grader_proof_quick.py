@@ -4,7 +4,9 @@ is `probe_and_judge` and the verdict's report): a cell the check cannot decide i
 
 No kernel, no notebook: seconds per entry, for working on a check. The proof itself goes through
 grading (tests/test_grader_proof.py); this test also shows that the in-kernel path (JupyterLab,
-plain nbgrader) gives the same points as the grader's.
+plain nbgrader) gives the same points as the grader's, and the untouched release, as released, nothing
+in every hidden check with points (plain `nbgrader autograde` itself grades the solutions in
+tests/test_grading.py).
 
 The corpus is judged once per test session, in a process of its own with torch's own choice of CPU
 kernels on 2 threads (`native_run`): these tests read that run, and tests/test_same_grade_on_every_cpu.py
@@ -26,7 +28,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.selfgrade import probe_and_judge
+from autograder.selfgrade import hidden_here, probe_and_judge
 from autograder.course import RELEASE, SOURCE
 from autograder.example import answers_of
 from dlcourse.data import Vocab, load_text
@@ -34,7 +36,7 @@ from dlcourse.head import Head
 
 from proof_corpus import CORRECT, REVIEW, UNDECIDED, WRONG, Entry
 from test_grader_proof import judged_by
-from conftest import ROOT, STEP, STEP4, run_once  # noqa: E402
+from conftest import NOTEBOOK_NAMES, ROOT, STEP, STEP4, run_once  # noqa: E402
 
 REGISTRY = STEP4.checks
 # what chooses torch's CPU kernels, threads and MKL's code path in a process: each scoring sets its own
@@ -50,13 +52,18 @@ def code_answers(notebook: str) -> list[str]:
             if c["cell_type"] == "code" and c.get("metadata", {}).get("nbgrader", {}).get("solution")]
 
 
-def namespace(entry: Entry) -> dict:
+def base_namespace(notebook: str) -> dict:
     ns = {"torch": torch, "nn": nn, "F": F, "math": math, "np": np, "Head": Head, "__name__": "__main__"}
-    if entry.notebook.startswith("04"):                 # the corpus and vocabulary notebook 04 builds
+    if notebook.startswith("04"):                       # the corpus and vocabulary notebook 04 builds
         vocab = Vocab(load_text())
         ns.update(text=load_text(), vocab=vocab, encode=vocab.encode, V=vocab.size)
-    answers = {**answers_of(STEP4, entry.notebook), **entry.answers}
     ns["In"] = [""]                     # the input history a notebook's kernel keeps: the cells run, in order
+    return ns
+
+
+def namespace(entry: Entry) -> dict:
+    ns = base_namespace(entry.notebook)
+    answers = {**answers_of(STEP4, entry.notebook), **entry.answers}
     for gid in code_answers(entry.notebook):
         # an answer may stand for several cells (a list): a student's cells around the answer cell
         for cell in [answers[gid]] if isinstance(answers[gid], str) else answers[gid]:
@@ -136,6 +143,38 @@ def test_in_process_points_match_the_corpus(entry, judged):
         assert got == pytest.approx(expected, abs=1e-9), f"{entry.name} / {gid}: {entry.why}\n{report}"
         for word in entry.says.get(gid, []):
             assert word.lower() in report.lower(), f"{entry.name} / {gid} does not say {word!r}"
+
+
+def test_the_untouched_release_scores_nothing_in_process():
+    """Each notebook's untouched release (its answer cells as released, run with errors allowed, as
+    nbgrader's Execute runs them) judged as a kernel without a grader judges it (`hidden_here`, what a
+    hidden test cell runs under plain `nbgrader autograde`; the number it returns is the cell's partial
+    credit): every hidden check with points returns 0 and says why, as the grader gives the example
+    class's `blank` nothing in every cell (tests/test_grading.py). Plain nbgrader's autograde itself
+    grades the solutions there, every autograded cell."""
+    judged = 0
+    for notebook in NOTEBOOK_NAMES:
+        release = json.loads((RELEASE / STEP / f"{notebook}.ipynb").read_text(encoding="utf-8"))
+        ns = base_namespace(notebook)
+        graded = []
+        for cell in release["cells"]:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if cell["cell_type"] == "code" and meta.get("solution"):
+                source = "".join(cell["source"])
+                with contextlib.suppress(Exception):     # a released answer cell may raise NotImplementedError
+                    exec(compile(source, f"<{meta['grade_id']}>", "exec"), ns)
+                ns["In"].append(source)
+            elif meta.get("grade") and meta.get("grade_id") in REGISTRY and REGISTRY[meta["grade_id"]].points:
+                graded.append(meta["grade_id"])
+        assert graded, f"{notebook}: no hidden check with points"
+        for gid in graded:
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                points = hidden_here(gid, ns)
+            assert points == 0, f"{notebook} / {gid}: the untouched release gets {points} without a grader"
+            assert printed.getvalue().strip(), f"{notebook} / {gid}: no reason printed"
+            judged += 1
+    assert judged >= len(NOTEBOOK_NAMES)
 
 
 if __name__ == "__main__":

@@ -127,40 +127,37 @@ def test_make_grade_without_submissions_says_how_to_use_it():
 
 
 def test_plain_nbgrader_autograde_agrees_with_the_grader_on_honest_submissions(graded, tmp_path):
-    """The same class through `nbgrader autograde` (hidden checks judged inside the kernel):
-    every autograded cell gets the same score, so instructors may use either. ada (every answer
-    right) and blank (none) put every graded cell through both ways in both states; half's notebooks
-    are cells of ada's and cells of blank's, nothing new, and are left out. nbgrader grades one
-    notebook after another: each student gets an `nbgrader autograde --student` of their own, in a
-    copy of the course's grading folder, both at once."""
+    """ada's submission (the solutions, every notebook of the step) through `nbgrader autograde`
+    (hidden checks judged inside the kernel, each returning its points as the cell's partial credit,
+    with nbgrader's own case draws): every autograded cell of every notebook gets the same score as
+    the grader gives it, so instructors may use either. The untouched release (blank) is not run
+    through it again: the same in-kernel judging gives it nothing in every cell with points
+    (tests/test_grader_proof_quick.py, without the kernel), as the grader does (above); half's
+    notebooks are cells of ada's and cells of blank's, nothing new. It runs in a copy of the
+    course's grading folder."""
     import os
     import shutil
     from nbgrader.api import Gradebook
     from autograder.nbgrader_cmd import NBGRADER_MAIN      # `python -m nbgrader`, without rfc3987_syntax
     home, _, _ = graded
-    students = sorted({r["student"] for r in rows(home)} - {"half"})
-    assert students == ["ada", "blank"], students
-    runs = {}
-    for student in students:
-        plain = tmp_path / f"plain-{student}"
-        (plain / "submitted").mkdir(parents=True)
-        shutil.copytree(home / "submitted" / student, plain / "submitted" / student)
-        shutil.copy(home / "gradebook.db", plain / "gradebook.db")
-        env = {**os.environ, "GRADER_HOME": str(plain), "NBGRADER_DB_URL": f"sqlite:///{plain / 'gradebook.db'}"}
-        runs[student] = (env["NBGRADER_DB_URL"], subprocess.Popen(
-            [sys.executable, "-c", NBGRADER_MAIN, "autograde", STEP, "--student", student, "--force"], cwd=ROOT,
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
-    for student, (_, proc) in runs.items():
-        _, err = proc.communicate(timeout=1200)
-        assert proc.returncode == 0, f"{student}: {err[-3000:]}"
-    for student, (url, _) in runs.items():
-        with Gradebook(url, "dl-course") as gb:
-            for r in rows(home):
-                if r["kind"] != "auto" or r["student"] != student:
-                    continue
-                theirs = gb.find_grade(r["grade_id"], r["notebook"], STEP, student).auto_score
-                assert theirs == pytest.approx(float(r["score"])), \
-                    f"{student}/{r['notebook']}/{r['grade_id']}: nbgrader gives {theirs}, the grader {r['score']}"
+    student = "ada"
+    plain = tmp_path / "plain"
+    (plain / "submitted").mkdir(parents=True)
+    shutil.copytree(home / "submitted" / student, plain / "submitted" / student)
+    assert sorted(p.stem for p in (plain / "submitted" / student / STEP).glob("*.ipynb")) == sorted(NOTEBOOK_NAMES)
+    shutil.copy(home / "gradebook.db", plain / "gradebook.db")
+    url = f"sqlite:///{plain / 'gradebook.db'}"
+    proc = subprocess.run([sys.executable, "-c", NBGRADER_MAIN, "autograde", STEP, "--student", student, "--force"],
+                          cwd=ROOT, env={**os.environ, "GRADER_HOME": str(plain), "NBGRADER_DB_URL": url},
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=1200)
+    assert proc.returncode == 0, f"{student}: {proc.stderr[-3000:]}"
+    ours = [r for r in rows(home) if r["kind"] == "auto" and r["student"] == student]
+    assert {r["notebook"] for r in ours} == set(NOTEBOOK_NAMES)
+    with Gradebook(url, "dl-course") as gb:
+        for r in ours:
+            theirs = gb.find_grade(r["grade_id"], r["notebook"], STEP, student).auto_score
+            assert theirs == pytest.approx(float(r["score"])), \
+                f"{student}/{r['notebook']}/{r['grade_id']}: nbgrader gives {theirs}, the grader {r['score']}"
 
 
 def test_formgrader_counts_every_graded_submission_as_autograded(graded):
