@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
@@ -95,6 +97,7 @@ def test_only_the_records_gradebook_module_opens_nbgraders_gradebook():
     assert "from nbgrader.api import Gradebook" in text and "gb.db.query" in text
 
 
+@pytest.mark.slow      # mypy on its own, without a cache: 5 to 7 s of CPU; `make lint` runs the same mypy
 def test_the_records_and_the_checks_are_strictly_typed():
     """mypy --strict on autograder/records and every module of autograder/checks, the probe server included
     (pyproject.toml's [tool.mypy])."""

@@ -138,13 +138,18 @@ def test_magnitudes_of_honest_float32_draws_repeat_below_the_assumed_rate():
     assert round(S.magnitude_repeats_limit(N)) == 477 and round(S.magnitude_repeats_limit(43_520)) == 859
 
 
-def test_honest_samplers_are_independent_at_every_seed():
+# the first 20 seeds in the quick subset (make test-quick), the other 180 in make test only
+@pytest.mark.parametrize("seeds", [range(0, 20), pytest.param(range(20, 200), marks=pytest.mark.slow)],
+                         ids=["seeds-0-19", "seeds-20-199"])
+def test_honest_samplers_are_independent_at_every_seed(seeds):
     """200 seeds of each: the tables' q and k (fixed widths, and a twin's from other widths; torch float32,
     float64 and numpy), and dot products at four widths: none is refused."""
     rng = np.random.default_rng(0)
+    twins = [tuple(int(rng.integers(low, high + 1)) for low, high in ((4, 12), (20, 48), (80, 160), (300, 480)))
+             for _ in range(200)]
     refused = []
-    for seed in range(200):
-        twin = tuple(int(rng.integers(low, high + 1)) for low, high in ((4, 12), (20, 48), (80, 160), (300, 480)))
+    for seed in seeds:
+        twin = twins[seed]
         for widths, how in ((WIDTHS, "torch"), (twin, "torch"), (WIDTHS, ["torch64", "numpy"][seed % 2])):
             problem = _samples_problem([_table(seed, widths, how)])
             if problem:

@@ -20,6 +20,11 @@ The visible check cells are read from the released notebooks (code cells with `g
 the answer a check belongs to is the nearest answer cell above it. Provided cells that define nothing a
 later answer or check reads (plots, sliders, explorations, timings) are skipped to keep this fast; what a
 cell reads and stores is read by Python's own scoping (a function's parameters are not the notebook's names).
+
+`make test` runs every entry. The quick subset (`make test-quick`) runs a fixed sample that holds each property
+once (`QUICK`: the first correct variant of each notebook; for each visible check, the first wrong entry that
+must fail it and the first recorded as passing it; for each cause, the first entry that has it; the crashes);
+the other entries, and the test that every cause is named by some entry (it runs them all), are marked slow.
 """
 from __future__ import annotations
 
@@ -149,46 +154,6 @@ def _run_visible_checks(entry: Entry) -> dict[str, str]:
     return results
 
 
-@pytest.mark.parametrize("entry", CORRECT, ids=lambda e: e.name)
-def test_correct_variants_pass_every_visible_check(entry):
-    results = run_visible_checks(entry)
-    assert set(results) == set(VISIBLE[entry.notebook])
-    failed = {gid: why for gid, why in results.items() if why}
-    assert not failed, f"{entry.name} ({entry.why}) fails visible checks: {failed}"
-
-
-@pytest.mark.parametrize("entry", WRONG, ids=lambda e: e.name)
-def test_wrong_entries_fail_the_visible_check_of_their_answer(entry):
-    checked = {answer: gid for gid, answer in CHECKS[entry.notebook].items()}
-    unknown = set(entry.visible_passes) - set(VISIBLE[entry.notebook])
-    assert not unknown, f"{entry.name}: visible_passes names no visible check of {entry.notebook}: {unknown}"
-    assert all(str(why).strip() for why in entry.visible_passes.values()), f"{entry.name}: say why"
-    results = run_visible_checks(entry)
-    for answer in entry.answers:
-        gid = checked.get(answer)
-        if gid is None:
-            continue                                  # an answer without a visible check
-        if gid in entry.visible_passes:
-            assert not results[gid], (f"{entry.name}: {gid} is recorded as too weak to see this mistake, "
-                                      f"but it fails ({results[gid]}): remove it from visible_passes")
-        else:
-            assert results[gid], (f"{entry.name}: the visible check {gid} accepts this wrong answer "
-                                  f"({entry.why}); make the check see it, or record why it cannot in "
-                                  f"visible_passes")
-            assert results[gid].startswith("AssertionError:"), (
-                f"{entry.name}: the visible check {gid} broke instead of catching the mistake: {results[gid]}")
-
-
-def test_every_visible_check_is_failed_by_some_wrong_entry():
-    """Parsed from the notebooks: each visible check has a wrong entry that must make it fail."""
-    failing = {(e.notebook, gid) for e in WRONG for gid, answer in CHECKS[e.notebook].items()
-               if answer in e.answers and gid not in e.visible_passes}
-    all_checks = [(nb, gid) for nb, checks in CHECKS.items() for gid in checks]
-    assert len(all_checks) >= 17 and len(set(all_checks)) == len(all_checks)
-    missing = [gid for nb, gid in all_checks if (nb, gid) not in failing]
-    assert not missing, f"no wrong entry of the corpus is expected to fail these visible checks: {missing}"
-
-
 # ---- a cause named only where the answer has it ----------------------------------------------------------
 
 # visible check -> {the words its message names a cause with: that cause}. A cause is a set of alternatives,
@@ -251,6 +216,69 @@ def has(entry: Entry, cause: set) -> bool:
                for alt in cause)
 
 
+# ---- the quick subset's sample ----------------------------------------------------------------------------
+
+def quick_sample() -> set[str]:
+    """The entries the quick subset runs (the module's docstring): every kind of verdict this module proves, once."""
+    keep = {next(e for e in CORRECT if e.notebook == nb).name for nb in {e.notebook for e in CORRECT}}
+    for nb, checks in CHECKS.items():
+        for gid, answer in checks.items():
+            for must in (lambda e: answer in e.answers and gid not in e.visible_passes, lambda e: gid in e.visible_passes):
+                keep.update(e.name for e in [e for e in WRONG if e.notebook == nb and must(e)][:1])
+    for causes in CAUSES.values():
+        for cause in causes.values():
+            keep.update(e.name for e in [e for e in WRONG + CRASHES if has(e, cause)][:1])
+    return keep | {e.name for e in CRASHES}
+
+
+def sampled(entries: list[Entry]) -> list:
+    """The entries as parameters, those outside the quick sample marked slow."""
+    return [pytest.param(e, id=e.name, marks=() if e.name in QUICK else pytest.mark.slow) for e in entries]
+
+
+QUICK = quick_sample()
+
+
+@pytest.mark.parametrize("entry", sampled(CORRECT))
+def test_correct_variants_pass_every_visible_check(entry):
+    results = run_visible_checks(entry)
+    assert set(results) == set(VISIBLE[entry.notebook])
+    failed = {gid: why for gid, why in results.items() if why}
+    assert not failed, f"{entry.name} ({entry.why}) fails visible checks: {failed}"
+
+
+@pytest.mark.parametrize("entry", sampled(WRONG))
+def test_wrong_entries_fail_the_visible_check_of_their_answer(entry):
+    checked = {answer: gid for gid, answer in CHECKS[entry.notebook].items()}
+    unknown = set(entry.visible_passes) - set(VISIBLE[entry.notebook])
+    assert not unknown, f"{entry.name}: visible_passes names no visible check of {entry.notebook}: {unknown}"
+    assert all(str(why).strip() for why in entry.visible_passes.values()), f"{entry.name}: say why"
+    results = run_visible_checks(entry)
+    for answer in entry.answers:
+        gid = checked.get(answer)
+        if gid is None:
+            continue                                  # an answer without a visible check
+        if gid in entry.visible_passes:
+            assert not results[gid], (f"{entry.name}: {gid} is recorded as too weak to see this mistake, "
+                                      f"but it fails ({results[gid]}): remove it from visible_passes")
+        else:
+            assert results[gid], (f"{entry.name}: the visible check {gid} accepts this wrong answer "
+                                  f"({entry.why}); make the check see it, or record why it cannot in "
+                                  f"visible_passes")
+            assert results[gid].startswith("AssertionError:"), (
+                f"{entry.name}: the visible check {gid} broke instead of catching the mistake: {results[gid]}")
+
+
+def test_every_visible_check_is_failed_by_some_wrong_entry():
+    """Parsed from the notebooks: each visible check has a wrong entry that must make it fail."""
+    failing = {(e.notebook, gid) for e in WRONG for gid, answer in CHECKS[e.notebook].items()
+               if answer in e.answers and gid not in e.visible_passes}
+    all_checks = [(nb, gid) for nb, checks in CHECKS.items() for gid in checks]
+    assert len(all_checks) >= 17 and len(set(all_checks)) == len(all_checks)
+    missing = [gid for nb, gid in all_checks if (nb, gid) not in failing]
+    assert not missing, f"no wrong entry of the corpus is expected to fail these visible checks: {missing}"
+
+
 def test_the_causes_are_those_of_visible_checks():
     visible = {gid for checks in CHECKS.values() for gid in checks}
     assert set(CAUSES) <= visible, sorted(set(CAUSES) - visible)
@@ -260,7 +288,7 @@ def test_the_causes_are_those_of_visible_checks():
             assert cause and all(isinstance(a, str) or a[0] in hidden for a in cause), (gid, words)
 
 
-@pytest.mark.parametrize("entry", WRONG + CRASHES, ids=lambda e: e.name)
+@pytest.mark.parametrize("entry", sampled(WRONG + CRASHES))
 def test_a_message_names_a_cause_only_where_the_answer_has_it(entry):
     for gid, message in run_visible_checks(entry).items():
         for words, cause in named_causes(gid, message).items():
@@ -268,6 +296,7 @@ def test_a_message_names_a_cause_only_where_the_answer_has_it(entry):
                                        f"does not have ({entry.why}):\n{message}")
 
 
+@pytest.mark.slow                  # it runs every entry's visible checks (in the quick subset, about 45 s of CPU)
 def test_every_cause_is_named_for_some_entry():
     """A listed cause whose words no message holds is a wording the cells no longer use (or a branch never
     reached): both are worth knowing."""
@@ -275,6 +304,17 @@ def test_every_cause_is_named_for_some_entry():
              for words in named_causes(gid, message)}
     missing = [f"{gid}: {words!r}" for gid, causes in CAUSES.items() for words in causes if (gid, words) not in named]
     assert not missing, f"causes no corpus entry's visible message names: {missing}"
+
+
+def test_the_quick_sample_holds_each_kind_of_entry():
+    """The quick subset proves each property of this module on some entry: a correct variant of every notebook, a
+    wrong entry that must fail each visible check, and an entry for each cause a message can name."""
+    quick = [e for e in CORRECT + WRONG + CRASHES if e.name in QUICK]
+    assert {e.notebook for e in quick if e.correct} == set(NOTEBOOKS)
+    failing = {(e.notebook, gid) for e in quick if not e.correct for gid, answer in CHECKS[e.notebook].items()
+               if answer in e.answers and gid not in e.visible_passes}
+    assert failing == {(nb, gid) for nb, checks in CHECKS.items() for gid in checks}
+    assert all(any(has(e, cause) for e in quick) for causes in CAUSES.values() for cause in causes.values())
 
 
 def test_crashes_fail_their_visible_check():
