@@ -126,38 +126,47 @@ def test_make_grade_without_submissions_says_how_to_use_it():
     assert proc.returncode != 0 and "usage: make grade SUBMISSIONS=" in proc.stdout
 
 
+BLANK_PLAIN = "03-the-tests"       # the notebook with the most hidden checks with points
+
+
 def test_plain_nbgrader_autograde_agrees_with_the_grader_on_honest_submissions(graded, tmp_path):
-    """ada's submission (the solutions, every notebook of the step) through `nbgrader autograde`
-    (hidden checks judged inside the kernel, each returning its points as the cell's partial credit,
-    with nbgrader's own case draws): every autograded cell of every notebook gets the same score as
-    the grader gives it, so instructors may use either. The untouched release (blank) is not run
-    through it again: the same in-kernel judging gives it nothing in every cell with points
-    (tests/test_grader_proof_quick.py, without the kernel), as the grader does (above); half's
-    notebooks are cells of ada's and cells of blank's, nothing new. It runs in a copy of the
-    course's grading folder."""
+    """The class through `nbgrader autograde` (hidden checks judged inside the kernel, each returning its
+    points as the cell's partial credit, with nbgrader's own case draws): every autograded cell gets the
+    same score as the grader gives it, so instructors may use either. ada (every answer right) hands in
+    every notebook of the step; blank (the untouched release) the notebook with the most hidden checks
+    with points (BLANK_PLAIN), so that a real kernel's provided cells run without any answer and nbgrader
+    records the 0 each check returns; the same in-kernel judging gives the untouched release nothing in
+    every other notebook's cells with points (tests/test_grader_proof_quick.py, without the kernel), as
+    the grader does (above). half's notebooks are cells of ada's and cells of blank's, nothing new. One
+    `nbgrader autograde` grades both, in a copy of the course's grading folder."""
     import os
     import shutil
     from nbgrader.api import Gradebook
     from autograder.nbgrader_cmd import NBGRADER_MAIN      # `python -m nbgrader`, without rfc3987_syntax
     home, _, _ = graded
-    student = "ada"
     plain = tmp_path / "plain"
     (plain / "submitted").mkdir(parents=True)
-    shutil.copytree(home / "submitted" / student, plain / "submitted" / student)
-    assert sorted(p.stem for p in (plain / "submitted" / student / STEP).glob("*.ipynb")) == sorted(NOTEBOOK_NAMES)
+    shutil.copytree(home / "submitted" / "ada", plain / "submitted" / "ada")
+    assert sorted(p.stem for p in (plain / "submitted" / "ada" / STEP).glob("*.ipynb")) == sorted(NOTEBOOK_NAMES)
+    blank = plain / "submitted" / "blank" / STEP
+    blank.mkdir(parents=True)
+    for name in (f"{BLANK_PLAIN}.ipynb", "timestamp.txt"):
+        shutil.copy(home / "submitted" / "blank" / STEP / name, blank / name)
     shutil.copy(home / "gradebook.db", plain / "gradebook.db")
     url = f"sqlite:///{plain / 'gradebook.db'}"
-    proc = subprocess.run([sys.executable, "-c", NBGRADER_MAIN, "autograde", STEP, "--student", student, "--force"],
+    proc = subprocess.run([sys.executable, "-c", NBGRADER_MAIN, "autograde", STEP, "--force"],
                           cwd=ROOT, env={**os.environ, "GRADER_HOME": str(plain), "NBGRADER_DB_URL": url},
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=1200)
-    assert proc.returncode == 0, f"{student}: {proc.stderr[-3000:]}"
-    ours = [r for r in rows(home) if r["kind"] == "auto" and r["student"] == student]
-    assert {r["notebook"] for r in ours} == set(NOTEBOOK_NAMES)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ours = [r for r in rows(home) if r["kind"] == "auto"
+            and (r["student"] == "ada" or (r["student"] == "blank" and r["notebook"] == BLANK_PLAIN))]
+    assert {r["notebook"] for r in ours if r["student"] == "ada"} == set(NOTEBOOK_NAMES)
+    assert sum(float(r["max_score"]) > 0 for r in ours if r["student"] == "blank") >= 5, "blank's notebook has its checks"
     with Gradebook(url, "dl-course") as gb:
         for r in ours:
-            theirs = gb.find_grade(r["grade_id"], r["notebook"], STEP, student).auto_score
+            theirs = gb.find_grade(r["grade_id"], r["notebook"], STEP, r["student"]).auto_score
             assert theirs == pytest.approx(float(r["score"])), \
-                f"{student}/{r['notebook']}/{r['grade_id']}: nbgrader gives {theirs}, the grader {r['score']}"
+                f"{r['student']}/{r['notebook']}/{r['grade_id']}: nbgrader gives {theirs}, the grader {r['score']}"
 
 
 def test_formgrader_counts_every_graded_submission_as_autograded(graded):
