@@ -48,7 +48,7 @@ import pytest
 
 from conftest import STEP
 from proof_corpus import CORRECT, WRONG
-from test_grader_proof import proof_seed, sample
+from test_grader_proof import DRAWN, proof_seed, sample
 from test_grader_proof_quick import MKL, NATIVE_THREADS, NUMERIC_ENV, native_run, score_in_subprocess
 
 CAPABILITIES = {"default": "DEFAULT", "avx2": "AVX2", "avx512": "AVX512"}     # the variable's value: what torch reports
@@ -81,9 +81,8 @@ REPRESENTATIVE = [("default", 1, False), ("default", 2, True), (STRONGEST, 2, Fa
 FULL_MATRIX = os.environ.get("FULL_MATRIX") == "1"
 SETTINGS = ALL_SETTINGS if FULL_MATRIX else {setting_name(*s): s for s in REPRESENTATIVE if setting_name(*s) in ALL_SETTINGS}
 # the corpus entries judged under each setting: all of them with FULL_MATRIX=1, else the sample's fixed part
-# and DRAWN more entries of each answer cell drawn from SEED
+# and DRAWN more entries of each answer cell drawn from SEED (the grader proof's sample, of the entries judged)
 SEED = proof_seed()
-DRAWN = 1
 JUDGED = sorted(e.name for e in (CORRECT + WRONG if FULL_MATRIX else sample(CORRECT + WRONG, SEED, 0, DRAWN)))
 
 
