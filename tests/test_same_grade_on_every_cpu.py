@@ -137,8 +137,8 @@ def test_each_setting_judges_every_family_of_every_answer_and_a_fresh_draw():
     if FULL_MATRIX:
         assert JUDGED == sorted(e.name for e in entries)
         return
-    fixed = {e.name for e in sample(entries, 0, 0)}
-    assert fixed == {e.name for e in sample(entries, 2**31 - 1, 0)}, "the fixed part depends on the seed"
+    fixed = {e.name for e in sample(entries, 0, 0, 0)}
+    assert fixed == {e.name for e in sample(entries, 2**31 - 1, 0, 0)}, "the fixed part depends on the seed"
     assert JUDGED == sorted(e.name for e in sample(entries, SEED, 0, DRAWN)), "the seed does not draw it again"
     assert fixed <= set(JUDGED) and len(JUDGED) < len(entries)
     draws = [{e.name for e in sample(entries, seed, 0, DRAWN)} - fixed for seed in (0, 1, 2)]
