@@ -225,7 +225,7 @@ lint: $(PY)
 # whole modules to a worker, the most tests first: a module's judgements of the corpus, cached in the
 # process that made them, are made once (split over two workers, test_visible_checks_proof's twice)
 test-quick: $(PY)
-	$(PY) -m pytest -rs -m "not slow and not browser" -x -q -n 2 --dist loadscope
+	$(PY) -m pytest -rs -m "not slow and not browser" -x -q -n 2 --dist loadscope --no-loadscope-reorder
 
 # Benchmarks: grading throughput against plain nbgrader (warm and cold kernels, one notebook and the
 # whole step), where a notebook's time goes, the student side, the head against T. Rewrites

@@ -171,7 +171,7 @@ LONGEST_FIRST = ["test_same_grade_on_every_cpu", "test_busy_machine", "test_grad
                  "test_hub_flow", "test_lab_solutions", "test_visible_checks_proof",
                  "test_answer_variants_run", "test_caps", "test_release", "test_term_flow", "test_grading_by_hand", "test_review_by_hand",
                  "test_hostile_pages", "test_intake_attacks", "test_collect", "test_second_step",
-                 "test_gradebook_fill"]
+                 "test_gradebook_fill", "test_hints"]
 
 # Modules that measure a kernel's time under load they make themselves (a quarter of a CPU, tests/starve.py; waits
 # of a few seconds against ceilings of a few seconds) run last, when the long modules above have ended:
