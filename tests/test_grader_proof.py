@@ -320,34 +320,41 @@ def test_half_fills_what_the_comments_say():
             assert points == (autograded_cells(name)[gid] if gid in filled_cells else 0.0), (name, gid)
 
 
-def test_the_sample_has_every_family_of_every_answer_and_its_seed_draws_it_again():
-    """The fixed part of the sample, whatever the seed; the same seed, the same sample; each answer cell
-    has DRAWN entries drawn beyond the fixed part, or all it has; the sample leaves entries out (it is a
-    sample)."""
-    seeds = (0, 1, 2**31 - 1)
-    samples = [sample(CORPUS, seed) for seed in seeds]
-    fixed = {e.name for e in sample(CORPUS, seeds[0], 0, 0)}
-    assert fixed == {e.name for e in sample(CORPUS, seeds[-1], 0, 0)}, "the fixed part depends on the seed"
-    assert [e.name for e in sample(CORPUS, seeds[0])] == [e.name for e in samples[0]]
-    assert len({tuple(e.name for e in s) for s in samples}) == len(seeds), "the seed draws nothing"
+def check_sample(entries: list[Entry], seeds: tuple[int, ...]) -> None:
+    """What `sample(entries, seed)` holds for each seed (this module's and the same-CPU proof's): the fixed
+    part, whatever the seed; the same seed, the same sample; another seed, another draw; each answer cell
+    has every family it has (correct, wrong, waiting for review) and DRAWN entries drawn beyond the fixed
+    part, or all it has; each grade cell with points a wrong entry it catches and one it gives partial
+    credit to; the sample leaves entries out (it is a sample)."""
+    samples = [sample(entries, seed) for seed in seeds]
+    fixed = {e.name for e in sample(entries, seeds[0], 0, 0)}
+    assert fixed == {e.name for e in sample(entries, seeds[-1], 0, 0)}, "the fixed part depends on the seed"
+    assert [e.name for e in sample(entries, seeds[0])] == [e.name for e in samples[0]]
+    if len(seeds) > 1:
+        assert len({tuple(e.name for e in s) for s in samples}) > 1, "the seed draws nothing"
     for chosen in samples:
-        assert len(chosen) < len(CORPUS)
-        for entry in CORPUS:
-            for answer in entry.answers:
-                mates = [e for e in CORPUS if e.notebook == entry.notebook and answer in e.answers]
-                in_sample = [e for e in chosen if e in mates]
-                for family in (CORRECT, WRONG, UNDECIDED):
-                    if any(e in family for e in mates):
-                        assert any(e in family for e in in_sample), (entry.notebook, answer, family is CORRECT)
-                drawn = [e for e in in_sample if e.name not in fixed]
-                assert len(drawn) >= min(DRAWN, len([e for e in mates if e.name not in fixed])), \
-                    (entry.notebook, answer, len(drawn))
-        for name in NOTEBOOK_NAMES:
+        assert len(chosen) < len(entries)
+        for (notebook, answer) in {(e.notebook, a) for e in entries for a in e.answers}:
+            mates = [e for e in entries if e.notebook == notebook and answer in e.answers]
+            in_sample = [e for e in chosen if e in mates]
+            for family in (CORRECT, WRONG, UNDECIDED):
+                if any(e in family for e in mates):
+                    assert any(e in family for e in in_sample), (notebook, answer, family is CORRECT)
+            drawn = [e for e in in_sample if e.name not in fixed]
+            assert len(drawn) >= min(DRAWN, len([e for e in mates if e.name not in fixed])), \
+                (notebook, answer, len(drawn))
+        for name in {e.notebook for e in entries}:
             for gid, points in autograded_cells(name).items():
                 if points > 0:
-                    assert any(gid in e.expect and e in WRONG for e in chosen if e.notebook == name), (name, gid)
-                    assert any(0 < e.expect.get(gid, 0) for e in chosen if e in WRONG and e.notebook == name), \
-                        (name, gid)
+                    wrong = [e for e in chosen if e in WRONG and e.notebook == name]
+                    assert any(gid in e.expect for e in wrong), (name, gid, "no wrong entry it catches")
+                    assert any(0 < e.expect.get(gid, 0) for e in wrong), (name, gid, "no partial credit")
+
+
+def test_the_sample_has_every_family_of_every_answer_and_its_seed_draws_it_again():
+    """check_sample on the whole corpus, for three seeds."""
+    check_sample(CORPUS, (0, 1, 2**31 - 1))
+    assert {e.notebook for e in CORPUS} == set(NOTEBOOK_NAMES)
 
 
 def test_no_false_pass_and_no_false_fail(graded, record_property):

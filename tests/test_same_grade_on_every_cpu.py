@@ -48,7 +48,7 @@ import pytest
 
 from conftest import STEP
 from proof_corpus import CORRECT, WRONG
-from test_grader_proof import DRAWN, proof_seed, sample
+from test_grader_proof import check_sample, proof_seed, sample
 from test_grader_proof_quick import MKL, NATIVE_THREADS, NUMERIC_ENV, native_run, score_in_subprocess
 
 CAPABILITIES = {"default": "DEFAULT", "avx2": "AVX2", "avx512": "AVX512"}     # the variable's value: what torch reports
@@ -83,7 +83,7 @@ SETTINGS = ALL_SETTINGS if FULL_MATRIX else {setting_name(*s): s for s in REPRES
 # the corpus entries judged under each setting: all of them with FULL_MATRIX=1, else the sample's fixed part
 # and DRAWN more entries of each answer cell drawn from SEED (the grader proof's sample, of the entries judged)
 SEED = proof_seed()
-JUDGED = sorted(e.name for e in (CORRECT + WRONG if FULL_MATRIX else sample(CORRECT + WRONG, SEED, 0, DRAWN)))
+JUDGED = sorted(e.name for e in (CORRECT + WRONG if FULL_MATRIX else sample(CORRECT + WRONG, SEED)))
 
 
 NATIVE = (STRONGEST, NATIVE_THREADS, False)       # the session's own judgement of the corpus (native_run)
@@ -129,34 +129,16 @@ def test_the_settings_run_are_representative(record_property):
 
 
 def test_each_setting_judges_every_family_of_every_answer_and_a_fresh_draw():
-    """The entries judged under each setting (JUDGED): the sample's fixed part, whatever the seed (for each
-    answer cell its correct, wrong and undecided families; for each grade cell with points a wrong entry it
-    catches and one it gives partial credit to), and DRAWN entries of each answer cell beyond it, drawn
-    with SEED (the same seed, the same draw); with FULL_MATRIX=1, every entry."""
+    """The entries judged under each setting (JUDGED) are the grader proof's sample of the entries with
+    points to judge, drawn with SEED, and hold what that sample holds there (test_grader_proof.check_sample:
+    every family of every answer cell, a wrong entry each grade cell catches and one it gives partial credit
+    to, DRAWN fresh entries of each answer cell); with FULL_MATRIX=1, every entry."""
     entries = CORRECT + WRONG
     if FULL_MATRIX:
         assert JUDGED == sorted(e.name for e in entries)
         return
-    fixed = {e.name for e in sample(entries, 0, 0, 0)}
-    assert fixed == {e.name for e in sample(entries, 2**31 - 1, 0, 0)}, "the fixed part depends on the seed"
-    assert JUDGED == sorted(e.name for e in sample(entries, SEED, 0, DRAWN)), "the seed does not draw it again"
-    assert fixed <= set(JUDGED) and len(JUDGED) < len(entries)
-    draws = [{e.name for e in sample(entries, seed, 0, DRAWN)} - fixed for seed in (0, 1, 2)]
-    assert len({frozenset(d) for d in draws}) > 1, "the seed draws nothing"
-    for (notebook, answer) in {(e.notebook, a) for e in entries for a in e.answers}:
-        mates = [e for e in entries if e.notebook == notebook and answer in e.answers]
-        judged = [e for e in mates if e.name in JUDGED]
-        for family in (CORRECT, WRONG):
-            assert any(e in family for e in judged) or not any(e in family for e in mates), (notebook, answer)
-        rest = [e for e in mates if e.name not in fixed]
-        assert len([e for e in judged if e in rest]) >= min(DRAWN, len(rest)), (notebook, answer, "no fresh draw")
-    from test_grader_proof import autograded_cells
-    for notebook in {e.notebook for e in entries}:
-        for gid, points in autograded_cells(notebook).items():
-            if points > 0:
-                wrong = [e for e in WRONG if e.notebook == notebook and e.name in JUDGED]
-                assert any(gid in e.expect for e in wrong), (notebook, gid, "no wrong entry it catches")
-                assert any(0 < e.expect.get(gid, 0) for e in wrong), (notebook, gid, "no partial credit")
+    assert JUDGED == sorted(e.name for e in sample(entries, SEED)), "the seed does not draw it again"
+    check_sample(entries, (SEED, 0, 1, 2))
 
 
 def expected() -> dict:
