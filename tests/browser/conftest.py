@@ -109,7 +109,8 @@ def lab_tab(module_tab, request):
 def pytest_collection_modifyitems(session, config, items):
     """A module's RIGHT_AFTER = {test: earlier test}: each of `test`'s cases runs right after the case
     of `earlier test` with the same parameters (test_lab_solutions: a notebook's slider test while the
-    page its Run All left is still open). After tests/conftest.py's ordering of the modules; a whole
+    page its Run All left is still open; test_lab_student: the student's tools read on the page of
+    01-on-paper's Run All). After tests/conftest.py's ordering of the modules; a whole
     module stays in one place, so --dist loadscope still hands it to one worker in this order."""
     def key(item, name):
         return (item.module.__name__, name, getattr(getattr(item, "callspec", None), "id", None))

@@ -93,13 +93,14 @@ def hostile_submission(dest: Path) -> Path:
 
 
 def grade_hostile_class(example_home: Path, home: Path, sandbox: str) -> dict:
-    """The example class's grading home copied to `home`, mallory graded into it, the feedback and
-    reports written again for the whole class (as `make grade` then `make feedback` would). The grading
-    writes no feedback of its own: nbgrader's generate_feedback would turn every graded notebook of the
-    class into HTML that the refresh right after writes again (the pages read are the refresh's)."""
+    """The example class's grading home copied to `home`, mallory graded into it, her feedback page
+    written (nbgrader's generate_feedback on her graded notebook alone, as for one shard of a class) and
+    the reports written again for the whole class. The other students' feedback pages are the example
+    class's, as copied: nothing here reads them (`make grade` and `make feedback` would turn each of the
+    class's 19 graded notebooks into HTML again, for the one page the tests open)."""
     import pytest
 
-    from autograder.grading.grade import grade, refresh_from_gradebook
+    from autograder.grading.grade import grade, refresh_from_gradebook, write_feedback
     shutil.copytree(example_home, home, ignore=shutil.ignore_patterns("*.lock"), dirs_exist_ok=True)
     mp = pytest.MonkeyPatch()
     mp.setenv("GRADER_HOME", str(home))
@@ -107,7 +108,9 @@ def grade_hostile_class(example_home: Path, home: Path, sandbox: str) -> dict:
     try:
         grade(STEP4, hostile_submission(home / "hostile-class"), workers=1, sandbox=sandbox, quiet=True,
               feedback=False)
-        refresh_from_gradebook(STEP4, quiet=True)
+        refresh_from_gradebook(STEP4, quiet=True, feedback=False)
+        failed = write_feedback(STEP4, [HOSTILE], quiet=True, only_these=True)
+        assert not failed, failed
     finally:
         mp.undo()
     return {"students": ["ada", "blank", "half", HOSTILE]}

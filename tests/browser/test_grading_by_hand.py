@@ -7,7 +7,8 @@ off the machine refused (a course graded offline):
   server typesets the answer, and the formgrader's own keyboard flow works: a TA scores the same
   written answer of every student, moving with its next/previous-submission shortcuts (Ctrl+. and
   Ctrl+,), typing a score and a comment with TeX, saving with Escape;
-* reloaded, each score and comment is still there;
+* loaded again (the last reloaded, the others reached back with Ctrl+,), each score and comment is
+  still there;
 * then every place that shows half's total shows the same new one: the table of `make grade`
   (run again, nothing regraded), the Canvas CSV of `make export`, `make return-feedback` and the
   student's `make my-feedback`, and the feedback page, whose comment shows its formula as MathML.
@@ -106,19 +107,17 @@ def test_a_ta_grades_one_written_answer_of_every_student_with_the_keyboard(formg
                 page.keyboard.press("Control+.")                    # the same box, next submission
             submission_ready(page)
     assert sorted(seen) == sorted(SCORES)
-    # back through them with Ctrl+, and each kept its score and comment
-    for _ in range(len(SCORES) - 1):
-        with page.expect_navigation():
-            page.keyboard.press("Control+,")
-        submission_ready(page)
-    assert student_of(page, ids) == seen[0]
-    for sid in seen:
-        if student_of(page, ids) != sid:
+    # each kept its score and comment, read from its page loaded again from the server: the last one
+    # reloaded, then back through the others with Ctrl+, (each a new load of the previous submission's
+    # page, as a reload is; loading a page reached that way again proved nothing more)
+    for back, sid in enumerate(reversed(seen)):
+        if back:
             with page.expect_navigation():
-                page.keyboard.press("Control+.")
-            submission_ready(page)
-        page.reload()
+                page.keyboard.press("Control+,")
+        else:
+            page.reload()
         submission_ready(page)
+        assert student_of(page, ids) == sid, (back, seen)
         page.wait_for_function(f"document.getElementById('{ANSWER}').value !== ''", polling=100)
         assert float(page.locator(f"#{ANSWER}").input_value()) == SCORES[sid], sid
         kept = page.locator(f"#{ANSWER}-comment").input_value()
