@@ -113,6 +113,15 @@ def logged_in(chromium, hub: dict, account: str, who: str, record_property, cont
     return page
 
 
+def done_with(account: str, contexts: list, pages: dict) -> None:
+    """The account's page closed once its part is proven (its context out of `contexts`): an open
+    JupyterLab keeps Chromium, the proxy and the user's server busy with its polls while the rest of
+    the test runs."""
+    page = pages.pop(account)
+    contexts.remove(page.context)
+    page.context.close()
+
+
 def validate(page, fetched, notebook: str) -> tuple[str, float]:
     """Validate pressed on a notebook of the fetched step in the Assignments tab: the dialog's text and the
     seconds from the press to the verdict."""
@@ -337,7 +346,7 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
             assert collected.stat().st_mode & stat.S_IWGRP and not collected.stat().st_mode & stat.S_IWOTH, \
                 oct(collected.stat().st_mode)
         grading = time.monotonic()
-        table = course(hub, "grade", str(home / "submitted"), "--workers", "2")
+        table = course(hub, "grade", str(home / "submitted"), "--workers", "1")  # one warm-kernel template, not two
         record_property("measured", f"hub: grading the three students: {time.monotonic() - grading:.1f} s")
         graded = stored(hub)
         assert sorted(graded) == sorted(hub["students"]), graded
@@ -366,6 +375,7 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
         by_hand = time.monotonic()
         grade_by_hand(page, hub, teacher, answered)
         record_property("measured", f"hub: a written answer scored in the formgrader: {time.monotonic() - by_hand:.1f} s")
+        done_with(teacher, contexts, pages)
         after = stored(hub)
         for student, got in after.items():
             step = got["totals"]["step"]
@@ -396,6 +406,7 @@ def test_three_students_hand_in_one_late_the_instructor_grades_a_written_answer_
                 written = next(line for line in seen.splitlines() if line.startswith(FIRST))
                 assert f"{len(step['to_grade'])} written answers still to be graded" in written, written
                 assert WRITTEN not in summary["notebooks"][FIRST]["to_grade"], summary["notebooks"][FIRST]
+            done_with(student, contexts, pages)
         # the users' servers (their logs are the hub's) left off what they would do for nothing
         # (hub.LEAN_SERVER, LEAN_PAGE): no language-server extension, no build check from JupyterLab's page
         log = (Path(hub["folder"]) / "hub.log").read_text(errors="replace")
@@ -494,6 +505,7 @@ def test_a_student_hands_in_through_ngshare_on_the_same_hub_the_instructor_grade
             assert info.st_mode & stat.S_IWGRP and info.st_mode & stat.S_ISGID, (folder, oct(info.st_mode))
         for path in [collected, *collected.iterdir()]:              # nothing writable by every account
             assert not path.stat().st_mode & stat.S_IWOTH, (path, oct(path.stat().st_mode))
+        done_with(teacher, contexts, pages)
 
         course(ngshare, "grade", str(home / "submitted"), "--workers", "2")
         graded = stored(ngshare)
@@ -516,6 +528,7 @@ def test_a_student_hands_in_through_ngshare_on_the_same_hub_the_instructor_grade
         again = page.request.post(f"{hub['url']}/user/{student}/assignments/submit", headers={"X-XSRFToken": xsrf},
                                   form={"course_id": COURSE_ID, "assignment_id": STEP4.name})
         assert again.ok and again.json()["success"], again.text()[:2000]
+        done_with(student, contexts, pages)
         out = course(ngshare, "collect")
         assert "1 new submissions" in out, out
         newest = home / "collected" / student / STEP4.name
