@@ -32,6 +32,12 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in [str(ENGINE), os.environ.get("PYTHONPATH", "")] if p)
 # nbgrader shells out to `alembic` when it creates a gradebook: make the environment's bin/ visible.
 use_environment_tools()
+# ... for the revision it stamps a new gradebook with (`alembic heads`: a process that imports nbgrader
+# again, about 2.6 s of CPU). Every nbgrader command and server that reads this file takes the same
+# revision from nbgrader's migration scripts in process instead, as the grader's own processes do
+# (autograder/records/gradebook.py; tests/test_gradebook_fill.py: the same revision, and no `alembic`).
+from autograder.records.gradebook import use_in_process_alembic_version  # noqa: E402
+use_in_process_alembic_version()
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
