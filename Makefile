@@ -56,7 +56,7 @@ install: $(PY)
 # and the checks, measured). Only what changed is compiled again; a module edited since is read from
 # its source (Python compares the times), so a stale cache costs nothing but the compiling.
 bytecode: $(PY)
-	@$(PY) -m compileall -q -j 0 autograder dlcourse source benchmarks tests >/dev/null
+	@$(PY) -m compileall -q -j 0 autograder dlcourse source benchmarks tests
 
 # Programs the grader's sandbox, the browser tests, the PostgreSQL gradebook test and the Slurm test
 # use (Debian packages; needs root). Those tests start their own server and cluster in temporary folders.
