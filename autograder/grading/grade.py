@@ -741,10 +741,16 @@ def _show(path: Path) -> str:
         return str(path)
 
 
-def refresh_from_gradebook(step: Step, quiet: bool = False, feedback: bool = True) -> list[StudentResult]:
+def refresh_from_gradebook(
+    step: Step, quiet: bool = False, feedback: bool = True, only: list[str] | None = None
+) -> list[StudentResult]:
     """After manual grading (formgrader): feedback HTML and reports again, with the graders' scores.
     Also the merge after a class graded in shards (`python -m autograder report`): every student in
-    the gradebook is reported, also one whose grader's result files are not in this grader home."""
+    the gradebook is reported, also one whose grader's result files are not in this grader home.
+
+    only: the feedback of these students alone is written again (refresh_stale_feedback), with that of
+    every student a page is missing for (its feedback failed before: written again, so the reports keep
+    naming the failure); the other students' pages are left as they are. The reports are the class's."""
     from ..publish.report import write_reports
     from ..shards import shard_problems
 
@@ -752,11 +758,12 @@ def refresh_from_gradebook(step: Step, quiet: bool = False, feedback: bool = Tru
     store.apply_term(step.name)  # manual scores change a notebook's score, and so its late penalty
     students = store.load(step)
     if feedback and (store.home / "autograded").is_dir():
-        _note_feedback_failures(
-            students,
-            write_feedback(step, [s.student for s in students], quiet=quiet),
-            (lambda *a: None) if quiet else print,
-        )
+        if only is None:
+            written = write_feedback(step, [s.student for s in students], quiet=quiet)
+        else:
+            again = set(only) | set(missing_feedback(step, [s.student for s in students]))
+            written = write_feedback(step, [s.student for s in students if s.student in again], quiet, only_these=True)
+        _note_feedback_failures(students, written, (lambda *a: None) if quiet else print)
     write_reports(step, students, shard_problems(step), say=(lambda *a: None) if quiet else print)
     return students
 
@@ -782,14 +789,29 @@ def stale_feedback(step: Step) -> list[str]:
     return stale
 
 
+def missing_feedback(step: Step, students: list[str]) -> list[str]:
+    """The students among `students` with an autograded notebook of `step` that has no feedback page."""
+    home = grader_home()
+    return [
+        sid
+        for sid in students
+        if any(
+            not (home / "feedback" / sid / step.name / f"{graded.stem}.html").is_file()
+            for graded in (home / "autograded" / sid / step.name).glob("*.ipynb")
+        )
+    ]
+
+
 def refresh_stale_feedback(step: Step, say=print) -> list[str]:
     """Feedback and reports written again when a grader's score is not in them yet: returning
-    feedback never hands back an older total than the gradebook, the export and the table show."""
+    feedback never hands back an older total than the gradebook, the export and the table show.
+    Only the stale students' pages are written again (and those of a student a page is missing for):
+    one answer scored in a class of hundreds rewrites that student's pages, not the class's."""
     stale = stale_feedback(step)
     if stale:
         say(
             f"feedback: {len(stale)} students' pages are older than their scores in the gradebook "
             f"({', '.join(stale[:10])}{' ...' if len(stale) > 10 else ''}): written again"
         )
-        refresh_from_gradebook(step, quiet=True)
+        refresh_from_gradebook(step, quiet=True, only=stale)
     return stale
