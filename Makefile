@@ -230,6 +230,7 @@ lint: $(PY)
 	$(VENV)/bin/lint-imports --config .importlinter
 	$(VENV)/bin/mypy --cache-dir=/dev/null
 	$(VENV)/bin/ruff check autograder dlcourse source/course_plugin.py source/step-04/checks benchmarks
+	$(VENV)/bin/ruff check --select F401,F841 tests   # the tests: no unused import or name
 	$(VENV)/bin/ruff format --check autograder dlcourse source/course_plugin.py benchmarks
 
 # whole modules to a worker, the most tests first: a module's judgements of the corpus, cached in the

@@ -3,7 +3,7 @@ import copy
 
 from autograder.intake.assemble import assemble
 
-from conftest import ROOT, STEP4, cell_text, load, nbgrader_meta
+from conftest import STEP4, cell_text, load, nbgrader_meta
 
 NAME = "01-on-paper"
 RELEASE = load(STEP4.release / f"{NAME}.ipynb")

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.checks import framework
 from autograder.checks.framework import Verdict, attempt, judge_data, outcome, unpack
 from autograder.runtime.plain import NotPlain, from_plain, to_plain
 from conftest import STEP4

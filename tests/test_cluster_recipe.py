@@ -5,7 +5,6 @@ import hashlib
 import json
 import os
 import re
-import shlex
 import string
 import subprocess
 import sys

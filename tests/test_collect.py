@@ -270,7 +270,7 @@ def test_a_class_with_names_in_any_script_is_graded_under_those_names(grading_ho
 
     from autograder.example import filled
     from autograder.grading.grade import grade
-    from conftest import NOTEBOOK_NAMES, ROOT
+    from conftest import NOTEBOOK_NAMES
     first = NOTEBOOK_NAMES[0]
     full = json.dumps(filled(STEP4, first, lambda cid, i: True)).encode()
     blank = (STEP4.release / f"{first}.ipynb").read_bytes()

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from autograder.kernel import sandbox
 from conftest import GRADES_CSV, STEP, STEP4, bwrap_or_skip, kernels_under, run_once
 from redteam_corpus import PAPER, before
 from test_redteam import HONEST_SHARE

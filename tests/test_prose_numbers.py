@@ -32,7 +32,7 @@ import re
 import nbformat
 import pytest
 
-from conftest import NOTEBOOK_NAMES, ROOT, STEP4, read_nb
+from conftest import NOTEBOOK_NAMES, STEP4, read_nb
 
 SOLUTIONS = STEP4.solutions
 

@@ -33,10 +33,10 @@ import urllib.request
 import pytest
 
 from conftest import STEP
-from hostile import (FAKE_BUTTON, FAKE_SCORE, MARK, OVERLAY_HTML, PNG_1PX, REQUEST_HOST, REQUEST_HTML,
+from hostile import (FAKE_SCORE, MARK, OVERLAY_HTML, REQUEST_HOST, REQUEST_HTML,
                      REQUEST_MARKDOWN)
 from .hostile_class import HOSTILE, hostile_class
-from .lab import LAUNCH_ARGS, VIEWPORT, Lab, copy_course, screenshot
+from .lab import LAUNCH_ARGS, Lab, copy_course, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser-instructor")]
 
