@@ -254,9 +254,11 @@ mutants: $(PY)
 
 # The grader proof over the whole proof corpus (tests/proof_corpus.py) through `make grade`'s code path:
 # a test run grades a sample of it (PROOF_SEED=<seed> grades a run's sample again); and every wrong answer
-# a check with cases of its own judges, under the run's key too (a test run: a sample, FRESH_KEY_SEED=<seed>).
+# a check with cases of its own judges, under the run's key too (a test run: a sample, FRESH_KEY_SEED=<seed>);
+# and plain nbgrader's autograde of all six of the example class's solution notebooks (a test run: 01-03).
 proof: $(PY)
-	PROOF_FULL=1 $(PY) -m pytest -rs -q -p no:xdist tests/test_grader_proof.py tests/test_fresh_cases.py
+	PROOF_FULL=1 $(PY) -m pytest -rs -q -p no:xdist tests/test_grader_proof.py tests/test_fresh_cases.py \
+		"tests/test_grading.py::test_plain_nbgrader_autograde_agrees_with_the_grader_on_honest_submissions"
 
 # Equivalence testing of the hidden checks: every graded answer's solution, rewritten into the other shapes a
 # correct answer takes, must keep full marks, and the mutants of those rewrites must lose points

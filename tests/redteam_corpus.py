@@ -18,8 +18,11 @@ import copy
 import json
 import os
 import re
+import struct
 import textwrap
+import time
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -1443,8 +1446,23 @@ def write_zip_bomb(root: Path, student: str = "bomb") -> int:
     head = b'{"cells": [], "metadata": {"pad": "'
     tail = b'"}, "nbformat": 4, "nbformat_minor": 5}'
     member = head + b" " * (BOMB_MEMBER_BYTES - len(head) - len(tail)) + tail
+    # Every member holds the same bytes: deflated once (level 9, as zipfile's writestr would deflate each:
+    # 57 ms a member, 7 s for the 120), each zip written as zipfile writes one (tests/test_intake_attacks.py
+    # reads the members back through zipfile).
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    deflated = deflate.compress(member) + deflate.flush()
+    crc = zlib.crc32(member)
+    now = time.localtime()
+    dos_time = (now.tm_hour << 11) | (now.tm_min << 5) | (now.tm_sec // 2)
+    dos_date = ((now.tm_year - 1980) << 9) | (now.tm_mon << 5) | now.tm_mday
     for z in range(BOMB_ZIPS):
-        with zipfile.ZipFile(folder / f"upload{z}.zip", "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
-            for i in range(BOMB_MEMBERS):
-                archive.writestr(f"copy{i:02d}/{names[i % len(names)]}.ipynb", member)
+        local, central = bytearray(), bytearray()
+        for i in range(BOMB_MEMBERS):
+            name = f"copy{i:02d}/{names[i % len(names)]}.ipynb".encode()
+            fields = struct.pack("<HHHHHIIIH", 20, 0, zipfile.ZIP_DEFLATED, dos_time, dos_date, crc, len(deflated),
+                                 len(member), len(name))
+            central += b"PK\x01\x02" + struct.pack("<H", 20) + fields + struct.pack("<HHHHII", 0, 0, 0, 0, 0, len(local)) + name
+            local += b"PK\x03\x04" + fields + struct.pack("<H", 0) + name + deflated
+        end = b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, BOMB_MEMBERS, BOMB_MEMBERS, len(central), len(local), 0)
+        (folder / f"upload{z}.zip").write_bytes(bytes(local + central + end))
     return sum(p.stat().st_size for p in folder.glob("*.zip"))

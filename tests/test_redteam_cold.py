@@ -6,7 +6,8 @@ Only the cases whose grading differs between warm and cold kernels are graded ag
 by what they exercise: a cold kernel is a process the grader starts itself (not a fork of a
 template), killed, restarted and bounded by the sandbox as a process of its own. So:
 
-* honest: full marks and the untouched release, the baseline of the batch;
+* honest: full marks, the baseline of the batch (the untouched release raises in its answer cells whatever
+  kernel runs them: its zeros and their reasons are the warm batch's, tests/test_redteam.py);
 * runaway: a loop ignoring SIGINT stopped at the CPU-time limit (a cold kernel's CPU time read, the
   kernel killed when the interrupt does not stop it), a sleep stopped by the ceiling for waiting (the
   interrupt that ends a cell, as it ends a plain loop), and kernels that die (os._exit, a segfault, dying
@@ -28,7 +29,7 @@ from test_redteam import CASES, RUN, pytestmark  # noqa: F401
 
 # the cases graded again in cold kernels, by what they exercise (the docstring says why these)
 COLD_CASES = {
-    "honest": ("honest", "blank"),
+    "honest": ("honest",),
     "runaway": ("stubborn", "sleep", "osexit", "segfault", "dies-early", "dies-thrice"),
     "kill": ("killall",),
     "fork": ("forks", "forkbomb", "descriptors"),
