@@ -282,3 +282,23 @@ def _numbers(text: str) -> set[float]:
 
 # the numbers the step's checks write themselves (literals in their source)
 CHECKS_NUMBERS = set().union(*(_numbers(p.read_text()) for p in sorted((STEP4.checks_dir).rglob("*.py"))))
+
+
+def test_data_the_grader_cannot_read_comes_back_only_as_the_engine_s_reason():
+    """A kernel whose runtime a student patched answers with plain data the grader does not know (a dict
+    with a key of its own, an array whose dtype's field names are the student's): the grader's reason is
+    one of its fixed words, never the data (which a patched runtime makes of the hidden inputs)."""
+    from autograder.checks.framework import StudentError
+    from autograder.checks.probeserver import _read
+
+    def reason(value) -> str:
+        with pytest.raises(StudentError) as raised:
+            _read({"value": value})
+        return str(raised.value)
+
+    for make in (lambda text: {"leak": text},
+                 lambda text: {"__array__": {"dtype": [[f"T{text}", "<f8"]], "shape": [1], "b64": "AAAAAAAAAAA="}},
+                 lambda text: {"__array__": {"dtype": f"T{text}", "shape": [1], "b64": "AAAAAAAAAAA="}}):
+        real, constant = reason(make("args=11 13 5 3")), reason(make("args=1 1 1 1"))
+        assert real == constant and "11" not in real and "args" not in real, (real, constant)
+        assert real.startswith("NotPlain: ") and real == shown_error(real), real

@@ -498,8 +498,9 @@ def _read(reply: dict[str, Any], tensors: bool = False) -> Any:
     if "value" in reply:
         try:
             return from_plain(reply["value"], tensors=tensors)
-        except NotPlain as err:
-            raise StudentError(f"NotPlain: {err}") from None
+        except Exception as err:  # NotPlain, or numpy refusing what the kernel wrote (a dtype of its own):
+            # the text quotes that data, which a patched runtime makes of the inputs: only the engine's reason
+            raise StudentError(shown_error(f"NotPlain: {err}")) from None
     if "missing" in reply:  # the name asked for is not defined (a NameError inside the student's code is an error)
         raise Missing(f"`{str(reply['missing'])[:80]}` is not defined: run the cell that defines it (or write it)")
     error = reply.get("error")
