@@ -12,7 +12,9 @@ as Python's tokens, every name but builtins, keywords and attributes (`.softmax`
 
 An answer's own statements are what it keeps, not what a list of padding drops: in a function,
 the statements that act (return, raise, assert, yield, call something, write to an argument's or a
-global's object) and, to a fixed point, every statement that binds or changes a name a kept
+global's object; not a statement that only computes a value nobody reads, calling nothing but
+VALUE_BUILTINS and VALUE_METHODS, `len(())`, `q.size()`, nor an assertion of such a value that can
+hold, `assert q is not None`: an allowlist, any other call acts) and, to a fixed point, every statement that binds or changes a name a kept
 statement reads (an assignment, an import, a helper function, `rows.append(...)` when `rows` is
 read), with the loops, conditions and `with` blocks around a kept statement; in a class, every name
 it defines; in a cell, the definitions of the names its stub defines (`scores_entrywise`), and what
@@ -295,12 +297,15 @@ class _Unit:
     live: bool = False
 
 
-def _units(body: list[ast.stmt], parent: _Unit | None, out: list[_Unit]) -> None:
+def _units(
+    body: list[ast.stmt], parent: _Unit | None, out: list[_Unit], shadowed: frozenset[str] = frozenset()
+) -> None:
+    """`body`'s statements as units (`shadowed`: the names the code binds, so no builtin of theirs)."""
     for node in body:
         unit = _Unit(node, parent)
         out.append(unit)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            _prune_scope(node)
+            _prune_scope(node, shadowed=shadowed)
             loads, inner = set(), set()  # names read in it, names of its own (bound in it, its parameters)
             for n in ast.walk(node):
                 if isinstance(n, ast.Name):
@@ -326,9 +331,9 @@ def _units(body: list[ast.stmt], parent: _Unit | None, out: list[_Unit]) -> None
                 unit.reads = _loads(*(h.type for h in node.handlers))
                 unit.binds = {h.name for h in node.handlers if h.name}
             for block in ("body", "orelse", "finalbody"):
-                _units(getattr(node, block, []), unit, out)
+                _units(getattr(node, block, []), unit, out, shadowed)
             for handler in getattr(node, "handlers", []):
-                _units(handler.body, unit, out)
+                _units(handler.body, unit, out, shadowed)
         else:
             names: set[str] = set()
             calls = yields = False
@@ -357,6 +362,8 @@ def _units(body: list[ast.stmt], parent: _Unit | None, out: list[_Unit]) -> None
                 value = node.value
                 if not calls:
                     pass  # a constant, a name, a pure expression
+                elif _inert(value, shadowed):
+                    pass  # `len(())`, `q.size()`: a value nobody reads, computed by what changes nothing
                 elif (
                     isinstance(value, ast.Call)
                     and isinstance(value.func, ast.Name)
@@ -372,8 +379,13 @@ def _units(body: list[ast.stmt], parent: _Unit | None, out: list[_Unit]) -> None
                     unit.updates.add(_base(value.func).id)  # rows.append(x): changes rows
                 else:
                     unit.acts = True
+            elif isinstance(node, ast.Assert):
+                # an assertion of what changes nothing (`assert q is not None`, `assert True`) adds nothing to
+                # what the answer computes; one that always fails (`assert False`) raises, as `raise` does
+                inert = _inert(node.test, shadowed) and (node.msg is None or _inert(node.msg, shadowed))
+                unit.acts = not inert or _holds(node.test) is False
             elif not isinstance(node, ast.Pass):
-                unit.acts = True  # return, raise, assert, global, break, match...
+                unit.acts = True  # return, raise, global, break, match...
 
 
 def _keep(units: list[_Unit], exported: frozenset[str] | None) -> None:
@@ -602,13 +614,14 @@ def _canonical_order(body: list[ast.stmt]) -> list[ast.stmt]:
     return out
 
 
-def _prune_scope(node: ast.AST, roots: frozenset[str] | None = None) -> None:
+def _prune_scope(node: ast.AST, roots: frozenset[str] | None = None, shadowed: frozenset[str] | None = None) -> None:
     """Keep, of a module's, function's or class's statements, those the answer needs (see _keep):
     a function keeps what its result and effects depend on; a class every name it defines; a
-    module the definitions of `roots` (the stub's names) if it has any, else every name it binds."""
+    module the definitions of `roots` (the stub's names) if it has any, else every name it binds.
+    `shadowed`: the names the whole code binds (default: those `node` binds)."""
     units: list[_Unit] = []
     body = node.body
-    _units(body, None, units)
+    _units(body, None, units, _bound_anywhere(node) if shadowed is None else shadowed)
     exported: frozenset[str] | None = frozenset()  # a function's names are its own
     if isinstance(node, ast.ClassDef):
         exported = None
@@ -710,6 +723,133 @@ def _pure(node: ast.AST, shadowed: frozenset[str]) -> bool:
         ):
             return False
     return True
+
+
+# What a statement whose value nobody reads may call and still change nothing (an allowlist: any other
+# call, a method not named here, a keyword argument of a builtin, a walrus or a comprehension keeps it).
+VALUE_BUILTINS = PURE_BUILTINS | frozenset(
+    {
+        "isinstance",
+        "issubclass",
+        "hash",
+        "id",
+        "type",
+        "repr",
+        "sorted",
+        "sum",
+        "any",
+        "all",
+        "divmod",
+        "pow",
+        "callable",
+        "ord",
+        "chr",
+        "bin",
+        "hex",
+        "oct",
+        "set",
+        "frozenset",
+        "dict",
+        "complex",
+    }
+)
+VALUE_METHODS = frozenset(
+    {
+        "size",
+        "dim",
+        "ndimension",
+        "numel",
+        "nelement",
+        "clone",
+        "detach",
+        "contiguous",
+        "float",
+        "double",
+        "half",
+        "long",
+        "int",
+        "bool",
+        "item",
+        "tolist",
+        "cpu",
+        "numpy",
+        "t",
+        "transpose",
+        "permute",
+        "view",
+        "reshape",
+        "flatten",
+        "squeeze",
+        "unsqueeze",
+        "expand",
+        "sum",
+        "mean",
+        "std",
+        "var",
+        "max",
+        "min",
+        "abs",
+        "exp",
+        "log",
+        "sqrt",
+        "softmax",
+        "argmax",
+        "argmin",
+        "norm",
+        "isfinite",
+        "isnan",
+        "allclose",
+        "equal",
+        "keys",
+        "values",
+        "items",
+    }
+)
+_INERT_NODES = (
+    ast.Constant,
+    ast.Name,
+    ast.Tuple,
+    ast.List,
+    ast.Set,
+    ast.Dict,
+    ast.UnaryOp,
+    ast.BinOp,
+    ast.BoolOp,
+    ast.Compare,
+    ast.IfExp,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Slice,
+    ast.keyword,
+    ast.expr_context,
+    ast.operator,
+    ast.unaryop,
+    ast.boolop,
+    ast.cmpop,
+)
+
+
+def _inert(node: ast.AST, shadowed: frozenset[str]) -> bool:
+    """An expression that reads and computes and changes nothing: constants, names, attributes, items,
+    literals and operators of them, calls of VALUE_BUILTINS (positional arguments only) and of
+    VALUE_METHODS (`q.size()`, `k.sum(dim=-1)`); nothing that binds (a walrus), nothing else called."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            builtin = _is_builtin_call(n, VALUE_BUILTINS, shadowed) and not n.keywords
+            method = isinstance(n.func, ast.Attribute) and n.func.attr in VALUE_METHODS
+            if not (builtin or method):
+                return False
+        elif not isinstance(n, _INERT_NODES):
+            return False
+    return True
+
+
+def _holds(test: ast.expr) -> bool | None:
+    """An assertion's test as a constant's truth (`assert True`, `assert 0`), None if it is not one."""
+    try:
+        return bool(ast.literal_eval(test))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
 
 
 def _is_one(node: ast.AST) -> bool:
@@ -1588,7 +1728,7 @@ def normalise_ast(
         _each_block(tree, _without_dead_stores)
         if rewrites:
             _for_loops(tree, shadowed)  # before `_ = next(it)`, read by nothing, is dropped
-        _prune_scope(tree, roots)
+        _prune_scope(tree, roots, shadowed)
         if rewrites:
             _helpers_inlined(tree, roots)
             _for_loops(tree, shadowed)
