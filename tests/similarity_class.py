@@ -438,11 +438,13 @@ def dead_stores(source: str, rng) -> str:
     return _inserted(source, make)
 
 
-NEVER = ["if False:", "if 0:", "while False:", "if None:", "while 0:", "if not True:", "if '':"]
+NEVER = ["if False:", "if 0:", "while False:", "if None:", "while 0:", "if not True:", "if '':",
+         # computed from constants: a comparison, an empty length, a loop over nothing
+         "if 1 > 2:", "if len([]):", "while len(()) > 0:", "for _ in ():", "for _ in range(0):"]
 
 
 def never_run(source: str, rng) -> str:
-    """Before every statement, a block that never runs (`if False:`, `while 0:`, ...) holding a write
+    """Before every statement, a block that never runs (`if False:`, `while 0:`, `if 1 > 2:`, `for _ in ():`, ...) holding a write
     to one of the answer's own names from another of them (`out = q * 3`), or the statement itself."""
     import ast
     own = sorted(_own_names(source)) or ["x"]

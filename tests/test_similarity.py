@@ -285,7 +285,8 @@ def test_normalising_drops_statements_that_compute_a_value_nobody_reads_and_asse
 
 
 def test_normalising_drops_blocks_that_never_run_dead_stores_and_puts_independent_lines_in_one_order():
-    """A block under a constant condition is the branch it takes; an assignment every name of which is
+    """A block under a constant condition (or one computed from small constants alone, `1 > 2`,
+    `len([])`; a `for` over an empty literal or range) is the branch it takes; an assignment every name of which is
     bound again before anything reads it is dropped, and so is `x = x`; neighbouring assignments that do
     not depend on each other come in one order. Each rule with a case either way."""
     def same(a, b, roots=frozenset({"f"})):
@@ -296,6 +297,15 @@ def test_normalising_drops_blocks_that_never_run_dead_stores_and_puts_independen
     assert same(plain, plain.replace("    s = q", "    while 0:\n        s = k\n    s = q"))
     assert same(plain, plain.replace("    s = q", "    if not True:\n        s = k\n    else:\n        pass\n    s = q"))
     assert same(plain, plain.replace("    s = q @ k.T\n", "    if 1:\n        s = q @ k.T\n    else:\n        s = k\n"))
+    for never in ["if 1 > 2:", "if len([]):", "if not len('x'):", "if 3 - 3:", "while len(()) > 0:", "for _ in ():",
+                  "for i in range(0):", "for i in range(5, 2):", "for c in '':"]:   # computed from constants
+        assert same(plain, plain.replace("    s = q", f"    {never}\n        print(q)\n        raise ValueError\n    s = q")), never
+    assert same(plain, plain.replace("    s = q @ k.T\n", "    if 2 > 1:\n        s = q @ k.T\n    else:\n        s = k\n"))
+    for may in ["if d > 2:", "if len(q):", "for _ in (1,):", "for i in range(1):", "if 10 ** 10 ** 10 > 1:",
+                "if [0] * 10 ** 9:", "for _ in range(d):", "if len(0):"]:   # not constants, or not computed
+        assert not same(plain, plain.replace("    s = q", f"    {may}\n        print(q)\n    s = q")), may
+    rebound = "len = lambda x: 1\n\ndef f(q):\n    if len([]):\n        print(q)\n    return q\n"
+    assert not same(rebound, rebound.replace("    if len([]):\n        print(q)\n", ""), roots=None)
     assert not same(plain, plain.replace("    s = q", "    if d:\n        d = d * 2\n    s = q"))   # may run
     assert not same(plain, plain.replace("    s = q", "    while True:\n        break\n    s = q"))
     # dead stores and self-assignments
