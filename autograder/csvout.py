@@ -15,8 +15,8 @@ Which fields are escaped is decided per column, not guessed from the value:
   someone's text);
 * **number** columns (named in `numbers=`: scores, penalties, seconds late) are the grader's own
   numbers and are written as plain numbers, a negative one too (`-0.4` must stay a number for the
-  LMS); a value in a number column that is not a plain decimal number is treated as text, so a column
-  declared numeric can never carry a formula.
+  LMS); a value in a number column that is not a plain decimal number (ASCII digits: `-٣` is not one)
+  is treated as text, so a column declared numeric can never carry a formula.
 
 Whatever the separator the spreadsheet splits by. Many read a CSV with `;` (the default where the
 decimal mark is a comma), a tab or `|`; such a reader takes a double quote only at the start of its
@@ -57,7 +57,9 @@ from pathlib import Path
 
 from .safetext import printable
 
-PLAIN_NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+# ASCII digits only: `\d` alone matches every script's digits (`-٣`, `-１`), which no spreadsheet reads as
+# a number, so a cell `-٣` would begin a formula
+PLAIN_NUMBER = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 PLAIN_IDENTIFIER = re.compile(r"\w[\w./-]*")  # letters and digits of any script, `_ . / -`
 
 

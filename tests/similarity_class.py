@@ -16,7 +16,9 @@ The copies (of whole submissions, every notebook):
 `build_disguised` makes another class, of code only: the honest students' code answers and, for
 each kind of DISGUISES, copies of two of them drawn by a seeded generator, each disguise made
 mechanically (dead statements from templates with fresh names and values, unused functions, names
-in redundant parentheses, the moves and renames above, and all of them at once), and program
+in redundant parentheses, the moves and renames above, and all of them at once; inert statements:
+a builtin or a method that changes nothing called for a value nobody reads, an assertion that holds,
+before every statement), and program
 rewrites (REWRITES: `for` loops as counter or iterator `while` loops, comprehensions as append loops,
 single-use names inlined, divisions as products with an inverse, returns as an element of a literal
 with fillers, every function's body moved into a helper it calls; each alone, the six at once, and
@@ -290,6 +292,39 @@ def _statement_starts(source: str) -> dict[int, int] | None:
     return starts
 
 
+# Statements that compute a value nobody reads, or assert something that holds: they call a builtin
+# or a method that changes nothing (`len(())`, `q.size()`), or check an argument (`assert q is not None`).
+INERT_TEMPLATES = ["len(())", "abs(-{v})", "isinstance({v}, int)", "hash({v})", "sorted([{v}, {w}])", "str({v})",
+                   "max({v}, {w})", "repr(None)", "type({v})", "assert True", "assert {v}", "assert len([{v}]) == 1"]
+INERT_ON_ARGUMENT = ["{p}.size()", "{p}.dim()", "{p}.clone()", "{p}.numel()", "{p}.detach()", "{p}.float()",
+                     "{p}.contiguous()", "assert {p} is not None", "isinstance({p}, object)", "len({p})"]
+
+
+def inert_between(source: str, rng) -> str:
+    """An inert statement (INERT_TEMPLATES; in a function, half of them on one of its arguments:
+    INERT_ON_ARGUMENT) put before every statement of `source`, at its indentation."""
+    import ast
+    starts = _statement_starts(source)
+    if starts is None:
+        return source
+    arguments: dict[int, list[str]] = {}  # line -> the arguments of the function around it
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args:
+            for line in range(node.body[0].lineno, (node.end_lineno or node.lineno) + 1):
+                arguments[line] = [a.arg for a in node.args.args if a.arg != "self"] or arguments.get(line, [])
+    out = []
+    for number, line in enumerate(source.splitlines(keepends=True), 1):
+        if number in starts:
+            names = arguments.get(number)
+            if names and rng.random() < 0.5:
+                statement = rng.choice(INERT_ON_ARGUMENT).format(p=rng.choice(names))
+            else:
+                statement = rng.choice(INERT_TEMPLATES).format(v=rng.randrange(1, 100), w=rng.randrange(1, 9))
+            out.append(" " * starts[number] + statement + "\n")
+        out.append(line)
+    return "".join(out)
+
+
 def padded_between(source: str, rng, helpers: bool = False) -> str:
     """A dead statement (or, with `helpers`, an unused function) put before every statement of
     `source`, at its indentation: no run of the original's statements is left side by side."""
@@ -403,11 +438,13 @@ def dead_stores(source: str, rng) -> str:
     return _inserted(source, make)
 
 
-NEVER = ["if False:", "if 0:", "while False:", "if None:", "while 0:", "if not True:", "if '':"]
+NEVER = ["if False:", "if 0:", "while False:", "if None:", "while 0:", "if not True:", "if '':",
+         # computed from constants: a comparison, an empty length, a loop over nothing
+         "if 1 > 2:", "if len([]):", "while len(()) > 0:", "for _ in ():", "for _ in range(0):"]
 
 
 def never_run(source: str, rng) -> str:
-    """Before every statement, a block that never runs (`if False:`, `while 0:`, ...) holding a write
+    """Before every statement, a block that never runs (`if False:`, `while 0:`, `if 1 > 2:`, `for _ in ():`, ...) holding a write
     to one of the answer's own names from another of them (`out = q * 3`), or the statement itself."""
     import ast
     own = sorted(_own_names(source)) or ["x"]
@@ -729,6 +766,8 @@ DISGUISES = {
     **{kind: (lambda answers, notebook, rng, rewrite=rewrite: _each(answers, lambda t: rewrite(t, rng)))
        for kind, rewrite in REWRITES.items()},
     "all+rewrites": lambda answers, notebook, rng: _all(_each(answers, lambda t: rewritten(t, rng)), notebook, rng),
+    # last, so that the victims drawn for the kinds above are those drawn before it was added
+    "inert": lambda answers, notebook, rng: _each(answers, lambda t: inert_between(t, rng)),
 }
 
 
@@ -738,7 +777,7 @@ DISGUISES = {
 # value brought there does not count), so where the original keeps `ids = torch.tensor(...)` as a line and
 # inlines a call after it, a copy that wrote `torch.tensor(...)` in place leaves that call where it was:
 # one cell of the six rewrites together shared 0.85 (attention_on_text); the pair still ranks at 1.00.
-WHOLE = ("renamed", "padded", "helpers", "wrapped", "dead-stores", "never-run", "swapped", "padded+wrapped",
+WHOLE = ("renamed", "padded", "inert", "helpers", "wrapped", "dead-stores", "never-run", "swapped", "padded+wrapped",
          *(kind for kind in REWRITES if kind not in ("inlined-once", "rewrites")))
 
 

@@ -244,6 +244,21 @@ def test_numbers_stay_numbers_and_a_number_column_carries_no_formula():
     assert escape_text("ada") == "ada" and escape_text("Zoë") == "Zoë" and escape_text(None) == ""
 
 
+@pytest.mark.parametrize("text", ["-\u0663", "-\u0661\u0660", "+\u0661", "-\uff11", "-\u0661e\u0662", "-\u0967.5"])
+def test_a_number_in_another_scripts_digits_is_text(text):
+    """Only ASCII digits make a plain number: `-٣` (Arabic-Indic digits) or `-１` (full-width) is no
+    number a spreadsheet reads, so it is guarded like any text that begins with `-`, in a number
+    column and under the allowlist (`strict`) alike, and no cell read with any separator begins with it."""
+    assert not PLAIN_NUMBER.fullmatch(text)
+    assert number_field(text) == strict_field(text) == escape_text(text) == "'" + text
+    for strict in (False, True):
+        out = csv_text(["who", "score", "error"], [{"who": "ada", "score": text, "error": text}], numbers=["score"],
+                       strict=strict)
+        for separator in SEPARATORS:
+            for line in csv.reader(io.StringIO(out, newline=""), delimiter=separator):
+                assert not any(cell.lstrip(" ").startswith(("-", "+")) for cell in line), (strict, separator, line)
+
+
 SEPARATORS = (",", ";", "\t", "|", ":")
 
 

@@ -2,7 +2,8 @@
 another order do not hide a copy), leaves apart answers that differ, untouched ones and short ones,
 ranks every copy of the synthetic class above every pair of honest students, by its whole answers
 and by its code alone, and so every copy made mechanically from the honest students' code (renamed,
-a varied dead statement or an unused function before every statement, moved and reversed, names
+a varied dead statement, an inert one (a value nobody reads, an assertion that holds) or an unused
+function before every statement, moved and reversed, names
 in redundant parentheses, all of these at once; and program rewrites, `while` loops for `for`s,
 append loops for comprehensions, single-use names inlined, products with an inverse for divisions,
 returns as an element of a literal, bodies moved into helpers, each alone, together and with all
@@ -178,7 +179,8 @@ def test_the_page_shows_matching_regions_side_by_side_and_student_text_only_as_t
 def test_every_disguised_copy_ranks_above_every_honest_pair_by_its_code_alone(grading_home, record_property, capsys):
     """Copies made mechanically (tests/similarity_class.py's DISGUISES, from a seeded generator) of
     the honest students' code, written answers left out: renamed; a varied dead statement before
-    every statement (a chain of unused names, constants, `pass`, `print()`); an unused function
+    every statement (a chain of unused names, constants, `pass`, `print()`); an inert statement before
+    every statement (`len(())`, `q.size()`, `assert q is not None`: similarity_class.inert_between); an unused function
     before every statement; answers moved a cell on and in reverse order; every name in redundant
     parentheses; a store to each assigned name before it, overwritten, and `x = x`; a block that never
     runs (`if False:`) before every statement, writing to the answer's own names; neighbouring
@@ -255,8 +257,36 @@ def test_normalising_keeps_what_the_answer_needs_and_drops_what_it_does_not():
     assert normalise_code(magic)[0] == normalise_code(magic + "\n")[0] != ""
 
 
+def test_normalising_drops_statements_that_compute_a_value_nobody_reads_and_assertions_that_change_nothing():
+    """An expression statement that calls only VALUE_BUILTINS (`len(())`, `isinstance(q, object)`) and
+    VALUE_METHODS (`q.size()`, `q.clone()`) on names, constants and operators, its value unread, and an
+    assertion of such an expression (`assert q is not None`, `assert True`) are dropped: a copy with one
+    before every line is its original's text. Each rule with a case either way: a call of anything else,
+    a method that changes its object, a builtin the code binds, a walrus, an assertion that always fails
+    are kept."""
+    def same(a, b, roots=frozenset({"f"})):
+        return normalise_code(a, roots)[0] == normalise_code(b, roots)[0]
+    plain = "def f(q, k):\n    d = q.shape[-1]\n    s = q @ k.T\n    out = s / d ** 0.5\n    return out\n"
+    inert = ["len(())", "abs(-3)", "isinstance(q, object)", "hash(0)", "sorted([2, 1])", "type(k)", "repr(None)",
+             "q.size()", "k.dim()", "q.clone().float()", "q.T.contiguous()", "k.sum(dim=-1)", "q[0].numel()",
+             "assert True", "assert 1", "assert q is not None", "assert isinstance(k, torch.Tensor)",
+             "assert len(q.shape) == 2, 'a matrix'"]
+    padded = "def f(q, k):\n" + "".join(f"    {inert[i % len(inert)]}\n    {line.strip()}\n"
+                                        for i, line in enumerate(plain.splitlines()[1:]))
+    assert same(plain, padded), normalise_code(padded, frozenset({"f"}))[0]
+    for statement in inert:
+        assert same(plain, plain.replace("    s = q", f"    {statement}\n    s = q")), statement
+    for kept in ["torch.manual_seed(0)", "q.add_(1)", "k.fill_(0)", "q.append(1)", "print(q)", "setattr(q, 'x', 1)",
+                 "assert False", "assert 0, 'never'", "len((d := 3,))", "next(iter(k))", "q.backward()",
+                 "sorted(k, key=print)", "len([print(1)])"]:
+        assert not same(plain, plain.replace("    s = q", f"    {kept}\n    s = q")), kept
+    shadowing = "len = print\n\ndef f(q):\n    len(q)\n    return q\n"
+    assert not same(shadowing, shadowing.replace("    len(q)\n", ""), roots=None)   # not the builtin any more
+
+
 def test_normalising_drops_blocks_that_never_run_dead_stores_and_puts_independent_lines_in_one_order():
-    """A block under a constant condition is the branch it takes; an assignment every name of which is
+    """A block under a constant condition (or one computed from small constants alone, `1 > 2`,
+    `len([])`; a `for` over an empty literal or range) is the branch it takes; an assignment every name of which is
     bound again before anything reads it is dropped, and so is `x = x`; neighbouring assignments that do
     not depend on each other come in one order. Each rule with a case either way."""
     def same(a, b, roots=frozenset({"f"})):
@@ -267,6 +297,15 @@ def test_normalising_drops_blocks_that_never_run_dead_stores_and_puts_independen
     assert same(plain, plain.replace("    s = q", "    while 0:\n        s = k\n    s = q"))
     assert same(plain, plain.replace("    s = q", "    if not True:\n        s = k\n    else:\n        pass\n    s = q"))
     assert same(plain, plain.replace("    s = q @ k.T\n", "    if 1:\n        s = q @ k.T\n    else:\n        s = k\n"))
+    for never in ["if 1 > 2:", "if len([]):", "if not len('x'):", "if 3 - 3:", "while len(()) > 0:", "for _ in ():",
+                  "for i in range(0):", "for i in range(5, 2):", "for c in '':"]:   # computed from constants
+        assert same(plain, plain.replace("    s = q", f"    {never}\n        print(q)\n        raise ValueError\n    s = q")), never
+    assert same(plain, plain.replace("    s = q @ k.T\n", "    if 2 > 1:\n        s = q @ k.T\n    else:\n        s = k\n"))
+    for may in ["if d > 2:", "if len(q):", "for _ in (1,):", "for i in range(1):", "if 10 ** 10 ** 10 > 1:",
+                "if [0] * 10 ** 9:", "for _ in range(d):", "if len(0):"]:   # not constants, or not computed
+        assert not same(plain, plain.replace("    s = q", f"    {may}\n        print(q)\n    s = q")), may
+    rebound = "len = lambda x: 1\n\ndef f(q):\n    if len([]):\n        print(q)\n    return q\n"
+    assert not same(rebound, rebound.replace("    if len([]):\n        print(q)\n", ""), roots=None)
     assert not same(plain, plain.replace("    s = q", "    if d:\n        d = d * 2\n    s = q"))   # may run
     assert not same(plain, plain.replace("    s = q", "    while True:\n        break\n    s = q"))
     # dead stores and self-assignments

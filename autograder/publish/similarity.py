@@ -12,14 +12,17 @@ as Python's tokens, every name but builtins, keywords and attributes (`.softmax`
 
 An answer's own statements are what it keeps, not what a list of padding drops: in a function,
 the statements that act (return, raise, assert, yield, call something, write to an argument's or a
-global's object) and, to a fixed point, every statement that binds or changes a name a kept
+global's object; not a statement that only computes a value nobody reads, calling nothing but
+VALUE_BUILTINS and VALUE_METHODS, `len(())`, `q.size()`, nor an assertion of such a value that can
+hold, `assert q is not None`: an allowlist, any other call acts) and, to a fixed point, every statement that binds or changes a name a kept
 statement reads (an assignment, an import, a helper function, `rows.append(...)` when `rows` is
 read), with the loops, conditions and `with` blocks around a kept statement; in a class, every name
 it defines; in a cell, the definitions of the names its stub defines (`scores_entrywise`), and what
 they read, transitively (a cell whose stub defines none, or whose answer defines none of them,
 keeps every name it binds: a later cell may read them). Before that, a block that never runs goes
-(an `if` on a constant is the branch it takes: `if False:`, `if 0:`, `if not True:`; a `while` on a
-false constant its `else`), and so do a name assigned to itself (`x = x`) and a dead store: an
+(an `if` on a constant, or on a condition computed from small constants alone, is the branch it
+takes: `if False:`, `if 0:`, `if not True:`, `if 1 > 2:`, `if len([]):`; a `while` on a false one, and a
+`for` over an empty literal or an empty range of constants, `for _ in ():`, `for i in range(0):`, its `else`), and so do a name assigned to itself (`x = x`) and a dead store: an
 assignment of names only, each bound again later in the same block before anything reads it or
 writes to its object (`out = 0` before `out = torch.zeros(T, T)`; not a name a function of the
 cell reads, nor one declared global or nonlocal: a call may read those in between). After it, each
@@ -295,12 +298,15 @@ class _Unit:
     live: bool = False
 
 
-def _units(body: list[ast.stmt], parent: _Unit | None, out: list[_Unit]) -> None:
+def _units(
+    body: list[ast.stmt], parent: _Unit | None, out: list[_Unit], shadowed: frozenset[str] = frozenset()
+) -> None:
+    """`body`'s statements as units (`shadowed`: the names the code binds, so no builtin of theirs)."""
     for node in body:
         unit = _Unit(node, parent)
         out.append(unit)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            _prune_scope(node)
+            _prune_scope(node, shadowed=shadowed)
             loads, inner = set(), set()  # names read in it, names of its own (bound in it, its parameters)
             for n in ast.walk(node):
                 if isinstance(n, ast.Name):
@@ -326,9 +332,9 @@ def _units(body: list[ast.stmt], parent: _Unit | None, out: list[_Unit]) -> None
                 unit.reads = _loads(*(h.type for h in node.handlers))
                 unit.binds = {h.name for h in node.handlers if h.name}
             for block in ("body", "orelse", "finalbody"):
-                _units(getattr(node, block, []), unit, out)
+                _units(getattr(node, block, []), unit, out, shadowed)
             for handler in getattr(node, "handlers", []):
-                _units(handler.body, unit, out)
+                _units(handler.body, unit, out, shadowed)
         else:
             names: set[str] = set()
             calls = yields = False
@@ -357,6 +363,8 @@ def _units(body: list[ast.stmt], parent: _Unit | None, out: list[_Unit]) -> None
                 value = node.value
                 if not calls:
                     pass  # a constant, a name, a pure expression
+                elif _inert(value, shadowed):
+                    pass  # `len(())`, `q.size()`: a value nobody reads, computed by what changes nothing
                 elif (
                     isinstance(value, ast.Call)
                     and isinstance(value.func, ast.Name)
@@ -372,8 +380,13 @@ def _units(body: list[ast.stmt], parent: _Unit | None, out: list[_Unit]) -> None
                     unit.updates.add(_base(value.func).id)  # rows.append(x): changes rows
                 else:
                     unit.acts = True
+            elif isinstance(node, ast.Assert):
+                # an assertion of what changes nothing (`assert q is not None`, `assert True`) adds nothing to
+                # what the answer computes; one that always fails (`assert False`) raises, as `raise` does
+                inert = _inert(node.test, shadowed) and (node.msg is None or _inert(node.msg, shadowed))
+                unit.acts = not inert or _holds(node.test) is False
             elif not isinstance(node, ast.Pass):
-                unit.acts = True  # return, raise, assert, global, break, match...
+                unit.acts = True  # return, raise, global, break, match...
 
 
 def _keep(units: list[_Unit], exported: frozenset[str] | None) -> None:
@@ -428,32 +441,115 @@ def _rebuilt(body: list[ast.stmt], live: dict[int, _Unit]) -> list[ast.stmt]:
     return out
 
 
-def _truth(test: ast.expr) -> bool | None:
-    """The truth of a condition that is a constant (`False`, `0`, `''`, `None`, `not True`), else None."""
+# What a condition computed from constants alone may hold to be evaluated by the grader (an allowlist: every
+# node small and quick, no `*`, `**` or `<<`, so `10 ** 10 ** 10` is never computed): `1 > 2`, `len([])`.
+_FOLDED_CALLS = frozenset({"len", "abs", "bool", "int", "min", "max"})
+_FOLDED_NODES = (
+    ast.Constant,
+    ast.Tuple,
+    ast.List,
+    ast.Set,
+    ast.UnaryOp,
+    ast.Compare,
+    ast.BoolOp,
+    ast.BinOp,
+    ast.Call,
+    ast.Name,
+    ast.Load,
+    ast.unaryop,
+    ast.cmpop,
+    ast.boolop,
+    ast.Add,
+    ast.Sub,
+)
+
+
+def _constant_value(node: ast.expr, shadowed: frozenset[str]) -> tuple[bool, object]:
+    """(True, value) for an expression of small constants, `+`, `-`, comparisons, `and`/`or`/`not` and
+    calls of _FOLDED_CALLS (not bound by the code), evaluated; (False, None) for anything else."""
+    for n in ast.walk(node):
+        if not isinstance(n, _FOLDED_NODES):
+            return False, None
+        if isinstance(n, ast.Constant) and not (
+            n.value is None
+            or isinstance(n.value, (bool, int, float))
+            and abs(n.value) < 1e6
+            or isinstance(n.value, str)
+            and len(n.value) <= 100
+        ):
+            return False, None
+        if isinstance(n, ast.Name) and (n.id not in _FOLDED_CALLS or n.id in shadowed):
+            return False, None
+        if isinstance(n, ast.Call) and (n.keywords or not isinstance(n.func, ast.Name)):
+            return False, None
+    if sum(1 for _ in ast.walk(node)) > 200:
+        return False, None
+    try:
+        allowed = {name: getattr(builtins, name) for name in _FOLDED_CALLS}
+        return True, eval(compile(ast.Expression(node), "<condition>", "eval"), {"__builtins__": allowed})  # noqa: S307
+    except Exception:  # a condition that raises (`len(0)`) runs as the student wrote it
+        return False, None
+
+
+def _truth(test: ast.expr, shadowed: frozenset[str] = frozenset()) -> bool | None:
+    """The truth of a condition that is a constant (`False`, `0`, `''`, `None`, `not True`) or computed
+    from constants alone (`1 > 2`, `len([])`: _constant_value), else None."""
     if isinstance(test, ast.Constant):
         return bool(test.value)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _truth(test.operand)
+        inner = _truth(test.operand, shadowed)
         return None if inner is None else not inner
-    return None
+    known, value = _constant_value(test, shadowed)
+    try:
+        return bool(value) if known else None
+    except Exception:
+        return None
 
 
-def _without_dead_branches(body: list[ast.stmt]) -> list[ast.stmt]:
-    """`body` with every block that never runs taken out, in every scope: an `if` on a constant is
-    the branch it takes, a `while` on a false constant its `else`."""
+def _never_iterates(loop: ast.stmt, shadowed: frozenset[str]) -> bool:
+    """A `for` over an empty literal (`()`, `[]`, `''`) or a `range` of constants that is empty (`range(0)`)."""
+    if not isinstance(loop, ast.For):
+        return False
+    it = loop.iter
+    if isinstance(it, (ast.Tuple, ast.List, ast.Set)):
+        return not it.elts
+    if isinstance(it, ast.Constant):
+        return it.value in ("", b"")
+    if (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "range"
+        and "range" not in shadowed
+        and not it.keywords
+        and 1 <= len(it.args) <= 3
+    ):
+        values = [_constant_value(a, shadowed) for a in it.args]
+        if all(known and type(v) is int for known, v in values):
+            try:
+                return len(range(*(v for _, v in values))) == 0
+            except (ValueError, TypeError, OverflowError):
+                return False
+    return False
+
+
+def _without_dead_branches(body: list[ast.stmt], shadowed: frozenset[str] = frozenset()) -> list[ast.stmt]:
+    """`body` with every block that never runs taken out, in every scope: an `if` on a constant (or a
+    condition computed from constants alone, `_truth`) is the branch it takes, a `while` on a false one
+    its `else`, and so is a `for` over an empty literal or range of constants (`for _ in ():`).
+    `shadowed`: the names the code binds (a builtin it binds is not evaluated)."""
     out: list[ast.stmt] = []
     for node in body:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.ExceptHandler):
-                child.body = _without_dead_branches(child.body) or [ast.Pass()]
+                child.body = _without_dead_branches(child.body, shadowed) or [ast.Pass()]
         for block in ("body", "orelse", "finalbody"):
             inner = getattr(node, block, None)
             if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                setattr(node, block, _without_dead_branches(inner))
-        truth = _truth(node.test) if isinstance(node, (ast.If, ast.While)) else None
+                setattr(node, block, _without_dead_branches(inner, shadowed))
+        truth = _truth(node.test, shadowed) if isinstance(node, (ast.If, ast.While)) else None
         if isinstance(node, ast.If) and truth is not None:
             out.extend(node.body if truth else node.orelse)
-        elif isinstance(node, ast.While) and truth is False:
+        elif isinstance(node, ast.While) and truth is False or _never_iterates(node, shadowed):
             out.extend(node.orelse)
         else:
             if not getattr(node, "body", True):
@@ -602,13 +698,14 @@ def _canonical_order(body: list[ast.stmt]) -> list[ast.stmt]:
     return out
 
 
-def _prune_scope(node: ast.AST, roots: frozenset[str] | None = None) -> None:
+def _prune_scope(node: ast.AST, roots: frozenset[str] | None = None, shadowed: frozenset[str] | None = None) -> None:
     """Keep, of a module's, function's or class's statements, those the answer needs (see _keep):
     a function keeps what its result and effects depend on; a class every name it defines; a
-    module the definitions of `roots` (the stub's names) if it has any, else every name it binds."""
+    module the definitions of `roots` (the stub's names) if it has any, else every name it binds.
+    `shadowed`: the names the whole code binds (default: those `node` binds)."""
     units: list[_Unit] = []
     body = node.body
-    _units(body, None, units)
+    _units(body, None, units, _bound_anywhere(node) if shadowed is None else shadowed)
     exported: frozenset[str] | None = frozenset()  # a function's names are its own
     if isinstance(node, ast.ClassDef):
         exported = None
@@ -710,6 +807,133 @@ def _pure(node: ast.AST, shadowed: frozenset[str]) -> bool:
         ):
             return False
     return True
+
+
+# What a statement whose value nobody reads may call and still change nothing (an allowlist: any other
+# call, a method not named here, a keyword argument of a builtin, a walrus or a comprehension keeps it).
+VALUE_BUILTINS = PURE_BUILTINS | frozenset(
+    {
+        "isinstance",
+        "issubclass",
+        "hash",
+        "id",
+        "type",
+        "repr",
+        "sorted",
+        "sum",
+        "any",
+        "all",
+        "divmod",
+        "pow",
+        "callable",
+        "ord",
+        "chr",
+        "bin",
+        "hex",
+        "oct",
+        "set",
+        "frozenset",
+        "dict",
+        "complex",
+    }
+)
+VALUE_METHODS = frozenset(
+    {
+        "size",
+        "dim",
+        "ndimension",
+        "numel",
+        "nelement",
+        "clone",
+        "detach",
+        "contiguous",
+        "float",
+        "double",
+        "half",
+        "long",
+        "int",
+        "bool",
+        "item",
+        "tolist",
+        "cpu",
+        "numpy",
+        "t",
+        "transpose",
+        "permute",
+        "view",
+        "reshape",
+        "flatten",
+        "squeeze",
+        "unsqueeze",
+        "expand",
+        "sum",
+        "mean",
+        "std",
+        "var",
+        "max",
+        "min",
+        "abs",
+        "exp",
+        "log",
+        "sqrt",
+        "softmax",
+        "argmax",
+        "argmin",
+        "norm",
+        "isfinite",
+        "isnan",
+        "allclose",
+        "equal",
+        "keys",
+        "values",
+        "items",
+    }
+)
+_INERT_NODES = (
+    ast.Constant,
+    ast.Name,
+    ast.Tuple,
+    ast.List,
+    ast.Set,
+    ast.Dict,
+    ast.UnaryOp,
+    ast.BinOp,
+    ast.BoolOp,
+    ast.Compare,
+    ast.IfExp,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Slice,
+    ast.keyword,
+    ast.expr_context,
+    ast.operator,
+    ast.unaryop,
+    ast.boolop,
+    ast.cmpop,
+)
+
+
+def _inert(node: ast.AST, shadowed: frozenset[str]) -> bool:
+    """An expression that reads and computes and changes nothing: constants, names, attributes, items,
+    literals and operators of them, calls of VALUE_BUILTINS (positional arguments only) and of
+    VALUE_METHODS (`q.size()`, `k.sum(dim=-1)`); nothing that binds (a walrus), nothing else called."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            builtin = _is_builtin_call(n, VALUE_BUILTINS, shadowed) and not n.keywords
+            method = isinstance(n.func, ast.Attribute) and n.func.attr in VALUE_METHODS
+            if not (builtin or method):
+                return False
+        elif not isinstance(n, _INERT_NODES):
+            return False
+    return True
+
+
+def _holds(test: ast.expr) -> bool | None:
+    """An assertion's test as a constant's truth (`assert True`, `assert 0`), None if it is not one."""
+    try:
+        return bool(ast.literal_eval(test))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
 
 
 def _is_one(node: ast.AST) -> bool:
@@ -989,7 +1213,7 @@ def _as_for(scope: ast.AST, block: list[ast.stmt], j: int, shadowed: frozenset[s
         target = ast.copy_location(ast.Name(name, ast.Store()), init.targets[0])
         return i, _made(ast.For(target, iterate, body, [], None), loop)
     if (
-        _truth(test) is True
+        _truth(test, shadowed) is True
         and _is_builtin_call(init.value, {"iter"}, shadowed)
         and len(init.value.args) == 1
         and not init.value.keywords
@@ -1584,11 +1808,11 @@ def normalise_ast(
         shadowed = _bound_anywhere(tree)
         if rewrites:
             tree = _Folded(shadowed).visit(tree)
-        tree.body = _without_dead_branches(tree.body)
+        tree.body = _without_dead_branches(tree.body, shadowed)
         _each_block(tree, _without_dead_stores)
         if rewrites:
             _for_loops(tree, shadowed)  # before `_ = next(it)`, read by nothing, is dropped
-        _prune_scope(tree, roots)
+        _prune_scope(tree, roots, shadowed)
         if rewrites:
             _helpers_inlined(tree, roots)
             _for_loops(tree, shadowed)
