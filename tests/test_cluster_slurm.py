@@ -1,6 +1,6 @@
 """The README's Slurm recipe on a real (one-node) Slurm cluster, writing into a real PostgreSQL
-gradebook: `SHARDS=4 autograder/cluster/slurm-submit.sh` grades the example class (plus two students
-handing in one notebook each, so every shard has students) as an array job throttled to 2 tasks at
+gradebook: `SHARDS=4 autograder/cluster/slurm-submit.sh` grades the example class handing in the step's first
+notebooks (plus two students handing in one notebook each, so every shard has students) as an array job throttled to 2 tasks at
 once; one task is cancelled mid-run and rerun alone; the merge waits on `afterok`; grades.csv and grades.json equal a
 one-machine `make grade` of the same class (in a copy of the session's graded example class, conftest.example_class:
 it grades ada2's and half4's notebooks and reuses the rest). A shard whose grader fails keeps the merge from running
@@ -147,11 +147,25 @@ def log_of(course: Path, pattern: str) -> str:
 
 
 def slurm_class(dest: Path, shards: int) -> tuple[Path, set[str]]:
-    """The example students `make setup` grades (ada, blank.zip, half_*), and ada2 and half4 so that
-    each of `shards` shards has a student: each hands in one notebook of ada's and of half's, the
-    quickest to grade (a shard needs a student, not six more notebooks that `make grade` grades too)."""
+    """The example students `make setup` grades, in their three forms (ada's folder, blank.zip, half_*
+    files), handing in the step's first notebooks: ada 01-04 (04, whose provided cells take seconds, keeps
+    her shard running while the test cancels it with some notebooks graded), blank and half 01-03 (the
+    notebooks not handed in are graded as missing: 05 and 06 add seconds of kernel time each and nothing a
+    shard, its rerun or the merge does); and ada2 and half4 so that each of `shards` shards has a student:
+    each hands in one notebook of ada's and of half's, the quickest to grade."""
+    import zipfile
     assert QUICKEST in NOTEBOOK_NAMES
     build(STEP4, dest)
+    for name in NOTEBOOK_NAMES[4:]:
+        (dest / "ada" / f"{name}.ipynb").unlink()
+    for name in NOTEBOOK_NAMES[3:]:
+        (dest / f"half_{name}.ipynb").unlink()
+    with zipfile.ZipFile(dest / "blank.zip") as archive:
+        kept = {n: archive.read(n) for n in archive.namelist() if Path(n).stem in NOTEBOOK_NAMES[:3]}
+    assert len(kept) == 3, kept
+    with zipfile.ZipFile(dest / "blank.zip", "w") as archive:
+        for n, data in kept.items():
+            archive.writestr(n, data)
     (dest / "ada2").mkdir()
     shutil.copy(dest / "ada" / f"{QUICKEST}.ipynb", dest / "ada2" / f"{QUICKEST}.ipynb")
     shutil.copy(dest / f"half_{QUICKEST}.ipynb", dest / f"half4_{QUICKEST}.ipynb")
@@ -192,8 +206,8 @@ def seconds(fields: dict, start: str = "StartTime", end: str = "EndTime") -> flo
 
 def test_array_job_grades_the_class_like_make_grade_with_a_task_cancelled_and_rerun(slurm, pg, course, tmp_path,
                                                                                      request, example_class):
-    # the task cancelled is ada's (shard 2): six notebooks, so it is cancelled with some graded and
-    # some not; its rerun grades the rest, after the array, so the fewer the sooner the merge
+    # the task cancelled is ada's (shard 2): four notebooks, the last with seconds of provided cells, so it
+    # is cancelled with some graded and some not; its rerun grades the rest, after the array
     shards, cancelled = 4, "2"
     submissions, students = slurm_class(tmp_path / "class", shards)
     victims = {s for s in students if shard_of(s, shards) == int(cancelled)}
@@ -272,7 +286,8 @@ def test_array_job_grades_the_class_like_make_grade_with_a_task_cancelled_and_re
     make_out, make_err = make.communicate(timeout=2400)
     make_seconds = time.monotonic() - began
     assert make.returncode == 0, make_out[-3000:] + make_err[-3000:]
-    assert "grade: 2 notebooks to grade" in make_out and "(18 already recorded)" in make_out, make_out[-3000:]
+    reused = 4 + 3 + 3            # ada's, half's and blank's notebooks (slurm_class): the example class's results
+    assert "grade: 2 notebooks to grade" in make_out and f"({reused} already recorded)" in make_out, make_out[-3000:]
     assert report_rows(home) == report_rows(one), "the cluster's grades.csv differs from make grade's"
     assert grades_json(home) == grades_json(one), "the cluster's grades.json differs from make grade's"
     assert {r[0] for r in report_rows(home)} == students
