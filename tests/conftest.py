@@ -195,7 +195,8 @@ NICE_TAIL = ["test_fresh_cases", "test_visible_checks_proof", "test_rewrites", "
 MODULE_MARKS = {
     "sandbox": ("test_busy_machine", "test_caps", "test_example_apart", "test_grader_proof", "test_grading", "test_grading_guarantees",
                 "test_kernel_cgroups", "test_redteam", "test_redteam_cold", "test_sandbox", "test_second_step",
-                "test_warm_kernels", "test_hostile_pages", "test_lab_formgrader", "test_student_budget", "test_cluster_slurm"),
+                "test_warm_kernels", "test_hostile_pages", "test_lab_formgrader", "test_student_budget", "test_cluster_slurm",
+                "test_feedback_refresh"),
     "services": ("test_grading_postgres", "test_cluster_slurm"),
     "browser": ("test_term_flow",),
     "hub": ("test_hub_deps",),
