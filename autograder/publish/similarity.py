@@ -778,6 +778,26 @@ def _is_builtin_call(node: ast.AST, names: frozenset[str] | set[str], shadowed: 
     )
 
 
+# The nodes of an expression that only computes: constants, names, literals of them and operators on them.
+_PURE_NODES = (
+    ast.Constant,
+    ast.Name,
+    ast.Tuple,
+    ast.List,
+    ast.Set,
+    ast.Dict,
+    ast.UnaryOp,
+    ast.BinOp,
+    ast.BoolOp,
+    ast.Compare,
+    ast.expr_context,
+    ast.operator,
+    ast.unaryop,
+    ast.boolop,
+    ast.cmpop,
+)
+
+
 def _pure(node: ast.AST, shadowed: frozenset[str]) -> bool:
     """An expression that computes a value and nothing else: constants, names, literals of them,
     operators on them and PURE_BUILTINS calls (`len([])`), nothing that reads an attribute or item."""
@@ -785,26 +805,7 @@ def _pure(node: ast.AST, shadowed: frozenset[str]) -> bool:
         if isinstance(n, ast.Call):
             if not _is_builtin_call(n, PURE_BUILTINS, shadowed) or n.keywords:
                 return False
-        elif not isinstance(
-            n,
-            (
-                ast.Constant,
-                ast.Name,
-                ast.Tuple,
-                ast.List,
-                ast.Set,
-                ast.Dict,
-                ast.UnaryOp,
-                ast.BinOp,
-                ast.BoolOp,
-                ast.Compare,
-                ast.expr_context,
-                ast.operator,
-                ast.unaryop,
-                ast.boolop,
-                ast.cmpop,
-            ),
-        ):
+        elif not isinstance(n, _PURE_NODES):
             return False
     return True
 
@@ -889,28 +890,8 @@ VALUE_METHODS = frozenset(
         "items",
     }
 )
-_INERT_NODES = (
-    ast.Constant,
-    ast.Name,
-    ast.Tuple,
-    ast.List,
-    ast.Set,
-    ast.Dict,
-    ast.UnaryOp,
-    ast.BinOp,
-    ast.BoolOp,
-    ast.Compare,
-    ast.IfExp,
-    ast.Attribute,
-    ast.Subscript,
-    ast.Slice,
-    ast.keyword,
-    ast.expr_context,
-    ast.operator,
-    ast.unaryop,
-    ast.boolop,
-    ast.cmpop,
-)
+# ... and those of one that reads too: attributes, items and slices, a conditional expression.
+_INERT_NODES = _PURE_NODES + (ast.IfExp, ast.Attribute, ast.Subscript, ast.Slice, ast.keyword)
 
 
 def _inert(node: ast.AST, shadowed: frozenset[str]) -> bool:
