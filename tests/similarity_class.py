@@ -18,7 +18,9 @@ each kind of DISGUISES, copies of two of them drawn by a seeded generator, each 
 mechanically (dead statements from templates with fresh names and values, unused functions, names
 in redundant parentheses, the moves and renames above, and all of them at once; inert statements:
 a builtin or a method that changes nothing called for a value nobody reads, an assertion that holds,
-before every statement), and program
+before every statement; an unused call of a library function that only makes a value, a name
+rebound to itself through an identity, a guard clause that only raises, before every statement),
+and program
 rewrites (REWRITES: `for` loops as counter or iterator `while` loops, comprehensions as append loops,
 single-use names inlined, divisions as products with an inverse, returns as an element of a literal
 with fillers, every function's body moved into a helper it calls; each alone, the six at once, and
@@ -459,6 +461,99 @@ def never_run(source: str, rng) -> str:
     return _inserted(source, make)
 
 
+def _names_before(source: str) -> dict[tuple[int, int], tuple[list[str], list[str]]]:
+    """(line, column) of each statement -> (the arguments of the function around it, the names it and
+    its function had bound on the lines above: arguments, assignments, loop variables); {} if not Python."""
+    import ast
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    out: dict[tuple[int, int], tuple[list[str], list[str]]] = {}
+
+    def own(node):
+        for child in ast.iter_child_nodes(node):
+            yield child
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp,
+                                      ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                yield from own(child)
+
+    scopes = [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+    for scope in scopes:
+        arguments = [a.arg for a in scope.args.args if a.arg != "self"] if scope is not tree else []
+        nodes = list(own(scope))
+        stores = [(n.lineno, n.id) for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+        for node in nodes:
+            if isinstance(node, ast.stmt):
+                before = [name for line, name in stores if line < node.lineno and name != "self"]
+                out[(node.lineno, node.col_offset)] = (arguments, list(dict.fromkeys(arguments + before)))
+    return out
+
+
+# Unused calls of library functions that only make a value (a tensor, a number), bare or bound to a
+# fresh name nobody reads; `{p}` an argument of the function around it, `{v}` and `{w}` numbers.
+LIBRARY_PADDING = ["torch.zeros({v})", "torch.ones({w}, {w})", "torch.arange({v})", "torch.eye({w})",
+                   "torch.full(({w},), {v}.0)", "torch.tensor([{v}, {w}])", "torch.empty({w}, dtype=torch.float64)",
+                   "math.sqrt({v})", "math.log({v})", "math.exp({w})", "math.pow({v}, {w})", "math.floor({v}.5)"]
+LIBRARY_ON_ARGUMENT = ["torch.zeros_like({p})", "torch.ones_like({p})", "torch.exp({p})", "torch.tril({p})",
+                       "torch.isfinite({p})", "torch.transpose({p}, 0, 1)", "torch.sum({p}, dim=-1)"]
+
+
+def library_calls(source: str, rng) -> str:
+    """Before every statement, an unused call of a library function that only makes a value
+    (LIBRARY_PADDING; in a function, half of them on one of its arguments: LIBRARY_ON_ARGUMENT), bare
+    or, in a function, bound to a fresh name nobody reads (`spare_12 = torch.zeros_like(q)`)."""
+    names = _names_before(source)
+
+    def make(node):
+        arguments, _ = names.get((node.lineno, node.col_offset), ([], []))
+        if arguments and rng.random() < 0.5:
+            call = rng.choice(LIBRARY_ON_ARGUMENT).format(p=rng.choice(arguments))
+        else:
+            call = rng.choice(LIBRARY_PADDING).format(v=rng.randrange(1, 100), w=rng.randrange(1, 9))
+        if arguments and rng.random() < 0.5:
+            return f"{rng.choice(WORDS)}_{rng.randrange(1000)} = {call}"
+        return call
+    return _inserted(source, make)
+
+
+# A name rebound to its own value through an operation that gives the same value back.
+IDENTITY_TEMPLATES = ["{p} = {p} + 0", "{p} = 0 + {p}", "{p} = {p} - 0", "{p} = {p} * 1", "{p} = 1 * {p}",
+                      "{p} = {p} / 1", "{p} = {p} * 1.0", "{p} += 0", "{p} *= 1", "{p} = ({p})", "{p} = {p}"]
+
+
+def identity_rebinds(source: str, rng) -> str:
+    """Before every statement that has a name bound above it (an argument, an assignment), that name
+    rebound to itself through an identity (IDENTITY_TEMPLATES: `q = q * 1`, `x = 0 + x`, `k += 0`)."""
+    names = _names_before(source)
+
+    def make(node):
+        _, bound = names.get((node.lineno, node.col_offset), ([], []))
+        return rng.choice(IDENTITY_TEMPLATES).format(p=rng.choice(bound)) if bound else None
+    return _inserted(source, make)
+
+
+# Guard clauses that only raise: a condition that reads and changes nothing, a builtin exception of constants.
+GUARD_CONDITIONS = ["{p} is None", "not isinstance({p}, object)", "{p} is not {p}", "len(str({p})) == 0",
+                    "{p}.dim() > 8", "{p}.shape[-1] == 0", "type({p}) is type(None)"]
+GUARD_RAISES = ["ValueError('bad input')", "TypeError('{p} must be a tensor')", "RuntimeError", "ValueError",
+                "AssertionError('unreachable')", "IndexError(-1)"]
+
+
+def guards(source: str, rng) -> str:
+    """Before every statement of a function, a guard clause that only raises (`if q is None: raise
+    ValueError('bad input')`) on one of its arguments (GUARD_CONDITIONS, GUARD_RAISES)."""
+    names = _names_before(source)
+
+    def make(node):
+        arguments, _ = names.get((node.lineno, node.col_offset), ([], []))
+        if not arguments:
+            return None
+        p = rng.choice(arguments)
+        return f"if {rng.choice(GUARD_CONDITIONS).format(p=p)}:\n    raise {rng.choice(GUARD_RAISES).format(p=p)}"
+    return _inserted(source, make)
+
+
 def _writes_reads(node) -> tuple[set[str], set[str]]:
     import ast
     writes, reads = set(), set()
@@ -768,6 +863,9 @@ DISGUISES = {
     "all+rewrites": lambda answers, notebook, rng: _all(_each(answers, lambda t: rewritten(t, rng)), notebook, rng),
     # last, so that the victims drawn for the kinds above are those drawn before it was added
     "inert": lambda answers, notebook, rng: _each(answers, lambda t: inert_between(t, rng)),
+    "library-calls": lambda answers, notebook, rng: _each(answers, lambda t: library_calls(t, rng)),
+    "identity": lambda answers, notebook, rng: _each(answers, lambda t: identity_rebinds(t, rng)),
+    "guards": lambda answers, notebook, rng: _each(answers, lambda t: guards(t, rng)),
 }
 
 
@@ -777,7 +875,8 @@ DISGUISES = {
 # value brought there does not count), so where the original keeps `ids = torch.tensor(...)` as a line and
 # inlines a call after it, a copy that wrote `torch.tensor(...)` in place leaves that call where it was:
 # one cell of the six rewrites together shared 0.85 (attention_on_text); the pair still ranks at 1.00.
-WHOLE = ("renamed", "padded", "inert", "helpers", "wrapped", "dead-stores", "never-run", "swapped", "padded+wrapped",
+WHOLE = ("renamed", "padded", "inert", "library-calls", "identity", "guards", "helpers", "wrapped", "dead-stores",
+         "never-run", "swapped", "padded+wrapped",
          *(kind for kind in REWRITES if kind not in ("inlined-once", "rewrites")))
 
 

@@ -2,8 +2,9 @@
 another order do not hide a copy), leaves apart answers that differ, untouched ones and short ones,
 ranks every copy of the synthetic class above every pair of honest students, by its whole answers
 and by its code alone, and so every copy made mechanically from the honest students' code (renamed,
-a varied dead statement, an inert one (a value nobody reads, an assertion that holds) or an unused
-function before every statement, moved and reversed, names
+a varied dead statement, an inert one (a value nobody reads, an assertion that holds, an unused
+library value, a name rebound to itself, a guard that only raises) or an unused function before
+every statement, moved and reversed, names
 in redundant parentheses, all of these at once; and program rewrites, `while` loops for `for`s,
 append loops for comprehensions, single-use names inlined, products with an inverse for divisions,
 returns as an element of a literal, bodies moved into helpers, each alone, together and with all
@@ -180,8 +181,11 @@ def test_every_disguised_copy_ranks_above_every_honest_pair_by_its_code_alone(gr
     """Copies made mechanically (tests/similarity_class.py's DISGUISES, from a seeded generator) of
     the honest students' code, written answers left out: renamed; a varied dead statement before
     every statement (a chain of unused names, constants, `pass`, `print()`); an inert statement before
-    every statement (`len(())`, `q.size()`, `assert q is not None`: similarity_class.inert_between); an unused function
-    before every statement; answers moved a cell on and in reverse order; every name in redundant
+    every statement (`len(())`, `q.size()`, `assert q is not None`: similarity_class.inert_between); an unused
+    library value (`torch.zeros(1)`, `spare = torch.ones_like(q)`, `math.sqrt(2)`: library_calls), a name
+    rebound to itself through an identity (`q = q * 1`, `k += 0`: identity_rebinds) or a guard clause that
+    only raises (`if q is None: raise ValueError('bad input')`: guards) before every statement; an unused
+    function before every statement; answers moved a cell on and in reverse order; every name in redundant
     parentheses; a store to each assigned name before it, overwritten, and `x = x`; a block that never
     runs (`if False:`) before every statement, writing to the answer's own names; neighbouring
     independent assignments swapped; and these together; and the program rewrites (REWRITES: `for`
@@ -282,6 +286,52 @@ def test_normalising_drops_statements_that_compute_a_value_nobody_reads_and_asse
         assert not same(plain, plain.replace("    s = q", f"    {kept}\n    s = q")), kept
     shadowing = "len = print\n\ndef f(q):\n    len(q)\n    return q\n"
     assert not same(shadowing, shadowing.replace("    len(q)\n", ""), roots=None)   # not the builtin any more
+
+
+def test_normalising_drops_unused_library_values_names_rebound_to_themselves_and_guards_that_only_raise():
+    """An unused call of a PURE_LIBRARY function (`torch.zeros(1)`, `torch.ones_like(q)`, `math.sqrt(2)`,
+    bare or bound to a name nobody reads), a name rebound to its own value through an identity
+    (`q = q * 1`, `k += 0`: IDENTITIES) and a guard clause that only raises, on a condition that changes
+    nothing (`if q is None: raise ValueError('no q')`) are dropped: a copy with one before every line is
+    its original's text. Each rule with a case either way: a library call that draws at random, seeds,
+    saves or writes `out=`, a function not on the list, a module the code binds to something else, a
+    library value an assertion or a guard checks, a rebinding that changes the value or makes a new
+    object, a guard that calls something else, formats its message, does more than raise, or raises an
+    exception the code binds are kept."""
+    def same(a, b, roots=frozenset({"f"})):
+        return normalise_code(a, roots)[0] == normalise_code(b, roots)[0]
+    plain = "def f(q, k):\n    d = q.shape[-1]\n    s = q @ k.T\n    out = s / d ** 0.5\n    return out\n"
+    dropped = ["torch.zeros(1)", "torch.ones_like(q)", "math.sqrt(2)", "torch.zeros(3, dtype=torch.float64)",
+               "np.arange(4)", "spare = torch.full((2,), 1.0)", "torch.tril(torch.ones(3, 3)).sum(dim=-1)",
+               "math.log(k.numel())", "q = q + 0", "q = 0 + q", "k = k - 0", "q = q * 1", "k = 1 * k", "q = q / 1",
+               "q = q * 1.0", "k += 0", "q *= 1", "q = (q)", "if q is None:\n        raise ValueError('no q')",
+               "if k.dim() != 2:\n        raise TypeError",
+               "if not isinstance(q, torch.Tensor):\n        raise TypeError('a tensor', 2)"]
+    padded = "def f(q, k):\n" + "".join(f"    {dropped[i % len(dropped)]}\n    {line.strip()}\n"
+                                        for i, line in enumerate(plain.splitlines()[1:]))
+    assert same(plain, padded), normalise_code(padded, frozenset({"f"}))[0]
+    for statement in dropped:
+        assert same(plain, plain.replace("    s = q", f"    {statement}\n    s = q")), statement
+    for kept in ["torch.randn(1)", "torch.manual_seed(0)", "np.random.seed(0)", "torch.save(q, 'q.pt')",
+                 "torch.sum(q, 0, out=k)", "torch.ones_like(q, out=k)", "torch.zeros(*k)", "math.sqrt(print(2))",
+                 "assert torch.equal(q, torch.zeros_like(q))",
+                 "q = q + 1", "q = q * 2", "q = 1 - q", "q = q.clone()", "q = q // 1", "q = -q", "q = q ** 1",
+                 "k -= 1", "q = k * 1", "q = q + 0 * k",
+                 "if not torch.equal(q, torch.zeros_like(q)):\n        raise AssertionError('not zero')",
+                 "if q is None:\n        raise ValueError(f'no {q}')", "if q.add_(1) is None:\n        raise ValueError",
+                 "if q is None:\n        print(q)\n        raise ValueError",
+                 "if q is None:\n        raise ValueError\n    else:\n        pass",
+                 "if q is None:\n        raise MyError", "if q is None:\n        raise"]:
+        assert not same(plain, plain.replace("    s = q", f"    {kept}\n    s = q")), kept
+    for module, call in [("import torch", "torch.zeros(1)"), ("import numpy as np", "np.zeros(1)"),
+                         ("import math", "math.sqrt(2)")]:   # imported under its usual name: still the module
+        code = f"{module}\n\ndef f(q):\n    {call}\n    return q\n"
+        assert same(code, code.replace(f"    {call}\n", "")), module
+    for binding in ["import numpy as torch", "from lib import torch", "torch = Lib()"]:
+        code = f"{binding}\n\ndef f(q):\n    torch.zeros(1)\n    return q\n"
+        assert not same(code, code.replace("    torch.zeros(1)\n", "")), binding
+    rebound = "ValueError = print\n\ndef f(q):\n    if q is None:\n        raise ValueError('x')\n    return q\n"
+    assert not same(rebound, rebound.replace("    if q is None:\n        raise ValueError('x')\n", ""), roots=None)
 
 
 def test_normalising_drops_blocks_that_never_run_dead_stores_and_puts_independent_lines_in_one_order():

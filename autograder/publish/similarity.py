@@ -13,8 +13,9 @@ as Python's tokens, every name but builtins, keywords and attributes (`.softmax`
 An answer's own statements are what it keeps, not what a list of padding drops: in a function,
 the statements that act (return, raise, assert, yield, call something, write to an argument's or a
 global's object; not a statement that only computes a value nobody reads, calling nothing but
-VALUE_BUILTINS and VALUE_METHODS, `len(())`, `q.size()`, nor an assertion of such a value that can
-hold, `assert q is not None`: an allowlist, any other call acts) and, to a fixed point, every statement that binds or changes a name a kept
+VALUE_BUILTINS, VALUE_METHODS and PURE_LIBRARY (the last two with VALUE_KEYWORDS only: not `out=`),
+`len(())`, `q.size()`, `torch.zeros(3)`, `math.sqrt(2)`, nor an assertion of such a value that can
+hold, `assert q is not None`, calling no PURE_LIBRARY function: an allowlist, any other call acts) and, to a fixed point, every statement that binds or changes a name a kept
 statement reads (an assignment, an import, a helper function, `rows.append(...)` when `rows` is
 read), with the loops, conditions and `with` blocks around a kept statement; in a class, every name
 it defines; in a cell, the definitions of the names its stub defines (`scores_entrywise`), and what
@@ -22,7 +23,10 @@ they read, transitively (a cell whose stub defines none, or whose answer defines
 keeps every name it binds: a later cell may read them). Before that, a block that never runs goes
 (an `if` on a constant, or on a condition computed from small constants alone, is the branch it
 takes: `if False:`, `if 0:`, `if not True:`, `if 1 > 2:`, `if len([]):`; a `while` on a false one, and a
-`for` over an empty literal or an empty range of constants, `for _ in ():`, `for i in range(0):`, its `else`), and so do a name assigned to itself (`x = x`) and a dead store: an
+`for` over an empty literal or an empty range of constants, `for _ in ():`, `for i in range(0):`, its `else`), and so do
+a guard clause that only raises, on a condition an assertion of which would go
+(`if q is None: raise ValueError('no q')`: a GUARD_EXCEPTIONS exception of constants, nothing else in
+the block), a name rebound to its own value (`x = x`, `q = q * 1`, `x = 0 + x`, `k += 0`: IDENTITIES) and a dead store: an
 assignment of names only, each bound again later in the same block before anything reads it or
 writes to its object (`out = 0` before `out = torch.zeros(T, T)`; not a name a function of the
 cell reads, nor one declared global or nonlocal: a call may read those in between). After it, each
@@ -30,7 +34,8 @@ run of neighbouring assignments is put in one order: a statement after every ear
 depends on (it reads or writes a name that one writes, or writes one it reads), and among those
 free to go next, the one whose tokens come first (so `q = ...; k = ...` swapped is one text). So
 a copy padded with a dead statement
-between every line (`tmp = 3`, `x = tmp + 1`: a chain of unused names, `'.'`, `pass`, `print()`),
+between every line (`tmp = 3`, `x = tmp + 1`: a chain of unused names, `'.'`, `pass`, `print()`,
+`torch.zeros(1)`, `q = q * 1`, `if q is None: raise ValueError`),
 with unused helper functions, with statements after a `return`, with blocks that never run or
 stores that are overwritten, or with independent lines swapped, is normalised to the original's
 text, and the copy's every run of the original is found again. A statement is kept or dropped
@@ -363,8 +368,8 @@ def _units(
                 value = node.value
                 if not calls:
                     pass  # a constant, a name, a pure expression
-                elif _inert(value, shadowed):
-                    pass  # `len(())`, `q.size()`: a value nobody reads, computed by what changes nothing
+                elif _inert(value, shadowed, library=True):
+                    pass  # `len(())`, `q.size()`, `torch.zeros(3)`: a value nobody reads, computed by what changes nothing
                 elif (
                     isinstance(value, ast.Call)
                     and isinstance(value.func, ast.Name)
@@ -532,10 +537,50 @@ def _never_iterates(loop: ast.stmt, shadowed: frozenset[str]) -> bool:
     return False
 
 
+# The exceptions a guard clause may raise and still be dropped (an allowlist of builtin ones).
+GUARD_EXCEPTIONS = frozenset(
+    {
+        "Exception",
+        "ValueError",
+        "TypeError",
+        "RuntimeError",
+        "AssertionError",
+        "IndexError",
+        "KeyError",
+        "LookupError",
+        "ArithmeticError",
+        "ZeroDivisionError",
+        "NotImplementedError",
+        "AttributeError",
+    }
+)
+
+
+def _guard(node: ast.stmt, shadowed: frozenset[str]) -> bool:
+    """A guard clause that only raises: `if <an inert condition>: raise <GUARD_EXCEPTIONS>(<constants>)`,
+    no `else`, nothing else in the block, no `from`, the exception not bound by the code."""
+    if not isinstance(node, ast.If) or node.orelse or len(node.body) != 1 or not isinstance(node.body[0], ast.Raise):
+        return False
+    raised = node.body[0]
+    exception = raised.exc
+    if isinstance(exception, ast.Call):
+        if exception.keywords or not all(_is_constant(a) for a in exception.args):
+            return False
+        exception = exception.func
+    return (
+        raised.cause is None
+        and isinstance(exception, ast.Name)
+        and exception.id in GUARD_EXCEPTIONS
+        and exception.id not in shadowed
+        and _inert(node.test, shadowed)
+    )
+
+
 def _without_dead_branches(body: list[ast.stmt], shadowed: frozenset[str] = frozenset()) -> list[ast.stmt]:
     """`body` with every block that never runs taken out, in every scope: an `if` on a constant (or a
     condition computed from constants alone, `_truth`) is the branch it takes, a `while` on a false one
-    its `else`, and so is a `for` over an empty literal or range of constants (`for _ in ():`).
+    its `else`, and so is a `for` over an empty literal or range of constants (`for _ in ():`); and
+    without its guard clauses that only raise (`if q is None: raise ValueError('no q')`: _guard).
     `shadowed`: the names the code binds (a builtin it binds is not evaluated)."""
     out: list[ast.stmt] = []
     for node in body:
@@ -549,6 +594,8 @@ def _without_dead_branches(body: list[ast.stmt], shadowed: frozenset[str] = froz
         truth = _truth(node.test, shadowed) if isinstance(node, (ast.If, ast.While)) else None
         if isinstance(node, ast.If) and truth is not None:
             out.extend(node.body if truth else node.orelse)
+        elif truth is None and _guard(node, shadowed):
+            continue
         elif isinstance(node, ast.While) and truth is False or _never_iterates(node, shadowed):
             out.extend(node.orelse)
         else:
@@ -571,23 +618,64 @@ def _plain_binds(node: ast.stmt) -> set[str] | None:
     return names
 
 
+# The operations that give their operand back (an allowlist): operator -> (its identity constant, whether
+# the constant may stand on the left). `x + 0`, `0 + x`, `x - 0`, `x * 1`, `1 * x`, `x / 1`, the constant an
+# int or a float.
+IDENTITIES: dict[type, tuple[int, bool]] = {
+    ast.Add: (0, True),
+    ast.Sub: (0, False),
+    ast.Mult: (1, True),
+    ast.Div: (1, False),
+}
+
+
+def _identity_constant(node: ast.AST, op: ast.operator) -> bool:
+    return (
+        type(op) in IDENTITIES
+        and isinstance(node, ast.Constant)
+        and type(node.value) in (int, float)
+        and node.value == IDENTITIES[type(op)][0]
+    )
+
+
+def _rebinds_to_itself(node: ast.stmt) -> bool:
+    """A name rebound to its own value: `x = x`, or through an operation of IDENTITIES, `x = x * 1`,
+    `x = 0 + x`, `x += 0`, `x *= 1` (where it does not raise, the name holds a value equal to the one it
+    held: `True + 0` is 1, `2 / 1` is 2.0, both equal; not `x = x.clone()`, a new object an answer writes
+    into in place and the caller's is not, nor `x = x // 1`, `x = +x`, `x = x ** 1`)."""
+    if isinstance(node, ast.AugAssign):
+        return isinstance(node.target, ast.Name) and _identity_constant(node.value, node.op)
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+        return False
+    name, value = node.targets[0].id, node.value
+
+    def itself(n: ast.AST) -> bool:
+        return isinstance(n, ast.Name) and n.id == name
+
+    if itself(value):
+        return True
+    return isinstance(value, ast.BinOp) and (
+        itself(value.left)
+        and _identity_constant(value.right, value.op)
+        or itself(value.right)
+        and _identity_constant(value.left, value.op)
+        and IDENTITIES[type(value.op)][1]
+    )
+
+
 def _without_dead_stores(body: list[ast.stmt], shared: frozenset[str]) -> list[ast.stmt]:
     """`body` (one block) without the assignments whose every name is bound again, later in the same
     block, before anything reads it (`out = 0` before `out = torch.zeros(T, T)`), and without a name
-    assigned to itself (`x = x`). Names in `shared` (read by a function of the cell, or declared global
-    or nonlocal) may be read between, by a call: their stores stay."""
+    rebound to its own value (`x = x`, `x = x * 1`: _rebinds_to_itself). Names in `shared` (read by a
+    function of the cell, or declared global or nonlocal) may be read between, by a call: their stores
+    stay (not their rebindings to themselves: the value a call reads is the same)."""
     drop: set[int] = set()
     for i, node in enumerate(body):
+        if _rebinds_to_itself(node):
+            drop.add(i)
+            continue
         names = _plain_binds(node)
         if not names or names & shared:
-            continue
-        if (
-            isinstance(node.value, ast.Name)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id == node.value.id
-        ):
-            drop.add(i)
             continue
         waiting = set(names)
         for later in body[i + 1 :]:
@@ -753,7 +841,8 @@ COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 def _bound_anywhere(tree: ast.AST) -> frozenset[str]:
-    """Every name the code binds somewhere (a builtin it binds is not the builtin any more)."""
+    """Every name the code binds somewhere (a builtin it binds is not the builtin any more), but a
+    module's usual name bound by importing that module (`import torch`, `import numpy as np`: LIBRARY_MODULES)."""
     out: set[str] = set()
     for n in ast.walk(tree):
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
@@ -763,7 +852,11 @@ def _bound_anywhere(tree: ast.AST) -> frozenset[str]:
         elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             out.add(n.name)
         elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            out.update((a.asname or a.name).split(".")[0] for a in n.names)
+            for a in n.names:
+                name = (a.asname or a.name).split(".")[0]
+                module = a.name if a.asname else a.name.split(".")[0]
+                if not (isinstance(n, ast.Import) and LIBRARY_MODULES.get(name) == module):
+                    out.add(name)
         elif isinstance(n, ast.ExceptHandler) and n.name:
             out.add(n.name)
     return frozenset(out)
@@ -890,19 +983,199 @@ VALUE_METHODS = frozenset(
         "items",
     }
 )
+# Library functions that only make a value from their arguments (a tensor, a number) and change nothing,
+# not even a random generator's state, called through their module's usual name (LIBRARY_MODULES, not bound
+# by the code to anything else: `import numpy as np` keeps it): an allowlist, so `torch.randn`,
+# `torch.manual_seed`, `np.random.seed` and every function not named here are calls that act.
+LIBRARY_MODULES = {"torch": "torch", "math": "math", "np": "numpy", "numpy": "numpy"}
+PURE_LIBRARY = {
+    "torch": frozenset(
+        {
+            "zeros",
+            "ones",
+            "empty",
+            "full",
+            "zeros_like",
+            "ones_like",
+            "empty_like",
+            "full_like",
+            "arange",
+            "linspace",
+            "eye",
+            "tensor",
+            "stack",
+            "cat",
+            "tril",
+            "triu",
+            "where",
+            "matmul",
+            "bmm",
+            "einsum",
+            "outer",
+            "dot",
+            "exp",
+            "log",
+            "log10",
+            "sqrt",
+            "rsqrt",
+            "abs",
+            "sin",
+            "cos",
+            "tanh",
+            "sigmoid",
+            "softmax",
+            "log_softmax",
+            "logsumexp",
+            "cumsum",
+            "sum",
+            "mean",
+            "std",
+            "var",
+            "max",
+            "min",
+            "maximum",
+            "minimum",
+            "clamp",
+            "argmax",
+            "argmin",
+            "allclose",
+            "isclose",
+            "equal",
+            "isfinite",
+            "isnan",
+            "isinf",
+            "transpose",
+            "permute",
+            "reshape",
+            "flatten",
+            "squeeze",
+            "unsqueeze",
+            "broadcast_to",
+            "flip",
+            "diag",
+            "masked_fill",
+            "numel",
+            "is_tensor",
+        }
+    ),
+    "math": frozenset(
+        {
+            "sqrt",
+            "exp",
+            "log",
+            "log2",
+            "log10",
+            "pow",
+            "sin",
+            "cos",
+            "tan",
+            "tanh",
+            "atan2",
+            "hypot",
+            "floor",
+            "ceil",
+            "trunc",
+            "fabs",
+            "isclose",
+            "isfinite",
+            "isnan",
+            "isinf",
+            "fsum",
+            "gcd",
+        }
+    ),
+    "numpy": frozenset(
+        {
+            "zeros",
+            "ones",
+            "empty",
+            "full",
+            "zeros_like",
+            "ones_like",
+            "arange",
+            "linspace",
+            "eye",
+            "array",
+            "asarray",
+            "stack",
+            "concatenate",
+            "tril",
+            "triu",
+            "where",
+            "matmul",
+            "dot",
+            "exp",
+            "log",
+            "log10",
+            "sqrt",
+            "abs",
+            "sum",
+            "mean",
+            "std",
+            "var",
+            "max",
+            "min",
+            "argmax",
+            "argmin",
+            "allclose",
+            "isclose",
+            "isfinite",
+            "isnan",
+            "transpose",
+            "reshape",
+        }
+    ),
+}
+# The keyword arguments a VALUE_METHODS or PURE_LIBRARY call may take (an allowlist: not `out=`, which
+# writes into a tensor, nor `generator=`).
+VALUE_KEYWORDS = frozenset(
+    {
+        "dtype",
+        "device",
+        "dim",
+        "keepdim",
+        "axis",
+        "keepdims",
+        "diagonal",
+        "requires_grad",
+        "atol",
+        "rtol",
+        "equal_nan",
+        "start_dim",
+        "end_dim",
+    }
+)
+
+
+def _library_call(node: ast.Call, shadowed: frozenset[str]) -> bool:
+    """A call of a PURE_LIBRARY function through its module's usual name (`torch.zeros`, `math.sqrt`)."""
+    func = node.func
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id in LIBRARY_MODULES
+        and func.value.id not in shadowed
+        and func.attr in PURE_LIBRARY[LIBRARY_MODULES[func.value.id]]
+    )
+
+
 # ... and those of one that reads too: attributes, items and slices, a conditional expression.
 _INERT_NODES = _PURE_NODES + (ast.IfExp, ast.Attribute, ast.Subscript, ast.Slice, ast.keyword)
 
 
-def _inert(node: ast.AST, shadowed: frozenset[str]) -> bool:
+def _inert(node: ast.AST, shadowed: frozenset[str], library: bool = False) -> bool:
     """An expression that reads and computes and changes nothing: constants, names, attributes, items,
-    literals and operators of them, calls of VALUE_BUILTINS (positional arguments only) and of
-    VALUE_METHODS (`q.size()`, `k.sum(dim=-1)`); nothing that binds (a walrus), nothing else called."""
+    literals and operators of them, calls of VALUE_BUILTINS (positional arguments only), of
+    VALUE_METHODS (`q.size()`, `k.sum(dim=-1)`) and, with `library` (a value nobody reads: not one an
+    assertion or a guard checks), of PURE_LIBRARY (`torch.zeros(3)`, `math.sqrt(2)`), these two with
+    VALUE_KEYWORDS only; nothing that binds (a walrus), nothing else called."""
     for n in ast.walk(node):
         if isinstance(n, ast.Call):
+            keywords = all(k.arg in VALUE_KEYWORDS for k in n.keywords)
             builtin = _is_builtin_call(n, VALUE_BUILTINS, shadowed) and not n.keywords
-            method = isinstance(n.func, ast.Attribute) and n.func.attr in VALUE_METHODS
-            if not (builtin or method):
+            method = isinstance(n.func, ast.Attribute) and n.func.attr in VALUE_METHODS and keywords
+            library_call = library and _library_call(n, shadowed) and keywords
+            if not (builtin or method or library_call):
                 return False
         elif not isinstance(n, _INERT_NODES):
             return False
