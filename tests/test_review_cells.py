@@ -3,6 +3,8 @@ from the verdict (autograder/checks/framework.py) through judging (the cell's sc
 "review", its output says why) into nbgrader's gradebook (no auto_score, `needs_manual_grade`: the
 formgrader lists it with the written answers), and every total (the table, grades.json, the feedback
 summary, the exports) counts it as an ungraded written answer is counted, until a TA's score counts.
+`make grade`'s summary lists one line per student and reason, for the cells waiting and for the files
+that could not be graded alike, and stops after a fixed number of lines.
 
 Without kernels: a small gradebook (tests/test_term.py) whose 10-point test cell `t1` a check could not
 decide. The whole path in a graded notebook and in the formgrader is tests/browser/test_grading_by_hand.py.
@@ -231,3 +233,27 @@ def test_one_student_adds_one_review_item_per_reason():
     assert items[1].endswith(shared) and items[2].startswith("  mallory 06-going-further bonus_fit_exponent"), items
     many = [NotebookResult(f"s{i:02}", "02-the-head", "k", [cell("bonus_scores_entrywise", shared)]) for i in range(25)]
     assert review_lines(many, STEP4_like())[-1] == f"  ... and 5 more (grades/{STEP}.csv: kind review)"
+
+
+def test_one_student_adds_one_line_of_unreadable_files_per_problem():
+    """A student's folder of a thousand stray notebooks filled `make grade`'s summary with a thousand lines
+    ("files that could not be graded"): it is one line per student and problem, with the count, and the list
+    stops after MAX_ITEMS lines; grades.json keeps every file."""
+    from autograder.publish.report import MAX_ITEMS, problem_lines
+    stray = "not a notebook of this step (expected one of: 01-on-paper)"
+    problems = [{"student": "mallory", "notebook": None, "file": f"mallory/junk{i}.ipynb", "problem": stray}
+                for i in range(1000)]
+    problems.append({"student": "mallory", "notebook": None, "file": "mallory/x.zip", "problem": "could not be read"})
+    problems.append({"student": "ada", "notebook": None, "file": "ada/junk.ipynb", "problem": stray})
+    lines = problem_lines(problems, STEP4_like())
+    assert lines[:2] == ["", "files that could not be graded:"], lines
+    items = lines[2:]
+    assert len(items) == 3, items
+    assert items[0].startswith("  mallory, 1000 files (mallory/junk0.ipynb, mallory/junk1.ipynb, ") and items[0].endswith(
+        f"): {stray}"), items[0][:400]
+    assert len(items[0]) < 600, len(items[0])
+    assert items[1:] == ["  mallory: mallory/x.zip: could not be read", f"  ada: ada/junk.ipynb: {stray}"]
+    many = [{"student": f"s{i:02}", "notebook": None, "file": f"s{i:02}/a.ipynb", "problem": stray} for i in range(25)]
+    lines = problem_lines(many, STEP4_like())
+    assert len(lines) == 2 + MAX_ITEMS + 1 and lines[-1] == f"  ... and {25 - MAX_ITEMS} more (grades/{STEP}.json: problems)"
+    assert problem_lines([], STEP4_like()) == []

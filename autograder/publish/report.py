@@ -194,6 +194,30 @@ def review_lines(results: list[NotebookResult], step) -> list[str]:
     return lines
 
 
+MAX_ITEMS = 20  # lines of one list in `make grade`'s summary; the rest are in grades/<step>.csv and .json
+
+
+def problem_lines(problems: list[dict], step) -> list[str]:
+    """The files that could not be graded, for `make grade`'s summary: one line per student and problem (a
+    student who hands in a thousand stray files fills one line, not a thousand), at most MAX_ITEMS lines;
+    every file stays in grades/<step>.json's problems."""
+    if not problems:
+        return []
+    items: dict[tuple, list] = {}
+    for p in problems:
+        items.setdefault((p.get("student"), p.get("problem")), []).append(p)
+    lines = ["", "files that could not be graded:"]
+    for (sid, problem), files in list(items.items())[:MAX_ITEMS]:
+        if len(files) == 1:
+            lines.append(f"  {sid}: {files[0].get('file')}: {problem}")
+        else:
+            where = clip(", ".join(str(f.get("file")) for f in files), 300)
+            lines.append(f"  {sid}, {len(files)} files ({where}): {problem}")
+    if len(items) > MAX_ITEMS:
+        lines.append(f"  ... and {len(items) - MAX_ITEMS} more (grades/{step.name}.json: problems)")
+    return lines
+
+
 def padded(text: str, width: int) -> str:
     """`text` padded with spaces to `width` columns of a terminal: a Chinese character takes two
     columns, a combining accent none (so ids in any script keep the table's columns straight)."""
@@ -242,10 +266,8 @@ def write_reports(step, students: list[StudentResult], problems: list[dict], say
             "\nstudents whose time budget ran out (the cells and notebooks after it scored 0, saying so): "
             + ", ".join(budget_ran_out(results))
         )
-    if problems:
-        say("\nfiles that could not be graded:")
-        for p in problems:
-            say(f"  {p['student']}: {p['file']}: {p['problem']}")
+    for line in problem_lines(problems, step):
+        say(line)
     shown = [p.relative_to(ROOT) if p.is_relative_to(ROOT) else p for p in (csv_path, json_path)]
     say(f"\ngrades: {shown[0]} and {shown[1]} ({len(rows)} records)")
 
