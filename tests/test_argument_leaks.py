@@ -302,3 +302,56 @@ def test_data_the_grader_cannot_read_comes_back_only_as_the_engine_s_reason():
         real, constant = reason(make("args=11 13 5 3")), reason(make("args=1 1 1 1"))
         assert real == constant and "11" not in real and "args" not in real, (real, constant)
         assert real.startswith("NotPlain: ") and real == shown_error(real), real
+
+
+# A function that changes its input in place, and names that input by what it was given: a dead def
+# offers ten names, and the live one sets its own signature to the one the hidden input picks.
+SIGNATURE_PICKS = '''
+import inspect
+if False:
+    def mask_after_softmax_row_sums(p0=None, p1=None, p2=None, p3=None, p4=None,
+                                    p5=None, p6=None, p7=None, p8=None, p9=None):
+        pass
+def mask_after_softmax_row_sums(scores):
+    T = scores.shape[-1]
+    pick = int(scores.shape[0] + T) % 10                       # a digit of the hidden case
+    mask_after_softmax_row_sums.__signature__ = inspect.Signature(
+        [inspect.Parameter(f"p{pick}", inspect.Parameter.POSITIONAL_OR_KEYWORD)])
+    scores -= scores.max(dim=-1, keepdim=True).values          # the caller's scores change
+    keep = torch.tril(torch.ones(T, T, dtype=scores.dtype))
+    return (F.softmax(scores, dim=-1) * keep).sum(dim=-1)
+'''
+
+
+def test_an_input_changed_in_place_is_named_by_the_grader_not_by_the_signature_at_the_call():
+    """The feedback names an input a call changed by its position in the call the grader made and the
+    parameter every def of the function has there (probeserver.changed_names): a signature the student's
+    code sets at the call (`__signature__`, chosen by the hidden input among a dead def's names) names
+    nothing; one def, as written, names its parameter."""
+    ns = namespace("03-the-tests", {"mask_after_softmax_row_sums": SIGNATURE_PICKS})
+    check = STEP4.checks["mask_after_softmax_hidden"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        verdict = probe_and_judge("mask_after_softmax_hidden", ns, case_key=KEYS[0])
+    report = verdict.report(check.points)
+    assert "changed its input an input in place" in report, report
+    assert not re.search(r"`p\d`", report), report
+    honest = SIGNATURE_PICKS[SIGNATURE_PICKS.index("def mask_after_softmax_row_sums(scores)"):].replace(
+        "    mask_after_softmax_row_sums.__signature__ = inspect.Signature(\n"
+        "        [inspect.Parameter(f\"p{pick}\", inspect.Parameter.POSITIONAL_OR_KEYWORD)])\n", "")
+    ns = namespace("03-the-tests", {"mask_after_softmax_row_sums": "import inspect\n" + honest})
+    with contextlib.redirect_stdout(io.StringIO()):
+        verdict = probe_and_judge("mask_after_softmax_hidden", ns, case_key=KEYS[0])
+    assert "changed its input `scores` in place" in verdict.report(check.points), verdict.report(check.points)
+
+
+def test_the_grader_names_only_the_positions_and_keywords_it_sent():
+    """What a kernel reports as changed is read as a position the grader sent, named by the defs, or a
+    keyword the grader sent; anything else (a name, a position it did not send, a keyword it did not
+    send, a bool) is "an input"."""
+    from autograder.checks.probeserver import changed_names
+    sources = ["def f(a, b, *, c=1):\n    pass\n", "if False:\n    def f(a, z):\n        pass\n"]
+    message = {"name": "f", "args": [[1.0], [2.0]], "kwargs": {"__dict__": {"c": 3}}}
+    got = changed_names([0, 1, 2, -1, True, "c", "d", "a", "b"], message, sources)
+    assert got == ["a", "an input", "an input", "an input", "an input", "c", "an input", "an input", "an input"]
+    assert changed_names([0], {"name": "g", "args": [1]}, sources) == ["an input"]          # no def of g
+    assert changed_names([0], {"name": "f", "args": "junk"}, sources) == ["an input"]       # nothing sent

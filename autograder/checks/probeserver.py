@@ -377,8 +377,8 @@ class KernelSession:
 def _allowed(reply: Any, message: dict[str, Any], server: ProbeServer) -> Any:
     """The kernel's reply with only what may come back of text its code wrote (framework.shown_error:
     an error's kind, a check's outcome as returned / assertion / crashed with a kind); the name of a
-    missing object as the grader asked for it; the inputs a call changed in place by the parameter
-    names of the student's function as submitted (anything else: "an input"). The plain data of a
+    missing object as the grader asked for it; the inputs a call changed in place by the names the
+    grader gives them (changed_names: anything it cannot name is "an input"). The plain data of a
     value and a trace are the judge's, which quotes only what it computes."""
     if not isinstance(reply, dict):
         return reply
@@ -390,19 +390,40 @@ def _allowed(reply: Any, message: dict[str, Any], server: ProbeServer) -> Any:
     if "missing" in out:
         out["missing"] = str(message.get("name"))
     if isinstance(out.get("changed"), list):
-        names = parameter_names(server.sources, str(message.get("name")))
-        out["changed"] = [
-            name if isinstance(name, str) and name in names else "an input" for name in out["changed"][:4]
-        ]
+        out["changed"] = changed_names(out["changed"][:4], message, server.sources)
     return out
 
 
-def parameter_names(sources: Iterable[object] | None, function: str) -> set[str]:
-    """The parameter names of every `def function(...)` in the student's code cells: what a call that
-    changed its inputs may name (none if no def defines it: every input it changed is then "an input")."""
+def changed_names(changed: list[Any], message: dict[str, Any], sources: Iterable[object] | None) -> list[str]:
+    """The names the feedback gives the inputs a call changed in place, as the grader knows them: a
+    position it sent (an int) by the parameter every `def` of the function in the student's code has at
+    that position (positional_names), a keyword by the keyword the grader sent; anything else, or a
+    position the defs name differently, is "an input". Never a name the kernel reports: the student's
+    code can set a function's signature at the call (`__signature__`), and so choose among its defs'
+    names by what it was given."""
+    args = message.get("args")
+    count = len(args) if isinstance(args, list) else 0
+    kwargs = message.get("kwargs")
+    keywords = kwargs.get("__dict__") if isinstance(kwargs, dict) else None
+    sent_keys = set(keywords) if isinstance(keywords, dict) else set()
+    positional = positional_names(sources, str(message.get("name")))
+    shown = []
+    for item in changed:
+        if type(item) is int and 0 <= item < min(count, len(positional)) and positional[item]:
+            shown.append(positional[item])
+        elif type(item) is str and item in sent_keys:
+            shown.append(item)
+        else:
+            shown.append("an input")
+    return shown
+
+
+def positional_names(sources: Iterable[object] | None, function: str) -> list[str | None]:
+    """For each position, the parameter name every `def function(...)` in the student's code cells has
+    there (None where two defs differ, or where one has no parameter there); [] if no def defines it."""
     import ast
 
-    names: set[str] = set()
+    lists: list[list[str]] = []
     for text in sources or ():
         try:
             tree = ast.parse(str(text))
@@ -410,9 +431,14 @@ def parameter_names(sources: Iterable[object] | None, function: str) -> set[str]
             continue
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function:
-                arguments = node.args
-                names |= {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
-    return names
+                lists.append([a.arg for a in node.args.posonlyargs + node.args.args])
+    if not lists:
+        return []
+    longest = max(len(names) for names in lists)
+    return [
+        lists[0][n] if all(len(names) > n and names[n] == lists[0][n] for names in lists) else None
+        for n in range(longest)
+    ]
 
 
 class KernelNamespace:

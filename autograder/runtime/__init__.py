@@ -211,32 +211,26 @@ class Session:
         return reply
 
 
-def _changed_inputs(fn, request: dict, args, kwargs) -> list[str]:
-    """The names of the inputs the call changed in place: each plain input (numbers, lists, arrays,
-    tensors) read again after the call and compared with what the grader sent. Served objects and
+def _changed_inputs(fn, request: dict, args, kwargs) -> list:
+    """The inputs the call changed in place: each plain input (numbers, lists, arrays, tensors) read
+    again after the call and compared with what the grader sent, by its position (an int) or its
+    keyword (the grader's own). The grader names them (autograder/checks/probeserver.py `_allowed`):
+    not from the function's signature at the call, which the student's code can set. Served objects and
     layers are not compared (a module's own state is its business)."""
     sent_args = request.get("args", [])
     sent_kwargs = (request.get("kwargs") or {}).get("__dict__", {})
-    try:
-        import inspect
-
-        names = [p.name for p in inspect.signature(fn).parameters.values()]
-    except (TypeError, ValueError):
-        names = []
-    changed = []
-    pairs = [
-        (names[n] if n < len(names) else f"argument {n + 1}", sent, now)
-        for n, (sent, now) in enumerate(zip(sent_args if isinstance(sent_args, list) else [], args))
-    ]
+    changed: list = []
+    pairs: list = list(enumerate(zip(sent_args if isinstance(sent_args, list) else [], args)))
+    pairs = [(n, sent, now) for n, (sent, now) in pairs]
     pairs += [(str(k), sent_kwargs[k], kwargs.get(k)) for k in (sent_kwargs if isinstance(sent_kwargs, dict) else {})]
-    for name, sent, now in pairs:
+    for which, sent, now in pairs:
         if _has_served(sent):
             continue
         try:
             if to_plain(now) != sent:
-                changed.append(name)
+                changed.append(which)
         except NotPlain:
-            changed.append(name)
+            changed.append(which)
     return changed
 
 
