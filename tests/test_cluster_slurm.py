@@ -6,7 +6,8 @@ one-machine `make grade` of the same class (in a copy of the session's graded ex
 it grades ada2's and half4's notebooks and reuses the rest). A shard whose grader fails keeps the merge from running
 and its log names the command that reruns it. (The one-machine grading is make grade's command, `python -m
 autograder grade`, run without feedback: only its reports are compared; `make grade` itself, feedback and all, is
-tests/test_grading.py's.)
+tests/test_grading.py's. The shards run without feedback too, GRADE_OPTIONS=--no-feedback: a shard writing its
+students' feedback is tests/test_grading_postgres.py's.)
 
 Both clusters (tests/slurmcluster.py, tests/pgserver.py) live in temporary folders. Without Slurm and
 munge these tests skip and say why; with REQUIRE_SLURM=1 (CI sets it after `make system-deps`) they
@@ -80,7 +81,10 @@ def recipe_env(cluster: SlurmCluster, **variables) -> dict:
     env = cluster.env({k: v for k, v in os.environ.items() if not k.startswith(("JOB_COMPLETION", "SHARD_"))})
     # task/none binds no task to a core: each task would take both cores (WORKERS defaults to them),
     # so one worker per task, as --cpus-per-task=1 asks
-    env.update({"PYTHON": sys.executable, "WORKERS": "1",
+    # and no feedback HTML, which nothing here reads (each shard would run nbgrader's generate_feedback
+    # over its students: seconds of CPU a shard): that a shard writes its students' feedback is
+    # tests/test_grading_postgres.py's (test_cluster_recipe_shards_at_once_then_merge_then_rerun)
+    env.update({"PYTHON": sys.executable, "WORKERS": "1", "GRADE_OPTIONS": "--no-feedback",
                 "PATH": str(Path(sys.executable).parent) + os.pathsep + env["PATH"]})
     env.update({k: str(v) for k, v in variables.items()})
     return env
