@@ -409,8 +409,9 @@ def changed_names(changed: list[Any], message: dict[str, Any], sources: Iterable
     positional = positional_names(sources, str(message.get("name")))
     shown = []
     for item in changed:
-        if type(item) is int and 0 <= item < min(count, len(positional)) and positional[item]:
-            shown.append(positional[item])
+        name = positional[item] if type(item) is int and 0 <= item < min(count, len(positional)) else None
+        if name:
+            shown.append(name)
         elif type(item) is str and item in sent_keys:
             shown.append(item)
         else:
