@@ -201,7 +201,7 @@ class Session:
             text = f"{type(err).__name__}: {str(err)[:300]}"
             reply = {"outcome": f"crashed: {text[:220]}"} if request.get("mode") == "outcome" else {"error": text}
         try:
-            changed = _changed_inputs(fn, request, args, kwargs)
+            changed = _changed_inputs(request, args, kwargs)
         except Exception:  # a student's object that cannot even be read back changed: say so
             changed = ["an input"]
         if changed:
@@ -211,7 +211,7 @@ class Session:
         return reply
 
 
-def _changed_inputs(fn, request: dict, args, kwargs) -> list:
+def _changed_inputs(request: dict, args, kwargs) -> list:
     """The inputs the call changed in place: each plain input (numbers, lists, arrays, tensors) read
     again after the call and compared with what the grader sent, by its position (an int) or its
     keyword (the grader's own). The grader names them (autograder/checks/probeserver.py `_allowed`):
@@ -220,8 +220,9 @@ def _changed_inputs(fn, request: dict, args, kwargs) -> list:
     sent_args = request.get("args", [])
     sent_kwargs = (request.get("kwargs") or {}).get("__dict__", {})
     changed: list = []
-    pairs: list = list(enumerate(zip(sent_args if isinstance(sent_args, list) else [], args)))
-    pairs = [(n, sent, now) for n, (sent, now) in pairs]
+    pairs: list = [
+        (n, sent, now) for n, (sent, now) in enumerate(zip(sent_args if isinstance(sent_args, list) else [], args))
+    ]
     pairs += [(str(k), sent_kwargs[k], kwargs.get(k)) for k in (sent_kwargs if isinstance(sent_kwargs, dict) else {})]
     for which, sent, now in pairs:
         if _has_served(sent):
