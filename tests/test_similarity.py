@@ -39,6 +39,15 @@ OTHER = '''def scores_entrywise(q, k):
 '''
 
 
+
+def same(a: str, b: str, roots=frozenset({"f"})) -> bool:
+    """Whether two codes normalise to one text (the functions of `roots` kept)."""
+    return normalise_code(a, roots)[0] == normalise_code(b, roots)[0]
+
+
+# an answer of four plain lines, the text the padded copies must normalise back to
+PLAIN = "def f(q, k):\n    d = q.shape[-1]\n    s = q @ k.T\n    out = s / d ** 0.5\n    return out\n"
+
 def test_the_model_solution_is_discounted_and_pairs_are_grouped_by_student(grading_home):
     """A class that hands in the solution everywhere (and two students who share one extra answer)
     lists one pair of students, not one line per cell for every pair."""
@@ -239,8 +248,6 @@ def test_every_disguised_copy_ranks_above_every_honest_pair_by_its_code_alone(gr
 
 def test_normalising_keeps_what_the_answer_needs_and_drops_what_it_does_not():
     """What the syntax tree keeps (see the module's docstring), each rule with a case either way."""
-    def same(a, b, roots=frozenset({"f"})):
-        return normalise_code(a, roots)[0] == normalise_code(b, roots)[0]
     plain = "def f(q, k):\n    T = q.shape[0]\n    rows = []\n    for i in range(T):\n        rows.append(q[i] @ k.T)\n" \
             "    return torch.stack(rows)\n"
     padded = ("def f(q, k):\n    tmp = 3\n    T = (q).shape[0]\n    x = tmp + 1\n    '.'\n    rows = []\n"
@@ -268,9 +275,7 @@ def test_normalising_drops_statements_that_compute_a_value_nobody_reads_and_asse
     before every line is its original's text. Each rule with a case either way: a call of anything else,
     a method that changes its object, a builtin the code binds, a walrus, an assertion that always fails
     are kept."""
-    def same(a, b, roots=frozenset({"f"})):
-        return normalise_code(a, roots)[0] == normalise_code(b, roots)[0]
-    plain = "def f(q, k):\n    d = q.shape[-1]\n    s = q @ k.T\n    out = s / d ** 0.5\n    return out\n"
+    plain = PLAIN
     inert = ["len(())", "abs(-3)", "isinstance(q, object)", "hash(0)", "sorted([2, 1])", "type(k)", "repr(None)",
              "q.size()", "k.dim()", "q.clone().float()", "q.T.contiguous()", "k.sum(dim=-1)", "q[0].numel()",
              "assert True", "assert 1", "assert q is not None", "assert isinstance(k, torch.Tensor)",
@@ -298,9 +303,7 @@ def test_normalising_drops_unused_library_values_names_rebound_to_themselves_and
     library value an assertion or a guard checks, a rebinding that changes the value or makes a new
     object, a guard that calls something else, formats its message, does more than raise, or raises an
     exception the code binds are kept."""
-    def same(a, b, roots=frozenset({"f"})):
-        return normalise_code(a, roots)[0] == normalise_code(b, roots)[0]
-    plain = "def f(q, k):\n    d = q.shape[-1]\n    s = q @ k.T\n    out = s / d ** 0.5\n    return out\n"
+    plain = PLAIN
     dropped = ["torch.zeros(1)", "torch.ones_like(q)", "math.sqrt(2)", "torch.zeros(3, dtype=torch.float64)",
                "np.arange(4)", "spare = torch.full((2,), 1.0)", "torch.tril(torch.ones(3, 3)).sum(dim=-1)",
                "math.log(k.numel())", "q = q + 0", "q = 0 + q", "k = k - 0", "q = q * 1", "k = 1 * k", "q = q / 1",
@@ -339,9 +342,7 @@ def test_normalising_drops_blocks_that_never_run_dead_stores_and_puts_independen
     `len([])`; a `for` over an empty literal or range) is the branch it takes; an assignment every name of which is
     bound again before anything reads it is dropped, and so is `x = x`; neighbouring assignments that do
     not depend on each other come in one order. Each rule with a case either way."""
-    def same(a, b, roots=frozenset({"f"})):
-        return normalise_code(a, roots)[0] == normalise_code(b, roots)[0]
-    plain = "def f(q, k):\n    d = q.shape[-1]\n    s = q @ k.T\n    out = s / d ** 0.5\n    return out\n"
+    plain = PLAIN
     # blocks that never run
     assert same(plain, plain.replace("    s = q", "    if False:\n        d = d * 2\n    s = q"))
     assert same(plain, plain.replace("    s = q", "    while 0:\n        s = k\n    s = q"))
@@ -379,8 +380,6 @@ def test_normalising_writes_each_program_rewrite_one_way_and_leaves_other_code_a
     """Each program rewrite the normaliser knows (see the module's docstring) and its original are one
     text; what only looks like one (a `while` that is not a counter loop, a helper called twice, a
     loop that does more than append, a name read twice) stays as written."""
-    def same(a, b, roots=frozenset({"f"})):
-        return normalise_code(a, roots)[0] == normalise_code(b, roots)[0]
     loop = "def f(q, n):\n    out = []\n    for i in range(n):\n        out.append(q[i] * 2)\n    return g(out)\n"
     # loops: a counter while loop (its step last, or before lines that do not name it), an iterator loop
     counter = "def f(q, n):\n    out = []\n    i = 0\n    while i < n:\n        out.append(q[i] * 2)\n        i += 1\n" \
