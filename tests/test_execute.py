@@ -197,13 +197,16 @@ BACKGROUND = ("import threading, time\n"
               "    end = time.process_time() + {s}\n"
               "    while time.process_time() < end:\n"
               "        pass\n"
+              "    open('spun', 'w').close()\n"
               "threading.Thread(target=spin, daemon=True).start()")
 
 
 def test_what_a_kernel_computes_between_cells_is_counted(tmp_path):
-    """A thread left running computes while no cell runs (here the grader takes 1.5 s before the second
-    cell, as a busy grader may): its CPU time counts in the notebook's and in the student's budget all the
-    same (before, 1.0 s of it counted nothing)."""
+    """A thread left running computes while no cell runs (here the grader waits before the second cell,
+    as a busy grader may, until the thread has done its 1.0 s of CPU): its CPU time counts in the
+    notebook's and in the student's budget all the same (before, 1.0 s of it counted nothing). The wait
+    is for the thread's file, not a fixed time: on a loaded machine 1.5 s of wall time gave the thread
+    0.6 s of CPU."""
     from autograder.kernel.execute import CellHooks
 
     class SlowGrader(CellHooks):
@@ -212,10 +215,13 @@ def test_what_a_kernel_computes_between_cells_is_counted(tmp_path):
         def before_cell(self, cell):
             SlowGrader.calls += 1
             if SlowGrader.calls == 2:
-                time.sleep(1.5)
+                deadline = time.monotonic() + 60
+                while not (tmp_path / "spun").exists() and time.monotonic() < deadline:
+                    time.sleep(0.05)
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in (BACKGROUND.format(s=1.0), "x = 1")])
     nb.metadata.kernelspec = {"name": "python3", "language": "python", "display_name": "Python 3"}
     outcome = asyncio.run(execute(nb, tmp_path, kernel_env(), limits=Limits(), hooks=SlowGrader()))
     assert SlowGrader.calls == 2 and not [e for c in nb.cells for e in enames(c)]
+    assert (tmp_path / "spun").exists(), "the thread did not finish its 1.0 s of CPU within 60 s"
     assert outcome.cpu_seconds >= 0.9 and outcome.counted_seconds >= 0.9, outcome
