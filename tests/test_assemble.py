@@ -169,3 +169,24 @@ def test_pasted_pictures_are_kept_checked_and_bounded(monkeypatch):
     assert any("'c.png' is named but not in the notebook" in n for n in notes), notes
     added = [c for c in out["cells"] if c.get("id", "").startswith("added-")]
     assert added[0]["attachments"]["d.png"] != PNG                   # over the notebook's budget by then
+
+
+def test_the_outputs_handed_in_are_told_by_the_graded_cells_ids():
+    """What a graded cell that ran after a hidden test shows of the student's own run (grading/judging.py
+    conceal_after_hidden_inputs): the outputs of the student's cell it was made from, an answer matched by its
+    grade id though the student's copy has another id, a cell the student added by the id the grader gave it."""
+    mine = {"output_type": "stream", "name": "stdout", "text": "my run\n"}
+    added = {"output_type": "stream", "name": "stdout", "text": "added\n"}
+
+    def edit(nb):
+        (answer,) = by_grade_id(nb, "shapes")
+        answer["id"], answer["outputs"] = "renamed-by-a-copy", [mine]
+        at = nb["cells"].index(answer)
+        nb["cells"].insert(at + 1, {"cell_type": "code", "id": "my-own", "metadata": {}, "source": "print('added')",
+                                    "outputs": [added], "execution_count": 3})
+    handed: dict = {}
+    out, _ = assemble(student(edit), RELEASE, SOURCE, handed)
+    (shapes,) = by_grade_id(out, "shapes")
+    extra = next(c for c in out["cells"] if c["id"].startswith("added-"))
+    assert handed[shapes["id"]] == [mine] and handed[extra["id"]] == [added] and "my-own" not in handed
+    assert all(c.get("outputs", []) == [] for c in out["cells"] if c["cell_type"] == "code"), "the graded notebook starts empty"

@@ -51,16 +51,24 @@ def _is_test(cell) -> bool:
     return bool(nbg.get("grade")) and not nbg.get("solution")
 
 
-def assemble(student: dict, release: dict, source: dict) -> tuple[dict, list[str]]:
-    """Return (notebook to grade, notes on what was restored or ignored)."""
+def assemble(student: dict, release: dict, source: dict, handed_in: dict | None = None) -> tuple[dict, list[str]]:
+    """Return (notebook to grade, notes on what was restored or ignored). `handed_in`, if given, gets the
+    outputs the student's notebook holds for each code cell of the notebook to grade, by that cell's id (a cell
+    the student added has an id of the grader's: "added-<n>")."""
     notes: list[str] = []
-    matched, followers = _match(student, release, notes)
+    handed: dict = {}
+    matched, followers = _match(student, release, notes, handed)
     pictures = _Pictures(notes)
     source_by_id = {c.get("id"): c for c in source["cells"] if c.get("id")}
     cells = [pictures.keep(c, c) for c in followers.get(None, [])]
     for rel in release["cells"]:
         cells.append(_graded_cell(rel, matched.get(rel.get("id")), source_by_id, pictures, notes))
         cells.extend(pictures.keep(c, c) for c in followers.get(rel.get("id"), []))
+    if handed_in is not None:
+        handed_in.update(handed)
+        for rel_id, mine in matched.items():
+            if isinstance(mine, dict) and mine.get("cell_type") == "code":
+                handed_in[rel_id] = mine.get("outputs")
     graded = {
         "cells": cells,
         "metadata": copy.deepcopy(release.get("metadata", {})),
@@ -73,10 +81,13 @@ def assemble(student: dict, release: dict, source: dict) -> tuple[dict, list[str
     return graded, notes
 
 
-def _match(student: dict, release: dict, notes: list[str]) -> tuple[dict[str, dict], dict[str | None, list]]:
+def _match(
+    student: dict, release: dict, notes: list[str], handed: dict
+) -> tuple[dict[str, dict], dict[str | None, list]]:
     """Match each student cell to a released cell, or call it an extra cell. Returns
     (release cell id -> the student's cell, release cell id or None for the top -> the extra
-    cells that follow it). A second copy of a matched cell is dropped (noted for an answer)."""
+    cells that follow it). A second copy of a matched cell is dropped (noted for an answer). `handed` gets an
+    extra code cell's outputs as handed in, by the id it is given."""
     release_cells = release["cells"]
     release_ids = {c.get("id") for c in release_cells}
     answer_ids = {_nbgrader(c)["grade_id"]: c.get("id") for c in release_cells if _is_answer(c)}
@@ -98,6 +109,8 @@ def _match(student: dict, release: dict, notes: list[str]) -> tuple[dict[str, di
         if target is None:
             extra = _as_extra(cell)
             extra["id"] = f"added-{sum(len(v) for v in followers.values()) + 1}"
+            if extra["cell_type"] == "code":
+                handed[extra["id"]] = cell.get("outputs")
             followers.setdefault(previous, []).append(extra)
         elif target in matched:
             if target in answer_cell_ids:
