@@ -454,6 +454,25 @@ def shown_cell_error(ename: object) -> str:
     return error_kind(name)
 
 
+HIDDEN_REGION = "BEGIN HIDDEN TESTS"
+
+
+def gives_hidden_inputs(cell: Any) -> bool:
+    """Whether running `cell` hands the student's code inputs the student never saw: a test cell (nbgrader's
+    grade, not an answer) that calls `hidden(...)` or holds a hidden region. From the first such cell on, what
+    the student's code keeps (a global it appends to, a file, a thread) can come out in any cell that runs
+    later (autograder/grading/judging.py `conceal_after_hidden_inputs`)."""
+    if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+        return False
+    metadata = cell.get("metadata")
+    nbg = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+    if not isinstance(nbg, dict) or not nbg.get("grade") or nbg.get("solution"):
+        return False
+    source = cell.get("source", "")
+    source = "".join(source) if isinstance(source, list) else str(source)
+    return "hidden(" in source or HIDDEN_REGION in source
+
+
 # ---- helpers for probes -------------------------------------------------------------------
 
 

@@ -34,7 +34,16 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, cast
 
-from .framework import KernelGone, Missing, StudentError, run_probe, shown_error, shown_outcome
+from .framework import (
+    KernelGone,
+    Missing,
+    StudentError,
+    gives_hidden_inputs,
+    run_probe,
+    shown_cell_error,
+    shown_error,
+    shown_outcome,
+)
 from ..plugin import NotHandled, load_plugin
 from ..runtime.plain import NotPlain, from_plain, to_plain
 from ..kernel.limits import (
@@ -143,6 +152,7 @@ class ProbeServer:
         self._slots = threading.BoundedSemaphore(PROBE_CONNECTIONS)
         self.budget = Budget(PROBE_BUFFERED_BYTES)
         self.clock = GraderClock()
+        self.hidden_inputs_given = False  # a hidden test cell has started: the kernel may hold its inputs
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(socket_path)
         os.chmod(socket_path, 0o666)  # the sandboxed kernel may run as another user
@@ -155,6 +165,7 @@ class ProbeServer:
     def before_cell(self, cell: Any) -> None:
         nbg = cell.get("metadata", {}).get("nbgrader", {})
         grade_id = nbg.get("grade_id")
+        self.hidden_inputs_given = self.hidden_inputs_given or gives_hidden_inputs(cell)
         self.expect(grade_id if nbg.get("grade") and grade_id in self.checks else None)
 
     def after_cell(self, cell: Any) -> None:
@@ -163,6 +174,14 @@ class ProbeServer:
     def grader_seconds(self) -> float:
         """Seconds the kernel has waited for this server's own work so far (GraderClock)."""
         return self.clock.seconds()
+
+    def error_words(self, cell: Any, ename: str, evalue: str) -> str:
+        """An error in the run's events (the grade's notes): from the first hidden test cell on, its kind alone
+        (as a hidden test shows one): the student's code may hold hidden inputs then, and its words could carry
+        them (judging.conceal_after_hidden_inputs)."""
+        if self.hidden_inputs_given:
+            return shown_cell_error(ename)
+        return f"{ename}: {evalue}"
 
     def expect(self, grade_id: str | None) -> None:
         """The hidden test whose session is accepted from now on (None: none). Ending an expectation

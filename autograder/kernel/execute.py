@@ -506,6 +506,10 @@ class CellHooks:
     def grader_seconds(self) -> float:
         return 0.0
 
+    def error_words(self, cell, ename: str, evalue: str) -> str:
+        """How the run's events name an error a cell ended with (the grader's hooks may say less)."""
+        return f"{ename}: {evalue}"
+
 
 async def execute(
     nb,
@@ -554,6 +558,11 @@ class _Run:
         self.cpu_mark: float | None = None
         self.allowance = limits.student_budget
         self.grader_meter = GraderMeter()
+        self.own_errors: list = []  # the error outputs the run wrote itself (its words, not the kernel's)
+
+    def _error(self, cell, ename: str, evalue: str) -> None:
+        _error(cell, ename, evalue)
+        self.own_errors.append(cell.outputs[-1])
 
     def _grader_seconds(self) -> tuple[float, float, float]:
         """(the hooks' clock of the grader's work for the kernel, this grading process's own CPU time, its
@@ -729,15 +738,20 @@ class _Run:
             self.hooks.after_cell(cell)
             if not ok:
                 last = cell.outputs[-1]
-                self.outcome.events.append(
-                    clip(f"cell {_label(cell, i)}: {last.get('ename', 'error')}: {last.get('evalue', '')}")
-                )
+                self.outcome.events.append(clip(f"cell {_label(cell, i)}: {self._error_words(cell, last)}"))
                 if self.outcome.budget_ran_out:  # the budget stopped this cell: nothing else runs
                     self._out_of_budget()
                     return None
                 return i
             self.done.append(i)
         return None
+
+    def _error_words(self, cell, error) -> str:
+        """An error in the run's events: the run's own in its words; the kernel's as the hooks say."""
+        ename, evalue = str(error.get("ename", "error")), str(error.get("evalue", ""))
+        if any(error is own for own in self.own_errors):
+            return f"{ename}: {evalue}"
+        return self.hooks.error_words(cell, ename, evalue)
 
     async def _watch(self, task) -> "Watched":
         """Wait for a cell's task under the time limits: interrupt the kernel when one is reached,
@@ -839,7 +853,7 @@ class _Run:
         if watched.cpu > self.outcome.heaviest_cell.get("cpu_seconds", 0.0):
             self.outcome.heaviest_cell = {"cell": _label(cell, i).strip("'"), "cpu_seconds": round(watched.cpu, 2)}
         if watched.cut:
-            _error(
+            self._error(
                 cell,
                 "GraderError",
                 clip(
@@ -866,12 +880,12 @@ class _Run:
                     "killed": watched.killed,
                 }
             )
-            _error(cell, "CellTimeoutError", watched.reason())
+            self._error(cell, "CellTimeoutError", watched.reason())
             return False  # restart for a clean, responsive kernel
         err = watched.error
         if isinstance(err, DeadKernelError):
             ended_by_memory = group is not None and group.peaks().get("oom_kills", 0) > ooms
-            _error(
+            self._error(
                 cell,
                 "DeadKernelError",
                 "the kernel died while running this cell "
@@ -884,14 +898,14 @@ class _Run:
             return False
         if err is not None:  # the kernel sent something nbclient could not handle
             detail = f"{type(err).__name__}: {err}" if isinstance(err, MessageRefused) else type(err).__name__
-            _error(
+            self._error(
                 cell,
                 "GraderError",
                 clip(f"the grader could not process this cell's output ({detail}); the kernel was restarted", 400),
             )
             return False
         if _timed_out(cell):
-            _error(cell, "CellTimeoutError", "this cell was stopped; the kernel was restarted")
+            self._error(cell, "CellTimeoutError", "this cell was stopped; the kernel was restarted")
             return False
         return True
 
@@ -929,7 +943,7 @@ class _Run:
     def _give_up(self, ename: str, evalue: str, event: str) -> None:
         """The cells still to do are not run: each gets `ename: evalue`; the run notes `event`."""
         for i in self.todo:
-            _error(self.nb.cells[i], ename, evalue)
+            self._error(self.nb.cells[i], ename, evalue)
         self.todo = []
         self.outcome.events.append(event)
 
