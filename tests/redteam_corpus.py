@@ -1125,7 +1125,9 @@ def waiting_cases(p: Profile) -> list[Case]:
 def check_no_stdin(ctx: Ctx, graded) -> None:
     """input() fails at once in a graded kernel (it has no stdin): the cell waits for nothing."""
     assert graded.result["stopped"] == [], graded.result["stopped"]
-    path = graded.home / "autograded" / graded.case.student / STEP / f"{graded.case.profile.notebook}.ipynb"
+    # the grader's run (the instructor's copy: the graded notebook shows the grader's words for a cell after a
+    # hidden test)
+    path = graded.home / "work" / "runs" / STEP / graded.case.student / f"{graded.case.profile.notebook}.ipynb"
     cell = cell_of(json.loads(path.read_text(encoding="utf-8")), graded.case.profile.target)
     assert [o.get("ename") for o in cell["outputs"] if o.get("output_type") == "error"] == \
         ["StdinNotImplementedError"], cell["outputs"]
@@ -1254,9 +1256,72 @@ def leak_cases(p: Profile) -> list[Case]:
         check=check_no_leak)]
 
 
-def check_no_leak(ctx: Ctx, graded) -> None:
+# Kept, then shown later: each answer checked by a hidden test keeps what the test gave it (every printed form,
+# as above) in a global and answers correctly; a visible check that calls an answer after that raises with what
+# was kept, and a cell the student added at the end prints it to stdout and stderr, displays it as HTML and
+# markdown, sets the kernel's execution count from it and raises it. The grader's run of every cell from the
+# first hidden test on shows none of it (grading/judging.py conceal_after_hidden_inputs: the grader's words,
+# the kind of an error, the outputs handed in), nor do the grades (a visible check's error by its kind).
+STASH_SHOWN = "stash-shown"
+STASH_CELL = r'''
+import sys
+from IPython.display import HTML, Markdown, display
+_text = " ".join(_stash)
+print(_text)
+print(_text, file=sys.stderr)
+display(HTML("<p>" + _text + "</p>"))
+display(Markdown(_text))
+get_ipython().execution_count = 1_000_000 + len(_text)
+raise ValueError(_text)
+'''
+HANDED_IN_OUTPUT = "what this cell showed when its student ran it"
+
+
+def _stashing(p: Profile, grade_id: str) -> str:
+    keep = ("if _hidden_test():\n    _stash.append(_leak(*args))\n"
+            "elif _stash:\n    raise AssertionError(' '.join(_stash))")
+    kept = "try:\n    _stash\nexcept NameError:\n    _stash = []\n"     # one list for every answer
+    return textwrap.dedent(LEAK).strip() + "\n" + kept + "\n" + inside(p, grade_id, keep)
+
+
+def stash_cases(p: Profile) -> list[Case]:
+    answers = [a for a in dict.fromkeys(p.uses.values()) if a in p.functions]
+
+    def edit(nb):
+        nb["cells"].append({"cell_type": "code", "id": STASH_SHOWN, "metadata": {}, "execution_count": 7,
+                            "source": textwrap.dedent(STASH_CELL).strip(),
+                            "outputs": [{"output_type": "stream", "name": "stdout", "text": HANDED_IN_OUTPUT}]})
+    return [edited_case(
+        "stash", "argument-leak", "every answer keeps its hidden inputs and answers correctly; later cells show "
+        "them (a visible check's error, an added cell's prints, displays, execution count and error)", p, edit,
+        p.scores(), answers={a: _stashing(p, a) for a in answers}, check=check_nothing_kept_shows)]
+
+
+def check_nothing_kept_shows(ctx: Ctx, graded) -> None:
+    """check_no_leak's pages and notebook, and more: the grades (CSV, JSON), the result file and every execution
+    count from the first hidden test on; the added cell shows the grader's words and the output handed in."""
+    check_no_leak(ctx, graded, raised=False)
+    student, nb = graded.case.student, graded.case.profile.notebook
+    run = (ctx.home / "work" / "runs" / STEP / student / f"{nb}.ipynb").read_text(encoding="utf-8")
+    assert LEAKED.findall(run), "the answers kept nothing of the hidden tests' inputs: the case proves nothing"
+    raised = {gid: row["error"] for gid, row in graded.rows.items() if row["error"] and row["kind"] == "auto"}
+    assert raised and set(raised.values()) == {"AssertionError"}, raised     # the visible checks after the first
+    for path in [ctx.home / "work" / "results" / STEP / student / f"{nb}.json", *sorted((ctx.home / "grades").rglob("*"))]:
+        if path.is_file():
+            assert not LEAKED.findall(path.read_text(encoding="utf-8")), f"what was kept reached {path.name}"
+    cells = json.loads((ctx.home / "autograded" / student / STEP / f"{nb}.ipynb").read_text(encoding="utf-8"))["cells"]
+    first = next(i for i, c in enumerate(cells) if _nbg(c).get("grade") and "hidden(" in _text(c))
+    counts = [c.get("execution_count") for c in cells[first:] if c["cell_type"] == "code"]
+    counts += [o.get("execution_count") for c in cells[first:] for o in c.get("outputs", [])]
+    assert set(counts) <= {None}, counts
+    added = next(c for c in cells if c.get("id", "").startswith("added-") and "_stash" in _text(c))
+    shown = "".join(_output_text(o) for o in added["outputs"])
+    assert "When graded, it raised ValueError." in shown and HANDED_IN_OUTPUT in shown, shown
+
+
+def check_no_leak(ctx: Ctx, graded, raised: bool = True) -> None:
     """Nothing of the text between ⟦ and ⟧ in the autograded notebook or the feedback page: not a digit,
-    not a word; the kind of what was raised does reach them."""
+    not a word; the kind of what was raised does reach them (`raised`: the case's hidden test raised)."""
     from autograder.grading.grade import write_feedback
     student, nb = graded.case.student, graded.case.profile.notebook
     cells = json.loads((ctx.home / "autograded" / student / STEP / f"{nb}.ipynb").read_text(encoding="utf-8"))["cells"]
@@ -1274,7 +1339,8 @@ def check_no_leak(ctx: Ctx, graded) -> None:
     for where, text in (("the autograded notebook", autograded), ("the feedback page", page)):
         leaked = LEAKED.findall(text)
         assert not leaked, f"{student}: what the answer raised reached {where}: {leaked[0][:300]}"
-    assert "raised ValueError" in page and "raised ValueError" in autograded, "the raised kind should reach the feedback"
+    if raised:
+        assert "raised ValueError" in page and "raised ValueError" in autograded, "the raised kind should reach the feedback"
 
 
 def _output_text(out: dict) -> str:
@@ -1310,6 +1376,7 @@ def corpus(profiles=None) -> list[Case]:
                      reach_cases, headserver_cases, resource_cases, malformed_cases):
             cases += make(p)
         cases += leak_cases(p)
+        cases += stash_cases(p)
     if profiles is None:
         cases += leak_cases(TESTS)
     names = [c.student for c in cases]

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from autograder.kernel import sandbox
+from autograder.checks.framework import gives_hidden_inputs
 from autograder.course import SOLUTIONS
 from autograder.example import filled
 from autograder.grading.grade import grade
@@ -38,15 +39,19 @@ def test_figures_are_pictures_in_the_graded_notebook(tmp_path, monkeypatch, kern
     monkeypatch.setenv("NBGRADER_DB_URL", f"sqlite:///{home / 'gradebook.db'}")
     nb = filled(STEP4, NOTEBOOK, lambda cid, i: True)
     plain = len(_pictures(json.loads((SOLUTIONS / STEP4.name / f"{NOTEBOOK}.ipynb").read_text())))
-    for source in PLOTS:
-        nb["cells"].append({"cell_type": "code", "metadata": {}, "source": source, "outputs": [],
-                            "execution_count": None})
+    # before the first hidden test: what runs after it shows the outputs the student handed in, not the grader's
+    # (grading/judging.py conceal_after_hidden_inputs)
+    source = json.loads((STEP4.source / f"{NOTEBOOK}.ipynb").read_text())
+    hidden = next(c["id"] for c in source["cells"] if gives_hidden_inputs(c))
+    first = next(i for i, c in enumerate(nb["cells"]) if c.get("id") == hidden)
+    nb["cells"][first:first] = [{"cell_type": "code", "metadata": {}, "source": source, "outputs": [],
+                                 "execution_count": None} for source in PLOTS]
     (tmp_path / "class" / "pics").mkdir(parents=True)
     (tmp_path / "class" / "pics" / f"{NOTEBOOK}.ipynb").write_text(json.dumps(nb))
     run = grade(STEP4, tmp_path / "class", workers=1, sandbox=SANDBOX, kernels=kernels, feedback=False, quiet=True)
     assert {r.get("kernels") for r in run["results"] if r["notebook"] == NOTEBOOK} == {kernels}
     graded = json.loads((home / "autograded" / "pics" / STEP4.name / f"{NOTEBOOK}.ipynb").read_text())
-    texts = [o["data"].get("text/plain") for c in graded["cells"][-2:] for o in c.get("outputs", [])
+    texts = [o["data"].get("text/plain") for c in graded["cells"][first:first + 2] for o in c.get("outputs", [])
              if "data" in o]
     pictures = _pictures(graded)
     assert len(pictures) == plain + 2, f"{kernels}: {len(pictures)} pictures, expected {plain} + 2; outputs {texts}"

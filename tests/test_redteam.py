@@ -90,8 +90,9 @@ class Graded:
     home: Path
 
     def output_of(self, grade_id: str) -> str:
-        """The text outputs of a cell of the graded notebook."""
-        path = self.home / "autograded" / self.case.student / STEP / f"{self.case.profile.notebook}.ipynb"
+        """The text outputs of a cell in the grader's run (the instructor's copy, work/runs: in the graded notebook,
+        a cell that ran after a hidden test shows the grader's words and the output handed in)."""
+        path = self.home / "work" / "runs" / STEP / self.case.student / f"{self.case.profile.notebook}.ipynb"
         nb = json.loads(path.read_text(encoding="utf-8"))
         cell = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id)
         return "".join("".join(o.get("text", "")) if isinstance(o.get("text"), list) else o.get("text", "")

@@ -83,7 +83,7 @@ def run_job(job: Job) -> NotebookResult:
     from ..intake.assemble import assemble
     from ..checks.casekey import case_key
     from ..kernel.execute import Limits, execute
-    from .judging import judge_notebook
+    from .judging import conceal_after_hidden_inputs, judge_notebook
     from ..plugin import kernel_readable, load_plugin
     from ..checks.probeserver import ProbeServer
     from ..kernel.sandbox import make_sandbox
@@ -95,7 +95,8 @@ def run_job(job: Job) -> NotebookResult:
     student_nb = json.loads(submitted.decode("utf-8"))
     release_nb = json.loads((step.release / f"{job.notebook}.ipynb").read_text(encoding="utf-8"))
     source_nb = json.loads((step.source / f"{job.notebook}.ipynb").read_text(encoding="utf-8"))
-    graded, notes = assemble(student_nb, release_nb, source_nb)
+    handed_in: dict = {}  # graded cell id -> the outputs handed in for it
+    graded, notes = assemble(student_nb, release_nb, source_nb, handed_in)
     nb = nbformat.from_dict(graded)
     plugin = load_plugin(step.root)
     course_env = plugin.kernel_env(step)  # the course's: its numerics, its data, its kernel hooks
@@ -139,6 +140,14 @@ def run_job(job: Job) -> NotebookResult:
                 execute(nb, workdir, env, sandbox, limits, hooks=server, template=template, allowance=job.allowance)
             )
             cells = judge_notebook(nb, server)
+            run_json = nbformat.writes(nb)  # the run as it was, for the instructor alone (Store.run_file)
+            conceal_after_hidden_inputs(
+                nb,
+                server.checks,
+                cells,
+                handed_in,
+                (limits.output_bytes, limits.notebook_output_bytes),
+            )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return NotebookResult(
@@ -146,6 +155,7 @@ def run_job(job: Job) -> NotebookResult:
         notebook=job.notebook,
         key=job.key,
         notebook_json=nbformat.writes(nb),
+        run_json=run_json,
         cells=[bounded_cell(c) for c in cells],
         notes=[clip(n) for n in notes + outcome.events],
         events=[clip(e) for e in outcome.events],
@@ -565,7 +575,7 @@ class Plan:
         for job, outcome in run_jobs(self.jobs, workers, meanwhile=meanwhile, budget=budget, recorded=recorded):
             if isinstance(outcome, NotebookResult):
                 self.store.record(self.step.name, outcome, submitted_at[job.student])
-                outcome.notebook_json = None  # recorded: the graded notebook is in its own file
+                outcome.notebook_json = outcome.run_json = None  # recorded: the notebooks are in their own files
                 result = outcome
             else:  # a fault of the grader itself: zero with the reason, retried by the next run
                 result = self.store.record_unreadable(

@@ -28,12 +28,13 @@ removed from every cell first.
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 import nbformat
 from nbgrader import utils as nbutils
 
-from ..checks.framework import judge_data, shown_cell_error, unpack
+from ..checks.framework import gives_hidden_inputs, judge_data, shown_cell_error, unpack
 from ..decoding import GRADER_VIEW, decode_runs
 from ..nbgrader_cmd import HARMLESS_STDERR  # also nbgrader's IgnorePattern (nbgrader_config.py)
 from ..records.model import CellResult
@@ -179,9 +180,12 @@ def for_the_grader(above: list, check, data) -> dict:
 
 
 def judge_notebook(nb, server) -> list[CellResult]:
+    """The results of `nb`'s grade cells, as executed (a test cell that ran after a hidden test gives its
+    error's kind alone: `conceal_after_hidden_inputs`)."""
     hide_machine_paths(nb)
     for cell in nb.cells:
         cell.get("metadata", {}).pop(GRADER_VIEW, None)  # only the grader writes it
+    first = first_hidden_inputs(nb)
     results = []
     for index, cell in enumerate(nb.cells):
         nbg = cell.get("metadata", {}).get("nbgrader", {})
@@ -205,8 +209,130 @@ def judge_notebook(nb, server) -> list[CellResult]:
             score, _ = nbutils.determine_grade(cell)
             # a check-your-work cell (0 points) that fails still says why: students read it in feedback
             failed = score < points or any(o.get("output_type") == "error" for o in cell.get("outputs", []))
-            results.append(CellResult(grade_id, float(score), points, _error_text(cell) if failed else ""))
+            error = _error_text(cell) if first is None or index < first else _hidden_error_text(cell)
+            results.append(CellResult(grade_id, float(score), points, error if failed else ""))
     return results
+
+
+# ---- what a notebook shows of the cells run after hidden inputs ------------------------------------------------------
+# A hidden test gives the student's code inputs the student never sees. What the code keeps of them (a global it
+# appends to, a file, a thread still running) can come out in any cell that runs later: in what it prints or
+# draws, in its error's words, in whether it shows anything at all, in the execution count the kernel reports.
+# No filter of that output can hold (the code chooses the encoding), so from the first hidden test cell on, what
+# the graded notebook (the formgrader's view) and the feedback page hold of a code cell is what this names, and
+# nothing else of the grader's run: the grader's fixed words (the same for every such cell) with the kind of
+# the error the cell ended with, if it did (framework.shown_cell_error, as for a hidden test), the outputs
+# the student handed in for it (their own, computed without hidden inputs; rebuilt field by field, at most
+# `bounds` of them), and a hidden test's verdict, which the judge wrote. Scores are the run's, unchanged.
+CONCEALED = (
+    "The grader's output of this cell is not shown: the cell ran after a hidden test had given your code its inputs."
+)
+HANDED_IN = "Below: the output you handed in."
+NONE_HANDED_IN = "You handed in no output for it."
+TOO_LARGE = "The output you handed in is larger than the grader shows."
+OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error")
+
+
+def first_hidden_inputs(nb) -> int | None:
+    """The index of the notebook's first cell that gives the student's code hidden inputs, None if none does."""
+    return next((i for i, cell in enumerate(nb.cells) if gives_hidden_inputs(cell)), None)
+
+
+def conceal_after_hidden_inputs(
+    nb, checks, results: list[CellResult], handed_in: dict, bounds: tuple[int, int] = (0, 0)
+) -> None:
+    """After judge_notebook(nb) gave `results`: `handed_in`, cell id -> the outputs the submission holds for
+    it; `bounds`, the bytes kept of them for a cell and for the notebook (0: no bound). A test cell scored by
+    nbgrader's rule shows its score as a hidden test's does (the value anything scoring it by that rule reads),
+    not what was handed in."""
+    first = first_hidden_inputs(nb)
+    if first is None:
+        return
+    scores = {r.grade_id: (r.score, r.max_score) for r in results}
+    per_cell, room = bounds[0], bounds[1] or None  # None: no bound on the notebook's
+    for cell in nb.cells[first:]:
+        if cell.get("cell_type") != "code":
+            continue
+        cell["execution_count"] = None
+        nbg = cell.get("metadata", {}).get("nbgrader", {})
+        if nbg.get("grade") and nbg.get("grade_id") in checks and "hidden(" in cell.get("source", ""):
+            for out in cell.get("outputs", []):  # the judge's verdict (_judge_hidden): the grader's own words
+                if "execution_count" in out:
+                    out["execution_count"] = None
+            continue
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        raised = f"When graded, it raised {shown_cell_error(errors[-1].get('ename'))}." if errors else ""
+        if nbg.get("grade") and not nbg.get("solution") and nbg.get("grade_id") in scores:
+            score, points = scores[nbg["grade_id"]]
+            cell["outputs"] = [_note(raised)]
+            if score is not None and score < points:
+                cell["outputs"].append(nbformat.v4.new_output("execute_result", data={"text/plain": f"{score:g}"}))
+            continue
+        mine, handed, size = _handed_in(handed_in.get(cell.get("id")), per_cell)
+        if room is not None:
+            if size > room:
+                mine, handed, size = [], TOO_LARGE, 0
+            room -= size
+        cell["outputs"] = [_note(raised, handed)] + mine
+
+
+def _note(*more: str):
+    return nbformat.v4.new_output(
+        "stream", name="stdout", text="[" + " ".join([CONCEALED, *filter(None, more)]) + "]\n"
+    )
+
+
+def _handed_in(outputs, per_cell: int) -> tuple[list, str, int]:
+    """(the outputs a submission holds for a cell, rebuilt from the fields nbformat names; the words for them;
+    their size in bytes)."""
+    kept = [out for out in (_output(o) for o in outputs) if out is not None] if isinstance(outputs, list) else []
+    if not kept:
+        return [], NONE_HANDED_IN, 0
+    size = len(json.dumps(kept).encode("utf-8"))
+    if per_cell and size > per_cell:
+        return [], TOO_LARGE, 0
+    return kept, HANDED_IN, size
+
+
+def _text(value) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "".join(value)
+    return None
+
+
+def _output(out):
+    """A submission's output, rebuilt from what nbformat names for its type (strings only), or None."""
+    if not isinstance(out, dict) or out.get("output_type") not in OUTPUT_TYPES:
+        return None
+    kind = out["output_type"]
+    if kind == "stream":
+        text = _text(out.get("text"))
+        name = out.get("name")
+        return (
+            nbformat.v4.new_output("stream", name=name, text=text)
+            if text is not None and name in ("stdout", "stderr")
+            else None
+        )
+    if kind == "error":
+        ename, evalue = _text(out.get("ename")), _text(out.get("evalue"))
+        traceback = out.get("traceback")
+        if ename is None or evalue is None or not isinstance(traceback, list):
+            return None
+        return nbformat.v4.new_output(
+            "error", ename=ename, evalue=evalue, traceback=[t for t in traceback if isinstance(t, str)]
+        )
+    data = out.get("data")
+    if not isinstance(data, dict):
+        return None
+    kept = {k: _text(v) for k, v in data.items() if isinstance(k, str) and _text(v) is not None}
+    if not kept:
+        return None
+    made = nbformat.v4.new_output(kind, data=kept)
+    if kind == "execute_result":
+        made["execution_count"] = None
+    return made
 
 
 def _judge_hidden(cell, grade_id, points, server, above=()) -> CellResult:

@@ -97,6 +97,9 @@ class NotebookResult:
     heaviest_cell: dict[str, Any] | None = None  # the cell that used most CPU: {"cell", "cpu_seconds"}
     largest_message_bytes: int | None = None
     notebook_json: str | None = None  # the graded notebook (from a worker, until it is recorded)
+    # the grader's run of it before what runs after a hidden test was concealed (grading/judging.py
+    # conceal_after_hidden_inputs): for the instructor alone, in its own file (Store.run_file)
+    run_json: str | None = None
 
     @property
     def graded(self) -> bool:
@@ -108,11 +111,11 @@ class NotebookResult:
         return sum(c.score or 0.0 for c in self.cells)
 
     def to_json(self) -> dict[str, Any]:
-        """The result file's shape (`notebook_json` is not in it: the graded notebook has its own file)."""
+        """The result file's shape (`notebook_json` and `run_json` are not in it: each has its own file)."""
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "notebook_json" or (f.name in OPTIONAL and not self.graded):
+            if f.name in ("notebook_json", "run_json") or (f.name in OPTIONAL and not self.graded):
                 continue
             if f.name == "cells":
                 value = [c.to_json() for c in value]
@@ -124,7 +127,7 @@ class NotebookResult:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "NotebookResult":
         known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known and k != "notebook_json"}
+        values = {k: v for k, v in data.items() if k in known and k not in ("notebook_json", "run_json")}
         values["cells"] = [CellResult.from_json(c) for c in data.get("cells") or []]
         budget = data.get("budget")
         values["budget"] = (

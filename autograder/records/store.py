@@ -55,6 +55,12 @@ class Store:
     def result_file(self, step_name: str, student: str, notebook: str) -> Path:
         return self.home / "work" / "results" / step_name / student / f"{notebook}.json"
 
+    def run_file(self, step_name: str, student: str, notebook: str) -> Path:
+        """The grader's run of a notebook as it was, before what ran after a hidden test was concealed
+        (grading/judging.py conceal_after_hidden_inputs): for the instructor alone, never published: a
+        student's code may have printed a hidden test's inputs into it."""
+        return self.home / "work" / "runs" / step_name / student / f"{notebook}.ipynb"
+
     def autograded(self, student: str, step_name: str) -> Path:
         return self.home / "autograded" / student / step_name
 
@@ -82,6 +88,8 @@ class Store:
         notebook_json = result.notebook_json or ""
         atomic_write(folder / f"{result.notebook}.ipynb", notebook_json)
         atomic_write(folder / "timestamp.txt", stamp.strftime(STAMP_FORMAT))
+        if result.run_json:
+            atomic_write(self.run_file(step_name, result.student, result.notebook), result.run_json)
         graded = nbformat.reads(notebook_json, as_version=4)  # type: ignore[no-untyped-call]
         gradebook.write_scores(self.url, step_name, result, graded, stamp)
         atomic_write(
@@ -97,6 +105,7 @@ class Store:
             with gradebook.opened(self.url) as gb:
                 return self.record_unreadable(step_name, student, notebook, reason, key, gb)
         reason = clip(reason)
+        self.run_file(step_name, student, notebook).unlink(missing_ok=True)  # a run of what was handed in before
         cells = gradebook.zero_scores(gb, step_name, student, notebook, reason)
         result = NotebookResult(student=student, notebook=notebook, key=key, cells=cells, notes=[reason])
         atomic_write(self.result_file(step_name, student, notebook), json.dumps(result.to_json(), indent=1))
