@@ -138,7 +138,7 @@ def run_job(job: Job) -> NotebookResult:
             outcome = asyncio.run(
                 execute(nb, workdir, env, sandbox, limits, hooks=server, template=template, allowance=job.allowance)
             )
-            cells = judge_notebook(nb, server)
+            cells = judge_notebook(nb, server, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return NotebookResult(
