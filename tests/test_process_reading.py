@@ -1563,12 +1563,41 @@ def online_softmax(scores):
 
 def test_the_streamed_answer_after_a_full_pass_is_not_a_second_pass():
     """What the online loop leaves (its max and sum, from every key) used on whole rows after it, as the
-    solution's last line does, is no second pass; a second loop over the keys adding terms shifted by that
-    max is."""
+    solution's last line does, or in a second loop over the keys that builds the weights in a list or
+    stores them, is no second pass of a sum; a second loop over the keys adding up terms shifted by that
+    max is; one whose update the reader cannot tell adds or not goes to review."""
     assert clean(online(ONLINE))
     second = ONLINE.replace("    return torch.exp(", "    z2 = torch.zeros_like(z)\n    for j in range(scores.shape[-1]):\n"
                             "        z2 = z2 + torch.exp(scores[..., j] - m)\n    return torch.exp(")
     assert "z2 = z2 +" in second and caught(online(second)), online(second)
+    # the weights in a second loop over the keys (the pass the exercise asks for), built up, not added up
+    ending = "    return torch.exp(scores - m[..., None]) / z[..., None]\n"
+    assert ending in ONLINE
+    weights = {
+        "stored": "    w = torch.empty_like(scores)\n    for j in range(scores.shape[-1]):\n"
+                  "        w[..., j] = torch.exp(scores[..., j] - m) / z\n    return w\n",
+        "a list appended to": "    ws = []\n    for s_j in scores.unbind(-1):\n        ws.append(torch.exp(s_j - m) / z)\n"
+                              "    return torch.stack(ws, -1)\n",
+        "a list concatenated": "    ws = []\n    for s_j in scores.unbind(-1):\n        ws = ws + [torch.exp(s_j - m) / z]\n"
+                               "    return torch.stack(ws, -1)\n",
+    }
+    for name, pass_for_weights in weights.items():
+        source = ONLINE.replace(ending, pass_for_weights)
+        assert clean(online(source)), (name, online(source))
+    # built up in a tensor carried from key to key, or by a fold's step: whether that adds the keys up (a
+    # second pass) or builds the weights, the reader cannot tell; nor for another way of adding: review
+    unread = {
+        "torch.cat in a loop": "    w = scores[..., :0]\n    for s_j in scores.unbind(-1):\n"
+                               "        w = torch.cat([w, (torch.exp(s_j - m) / z)[..., None]], -1)\n    return w\n",
+        "torch.cat in a fold": "    return functools.reduce(lambda acc, w: torch.cat([acc, w[..., None]], -1),\n"
+                               "                            [torch.exp(s_j - m) / z for s_j in scores.unbind(-1)])\n",
+        "a sum of a stack in a loop": "    z2 = torch.zeros_like(z)\n    for s_j in scores.unbind(-1):\n"
+                                      "        z2 = torch.stack([z2, torch.exp(s_j - m)]).sum(0)\n"
+                                      "    return torch.exp(scores - m[..., None]) / z2[..., None]\n",
+    }
+    for name, pass_for_weights in unread.items():
+        source = "import functools\n" + ONLINE.replace(ending, pass_for_weights)
+        assert review(online(source)), (name, online(source))
 
 
 @pytest.mark.parametrize("notebook, reads", [("02-the-head", (entrywise,)), ("06-going-further", (online, streaming))])

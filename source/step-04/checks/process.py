@@ -59,7 +59,10 @@ q and k that multiplies more than one entry's d numbers at once, a reduction ove
 them, Python's sum, functools.reduce or itertools.accumulate of them) is no reduction at once; but what it
 leaves, and what is computed from it (a maximum of every key), is computed from every key (Scope.summary,
 followed by name), and a second such pass adding up terms computed from it is whole-row work: the sum of a
-two-pass softmax, however it is written.
+two-pass softmax, however it is written (`+`, `+=`, an `add`, a fold's adding step). A second pass that
+builds the weights (stored, appended) adds nothing up; one that updates what it carries from such a
+value in a way the reader does not read as an addition or not (torch.cat, a sum of a stack, a fold's
+other step) is not decided.
 
 Three outcomes, never a guess against the student:
 * whole-matrix work the reader is sure of (an op in code that runs whenever the answer runs, on axes
@@ -1920,7 +1923,7 @@ class _Interpreter:
             it = self.expr(node.iter, scope)
             elem, outer = self.iterate(it)
             self.loops.append(outer)
-            carried = {i: outer for i in _carried(node.body)}
+            carried = {i: (outer, adds) for i, adds in _carried(node.body).items()}
             self.carried.update(carried)
             every = self.from_every_key(node.iter, scope)      # items computed from every key
             try:
@@ -1943,7 +1946,7 @@ class _Interpreter:
         elif isinstance(node, ast.While):
             self.expr(node.test, scope)
             self.loops.append(UNKNOWN)
-            carried = {i: UNKNOWN for i in _carried(node.body)}     # over items the reader cannot name
+            carried = {i: (UNKNOWN, adds) for i, adds in _carried(node.body).items()}   # items it cannot name
             self.carried.update(carried)
             try:
                 for _ in range(2):
@@ -2057,11 +2060,17 @@ class _Interpreter:
         if id(node) not in self.carried:
             return
         name, source = _carried_node(node)
+        if isinstance(node, ast.Expr) and not _is_arr(value):
+            value = scope.vars.get(name)    # `z.add_(t)` on an array the answer made: z holds the result now
+        if not _is_arr(value):
+            return                          # a list added to (`ws + [w]`): the items built up, not added up
         used = self.from_every_key(source, scope)
-        if used:
-            outer = self.carried[id(node)]
-            axes = value if _is_arr(value) else ()
-            self.op("fold", f"{name}` from `{used}", [(outer,) + axes], (outer,), axes, node)
+        outer, adds = self.carried[id(node)]
+        if used and adds:
+            self.op("fold", f"{name}` from `{used}", [(outer,) + value], (outer,), value, node)
+        elif used and _touch(outer, {"K"}) and not self.quiet:
+            self.undecided(f"`{name}` is updated key by key from `{used}`, computed from every key: whether it "
+                           "adds the keys up (a second pass over them) the grader cannot tell")
 
     def setattr_on(self, node, scope, module_level) -> None:
         """`setattr(x, "name", v)` (read as `x.name = v`) passes where it runs at a cell's top level on a
@@ -3231,13 +3240,17 @@ class _Interpreter:
             return tuple(UNKNOWN for _ in max(big, key=len)) if any(big) else ()
         return LibResult(path) if method_base is None else None
 
-    def folded(self, name, outer, value, node, scope) -> None:
-        """functools.reduce or itertools.accumulate over items `outer`: a pass over them; a second pass over
-        the keys if what it folds is computed from every key (a name the call reads, Scope.summary)."""
+    def folded(self, name, outer, value, node, scope, adding) -> None:
+        """functools.reduce or itertools.accumulate over items `outer`: a pass over them; adding them up (a
+        step that adds, _adding_step), a second pass over the keys if what it adds is computed from every key
+        (a name the call reads, Scope.summary)."""
         used = self.from_every_key(node, scope) if node is not None else ""
-        if used:
+        if used and adding:
             axes = _as_arr(value) if _is_arr(_as_arr(value)) else ()
             self.op("fold", f"{name}` from `{used}", [(outer,) + axes], (outer,), axes, node)
+        elif used and _touch(outer, {"K"}) and not self.quiet:
+            self.undecided(f"`{name}` folds, key by key, items computed from every key (`{used}`) with a step "
+                           "the grader cannot tell adds them up or not")
         if _touch(outer, {"K"}) == "plain":
             self.passes += 1
 
@@ -3389,10 +3402,11 @@ class _Interpreter:
                 return True, Seq(_merge(*[p[0] for p in parts]), _merge_labels(*[p[1] for p in parts]) if parts else LITERAL)
             if name in ("accumulate",):
                 elem, outer = self.iterate(args[0]) if args else (None, UNKNOWN)
+                fn = None
                 if len(args) >= 2 or kwargs.get("func") is not None:
                     fn = args[1] if len(args) >= 2 else kwargs.get("func")
                     elem = _merge(elem, self.apply(fn, [elem, elem], {}, node, scope, label=_label(fn)))
-                self.folded("accumulate", outer, elem, node, scope)
+                self.folded("accumulate", outer, elem, node, scope, fn is None or _adding_step(fn))
                 return True, Seq(elem, outer)
             if name in ("combinations", "permutations", "combinations_with_replacement", "pairwise"):
                 elem, outer = self.iterate(args[0]) if args else (None, UNKNOWN)
@@ -3416,7 +3430,7 @@ class _Interpreter:
                 start = args[2] if len(args) >= 3 else elem
                 value = self.apply(args[0], [start, elem], {}, node, scope, label=_label(args[0]))
                 value = self.apply(args[0], [_merge(start, value), elem], {}, node, scope, label=_label(args[0]))
-                self.folded("reduce", outer, value, node, scope)
+                self.folded("reduce", outer, value, node, scope, _adding_step(args[0]))
                 return True, value
             return False, None
         if module in ("operator", "op"):
@@ -3780,24 +3794,45 @@ def _names(node) -> set:
     return names
 
 
+def _adds(expr) -> bool:
+    """An expression whose last operation is an addition: `a + b` (`z * f + t` too), `add(a, b)`, `a.add(b)`."""
+    if isinstance(expr, ast.BinOp):
+        return isinstance(expr.op, ast.Add)
+    return isinstance(expr, ast.Call) and isinstance(expr.func, (ast.Name, ast.Attribute)) and (
+        expr.func.id if isinstance(expr.func, ast.Name) else expr.func.attr) == "add"
+
+
+def _adding_step(fn) -> bool:
+    """A fold's step that adds: a library's `add` (torch.add, operator.add, numpy.add), or a lambda or def of
+    the student's whose whole body returns an addition."""
+    if isinstance(fn, Lib):
+        return fn.path.rsplit(".", 1)[-1] in ("add", "iadd", "__add__", "__iadd__")
+    if not isinstance(fn, Func):
+        return False
+    if isinstance(fn.node, ast.Lambda):
+        return _adds(fn.node.body)
+    body = [s for s in getattr(fn.node, "body", []) if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    return len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None and _adds(body[0].value)
+
+
 def _carried(body) -> dict:
-    """{id(statement): (name, the expression it is computed from)} for the statements of a loop's body (in it,
-    or in an `if` or `with` of it; not in a nested loop or function) that update a value the loop carries
-    from one item to the next: `z = f(z, ...)`, `z += ...`, `z.add_(...)` (a method whose name ends in `_`,
-    which changes z in place)."""
+    """{id(statement): adds} for the statements of a loop's body (in it, or in an `if` or `with` of it; not in
+    a nested loop or function) that update a value the loop carries from one item to the next: `z = f(z,
+    ...)`, `z op= ...`, `z.method_(...)` (in place). `adds`: the update is an addition, `z = z + ...` (`z =
+    z * f + ...`, `z = torch.add(z, ...)`: the last operation an addition), `z += ...`, `z.add_(...)`."""
     found = {}
 
     def direct(block):
         for stmt in block:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
                     and stmt.targets[0].id in _names(stmt.value):
-                found[id(stmt)] = (stmt.targets[0].id, stmt.value)
+                found[id(stmt)] = _adds(stmt.value)
             elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
-                found[id(stmt)] = (stmt.target.id, stmt.value)
+                found[id(stmt)] = isinstance(stmt.op, ast.Add)
             elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
                     and isinstance(stmt.value.func, ast.Attribute) and stmt.value.func.attr.endswith("_") \
                     and isinstance(stmt.value.func.value, ast.Name):
-                found[id(stmt)] = (stmt.value.func.value.id, stmt.value)
+                found[id(stmt)] = stmt.value.func.attr == "add_"
             elif isinstance(stmt, ast.If):
                 direct(stmt.body)
                 direct(stmt.orelse)
