@@ -1449,10 +1449,155 @@ def test_a_sum_over_the_keys_as_a_product_with_ones_is_one_shot(ending):
 
 
 def test_the_key_by_key_maximum_alone_is_streamed():
-    """The control of the test above: the same streamed maximum with a division by a running sum."""
+    """The control of the test above: the same streamed maximum is no finding; with the row's sum kept as
+    the running sum of one pass (rescaled by a running max) the answer is clean."""
     streamed = (f"import functools\ndef online_softmax(scores):\n{STREAMED_MAX}"
-                "    z = functools.reduce(torch.add, e.unbind(-1))\n    return e / z[..., None]")
+                "    run, z = torch.full_like(m, float('-inf')), torch.zeros_like(m)\n"
+                "    for s_j in scores.unbind(-1):\n"
+                "        new = torch.maximum(run, s_j)\n"
+                "        z = z * torch.exp(run - new) + torch.exp(s_j - new)\n"
+                "        run = new\n"
+                "    return e / z[..., None]")
     assert clean(online(streamed)), online(streamed)
+
+
+# The row's sum taken key by key after a maximum of every key, however it is written: Python's sum of the
+# unbound keys, a fold (functools.reduce, itertools.accumulate), a loop adding each key's term. Each adds
+# terms computed from every key (the maximum, found before the sum): a second pass over the keys, not the
+# running sum of one; whether that maximum was streamed (a fold of torch.maximum, a loop) or not. (The
+# folds and the loops were read as visiting the keys one at a time while sum(e.unbind(-1)) was a finding.)
+# Shifted by no maximum, or by a number of one key (the first), the same sums are one pass over the keys:
+# no finding (their values show what the shift costs); torch's sum of the keys stacked back is one sum over
+# all of them at once either way.
+MAXIMA = {
+    "a fold of torch.maximum": STREAMED_MAX,
+    "a loop's running max": "    m = torch.full(scores.shape[:-1], float('-inf'), dtype=scores.dtype)\n"
+                            "    for s_j in scores.unbind(-1):\n        m = torch.maximum(m, s_j)\n"
+                            "    e = torch.exp(scores - m[..., None])\n",
+    "a loop's running max in a helper": "    e = torch.exp(scores - top(scores)[..., None])\n",
+}
+ONE_PASS_SHIFTS = {
+    "no maximum": "    e = torch.exp(scores)\n",
+    "the first key's score": "    e = torch.exp(scores - scores[..., :1])\n",
+}
+HELPER = ("def top(scores):\n    m = torch.full(scores.shape[:-1], float('-inf'), dtype=scores.dtype)\n"
+          "    for j in range(scores.shape[-1]):\n        m = torch.maximum(m, scores[..., j])\n    return m\n")
+KEY_BY_KEY_SUMS = {
+    "sum of the unbound keys": "    z = sum(e.unbind(-1))\n",
+    "sum of a generator": "    z = sum(e_j for e_j in e.unbind(-1))\n",
+    "functools.reduce(torch.add)": "    z = functools.reduce(torch.add, e.unbind(-1))\n",
+    "functools.reduce(operator.add) from zeros": "    z = functools.reduce(operator.add, e.unbind(-1), torch.zeros_like(e[..., 0]))\n",
+    "functools.reduce of an adding lambda": "    z = functools.reduce(lambda acc, e_j: acc + e_j, e.unbind(-1))\n",
+    "functools.reduce of an adding def": "    def plus(acc, e_j):\n        return torch.add(acc, e_j)\n"
+                                         "    z = functools.reduce(plus, e.unbind(-1))\n",
+    "itertools.accumulate": "    z = list(itertools.accumulate(e.unbind(-1)))[-1]\n",
+    "itertools.accumulate(torch.add)": "    *_, z = itertools.accumulate(e.unbind(-1), torch.add)\n",
+    "a for over unbind adding": "    z = torch.zeros_like(e[..., 0])\n    for e_j in e.unbind(-1):\n        z = z + e_j\n",
+    "a for over the key index, +=": "    z = torch.zeros_like(e[..., 0])\n    for j in range(e.shape[-1]):\n        z += e[..., j]\n",
+    "a for with torch.add": "    z = torch.zeros_like(e[..., 0])\n    for e_j in e.unbind(-1):\n        z = torch.add(z, e_j)\n",
+    "a for with add_": "    z = scores.new_zeros(scores.shape[:-1])\n    for e_j in e.unbind(-1):\n        z.add_(e_j)\n",
+    "a for rescaling by a constant": "    z = torch.zeros_like(e[..., 0])\n    for e_j in e.unbind(-1):\n        z = z * 1.0 + e_j\n",
+}
+AT_ONCE = {"the keys stacked back, summed": "    z = torch.stack(list(e.unbind(-1))).sum(0)\n"}
+
+
+def _summed(shift, summed):
+    return (f"import functools, itertools, operator\n{HELPER}def online_softmax(scores):\n" + shift + summed
+            + "    return e / z[..., None]")
+
+
+@pytest.mark.parametrize("maximum", list(MAXIMA.values()), ids=list(MAXIMA))
+@pytest.mark.parametrize("summed", list(KEY_BY_KEY_SUMS.values()) + list(AT_ONCE.values()),
+                         ids=list(KEY_BY_KEY_SUMS) + list(AT_ONCE))
+def test_a_sum_key_by_key_after_a_maximum_of_every_key_is_a_second_pass(maximum, summed):
+    reading = online(_summed(maximum, summed))
+    assert caught(reading), (summed, reading)
+    # the line that adds (the def is line 1): the finding; the maximum none
+    sum_line = 1 + maximum.count("\n") + summed.count("\n")
+    assert all(f.startswith(f"line {sum_line} of") for f in reading["found"]), (sum_line, reading)
+
+
+@pytest.mark.parametrize("shift", list(ONE_PASS_SHIFTS.values()), ids=list(ONE_PASS_SHIFTS))
+@pytest.mark.parametrize("summed", list(KEY_BY_KEY_SUMS.values()), ids=list(KEY_BY_KEY_SUMS))
+def test_the_same_sums_of_terms_of_one_key_each_are_one_pass(shift, summed):
+    assert clean(online(_summed(shift, summed))), online(_summed(shift, summed))
+    assert caught(online(_summed(shift, AT_ONCE["the keys stacked back, summed"])))
+
+
+def test_a_running_sum_over_keys_the_reader_cannot_name_goes_to_review():
+    """A `while` loop adding each key's term computed from every key: over which axis, the reader cannot
+    tell, so it does not decide."""
+    source = ("def online_softmax(scores):\n" + MAXIMA["a loop's running max"]
+              + "    z, j = torch.zeros_like(m), 0\n    while j < e.shape[-1]:\n        z = z + e[..., j]\n        j += 1\n"
+              "    return e / z[..., None]")
+    assert review(online(source)), online(source)
+
+
+def test_a_fold_whose_step_keeps_a_running_max_is_one_pass():
+    """functools.reduce of a step that rescales the running sum by a running max (the online algorithm as a
+    fold) is one pass over the keys; so is a loop whose running sum is rescaled as well as added to."""
+    folded = '''
+import functools
+def step(state, s_j):
+    m, z = state
+    new = torch.maximum(m, s_j)
+    return new, z * torch.exp(m - new) + torch.exp(s_j - new)
+
+def online_softmax(scores):
+    start = (torch.full(scores.shape[:-1], float('-inf'), dtype=scores.dtype), torch.zeros(scores.shape[:-1], dtype=scores.dtype))
+    m, z = functools.reduce(step, scores.unbind(-1), start)
+    return torch.exp(scores - m[..., None]) / z[..., None]'''
+    assert clean(online(folded)), online(folded)
+    two_statements = '''
+def online_softmax(scores):
+    m = torch.full(scores.shape[:-1], float('-inf'), dtype=scores.dtype)
+    z = torch.zeros_like(m)
+    for s_j in scores.unbind(-1):
+        new = torch.maximum(m, s_j)
+        z *= torch.exp(m - new)
+        z += torch.exp(s_j - new)
+        m = new
+    return torch.exp(scores - m[..., None]) / z[..., None]'''
+    assert clean(online(two_statements)), online(two_statements)
+
+
+def test_the_streamed_answer_after_a_full_pass_is_not_a_second_pass():
+    """What the online loop leaves (its max and sum, from every key) used on whole rows after it, as the
+    solution's last line does, or in a second loop over the keys that builds the weights in a list or
+    stores them, is no second pass of a sum; a second loop over the keys adding up terms shifted by that
+    max is; one whose update the reader cannot tell adds or not goes to review."""
+    assert clean(online(ONLINE))
+    second = ONLINE.replace("    return torch.exp(", "    z2 = torch.zeros_like(z)\n    for j in range(scores.shape[-1]):\n"
+                            "        z2 = z2 + torch.exp(scores[..., j] - m)\n    return torch.exp(")
+    assert "z2 = z2 +" in second and caught(online(second)), online(second)
+    # the weights in a second loop over the keys (the pass the exercise asks for), built up, not added up
+    ending = "    return torch.exp(scores - m[..., None]) / z[..., None]\n"
+    assert ending in ONLINE
+    weights = {
+        "stored": "    w = torch.empty_like(scores)\n    for j in range(scores.shape[-1]):\n"
+                  "        w[..., j] = torch.exp(scores[..., j] - m) / z\n    return w\n",
+        "a list appended to": "    ws = []\n    for s_j in scores.unbind(-1):\n        ws.append(torch.exp(s_j - m) / z)\n"
+                              "    return torch.stack(ws, -1)\n",
+        "a list concatenated": "    ws = []\n    for s_j in scores.unbind(-1):\n        ws = ws + [torch.exp(s_j - m) / z]\n"
+                               "    return torch.stack(ws, -1)\n",
+    }
+    for name, pass_for_weights in weights.items():
+        source = ONLINE.replace(ending, pass_for_weights)
+        assert clean(online(source)), (name, online(source))
+    # built up in a tensor carried from key to key, or by a fold's step: whether that adds the keys up (a
+    # second pass) or builds the weights, the reader cannot tell; nor for another way of adding: review
+    unread = {
+        "torch.cat in a loop": "    w = scores[..., :0]\n    for s_j in scores.unbind(-1):\n"
+                               "        w = torch.cat([w, (torch.exp(s_j - m) / z)[..., None]], -1)\n    return w\n",
+        "torch.cat in a fold": "    return functools.reduce(lambda acc, w: torch.cat([acc, w[..., None]], -1),\n"
+                               "                            [torch.exp(s_j - m) / z for s_j in scores.unbind(-1)])\n",
+        "a sum of a stack in a loop": "    z2 = torch.zeros_like(z)\n    for s_j in scores.unbind(-1):\n"
+                                      "        z2 = torch.stack([z2, torch.exp(s_j - m)]).sum(0)\n"
+                                      "    return torch.exp(scores - m[..., None]) / z2[..., None]\n",
+    }
+    for name, pass_for_weights in unread.items():
+        source = "import functools\n" + ONLINE.replace(ending, pass_for_weights)
+        assert review(online(source)), (name, online(source))
 
 
 @pytest.mark.parametrize("notebook, reads", [("02-the-head", (entrywise,)), ("06-going-further", (online, streaming))])

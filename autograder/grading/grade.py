@@ -139,7 +139,7 @@ def run_job(job: Job) -> NotebookResult:
             outcome = asyncio.run(
                 execute(nb, workdir, env, sandbox, limits, hooks=server, template=template, allowance=job.allowance)
             )
-            cells = judge_notebook(nb, server)
+            cells = judge_notebook(nb, server, scratch)
             run_json = nbformat.writes(nb)  # the run as it was, for the instructor alone (Store.run_file)
             conceal_after_hidden_inputs(
                 nb,

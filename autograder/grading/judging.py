@@ -75,28 +75,54 @@ def _strip_harmless_stderr(cell) -> None:
     ]
 
 
-def _machine_paths() -> list[tuple[str, str]]:
-    """(prefix, what students see instead): the course folder and the Python installation."""
+# What feedback shows instead of a path of the grading machine's (named, so that a student reads it as a
+# place, not as a path of theirs): the folder the notebook ran in (its working folder, the grading's scratch
+# folder made for this one notebook) and the temporary folders (the worker's TMPDIR, and the kernel's, which
+# the sandbox sets to /tmp).
+WORK_FOLDER = "<work>"
+TEMPORARY_FOLDER = "<tmp>"
+KERNEL_TMP = "/tmp"  # the kernel's TMPDIR in the sandbox (autograder/kernel/sandbox.py)
+
+
+def _machine_paths(scratch=None) -> list[tuple[str, str]]:
+    """(prefix, what students see instead): the course folder, the Python installation, the grading's
+    scratch folder `scratch` (its `work` folder, where the kernel runs: WORK_FOLDER; the rest: the folder
+    named as a temporary one) and the temporary folders (TEMPORARY_FOLDER). Longest first: a path inside
+    another is replaced as the inner one."""
     import sys
+    import tempfile
     from ..course import ROOT
 
     pairs = [(str(ROOT) + "/", "")]
     for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
         pairs.append((prefix.rstrip("/") + "/", "<python>/"))
+    if scratch is not None:
+        pairs.append((str(scratch).rstrip("/") + "/work", WORK_FOLDER))
+        pairs.append((str(scratch).rstrip("/"), TEMPORARY_FOLDER))
+    for tmp in {tempfile.gettempdir(), KERNEL_TMP}:
+        if tmp.rstrip("/"):
+            pairs.append((tmp.rstrip("/"), TEMPORARY_FOLDER))
     return sorted(pairs, key=lambda p: -len(p[0]))
 
 
-def hide_machine_paths(nb) -> None:
-    """Tracebacks of the grader's kernel name files by absolute paths (the course folder, the Python
-    installation): feedback shows them relative instead, as a student's own machine would."""
-    pairs = _machine_paths()
+def _path_pattern(pairs) -> tuple:
+    """One regex for every prefix (a folder without its slash matches only where its name ends: at a `/`,
+    or a character no file name of it goes on with), and its replacements."""
+    parts = [re.escape(prefix) + ("" if prefix.endswith("/") else r"(?![\w.\-~+@])") for prefix, _ in pairs]
+    return re.compile("|".join(f"({p})" for p in parts)), [instead for _, instead in pairs]
+
+
+def hide_machine_paths(nb, scratch=None) -> None:
+    """Tracebacks and printed text of the grader's kernel name files by absolute paths (the course folder,
+    the Python installation, the scratch folder the notebook ran in, the temporary folders): feedback
+    shows them relative or named instead (the course folder's paths relative, as a student's own machine
+    would; `<python>/...`, WORK_FOLDER, TEMPORARY_FOLDER)."""
+    pattern, instead = _path_pattern(_machine_paths(scratch))
 
     def clean(text):
         if isinstance(text, list):
             text = "".join(text)
-        for prefix, instead in pairs:
-            text = text.replace(prefix, instead)
-        return text
+        return pattern.sub(lambda m: instead[m.lastindex - 1], text)
 
     for cell in nb.cells:
         for out in cell.get("outputs", []):
@@ -179,10 +205,11 @@ def for_the_grader(above: list, check, data) -> dict:
     return view
 
 
-def judge_notebook(nb, server) -> list[CellResult]:
-    """The results of `nb`'s grade cells, as executed (a test cell that ran after a hidden test gives its
-    error's kind alone: `conceal_after_hidden_inputs`)."""
-    hide_machine_paths(nb)
+def judge_notebook(nb, server, scratch=None) -> list[CellResult]:
+    """The results of the notebook's grade cells; its outputs with the machine's paths hidden (`scratch`:
+    the grading's scratch folder it ran in, hide_machine_paths); a test cell that ran after a hidden test
+    gives its error's kind alone (`conceal_after_hidden_inputs`)."""
+    hide_machine_paths(nb, scratch)
     for cell in nb.cells:
         cell.get("metadata", {}).pop(GRADER_VIEW, None)  # only the grader writes it
     first = first_hidden_inputs(nb)

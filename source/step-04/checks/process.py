@@ -55,7 +55,14 @@ unpacks the subject, a class or mapping pattern's captures are not followed), an
 product, contraction, reduction and softmax with the axes of its operands. A check then says which of these are whole-matrix work: a product of
 q and k that multiplies more than one entry's d numbers at once, a reduction over the key axis, a
 (T, T) matrix. By what it multiplies, never by an op's name or rank: (1×d)@(d×1) and
-(q[b, i:i+1] * k[b, j:j+1]).sum() are one entry's work.
+(q[b, i:i+1] * k[b, j:j+1]).sum() are one entry's work. A pass over the keys one at a time (a loop over
+them, Python's sum, functools.reduce or itertools.accumulate of them) is no reduction at once; but what it
+leaves, and what is computed from it (a maximum of every key), is computed from every key (Scope.summary,
+followed by name), and a second such pass adding up terms computed from it is whole-row work: the sum of a
+two-pass softmax, however it is written (`+`, `+=`, an `add`, a fold's adding step). A second pass that
+builds the weights (stored, appended) adds nothing up; one that updates what it carries from such a
+value in a way the reader does not read as an addition or not (torch.cat, a sum of a stack, a fold's
+other step) is not decided.
 
 Three outcomes, never a guess against the student:
 * whole-matrix work the reader is sure of (an op in code that runs whenever the answer runs, on axes
@@ -413,6 +420,7 @@ class Scope:
         self.declared_global: set = set()
         self.declared_nonlocal: set = set()
         self.comprehension = False
+        self.summary: set = set()    # names bound here to a value computed from every key (_Interpreter.passes)
 
     def binder(self, name: str) -> dict:
         """The dict an assignment to a name binds it in: as Python does, a function's own locals unless the
@@ -470,7 +478,8 @@ def _default(name: str):
 
 @dataclass
 class Op:
-    kind: str                  # "product", "reduce", "softmax", "combine" (elementwise, of several arrays), "opaque"
+    kind: str                  # "product", "reduce", "softmax", "combine" (elementwise, of several arrays), "opaque",
+    #                            "fold" (a loop's or a fold's items added up, each computed from every key: a 2nd pass)
     name: str
     operands: list             # axes (tuples of labels) of the operands derived from the inputs
     axes: tuple = ()           # reduce/softmax: the axes collapsed; product: the axes contracted
@@ -1780,6 +1789,11 @@ class _Interpreter:
         self.uncertain = 0        # > 0: inside a branch that may not run
         self.stack: list = []     # functions being run
         self.loops: list = []     # labels of the loops being run (innermost last)
+        # passes over the keys done (a loop over them, a fold of them ended): a value computed after one, from
+        # what it left, is computed from every key (Scope.summary); a loop or fold over the keys adding up
+        # items computed from such a value is a second pass over the keys
+        self.passes = 0
+        self.carried: dict = {}   # id of a statement of a loop being run that updates what it carries -> its label
         self.steps = 0
         self.yields: list = []
         self.scanned: set = set()
@@ -1873,13 +1887,19 @@ class _Interpreter:
         elif isinstance(node, ast.Assign):
             if getattr(node, "from_setattr", False):
                 self.setattr_on(node, scope, module_level)
+            before = self.progress()
             value = self.expr(node.value, scope)
+            self.second_pass(node, node.value, value, scope)
             for t in node.targets:
                 self.bind(t, value, scope, node.value)
+            self.mark(node.targets, node.value, before, scope)
         elif isinstance(node, ast.AnnAssign):
             if node.value is not None:
+                before = self.progress()
                 self.bind(node.target, self.expr(node.value, scope), scope, node.value)
+                self.mark([node.target], node.value, before, scope)
         elif isinstance(node, ast.AugAssign):
+            before = self.progress()
             left = self.expr(node.target, scope)
             right = self.expr(node.value, scope)
             if isinstance(node.op, (ast.Mult, ast.MatMult)):
@@ -1890,29 +1910,44 @@ class _Interpreter:
                                                                   _as_arr(right) is not None) else left
                 self.combine(_OPERATOR_SIGNS.get(type(node.op), "an operator") + "=", [left, right],
                              _broadcast(_as_arr(left), _as_arr(right)), node)
+            self.second_pass(node, node.value, value, scope)
             if isinstance(node.target, ast.Name):
                 if isinstance(left, (Size, Index)) and not _is_arr(right):
                     value = left
                 self.assign(node.target.id, value, scope)
+                if node.target.id not in scope.summary:
+                    self.mark([node.target], node.value, before, scope)
             else:
                 self.store_into(node.target, value, scope)
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             it = self.expr(node.iter, scope)
             elem, outer = self.iterate(it)
             self.loops.append(outer)
+            carried = {i: (outer, adds) for i, adds in _carried(node.body).items()}
+            self.carried.update(carried)
+            every = self.from_every_key(node.iter, scope)      # items computed from every key
             try:
                 for _ in range(2):          # twice: what one pass leaves behind, the next one meets
                     self.bind(node.target, elem, scope, None)
+                    targets = _assigned([node.target])
+                    scope.summary = scope.summary | targets if every else scope.summary - targets
                     if module_level:
                         self.branch(node.body, scope, True)
                     else:
                         self.block(node.body, scope)
             finally:
                 self.loops.pop()
+                for i in carried:
+                    self.carried.pop(i, None)
+            if _touch(outer, {"K"}) == "plain":     # a pass over the keys: what the loop leaves, from every key
+                self.passes += 1
+                scope.summary |= _assigned(node.body) - _assigned([node.target])
             self.branch(node.orelse, scope, module_level)
         elif isinstance(node, ast.While):
             self.expr(node.test, scope)
             self.loops.append(UNKNOWN)
+            carried = {i: (UNKNOWN, adds) for i, adds in _carried(node.body).items()}   # items it cannot name
+            self.carried.update(carried)
             try:
                 for _ in range(2):
                     if module_level:
@@ -1922,6 +1957,8 @@ class _Interpreter:
                     self.expr(node.test, scope)
             finally:
                 self.loops.pop()
+                for i in carried:
+                    self.carried.pop(i, None)
             self.branch(node.orelse, scope, module_level)
         elif isinstance(node, ast.If):
             self.expr(node.test, scope)         # a test always runs: its work (and a call's effects) too
@@ -1959,7 +1996,8 @@ class _Interpreter:
                 self.expr(node.exc, scope)
             return True
         elif isinstance(node, ast.Expr):
-            self.expr(node.value, scope)    # in a cell too: a call can change what a name the answer uses holds
+            value = self.expr(node.value, scope)    # in a cell too: a call can change what a name the answer uses holds
+            self.second_pass(node, node.value, value, scope)
         elif isinstance(node, ast.Assert):
             self.expr(node.test, scope)
         elif isinstance(node, ast.Match):
@@ -1990,6 +2028,49 @@ class _Interpreter:
             else:
                 self.undecided(f"a `{kind}` statement, which the grader does not read")
         return False
+
+    def progress(self) -> tuple:
+        return len(self.reading.ops), self.passes
+
+    def from_every_key(self, expr, scope) -> str:
+        """The first name `expr` reads that holds a value computed from every key (Scope.summary), or ''."""
+        summary = set()
+        while scope is not None:
+            summary |= scope.summary
+            scope = scope.parent
+        return next((n for n in sorted(_names(expr)) if n in summary), "")
+
+    def mark(self, targets, expr, before, scope) -> None:
+        """The names an assignment binds hold a value computed from every key if `expr` reads one, or its
+        evaluation passed over the keys (a loop or fold over them, in a helper too) or reduced over them;
+        else not (a name bound anew)."""
+        ops, passes = before
+        whole = self.passes > passes or bool(self.from_every_key(expr, scope)) or any(
+            op.kind in ("reduce", "softmax", "fold", "product") and "plain" in {_touch(a, {"K"}) for a in op.axes}
+            for op in self.reading.ops[ops:])
+        names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if whole:
+            scope.summary |= names
+        else:
+            scope.summary -= names
+
+    def second_pass(self, node, expr, value, scope) -> None:
+        """A statement of a loop that updates what the loop carries (_carried) from a value computed from every
+        key (a max or sum over them found before the loop): the loop is a second pass over its items."""
+        if id(node) not in self.carried:
+            return
+        name, source = _carried_node(node)
+        if isinstance(node, ast.Expr) and not _is_arr(value):
+            value = scope.vars.get(name)    # `z.add_(t)` on an array the answer made: z holds the result now
+        if not _is_arr(value):
+            return                          # a list added to (`ws + [w]`): the items built up, not added up
+        used = self.from_every_key(source, scope)
+        outer, adds = self.carried[id(node)]
+        if used and adds:
+            self.op("fold", f"{name}` from `{used}", [(outer,) + value], (outer,), value, node)
+        elif used and _touch(outer, {"K"}) and not self.quiet:
+            self.undecided(f"`{name}` is updated key by key from `{used}`, computed from every key: whether it "
+                           "adds the keys up (a second pass over them) the grader cannot tell")
 
     def setattr_on(self, node, scope, module_level) -> None:
         """`setattr(x, "name", v)` (read as `x.name = v`) passes where it runs at a cell's top level on a
@@ -3159,6 +3240,20 @@ class _Interpreter:
             return tuple(UNKNOWN for _ in max(big, key=len)) if any(big) else ()
         return LibResult(path) if method_base is None else None
 
+    def folded(self, name, outer, value, node, scope, adding) -> None:
+        """functools.reduce or itertools.accumulate over items `outer`: a pass over them; adding them up (a
+        step that adds, _adding_step), a second pass over the keys if what it adds is computed from every key
+        (a name the call reads, Scope.summary)."""
+        used = self.from_every_key(node, scope) if node is not None else ""
+        if used and adding:
+            axes = _as_arr(value) if _is_arr(_as_arr(value)) else ()
+            self.op("fold", f"{name}` from `{used}", [(outer,) + axes], (outer,), axes, node)
+        elif used and _touch(outer, {"K"}) and not self.quiet:
+            self.undecided(f"`{name}` folds, key by key, items computed from every key (`{used}`) with a step "
+                           "the grader cannot tell adds them up or not")
+        if _touch(outer, {"K"}) == "plain":
+            self.passes += 1
+
     def length(self, value):
         if _is_arr(value):
             return Size(value[0]) if value else Size(UNKNOWN)
@@ -3268,8 +3363,15 @@ class _Interpreter:
                 elem = _as_arr(elem)
                 if _is_arr(value) or elem is not None or isinstance(value, Blank):
                     whole = (outer,) + (elem or ())
-                    if _is_arr(value) or elem is not None:
+                    fold = isinstance(value, (Seq, Rng)) and not _is_arr(value)
+                    if (_is_arr(value) or elem is not None) and not (
+                            name == "sum" and fold and not self.from_every_key(node, scope)):
+                        # Python's sum of a list, or of what a loop yields, adds the items one at a time, as
+                        # a loop does: a second pass over the keys only if the items are computed from every
+                        # key (self.second_pass); of an array's rows, or max and min, a reduction
                         self.op("reduce", name, [whole], (outer,), elem or (), node)
+                    if _touch(outer, {"K"}) == "plain":
+                        self.passes += 1
                     return True, elem if elem is not None else None
                 return True, None
             if name in ("abs", "round", "float", "int", "bool", "complex", "pow", "divmod"):
@@ -3300,9 +3402,11 @@ class _Interpreter:
                 return True, Seq(_merge(*[p[0] for p in parts]), _merge_labels(*[p[1] for p in parts]) if parts else LITERAL)
             if name in ("accumulate",):
                 elem, outer = self.iterate(args[0]) if args else (None, UNKNOWN)
+                fn = None
                 if len(args) >= 2 or kwargs.get("func") is not None:
                     fn = args[1] if len(args) >= 2 else kwargs.get("func")
                     elem = _merge(elem, self.apply(fn, [elem, elem], {}, node, scope, label=_label(fn)))
+                self.folded("accumulate", outer, elem, node, scope, fn is None or _adding_step(fn))
                 return True, Seq(elem, outer)
             if name in ("combinations", "permutations", "combinations_with_replacement", "pairwise"):
                 elem, outer = self.iterate(args[0]) if args else (None, UNKNOWN)
@@ -3326,6 +3430,7 @@ class _Interpreter:
                 start = args[2] if len(args) >= 3 else elem
                 value = self.apply(args[0], [start, elem], {}, node, scope, label=_label(args[0]))
                 value = self.apply(args[0], [_merge(start, value), elem], {}, node, scope, label=_label(args[0]))
+                self.folded("reduce", outer, value, node, scope, _adding_step(args[0]))
                 return True, value
             return False, None
         if module in ("operator", "op"):
@@ -3661,6 +3766,105 @@ def _dim_argument(node, method: bool):
     return None
 
 
+SHAPE_READS = {"shape", "dtype", "device", "ndim", "size", "numel", "dim", "layout"}
+
+
+def _names(node) -> set:
+    """The names an expression (or statement) reads values of, at any depth (a lambda's or a generator's
+    included): not a name whose shape, dtype or size only is read (`x.shape`, `len(x)`, `zeros_like(x)`,
+    `x.new_zeros(...)`: no number of x's is in the result)."""
+    names, todo = set(), [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            names.add(n.id)
+            continue
+        if isinstance(n, ast.Attribute) and n.attr in SHAPE_READS and isinstance(n.value, ast.Name):
+            continue
+        if isinstance(n, ast.Call):
+            func = n.func
+            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if called == "len" or called.endswith("_like"):
+                todo.extend(list(n.args[1:]) + [k.value for k in n.keywords] + [func])
+                continue
+            if called.startswith("new_") and isinstance(func, ast.Attribute):
+                todo.extend(list(n.args) + [k.value for k in n.keywords])
+                continue
+        todo.extend(ast.iter_child_nodes(n))
+    return names
+
+
+def _adds(expr) -> bool:
+    """An expression whose last operation is an addition: `a + b` (`z * f + t` too), `add(a, b)`, `a.add(b)`."""
+    if isinstance(expr, ast.BinOp):
+        return isinstance(expr.op, ast.Add)
+    return isinstance(expr, ast.Call) and isinstance(expr.func, (ast.Name, ast.Attribute)) and (
+        expr.func.id if isinstance(expr.func, ast.Name) else expr.func.attr) == "add"
+
+
+def _adding_step(fn) -> bool:
+    """A fold's step that adds: a library's `add` (torch.add, operator.add, numpy.add), or a lambda or def of
+    the student's whose whole body returns an addition."""
+    if isinstance(fn, Lib):
+        return fn.path.rsplit(".", 1)[-1] in ("add", "iadd", "__add__", "__iadd__")
+    if not isinstance(fn, Func):
+        return False
+    if isinstance(fn.node, ast.Lambda):
+        return _adds(fn.node.body)
+    body = [s for s in getattr(fn.node, "body", []) if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    return len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None and _adds(body[0].value)
+
+
+def _carried(body) -> dict:
+    """{id(statement): adds} for the statements of a loop's body (in it, or in an `if` or `with` of it; not in
+    a nested loop or function) that update a value the loop carries from one item to the next: `z = f(z,
+    ...)`, `z op= ...`, `z.method_(...)` (in place). `adds`: the update is an addition, `z = z + ...` (`z =
+    z * f + ...`, `z = torch.add(z, ...)`: the last operation an addition), `z += ...`, `z.add_(...)`."""
+    found = {}
+
+    def direct(block):
+        for stmt in block:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                    and stmt.targets[0].id in _names(stmt.value):
+                found[id(stmt)] = _adds(stmt.value)
+            elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+                found[id(stmt)] = isinstance(stmt.op, ast.Add)
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+                    and isinstance(stmt.value.func, ast.Attribute) and stmt.value.func.attr.endswith("_") \
+                    and isinstance(stmt.value.func.value, ast.Name):
+                found[id(stmt)] = stmt.value.func.attr == "add_"
+            elif isinstance(stmt, ast.If):
+                direct(stmt.body)
+                direct(stmt.orelse)
+            elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+                direct(stmt.body)
+    direct(body)
+    return found
+
+
+def _carried_node(stmt) -> tuple:
+    """(name, expression) of a statement _carried found."""
+    if isinstance(stmt, ast.Assign):
+        return stmt.targets[0].id, stmt.value
+    if isinstance(stmt, ast.AugAssign):
+        return stmt.target.id, stmt.value
+    return stmt.value.func.value.id, stmt.value
+
+
+def _assigned(body) -> set:
+    """The names statements bind by assignment (`=`, `+=`, an annotated one, a loop's target), at any depth
+    but not in a nested function or class."""
+    names, todo = set(), list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        todo.extend(ast.iter_child_nodes(node))
+    return names
+
+
 # ---- what the process checks call whole-matrix work -------------------------------------------
 
 AXIS_NAMES = {"B": "the batch", "T": "the positions", "D": "the features", "Q": "the queries", "K": "the keys",
@@ -3709,6 +3913,8 @@ def _describe(op, big) -> str:
     what = {"product": f"`{op.name}` multiplies operands spanning {spans} at once",
             "reduce": f"`{op.name}` reduces over {spans} at once",
             "softmax": f"`{op.name}` works on {spans} at once",
+            "fold": f"`{op.name}` adds up, one by one, terms computed from all of {spans} (a max or sum over them"
+                    f" taken before): a second pass over {spans}",
             "combine": f"`{op.name}` pairs every {'query with every key' if 'K' in big else 'position with every position'}"
                        " at once (a whole matrix, entry by entry)",
             "opaque": f"`{op.name}` receives whole inputs (spanning {spans}): the grader cannot tell how it computes"}[op.kind]
@@ -3771,8 +3977,9 @@ def entrywise_work(sources, name: str, inputs: dict) -> dict:
 
 def streamed_work(sources, name: str, inputs: dict) -> dict:
     """For an answer that must visit the keys one at a time: a reduction, softmax or contraction over the
-    key axis, or a (queries, keys) matrix, is one-shot work; a library call the reader cannot read, given
-    the key axis, cannot be decided."""
+    key axis, or a (queries, keys) matrix, is one-shot work, and so is a second pass over the keys adding
+    up terms computed from every key ("fold"); a library call the reader cannot read, given the key axis,
+    cannot be decided."""
     reading = read(sources, name, inputs)
     big = {"K"}
 
@@ -3780,7 +3987,7 @@ def streamed_work(sources, name: str, inputs: dict) -> dict:
         every = [a for o in op.operands for a in o]
         if op.kind == "combine":
             return "plain" if _pairs(op.result, op.operands, {"Q", "K"}) else ""
-        if op.kind in ("reduce", "softmax"):
+        if op.kind in ("reduce", "softmax", "fold"):
             kinds = {_touch(a, big) for a in op.axes}
         elif op.kind == "product":
             kinds = {_touch(a, big) for a in op.axes}

@@ -27,8 +27,11 @@ T_MAX = 16                  # the heads take the checks' longer sequences too (1
 def seed_cpu(seed: int) -> None:
     """torch.manual_seed(seed) as the checks' CPU heads see it: the CPU generator's seed is all it changes on
     a machine without accelerators (the same draws after it). torch.manual_seed also queues a seeding for
-    every device type not yet started, each with a copy of the call's stack: about 2 ms a call, and a head is
-    built for every case a student's check is tried on (a third of judging a check's CPU time)."""
+    every device type not yet started (CUDA, XPU, MTIA), each with the call's stack formatted as text, so a
+    call costs more the deeper it is made: measured (torch 2.13 on CPU, the fastest of 5 x 2,000 calls, on a
+    quiet and on a busy machine) 0.12-0.24 ms at the top of a script, 0.33-0.46 ms 30 frames deep, 0.55-0.87
+    ms at 60, 0.82-1.32 ms at 100, 0.37 ms at the top of a kernel's cell (22 frames); the generator's own
+    manual_seed, 0.001 ms. A head is built, and seeded, for every case a student's check is tried on."""
     torch.random.default_generator.manual_seed(int(seed))
 
 
