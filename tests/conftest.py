@@ -23,7 +23,8 @@ import pytest  # noqa: E402
 # parallel region by default: on an oversubscribed machine that spinning takes the cores the other
 # processes are waiting for (the proof corpus scored in two processes at once, two threads each: 26 s
 # each spinning, 17 s each with PASSIVE). Set before torch is imported anywhere (every child inherits
-# it); it changes no result, only what idle threads do.
+# it, the sandboxed kernels too: autograder/kernel/sandbox.py PASSED_ENV; a grading on one worker gives
+# its kernels two threads); it changes no result, only what idle threads do.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 ROOT = Path(__file__).resolve().parent.parent
