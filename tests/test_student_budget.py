@@ -236,3 +236,16 @@ def test_the_honest_students_keep_full_marks(waiting_class):
     assert len(results) == len(HONEST) * len(HONEST_NOTEBOOKS)
     assert all(not r["budget"]["ran_out"] and r["stopped"] == [] for r in results)
     assert waiting_class["report"]["time_budget"]["ran_out"] == [WAITER]
+
+
+def test_a_graded_kernels_idle_threads_sleep_unless_the_grader_says_otherwise(monkeypatch):
+    """OpenMP's idle threads spin by default, and a kernel's spinning counts as its CPU time, against its cells'
+    limits and the student's budget: a graded kernel (and its warm template, whose environment this is) gets
+    OMP_WAIT_POLICY=PASSIVE, which the sandbox passes on, unless the grader's own environment sets a policy."""
+    from autograder.grading.grade import kernel_environment
+    from autograder.kernel.sandbox import PASSED_ENV
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert kernel_environment(2, Path("/nonexistent"), "", {})["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert kernel_environment(2, Path("/nonexistent"), "", {})["OMP_WAIT_POLICY"] == "ACTIVE"
+    assert "OMP_WAIT_POLICY" in PASSED_ENV

@@ -230,6 +230,11 @@ def kernel_environment(threads: int, workdir: Path, socket_path: str, course_env
             GRADER_SOCKET: socket_path,
             "OMP_NUM_THREADS": str(threads),
             "MKL_NUM_THREADS": str(threads),
+            # OpenMP's idle threads sleep instead of spinning between parallel regions (unless the grader's own
+            # environment says otherwise): a kernel's spinning counts as its CPU time, against its cells' limits
+            # and the student's budget, and changes no result (on 2 threads: 03-the-tests 6.3-6.9 CPU-s spinning,
+            # 1.4-1.5 sleeping)
+            "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY") or "PASSIVE",
             # numpy's OpenBLAS starts its threads when it is imported: one, so that a warm template (which
             # imports numpy and forks only while single-threaded) can fork whatever the job's thread count
             "OPENBLAS_NUM_THREADS": "1",

@@ -62,8 +62,9 @@ PASSED_ENV = (
     "GRADER_KERNEL_HOOKS",
     "OMP_NUM_THREADS",
     "MKL_NUM_THREADS",
-    # where the grader's environment sets it (the test suite: PASSIVE): what OpenMP's idle threads do, no
-    # result; a kernel on two threads spinning between small operations used 5 s more CPU on a notebook
+    # what OpenMP's idle threads do, no result (grading/grade.py kernel_environment: PASSIVE unless the
+    # grader's environment says otherwise); a kernel on two threads spinning between small operations used
+    # 5 s more CPU on a notebook
     "OMP_WAIT_POLICY",
     "OPENBLAS_NUM_THREADS",
     "MPLBACKEND",
