@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -53,15 +55,17 @@ def test_every_kind_of_output_has_the_machine_s_folders_named(tmp_path, monkeypa
 
 
 @pytest.mark.parametrize("kernels", ["warm", "cold"])
-def test_a_graded_cell_printing_its_folders_shows_no_machine_path(tmp_path, monkeypatch, kernels):
+def test_a_graded_cell_printing_its_folders_shows_no_machine_path(tmp_path, monkeypatch, kernels, request):
     """Graded as a worker grades (grade.run_job: a kernel forked from the worker's template, its scratch
     folder inside the template's, or a kernel of its own), with the worker's TMPDIR a folder of the test's:
     the added cell's output names the folders, and no path of the grading's is in the notebook."""
     from autograder.grading.grade import Job, run_job
     from autograder.kernel.warm import close_templates
 
-    worker_tmp = tmp_path / "worker-tmp"
-    worker_tmp.mkdir()
+    # short: the probe's socket lives in the scratch folder made there, and a Unix socket's path has at most
+    # 107 bytes (pytest's own temporary folders under a busy run's numbering are longer)
+    worker_tmp = Path(tempfile.mkdtemp(prefix="mp-", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(worker_tmp, ignore_errors=True))
     monkeypatch.setenv("TMPDIR", str(worker_tmp))
     monkeypatch.setattr(tempfile, "tempdir", None)
     monkeypatch.setenv("GRADER_HOME", str(tmp_path / "home"))
