@@ -230,7 +230,7 @@ def judge_notebook(nb, server, scratch=None) -> list[CellResult]:
         if cell.cell_type != "code":
             continue
         _strip_harmless_stderr(cell)
-        if grade_id in server.checks and "hidden(" in cell.source:
+        if judged_by_a_check(cell, server.checks):
             results.append(_judge_hidden(cell, grade_id, points, server, above=nb.cells[:index]))
         else:
             score, _ = nbutils.determine_grade(cell)
@@ -260,6 +260,13 @@ TOO_LARGE = "The output you handed in is larger than the grader shows."
 OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error")
 
 
+def judged_by_a_check(cell, checks) -> bool:
+    """A hidden test cell whose outputs the judge writes (_judge_hidden): a grade cell of a check's grade id
+    that calls `hidden(...)`."""
+    nbg = cell.get("metadata", {}).get("nbgrader", {})
+    return bool(nbg.get("grade")) and nbg.get("grade_id") in checks and "hidden(" in cell.get("source", "")
+
+
 def first_hidden_inputs(nb) -> int | None:
     """The index of the notebook's first cell that gives the student's code hidden inputs, None if none does."""
     return next((i for i, cell in enumerate(nb.cells) if gives_hidden_inputs(cell)), None)
@@ -282,7 +289,7 @@ def conceal_after_hidden_inputs(
             continue
         cell["execution_count"] = None
         nbg = cell.get("metadata", {}).get("nbgrader", {})
-        if nbg.get("grade") and nbg.get("grade_id") in checks and "hidden(" in cell.get("source", ""):
+        if judged_by_a_check(cell, checks):
             for out in cell.get("outputs", []):  # the judge's verdict (_judge_hidden): the grader's own words
                 if "execution_count" in out:
                     out["execution_count"] = None
